@@ -1,0 +1,33 @@
+# Two entry points for users: `make test` and `make figs`. Each creates .venv when missing.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test figs venv bench lint clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	PAGING_TRACES=$${PAGING_TRACES:-$$(test -d ../shared/traces && cd ../shared/traces && pwd)} \
+	  $(PY) -m pytest -q $(PYTEST_ARGS)
+
+figs: $(STAMP)
+	PAGING_TRACES=$${PAGING_TRACES:-$$(test -d ../shared/traces && cd ../shared/traces && pwd)} \
+	  $(VENV)/bin/paging figs
+
+bench: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) benchmarks/bench_vs_libcachesim.py
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check paging adversaries proofs experiments tests benchmarks
+
+clean:
+	rm -rf $(VENV) paper_figs/*.png paper_figs/*.pdf

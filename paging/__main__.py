@@ -1,0 +1,5 @@
+import sys
+
+from paging.cli import main
+
+sys.exit(main())

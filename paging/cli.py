@@ -1,0 +1,63 @@
+"""The ``paging`` command (DESIGN.md, "The paging command").
+
+Each sub-command lives in :mod:`paging.commands` as a module with ``add_parser(subparsers)``;
+heavy imports happen inside the command, so ``paging --help`` stays fast. Any
+:class:`~paging.errors.PagingError` (and any argument error) becomes one line on stderr,
+``error: FILE:LINE: ...``, and exit status 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+from paging.errors import PagingError
+
+COMMANDS = ("simulate", "mrc", "opt", "trace", "coupon", "adversary", "proofs", "figs")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2 (argparse would print the usage too)
+        raise PagingError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="paging", description="Layered paging laboratory for MoE expert "
+                     "caching.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMANDS:
+        try:
+            mod = importlib.import_module(f"paging.commands.{name}")
+        except ModuleNotFoundError as e:  # a command still being built
+            if e.name != f"paging.commands.{name}":
+                raise
+            continue
+        mod.add_parser(sub)
+    return parser
+
+
+def print_json(obj) -> None:
+    """The single JSON document of ``--json`` (stdout)."""
+    sys.stdout.write(json.dumps(obj, allow_nan=False) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        rc = args.func(args)
+        return int(rc or 0)
+    except PagingError as e:
+        sys.stderr.write(f"error: {e.format()}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("error: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""User-facing errors.
+
+Every problem a user can fix (a malformed trace, an out-of-range id, k < 1, an unknown policy)
+is raised as :class:`PagingError`. The command line turns it into exactly one line on stderr,
+``error: FILE:LINE: message`` (``error: message`` when there is no file), and exit status 2.
+"""
+
+from __future__ import annotations
+
+
+class PagingError(ValueError):
+    """An error in the user's input, with an optional file and line to point at.
+
+    Parameters
+    ----------
+    message:
+        What is wrong and what was expected, e.g. ``"k must be an integer >= 1, got 0"``.
+    file, line:
+        Where the problem is, when it comes from a file (``line`` is 1-based).
+    """
+
+    def __init__(self, message: str, file: str | None = None, line: int | None = None):
+        self.message = message
+        self.file = file
+        self.line = line
+        super().__init__(self.format())
+
+    def format(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = f"{self.file}:{self.line}: " if self.line is not None else f"{self.file}: "
+        return f"{where}{self.message}"
+
+
+def check_k(k: object, n_pages: int | None = None) -> int:
+    """Validate a cache size and return it as an int (k >= 1; a k above the page count is allowed
+    and simply never evicts)."""
+    import numbers
+
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or int(k) < 1:
+        hint = f" (the layout has {n_pages} pages)" if n_pages else ""
+        raise PagingError(f"k must be an integer >= 1{hint}, got {k!r}")
+    return int(k)

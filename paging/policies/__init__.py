@@ -1,0 +1,52 @@
+"""The policy registry: lower-case names -> policy factories.
+
+Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru, fifo, lfu, fwf,
+marking, llru, least-stale, fld, belady, and lru-dist, ..., belady-dist (= OPT-DIST).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from paging.errors import PagingError
+from paging.offline.belady import Belady
+from paging.policies.base import CacheView, Context, Policy, PriorityPolicy
+from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
+from paging.policies.dist import PerLayer
+from paging.policies.layered import FLD, LLRU, LeastStale
+
+BASE_POLICIES: dict[str, Callable[[], Policy]] = {
+    cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, FLD, Belady)
+}
+
+REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
+for _name, _cls in BASE_POLICIES.items():
+    REGISTRY[f"{_name}-dist"] = (lambda c=_cls: PerLayer(c))
+
+POLICY_NAMES: tuple[str, ...] = tuple(REGISTRY)
+
+
+def make_policy(name: str) -> Policy:
+    """A fresh policy instance for a registered name (case-insensitive)."""
+    key = str(name).strip().lower()
+    if key not in REGISTRY:
+        raise PagingError(f"unknown policy {name!r}; expected one of {', '.join(POLICY_NAMES)}")
+    return REGISTRY[key]()
+
+
+def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> None:
+    """Add a policy (and, by default, its ``-dist`` variant) to the registry, e.g. from a
+    notebook. Names must be new."""
+    key = name.lower()
+    if key in REGISTRY:
+        raise PagingError(f"policy {name!r} is already registered")
+    REGISTRY[key] = factory
+    if dist:
+        REGISTRY[f"{key}-dist"] = lambda: PerLayer(factory)
+    global POLICY_NAMES
+    POLICY_NAMES = tuple(REGISTRY)
+
+
+__all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "make_policy", "register", "Policy",
+           "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU", "FWF",
+           "Marking", "LLRU", "LeastStale", "FLD", "Belady"]

@@ -1,0 +1,151 @@
+"""The one small policy interface (DESIGN.md, "One simulator, small policy interface").
+
+The simulator (:func:`paging.simulate.simulate`) owns residency, capacity, counting and pinning.
+A policy keeps only its own bookkeeping and names victims. Call order for request ``t`` (the
+0-based index into the trace) of page ``p``:
+
+* hit:  ``on_hit(t, p)``
+* miss with room:  ``on_insert(t, p)``
+* miss with a full partition:  ``victims(t, p, cache)`` -> ``on_evict(t, v)`` for each victim ->
+  ``on_insert(t, p)``.
+
+``cache.candidates`` lists the resident, unpinned pages of ``p``'s partition in insertion order
+(the whole cache, or ``p``'s layer for the DIST variants); a victim must be one of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from paging.layout import Layout
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a policy may know when it is reset.
+
+    ``capacity`` is the size of the policy's partition (k, or a layer's share for DIST);
+    ``steps`` is the layer clock of the trace (see :mod:`paging.trace`): non-clairvoyant policies
+    read ``steps[t]`` only for the current request t. ``next_use`` is given to clairvoyant
+    policies only. ``rng`` is the run's only source of randomness.
+    """
+
+    layout: Layout
+    capacity: int
+    rng: np.random.Generator
+    steps: np.ndarray
+    n_requests: int
+    next_use: np.ndarray | None = None
+    score: np.ndarray | None = None
+
+    def with_capacity(self, capacity: int) -> Context:
+        return replace(self, capacity=int(capacity))
+
+
+class CacheView:
+    """Read-only view of one partition handed to :meth:`Policy.victims`."""
+
+    __slots__ = ("_resident", "_pinned")
+
+    def __init__(self, resident: dict, pinned: frozenset | set):
+        self._resident = resident
+        self._pinned = pinned
+
+    @property
+    def candidates(self) -> list[int]:
+        """Resident, unpinned pages of the partition, in insertion order."""
+        pinned = self._pinned
+        if not pinned:
+            return list(self._resident)
+        return [q for q in self._resident if q not in pinned]
+
+    def __contains__(self, page: int) -> bool:
+        return page in self._resident
+
+    def __len__(self) -> int:
+        return len(self._resident)
+
+
+class Policy:
+    """Base class of every eviction policy.
+
+    Subclasses set ``name`` and override ``victim`` (or ``victims`` to evict several pages at
+    once, as FWF does) and whichever hooks they need. ``clairvoyant`` policies receive
+    ``ctx.next_use``; ``randomized`` ones draw from ``ctx.rng`` only.
+    """
+
+    name: str = "policy"
+    clairvoyant: bool = False
+    randomized: bool = False
+
+    def partitions(self, layout: Layout, k: int) -> tuple[np.ndarray | None, np.ndarray]:
+        """Partition of the page space and each part's capacity: ``(part_of_page, capacities)``.
+        ``part_of_page=None`` means one shared cache of size k."""
+        return None, np.array([k], dtype=np.int64)
+
+    def reset(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def on_hit(self, t: int, page: int) -> None:
+        pass
+
+    def on_insert(self, t: int, page: int) -> None:
+        pass
+
+    def on_evict(self, t: int, page: int) -> None:
+        pass
+
+    def victim(self, t: int, page: int, cache: CacheView) -> int:
+        raise NotImplementedError
+
+    def victims(self, t: int, page: int, cache: CacheView) -> Sequence[int]:
+        """Pages to evict so that ``page`` fits; default: the single :meth:`victim`."""
+        return (self.victim(t, page, cache),)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
+
+
+class PriorityPolicy(Policy):
+    """A policy that evicts the candidate with the largest :meth:`evict_key`.
+
+    Keeps, for every page ever requested, the index ``last[p]`` and step ``last_step[p]`` of its
+    most recent request, its insertion index ``inserted[p]`` and its request count ``count[p]``
+    (over the whole history, also while not cached). Cost per miss: O(k) key evaluations; the
+    reference loop favours readability, the compiled kernels in :mod:`paging.fast` speed.
+    """
+
+    def reset(self, ctx: Context) -> None:
+        super().reset(ctx)
+        self.last: dict[int, int] = {}
+        self.last_step: dict[int, int] = {}
+        self.inserted: dict[int, int] = {}
+        self.count: dict[int, int] = {}
+
+    def _touch(self, t: int, page: int) -> None:
+        self.last[page] = t
+        self.last_step[page] = int(self.ctx.steps[t])
+        self.count[page] = self.count.get(page, 0) + 1
+
+    def on_hit(self, t: int, page: int) -> None:
+        self._touch(t, page)
+
+    def on_insert(self, t: int, page: int) -> None:
+        self._touch(t, page)
+        self.inserted[page] = t
+
+    def evict_key(self, t: int, page: int) -> tuple:
+        raise NotImplementedError
+
+    def victim(self, t: int, page: int, cache: CacheView) -> int:
+        return max(cache.candidates, key=lambda q: self.evict_key(t, q))
+
+
+def pick_uniform(rng: np.random.Generator, pages: Iterable[int]) -> int:
+    """A uniformly random element of ``pages``: one ``rng.random()`` draw u, and the element at
+    index floor(u·m) of the pages sorted by id (the compiled kernel draws the same way)."""
+    cands = sorted(pages)
+    return cands[int(rng.random() * len(cands))]

@@ -1,0 +1,221 @@
+"""Request sequences for layered paging.
+
+A :class:`Trace` is one sequence (one prompt, problem or phase), simulated from an empty cache.
+It holds read-only numpy arrays:
+
+``pages``
+    the requested page ids, ``page = layer * n_experts + expert`` (:mod:`paging.layout`);
+``steps``
+    the *layer clock*: ``steps[i] mod ℓ`` is the layer of request i and ``steps[i] // ℓ`` its
+    forward pass. In ``rounds`` mode (the paper's, Sec. 5.1) every request is its own step, so
+    ``steps = 0, 1, 2, ...`` and request i belongs to layer ``i mod ℓ`` exactly as in Sec. 2.2.
+    In ``groups`` mode the K experts of one (token, layer) share one step and form a *group*:
+    the simulator pins the group's pages while the group is served, so they cannot evict each
+    other;
+``token``, ``rank``, ``score`` (optional)
+    the token index within the sequence, the expert's rank in its top-K list (0 = listed first,
+    the highest gate score in gate-score traces) and its gate score.
+
+Two expansions of a top-K routing table ``experts[token, layer, r]`` (:func:`from_routing`):
+
+* ``rounds``: token t becomes K rounds; round r requests ``experts[t, z, r]`` for z = 0..ℓ-1
+  ("we create several rounds for the processing of a single token: one round for the first
+  expert, a second round for the second expert", Angelopoulos et al., Sec. 5.1).
+* ``groups``: token t becomes ℓ groups; group (t, z) requests ``experts[t, z, 0..K-1]`` one after
+  another, all at step ``t·ℓ + z``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.layout import Layout
+
+EXPANSIONS = ("rounds", "groups")
+
+
+def _frozen(a, dtype) -> np.ndarray:
+    a = np.array(a, dtype=dtype, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Trace:
+    """One layered request sequence (read-only). See the module docstring for the fields."""
+
+    layout: Layout
+    pages: np.ndarray
+    steps: np.ndarray
+    name: str = "trace"
+    token: np.ndarray | None = None
+    rank: np.ndarray | None = None
+    score: np.ndarray | None = None
+    expand: str = "rounds"
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "pages", _frozen(self.pages, np.int64).reshape(-1))
+        set_(self, "steps", _frozen(self.steps, np.int64).reshape(-1))
+        for opt, dt in (("token", np.int64), ("rank", np.int64), ("score", np.float64)):
+            v = getattr(self, opt)
+            if v is not None:
+                v = _frozen(v, dt).reshape(-1)
+                if v.shape != self.pages.shape:
+                    raise PagingError(f"trace {self.name}: {opt} has {v.size} entries, pages has "
+                                      f"{self.pages.size}")
+                set_(self, opt, v)
+        if self.expand not in EXPANSIONS:
+            raise PagingError(f"expand must be one of {', '.join(EXPANSIONS)}, got {self.expand!r}")
+        set_(self, "meta", dict(self.meta))
+        self._validate()
+
+    # -- validation ---------------------------------------------------------------------------
+    def _validate(self) -> None:
+        lay, p, s, nm = self.layout, self.pages, self.steps, self.name
+        if p.shape != s.shape:
+            raise PagingError(f"trace {nm}: {s.size} steps for {p.size} pages")
+        if p.size == 0:
+            return
+        bad = np.flatnonzero((p < 0) | (p >= lay.n_pages))
+        if bad.size:
+            i = int(bad[0])
+            raise PagingError(f"trace {nm}: request {i} is page {int(p[i])}, expected a page id in "
+                              f"0..{lay.n_pages - 1} (n_experts={lay.n_experts}, "
+                              f"n_layers={lay.n_layers})")
+        if s[0] != 0:
+            raise PagingError(f"trace {nm}: the first step must be 0, got {int(s[0])}")
+        d = np.diff(s)
+        bad = np.flatnonzero((d < 0) | (d > 1) | ((d == 0) & (self.expand == "rounds")))
+        if bad.size:
+            i = int(bad[0]) + 1
+            raise PagingError(f"trace {nm}: request {i} has step {int(s[i])} after "
+                              f"{int(s[i - 1])}; steps must advance by 1 per request in rounds "
+                              "mode and by 0 or 1 in groups mode")
+        layer = p // lay.n_experts
+        bad = np.flatnonzero(layer != s % lay.n_layers)
+        if bad.size:
+            i = int(bad[0])
+            raise PagingError(f"trace {nm}: wrong layer order: request {i} is page {int(p[i])} "
+                              f"(layer {int(layer[i])}), expected a page of layer "
+                              f"{int(s[i] % lay.n_layers)} (step {int(s[i])} mod "
+                              f"{lay.n_layers} layers)")
+        if self.expand == "groups" and (d == 0).any():
+            # a group must not request the same page twice
+            order = np.lexsort((p, s))
+            ss, pp = s[order], p[order]
+            dup = np.flatnonzero((ss[1:] == ss[:-1]) & (pp[1:] == pp[:-1]))
+            if dup.size:
+                raise PagingError(f"trace {nm}: step {int(ss[dup[0]])} requests page "
+                                  f"{int(pp[dup[0]])} twice; the K experts of a group must differ")
+
+    # -- derived views -------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return int(self.pages.size)
+
+    @property
+    def n_requests(self) -> int:
+        return int(self.pages.size)
+
+    @cached_property
+    def layers(self) -> np.ndarray:
+        """Layer of every request (``steps mod ℓ``)."""
+        a = self.steps % self.layout.n_layers
+        a.setflags(write=False)
+        return a
+
+    @cached_property
+    def passes(self) -> np.ndarray:
+        """Forward pass of every request (``steps // ℓ``): the round in rounds mode, the token in
+        groups mode."""
+        a = self.steps // self.layout.n_layers
+        a.setflags(write=False)
+        return a
+
+    @cached_property
+    def next_use(self) -> np.ndarray:
+        """``next_use[i]``: index of the next request of ``pages[i]`` after i, or ``len(self)``
+        when there is none (the clairvoyant input of Belady's rule). O(N log N)."""
+        return next_use(self.pages)
+
+    @property
+    def is_grouped(self) -> bool:
+        return self.n_requests > 0 and bool(np.any(np.diff(self.steps) == 0))
+
+    def with_pages(self, pages, name: str | None = None) -> Trace:
+        """The same steps and layout with other pages (used by the online-ness contract test)."""
+        return Trace(self.layout, pages, self.steps, name or self.name, self.token, self.rank,
+                     self.score, self.expand, self.meta)
+
+    def head(self, n: int) -> Trace:
+        """The first n requests."""
+        cut = (lambda a: None if a is None else a[:n])
+        return Trace(self.layout, self.pages[:n], self.steps[:n], self.name, cut(self.token),
+                     cut(self.rank), cut(self.score), self.expand, self.meta)
+
+    def __repr__(self) -> str:
+        return (f"Trace({self.name!r}, {self.n_requests} requests, n_experts="
+                f"{self.layout.n_experts}, n_layers={self.layout.n_layers}, expand={self.expand})")
+
+
+def next_use(pages: np.ndarray) -> np.ndarray:
+    """Index of the next occurrence of each element of ``pages`` (``len(pages)`` if none)."""
+    pages = np.asarray(pages, dtype=np.int64)
+    n = pages.size
+    out = np.full(n, n, dtype=np.int64)
+    if n:
+        order = np.argsort(pages, kind="stable")
+        same = pages[order[1:]] == pages[order[:-1]]
+        out[order[:-1][same]] = order[1:][same]
+    out.setflags(write=False)
+    return out
+
+
+def from_pages(pages, layout: Layout, name: str = "trace", **kw) -> Trace:
+    """A rounds-mode trace from a flat page sequence (request i must be a page of layer i mod ℓ)."""
+    pages = np.asarray(pages, dtype=np.int64).reshape(-1)
+    return Trace(layout, pages, np.arange(pages.size, dtype=np.int64), name, **kw)
+
+
+def from_routing(experts, layout: Layout, expand: str = "rounds", scores=None,
+                 name: str = "trace", meta: dict | None = None) -> Trace:
+    """Expand a routing table ``experts[token, layer, r]`` (T x ℓ x K expert ids, r = rank) into a
+    trace; ``scores`` (same shape, optional) travel with the requests. See the module docstring
+    for the two expansions."""
+    e = np.asarray(experts, dtype=np.int64)
+    if e.ndim == 2:
+        e = e[:, :, None]
+    if e.ndim != 3 or e.shape[1] != layout.n_layers:
+        raise PagingError(f"trace {name}: routing table must be tokens x {layout.n_layers} layers "
+                          f"x K, got shape {e.shape}")
+    if e.size and (e.min() < 0 or e.max() >= layout.n_experts):
+        raise PagingError(f"trace {name}: expert ids must be in 0..{layout.n_experts - 1}, got "
+                          f"{int(e.min())}..{int(e.max())}")
+    s = None if scores is None else np.asarray(scores, dtype=np.float64).reshape(e.shape)
+    T, L, K = e.shape
+    tok = np.broadcast_to(np.arange(T)[:, None, None], e.shape)
+    rank = np.broadcast_to(np.arange(K)[None, None, :], e.shape)
+    lay = np.broadcast_to(np.arange(L)[None, :, None], e.shape)
+    if expand == "rounds":
+        # order (token, rank, layer): round r of token t walks every layer
+        perm = (0, 2, 1)
+        steps = np.arange(T * K * L, dtype=np.int64)
+    elif expand == "groups":
+        perm = (0, 1, 2)  # (token, layer, rank): a group per (token, layer)
+        steps = np.repeat(np.arange(T * L, dtype=np.int64), K)
+    else:
+        raise PagingError(f"expand must be one of {', '.join(EXPANSIONS)}, got {expand!r}")
+
+    def flat(a):
+        return np.ascontiguousarray(np.transpose(a, perm)).reshape(-1)
+
+    pages = flat(layout.page(lay, e))
+    m = {"top_k": K, "n_tokens": T}
+    m.update(meta or {})
+    return Trace(layout, pages, steps, name, flat(tok), flat(rank),
+                 None if s is None else flat(s), expand, m)
