@@ -127,55 +127,89 @@ def simulate(trace: Trace, policy: Policy | str, k: int, *, seed: int | None = 0
 
 
 def _reference(trace: Trace, policy: Policy, k: int, seed: int | None, record: bool) -> Result:
-    lay = trace.layout
-    n, L = lay.n_experts, lay.n_layers
+    sim = Simulation(trace.layout, policy, k, steps=trace.steps, seed=seed, record=record,
+                     next_use=trace.next_use if policy.clairvoyant else None, score=trace.score)
     pages = trace.pages.tolist()
-    steps = trace.steps
-    passes = trace.passes.tolist()
-    N = len(pages)
-    part_of, caps = policy.partitions(lay, k)
-    part_of = [0] * lay.n_pages if part_of is None else np.asarray(part_of).tolist()
-    caps = [int(c) for c in caps]
-    policy.reset(Context(
-        layout=lay, capacity=caps[0] if len(caps) == 1 else k,
-        rng=np.random.default_rng(seed), steps=steps, n_requests=N,
-        next_use=trace.next_use if policy.clairvoyant else None, score=trace.score))
+    if not trace.is_grouped:
+        for p in pages:
+            sim.serve(p)
+        return sim.result(trace.name)
+    ends = _group_bounds(trace.steps).tolist()
+    for t, p in enumerate(pages):
+        if t == 0 or ends[t] != ends[t - 1]:
+            sim.pin_group(pages[t:ends[t]])  # Sec. "groups": the K experts cannot evict each other
+        sim.serve(p)
+    return sim.result(trace.name)
 
-    resident: list[dict[int, None]] = [{} for _ in caps]  # per partition, insertion-ordered
-    grouped = trace.is_grouped
-    group_end = _group_bounds(steps).tolist() if grouped else None
-    pinned: frozenset = frozenset()
-    evicted_pass = [-1] * lay.n_pages
-    per_layer = [0] * L
-    misses = collisions = 0
-    hit_mask = [False] * N if record else None
-    evictions: list[tuple[int, int]] = []
-    bypassed: list[int] = []
 
-    t = 0
-    while t < N:
-        if grouped and (t == 0 or steps[t] != steps[t - 1]):
-            pinned = frozenset(pages[t:group_end[t]])
-        p = pages[t]
-        q = part_of[p]
-        res = resident[q]
+class Simulation:
+    """The reference loop, one request at a time.
+
+    :func:`simulate` feeds it a whole trace; an adaptive adversary (Theorem 2) feeds it page by
+    page, choosing each request after looking at :attr:`resident`. The layer clock ``steps``
+    must be known in advance (its length is the number of requests); pages need not be.
+    """
+
+    def __init__(self, layout, policy: Policy, k: int, *, steps, seed: int | None = 0,
+                 record: bool = False, next_use=None, score=None):
+        self.layout, self.policy, self.k, self.seed, self.record = layout, policy, k, seed, record
+        self.steps = np.asarray(steps, dtype=np.int64)
+        self._steps = self.steps.tolist()
+        self.n_requests = len(self._steps)
+        part_of, caps = policy.partitions(layout, k)
+        self.dist = part_of is not None
+        self.part_of = [0] * layout.n_pages if part_of is None else np.asarray(part_of).tolist()
+        self.caps = [int(c) for c in caps]
+        if policy.clairvoyant and next_use is None:
+            raise PagingError(f"{policy.name} is clairvoyant: it needs the whole trace")
+        policy.reset(Context(
+            layout=layout, capacity=self.caps[0] if len(self.caps) == 1 else k,
+            rng=np.random.default_rng(seed), steps=self.steps, n_requests=self.n_requests,
+            next_use=next_use, score=score))
+        self.parts: list[dict[int, None]] = [{} for _ in self.caps]  # insertion-ordered
+        self.pinned: frozenset = frozenset()
+        self._group: list[int] = []
+        self.evicted_pass = [-1] * layout.n_pages
+        self.per_layer = [0] * layout.n_layers
+        self.t = self.misses = self.collisions = 0
+        self.hit_mask: list[bool] = []
+        self.evictions: list[tuple[int, int]] = []
+        self.bypassed: list[int] = []
+
+    @property
+    def resident(self) -> set[int]:
+        """The pages in the cache now."""
+        return {q for part in self.parts for q in part}
+
+    def pin_group(self, pages) -> None:
+        """Pin the pages of the group about to be served (groups mode)."""
+        self.pinned = frozenset(pages)
+
+    def serve(self, p: int) -> bool:
+        """Serve the next request, page ``p``; return True on a hit."""
+        t, policy = self.t, self.policy
+        if t >= self.n_requests:
+            raise PagingError(f"the run was set up for {self.n_requests} requests")
+        self.t += 1
+        res = self.parts[self.part_of[p]]
         if p in res:
-            if record:
-                hit_mask[t] = True
+            if self.record:
+                self.hit_mask.append(True)
             policy.on_hit(t, p)
-            t += 1
-            continue
-        misses += 1
-        per_layer[p // n] += 1
-        if evicted_pass[p] == passes[t]:
-            collisions += 1
-        if len(res) >= caps[q]:
-            view = CacheView(res, pinned)
-            if caps[q] == 0 or not any(True for _ in _unpinned(res, pinned)):
-                bypassed.append(t)  # nothing may be evicted: serve without caching
-                t += 1
-                continue
-            out = policy.victims(t, p, view)
+            return True
+        if self.record:
+            self.hit_mask.append(False)
+        self.misses += 1
+        self.per_layer[p // self.layout.n_experts] += 1
+        now_pass = self._steps[t] // self.layout.n_layers
+        if self.evicted_pass[p] == now_pass:
+            self.collisions += 1
+        cap, pinned = self.caps[self.part_of[p]], self.pinned
+        if len(res) >= cap:
+            if cap == 0 or all(q in pinned for q in res):
+                self.bypassed.append(t)  # nothing may be evicted: serve without caching
+                return False
+            out = policy.victims(t, p, CacheView(res, pinned))
             if not out:
                 raise RuntimeError(f"{policy.name}: victims() returned nothing at t={t}")
             for v in out:
@@ -183,27 +217,22 @@ def _reference(trace: Trace, policy: Policy, k: int, seed: int | None, record: b
                     raise RuntimeError(f"{policy.name}: invalid victim {v} at t={t} "
                                        "(not a resident unpinned page of the partition)")
                 del res[v]
-                evicted_pass[v] = passes[t]
+                self.evicted_pass[v] = now_pass
                 policy.on_evict(t, v)
-                if record:
-                    evictions.append((t, v))
+                if self.record:
+                    self.evictions.append((t, v))
         res[p] = None
         policy.on_insert(t, p)
-        t += 1
+        return False
 
-    return Result(
-        policy=policy.name, k=k, trace=trace.name, requests=N, misses=misses,
-        per_layer_misses=np.array(per_layer, dtype=np.int64), collision_misses=collisions,
-        bypasses=len(bypassed), seed=seed, dist=part_of_is_layers(policy),
-        hit_mask=np.array(hit_mask, dtype=bool) if record else None,
-        evictions=np.array(evictions, dtype=np.int64).reshape(-1, 2) if record else None,
-        bypassed=np.array(bypassed, dtype=np.int64) if record else None,
-    )
-
-
-def _unpinned(res: dict, pinned: frozenset):
-    return (q for q in res if q not in pinned)
-
-
-def part_of_is_layers(policy: Policy) -> bool:
-    return bool(getattr(policy, "per_layer", False))
+    def result(self, name: str = "trace") -> Result:
+        rec = self.record
+        return Result(
+            policy=self.policy.name, k=self.k, trace=name, requests=self.t, misses=self.misses,
+            per_layer_misses=np.array(self.per_layer, dtype=np.int64),
+            collision_misses=self.collisions, bypasses=len(self.bypassed), seed=self.seed,
+            dist=self.dist,
+            hit_mask=np.array(self.hit_mask, dtype=bool) if rec else None,
+            evictions=np.array(self.evictions, dtype=np.int64).reshape(-1, 2) if rec else None,
+            bypassed=np.array(self.bypassed, dtype=np.int64) if rec else None,
+        )

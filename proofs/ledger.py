@@ -1,0 +1,44 @@
+"""The theorem ledger: one row per theorem, produced by each ``proofs/theoremN.py``'s ``check()``.
+
+A row records what was checked numerically and whether it held:
+
+* ``theorem``: "Theorem 2"; ``statement``: the claim as a formula;
+* ``grid``: the parameter grid that was run (a short human-readable string and the raw list);
+* ``smallest_margin``: min over the grid of (measured − bound) for a lower bound (or
+  bound − measured for an upper bound), exact (``fractions.Fraction``/sympy) where possible;
+* ``holds``: every grid point satisfied the claim; ``witness``: the grid point at the
+  smallest margin (or the first violation);
+* ``errata``: steps of the printed proof that are wrong as printed, each with the corrected step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+
+
+@dataclass
+class Erratum:
+    where: str          # e.g. "proof of Theorem 5, line 'E(T) >= log(C/log 2) / (2(1+N/(N-1)))'"
+    printed: str        # the step as printed
+    problem: str        # why it is wrong (with a counterexample when there is one)
+    corrected: str      # the corrected step
+    verified: bool      # the corrected step was verified (sympy / exact arithmetic)
+
+
+@dataclass
+class LedgerRow:
+    theorem: str
+    statement: str
+    grid: str
+    smallest_margin: float | Fraction | str
+    holds: bool
+    witness: dict
+    errata: list[Erratum] = field(default_factory=list)
+    notes: str = ""
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        m = self.smallest_margin
+        d["smallest_margin"] = (str(m) if isinstance(m, Fraction) else m)
+        return d
