@@ -1,0 +1,41 @@
+"""Options shared by the commands that read a TRACE (file path or generator spec)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_trace_args(p: argparse.ArgumentParser, *, expand: bool = True) -> None:
+    p.add_argument("trace", metavar="TRACE",
+                   help="a trace file (.jsonl, .json, .npz, .csv; relative paths are also tried "
+                        "under $PAGING_TRACES) or a generator spec such as "
+                        "zipf:n=8,layers=32,tokens=1000,a=1.0,h=0,seed=0")
+    if expand:
+        p.add_argument("--expand", choices=("rounds", "groups"), default="rounds",
+                       help="top-K expansion: the paper's rounds (default) or pinned groups")
+    p.add_argument("--strict", action="store_true",
+                   help="an incomplete token (missing some layer) is an error, not dropped")
+    p.add_argument("--phase", choices=("both", "prefill", "decode"), default="both",
+                   help="for prefill/decode traces: which phase(s) to read (default both)")
+    p.add_argument("--n-experts", type=int, default=None, help="experts per layer "
+                   "(default: from the file)")
+    p.add_argument("--layers", type=int, default=None, help="layers (default: from the file)")
+
+
+def load_from_args(args: argparse.Namespace):
+    """The traces named by ``args.trace`` (a list of :class:`~paging.trace.Trace`)."""
+    from paging.io import load
+
+    return load(args.trace, expand=getattr(args, "expand", "rounds"), strict=args.strict,
+                phase=args.phase, n_experts=args.n_experts, n_layers=args.layers)
+
+
+def format_table(rows: list[dict], cols: list[str]) -> str:
+    """A plain left-aligned text table."""
+    def cell(v):
+        return f"{v:.6f}" if isinstance(v, float) else str(v)
+
+    widths = {c: max(len(c), *(len(cell(r[c])) for r in rows)) if rows else len(c) for c in cols}
+    lines = ["  ".join(c.ljust(widths[c]) for c in cols)]
+    lines += ["  ".join(cell(r[c]).ljust(widths[c]) for c in cols) for r in rows]
+    return "\n".join(lines)

@@ -1,0 +1,30 @@
+"""Shared test configuration: hypothesis profiles and the real-trace location."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/strategies.py
+
+# "ci" runs more examples; both have no deadline (numba compiles on first call).
+settings.register_profile("ci", max_examples=150, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=50, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+TRACES = os.environ.get("PAGING_TRACES")
+needs_traces = pytest.mark.skipif(not TRACES, reason="PAGING_TRACES is not set (real traces "
+                                  "live in ../shared/traces; make test sets it when present)")
+
+
+@pytest.fixture
+def traces_dir() -> Path:
+    if not TRACES:
+        pytest.skip("PAGING_TRACES is not set")
+    return Path(TRACES)

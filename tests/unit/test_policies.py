@@ -1,0 +1,163 @@
+"""Exact, hand-checked examples for every policy (the numbers are worked out in comments)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from paging import Layout, from_pages, from_routing, simulate
+from paging.policies import make_policy
+from paging.verify import verify
+
+BELADY_STRING = [1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("policy,k,misses", [
+    ("fifo", 3, 9), ("fifo", 4, 10),      # Belady's anomaly: more frames, more faults
+    ("lru", 3, 10), ("lru", 4, 8),
+    ("belady", 3, 7), ("belady", 4, 6),
+])
+def test_belady_anomaly_string(policy, k, misses):
+    trace = from_pages(BELADY_STRING, Layout(n_experts=6, n_layers=1))
+    res = simulate(trace, policy, k, record=True, engine="reference")
+    assert res.misses == misses
+    verify(trace, res)
+
+
+# Layered example for LLRU (Angelopoulos et al., Sec. 4, Def. 2), l = 3 layers of n = 2 experts:
+# pages layer0 {0,1}, layer1 {2,3}, layer2 {4,5}; k = 5; sequence 0 2 4 | 1 3 5 | 0 2 4.
+# t=5 (page 5, a miss, cache {0,2,4,1,3} full): d = t - tau = 5,4,3,2,1 for pages 0,2,4,1,3;
+#   R = d // 3 = 1,1,1,0,0; among R = 1: D = (tau - t) mod 3 = (-5)%3=1, (-4)%3=2, (-3)%3=0
+#   -> evict page 2 (D = 2): the page of the layer just served. LRU would evict page 0.
+# t=6 page 0: hit.  t=7 page 2: miss; tau = 0:6, 4:2, 1:3, 3:4, 5:5 -> d = 1,5,4,3,2,
+#   R = 0,1,1,1,0; among R = 1 (pages 4,1,3): D = 1,2,0 -> evict page 1.
+# t=8 page 4: hit.  LLRU: 7 misses, evictions (5,2), (7,1).
+LLRU_SEQ = [0, 2, 4, 1, 3, 5, 0, 2, 4]
+
+
+def test_llru_hand_example():
+    trace = from_pages(LLRU_SEQ, Layout(n_experts=2, n_layers=3))
+    res = simulate(trace, "llru", 5, record=True, engine="reference")
+    assert res.misses == 7
+    assert res.evictions.tolist() == [[5, 2], [7, 1]]
+    assert res.hit_mask.tolist() == [False] * 6 + [True, False, True]
+    # LRU: t5 evicts 0, t6 (0) evicts 2, t7 (2) evicts 4, t8 (4) evicts 1: 9 misses
+    lru = simulate(trace, "lru", 5, record=True, engine="reference")
+    assert lru.misses == 9
+    assert lru.evictions.tolist() == [[5, 0], [6, 2], [7, 4], [8, 1]]
+    # OPT: at t5 evict a page never used again (1 or 3; ties -> larger id 3), then all hit
+    opt = simulate(trace, "belady", 5, record=True, engine="reference")
+    assert opt.misses == 6 and opt.evictions.tolist() == [[5, 3]]
+
+
+def test_llru_groups_mode_uses_the_group_clock():
+    # l = 2, n = 3, top-2 groups: token0 layer0 {0,1}, layer1 {3,4}; token1 layer0 {2,0}.
+    # steps 0,0,1,1,2,2; k = 4. Request 4 (page 2, step 2, layer 0) misses with cache
+    # {0,1,3,4}; page 0 is pinned (same group). tau(step): 1->0, 3->1, 4->1; t = 2:
+    # R = 1,0,0 -> evict page 1.
+    table = np.array([[[0, 1], [0, 1]], [[2, 0], [2, 1]]])
+    trace = from_routing(table, Layout(3, 2), expand="groups")
+    assert trace.pages.tolist()[:6] == [0, 1, 3, 4, 2, 0]
+    res = simulate(trace, "llru", 4, record=True, engine="reference")
+    assert res.evictions.tolist()[0] == [4, 1]
+    verify(trace, res)
+
+
+def test_fifo_ignores_hits_lru_does_not():
+    # one layer of 4 experts, k = 2: 0 1 0 2 -> FIFO evicts 0 (first in), LRU evicts 1
+    trace = from_pages([0, 1, 0, 2], Layout(4, 1))
+    assert simulate(trace, "fifo", 2, record=True).evictions.tolist() == [[3, 0]]
+    assert simulate(trace, "lru", 2, record=True).evictions.tolist() == [[3, 1]]
+
+
+def test_lfu_counts_survive_eviction_and_ties_go_to_lru():
+    # k = 2: 0 0 1 2 (evict 1: count 1 < 2) 1 (evict 2: counts 0:2, 2:1 -> 2) 3
+    # at t=5: cache {0, 1}, counts 0:2, 1:2 (history count) -> tie -> LRU: 0 (last t=1)
+    trace = from_pages([0, 0, 1, 2, 1, 3], Layout(4, 1))
+    res = simulate(trace, "lfu", 2, record=True, engine="reference")
+    assert res.evictions.tolist() == [[3, 1], [4, 2], [5, 0]]
+
+
+def test_fwf_flushes_whole_cache():
+    # k = 2: 0 1 2 (full: flush 0 and 1, insert 2) 0 (room: no eviction) 1 (full: flush 2, 0)
+    trace = from_pages([0, 1, 2, 0, 1], Layout(4, 1))
+    res = simulate(trace, "fwf", 2, record=True, engine="reference")
+    assert res.evictions.tolist() == [[2, 0], [2, 1], [4, 2], [4, 0]]
+    assert res.misses == 5
+
+
+def test_fld_evicts_the_layer_furthest_ahead():
+    # l = 4, n = 1 (pages = layers 0..3), k = 3; 0 1 2 3: at t=3 (layer 3) the distances
+    # (layer - 3) mod 4 are 1, 2, 3 for pages 0, 1, 2 -> evict page 2
+    trace = from_pages([0, 1, 2, 3], Layout(1, 4))
+    assert simulate(trace, "fld", 3, record=True).evictions.tolist() == [[3, 2]]
+
+
+def test_least_stale_prefers_stale_then_lowest_layer():
+    # l = 2, n = 3: pages layer0 {0,1,2}, layer1 {3,4,5}; k = 3.
+    # rounds (= passes): [0 3] [1 4] [2 ...]. At t=3 (page 4, pass 1), cache {0,3,1}:
+    # 0 and 3 are stale (pass 0), 1 current; lowest layer first -> evict 0.
+    trace = from_pages([0, 3, 1, 4, 2, 5], Layout(3, 2))
+    res = simulate(trace, "least-stale", 3, record=True, engine="reference")
+    assert res.evictions.tolist()[0] == [3, 0]
+    # t=4 (page 2, pass 2), cache {3,1,4}: all stale; layer0 page 1 goes first
+    assert res.evictions.tolist()[1] == [4, 1]
+
+
+def test_marking_is_seeded_and_uses_one_draw_per_eviction():
+    trace = from_pages([0, 1, 2, 3, 0, 1, 2, 3, 4, 0], Layout(5, 1))
+    a = simulate(trace, "marking", 2, seed=7, record=True)
+    b = simulate(trace, "marking", 2, seed=7, record=True)
+    assert a.evictions.tolist() == b.evictions.tolist()
+    # reproduce the first eviction by hand: t=2, marks {0,1} -> new phase, pick among [0,1]
+    u = np.random.default_rng(7).random()
+    assert a.evictions[0].tolist() == [2, [0, 1][int(u * 2)]]
+
+
+def test_dist_shares_and_zero_share_layers():
+    lay = Layout(n_experts=2, n_layers=3)
+    assert lay.dist_shares(7).tolist() == [3, 2, 2]
+    assert lay.dist_shares(2).tolist() == [1, 1, 0]
+    # k = 2: layer 2 has no slot, every request of layer 2 misses (bypass)
+    trace = from_pages([0, 2, 4, 0, 2, 4], lay)
+    res = simulate(trace, "lru-dist", 2, record=True)
+    assert res.misses == 4 and res.bypasses == 2
+    assert res.per_layer_misses.tolist() == [1, 1, 2]
+    verify(trace, res)
+
+
+def test_groups_pin_the_group_and_bypass_when_nothing_is_evictable():
+    # one layer, top-2 groups {0,1} {2,3}, k = 1: the second page of each group cannot evict
+    # the first (pinned), so it is bypassed
+    trace = from_routing(np.array([[[0, 1]], [[2, 3]]]), Layout(4, 1), expand="groups")
+    res = simulate(trace, "lru", 1, record=True)
+    assert res.misses == 4 and res.bypasses == 2
+    assert res.bypassed.tolist() == [1, 3]
+    verify(trace, res)
+
+
+@pytest.mark.parametrize("ell,k", [(1, 3), (2, 5), (3, 8), (4, 11)])
+def test_theorem3_cyclic_sequence(ell, k):
+    # Theorem 3: n = (k+1)/l, round i requests expert i mod n of every layer. LRU misses every
+    # request; OPT misses k + ceil((N - k)/k) (k compulsory, then one miss every k requests).
+    n = (k + 1) // ell
+    rounds = 7 * n
+    pages = [z * n + (i % n) for i in range(rounds) for z in range(ell)]
+    trace = from_pages(pages, Layout(n, ell))
+    N = len(pages)
+    assert simulate(trace, "lru", k).misses == N
+    assert simulate(trace, "belady", k).misses == k + math.ceil((N - k) / k)
+
+
+def test_unknown_policy_and_bad_k():
+    from paging.errors import PagingError
+
+    trace = from_pages([0], Layout(1, 1))
+    with pytest.raises(PagingError, match="unknown policy 'nope'"):
+        simulate(trace, "nope", 1)
+    with pytest.raises(PagingError, match="k must be an integer >= 1"):
+        simulate(trace, "lru", 0)
+    with pytest.raises(PagingError):
+        make_policy("")
