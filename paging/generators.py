@@ -1,0 +1,315 @@
+"""Seeded synthetic request sequences for layered paging (Angelopoulos et al.).
+
+Three families, all vectorised (10^8 requests in seconds, memory ~2 int64 arrays of the trace):
+
+``zipf``
+    Sec. 5.1: "the j-th page of a layer will have a probability of being sampled
+    p_j ~ 1/(j+h)^a". Within every layer the popularity rank j = 1..n has weight ``1/(j+h)^a``.
+    Which expert holds rank j is a per-layer random permutation drawn from the seed
+    (``perm="random"``, the default: layers do not share their favourite expert), or rank j is
+    expert j-1 in every layer (``perm="identity"``). The paper does not say which; the default
+    avoids an artificial alignment of the popular experts across layers.
+``uniform``
+    The random sequence of Theorem 4's proof (Yao's principle): every request is uniform over the
+    n experts of its layer.
+``cyclic``
+    Theorem 3's sequence: round i requests expert ``i mod n`` of every layer, so ``rounds=R`` gives
+    R·ℓ requests.
+
+``tokens=T`` gives one expert per layer per token (T·ℓ requests). ``topk=K`` draws K distinct
+experts per (token, layer) — for Zipf without replacement with probability proportional to the
+weights (successive sampling: the K smallest of ``E_e / w_e`` with ``E_e ~ Exp(1)``, which is the
+Gumbel-top-k trick), listed in draw order (rank 0 = first drawn, the analogue of the highest gate
+score) — and expands the table like a real trace with :func:`paging.trace.from_routing`.
+
+Every random choice comes from ``numpy.random.default_rng(seed)``: first the per-layer
+permutations (Zipf), then the draws token block by token block. For K=1 the Zipf and uniform
+draws are exact inverse-CDF / bounded-integer draws in float64 / int64 arithmetic.
+
+Spec strings (the ``TRACE`` argument of the ``paging`` command, DESIGN.md)::
+
+    zipf:n=8,layers=32,tokens=1000,a=1.0,h=0,seed=0[,topk=K][,perm=random|identity]
+    uniform:n=4,layers=8,tokens=500,seed=1[,topk=K]
+    cyclic:n=4,layers=8,rounds=100
+
+Defaults: a=1.0, h=0, seed=0, topk=1, perm=random.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.layout import Layout
+from paging.trace import EXPANSIONS, Trace, from_routing
+
+KINDS = ("zipf", "uniform", "cyclic")
+PERMS = ("random", "identity")
+#: draws are made this many (token, layer) cells at a time (keeps temporaries small)
+_BLOCK_CELLS = 1 << 21
+#: above this many requests, K=1 traces skip Trace's copying constructor (see _assemble)
+_CHECKED_LIMIT = 1 << 22
+
+
+# -- argument checks ---------------------------------------------------------------------------
+def _int(name: str, v: object, lo: int, hi: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        raise PagingError(f"{name} must be an integer, got {v!r}")
+    if v < lo or (hi is not None and v > hi):
+        rng = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+        raise PagingError(f"{name} must be an integer {rng}, got {v}")
+    return int(v)
+
+
+def _float(name: str, v: object) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise PagingError(f"{name} must be a number, got {v!r}")
+    if not math.isfinite(v) or v < 0:
+        raise PagingError(f"{name} must be a finite number >= 0, got {v}")
+    return float(v)
+
+
+def _expand(expand: str) -> str:
+    if expand not in EXPANSIONS:
+        raise PagingError(f"expand must be one of {', '.join(EXPANSIONS)}, got {expand!r}")
+    return expand
+
+
+# -- building blocks ---------------------------------------------------------------------------
+def zipf_weights(n: int, a: float = 1.0, h: float = 0.0) -> np.ndarray:
+    """Normalised popularity of ranks j = 1..n: ``p_j = (j+h)^-a / sum_i (i+h)^-a``
+    (Angelopoulos et al., Sec. 5.1)."""
+    n, a, h = _int("n", n, 1), _float("a", a), _float("h", h)
+    w = (np.arange(1, n + 1, dtype=np.float64) + h) ** -a
+    return w / w.sum()
+
+
+def _assemble(layout: Layout, pages: np.ndarray, name: str, expand: str, meta: dict) -> Trace:
+    """A K=1 trace (request i is a page of layer i mod ℓ by construction).
+
+    ``Trace(...)`` copies its arrays and validates them with several full-size temporaries (about
+    5.6 GB at 10^8 requests); above ``_CHECKED_LIMIT`` requests the same frozen object is built
+    without the copies. The tests check that these arrays pass the validating constructor.
+    """
+    steps = np.arange(pages.size, dtype=np.int64)
+    if pages.size <= _CHECKED_LIMIT:
+        return Trace(layout, pages, steps, name, expand=expand, meta=meta)
+    values = {"layout": layout, "pages": pages, "steps": steps, "name": name, "expand": expand,
+              "meta": dict(meta)}
+    pages.setflags(write=False)
+    steps.setflags(write=False)
+    tr = object.__new__(Trace)
+    for f in dataclasses.fields(Trace):
+        if f.name in values:
+            v = values[f.name]
+        elif f.default is not dataclasses.MISSING:
+            v = f.default
+        else:
+            v = f.default_factory()
+        object.__setattr__(tr, f.name, v)
+    return tr
+
+
+def _blocks(tokens: int, cells_per_token: int):
+    """Token blocks ``(t0, t1)`` of at most ``_BLOCK_CELLS`` cells."""
+    step = max(1, _BLOCK_CELLS // max(1, cells_per_token))
+    for t0 in range(0, tokens, step):
+        yield t0, min(tokens, t0 + step)
+
+
+def _expert_weights(rng: np.random.Generator, n: int, layers: int, w: np.ndarray,
+                    perm: str) -> np.ndarray:
+    """``q[z, e]``: weight of expert e in layer z; rank j (0-based) is expert ``perm_z[j]``."""
+    order = np.tile(np.arange(n), (layers, 1))
+    if perm == "random":
+        order = rng.permuted(order, axis=1)
+    q = np.empty((layers, n))
+    q[np.arange(layers)[:, None], order] = w[None, :]
+    return q
+
+
+def _sample_one(rng: np.random.Generator, q: np.ndarray, tokens: int) -> np.ndarray:
+    """Pages of T tokens x ℓ layers, one expert per cell, expert e of layer z with probability
+    ``q[z, e] / sum(q[z])`` (inverse CDF on float64 uniforms)."""
+    L, n = q.shape
+    cdf = np.cumsum(q, axis=1)
+    th = cdf[:, :-1] / cdf[:, -1:]
+    offs = np.arange(L, dtype=np.int64) * n
+    pages = np.empty(tokens * L, dtype=np.int64)
+    for t0, t1 in _blocks(tokens, L):
+        u = rng.random((t1 - t0, L))
+        if n <= 33:
+            e = np.zeros(u.shape, dtype=np.int16)
+            for j in range(n - 1):
+                e += u >= th[None, :, j]
+        else:
+            e = np.empty(u.shape, dtype=np.int64)
+            for z in range(L):
+                e[:, z] = np.searchsorted(th[z], u[:, z], side="right")
+        np.add(e, offs[None, :], out=pages[t0 * L:t1 * L].reshape(t1 - t0, L))
+    return pages
+
+
+def _sample_topk(rng: np.random.Generator, q: np.ndarray, tokens: int, k: int) -> np.ndarray:
+    """Routing table ``experts[T, ℓ, K]``: K distinct experts per cell, drawn without replacement
+    proportionally to ``q[z]`` (the K smallest ``E/q`` with ``E ~ Exp(1)``), in draw order."""
+    L, n = q.shape
+    table = np.empty((tokens, L, k), dtype=np.int64)
+    for t0, t1 in _blocks(tokens, L * n):
+        key = rng.standard_exponential((t1 - t0, L, n)) / q[None, :, :]
+        table[t0:t1] = np.argsort(key, axis=2, kind="stable")[:, :, :k]
+    return table
+
+
+def _spec_name(kind: str, params: dict) -> str:
+    return f"{kind}:" + ",".join(f"{k}={v}" for k, v in params.items())
+
+
+# -- public generators -------------------------------------------------------------------------
+def zipf(n: int, layers: int, tokens: int, *, a: float = 1.0, h: float = 0.0,
+         seed: int | np.random.Generator | None = 0, topk: int = 1, perm: str = "random",
+         expand: str = "rounds", name: str | None = None) -> Trace:
+    """Layered Zipf sequence of Angelopoulos et al., Sec. 5.1.
+
+    In every layer, popularity rank j = 1..n is requested with probability proportional to
+    ``1/(j+h)^a``; rank j is expert ``perm_z[j-1]`` (a per-layer random permutation drawn first
+    from the seed, or the identity with ``perm="identity"``). Each of the T tokens requests one
+    expert per layer (``topk=1``: T·ℓ requests, request i in layer i mod ℓ) or K distinct experts
+    per layer drawn without replacement proportionally to the weights, expanded by
+    :func:`paging.trace.from_routing` in mode ``expand`` (T·ℓ·K requests).
+
+    Cost: O(T·ℓ·n) time for K=1 (n-1 vectorised comparisons per cell; binary search above
+    n = 33), O(T·ℓ·n log n) for K > 1; memory two int64 arrays of the trace plus small blocks.
+    """
+    n, layers, tokens = _int("n", n, 1), _int("layers", layers, 1), _int("tokens", tokens, 0)
+    a, h = _float("a", a), _float("h", h)
+    topk = _int("topk", topk, 1, n)
+    if perm not in PERMS:
+        raise PagingError(f"perm must be one of {', '.join(PERMS)}, got {perm!r}")
+    _expand(expand)
+    params = {"n": n, "layers": layers, "tokens": tokens, "a": a, "h": h,
+              "seed": seed if isinstance(seed, (int, np.integer)) else None, "topk": topk,
+              "perm": perm}
+    name = name or _spec_name("zipf", params)
+    rng = np.random.default_rng(seed)
+    layout = Layout(n, layers)
+    q = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm)
+    meta = {"source": name, "format": "generator", "generator": "zipf", "params": params,
+            "n_tokens": tokens, "top_k": topk, "dropped_tokens": 0}
+    if topk == 1:
+        return _assemble(layout, _sample_one(rng, q, tokens), name, expand, meta)
+    return from_routing(_sample_topk(rng, q, tokens, topk), layout, expand, None, name, meta)
+
+
+def uniform(n: int, layers: int, tokens: int, *, seed: int | np.random.Generator | None = 0,
+            topk: int = 1, expand: str = "rounds", name: str | None = None) -> Trace:
+    """Uniform layered sequence: the random input of Theorem 4's proof (Angelopoulos et al.,
+    Sec. 3.2, Yao's principle), each request uniform over the n experts of its layer.
+
+    ``topk=K`` draws K distinct experts per (token, layer) uniformly (a uniformly random ordered
+    K-subset) and expands them with :func:`paging.trace.from_routing`. Cost O(T·ℓ) for K=1.
+    """
+    n, layers, tokens = _int("n", n, 1), _int("layers", layers, 1), _int("tokens", tokens, 0)
+    topk = _int("topk", topk, 1, n)
+    _expand(expand)
+    params = {"n": n, "layers": layers, "tokens": tokens,
+              "seed": seed if isinstance(seed, (int, np.integer)) else None, "topk": topk}
+    name = name or _spec_name("uniform", params)
+    rng = np.random.default_rng(seed)
+    layout = Layout(n, layers)
+    meta = {"source": name, "format": "generator", "generator": "uniform", "params": params,
+            "n_tokens": tokens, "top_k": topk, "dropped_tokens": 0}
+    if topk > 1:
+        q = np.ones((layers, n))
+        return from_routing(_sample_topk(rng, q, tokens, topk), layout, expand, None, name, meta)
+    offs = np.arange(layers, dtype=np.int64) * n
+    pages = np.empty(tokens * layers, dtype=np.int64)
+    for t0, t1 in _blocks(tokens, layers):
+        e = rng.integers(0, n, size=(t1 - t0, layers))
+        np.add(e, offs[None, :], out=pages[t0 * layers:t1 * layers].reshape(t1 - t0, layers))
+    return _assemble(layout, pages, name, expand, meta)
+
+
+def cyclic(n: int, layers: int, rounds: int, *, expand: str = "rounds",
+           name: str | None = None) -> Trace:
+    """Theorem 3's sequence (Angelopoulos et al., Sec. 3.1): round i (0-based) requests expert
+    ``i mod n`` of every layer, a period of n rounds (nℓ requests); ``rounds=R`` gives R·ℓ
+    requests. Deterministic, O(R·ℓ)."""
+    n, layers, rounds = _int("n", n, 1), _int("layers", layers, 1), _int("rounds", rounds, 0)
+    _expand(expand)
+    params = {"n": n, "layers": layers, "rounds": rounds}
+    name = name or _spec_name("cyclic", params)
+    offs = np.arange(layers, dtype=np.int64) * n
+    pages = ((np.arange(rounds, dtype=np.int64) % n)[:, None] + offs[None, :]).reshape(-1)
+    meta = {"source": name, "format": "generator", "generator": "cyclic", "params": params,
+            "n_tokens": rounds, "top_k": 1, "dropped_tokens": 0}
+    return _assemble(Layout(n, layers), pages, name, expand, meta)
+
+
+# -- spec strings ------------------------------------------------------------------------------
+_SCHEMA = {
+    # key: (kind of value, required)
+    "zipf": {"n": ("int", True), "layers": ("int", True), "tokens": ("int", True),
+             "a": ("float", False), "h": ("float", False), "seed": ("int", False),
+             "topk": ("int", False), "perm": ("str", False)},
+    "uniform": {"n": ("int", True), "layers": ("int", True), "tokens": ("int", True),
+                "seed": ("int", False), "topk": ("int", False)},
+    "cyclic": {"n": ("int", True), "layers": ("int", True), "rounds": ("int", True)},
+}
+_FUNCS = {"zipf": zipf, "uniform": uniform, "cyclic": cyclic}
+
+
+def is_spec(source: object) -> bool:
+    """Whether ``source`` looks like a generator spec (``zipf:...``, ``uniform:...``,
+    ``cyclic:...``) rather than a path."""
+    return isinstance(source, str) and source.partition(":")[0].strip() in KINDS \
+        and ":" in source
+
+
+def parse_spec(spec: str, expand: str = "rounds") -> list[Trace]:
+    """The trace of a generator spec string (see the module docstring), as a one-element list
+    like the file readers return. Unknown or missing keys, non-numeric or negative values, a NaN,
+    or ``topk > n`` are a :class:`~paging.errors.PagingError` naming the spec."""
+    kind, _, rest = spec.strip().partition(":")
+    kind = kind.strip()
+    if kind not in KINDS:
+        raise PagingError(f"unknown generator {kind!r} in spec {spec!r}; expected one of "
+                          f"{', '.join(KINDS)} (for example zipf:n=8,layers=32,tokens=1000)")
+    schema = _SCHEMA[kind]
+    expected = ", ".join(f"{k}{'' if req else ' (optional)'}" for k, (_, req) in schema.items())
+    args: dict = {}
+    for item in rest.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        key, eq, val = (s.strip() for s in item.partition("="))
+        if not eq or not val:
+            raise PagingError(f"spec {spec!r}: {item!r} is not key=value; expected {expected}")
+        if key not in schema:
+            raise PagingError(f"spec {spec!r}: unknown key {key!r}; {kind} takes {expected}")
+        if key in args:
+            raise PagingError(f"spec {spec!r}: {key} is given twice")
+        typ = schema[key][0]
+        if typ == "int":
+            if not (val.isascii() and val.isdigit()):
+                raise PagingError(f"spec {spec!r}: {key}={val} is not a non-negative integer")
+            args[key] = int(val)
+        elif typ == "float":
+            try:
+                args[key] = float(val)
+            except ValueError:
+                raise PagingError(f"spec {spec!r}: {key}={val} is not a number") from None
+        else:
+            args[key] = val
+    missing = [k for k, (_, req) in schema.items() if req and k not in args]
+    if missing:
+        raise PagingError(f"spec {spec!r}: missing {', '.join(missing)}; {kind} takes {expected}")
+    try:
+        return [_FUNCS[kind](**args, expand=expand, name=spec.strip())]
+    except PagingError as e:
+        if e.message.startswith("expand"):
+            raise
+        raise PagingError(f"spec {spec!r}: {e.message}") from None

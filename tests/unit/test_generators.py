@@ -1,0 +1,137 @@
+"""Synthetic sequences (paging.generators): exact cyclic pages, determinism, Zipf frequencies
+against p_j ~ 1/(j+h)^a (Angelopoulos et al., Sec. 5.1), spec strings and their errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from paging import generators
+from paging.errors import PagingError
+from paging.generators import cyclic, parse_spec, uniform, zipf, zipf_weights
+from paging.layout import Layout
+from paging.trace import Trace
+
+
+def test_cyclic_exact_pages():
+    # Theorem 3: round i requests expert i mod n of every layer; page = layer * n + expert
+    t = cyclic(2, 3, 3)
+    assert t.layout == Layout(2, 3)
+    assert t.pages.tolist() == [0, 2, 4, 1, 3, 5, 0, 2, 4]
+    assert t.steps.tolist() == list(range(9)) and t.expand == "rounds"
+    assert t.meta["n_tokens"] == 3 and t.meta["top_k"] == 1
+
+
+def test_spec_equals_function_call():
+    (a,) = parse_spec("zipf:n=8,layers=4,tokens=50,a=1.2,h=1,seed=3")
+    b = zipf(8, 4, 50, a=1.2, h=1.0, seed=3)
+    assert a.name == "zipf:n=8,layers=4,tokens=50,a=1.2,h=1,seed=3"
+    assert np.array_equal(a.pages, b.pages)
+    (c,) = parse_spec("uniform:n=4,layers=8,tokens=500,seed=1")
+    assert c.n_requests == 4000 and np.array_equal(c.pages, uniform(4, 8, 500, seed=1).pages)
+    (d,) = parse_spec("cyclic:n=4,layers=8,rounds=100", expand="groups")
+    assert d.n_requests == 800 and d.expand == "groups"
+
+
+@pytest.mark.parametrize("make", [
+    lambda s: zipf(8, 4, 300, seed=s),
+    lambda s: zipf(8, 4, 300, seed=s, topk=3),
+    lambda s: uniform(5, 3, 300, seed=s),
+    lambda s: uniform(5, 3, 300, seed=s, topk=2, expand="groups"),
+])
+def test_determinism(make):
+    a, b, c = make(7), make(7), make(8)
+    assert np.array_equal(a.pages, b.pages) and np.array_equal(a.steps, b.steps)
+    assert not np.array_equal(a.pages, c.pages)
+
+
+def test_valid_layered_traces_and_topk_distinct():
+    t = zipf(6, 3, 200, topk=3, seed=1, expand="groups")
+    # rebuilding through the validating constructor raises if the layered order were wrong
+    Trace(t.layout, t.pages, t.steps, expand="groups")
+    table = t.pages.reshape(200, 3, 3) % 6
+    assert all(len(set(row)) == 3 for row in table.reshape(-1, 3).tolist())
+    assert t.n_requests == 200 * 3 * 3 and t.meta["top_k"] == 3
+
+
+def test_large_path_equals_checked_constructor(monkeypatch):
+    small = zipf(8, 32, 100, seed=5)
+    monkeypatch.setattr(generators, "_CHECKED_LIMIT", 0)
+    big = zipf(8, 32, 100, seed=5)
+    cyc = cyclic(3, 4, 10)
+    assert np.array_equal(small.pages, big.pages) and np.array_equal(small.steps, big.steps)
+    assert big.name == small.name and big.meta == small.meta and big.expand == "rounds"
+    assert not big.pages.flags.writeable
+    for t in (big, cyc):
+        Trace(t.layout, t.pages, t.steps)  # passes the full validation
+
+
+def _layer_freqs(t: Trace) -> np.ndarray:
+    n, L = t.layout.n_experts, t.layout.n_layers
+    counts = np.bincount(t.pages, minlength=n * L).reshape(L, n)
+    return counts / counts.sum(axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("a,h", [(1.0, 0.0), (1.5, 2.0), (0.0, 0.0)])
+def test_zipf_identity_frequencies(a, h):
+    # 200,000 draws per layer: the standard error of a frequency is at most
+    # sqrt(0.25 / 200000) = 0.0011, so 0.006 is over 5 standard errors (false alarm < 1e-6 per
+    # cell), while a wrong exponent (a vs a + 0.1) moves p_1 by more than 0.01.
+    t = zipf(8, 2, 200_000, a=a, h=h, seed=11, perm="identity")
+    p = (np.arange(1, 9) + h) ** -a
+    p /= p.sum()
+    assert np.allclose(zipf_weights(8, a, h), p)
+    assert np.abs(_layer_freqs(t) - p[None, :]).max() < 0.006
+
+
+def test_zipf_random_permutation_per_layer():
+    # 100,000 draws per layer: standard error <= 0.0016, tolerance 0.008 = 5 standard errors
+    t = zipf(8, 4, 100_000, a=1.0, seed=2)
+    f = _layer_freqs(t)
+    p = zipf_weights(8, 1.0)
+    # each layer follows the Zipf law up to a relabelling of its experts ...
+    assert np.abs(np.sort(f, axis=1)[:, ::-1] - p[None, :]).max() < 0.008
+    # ... and the favourite expert is not the same in every layer for this seed
+    assert len(set(np.argmax(f, axis=1).tolist())) > 1
+
+
+def test_zipf_topk_draw_order_frequencies():
+    # successive sampling without replacement: the first draw has law p; the second draw is j
+    # with probability sum_{i != j} p_i p_j / (1 - p_i). Tolerance 0.008 = 5 standard errors of
+    # a frequency over 100,000 tokens.
+    n, T = 5, 100_000
+    t = zipf(n, 1, T, topk=2, seed=4, perm="identity")
+    p = zipf_weights(n, 1.0)
+    first = np.bincount(t.pages[0::2], minlength=n) / T
+    second = np.bincount(t.pages[1::2], minlength=n) / T
+    q2 = np.array([sum(p[i] * p[j] / (1 - p[i]) for i in range(n) if i != j) for j in range(n)])
+    assert np.abs(first - p).max() < 0.008 and np.abs(second - q2).max() < 0.008
+    assert (t.pages[0::2] != t.pages[1::2]).all()
+
+
+def test_uniform_frequencies():
+    # Theorem 4's input; 100,000 draws per layer, tolerance 5 standard errors
+    t = uniform(4, 3, 100_000, seed=9)
+    assert np.abs(_layer_freqs(t) - 0.25).max() < 0.008
+
+
+@pytest.mark.parametrize("spec,fragment", [
+    ("zipf:n=8,layers=32,tokens=10,foo=1", "unknown key 'foo'"),
+    ("zipf:n=8,layers=32", "missing tokens"),
+    ("zipf:n=8,layers=32,tokens=-1", "tokens=-1 is not a non-negative integer"),
+    ("zipf:n=8,layers=32,tokens=ten", "tokens=ten is not a non-negative integer"),
+    ("zipf:n=8,layers=32,tokens=10,a=NaN", "a must be a finite number >= 0, got nan"),
+    ("zipf:n=8,layers=32,tokens=10,a=-1", "a must be a finite number >= 0"),
+    ("zipf:n=8,layers=32,tokens=10,h=x", "h=x is not a number"),
+    ("zipf:n=8,layers=32,tokens=10,topk=9", "topk must be an integer in 1..8, got 9"),
+    ("zipf:n=8,layers=32,tokens=10,perm=sorted", "perm must be one of random, identity"),
+    ("uniform:n=0,layers=2,tokens=3", "n must be an integer >= 1, got 0"),
+    ("cyclic:n=4,layers=8,rounds=100,seed=1", "unknown key 'seed'"),
+    ("cyclic:n=4,layers=8,rounds", "is not key=value"),
+    ("poisson:n=4", "unknown generator 'poisson'"),
+])
+def test_spec_errors_name_the_spec(spec, fragment):
+    with pytest.raises(PagingError) as e:
+        parse_spec(spec)
+    assert fragment in e.value.message and repr(spec) in e.value.message
+    assert e.value.file is None
