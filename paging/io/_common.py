@@ -1,0 +1,113 @@
+"""Shared helpers of the trace readers: value checks that name the file and line, sequence names.
+
+Every check raises :class:`~paging.errors.PagingError` with the file and the 1-based line of the
+offending record, and a message that says what is wrong and what was expected.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.layout import Layout
+
+PHASES = ("both", "prefill", "decode")
+
+
+def describe(value: object) -> str:
+    """A short rendering of a JSON value for error messages."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_int(value: object, what: str, file: str, line: int | None, limit: int | None = None,
+              limit_name: str = "") -> int:
+    """A non-negative JSON integer (not a bool, not a float such as ``3.0``), below ``limit``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PagingError(f"{what} must be a non-negative integer, got {describe(value)}",
+                          file, line)
+    if value < 0:
+        raise PagingError(f"{what} must be a non-negative integer, got {value}", file, line)
+    if limit is not None and value >= limit:
+        raise PagingError(f"{what} {value} is out of range; expected 0..{limit - 1} "
+                          f"({limit_name}={limit})", file, line)
+    return value
+
+
+def check_experts(value: object, what: str, file: str, line: int | None,
+                  n_experts: int | None = None) -> list[int]:
+    """A non-empty list of distinct expert ids (non-negative integers, below ``n_experts``)."""
+    if not isinstance(value, list) or not value:
+        raise PagingError(f"{what} must be a non-empty list of expert ids, got {describe(value)}",
+                          file, line)
+    for e in value:
+        check_int(e, f"expert id in {what}", file, line, n_experts, "n_experts")
+    if len(set(value)) != len(value):
+        raise PagingError(f"{what} lists an expert twice ({value}); the top-K experts of one "
+                          "token and layer must be distinct", file, line)
+    return value
+
+
+def check_scores(value: object, what: str, n: int, file: str, line: int | None) -> list[float]:
+    """A list of ``n`` finite, non-negative gate scores."""
+    if not isinstance(value, list):
+        raise PagingError(f"{what} must be a list of {n} gate scores, got {describe(value)}",
+                          file, line)
+    if len(value) != n:
+        raise PagingError(f"{what} has {len(value)} scores for {n} experts; expected one score "
+                          "per expert", file, line)
+    for s in value:
+        if isinstance(s, bool) or not isinstance(s, (int, float)):
+            raise PagingError(f"{what} must hold numbers, got {describe(s)}", file, line)
+        if not math.isfinite(s) or s < 0:
+            raise PagingError(f"{what} must hold finite non-negative scores, got {s}", file,
+                              line)
+    return value
+
+
+def layout_for(max_expert: int, max_layer: int, n_experts: int | None, n_layers: int | None,
+               file: str) -> Layout:
+    """The layout of a routing file: the explicit sizes when given, else max id + 1."""
+    for name, v in (("n_experts", n_experts), ("n_layers", n_layers)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))
+                              or v < 1):
+            raise PagingError(f"{name} must be an integer >= 1, got {v!r}")
+    return Layout(int(n_experts) if n_experts is not None else max_expert + 1,
+                  int(n_layers) if n_layers is not None else max_layer + 1)
+
+
+def check_phase(phase: str) -> str:
+    if phase not in PHASES:
+        raise PagingError(f"phase must be one of {', '.join(PHASES)}, got {phase!r}")
+    return phase
+
+
+def no_phases(phase: str, file: str, kind: str) -> None:
+    """Formats without prefill/decode information accept only ``phase="both"``."""
+    if check_phase(phase) != "both":
+        raise PagingError(f"phase={phase} needs a trace that records prefill and decode (the raw "
+                          f"prefill+decode dump or nested prefill/decode JSON); this {kind} has "
+                          "no phases", file)
+
+
+def seq_name(file: str, parts: list[tuple[str, object]]) -> str:
+    """``basename#key=value,key=value`` (just the basename when there are no parts)."""
+    base = os.path.basename(str(file))
+    if not parts:
+        return base
+    return base + "#" + ",".join(f"{k}={v}" for k, v in parts)
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """The file as UTF-8 text; undecodable bytes are an error naming the line."""
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise PagingError("the file is not UTF-8 text (binary data?); expected a JSON or CSV "
+                          "trace", str(path), line) from None
