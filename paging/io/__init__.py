@@ -1,0 +1,184 @@
+"""Trace readers and writers.
+
+:func:`load` is the one entry point: a generator spec (``zipf:...``, ``uniform:...``,
+``cyclic:...``, :mod:`paging.generators`) or a file, whose format comes from its extension or its
+contents:
+
+============  =============================================================  =====================
+format        files                                                          module
+============  =============================================================  =====================
+``jsonl``     routing log, one record per (sequence, token, layer); or the   :mod:`.jsonl`
+              raw prefill+decode dump (``token_pos`` rows, file order)
+``nested``    nested prefill/decode JSON (``{"prompts": {...}}``)            :mod:`.nested`
+``npz``       the package's own multi-sequence ``.npz``                      :mod:`.npz`
+``csv``       plain CSV, one request per row                                 :mod:`.csvtrace`
+============  =============================================================  =====================
+
+Writers: :func:`write_npz`, :func:`write_csv` (exact round trip with the readers),
+:func:`write_libcachesim_csv` and :func:`write_oracle_general` (libCacheSim), or :func:`write`
+choosing by name. Every reader returns ``list[Trace]`` (one per sequence) and raises
+:class:`~paging.errors.PagingError` with the file and 1-based line for bad input; every writer
+goes through :func:`paging.io.atomic.atomic_path`, so a failure leaves no partial file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from paging.errors import PagingError
+from paging.io.csvtrace import read_csv, write_csv
+from paging.io.jsonl import DEFAULT_FIELDS, read_routing_jsonl
+from paging.io.libcachesim import write_libcachesim_csv, write_oracle_general
+from paging.io.nested import read_nested_json
+from paging.io.npz import read_npz, write_npz
+from paging.trace import Trace
+
+READ_FORMATS = ("jsonl", "nested", "npz", "csv")
+WRITE_FORMATS = ("npz", "csv", "libcachesim-csv", "oracle-general")
+_EXT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".npz": "npz", ".csv": "csv"}
+_WRITE_EXT = {".npz": "npz", ".csv": "csv", ".oraclegeneral": "oracle-general",
+              ".bin": "oracle-general"}
+
+__all__ = ["load", "detect_format", "resolve_path", "write", "read_routing_jsonl",
+           "read_nested_json", "read_npz", "read_csv", "write_npz", "write_csv",
+           "write_libcachesim_csv", "write_oracle_general", "DEFAULT_FIELDS", "READ_FORMATS",
+           "WRITE_FORMATS"]
+
+
+def resolve_path(source: str | os.PathLike) -> Path:
+    """``source`` if it exists, else ``$PAGING_TRACES/source`` if that exists; otherwise a
+    :class:`PagingError` naming the path."""
+    p = Path(source)
+    if p.exists():
+        return p
+    root = os.environ.get("PAGING_TRACES")
+    if root and not p.is_absolute() and (Path(root) / p).exists():
+        return Path(root) / p
+    where = f" (nor under PAGING_TRACES={root})" if root else ""
+    raise PagingError(f"no such trace file{where}; expected a trace file (.jsonl, .json, .npz, "
+                      ".csv) or a generator spec such as zipf:n=8,layers=32,tokens=1000",
+                      str(source))
+
+
+def _first_line(head: bytes) -> str:
+    return head.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
+
+
+def detect_format(path: str | os.PathLike) -> str:
+    """``"jsonl"``, ``"nested"``, ``"npz"`` or ``"csv"``: from the contents when they are
+    unambiguous (zip magic; a first line that is a complete JSON object), else the extension."""
+    p = Path(path)
+    if p.is_dir():
+        raise PagingError("is a directory; expected a trace file", str(path))
+    with open(p, "rb") as fh:
+        head = fh.read(1 << 16)
+    if head.startswith(b"PK\x03\x04"):
+        return "npz"
+    ext = _EXT.get(p.suffix.lower())
+    if ext in ("jsonl", "csv", "npz"):
+        return ext
+    text = head.lstrip()
+    if text.startswith(b"{"):
+        import json
+
+        try:  # a complete object on the first line that is not the nested document -> JSONL
+            obj = json.loads(_first_line(text))
+            return "nested" if isinstance(obj, dict) and "prompts" in obj else "jsonl"
+        except ValueError:
+            return "nested"
+    if ext == "json":
+        return "nested"
+    if not text:
+        raise PagingError("the file is empty; expected a trace", str(path), 1)
+    first = _first_line(text)
+    if first.startswith("#") or "page" in first.split(","):
+        return "csv"
+    raise PagingError("cannot tell the trace format; expected a .jsonl routing log, .json "
+                      "prefill/decode trace, .npz or .csv", str(path), 1)
+
+
+def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = False,
+         phase: str = "both", fields: dict | None = None, n_experts: int | None = None,
+         n_layers: int | None = None) -> list[Trace]:
+    """Load a trace: a generator spec or a file (see the module docstring).
+
+    Parameters
+    ----------
+    source:
+        ``zipf:...`` / ``uniform:...`` / ``cyclic:...`` spec, or a path; a relative path that does
+        not exist is also looked up under ``$PAGING_TRACES``.
+    expand:
+        ``"rounds"`` (Angelopoulos et al., Sec. 5.1) or ``"groups"``; stored ``.npz``/CSV traces
+        are re-expanded through their token/rank columns when stored in the other mode.
+    strict:
+        Incomplete tokens (a layer missing) are an error instead of being dropped and counted.
+    phase:
+        ``"both"``, ``"prefill"`` or ``"decode"`` for traces that record both phases.
+    fields:
+        Field names of routing-log JSONL (:data:`DEFAULT_FIELDS`).
+    n_experts, n_layers:
+        Layout override (routing formats) or the layout of a CSV without a header comment.
+
+    Returns
+    -------
+    list[Trace]
+        One trace per sequence.
+    """
+    from paging.generators import is_spec, parse_spec
+
+    if is_spec(source):
+        for k, v in (("n_experts", n_experts), ("n_layers", n_layers)):
+            if v is not None:
+                raise PagingError(f"{k} is set by the generator spec itself; drop --{k}")
+        if phase != "both":
+            raise PagingError(f"phase={phase} needs a trace with prefill and decode; generated "
+                              "sequences have no phases")
+        return parse_spec(str(source), expand=expand)
+    path = resolve_path(source)
+    fmt = detect_format(path)
+    try:
+        if fmt == "jsonl":
+            return read_routing_jsonl(path, expand=expand, strict=strict, phase=phase,
+                                      fields=fields, n_experts=n_experts, n_layers=n_layers)
+        if fields:
+            raise PagingError("field names apply to routing-log JSONL only", str(path))
+        kw = {"expand": expand, "strict": strict, "phase": phase, "n_experts": n_experts,
+              "n_layers": n_layers}
+        reader = {"nested": read_nested_json, "npz": read_npz, "csv": read_csv}[fmt]
+        return reader(path, **kw)
+    except OSError as e:
+        raise PagingError(f"cannot read the file: {e.strerror or e}", str(path)) from None
+
+
+def format_for(path: str | os.PathLike, to: str | None = None) -> str:
+    """The output format: ``to`` when given, else from the extension of ``path``."""
+    if to is not None:
+        if to not in WRITE_FORMATS:
+            raise PagingError(f"unknown output format {to!r}; expected one of "
+                              f"{', '.join(WRITE_FORMATS)}")
+        return to
+    name = Path(path).name.lower()
+    if name.endswith(".libcachesim.csv"):
+        return "libcachesim-csv"
+    fmt = _WRITE_EXT.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise PagingError(f"cannot tell the output format from the name {Path(path).name!r}; "
+                          "use .npz, .csv, .libcachesim.csv, .oracleGeneral (or .bin), or pass "
+                          f"--to {'|'.join(WRITE_FORMATS)}")
+    return fmt
+
+
+def write(traces: Trace | Sequence[Trace], path: str | os.PathLike,
+          to: str | None = None) -> str:
+    """Write ``traces`` to ``path`` in format ``to`` (default: from the extension, see
+    :func:`format_for`); returns the format used. Atomic: a failure leaves no file."""
+    fmt = format_for(path, to)
+    writer = {"npz": write_npz, "csv": write_csv, "libcachesim-csv": write_libcachesim_csv,
+              "oracle-general": write_oracle_general}[fmt]
+    try:
+        writer(traces, path)
+    except OSError as e:
+        raise PagingError(f"cannot write the file: {e.strerror or e}", str(path)) from None
+    return fmt

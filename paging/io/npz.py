@@ -1,0 +1,153 @@
+"""The package's own ``.npz`` trace file: several sequences, exact round trip.
+
+Arrays (``numpy.savez``, no pickles)::
+
+    format      "paging-trace-npz/1"
+    n_experts, n_layers, expand     the layout and expansion mode (scalars)
+    names       S sequence names (unicode)
+    offsets     S+1 int64: sequence s is requests offsets[s]:offsets[s+1]
+    pages, steps                    int64, all sequences back to back (steps restart at 0)
+    token, rank (int64), score (float64)    optional: present when every sequence has them
+    meta        S JSON strings (each sequence's ``Trace.meta``)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Sequence
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.io._common import no_phases
+from paging.io._pages import as_list, check_layered, reexpand
+from paging.io.atomic import atomic_path
+from paging.layout import Layout
+from paging.trace import EXPANSIONS, Trace
+
+FORMAT = "paging-trace-npz/1"
+_OPTIONAL = (("token", np.int64), ("rank", np.int64), ("score", np.float64))
+
+
+def _json_default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
+
+
+def write_npz(traces: Trace | Sequence[Trace], path: str | os.PathLike, *,
+              compress: bool = False) -> None:
+    """Write one or several traces (one layout, one expansion mode) to ``path`` atomically."""
+    ts = as_list(traces)
+    if not ts:
+        raise PagingError("nothing to write: no sequences")
+    if len({t.expand for t in ts}) > 1:
+        raise PagingError("the traces mix rounds and groups mode; one file holds one mode")
+    lay = ts[0].layout
+    arrays = {
+        "format": np.array(FORMAT),
+        "n_experts": np.array(lay.n_experts, dtype=np.int64),
+        "n_layers": np.array(lay.n_layers, dtype=np.int64),
+        "expand": np.array(ts[0].expand),
+        "names": np.array([t.name for t in ts], dtype=str),
+        "offsets": np.r_[0, np.cumsum([t.n_requests for t in ts])].astype(np.int64),
+        "pages": np.concatenate([t.pages for t in ts]),
+        "steps": np.concatenate([t.steps for t in ts]),
+        "meta": np.array([json.dumps(t.meta, default=_json_default) for t in ts], dtype=str),
+    }
+    for key, dt in _OPTIONAL:
+        if all(getattr(t, key) is not None for t in ts):
+            arrays[key] = np.concatenate([getattr(t, key) for t in ts]).astype(dt)
+    save = np.savez_compressed if compress else np.savez
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        save(fh, **arrays)
+
+
+def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = False,
+             phase: str = "both", n_experts: int | None = None,
+             n_layers: int | None = None) -> list[Trace]:
+    """Read a ``.npz`` written by :func:`write_npz`; the traces come back in mode ``expand``
+    (re-expanded through their token/rank columns when stored in the other mode, see
+    :func:`paging.io._pages.reexpand`). ``strict`` has no effect (stored traces have no incomplete
+    tokens); ``n_experts``/``n_layers``, when given, must match the stored layout."""
+    file = str(path)
+    no_phases(phase, file, ".npz trace")
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise PagingError(f"not a readable .npz file ({e}); expected a file written by "
+                          "paging trace convert", file) from None
+
+    def need(key: str, kind: str) -> np.ndarray:
+        if key not in data:
+            raise PagingError(f"missing array {key!r}; expected a paging trace .npz with "
+                              "pages, steps, offsets, names, n_experts, n_layers, expand", file)
+        a = data[key]
+        if kind == "int" and not np.issubdtype(a.dtype, np.integer):
+            raise PagingError(f"array {key!r} has dtype {a.dtype}; expected integers", file)
+        if kind == "float" and not np.issubdtype(a.dtype, np.number):
+            raise PagingError(f"array {key!r} has dtype {a.dtype}; expected numbers", file)
+        if kind == "str" and a.dtype.kind != "U":
+            raise PagingError(f"array {key!r} has dtype {a.dtype}; expected strings", file)
+        return a
+
+    fmt = str(need("format", "str"))
+    if fmt != FORMAT:
+        raise PagingError(f"format is {fmt!r}; expected {FORMAT!r}", file)
+    lay = Layout(int(need("n_experts", "int")), int(need("n_layers", "int")))
+    for name, v, have in (("n_experts", n_experts, lay.n_experts),
+                          ("n_layers", n_layers, lay.n_layers)):
+        if v is not None and v != have:
+            raise PagingError(f"the file stores {name}={have}, got {name}={v}; a stored trace "
+                              "keeps its layout", file)
+    mode = str(need("expand", "str"))
+    if mode not in EXPANSIONS:
+        raise PagingError(f"expand is {mode!r}; expected one of {', '.join(EXPANSIONS)}", file)
+    names = need("names", "str").reshape(-1)
+    off = need("offsets", "int").astype(np.int64).reshape(-1)
+    pages = need("pages", "int").astype(np.int64).reshape(-1)
+    steps = need("steps", "int").astype(np.int64).reshape(-1)
+    opt = {k: need(k, "int" if dt is np.int64 else "float").astype(dt).reshape(-1)
+           for k, dt in _OPTIONAL if k in data}
+    metas = need("meta", "str").reshape(-1) if "meta" in data else None
+    S = names.size
+    if (off.size != S + 1 or off[0] != 0 or off[-1] != pages.size or (np.diff(off) < 0).any()
+            or steps.size != pages.size or any(a.size != pages.size for a in opt.values())
+            or (metas is not None and metas.size != S)):
+        raise PagingError(f"inconsistent array sizes ({S} names, {off.size} offsets, "
+                          f"{pages.size} pages, {steps.size} steps); expected offsets = 0 .. "
+                          "len(pages) with one more entry than names", file)
+    sc = opt.get("score", np.zeros(0))
+    if not (np.isfinite(sc) & (sc >= 0)).all():
+        raise PagingError("array 'score' holds NaN, infinite or negative values; expected "
+                          "finite non-negative gate scores", file)
+    traces = []
+    for s in range(S):
+        a, b = int(off[s]), int(off[s + 1])
+        nm = str(names[s])
+        check_layered(pages[a:b], steps[a:b], lay, mode,
+                      lambda i, nm=nm: (f"request {i} of {nm}: ", None), file)
+        meta = {}
+        if metas is not None:
+            try:
+                meta = json.loads(str(metas[s]))
+            except json.JSONDecodeError:
+                raise PagingError(f"meta of sequence {nm} is not valid JSON", file) from None
+            if not isinstance(meta, dict):
+                raise PagingError(f"meta of sequence {nm} is not a JSON object", file)
+        if "source" in meta and meta["source"] != file:
+            meta.setdefault("converted_from", meta["source"])
+        meta["source"] = file
+        tr = Trace(lay, pages[a:b], steps[a:b], nm, *(opt[k][a:b] if k in opt else None
+                                                      for k, _ in _OPTIONAL), mode, meta)
+        traces.append(reexpand(tr, expand))
+    if not traces:
+        raise PagingError("the file holds no sequences", file)
+    return traces
