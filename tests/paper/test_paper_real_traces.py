@@ -1,0 +1,113 @@
+"""Figures 4 and 5 on the shipped Mixtral and granite traces (needs $PAGING_TRACES).
+
+Golden numbers were computed once; a few are re-derived here with the reference simulator
+loop (engine="reference"), which shares no code with paging.mrc or the compiled kernels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from experiments import common, fig4, fig5
+from paging.io import load
+from paging.simulate import simulate
+
+pytestmark = pytest.mark.skipif(not os.environ.get("PAGING_TRACES"),
+                                reason="PAGING_TRACES is not set (the real traces live in "
+                                       "../shared/traces; make test sets it when present)")
+
+MIXTRAL = "mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl"
+
+
+def _quiet(_msg):
+    pass
+
+
+# trace -> (requests, OPT, LRU, LRU-DIST, LLRU) at k = 200, rounds expansion, both phases
+FIG5_GOLDEN = {
+    "humaneval_2_routing.jsonl#problem_id=0": (5184, 433, 920, 904, 899),
+    "humaneval_2_routing.jsonl#problem_id=1": (16128, 961, 2879, 2752, 2752),
+    "humaneval_p0_prefill_decode_raw.jsonl#problem_id=0": (6016, 484, 1018, 1018, 1008),
+    "moe_expert_trace.json#prompt=english_prose": (19776, 6968, 12949, 12341, 12454),
+    "moe_expert_trace.json#prompt=code": (20736, 7492, 15751, 15240, 15325),
+    "moe_expert_trace.json#prompt=math": (17856, 6492, 12008, 11476, 11555),
+}
+
+
+@pytest.fixture(scope="module")
+def fig5_csv(tmp_path_factory):
+    return fig5.compute(tmp_path_factory.mktemp("fig5"), seeds=(0, 1), progress=_quiet)
+
+
+def test_fig5_golden_on_every_shipped_sequence(fig5_csv):
+    rows = common.read_csv(fig5_csv)
+    got = {}
+    for r in rows:
+        got.setdefault(r["trace"], {})[r["policy"]] = r
+    assert set(got) == set(FIG5_GOLDEN)
+    for trace, (n, opt, lru, lru_dist, llru) in FIG5_GOLDEN.items():
+        g = got[trace]
+        assert {p: int(g[p]["requests"]) for p in g} == dict.fromkeys(fig5.POLICIES, n)
+        assert int(g["lru"]["opt_misses"]) == opt
+        assert (g["lru"]["misses"], g["lru-dist"]["misses"], g["llru"]["misses"]) == \
+            (str(lru), str(lru_dist), str(llru)), trace
+        assert g["llru"]["ratio"] == f"{llru / opt:.6f}"
+    models = {r["model"] for r in rows}
+    assert len(models) == 2  # Mixtral's two files form one model, granite the other
+
+
+def test_fig5_shortest_sequence_against_the_reference_loop(fig5_csv):
+    (trace,) = [t for t in load(MIXTRAL) if t.name.endswith("problem_id=0")]
+    rows = {r["policy"]: r for r in common.read_csv(fig5_csv) if r["trace"] == trace.name}
+    assert int(rows["lru"]["opt_misses"]) == simulate(trace, "belady", 200,
+                                                      engine="reference").misses
+    for policy in ("lru", "lru-dist", "llru"):
+        assert int(rows[policy]["misses"]) == simulate(trace, policy, 200,
+                                                       engine="reference").misses
+    marking = [simulate(trace, "marking", 200, seed=s, engine="reference").misses
+               for s in (0, 1)]
+    assert rows["marking"]["misses"] == f"{sum(marking) / 2:.6f}"
+
+
+def test_fig5_records_the_inputs(fig5_csv):
+    params = json.loads(common.params_path(fig5_csv).read_text())
+    assert [s["source"] for s in params["sources"]] == list(fig5.DEFAULT_SOURCES)
+    root = os.environ["PAGING_TRACES"]
+    for s in params["sources"]:
+        assert s["sha256"] == common.sha256(common.Path(root) / s["source"])
+    assert params["k"] == 200 and params["marking_seeds"] == [0, 1]
+    dropped = {s["trace"]: s["dropped_tokens"] for s in params["sequences"]}
+    assert dropped["humaneval_2_routing.jsonl#problem_id=1"] == 3  # lossy log (PROVENANCE.md)
+
+
+# (panel, policy, k) -> misses on the first 40 rounds (--quick)
+FIG4_QUICK_GOLDEN = {
+    (0, "lru", 32): "1171", (0, "lru", 33): "1171", (0, "llru", 64): "919",
+    (0, "belady", 100): "448", (0, "lru-dist", 128): "633", (1, "lru", 200): "802",
+    (1, "llru", 200): "784", (1, "belady", 200): "546", (1, "marking", 200): "786.500000",
+}
+
+
+def test_fig4_quick_on_the_shipped_traces(tmp_path):
+    csv_path = fig4.compute(tmp_path, quick=True, progress=_quiet)
+    rows = common.read_csv(csv_path)
+    panels = {int(r["panel"]): r for r in rows}
+    # the longest sequence of each file: Mixtral problem 1, granite's "code" prompt
+    assert panels[0]["trace"] == "humaneval_2_routing.jsonl#problem_id=1"
+    assert panels[1]["trace"] == "moe_expert_trace.json#prompt=code"
+    assert (panels[0]["requests"], panels[1]["requests"]) == (str(40 * 32), str(40 * 24))
+    for panel, n_pages in ((0, 256), (1, 768)):
+        ks = [int(r["k"]) for r in rows if int(r["panel"]) == panel and r["policy"] == "llru"]
+        assert ks == list(range(1, n_pages + 1))
+    got = {(int(r["panel"]), r["policy"], int(r["k"])): r["misses"] for r in rows}
+    for key, want in FIG4_QUICK_GOLDEN.items():
+        assert got[key] == want, key
+    (trace,) = [t for t in load(MIXTRAL) if t.name.endswith("problem_id=1")]
+    head = trace.head(40 * 32)
+    for policy, k in (("belady", 100), ("llru", 64), ("lru", 33)):
+        assert int(got[(0, policy, k)]) == simulate(head, policy, k, engine="reference").misses
+    files = fig4.plot(csv_path, tmp_path)
+    assert all(f.stat().st_size > 1000 for f in files)
