@@ -45,7 +45,10 @@ def check_experts(value: object, what: str, file: str, line: int | None,
         raise PagingError(f"{what} must be a non-empty list of expert ids, got {describe(value)}",
                           file, line)
     for e in value:
-        check_int(e, f"expert id in {what}", file, line, n_experts, "n_experts")
+        check_int(e, f"expert id in {what}", file, line)
+        if n_experts is not None and e >= n_experts:
+            raise PagingError(f"expert id {e} in {what} is out of range; expected "
+                              f"0..{n_experts - 1} (n_experts={n_experts})", file, line)
     if len(set(value)) != len(value):
         raise PagingError(f"{what} lists an expert twice ({value}); the top-K experts of one "
                           "token and layer must be distinct", file, line)
