@@ -32,7 +32,7 @@ DEFAULT_SOURCES = (
 DETERMINISTIC = ("lru", "lru-dist", "llru", "belady")
 RANDOMIZED = ("marking",)
 POLICIES = DETERMINISTIC + RANDOMIZED
-MARKING_SEEDS = tuple(range(5))
+MARKING_SEEDS = tuple(range(10))
 QUICK_MARKING_SEEDS = (0, 1)
 QUICK_ROUNDS = 40  # --quick keeps the first 40 rounds (40·ℓ requests) of each sequence
 COLUMNS = ("panel", "source", "trace", "model", "layout", "requests", "policy", "k", "misses",
@@ -192,36 +192,45 @@ def _check_curve(curve, n_pages: int, policy: str) -> None:
 
 
 def plot(csv_path, out_dir) -> list[Path]:
-    """Draw fig4.png/.pdf from the CSV alone: one panel per sequence."""
+    """Draw fig4.png/.pdf from the CSV alone: one column per sequence; misses on top (the
+    paper's Fig. 4), misses / OPT misses below (the "gap to OPT" of Sec. 5.2)."""
     plt = common.pyplot()
     rows = common.read_csv(csv_path)
     panels = sorted({int(r["panel"]) for r in rows})
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.2 * len(panels), 4.6), squeeze=False,
-                             layout="constrained")
-    for ax, panel in zip(axes[0], panels, strict=True):
+    fig, axes = plt.subplots(2, len(panels), figsize=(6.2 * len(panels), 7.4), squeeze=False,
+                             layout="constrained", height_ratios=(3, 2), sharex="col")
+    for col, panel in enumerate(panels):
+        top, bottom = axes[0][col], axes[1][col]
         prow = [r for r in rows if int(r["panel"]) == panel]
+        curves = {}
         for policy in POLICIES:
             pr = [r for r in prow if r["policy"] == policy]
-            if not pr:
-                continue
-            k = np.array([int(r["k"]) for r in pr])
-            m = np.array([float(r["misses"]) for r in pr])
+            if pr:
+                curves[policy] = (np.array([int(r["k"]) for r in pr]),
+                                  np.array([float(r["misses"]) for r in pr]), pr)
+        opt = curves.get("belady")
+        for policy, (k, m, pr) in curves.items():
             color, ls, _ = common.POLICY_STYLE[policy]
             label = common.POLICY_LABELS[policy]
             if pr[0]["n_seeds"]:
                 label += f" (mean of {pr[0]['n_seeds']} seeds)"
                 sd = np.array([float(r["misses_sd"] or 0) for r in pr])
-                ax.fill_between(k, m - sd, m + sd, color=color, alpha=0.2, lw=0)
-            ax.plot(k, m, ls, color=color, lw=1.3, label=label)
+                top.fill_between(k, m - sd, m + sd, color=color, alpha=0.2, lw=0)
+            top.plot(k, m, ls, color=color, lw=1.3, label=label)
+            if opt is not None and policy != "belady":
+                bottom.plot(k, m / opt[1], ls, color=color, lw=1.1, label=label)
         r0 = prow[0]
-        ax.set_title(f"{r0['model']}\n{r0['trace']}\n{r0['layout']}, {r0['requests']} requests",
-                     fontsize=9)
-        ax.set_xlabel("cache size k (pages)")
-        ax.set_ylabel("misses")
-        ax.set_xlim(1, max(int(r["k"]) for r in prow))
-        ax.set_ylim(bottom=0)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        top.set_title(f"{r0['model']}\n{r0['trace']}\n{r0['layout']}, {r0['requests']} "
+                      "requests", fontsize=9)
+        top.set_ylabel("misses")
+        top.set_ylim(bottom=0)
+        top.legend(fontsize=8)
+        bottom.set_ylabel("misses / OPT misses")
+        bottom.axhline(1.0, color="black", lw=0.8, ls=":")
+        bottom.set_xlabel("cache size k (pages)")
+        bottom.set_xlim(1, max(int(r["k"]) for r in prow))
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
     fig.suptitle("Misses versus cache size (cf. Angelopoulos et al., Fig. 4)", fontsize=10)
     paths = common.save_figure(fig, out_dir, NAME)
     plt.close(fig)

@@ -178,8 +178,9 @@ def plot(csv_path, out_dir) -> list[Path]:
                     # fixed horizontal offsets (no random jitter: the figure is reproducible)
                     x = pi + 1 + (ti - (len(traces) - 1) / 2) * 0.08
                     ax.plot([x], v, markers[ti % len(markers)], ms=5, alpha=0.85,
-                            color=common.POLICY_STYLE[p][0],
-                            label=_short(tname) if pi == 0 else None)
+                            color=common.POLICY_STYLE[p][0])
+            ax.plot([], [], markers[ti % len(markers)], ms=5, color="grey",
+                    label=_short(tname))  # legend entry: the marker names the sequence
         ax.set_xticks(range(1, len(policies) + 1),
                       [common.POLICY_LABELS[p] for p in policies])
         ax.axhline(1.0, color="black", lw=0.8, ls=":")
