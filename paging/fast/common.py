@@ -1,0 +1,48 @@
+"""Pieces shared by the compiled kernels: output buffers and group pinning.
+
+Every kernel replays a trace exactly as :class:`paging.simulate.Simulation` does (same
+residency, bypass and collision rules) and returns the same tuple::
+
+    (misses, collisions, per_layer_misses, hit_mask, evictions, n_evictions, bypassed, n_bypassed)
+
+``hit_mask``, ``evictions`` (rows ``(t, page)``) and ``bypassed`` have room for every request
+when ``record`` is true (a run evicts at most once per insertion) and are empty otherwise; the
+caller trims them to ``n_evictions`` / ``n_bypassed`` rows.
+
+Pinning (groups mode): ``pin[p] == steps[t]`` means that page p belongs to the group being
+served at request t (:meth:`paging.simulate.Simulation.pin_group`). A rounds-mode trace has
+singleton groups whose only page is the one requested, which is never resident when a victim is
+chosen, so kernels skip pinning altogether when no two consecutive requests share a step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, nogil=True)
+def is_grouped(steps) -> bool:
+    """True when two consecutive requests share a step (a groups-mode trace with K >= 2)."""
+    for i in range(1, steps.size):
+        if steps[i] == steps[i - 1]:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def pin_group(pages, steps, t, pin) -> None:
+    """Pin the pages of the group that starts at request t (stamp them with its step)."""
+    s = steps[t]
+    j = t
+    n = pages.size
+    while j < n and steps[j] == s:
+        pin[pages[j]] = s
+        j += 1
+
+
+@njit(cache=True, nogil=True)
+def buffers(n, record):
+    """Hit mask, eviction log and bypass log, sized for ``n`` requests when recording."""
+    m = n if record else 0
+    return (np.zeros(m, np.bool_), np.zeros((m, 2), np.int64), np.zeros(m, np.int64))

@@ -1,0 +1,180 @@
+"""Kernels on indexed binary min-heaps: LFU and Belady.
+
+Each partition keeps its resident pages in a binary heap keyed by one int64 that encodes the
+reference policy's ``evict_key`` (the smallest key is evicted), with ``pos[page]`` giving the
+page's slot so that a hit can re-sift it. Keys are unique, so the heap's internal layout never
+changes a decision. Cost: O(log k) per request.
+
+* LFU evicts the fewest requests so far, ties by the oldest last request:
+  key = count·(N+1) + last (counts survive eviction, :class:`paging.policies.LFU`).
+* Belady evicts the furthest next use, ties (pages never requested again, next use = N) by the
+  larger page id: key = −(next_use·nℓ + page) (:class:`paging.offline.belady.Belady`).
+
+Pinned pages (groups mode) at the top of the heap are popped aside, the victim taken below
+them, and they are pushed back; at most K−1 pages of a group are pinned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from paging.fast.common import buffers, is_grouped, pin_group
+
+LFU, BELADY = 0, 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sift_up(hk, hp, pos, base, i):
+    key = hk[base + i]
+    page = hp[base + i]
+    while i > 0:
+        j = (i - 1) >> 1
+        if hk[base + j] <= key:
+            break
+        hk[base + i] = hk[base + j]
+        hp[base + i] = hp[base + j]
+        pos[hp[base + i]] = i
+        i = j
+    hk[base + i] = key
+    hp[base + i] = page
+    pos[page] = i
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _sift_down(hk, hp, pos, base, size, i):
+    key = hk[base + i]
+    page = hp[base + i]
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and hk[base + c + 1] < hk[base + c]:
+            c += 1
+        if hk[base + c] >= key:
+            break
+        hk[base + i] = hk[base + c]
+        hp[base + i] = hp[base + c]
+        pos[hp[base + i]] = i
+        i = c
+    hk[base + i] = key
+    hp[base + i] = page
+    pos[page] = i
+
+
+@njit(cache=True, nogil=True)
+def _pop_top(hk, hp, pos, base, hs, q):
+    """Remove the top of partition q's heap and return its page."""
+    top = hp[base]
+    pos[top] = -1
+    hs[q] -= 1
+    m = hs[q]
+    if m > 0:
+        hk[base] = hk[base + m]
+        hp[base] = hp[base + m]
+        _sift_down(hk, hp, pos, base, m, 0)
+    return top
+
+
+@njit(cache=True, nogil=True)
+def _push(hk, hp, pos, base, hs, q, page, key):
+    i = hs[q]
+    hs[q] += 1
+    hk[base + i] = key
+    hp[base + i] = page
+    _sift_up(hk, hp, pos, base, i)
+
+
+@njit(cache=True, nogil=True)
+def heap_kernel(pages, steps, next_use, n_experts, n_layers, caps, dist, kind, record):
+    """Replay ``pages`` under LFU or Belady (``kind``); see :mod:`paging.fast.lists` for the
+    arguments. ``next_use`` is the trace's next-use array (read by Belady only)."""
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    nparts = caps.size
+    part_pages = n_experts if dist else P
+    off = np.zeros(nparts + 1, np.int64)
+    for q in range(nparts):
+        off[q + 1] = off[q] + min(caps[q], part_pages)
+    hk = np.zeros(max(off[nparts], 1), np.int64)
+    hp = np.zeros(max(off[nparts], 1), np.int64)
+    hs = np.zeros(nparts, np.int64)
+    pos = np.full(P, -1, np.int64)
+    count = np.zeros(P, np.int64)
+    pin = np.full(P, -1, np.int64)
+    evicted_pass = np.full(P, -1, np.int64)
+    aside_p = np.zeros(P, np.int64)
+    aside_k = np.zeros(P, np.int64)
+    per_layer = np.zeros(L, np.int64)
+    hit_mask, ev, byp = buffers(n, record)
+    misses = 0
+    coll = 0
+    n_ev = 0
+    n_byp = 0
+    grouped = is_grouped(steps)
+    stride = n + 1
+    for t in range(n):
+        p = pages[t]
+        s = steps[t]
+        if grouped and (t == 0 or s != steps[t - 1]):
+            pin_group(pages, steps, t, pin)
+        z = p // n_experts
+        q = z if dist else 0
+        base = off[q]
+        if kind == LFU:
+            key = (count[p] + 1) * stride + t
+        else:
+            key = -(next_use[t] * P + p)
+        i = pos[p]
+        if i >= 0:
+            if record:
+                hit_mask[t] = True
+            count[p] += 1
+            hk[base + i] = key
+            if kind == LFU:  # the key grew
+                _sift_down(hk, hp, pos, base, hs[q], i)
+            else:  # the next use moved later: the key shrank
+                _sift_up(hk, hp, pos, base, i)
+            continue
+        misses += 1
+        per_layer[z] += 1
+        now_pass = s // L
+        if evicted_pass[p] == now_pass:
+            coll += 1
+        if hs[q] >= caps[q]:
+            victim = -1
+            if caps[q] > 0:
+                if pin[hp[base]] != s:
+                    # the usual case: replace the top by the new page in one sift
+                    victim = hp[base]
+                    pos[victim] = -1
+                    hk[base] = key
+                    hp[base] = p
+                    _sift_down(hk, hp, pos, base, hs[q], 0)
+                else:
+                    n_aside = 0
+                    while hs[q] > 0 and pin[hp[base]] == s:
+                        aside_k[n_aside] = hk[base]
+                        aside_p[n_aside] = _pop_top(hk, hp, pos, base, hs, q)
+                        n_aside += 1
+                    if hs[q] > 0:
+                        victim = _pop_top(hk, hp, pos, base, hs, q)
+                    for a in range(n_aside):
+                        _push(hk, hp, pos, base, hs, q, aside_p[a], aside_k[a])
+                    if victim >= 0:
+                        _push(hk, hp, pos, base, hs, q, p, key)
+            if victim < 0:
+                if record:
+                    byp[n_byp] = t
+                n_byp += 1
+                continue
+            evicted_pass[victim] = now_pass
+            if record:
+                ev[n_ev, 0] = t
+                ev[n_ev, 1] = victim
+                n_ev += 1
+        else:
+            _push(hk, hp, pos, base, hs, q, p, key)
+        count[p] += 1
+    return misses, coll, per_layer, hit_mask, ev, n_ev, byp, n_byp

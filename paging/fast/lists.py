@@ -1,0 +1,232 @@
+"""Kernels on intrusive doubly linked lists: LRU, FIFO, FWF, LLRU, FLD and Least-Stale.
+
+The lists are threaded through two arrays indexed by page id (``nxt``, ``prv``), so a hit, an
+insertion and an eviction cost O(1) and no hashing is needed: page ids are dense in 0..nℓ-1.
+A list runs from its head (most recently touched, or most recently inserted for FIFO/FWF) to
+its tail (the next victim). Victim rules, each equal to the reference policy's ``evict_key``
+maximum (:mod:`paging.policies.classic`, :mod:`paging.policies.layered`):
+
+* LRU, FIFO: the tail of the partition's list (LRU moves a page to the head on every touch,
+  FIFO only on insertion), skipping pinned pages. O(1) per request in rounds mode, O(K) in
+  groups mode.
+* FWF: every unpinned page of the partition, oldest insertion first (the reference evicts
+  ``cache.candidates`` in insertion order).
+* LLRU, FLD, Least-Stale (shared cache): one recency list per layer. Inside a layer the three
+  keys order pages by recency alone — D and the layer distance are the same for every page of
+  a layer because its steps are all ≡ layer (mod ℓ), and R and staleness only grow with age —
+  so the victim is the best of the ℓ per-layer tails: O(ℓ) per miss, O(1) per hit.
+* For the same reason LLRU-DIST, FLD-DIST and Least-Stale-DIST, whose partitions are single
+  layers, evict exactly as LRU-DIST; :mod:`paging.fast` runs them with the LRU kind.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from paging.fast.common import buffers, is_grouped
+
+LRU, FIFO, FWF, LLRU, FLD, LEAST_STALE = 0, 1, 2, 3, 4, 5
+
+
+@njit(cache=True, nogil=True)
+def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
+    """Replay ``pages`` (layer clock ``steps``) under a list policy ``kind``.
+
+    ``caps`` holds the capacity of each partition: one entry (shared cache) or one per layer
+    (``dist``). Returns the tuple described in :mod:`paging.fast.common`.
+
+    The list operations are written out in place: in numba, a helper call that takes arrays
+    costs atomic reference counting per call, which halves the speed of this loop.
+    """
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    per_layer_lists = dist or kind >= LLRU
+    nl = L if per_layer_lists else 1
+    nxt = np.full(P, -1, np.int64)
+    prv = np.full(P, -1, np.int64)
+    head = np.full(nl, -1, np.int64)
+    tail = np.full(nl, -1, np.int64)
+    resident = np.zeros(P, np.bool_)
+    size = np.zeros(caps.size, np.int64)
+    pin = np.full(P, -1, np.int64)
+    evicted_pass = np.full(P, -1, np.int64)
+    last_step = np.zeros(P, np.int64)
+    last_t = np.zeros(P, np.int64)
+    per_layer = np.zeros(L, np.int64)
+    layer_of = np.arange(P) // n_experts
+    hit_mask, ev, byp = buffers(n, record)
+    misses = 0
+    coll = 0
+    n_ev = 0
+    n_byp = 0
+    grouped = is_grouped(steps)
+    move = kind != FIFO and kind != FWF
+    layered = kind >= LLRU
+    prev_s = -1
+    now_pass = 0
+    for t in range(n):
+        p = pages[t]
+        s = steps[t]
+        if s != prev_s:
+            # the forward pass s // ℓ, without a division per request
+            if s == prev_s + 1:
+                if s - now_pass * L >= L:
+                    now_pass += 1
+            else:
+                now_pass = s // L
+            prev_s = s
+            if grouped:
+                j = t
+                while j < n and steps[j] == s:
+                    pin[pages[j]] = s
+                    j += 1
+        z = layer_of[p]
+        l = z if per_layer_lists else 0
+        if resident[p]:
+            if record:
+                hit_mask[t] = True
+            if move and head[l] != p:
+                # move to the head: p is not the head, so it has a predecessor
+                a = prv[p]
+                b = nxt[p]
+                nxt[a] = b
+                if b >= 0:
+                    prv[b] = a
+                else:
+                    tail[l] = a
+                h = head[l]
+                prv[p] = -1
+                nxt[p] = h
+                prv[h] = p
+                head[l] = p
+            if layered:
+                last_step[p] = s
+                last_t[p] = t
+            continue
+        misses += 1
+        per_layer[z] += 1
+        if evicted_pass[p] == now_pass:
+            coll += 1
+        q = z if dist else 0
+        if size[q] >= caps[q]:
+            victim = -1
+            if caps[q] == 0:
+                pass
+            elif kind == LRU or kind == FIFO:
+                victim = tail[q]
+                while victim >= 0 and pin[victim] == s:
+                    victim = prv[victim]
+            elif kind == FWF:
+                # flush: every unpinned page of the partition, oldest insertion first
+                v = tail[q]
+                while v >= 0:
+                    u = prv[v]
+                    if pin[v] != s:
+                        b = nxt[v]
+                        if u >= 0:
+                            nxt[u] = b
+                        else:
+                            head[q] = b
+                        if b >= 0:
+                            prv[b] = u
+                        else:
+                            tail[q] = u
+                        resident[v] = False
+                        size[q] -= 1
+                        evicted_pass[v] = now_pass
+                        if record:
+                            ev[n_ev, 0] = t
+                            ev[n_ev, 1] = v
+                            n_ev += 1
+                        victim = v
+                    v = u
+            elif kind == LLRU:
+                # Def. 2: largest R = (t - τ) // ℓ, then largest D = (τ - t) mod ℓ, then the
+                # older request index (ties only inside one group)
+                bR = -1
+                bD = -1
+                bt = 0
+                for zz in range(L):
+                    v = tail[zz]
+                    while v >= 0 and pin[v] == s:
+                        v = prv[v]
+                    if v < 0:
+                        continue
+                    d = s - last_step[v]
+                    R = d // L
+                    r = d - R * L
+                    D = L - r if r > 0 else 0
+                    if R > bR or (R == bR and (D > bD or (D == bD and last_t[v] < bt))):
+                        bR = R
+                        bD = D
+                        bt = last_t[v]
+                        victim = v
+            elif kind == FLD:
+                # the layer furthest ahead of the current one: (c-1) mod ℓ first, c itself last
+                c = s - now_pass * L
+                for dd in range(L - 1, -1, -1):
+                    zz = c + dd
+                    if zz >= L:
+                        zz -= L
+                    victim = tail[zz]
+                    while victim >= 0 and pin[victim] == s:
+                        victim = prv[victim]
+                    if victim >= 0:
+                        break
+            else:  # LEAST_STALE: the lowest layer holding a stale page, else the lowest layer
+                first = -1
+                for zz in range(L):
+                    v = tail[zz]
+                    while v >= 0 and pin[v] == s:
+                        v = prv[v]
+                    if v < 0:
+                        continue
+                    if first < 0:
+                        first = v
+                    if last_step[v] // L < now_pass:
+                        victim = v
+                        break
+                if victim < 0:
+                    victim = first
+            if victim < 0:
+                # capacity 0, or every resident page of the partition is pinned: serve the page
+                # from slow memory without caching it
+                if record:
+                    byp[n_byp] = t
+                n_byp += 1
+                continue
+            if kind != FWF:
+                lv = layer_of[victim] if per_layer_lists else 0
+                a = prv[victim]
+                b = nxt[victim]
+                if a >= 0:
+                    nxt[a] = b
+                else:
+                    head[lv] = b
+                if b >= 0:
+                    prv[b] = a
+                else:
+                    tail[lv] = a
+                resident[victim] = False
+                size[q] -= 1
+                evicted_pass[victim] = now_pass
+                if record:
+                    ev[n_ev, 0] = t
+                    ev[n_ev, 1] = victim
+                    n_ev += 1
+        h = head[l]
+        prv[p] = -1
+        nxt[p] = h
+        if h >= 0:
+            prv[h] = p
+        else:
+            tail[l] = p
+        head[l] = p
+        resident[p] = True
+        size[q] += 1
+        if layered:
+            last_step[p] = s
+            last_t[p] = t
+    return misses, coll, per_layer, hit_mask, ev, n_ev, byp, n_byp

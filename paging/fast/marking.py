@@ -1,0 +1,154 @@
+"""Kernel for randomized Marking (Fiat et al. 1991) and Marking-DIST.
+
+The reference (:class:`paging.policies.Marking`) evicts the candidate at index ⌊u·m⌋ of the m
+unmarked, unpinned resident pages of the partition sorted by page id, with one
+``rng.random()`` draw u per eviction. A ``numpy.random.Generator`` yields the same doubles
+whether drawn one at a time or as a vector, so the caller draws ``rng.random(n)`` once and the
+kernel consumes the draws in eviction order (across layers too, as the DIST sub-policies share
+the run's generator).
+
+Candidates live in a Fenwick tree over page ids (indicator: resident, unmarked, unpinned), so
+counting the candidates of a partition (a contiguous page range) and finding the j-th one take
+O(log nℓ); a phase end (every candidate marked) unmarks the partition in O(n log nℓ).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from paging.fast.common import buffers, is_grouped
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _add(tree, i, delta):
+    i += 1
+    m = tree.size
+    while i < m:
+        tree[i] += delta
+        i += i & (-i)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _prefix(tree, i):
+    """Number of candidates among pages 0..i-1."""
+    s = 0
+    while i > 0:
+        s += tree[i]
+        i -= i & (-i)
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _select(tree, rank, top):
+    """The page holding the candidate of 0-based ``rank`` (Fenwick descent)."""
+    pos = 0
+    step = top
+    while step > 0:
+        nxt = pos + step
+        if nxt < tree.size and tree[nxt] <= rank:
+            pos = nxt
+            rank -= tree[nxt]
+        step >>= 1
+    return pos  # 1-based index pos+1 -> page pos
+
+
+@njit(cache=True, nogil=True)
+def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record):
+    """Replay ``pages`` under randomized Marking; ``draws`` holds the run's uniform draws in
+    order (at least one per eviction)."""
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    tree = np.zeros(P + 1, np.int64)
+    top = 1
+    while top * 2 <= P:
+        top *= 2
+    resident = np.zeros(P, np.bool_)
+    marked = np.zeros(P, np.bool_)
+    pinned = np.zeros(P, np.bool_)
+    size = np.zeros(caps.size, np.int64)
+    pinned_res = np.zeros(caps.size, np.int64)
+    evicted_pass = np.full(P, -1, np.int64)
+    per_layer = np.zeros(L, np.int64)
+    hit_mask, ev, byp = buffers(n, record)
+    misses = 0
+    coll = 0
+    n_ev = 0
+    n_byp = 0
+    n_draw = 0
+    grouped = is_grouped(steps)
+    g_start = 0
+    g_end = 0
+    for t in range(n):
+        p = pages[t]
+        s = steps[t]
+        if grouped and t == g_end:
+            # unpin the previous group, pin the next one; keep the candidate tree in step
+            for j in range(g_start, g_end):
+                r = pages[j]
+                pinned[r] = False
+                if resident[r]:
+                    pinned_res[r // n_experts if dist else 0] -= 1
+                    if not marked[r]:
+                        _add(tree, r, 1)
+            g_start = t
+            g_end = t
+            while g_end < n and steps[g_end] == s:
+                r = pages[g_end]
+                pinned[r] = True
+                if resident[r]:
+                    pinned_res[r // n_experts if dist else 0] += 1
+                    if not marked[r]:
+                        _add(tree, r, -1)
+                g_end += 1
+        z = p // n_experts
+        q = z if dist else 0
+        if resident[p]:
+            if record:
+                hit_mask[t] = True
+            if not marked[p]:
+                marked[p] = True
+                if not pinned[p]:
+                    _add(tree, p, -1)
+            continue
+        misses += 1
+        per_layer[z] += 1
+        now_pass = s // L
+        if evicted_pass[p] == now_pass:
+            coll += 1
+        if size[q] >= caps[q]:
+            if caps[q] == 0 or pinned_res[q] == size[q]:
+                if record:
+                    byp[n_byp] = t
+                n_byp += 1
+                continue
+            lo = q * n_experts if dist else 0
+            hi = lo + n_experts if dist else P
+            before = _prefix(tree, lo)
+            m = _prefix(tree, hi) - before
+            if m == 0:
+                # every candidate is marked: a new phase; the sub-policy forgets all its marks
+                for r in range(lo, hi):
+                    if marked[r]:
+                        marked[r] = False
+                        if not pinned[r]:
+                            _add(tree, r, 1)
+                m = _prefix(tree, hi) - before
+            u = draws[n_draw]
+            n_draw += 1
+            victim = _select(tree, before + np.int64(u * m), top)
+            _add(tree, victim, -1)
+            resident[victim] = False
+            size[q] -= 1
+            evicted_pass[victim] = now_pass
+            if record:
+                ev[n_ev, 0] = t
+                ev[n_ev, 1] = victim
+                n_ev += 1
+        resident[p] = True
+        marked[p] = True
+        size[q] += 1
+        if pinned[p]:
+            pinned_res[q] += 1
+    return misses, coll, per_layer, hit_mask, ev, n_ev, byp, n_byp
