@@ -154,7 +154,9 @@ class Trace:
 
     def head(self, n: int) -> Trace:
         """The first n requests."""
-        cut = (lambda a: None if a is None else a[:n])
+        def cut(a):
+            return None if a is None else a[:n]
+
         return Trace(self.layout, self.pages[:n], self.steps[:n], self.name, cut(self.token),
                      cut(self.rank), cut(self.score), self.expand, self.meta)
 

@@ -71,7 +71,8 @@ def test_online(name, engine, trace, cut, k, data):
     a = simulate(trace, name, k, seed=1, record=True, engine=engine)
     b = simulate(other, name, k, seed=1, record=True, engine=engine)
     assert np.array_equal(a.hit_mask[:c], b.hit_mask[:c])
-    assert a.evictions[a.evictions[:, 0] < c].tolist() == b.evictions[b.evictions[:, 0] < c].tolist()
+    before = (a.evictions[a.evictions[:, 0] < c], b.evictions[b.evictions[:, 0] < c])
+    assert before[0].tolist() == before[1].tolist()
 
 
 def test_belady_is_not_online_but_is_optimal_here():

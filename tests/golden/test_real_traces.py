@@ -1,0 +1,185 @@
+"""Golden miss counts on the real traces in ../shared/traces (via $PAGING_TRACES).
+
+The numbers were computed once with this package and cross-checked three ways: against the
+naive list-based implementations in tests/golden/naive.py (run again below on a subset), against
+libCacheSim 0.3.5 (LRU, FIFO, Belady; tests/golden/test_libcachesim.py, run when the optional
+``bench`` extra is installed), and reference loop against compiled kernel (engine="reference"
+vs the default). Rounds expansion; Mixtral: 32 layers x 8 experts, top-2, problems 0 and 1 of
+humaneval_2_routing.jsonl; granite: 24 x 32, top-8, prefill then decode.
+"""
+
+from __future__ import annotations
+
+import os
+
+import naive  # noqa: I001
+import pytest
+from conftest import needs_traces
+
+from paging import simulate
+from paging.io import load
+
+MIXTRAL = "mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl"
+GRANITE = "granite-3.0-1b-a400m-instruct/moe_expert_trace.json"
+
+GOLDEN = {
+    ("humaneval_2_routing.jsonl#problem_id=0", 16): {
+        "lru": 5184,
+        "fifo": 5184,
+        "llru": 4984,
+        "belady": 4019,
+        "lru-dist": 4978,
+    },
+    ("humaneval_2_routing.jsonl#problem_id=0", 64): {
+        "lru": 3738,
+        "fifo": 4007,
+        "llru": 3684,
+        "belady": 2107,
+        "lru-dist": 3628,
+    },
+    ("humaneval_2_routing.jsonl#problem_id=0", 128): {
+        "lru": 2366,
+        "fifo": 2547,
+        "llru": 2260,
+        "belady": 1030,
+        "lru-dist": 2213,
+    },
+    ("humaneval_2_routing.jsonl#problem_id=0", 200): {
+        "lru": 920,
+        "fifo": 1151,
+        "llru": 899,
+        "belady": 433,
+        "lru-dist": 904,
+    },
+    ("humaneval_2_routing.jsonl#problem_id=1", 16): {
+        "lru": 16128,
+        "fifo": 16128,
+        "llru": 15399,
+        "belady": 12451,
+        "lru-dist": 15401,
+    },
+    ("humaneval_2_routing.jsonl#problem_id=1", 64): {
+        "lru": 10934,
+        "fifo": 11914,
+        "llru": 10614,
+        "belady": 6100,
+        "lru-dist": 10414,
+    },
+    ("humaneval_2_routing.jsonl#problem_id=1", 128): {
+        "lru": 6648,
+        "fifo": 7147,
+        "llru": 6375,
+        "belady": 2943,
+        "lru-dist": 6323,
+    },
+    ("humaneval_2_routing.jsonl#problem_id=1", 200): {
+        "lru": 2879,
+        "fifo": 3288,
+        "llru": 2752,
+        "belady": 961,
+        "lru-dist": 2752,
+    },
+    ("moe_expert_trace.json#prompt=code", 64): {
+        "lru": 20483,
+        "fifo": 20483,
+        "llru": 20327,
+        "belady": 14762,
+        "lru-dist": 20344,
+    },
+    ("moe_expert_trace.json#prompt=code", 200): {
+        "lru": 15751,
+        "fifo": 15951,
+        "llru": 15325,
+        "belady": 7492,
+        "lru-dist": 15240,
+    },
+    ("moe_expert_trace.json#prompt=code", 400): {
+        "lru": 4747,
+        "fifo": 6677,
+        "llru": 4669,
+        "belady": 2070,
+        "lru-dist": 4841,
+    },
+    ("moe_expert_trace.json#prompt=math", 64): {
+        "lru": 17645,
+        "fifo": 17645,
+        "llru": 17482,
+        "belady": 12721,
+        "lru-dist": 17478,
+    },
+    ("moe_expert_trace.json#prompt=math", 200): {
+        "lru": 12008,
+        "fifo": 12225,
+        "llru": 11555,
+        "belady": 6492,
+        "lru-dist": 11476,
+    },
+    ("moe_expert_trace.json#prompt=math", 400): {
+        "lru": 6367,
+        "fifo": 6932,
+        "llru": 6284,
+        "belady": 2714,
+        "lru-dist": 6195,
+    },
+}
+
+POLICIES = ("lru", "fifo", "llru", "belady", "lru-dist")
+
+
+@pytest.fixture(scope="module")
+def real_traces():
+    root = os.environ["PAGING_TRACES"]
+    ts = load(os.path.join(root, MIXTRAL)) + load(os.path.join(root, GRANITE))
+    return {t.name: t for t in ts}
+
+
+@needs_traces
+def test_sequences_and_lengths(real_traces):
+    lengths = {name: t.n_requests for name, t in real_traces.items()}
+    assert lengths == {
+        "humaneval_2_routing.jsonl#problem_id=0": 5184,
+        "humaneval_2_routing.jsonl#problem_id=1": 16128,
+        "moe_expert_trace.json#prompt=english_prose": 19776,
+        "moe_expert_trace.json#prompt=code": 20736,
+        "moe_expert_trace.json#prompt=math": 17856,
+    }
+
+
+@needs_traces
+@pytest.mark.parametrize("name,k", sorted(GOLDEN))
+def test_golden_numbers(real_traces, name, k):
+    trace = real_traces[name]
+    got = {p: simulate(trace, p, k).misses for p in POLICIES}
+    assert got == GOLDEN[(name, k)]
+
+
+@needs_traces
+@pytest.mark.parametrize(
+    "name,k",
+    [
+        ("humaneval_2_routing.jsonl#problem_id=0", 64),
+        ("humaneval_2_routing.jsonl#problem_id=0", 200),
+        ("moe_expert_trace.json#prompt=math", 200),
+    ],
+)
+def test_golden_numbers_match_naive_implementations(real_traces, name, k):
+    trace = real_traces[name]
+    pages, L, n = trace.pages.tolist(), trace.layout.n_layers, trace.layout.n_experts
+    naive_counts = {
+        "lru": naive.lru(pages, k),
+        "fifo": naive.fifo(pages, k),
+        "llru": naive.llru(pages, k, L),
+        "belady": naive.belady(pages, k),
+        "lru-dist": naive.lru_dist(pages, k, L, n),
+    }
+    assert naive_counts == GOLDEN[(name, k)]
+
+
+@needs_traces
+def test_readers_match_a_naive_parser(real_traces):
+    root = os.environ["PAGING_TRACES"]
+    for pid, (pages, dropped) in naive.mixtral_rounds(os.path.join(root, MIXTRAL)).items():
+        t = real_traces[f"humaneval_2_routing.jsonl#problem_id={pid}"]
+        assert t.pages.tolist() == pages and t.meta["dropped_tokens"] == dropped
+    for prompt, pages in naive.granite_rounds(os.path.join(root, GRANITE)).items():
+        assert real_traces[f"moe_expert_trace.json#prompt={prompt}"].pages.tolist() == pages
