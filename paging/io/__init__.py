@@ -137,8 +137,8 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
                               "sequences have no phases")
         return parse_spec(str(source), expand=expand)
     path = resolve_path(source)
-    fmt = detect_format(path)
     try:
+        fmt = detect_format(path)
         if fmt == "jsonl":
             return read_routing_jsonl(path, expand=expand, strict=strict, phase=phase,
                                       fields=fields, n_experts=n_experts, n_layers=n_layers)
