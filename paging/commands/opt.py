@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from paging.commands.common import add_trace_args, format_table, load_from_args
-from paging.commands.simulate import _int
 
 
 def add_parser(sub) -> None:
@@ -12,7 +11,7 @@ def add_parser(sub) -> None:
                        "cache of K pages: Belady's rule (default) or an integer program (CBC). "
                        "--dist gives OPT-DIST, the optimum with the per-layer partition.")
     add_trace_args(p)
-    p.add_argument("--k", action="append", required=True, type=_int, metavar="K")
+    p.add_argument("--k", action="append", required=True, type=int, metavar="K")
     p.add_argument("--method", choices=("belady", "ilp"), default="belady")
     p.add_argument("--dist", action="store_true", help="per-layer partition (OPT-DIST)")
     p.add_argument("--time-limit", type=float, default=300.0,

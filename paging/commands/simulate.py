@@ -13,22 +13,13 @@ def add_parser(sub) -> None:
     p.add_argument("--policy", action="append", required=True, metavar="NAME",
                    help="policy name (repeatable): lru, fifo, lfu, fwf, marking, llru, "
                         "least-stale, fld, belady, and NAME-dist for the per-layer variants")
-    p.add_argument("--k", action="append", required=True, type=_int, metavar="K",
+    p.add_argument("--k", action="append", required=True, type=int, metavar="K",
                    help="cache size in pages (repeatable)")
     p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--engine", choices=("auto", "reference", "fast"), default="auto",
                    help="compiled kernel when available (auto), or the reference loop")
     p.add_argument("--json", action="store_true", help="print one JSON list of results")
     p.set_defaults(func=run)
-
-
-def _int(s: str) -> int:
-    from paging.errors import PagingError
-
-    try:
-        return int(s)
-    except ValueError:
-        raise PagingError(f"--k expects an integer, got {s!r}") from None
 
 
 def run(args) -> int:
