@@ -37,7 +37,6 @@ Defaults: a=1.0, h=0, seed=0, topk=1, perm=random.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
@@ -50,8 +49,6 @@ KINDS = ("zipf", "uniform", "cyclic")
 PERMS = ("random", "identity")
 #: draws are made this many (token, layer) cells at a time (keeps temporaries small)
 _BLOCK_CELLS = 1 << 21
-#: above this many requests, K=1 traces skip Trace's copying constructor (see _assemble)
-_CHECKED_LIMIT = 1 << 22
 
 
 # -- argument checks ---------------------------------------------------------------------------
@@ -88,29 +85,13 @@ def zipf_weights(n: int, a: float = 1.0, h: float = 0.0) -> np.ndarray:
 
 
 def _assemble(layout: Layout, pages: np.ndarray, name: str, expand: str, meta: dict) -> Trace:
-    """A K=1 trace (request i is a page of layer i mod ℓ by construction).
-
-    ``Trace(...)`` copies its arrays and validates them with several full-size temporaries (about
-    5.6 GB at 10^8 requests); above ``_CHECKED_LIMIT`` requests the same frozen object is built
-    without the copies. The tests check that these arrays pass the validating constructor.
-    """
+    """A K=1 trace (request i is a page of layer i mod ℓ by construction). The arrays are frozen
+    first so that :class:`Trace` adopts them without a copy."""
     steps = np.arange(pages.size, dtype=np.int64)
-    if pages.size <= _CHECKED_LIMIT:
-        return Trace(layout, pages, steps, name, expand=expand, meta=meta)
-    values = {"layout": layout, "pages": pages, "steps": steps, "name": name, "expand": expand,
-              "meta": dict(meta)}
+    pages = np.ascontiguousarray(pages, dtype=np.int64)
     pages.setflags(write=False)
     steps.setflags(write=False)
-    tr = object.__new__(Trace)
-    for f in dataclasses.fields(Trace):
-        if f.name in values:
-            v = values[f.name]
-        elif f.default is not dataclasses.MISSING:
-            v = f.default
-        else:
-            v = f.default_factory()
-        object.__setattr__(tr, f.name, v)
-    return tr
+    return Trace(layout, pages, steps, name, expand=expand, meta=meta)
 
 
 def _blocks(tokens: int, cells_per_token: int):

@@ -38,10 +38,22 @@ from paging.layout import Layout
 EXPANSIONS = ("rounds", "groups")
 
 
+_CHUNK = 1 << 22  # validation works on blocks of this many requests (bounded temporaries)
+
+
 def _frozen(a, dtype) -> np.ndarray:
+    """A read-only array of ``dtype``: an array that already is one is adopted as it is (no
+    copy, so 10^8-request traces cost no extra memory); anything else is copied and frozen."""
+    if (isinstance(a, np.ndarray) and a.dtype == dtype and not a.flags.writeable
+            and a.flags.c_contiguous):
+        return a
     a = np.array(a, dtype=dtype, copy=True)
     a.setflags(write=False)
     return a
+
+
+def _flat(a: np.ndarray) -> np.ndarray:
+    return a if a.ndim == 1 else a.reshape(-1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -60,12 +72,12 @@ class Trace:
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
-        set_(self, "pages", _frozen(self.pages, np.int64).reshape(-1))
-        set_(self, "steps", _frozen(self.steps, np.int64).reshape(-1))
+        set_(self, "pages", _flat(_frozen(self.pages, np.int64)))
+        set_(self, "steps", _flat(_frozen(self.steps, np.int64)))
         for opt, dt in (("token", np.int64), ("rank", np.int64), ("score", np.float64)):
             v = getattr(self, opt)
             if v is not None:
-                v = _frozen(v, dt).reshape(-1)
+                v = _flat(_frozen(v, dt))
                 if v.shape != self.pages.shape:
                     raise PagingError(f"trace {self.name}: {opt} has {v.size} entries, pages has "
                                       f"{self.pages.size}")
@@ -77,38 +89,48 @@ class Trace:
 
     # -- validation ---------------------------------------------------------------------------
     def _validate(self) -> None:
-        lay, p, s, nm = self.layout, self.pages, self.steps, self.name
+        p, s = self.pages, self.steps
         if p.shape != s.shape:
-            raise PagingError(f"trace {nm}: {s.size} steps for {p.size} pages")
+            raise PagingError(f"trace {self.name}: {s.size} steps for {p.size} pages")
         if p.size == 0:
             return
+        if s[0] != 0:
+            raise PagingError(f"trace {self.name}: the first step must be 0, got {int(s[0])}")
+        for lo in range(0, p.size, _CHUNK):  # chunks keep the temporaries small
+            self._validate_block(lo, min(p.size, lo + _CHUNK))
+
+    def _validate_block(self, lo: int, hi: int) -> None:
+        lay, nm = self.layout, self.name
+        p, s = self.pages[lo:hi], self.steps[lo:hi]
         bad = np.flatnonzero((p < 0) | (p >= lay.n_pages))
         if bad.size:
-            i = int(bad[0])
-            raise PagingError(f"trace {nm}: request {i} is page {int(p[i])}, expected a page id in "
-                              f"0..{lay.n_pages - 1} (n_experts={lay.n_experts}, "
+            i = lo + int(bad[0])
+            raise PagingError(f"trace {nm}: request {i} is page {int(self.pages[i])}, expected a "
+                              f"page id in 0..{lay.n_pages - 1} (n_experts={lay.n_experts}, "
                               f"n_layers={lay.n_layers})")
-        if s[0] != 0:
-            raise PagingError(f"trace {nm}: the first step must be 0, got {int(s[0])}")
-        d = np.diff(s)
+        d = np.diff(self.steps[max(lo - 1, 0):hi])
+        off = lo if lo > 0 else 1  # index of the request each difference leads to
         bad = np.flatnonzero((d < 0) | (d > 1) | ((d == 0) & (self.expand == "rounds")))
         if bad.size:
-            i = int(bad[0]) + 1
-            raise PagingError(f"trace {nm}: request {i} has step {int(s[i])} after "
-                              f"{int(s[i - 1])}; steps must advance by 1 per request in rounds "
-                              "mode and by 0 or 1 in groups mode")
+            i = off + int(bad[0])
+            raise PagingError(f"trace {nm}: request {i} has step {int(self.steps[i])} after "
+                              f"{int(self.steps[i - 1])}; steps must advance by 1 per request in "
+                              "rounds mode and by 0 or 1 in groups mode")
         layer = p // lay.n_experts
         bad = np.flatnonzero(layer != s % lay.n_layers)
         if bad.size:
-            i = int(bad[0])
-            raise PagingError(f"trace {nm}: wrong layer order: request {i} is page {int(p[i])} "
-                              f"(layer {int(layer[i])}), expected a page of layer "
-                              f"{int(s[i] % lay.n_layers)} (step {int(s[i])} mod "
-                              f"{lay.n_layers} layers)")
+            i = lo + int(bad[0])
+            raise PagingError(f"trace {nm}: wrong layer order: request {i} is page "
+                              f"{int(self.pages[i])} (layer {int(layer[i - lo])}), expected a "
+                              f"page of layer {int(self.steps[i] % lay.n_layers)} (step "
+                              f"{int(self.steps[i])} mod {lay.n_layers} layers)")
         if self.expand == "groups" and (d == 0).any():
-            # a group must not request the same page twice
-            order = np.lexsort((p, s))
-            ss, pp = s[order], p[order]
+            # a group must not request the same page twice (groups never straddle much: sort
+            # the block's (step, page) pairs; a group cut by the block edge is checked by both)
+            g_lo = max(lo - lay.n_experts, 0)
+            ss, pp = self.steps[g_lo:hi], self.pages[g_lo:hi]
+            order = np.lexsort((pp, ss))
+            ss, pp = ss[order], pp[order]
             dup = np.flatnonzero((ss[1:] == ss[:-1]) & (pp[1:] == pp[:-1]))
             if dup.size:
                 raise PagingError(f"trace {nm}: step {int(ss[dup[0]])} requests page "
