@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import buffers, is_grouped, pin_group
+from paging.fast.common import buffers, is_grouped
 
 LFU, BELADY = 0, 1
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _sift_up(hk, hp, pos, base, i):
     key = hk[base + i]
     page = hp[base + i]
@@ -41,7 +41,7 @@ def _sift_up(hk, hp, pos, base, i):
     pos[page] = i
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _sift_down(hk, hp, pos, base, size, i):
     key = hk[base + i]
     page = hp[base + i]
@@ -114,18 +114,33 @@ def heap_kernel(pages, steps, next_use, n_experts, n_layers, caps, dist, kind, r
     n_byp = 0
     grouped = is_grouped(steps)
     stride = n + 1
+    layer_of = np.arange(P) // n_experts
+    prev_s = -1
+    now_pass = 0
     for t in range(n):
         p = pages[t]
         s = steps[t]
-        if grouped and (t == 0 or s != steps[t - 1]):
-            pin_group(pages, steps, t, pin)
-        z = p // n_experts
+        if s != prev_s:
+            if s == prev_s + 1:
+                if s - now_pass * L >= L:
+                    now_pass += 1
+            else:
+                now_pass = s // L
+            prev_s = s
+            if grouped:
+                j = t
+                while j < n and steps[j] == s:
+                    pin[pages[j]] = s
+                    j += 1
+        z = layer_of[p]
         q = z if dist else 0
         base = off[q]
         if kind == LFU:
             key = (count[p] + 1) * stride + t
         else:
             key = -(next_use[t] * P + p)
+        down = -1  # slot to sift down from at the end of this request
+        up = -1  # slot to sift up from
         i = pos[p]
         if i >= 0:
             if record:
@@ -133,48 +148,86 @@ def heap_kernel(pages, steps, next_use, n_experts, n_layers, caps, dist, kind, r
             count[p] += 1
             hk[base + i] = key
             if kind == LFU:  # the key grew
-                _sift_down(hk, hp, pos, base, hs[q], i)
+                down = i
             else:  # the next use moved later: the key shrank
-                _sift_up(hk, hp, pos, base, i)
-            continue
-        misses += 1
-        per_layer[z] += 1
-        now_pass = s // L
-        if evicted_pass[p] == now_pass:
-            coll += 1
-        if hs[q] >= caps[q]:
-            victim = -1
-            if caps[q] > 0:
-                if pin[hp[base]] != s:
-                    # the usual case: replace the top by the new page in one sift
-                    victim = hp[base]
-                    pos[victim] = -1
-                    hk[base] = key
-                    hp[base] = p
-                    _sift_down(hk, hp, pos, base, hs[q], 0)
-                else:
-                    n_aside = 0
-                    while hs[q] > 0 and pin[hp[base]] == s:
-                        aside_k[n_aside] = hk[base]
-                        aside_p[n_aside] = _pop_top(hk, hp, pos, base, hs, q)
-                        n_aside += 1
-                    if hs[q] > 0:
-                        victim = _pop_top(hk, hp, pos, base, hs, q)
-                    for a in range(n_aside):
-                        _push(hk, hp, pos, base, hs, q, aside_p[a], aside_k[a])
-                    if victim >= 0:
-                        _push(hk, hp, pos, base, hs, q, p, key)
-            if victim < 0:
-                if record:
-                    byp[n_byp] = t
-                n_byp += 1
-                continue
-            evicted_pass[victim] = now_pass
-            if record:
-                ev[n_ev, 0] = t
-                ev[n_ev, 1] = victim
-                n_ev += 1
+                up = i
         else:
-            _push(hk, hp, pos, base, hs, q, p, key)
-        count[p] += 1
+            misses += 1
+            per_layer[z] += 1
+            if evicted_pass[p] == now_pass:
+                coll += 1
+            if hs[q] < caps[q]:
+                up = hs[q]
+                hs[q] += 1
+                hk[base + up] = key
+                hp[base + up] = p
+                pos[p] = up
+            else:
+                victim = -1
+                if caps[q] > 0:
+                    if pin[hp[base]] != s:
+                        # the usual case: the new page replaces the top, then sifts down
+                        victim = hp[base]
+                        pos[victim] = -1
+                        hk[base] = key
+                        hp[base] = p
+                        pos[p] = 0
+                        down = 0
+                    else:
+                        # pinned pages on top (groups mode): set them aside, take the victim
+                        # below, put them back
+                        n_aside = 0
+                        while hs[q] > 0 and pin[hp[base]] == s:
+                            aside_k[n_aside] = hk[base]
+                            aside_p[n_aside] = _pop_top(hk, hp, pos, base, hs, q)
+                            n_aside += 1
+                        if hs[q] > 0:
+                            victim = _pop_top(hk, hp, pos, base, hs, q)
+                        for a in range(n_aside):
+                            _push(hk, hp, pos, base, hs, q, aside_p[a], aside_k[a])
+                        if victim >= 0:
+                            _push(hk, hp, pos, base, hs, q, p, key)
+                if victim < 0:
+                    if record:
+                        byp[n_byp] = t
+                    n_byp += 1
+                    continue
+                evicted_pass[victim] = now_pass
+                if record:
+                    ev[n_ev, 0] = t
+                    ev[n_ev, 1] = victim
+                    n_ev += 1
+            count[p] += 1
+        # the two sifts, written out in place (a helper call would pay atomic refcounts)
+        if down >= 0:
+            i = down
+            m = hs[q]
+            while True:
+                c = 2 * i + 1
+                if c >= m:
+                    break
+                if c + 1 < m and hk[base + c + 1] < hk[base + c]:
+                    c += 1
+                if hk[base + c] >= key:
+                    break
+                hk[base + i] = hk[base + c]
+                hp[base + i] = hp[base + c]
+                pos[hp[base + i]] = i
+                i = c
+            hk[base + i] = key
+            hp[base + i] = p
+            pos[p] = i
+        elif up >= 0:
+            i = up
+            while i > 0:
+                j = (i - 1) >> 1
+                if hk[base + j] <= key:
+                    break
+                hk[base + i] = hk[base + j]
+                hp[base + i] = hp[base + j]
+                pos[hp[base + i]] = i
+                i = j
+            hk[base + i] = key
+            hp[base + i] = p
+            pos[p] = i
     return misses, coll, per_layer, hit_mask, ev, n_ev, byp, n_byp

@@ -53,7 +53,7 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
     pin = np.full(P, -1, np.int64)
     evicted_pass = np.full(P, -1, np.int64)
     last_step = np.zeros(P, np.int64)
-    last_t = np.zeros(P, np.int64)
+    last_pass = np.zeros(P, np.int64)
     per_layer = np.zeros(L, np.int64)
     layer_of = np.arange(P) // n_experts
     hit_mask, ev, byp = buffers(n, record)
@@ -103,7 +103,7 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
                 head[l] = p
             if layered:
                 last_step[p] = s
-                last_t[p] = t
+                last_pass[p] = now_pass
             continue
         misses += 1
         per_layer[z] += 1
@@ -143,25 +143,23 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
                         victim = v
                     v = u
             elif kind == LLRU:
-                # Def. 2: largest R = (t - τ) // ℓ, then largest D = (τ - t) mod ℓ, then the
-                # older request index (ties only inside one group)
-                bR = -1
-                bD = -1
-                bt = 0
+                # Def. 2: largest R = (t - τ) // ℓ, then largest D = (τ - t) mod ℓ, as one
+                # number R·ℓ + D. A page of layer z is requested only at steps ≡ z (mod ℓ), so
+                # (t - τ) mod ℓ = (c - z) mod ℓ needs no division; (R, D) differ across layers,
+                # and inside a layer the oldest page has the largest R (the tail).
+                c = s - now_pass * L
+                best = -1
                 for zz in range(L):
                     v = tail[zz]
                     while v >= 0 and pin[v] == s:
                         v = prv[v]
                     if v < 0:
                         continue
-                    d = s - last_step[v]
-                    R = d // L
-                    r = d - R * L
-                    D = L - r if r > 0 else 0
-                    if R > bR or (R == bR and (D > bD or (D == bD and last_t[v] < bt))):
-                        bR = R
-                        bD = D
-                        bt = last_t[v]
+                    r = c - zz
+                    r = r + L if r < 0 else r
+                    key = s - last_step[v] - r + (L - r if r > 0 else 0)
+                    if key > best:
+                        best = key
                         victim = v
             elif kind == FLD:
                 # the layer furthest ahead of the current one: (c-1) mod ℓ first, c itself last
@@ -185,7 +183,7 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
                         continue
                     if first < 0:
                         first = v
-                    if last_step[v] // L < now_pass:
+                    if last_pass[v] < now_pass:
                         victim = v
                         break
                 if victim < 0:
@@ -228,5 +226,5 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
         size[q] += 1
         if layered:
             last_step[p] = s
-            last_t[p] = t
+            last_pass[p] = now_pass
     return misses, coll, per_layer, hit_mask, ev, n_ev, byp, n_byp

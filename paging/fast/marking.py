@@ -20,7 +20,7 @@ from numba import njit
 from paging.fast.common import buffers, is_grouped
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _add(tree, i, delta):
     i += 1
     m = tree.size
@@ -29,7 +29,7 @@ def _add(tree, i, delta):
         i += i & (-i)
 
 
-@njit(cache=True, nogil=True, inline="always")
+@njit(cache=True, nogil=True)
 def _prefix(tree, i):
     """Number of candidates among pages 0..i-1."""
     s = 0
@@ -37,20 +37,6 @@ def _prefix(tree, i):
         s += tree[i]
         i -= i & (-i)
     return s
-
-
-@njit(cache=True, nogil=True)
-def _select(tree, rank, top):
-    """The page holding the candidate of 0-based ``rank`` (Fenwick descent)."""
-    pos = 0
-    step = top
-    while step > 0:
-        nxt = pos + step
-        if nxt < tree.size and tree[nxt] <= rank:
-            pos = nxt
-            rank -= tree[nxt]
-        step >>= 1
-    return pos  # 1-based index pos+1 -> page pos
 
 
 @njit(cache=True, nogil=True)
@@ -71,6 +57,7 @@ def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record)
     pinned_res = np.zeros(caps.size, np.int64)
     evicted_pass = np.full(P, -1, np.int64)
     per_layer = np.zeros(L, np.int64)
+    layer_of = np.arange(P) // n_experts
     hit_mask, ev, byp = buffers(n, record)
     misses = 0
     coll = 0
@@ -102,7 +89,7 @@ def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record)
                     if not marked[r]:
                         _add(tree, r, -1)
                 g_end += 1
-        z = p // n_experts
+        z = layer_of[p]
         q = z if dist else 0
         if resident[p]:
             if record:
@@ -110,7 +97,10 @@ def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record)
             if not marked[p]:
                 marked[p] = True
                 if not pinned[p]:
-                    _add(tree, p, -1)
+                    i = p + 1  # _add(tree, p, -1), written out (no refcounted call)
+                    while i <= P:
+                        tree[i] -= 1
+                        i += i & (-i)
             continue
         misses += 1
         per_layer[z] += 1
@@ -125,8 +115,16 @@ def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record)
                 continue
             lo = q * n_experts if dist else 0
             hi = lo + n_experts if dist else P
-            before = _prefix(tree, lo)
-            m = _prefix(tree, hi) - before
+            before = 0
+            i = lo
+            while i > 0:
+                before += tree[i]
+                i -= i & (-i)
+            m = -before
+            i = hi
+            while i > 0:
+                m += tree[i]
+                i -= i & (-i)
             if m == 0:
                 # every candidate is marked: a new phase; the sub-policy forgets all its marks
                 for r in range(lo, hi):
@@ -137,8 +135,20 @@ def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record)
                 m = _prefix(tree, hi) - before
             u = draws[n_draw]
             n_draw += 1
-            victim = _select(tree, before + np.int64(u * m), top)
-            _add(tree, victim, -1)
+            # the candidate of rank before + ⌊u·m⌋ (Fenwick descent), then remove it
+            rank = before + np.int64(u * m)
+            victim = 0
+            step = top
+            while step > 0:
+                nxt = victim + step
+                if nxt <= P and tree[nxt] <= rank:
+                    victim = nxt
+                    rank -= tree[nxt]
+                step >>= 1
+            i = victim + 1
+            while i <= P:
+                tree[i] -= 1
+                i += i & (-i)
             resident[victim] = False
             size[q] -= 1
             evicted_pass[victim] = now_pass
