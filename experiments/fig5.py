@@ -3,7 +3,8 @@
 Angelopoulos et al., Sec. 5.2, Fig. 5 shows box plots over 10 traces per model (Llama-MoE and
 Mixtral). We use every sequence of every routing file given (default: Mixtral HumanEval
 problems 0 and 1 from humaneval_2_routing.jsonl, the prefill+decode raw dump of problem 0 as a
-separate run, and granite's 3 prompts), grouped into one panel per model, and draw the box plot
+separate run, and granite's 3 prompts), grouped into one panel per model (the ``model`` the file
+names, else its folder; sequences of different layouts are never pooled), and draw the box plot
 together with every individual point: with 3 sequences per model a box is not a distribution.
 
 Each sequence is simulated from an empty cache (expanded into rounds, Sec. 5.1); OPT is Belady's
@@ -37,7 +38,7 @@ QUICK_MARKING_SEEDS = (0, 1)
 QUICK_ROUNDS = 40
 COLUMNS = ("model", "source", "trace", "layout", "requests", "k", "policy", "misses",
            "misses_sd", "n_seeds", "opt_misses", "ratio")
-SUMMARY_COLUMNS = ("model", "n_sequences", "k", "policy", "ratio_median", "ratio_mean",
+SUMMARY_COLUMNS = ("model", "layout", "n_sequences", "k", "policy", "ratio_median", "ratio_mean",
                    "ratio_min", "ratio_max", "llru_fewer_mean", "llru_fewer_min",
                    "llru_fewer_max")
 
@@ -66,7 +67,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     rows, runs = [], []
     for source in sources:
         seqs = common.load_sequences(source)
-        log(f"{source}: {len(seqs)} sequences")
+        log(f"{source}: {len(seqs)} sequence{'s' if len(seqs) != 1 else ''}")
         for trace in seqs:
             limit = max_requests or (QUICK_ROUNDS * trace.layout.n_layers if quick else None)
             full = trace.n_requests
@@ -105,7 +106,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                                 sort_by=("model", "source", "trace", "policy"))
     summary = summarize(common.read_csv(csv_path))
     common.write_csv(out / f"{NAME}_summary.csv", SUMMARY_COLUMNS, summary,
-                     sort_by=("model", "policy"))
+                     sort_by=("model", "layout", "policy"))
     common.write_json(common.params_path(csv_path), {
         "figure": NAME,
         "paper": "Angelopoulos et al., Sec. 5.2, Fig. 5 (10 traces per model there)",
@@ -123,8 +124,8 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                    "misses/OPT over the sequences; llru_fewer_*: 1 - LLRU/policy per sequence",
     })
     for r in summary:
-        line = (f"{r['model']}: {r['policy']}/OPT median {r['ratio_median']:.3f} over "
-                f"{r['n_sequences']} sequences")
+        line = (f"{r['model']} ({r['layout']}): {r['policy']}/OPT median "
+                f"{r['ratio_median']:.3f} over {r['n_sequences']} sequences")
         if r["llru_fewer_mean"] is not None:
             line += (f"; LLRU makes {100 * r['llru_fewer_mean']:.1f}% fewer faults (mean over "
                      "sequences)")
@@ -134,11 +135,11 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
 
 
 def summarize(rows: list[dict[str, str]]) -> list[dict]:
-    """Per model and policy: statistics of misses/OPT over the sequences and LLRU's relative
-    saving ``1 - LLRU/policy`` per sequence. Reads the rows of fig5.csv."""
+    """Per model (and layout) and policy: statistics of misses/OPT over the sequences and
+    LLRU's relative saving ``1 - LLRU/policy`` per sequence. Reads the rows of fig5.csv."""
     out = []
-    for model in sorted({r["model"] for r in rows}):
-        mr = [r for r in rows if r["model"] == model]
+    for model, layout in sorted({(r["model"], r["layout"]) for r in rows}):
+        mr = [r for r in rows if (r["model"], r["layout"]) == (model, layout)]
         llru = {r["trace"]: float(r["misses"]) for r in mr if r["policy"] == "llru"}
         for policy in sorted({r["policy"] for r in mr}):
             pr = [r for r in mr if r["policy"] == policy]
@@ -146,8 +147,9 @@ def summarize(rows: list[dict[str, str]]) -> list[dict]:
             fewer = np.array([1.0 - llru[r["trace"]] / float(r["misses"]) for r in pr
                               if policy != "llru" and r["trace"] in llru
                               and float(r["misses"]) > 0])
-            out.append({"model": model, "n_sequences": len(pr), "k": int(pr[0]["k"]),
-                        "policy": policy, "ratio_median": float(np.median(ratio)),
+            out.append({"model": model, "layout": layout, "n_sequences": len(pr),
+                        "k": int(pr[0]["k"]), "policy": policy,
+                        "ratio_median": float(np.median(ratio)),
                         "ratio_mean": float(ratio.mean()), "ratio_min": float(ratio.min()),
                         "ratio_max": float(ratio.max()),
                         "llru_fewer_mean": float(fewer.mean()) if fewer.size else None,
@@ -161,11 +163,11 @@ def plot(csv_path, out_dir) -> list[Path]:
     sequence drawn as a point."""
     plt = common.pyplot()
     rows = common.read_csv(csv_path)
-    models = sorted({r["model"] for r in rows})
+    models = sorted({(r["model"], r["layout"]) for r in rows})
     fig, axes = plt.subplots(1, len(models), figsize=(5.6 * len(models), 4.6), squeeze=False,
                              layout="constrained")
-    for ax, model in zip(axes[0], models, strict=True):
-        mr = [r for r in rows if r["model"] == model]
+    for ax, (model, layout) in zip(axes[0], models, strict=True):
+        mr = [r for r in rows if (r["model"], r["layout"]) == (model, layout)]
         traces = sorted({r["trace"] for r in mr})
         policies = [p for p in POLICIES if any(r["policy"] == p for r in mr)]
         data = [[float(r["ratio"]) for r in mr if r["policy"] == p] for p in policies]
@@ -186,7 +188,7 @@ def plot(csv_path, out_dir) -> list[Path]:
         ax.axhline(1.0, color="black", lw=0.8, ls=":")
         ax.set_ylabel("misses / OPT misses")
         r0 = mr[0]
-        ax.set_title(f"{model}\n{r0['layout']}, k={r0['k']}, {len(traces)} sequences",
+        ax.set_title(f"{model}\n{layout}, k={r0['k']}, {len(traces)} sequences",
                      fontsize=9)
         ax.grid(axis="y", alpha=0.3)
         ax.legend(fontsize=7, title="sequence", title_fontsize=7)

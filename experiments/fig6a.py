@@ -68,7 +68,7 @@ def compute(out_dir, *, quick: bool = False, n_values: Sequence[int] | None = No
             for s in seeds:
                 rows.append(cell(n, layers, k=k, a=a, h=h, tokens=tokens, seed=s))
         worst = max(r["ratio"] for r in rows if r["layers"] == layers)
-        log(f"layers={layers} ({i + 1}/{len(l_values)}): n={n_values[0]}..{n_values[-1]} x "
+        log(f"layers={layers} ({i + 1}/{len(l_values)}): {len(n_values)} values of n x "
             f"{len(seeds)} seeds done; max OPT-DIST/OPT {worst:.3f}")
     out = Path(out_dir)
     csv_path = common.write_csv(out / f"{NAME}.csv", COLUMNS, rows,

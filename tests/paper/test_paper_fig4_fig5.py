@@ -229,3 +229,24 @@ def test_without_real_traces_the_figures_are_skipped(tmp_path, monkeypatch, caps
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and all("skipped" in line and "PAGING_TRACES" in line for line in err)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_fig5_never_pools_different_layouts(tmp_path):
+    # two unnamed models in one folder: same label (the folder), different layouts
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    write_routing_log(folder / "a.jsonl")  # 4 experts x 3 layers
+    rows = []
+    for t in range(6):
+        for z in range(2):
+            rows.append(json.dumps({"problem_id": 0, "layer": z, "token_idx": t,
+                                    "experts": [(t + z) % 5, (t + z + 2) % 5]}))
+    (folder / "b.jsonl").write_text("\n".join(rows) + "\n")  # 5 experts x 2 layers
+    csv_path = fig5.compute(tmp_path / "out", traces=[str(folder / "a.jsonl"),
+                                                      str(folder / "b.jsonl")],
+                            k=4, seeds=(0,), progress=_quiet)
+    summary = common.read_csv(csv_path.parent / "fig5_summary.csv")
+    lru = {(s["model"], s["layout"]): s["n_sequences"] for s in summary if s["policy"] == "lru"}
+    assert lru == {("runs", "3 layers x 4 experts, top-2"): "2",
+                   ("runs", "2 layers x 5 experts, top-2"): "1"}
+    assert len(fig5.plot(csv_path, tmp_path / "out")) == 2
