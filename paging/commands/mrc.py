@@ -1,0 +1,75 @@
+"""``paging mrc TRACE --policy NAME [--expand rounds|groups] [--seed S] [--json]``.
+
+Misses for every cache size k = 1..nℓ (:func:`paging.mrc.miss_curve`). Each sequence of TRACE
+is simulated from an empty cache; with several sequences the top-level ``requests`` and
+``misses`` are sums over them and ``traces`` lists each one.
+"""
+
+from __future__ import annotations
+
+from paging.commands.common import add_trace_args, format_table, load_from_args
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("mrc", help="misses for every cache size k = 1..nℓ (miss curve)",
+                       description="Miss curve of one policy: misses for every cache size "
+                       "k = 1..nℓ, in one pass for stack policies (LRU, LLRU, LFU, FLD, "
+                       "Least-Stale, Belady and their -dist variants, rounds mode).")
+    add_trace_args(p)
+    p.add_argument("--policy", required=True, metavar="NAME",
+                   help="policy name: lru, fifo, lfu, fwf, marking, llru, least-stale, fld, "
+                        "belady, and NAME-dist for the per-layer variants")
+    p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
+    p.add_argument("--json", action="store_true",
+                   help='print one JSON object {"policy", "requests", "k", "misses", ...}')
+    p.set_defaults(func=run)
+
+
+def curve_report(traces, policy: str, *, seed: int | None = 0,
+                 progress: bool | None = None) -> dict:
+    """The ``--json`` document for ``traces`` (a list of Trace): ``policy``, ``requests``,
+    ``k`` = 1..nℓ, ``misses`` (summed over sequences), and ``trace`` (one sequence) or
+    ``traces`` (several: each with its own ``trace``, ``requests`` and ``misses``)."""
+    import numpy as np
+
+    from paging.errors import PagingError
+    from paging.mrc import miss_curve
+
+    if not traces:
+        raise PagingError("the trace holds no sequence; nothing to simulate")
+    kmax = max(t.layout.n_pages for t in traces)
+    total = np.zeros(kmax, dtype=np.int64)
+    per = []
+    for tr in traces:
+        m = miss_curve(tr, policy, seed=seed, progress=progress)
+        # a smaller layout never evicts beyond its own page count
+        full = np.concatenate([m, np.full(kmax - m.size, m[-1] if m.size else 0, np.int64)])
+        total += full
+        per.append({"trace": tr.name, "requests": tr.n_requests,
+                    "misses": [int(x) for x in full]})
+    doc = {"policy": policy, "requests": sum(t.n_requests for t in traces),
+           "k": list(range(1, kmax + 1)), "misses": [int(x) for x in total]}
+    if len(traces) == 1:
+        doc["trace"] = traces[0].name
+    else:
+        doc["traces"] = per
+    return doc
+
+
+def run(args) -> int:
+    from paging.cli import print_json
+    from paging.policies import make_policy
+
+    name = make_policy(args.policy).name  # fail on a bad name before loading anything
+    traces = load_from_args(args)
+    doc = curve_report(traces, name, seed=args.seed)
+    if args.json:
+        print_json(doc)
+        return 0
+    n = doc["requests"]
+    where = doc.get("trace", f"{len(traces)} sequences")
+    print(f"{name} on {where}: {n} requests")
+    rows = [{"k": k, "misses": m, "hits": n - m, "miss_ratio": m / n if n else 0.0}
+            for k, m in zip(doc["k"], doc["misses"], strict=True)]
+    print(format_table(rows, ["k", "misses", "hits", "miss_ratio"]))
+    return 0

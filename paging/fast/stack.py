@@ -1,0 +1,191 @@
+"""One-pass stack-distance kernels behind :mod:`paging.mrc` (rounds-mode traces).
+
+Both kernels return ``hist`` with ``hist[d]`` = the number of requests whose page sits at depth
+d (1-based) of the policy's stack just before the request, and ``hist[0]`` = first requests
+(depth ∞). A cache of k pages hits exactly the requests of depth ≤ k (the inclusion property,
+Mattson, Gecsei, Slutz & Traiger, "Evaluation techniques for storage hierarchies", IBM Systems
+Journal 9(2):78-117, 1970, doi:10.1147/sj.92.0078), so ``misses(k) = N − Σ_{d≤k} hist[d]``.
+
+As in :mod:`paging.fast.lists`, small loops are written out in place: a numba helper call that
+takes arrays pays atomic reference counting on every call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+LLRU, FLD, LEAST_STALE, LFU, BELADY = 0, 1, 2, 3, 4
+
+
+@njit(cache=True, nogil=True)
+def lru_stack_hist(pages, n_pages):
+    """LRU stack-distance histogram in O(N log nℓ) time and O(nℓ) memory.
+
+    The depth of a re-request of p is 1 + the number of distinct pages requested since p's
+    previous request, i.e. the number of "last request" marks at or after that request. The
+    marks live in a Fenwick tree over *virtual* times: a window of M = 4·nℓ slots that is
+    compacted (the ≤ nℓ live marks renumbered 0, 1, ...) whenever it fills, so the tree stays
+    small and cache-resident instead of spanning all N requests.
+    """
+    n = pages.size
+    M = max(4 * n_pages, 64)
+    tree = np.zeros(M + 1, np.int64)
+    vt = np.full(n_pages, -1, np.int64)
+    owner = np.full(M, -1, np.int64)
+    hist = np.zeros(n_pages + 1, np.int64)
+    cur = 0
+    live = 0
+    for t in range(n):
+        p = pages[t]
+        v = vt[p]
+        if v >= 0:
+            # marks at virtual times 0..v
+            before = 0
+            i = v + 1
+            while i > 0:
+                before += tree[i]
+                i -= i & (-i)
+            hist[live - before + 1] += 1
+            i = v + 1
+            while i <= M:
+                tree[i] -= 1
+                i += i & (-i)
+            owner[v] = -1
+            live -= 1
+        else:
+            hist[0] += 1
+        if cur == M:
+            # compact: renumber the live marks 0..live-1 in time order, rebuild the tree
+            j = 0
+            for i in range(M):
+                q = owner[i]
+                if q >= 0:
+                    owner[i] = -1
+                    owner[j] = q
+                    vt[q] = j
+                    j += 1
+            tree[:] = 0
+            for i in range(1, M + 1):  # linear-time Fenwick build over ones at 1..j
+                if i <= j:
+                    tree[i] += 1
+                up = i + (i & (-i))
+                if up <= M:
+                    tree[up] += tree[i]
+            cur = j
+        vt[p] = cur
+        owner[cur] = p
+        i = cur + 1
+        while i <= M:
+            tree[i] += 1
+            i += i & (-i)
+        live += 1
+        cur += 1
+    return hist
+
+
+@njit(cache=True, nogil=True)
+def priority_stack_hist(pages, next_use, n_experts, n_layers, kind):
+    """Stack-depth histogram of a priority policy by Mattson's stack update, O(depth) per
+    request (depth ≤ nℓ). Rounds mode: request t is at step t (layer t mod ℓ).
+
+    At time t the policy's eviction order is a total order on pages that does not depend on the
+    cache size (``prio`` below: larger = evicted first). The cache of size i holds the top i
+    stack entries; on a request the stack is scanned from the top with a *carry*, the page the
+    cache of size i−1 would evict: at depth i the larger-priority page of (carry, S[i]) is
+    cache i's victim and travels on, the other stays at depth i; at the requested page's depth
+    the carry takes its place (caches at least that large hit and keep their contents). The
+    order may change with t (LLRU's R and D, FLD's distance, staleness): each update only uses
+    the order at its own time, which is all the inclusion argument needs.
+
+    Priorities (``evict_key`` of the reference policies, as one int64, larger evicted first):
+
+    * LLRU: R·ℓ + D with d = t − last, R = d // ℓ, D = (−d) mod ℓ; d mod ℓ is
+      (t − layer) mod ℓ because a page of layer z is only requested at steps ≡ z;
+    * FLD: ((layer − t) mod ℓ, −last);  Least-Stale: (stale, −layer, −last);
+    * LFU: (−count, −last);  Belady: (next use, page).
+    """
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    stride = n + 1
+    layer_of = np.arange(P) // n_experts
+    stack = np.zeros(P, np.int64)
+    last = np.zeros(P, np.int64)
+    count = np.zeros(P, np.int64)
+    lpass = np.zeros(P, np.int64)  # forward pass of the last request
+    sprio = np.zeros(P, np.int64)  # static priorities (LFU, Belady)
+    hist = np.zeros(P + 1, np.int64)
+    depth = 0
+    c = -1  # layer of t
+    now_pass = 0
+    for t in range(n):
+        c += 1
+        if c == L:
+            c = 0
+            now_pass += 1
+        x = pages[t]
+        if depth > 0 and stack[0] == x:
+            hist[1] += 1
+        elif depth == 0:
+            stack[0] = x
+            depth = 1
+            hist[0] += 1
+        else:
+            carry = stack[0]
+            stack[0] = x
+            # priority of the carry
+            y = carry
+            if kind == LLRU:
+                r = c - layer_of[y]
+                r = r + L if r < 0 else r
+                cp = t - last[y] - r + (L - r if r > 0 else 0)
+            elif kind == FLD:
+                r = layer_of[y] - c
+                r = r + L if r < 0 else r
+                cp = r * stride + n - last[y]
+            elif kind == LEAST_STALE:
+                st = L if lpass[y] < now_pass else 0
+                cp = (st + L - 1 - layer_of[y]) * stride + n - last[y]
+            else:
+                cp = sprio[y]
+            i = 1
+            while i < depth:
+                y = stack[i]
+                if y == x:
+                    break
+                if kind == LLRU:
+                    r = c - layer_of[y]
+                    r = r + L if r < 0 else r
+                    py = t - last[y] - r + (L - r if r > 0 else 0)
+                elif kind == FLD:
+                    r = layer_of[y] - c
+                    r = r + L if r < 0 else r
+                    py = r * stride + n - last[y]
+                elif kind == LEAST_STALE:
+                    st = L if lpass[y] < now_pass else 0
+                    py = (st + L - 1 - layer_of[y]) * stride + n - last[y]
+                else:
+                    py = sprio[y]
+                # y is the victim of cache size i+1 when py > cp; the other page stays at
+                # depth i+1 (branch-free: the outcome is data-dependent and unpredictable)
+                sw = py > cp
+                stack[i] = carry if sw else y
+                carry = y if sw else carry
+                cp = py if sw else cp
+                i += 1
+            if i < depth:
+                stack[i] = carry
+                hist[i + 1] += 1
+            else:
+                stack[depth] = carry
+                depth += 1
+                hist[0] += 1
+        last[x] = t
+        lpass[x] = now_pass
+        count[x] += 1
+        if kind == LFU:
+            sprio[x] = -(count[x] * stride + t)
+        elif kind == BELADY:
+            sprio[x] = next_use[t] * P + x
+    return hist

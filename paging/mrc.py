@@ -1,0 +1,226 @@
+"""Miss curves: the misses of a policy for every cache size k = 1..nℓ.
+
+For a *stack algorithm* every cache size comes out of one pass over the trace (Mattson,
+Gecsei, Slutz & Traiger, "Evaluation techniques for storage hierarchies", IBM Systems Journal
+9(2):78-117, 1970, doi:10.1147/sj.92.0078). A policy that evicts the lowest page of a
+priority order is one when that order, at each time t, is a total order that does not depend
+on k: then the cache of size k always holds the top k pages of one stack (inclusion), and a
+request hits exactly the caches at least as deep as its page.
+
+* LRU: stack distances with a Fenwick tree, O(N log nℓ) (:func:`paging.fast.stack.lru_stack_hist`).
+* LLRU, LFU, FLD, Least-Stale, Belady: Mattson's priority-stack update, O(depth) ≤ O(nℓ) per
+  request (:func:`paging.fast.stack.priority_stack_hist`). LLRU's order changes over time —
+  R and D are measured from the current step, so two pages can swap places between requests —
+  but inclusion only needs, at each time t, one k-independent total order to choose every
+  cache's victim, and the update at time t uses the order of time t alone. The same holds for
+  FLD (distance from the current layer) and Least-Stale (staleness changes with the forward
+  pass). The keys depend only on the request history (last request, count, next use), which
+  is the same for every k in rounds mode where each request is served (hit or inserted).
+* DIST variants: per-layer curves for shares 0..n of the layer's sub-sequence, summed through
+  ``layout.dist_shares(k)``. LLRU-, FLD- and Least-Stale-DIST evict as LRU inside a layer
+  (:mod:`paging.fast.lists`), so they use LRU's curve per layer; FIFO-DIST and FWF-DIST
+  simulate each layer once per share (n runs of N/ℓ requests per layer instead of nℓ runs
+  of N).
+* FIFO (Belady's anomaly) and FWF are not stack algorithms, nor is randomized Marking (nor
+  Marking-DIST, whose layers draw from one shared generator): one compiled run per k, in
+  parallel over k on a thread pool (the kernels release the GIL), with a tqdm progress bar.
+
+Groups mode falls back to one run per k for every policy: a pinned group can force a bypass
+in a small cache and not in a larger one, which breaks inclusion. Policies without a kernel
+(:func:`paging.fast.plan`, e.g. user subclasses) run the reference loop per k.
+
+The one-pass curves are checked against per-k simulation in ``tests/unit/test_mrc.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from paging import fast
+from paging.fast import heaps, lists
+from paging.fast.common import is_grouped
+from paging.fast.stack import (
+    BELADY,
+    FLD,
+    LEAST_STALE,
+    LFU,
+    LLRU,
+    lru_stack_hist,
+    priority_stack_hist,
+)
+from paging.trace import Trace, next_use
+
+__all__ = ["miss_curve", "miss_curves", "curve_method"]
+
+_PRIORITY_KIND = {
+    ("list", lists.LLRU): LLRU, ("list", lists.FLD): FLD, ("list", lists.LEAST_STALE): LEAST_STALE,
+    ("heap", heaps.LFU): LFU, ("heap", heaps.BELADY): BELADY,
+}
+# a sweep of at least this many simulated requests shows a progress bar on a terminal
+_PROGRESS_WORK = 20_000_000
+
+
+def curve_method(trace: Trace, policy_name: str) -> str:
+    """How :func:`miss_curve` computes ``policy_name``'s curve on ``trace``: ``"stack"`` (one
+    pass), ``"per-layer"`` (DIST: one pass, or one run per share, per layer) or ``"per-k"``."""
+    from paging.policies import make_policy
+
+    spec = fast.plan(make_policy(policy_name))
+    return _method(trace, spec)
+
+
+def _method(trace: Trace, spec) -> str:
+    if spec is None or is_grouped(trace.steps):
+        return "per-k"
+    family, kind, dist = spec
+    if dist:
+        return "per-k" if family == "marking" else "per-layer"
+    if (family, kind) in _PRIORITY_KIND or (family == "list" and kind == lists.LRU):
+        return "stack"
+    return "per-k"
+
+
+def _hist_to_misses(hist: np.ndarray, n_requests: int, kmax: int) -> np.ndarray:
+    """misses(k) for k = 0..kmax from a stack-depth histogram (depth ∞ in hist[0])."""
+    hits = np.zeros(kmax + 1, dtype=np.int64)
+    d = hist[1:kmax + 1]
+    hits[1:d.size + 1] = np.cumsum(d)
+    hits[d.size + 1:] = hits[d.size]
+    return n_requests - hits
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.int64)
+    a.setflags(write=False)
+    return a
+
+
+def _stack_hist(pages, nu, layout, spec) -> np.ndarray:
+    family, kind, _ = spec
+    if family == "list" and kind == lists.LRU:
+        return lru_stack_hist(pages, layout.n_pages)
+    return priority_stack_hist(pages, nu, layout.n_experts, layout.n_layers,
+                               _PRIORITY_KIND[(family, kind)])
+
+
+def _layer_curves(trace: Trace, spec) -> np.ndarray:
+    """``m[z, c]``: misses of layer z's sub-sequence with c = 0..n slots (DIST, rounds mode)."""
+    lay = trace.layout
+    n, L = lay.n_experts, lay.n_layers
+    family, kind, _ = spec
+    out = np.zeros((L, n + 1), dtype=np.int64)
+    for z in range(L):
+        sub = _readonly(trace.pages[z::L])  # rounds mode: layer z is requested at t ≡ z (mod ℓ)
+        if family == "list" and kind in (lists.FIFO, lists.FWF):
+            steps = _readonly(np.arange(sub.size))
+            caps = [np.array([c], dtype=np.int64) for c in range(1, n + 1)]
+            out[z, 0] = sub.size
+            for c in range(1, n + 1):
+                out[z, c] = lists.list_kernel(sub, steps, n, L, caps[c - 1], False, kind,
+                                              False)[0]
+            continue
+        nu = (_readonly(next_use(sub)) if (family, kind) == ("heap", heaps.BELADY)
+              else _readonly(np.zeros(0)))
+        out[z] = _hist_to_misses(_stack_hist(sub, nu, lay, spec), sub.size, n)
+    return out
+
+
+def _progress_bar(progress, total: int, work: int, desc: str):
+    from tqdm import tqdm
+
+    if progress is None:
+        show = work >= _PROGRESS_WORK and sys.stderr.isatty()
+    else:
+        show = bool(progress)
+    return tqdm(total=total, desc=desc, unit="k", disable=not show, leave=False)
+
+
+def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress) -> np.ndarray:
+    from paging.policies import make_policy
+    from paging.simulate import simulate
+
+    out = np.zeros(len(ks), dtype=np.int64)
+    bar = _progress_bar(progress, len(ks), trace.n_requests * len(ks), f"mrc {policy_name}")
+    with bar:
+        if spec is None:  # no kernel: the reference loop, one k after the other
+            for i, k in enumerate(ks):
+                out[i] = simulate(trace, make_policy(policy_name), k, seed=seed).misses
+                bar.update()
+            return out
+        draws = fast.marking_draws(seed, trace.n_requests) if spec[0] == "marking" else None
+        nu = trace.next_use if spec == ("heap", heaps.BELADY, spec[2]) else None
+
+        def one(k):
+            return fast.run_misses(trace, spec, k, draws=draws, next_use=nu)
+
+        workers = min(os.cpu_count() or 1, len(ks))
+        if workers > 1 and trace.n_requests * len(ks) >= 200_000:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for i, m in enumerate(pool.map(one, ks)):
+                    out[i] = m
+                    bar.update()
+        else:
+            for i, k in enumerate(ks):
+                out[i] = one(k)
+                bar.update()
+    return out
+
+
+def miss_curve(trace: Trace, policy_name: str, *, seed: int | None = 0,
+               progress: bool | None = None) -> np.ndarray:
+    """Misses of ``policy_name`` on ``trace`` for every cache size k = 1..nℓ.
+
+    Parameters
+    ----------
+    trace : Trace
+        One sequence, replayed from an empty cache for each k.
+    policy_name : str
+        A registered policy name (``lru``, ``llru``, ``belady-dist``, ...).
+    seed : int
+        Seed of the randomized policies (the same run as ``simulate(..., seed=seed)``).
+    progress : bool or None
+        Progress bar for per-k sweeps: None shows it for long sweeps on a terminal.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``misses[k-1] == simulate(trace, policy_name, k, seed=seed).misses`` for k = 1..nℓ.
+
+    Cost: one pass for stack policies in rounds mode — O(N log nℓ) for LRU, O(N·d̄) with d̄
+    the mean stack depth (≤ nℓ) for the priority policies; DIST FIFO/FWF O(n·N); otherwise
+    nℓ compiled runs. See the module docstring for which policy takes which route and why.
+
+    >>> from paging import Layout, from_pages
+    >>> tr = from_pages([0, 1, 2, 3, 0, 1, 4, 0, 1, 2, 3, 4], Layout(6, 1))
+    >>> miss_curve(tr, "lru").tolist()
+    [12, 12, 10, 8, 5, 5]
+    """
+    from paging.policies import make_policy
+
+    spec = fast.plan(make_policy(policy_name))
+    P = trace.layout.n_pages
+    N = trace.n_requests
+    if N == 0:
+        return np.zeros(P, dtype=np.int64)
+    method = _method(trace, spec)
+    if method == "stack":
+        nu = (_readonly(trace.next_use) if (spec[0], spec[1]) == ("heap", heaps.BELADY)
+              else _readonly(np.zeros(0)))
+        return _hist_to_misses(_stack_hist(trace.pages, nu, trace.layout, spec), N, P)[1:]
+    if method == "per-layer":
+        m = _layer_curves(trace, spec)
+        ks = np.arange(1, P + 1)
+        shares = np.stack([trace.layout.dist_shares(k) for k in ks])  # (P, ℓ)
+        return m[np.arange(trace.layout.n_layers)[None, :], shares].sum(axis=1)
+    return _per_k(trace, policy_name, spec, list(range(1, P + 1)), seed, progress)
+
+
+def miss_curves(trace: Trace, names: Iterable[str], *, seed: int | None = 0,
+                progress: bool | None = None) -> dict[str, np.ndarray]:
+    """:func:`miss_curve` for several policies: ``{name: misses for k = 1..nℓ}``."""
+    return {name: miss_curve(trace, name, seed=seed, progress=progress) for name in names}

@@ -1,0 +1,216 @@
+"""Miss curves (paging.mrc): every curve equals per-k simulation in the reference loop.
+
+The one-pass curves (stack distances, Mattson's priority stack, per-layer DIST sums) share no
+code with the reference simulator, so agreeing with it for every k on random traces checks them
+independently; a few curves are also checked by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from paging import cli
+from paging.commands.mrc import curve_report
+from paging.layout import Layout
+from paging.mrc import curve_method, miss_curve, miss_curves
+from paging.policies import LRU, POLICY_NAMES, register
+from paging.simulate import simulate
+from paging.trace import from_pages, from_routing
+from tests.strategies import round_traces, topk_traces
+
+ONE_PASS = ["lru", "llru", "lfu", "fld", "least-stale", "belady"]
+EXAMPLES = settings(max_examples=int(os.environ.get("PAGING_MRC_EXAMPLES", "40")),
+                    deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def per_k(trace, name, seed=0):
+    return [simulate(trace, name, k, seed=seed, engine="reference").misses
+            for k in range(1, trace.layout.n_pages + 1)]
+
+
+# -- hand-checked curves ---------------------------------------------------------------------
+# Belady's anomaly string 1,2,3,4,1,2,5,1,2,3,4,5 (pages 0..4 of one layer of 6 experts)
+ANOMALY = from_pages(np.array([1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5]) - 1, Layout(6, 1))
+
+
+def test_lru_curve_by_hand():
+    # k=3: only the 1, 2 after 5 hit (10 misses); k=4: 1, 2 hit twice each (8); k>=5: cold only
+    assert miss_curve(ANOMALY, "lru").tolist() == [12, 12, 10, 8, 5, 5]
+
+
+def test_belady_curve_by_hand():
+    # k=2: hits on 1 (t5, t8) and 5 (t12) -> 9; k=3: the textbook 7; k=4: 6
+    assert miss_curve(ANOMALY, "belady").tolist() == [12, 9, 7, 6, 5, 5]
+
+
+def test_fifo_curve_shows_beladys_anomaly():
+    curve = miss_curve(ANOMALY, "fifo")
+    assert curve.tolist() == [12, 12, 9, 10, 5, 5]  # more misses with k=4 than with k=3
+    assert curve_method(ANOMALY, "fifo") == "per-k"
+
+
+def test_layer_aware_policies_are_lru_on_one_layer():
+    for name in ("llru", "fld", "least-stale"):
+        assert miss_curve(ANOMALY, name).tolist() == [12, 12, 10, 8, 5, 5], name
+
+
+def test_lfu_curve_by_hand():
+    # k=4: 1..4 cold; 5 evicts 3 (count 1, older than 4); 3 evicts 4; 4 evicts 5; 5 evicts 3
+    # (count 2, older than 4) -> 8. k=2: equal counts fall back to LRU and every request but
+    # the 2 at t9 misses -> 11.
+    assert miss_curve(ANOMALY, "lfu").tolist() == [12, 11, 10, 8, 5, 5]
+
+
+def test_dist_curve_sums_layer_curves():
+    """Two layers, cyclic over 3 experts each; LRU-DIST with share s per layer misses every
+    request while s < 3 and only the 3 cold misses per layer once s = 3."""
+    lay = Layout(3, 2)
+    pages = np.array([0, 3, 1, 4, 2, 5] * 4)
+    tr = from_pages(pages, lay)
+    # shares: k=1 -> (1,0), k=2 -> (1,1), ..., k=5 -> (3,2), k=6 -> (3,3)
+    assert miss_curve(tr, "lru-dist").tolist() == [24, 24, 24, 24, 15, 6]
+    assert curve_method(tr, "lru-dist") == "per-layer"
+
+
+def test_methods():
+    tr = from_pages([0, 3, 1, 4], Layout(3, 2))
+    for name in ONE_PASS:
+        assert curve_method(tr, name) == "stack"
+        assert curve_method(tr, f"{name}-dist") == "per-layer"
+    for name in ("fifo", "fwf", "marking", "marking-dist"):
+        assert curve_method(tr, name) == "per-k"
+    grp = from_routing(np.array([[[0, 1], [2, 0]]]), Layout(3, 2), expand="groups")
+    assert all(curve_method(grp, name) == "per-k" for name in POLICY_NAMES)
+
+
+# -- every curve equals per-k simulation ---------------------------------------------------------
+@pytest.mark.parametrize("name", POLICY_NAMES)
+@EXAMPLES
+@given(trace=round_traces(max_rounds=16), seed=st.integers(0, 1000))
+def test_curve_equals_per_k_rounds(name, trace, seed):
+    curve = miss_curve(trace, name, seed=seed)
+    assert curve.dtype == np.int64 and curve.shape == (trace.layout.n_pages,)
+    assert curve.tolist() == per_k(trace, name, seed)
+
+
+@pytest.mark.parametrize("name", POLICY_NAMES)
+@EXAMPLES
+@given(trace=topk_traces(), seed=st.integers(0, 1000))
+def test_curve_equals_per_k_topk(name, trace, seed):
+    assert miss_curve(trace, name, seed=seed).tolist() == per_k(trace, name, seed)
+
+
+@pytest.mark.parametrize("name", ONE_PASS + [f"{n}-dist" for n in ONE_PASS])
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_stack_curves_on_longer_traces(name, seed):
+    """Hundreds of requests over many pages: deep stacks, LLRU orders that change over time."""
+    rng = np.random.default_rng(seed)
+    lay = Layout(int(rng.integers(2, 7)), int(rng.integers(1, 6)))
+    n = lay.n_layers * int(rng.integers(20, 80))
+    w = rng.random(lay.n_experts) ** 3
+    experts = rng.choice(lay.n_experts, size=n, p=w / w.sum())
+    tr = from_pages((np.arange(n) % lay.n_layers) * lay.n_experts + experts, lay)
+    curve = miss_curve(tr, name)
+    assert curve.tolist() == per_k(tr, name)
+    if not name.endswith("-dist"):
+        assert (np.diff(curve) <= 0).all()  # inclusion: a larger cache never misses more
+
+
+def test_parallel_sweep_equals_sequential():
+    """Large enough for the thread pool (N·nℓ ≥ 200,000): Marking and FIFO per k."""
+    rng = np.random.default_rng(5)
+    lay = Layout(8, 4)
+    n = 8000
+    tr = from_pages((np.arange(n) % 4) * 8 + rng.integers(0, 8, n), lay)
+    for name in ("marking", "fifo", "marking-dist"):
+        got = miss_curve(tr, name, seed=11, progress=False)
+        want = [simulate(tr, name, k, seed=11).misses for k in range(1, 33)]
+        assert got.tolist() == want
+
+
+def test_user_policy_falls_back_to_the_reference(monkeypatch):
+    from paging import policies
+
+    class MRU(LRU):
+        name = "test-mru"
+
+        def evict_key(self, t, page):
+            return self.last[page]
+
+    monkeypatch.setattr(policies, "REGISTRY", dict(policies.REGISTRY))
+    monkeypatch.setattr(policies, "POLICY_NAMES", policies.POLICY_NAMES)
+    register("test-mru", MRU)
+    tr = ANOMALY
+    assert curve_method(tr, "test-mru") == "per-k"
+    curve = miss_curve(tr, "test-mru")
+    assert curve.tolist() == per_k(tr, "test-mru")
+    assert curve.tolist() != miss_curve(tr, "lru").tolist()
+
+
+def test_miss_curves_and_empty_trace():
+    got = miss_curves(ANOMALY, ["lru", "belady"])
+    assert list(got) == ["lru", "belady"]
+    assert got["belady"].tolist() == [12, 9, 7, 6, 5, 5]
+    empty = from_pages([], Layout(2, 2))
+    assert miss_curve(empty, "llru").tolist() == [0, 0, 0, 0]
+
+
+def test_progress_bar_only_when_asked(capsys):
+    miss_curve(ANOMALY, "fifo", progress=True)
+    assert "mrc fifo" in capsys.readouterr().err
+    miss_curve(ANOMALY, "fifo", progress=False)
+    assert capsys.readouterr().err == ""
+
+
+# -- the command ---------------------------------------------------------------------------------
+def test_report_sums_sequences():
+    a = from_pages([0, 1, 0, 2], Layout(3, 1), name="a")
+    b = from_pages([2, 2, 1], Layout(3, 1), name="b")
+    doc = curve_report([a, b], "lru")
+    assert doc["requests"] == 7 and doc["k"] == [1, 2, 3]
+    assert [t["trace"] for t in doc["traces"]] == ["a", "b"]
+    assert doc["traces"][0]["misses"] == [4, 3, 3] and doc["traces"][1]["misses"] == [2, 2, 2]
+    assert doc["misses"] == [6, 5, 5]
+    assert "trace" not in doc
+    one = curve_report([a], "lru")
+    assert one["trace"] == "a" and "traces" not in one and one["misses"] == [4, 3, 3]
+
+
+def test_cli_json(capsys):
+    spec = "zipf:n=4,layers=3,tokens=60,a=1.0,h=0,seed=2"
+    assert cli.main(["mrc", spec, "--policy", "LLRU", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["policy"] == "llru" and doc["requests"] == 180 and doc["trace"] == spec
+    assert doc["k"] == list(range(1, 13))
+    from paging.io import load
+
+    tr = load(spec)[0]
+    assert doc["misses"] == per_k(tr, "llru")
+
+
+def test_cli_groups_and_table(capsys):
+    spec = "zipf:n=4,layers=2,tokens=20,seed=1,topk=2"
+    assert cli.main(["mrc", spec, "--policy", "belady", "--expand", "groups"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("belady on") and out[1].split() == ["k", "misses", "hits",
+                                                                "miss_ratio"]
+    assert len(out) == 2 + 8
+    from paging.io import load
+
+    tr = load(spec, expand="groups")[0]
+    assert [int(line.split()[1]) for line in out[2:]] == per_k(tr, "belady")
+
+
+def test_cli_errors(capsys):
+    assert cli.main(["mrc", "zipf:n=2,layers=2,tokens=3", "--policy", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown policy 'nope'") and err.count("\n") == 1
+    assert cli.main(["mrc", "no-such-file.jsonl", "--policy", "lru"]) == 2
+    assert capsys.readouterr().err.startswith("error: no-such-file.jsonl: ")
