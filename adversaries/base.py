@@ -1,0 +1,152 @@
+"""What every lower-bound construction returns, and the checks they share.
+
+An adversary builds a request sequence (non-adaptive, adaptive against one online policy, or a
+random one drawn from a distribution, Yao's principle) and certifies it: the online policy's
+misses, OPT's misses (Belady's rule on the very same sequence, :mod:`paging.offline.belady`),
+their ratio and the bound the theorem claims. The certificate is computed, never asserted: the
+proofs in :mod:`proofs` and the tests compare it with the bound.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from paging.errors import PagingError
+from paging.layout import Layout
+from paging.policies import make_policy
+from paging.policies.base import Policy
+from paging.simulate import simulate
+from paging.trace import Trace
+
+
+@dataclass(frozen=True)
+class AdversaryResult:
+    """A constructed sequence and its certificate.
+
+    Attributes
+    ----------
+    name : str
+        The construction (``"theorem2"``, ``"sleator-tarjan"``, ...).
+    policy : str
+        The online policy it was run against.
+    k : int
+        Cache size.
+    trace : Trace
+        The sequence (for distributions: the first of ``traces``).
+    online_misses, opt_misses : int
+        Misses of the policy and of OPT (Belady) on the sequence; for distributions, totals over
+        all sequences in ``traces`` (so ``ratio`` is the ratio of the means).
+    ratio : Fraction
+        ``online_misses / opt_misses`` exactly (``opt_misses`` is never 0: every non-empty
+        sequence has a compulsory miss).
+    bound : Fraction or float
+        What the theorem says the ratio is at least (asymptotically); a float only where the
+        bound involves a logarithm.
+    bound_name : str
+        The bound as a formula, e.g. ``"k - l + 1"``.
+    params : dict
+        Everything else: n, layers, rounds, the theorem's additive constant, per-round counts.
+    traces : tuple of Trace
+        All sequences of a randomized construction (empty for a single sequence).
+    """
+
+    name: str
+    policy: str
+    k: int
+    trace: Trace
+    online_misses: int
+    opt_misses: int
+    ratio: Fraction
+    bound: Fraction | float
+    bound_name: str
+    params: dict = field(default_factory=dict)
+    traces: tuple[Trace, ...] = ()
+
+    def to_dict(self) -> dict:
+        """A JSON-ready record (exact fractions also as strings ``"p/q"``)."""
+        return {
+            "adversary": self.name,
+            "policy": self.policy,
+            "k": self.k,
+            "requests": sum(len(t) for t in self.traces) if self.traces else len(self.trace),
+            "online_misses": int(self.online_misses),
+            "opt_misses": int(self.opt_misses),
+            "ratio": float(self.ratio),
+            "ratio_exact": str(self.ratio),
+            "bound": float(self.bound),
+            "bound_exact": str(self.bound) if isinstance(self.bound, Fraction) else None,
+            "bound_name": self.bound_name,
+            "params": jsonable(self.params),
+        }
+
+
+def jsonable(obj):
+    """Fractions -> float, numpy scalars -> Python, recursively (for ``--json``)."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return obj
+    if isinstance(obj, Fraction):
+        return float(obj)
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        x = float(obj)
+        return x if math.isfinite(x) else str(x)
+    return str(obj)
+
+
+# -- shared argument checks ----------------------------------------------------------------------
+
+def positive_int(name: str, value: object, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum``, else a :class:`PagingError` that says what was given."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
+        raise PagingError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def layout_of(n: int, layers: int) -> Layout:
+    return Layout(positive_int("n (experts per layer)", n),
+                  positive_int("layers", layers))
+
+
+def policy_of(policy: str | Policy) -> Policy:
+    """A fresh policy instance (names go through the registry)."""
+    return make_policy(policy) if isinstance(policy, str) else policy
+
+
+def require_deterministic_online(pol: Policy, adversary: str) -> None:
+    """Adaptive adversaries predict the policy's next state, so it must be deterministic and
+    online (Theorem 2 and Sleator-Tarjan are statements about deterministic algorithms)."""
+    if pol.randomized:
+        raise PagingError(f"{adversary} adapts to a deterministic policy's cache; {pol.name} is "
+                          "randomized (use theorem4 or random-hk for randomized policies)")
+    if pol.clairvoyant:
+        raise PagingError(f"{adversary} adapts to an online policy; {pol.name} is clairvoyant "
+                          "(it would need the sequence before it exists)")
+
+
+def require_k(k: int | None, expected: int, adversary: str, why: str) -> int:
+    """The theorem's cache size, or a :class:`PagingError` when ``k`` is given and differs."""
+    if k is None:
+        return expected
+    k = positive_int("k", k)
+    if k != expected:
+        raise PagingError(f"{adversary} needs k = {expected} ({why}), got k = {k}")
+    return k
+
+
+def opt_misses(trace: Trace, k: int) -> int:
+    """OPT's misses: Belady's furthest-next-use rule (optimal for unit costs, Belady 1966)."""
+    return simulate(trace, "belady", k).misses
+
+
+def exact_ratio(online: int, opt: int) -> Fraction:
+    if opt <= 0:
+        raise PagingError("the sequence is empty: OPT has no miss, the ratio is undefined")
+    return Fraction(int(online), int(opt))
