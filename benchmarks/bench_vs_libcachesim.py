@@ -1,0 +1,267 @@
+"""paging's compiled kernels and one-pass miss curves against libCacheSim, in one process.
+
+Run (needs the ``bench`` extra: ``pip install -e '.[bench]'``)::
+
+    python benchmarks/bench_vs_libcachesim.py [--json] [--seed S] [--tokens T]
+    python benchmarks/bench_vs_libcachesim.py --scale [--json]
+
+The trace is layered Zipf (Angelopoulos et al., Sec. 5.1): n=8 experts, ℓ=32 layers, a=1, h=0,
+62,500 tokens = 2,000,000 requests (:func:`paging.generators.zipf`). It is written once as a
+libCacheSim oracleGeneral file (:func:`paging.io.write_oracle_general`, object size 1) and both
+sides read that file: libCacheSim through its ``TraceReader``, we through ``numpy.fromfile``
+(pages from ``obj_id``, Belady's next uses from ``next_access_vtime``). Measured:
+
+1. single-k throughput at k=64 for LRU, FIFO and Belady: libCacheSim's ``process_trace``
+   against :func:`paging.fast.run`; trace loading excluded on both sides (libCacheSim reads its
+   memory-mapped file inside ``process_trace``, which we cannot separate; the file is read once
+   before timing so it is in the page cache); best of 3;
+2. the full k = 1..256 LRU and OPT (Belady) curves: a libCacheSim per-k loop (a new cache of k
+   objects, ``hashpower=12``, per k) against our one-pass :func:`paging.mrc.miss_curve`;
+3. the LLRU one-pass curve against one single-k (k=64) LLRU run.
+
+Every miss count must agree: libCacheSim's LRU/FIFO/Belady misses equal ours for every k
+(``misses = round(miss_ratio · n_req)``, exact for N < 2^53), and the one-pass curves equal
+single runs. Cache sizes are in objects: every object has size 1 and the cache holds k bytes
+(checked: after a run, ``get_n_obj() == get_occupied_byte() == k``).
+
+``--json`` prints one JSON line last: requests, lru/fifo/belady_throughput_ratio (ours/theirs),
+lru_curve_speedup and opt_curve_speedup (their time / ours), llru_curve_vs_single_run (curve
+time / single-run time), peak_memory_mb (peak RSS of this process), agree, and the raw times.
+
+``--scale`` instead builds a 100,000,000-request trace of the same distribution and reports the
+time and peak memory of the LRU and LLRU one-pass curves (checked against single runs at k=64).
+
+Targets (measured here, never asserted in tests): throughput ≥ 1.0x libCacheSim, LRU curve
+≥ 50x faster than the libCacheSim per-k sweep, OPT curve ≥ 20x, LLRU curve within 10x of one
+single-k LLRU run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+N_EXPERTS, N_LAYERS, TOKENS, K_SINGLE = 8, 32, 62_500, 64
+SCALE_TOKENS = 3_125_000  # 100,000,000 requests
+HASHPOWER = 12
+
+
+def peak_mb() -> float:
+    """Peak resident set size of this process so far, in MB (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def best_of(fn, repeat: int):
+    """(best wall time, last result) of ``repeat`` calls."""
+    best, out = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        out = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, out
+
+
+def zipf_trace(tokens: int, seed: int):
+    from paging.generators import zipf
+
+    return zipf(n=N_EXPERTS, layers=N_LAYERS, tokens=tokens, a=1.0, h=0.0, seed=seed)
+
+
+def read_oracle(path: Path):
+    """Our side of the shared file: a rounds-mode Trace from ``obj_id`` and the next-use array
+    from ``next_access_vtime`` (1-based position of the next request, -1 for none)."""
+    from paging.io.libcachesim import ORACLE_GENERAL
+    from paging.layout import Layout
+    from paging.trace import from_pages
+
+    rec = np.fromfile(path, dtype=ORACLE_GENERAL)
+    trace = from_pages(rec["obj_id"].astype(np.int64), Layout(N_EXPERTS, N_LAYERS),
+                       name=path.name)
+    nv = rec["next_access_vtime"]
+    nu = np.where(nv < 0, rec.size, nv - 1).astype(np.int64)
+    return trace, nu
+
+
+class LibCacheSim:
+    """libCacheSim's side: one C reader over the oracleGeneral file."""
+
+    def __init__(self, path: Path):
+        import libcachesim as lcs
+
+        self.lcs = lcs
+        self.reader = lcs.TraceReader(str(path), lcs.TraceType.ORACLE_GENERAL_TRACE,
+                                      lcs.ReaderInitParam(ignore_obj_size=False))
+        self.classes = {"lru": lcs.LRU, "fifo": lcs.FIFO, "belady": lcs.Belady}
+
+    def cache(self, name: str, k: int):
+        return self.classes[name](cache_size=k, hashpower=HASHPOWER)
+
+    def misses(self, cache) -> int:
+        self.reader.reset()
+        miss_ratio, _ = cache.process_trace(self.reader)
+        return int(round(miss_ratio * cache._cache.n_req))
+
+    def curve(self, name: str, ks) -> list[int]:
+        return [self.misses(self.cache(name, k)) for k in ks]
+
+
+def run_main(args) -> dict:
+    import libcachesim
+
+    import paging
+    from paging import fast
+    from paging.io import write_oracle_general
+    from paging.mrc import miss_curve
+    from paging.policies import make_policy
+
+    out_dir = Path(args.out or tempfile.mkdtemp(prefix="paging-bench-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"zipf_n8_l32_t{args.tokens}_s{args.seed}.oracleGeneral"
+    gen = zipf_trace(args.tokens, args.seed)
+    write_oracle_general(gen, path)
+    trace, nu_file = read_oracle(path)
+    N, P = trace.n_requests, trace.layout.n_pages
+    agree = bool(np.array_equal(trace.pages, gen.pages))
+    agree &= bool(np.array_equal(trace.next_use, nu_file))  # Belady's input, as libCacheSim's
+    lib = LibCacheSim(path)
+    ks = list(range(1, P + 1))
+
+    # warm-up: compile (or load the numba cache), read the file into the page cache
+    for name in ("lru", "fifo", "belady", "llru"):
+        fast.run(trace.head(1000), make_policy(name), K_SINGLE)
+        miss_curve(trace.head(1000), name)
+    c = lib.cache("lru", K_SINGLE)
+    lib.misses(c)
+    sized_in_objects = c.get_n_obj() == K_SINGLE and c.get_occupied_byte() == K_SINGLE
+    agree &= bool(sized_in_objects)
+
+    rows = []
+    res = {"requests": N, "n_experts": N_EXPERTS, "n_layers": N_LAYERS, "k_single": K_SINGLE,
+           "seed": args.seed}
+    for name in ("lru", "fifo", "belady"):
+        t_lib, m_lib = best_of(lambda n=name: lib.misses(lib.cache(n, K_SINGLE)), args.repeat)
+        pol = make_policy(name)
+        t_us, r = best_of(lambda p=pol: fast.run(trace, p, K_SINGLE), args.repeat)
+        ok = r.misses == m_lib
+        agree &= ok
+        res[f"{name}_throughput_ratio"] = t_lib / t_us
+        res[f"{name}_mreq_s_ours"] = N / t_us / 1e6
+        res[f"{name}_mreq_s_libcachesim"] = N / t_lib / 1e6
+        rows.append((f"{name} k={K_SINGLE} throughput", f"{N / t_lib / 1e6:.1f} Mreq/s",
+                     f"{N / t_us / 1e6:.1f} Mreq/s", f"{t_lib / t_us:.2f}x ours/theirs",
+                     f"{r.misses} {'=' if ok else '!='} {m_lib}"))
+
+    for name, key in (("lru", "lru"), ("belady", "opt")):
+        t0 = time.perf_counter()
+        theirs = lib.curve(name, ks)
+        t_lib = time.perf_counter() - t0
+        t_us, ours = best_of(lambda n=name: miss_curve(trace, n), args.repeat)
+        ok = ours.tolist() == theirs
+        agree &= ok
+        res[f"{key}_curve_speedup"] = t_lib / t_us
+        res[f"{key}_curve_s_ours"] = t_us
+        res[f"{key}_curve_s_libcachesim"] = t_lib
+        rows.append((f"{key.upper()} curve k=1..{P}", f"{t_lib:.2f} s", f"{t_us:.3f} s",
+                     f"{t_lib / t_us:.0f}x faster", "all k equal" if ok else "DIFFER"))
+
+    pol = make_policy("llru")
+    t_single, r = best_of(lambda: fast.run(trace, pol, K_SINGLE), args.repeat)
+    t_curve, curve = best_of(lambda: miss_curve(trace, "llru"), args.repeat)
+    ok = int(curve[K_SINGLE - 1]) == r.misses
+    agree &= ok
+    res["llru_curve_vs_single_run"] = t_curve / t_single
+    res["llru_curve_s"] = t_curve
+    res["llru_single_s"] = t_single
+    rows.append((f"LLRU curve vs one k={K_SINGLE} run", f"{t_single:.3f} s (single)",
+                 f"{t_curve:.3f} s (curve)", f"{t_curve / t_single:.1f}x a single run",
+                 f"k={K_SINGLE}: {int(curve[K_SINGLE - 1])} {'=' if ok else '!='} {r.misses}"))
+
+    res["peak_memory_mb"] = peak_mb()
+    res["agree"] = bool(agree)
+    res["libcachesim_version"] = getattr(libcachesim, "__version__", "?")
+    res["paging_version"] = paging.__version__
+    res["cpus"] = os.cpu_count()
+    res["load_average"] = os.getloadavg()[0]
+    res["python"] = platform.python_version()
+    res["trace_file"] = str(path)
+
+    print(f"layered Zipf n={N_EXPERTS} ℓ={N_LAYERS} a=1 seed={args.seed}: {N:,} requests, "
+          f"oracleGeneral {path}")
+    print(f"libCacheSim {res['libcachesim_version']}, hashpower={HASHPOWER}, object size 1; "
+          f"{res['cpus']} CPUs, load average {res['load_average']:.2f}")
+    head = ("measurement", "libCacheSim", "paging", "ratio", "miss counts")
+    widths = [max(len(str(r[i])) for r in [head, *rows]) for i in range(5)]
+    for r in [head, *rows]:
+        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
+    print(f"peak memory {res['peak_memory_mb']:.0f} MB; all miss counts agree: {res['agree']}")
+    return res
+
+
+def run_scale(args) -> dict:
+    from paging import fast
+    from paging.mrc import miss_curve
+    from paging.policies import make_policy
+
+    for name in ("lru", "llru"):  # compile / load the numba cache outside the timings
+        miss_curve(zipf_trace(100, 0), name)
+        fast.run(zipf_trace(100, 0), make_policy(name), K_SINGLE)
+    t0 = time.perf_counter()
+    trace = zipf_trace(SCALE_TOKENS, args.seed)
+    t_gen = time.perf_counter() - t0
+    res = {"requests": trace.n_requests, "generate_s": t_gen,
+           "trace_memory_mb": (trace.pages.nbytes + trace.steps.nbytes) / 2**20}
+    agree = True
+    rows = []
+    for name in ("lru", "llru"):
+        t0 = time.perf_counter()
+        curve = miss_curve(trace, name)
+        t_curve = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        single = fast.run(trace, make_policy(name), K_SINGLE).misses
+        t_single = time.perf_counter() - t0
+        ok = int(curve[K_SINGLE - 1]) == single
+        agree &= ok
+        res[f"{name}_curve_s"] = t_curve
+        res[f"{name}_single_s"] = t_single
+        rows.append(f"{name.upper():5s} curve k=1..{trace.layout.n_pages}: {t_curve:7.1f} s   "
+                    f"one k={K_SINGLE} run: {t_single:6.1f} s   k={K_SINGLE} misses agree: {ok}")
+    res["peak_memory_mb"] = peak_mb()
+    res["agree"] = bool(agree)
+    res["load_average"] = os.getloadavg()[0]
+    print(f"scale: layered Zipf n={N_EXPERTS} ℓ={N_LAYERS}, {trace.n_requests:,} requests "
+          f"(generated in {t_gen:.1f} s; pages+steps {res['trace_memory_mb']:.0f} MB)")
+    for r in rows:
+        print(r)
+    print(f"peak memory {res['peak_memory_mb']:.0f} MB (whole process, trace included)")
+    return res
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", action="store_true", help="print one JSON line last")
+    ap.add_argument("--scale", action="store_true",
+                    help="LRU and LLRU curves on a 100,000,000-request trace instead")
+    ap.add_argument("--seed", type=int, default=0, help="trace seed (default 0)")
+    ap.add_argument("--tokens", type=int, default=TOKENS,
+                    help=f"tokens of the main trace (default {TOKENS}: 2,000,000 requests)")
+    ap.add_argument("--repeat", type=int, default=3, help="best of R timings (default 3)")
+    ap.add_argument("--out", default=None, help="directory of the oracleGeneral file "
+                    "(default: a new temporary directory)")
+    args = ap.parse_args(argv)
+    res = run_scale(args) if args.scale else run_main(args)
+    if args.json:
+        sys.stdout.write(json.dumps(res) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
