@@ -1,0 +1,200 @@
+"""The parallel coupon collector (paging.coupon), checked against independent computations:
+an exact absorbing Markov chain on the joint state, 100-digit inclusion-exclusion (mpmath), the
+classical N·H_N, and a seeded Monte Carlo run."""
+
+from __future__ import annotations
+
+import json
+import math
+from fractions import Fraction
+from math import comb
+
+import mpmath
+import numpy as np
+import pytest
+
+from paging.cli import main
+from paging.coupon import (
+    expected_cover_time,
+    expected_cover_time_exact,
+    expected_cover_times,
+    harmonic,
+    monte_carlo_cover_time,
+    survival_single,
+    theorem5_bound,
+)
+from paging.errors import PagingError
+
+
+def joint_chain_cover_time(n: int, c: int) -> Fraction:
+    """E[T(n, c)] from the absorbing Markov chain on the joint state (distinct coupons held by
+    each collector). Counts never decrease, so h(s) = (1 + sum_{s' != s} P(s, s') h(s')) /
+    (1 - P(s, s)) can be solved from the absorbing state backwards, exactly."""
+    from functools import cache
+    from itertools import product
+
+    @cache
+    def h(state: tuple) -> Fraction:
+        if all(x == n for x in state):
+            return Fraction(0)
+        acc = Fraction(1)
+        # each collector independently gains a coupon w.p. (n - x)/n
+        options = [[(x, Fraction(x, n)), (x + 1, Fraction(n - x, n))] if x < n
+                   else [(x, Fraction(1))] for x in state]
+        stay = Fraction(1)
+        for x in state:
+            stay *= Fraction(x, n) if x < n else 1
+        for combo in product(*options):
+            nxt = tuple(sorted(s for s, _ in combo))
+            p = math.prod((q for _, q in combo), start=Fraction(1))
+            if nxt != tuple(sorted(state)):
+                acc += p * h(nxt)
+        return acc / (1 - stay)
+
+    return h(tuple([0] * c))
+
+
+def mp_cover_time(n: int, c: int, dps: int = 100) -> mpmath.mpf:
+    """E[T(n, c)] by inclusion-exclusion at ``dps`` digits: stable at high precision."""
+    with mpmath.workdps(dps):
+        ratios = [mpmath.mpf(n - j) / n for j in range(n + 1)]
+        coef = [(-1) ** (j + 1) * mpmath.mpf(comb(n, j)) for j in range(n + 1)]
+        powers = [mpmath.mpf(1)] * (n + 1)
+        q = mpmath.mpf(n - 1) / n
+        total, t = mpmath.mpf(0), 0
+        while True:
+            s = mpmath.fsum(coef[j] * powers[j] for j in range(1, n + 1))
+            total += 1 - (1 - s) ** c
+            powers = [p * r for p, r in zip(powers, ratios, strict=True)]
+            t += 1
+            if c * n * n * q**t < mpmath.mpf(10) ** (-40):  # union-bound tail
+                return total
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 10, 33, 64])
+def test_one_collector_is_n_harmonic(n):
+    nh = sum((Fraction(n, i) for i in range(1, n + 1)), Fraction(0))
+    assert expected_cover_time_exact(n, 1) == nh
+    assert expected_cover_time(n, 1) == pytest.approx(float(nh), rel=1e-14)
+    assert harmonic(n) * n == nh
+
+
+@pytest.mark.parametrize("n,c", [(2, 2), (2, 3), (3, 2), (3, 3), (4, 2), (4, 3), (2, 5)])
+def test_exact_equals_joint_markov_chain(n, c):
+    assert expected_cover_time_exact(n, c) == joint_chain_cover_time(n, c)
+
+
+def test_small_exact_values():
+    # T(2,1) = 1 + Geom(1/2): P(T > t) = 2^(1-t) (t >= 1), so E[T(2,2)] = 6 - (1 + 4/3) = 11/3
+    assert expected_cover_time_exact(2, 2) == Fraction(11, 3)
+    assert expected_cover_time_exact(3, 2) == Fraction(1909, 280)
+    assert expected_cover_time_exact(1, 7) == 1
+
+
+@pytest.mark.parametrize("n,c", [(2, 2), (3, 7), (5, 4), (8, 6), (10, 3), (2, 200)])
+def test_series_matches_exact_rational(n, c):
+    assert expected_cover_time(n, c) == pytest.approx(float(expected_cover_time_exact(n, c)),
+                                                      rel=2e-15)
+
+
+@pytest.mark.parametrize("n,c", [(64, 32), (64, 1), (17, 1000)])
+def test_series_matches_100_digit_inclusion_exclusion(n, c):
+    ref = mp_cover_time(n, c)
+    got = expected_cover_time(n, c)
+    assert abs(got - float(ref)) <= 3e-15 * float(ref)
+    if (n, c) == (64, 32):
+        assert mpmath.nstr(ref, 20) == "521.42764467504301503"
+
+
+def test_survival_single_matches_inclusion_exclusion():
+    n = 5
+    s = survival_single(n, 40)
+    for t in range(40):
+        exact = sum(Fraction((-1) ** (j + 1) * comb(n, j)) * Fraction(n - j, n) ** t
+                    for j in range(1, n + 1))
+        assert s[t] == pytest.approx(float(exact), rel=1e-14, abs=0)
+    assert s[:n].tolist() == [1.0] * n  # fewer than N draws never cover
+
+
+def test_stable_for_hundreds_of_coupons():
+    # inclusion-exclusion in doubles fails here; the chain stays accurate and monotone in C
+    e = expected_cover_times(300, [1, 2, 10, 1000])
+    assert e[0] == pytest.approx(float(300 * harmonic(300)), rel=1e-14)
+    assert np.all(np.diff(e) > 0)
+
+
+def test_huge_collector_counts():
+    # N = 2: P(T(2,1) > t) = 2^(1-t), so E[T(2,C)] = 1 + sum_{s>=0} 1 - (1 - 2^-s)^C ~ log2 C
+    c = 2**40
+    ref = 1 + math.fsum(-math.expm1(c * math.log1p(-(2.0**-s))) for s in range(1, 200)) + 1
+    assert expected_cover_time(2, c) == pytest.approx(ref, rel=1e-14)
+
+
+def test_monte_carlo_is_seeded_and_covers_the_exact_value():
+    exact = float(expected_cover_time_exact(6, 5))
+    mean, lo, hi = monte_carlo_cover_time(6, 5, trials=4000, seed=11)
+    assert (mean, lo, hi) == monte_carlo_cover_time(6, 5, trials=4000, seed=11)
+    assert lo < exact < hi
+    assert hi - lo < 0.1 * exact
+    assert monte_carlo_cover_time(1, 9, trials=3, seed=0) == (1.0, 1.0, 1.0)
+    m1, lo1, hi1 = monte_carlo_cover_time(4, 2, trials=1, seed=0)
+    assert m1 >= 4 and math.isnan(lo1) and math.isnan(hi1)
+
+
+def test_theorem5_bound():
+    assert theorem5_bound(2, 1) == 3.0
+    assert theorem5_bound(4, 1000) == pytest.approx(25 / 3)
+    c = 10**9  # log(C)/6 = 3.45 > 2·H_2 = 3
+    assert theorem5_bound(2, c) == pytest.approx(math.log(c) / 6)
+    with pytest.raises(PagingError, match="N must be an integer >= 2"):
+        theorem5_bound(1, 5)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: expected_cover_time(0, 3), lambda: expected_cover_time(3, 0),
+    lambda: expected_cover_time_exact(True, 2), lambda: monte_carlo_cover_time(3, 2, 0, 0),
+    lambda: monte_carlo_cover_time(3, 2, 10, -1), lambda: expected_cover_time(3, 2.5),
+])
+def test_bad_arguments(call):
+    with pytest.raises(PagingError):
+        call()
+
+
+def test_exact_refuses_large_cases(monkeypatch):
+    import paging.coupon
+
+    monkeypatch.setattr(paging.coupon, "EXACT_BITS_LIMIT", 2_000)  # E[T(8,8)] needs 16,454 bits
+    with pytest.raises(PagingError, match="too large for exact rational"):
+        expected_cover_time_exact(8, 8)
+    monkeypatch.setattr(paging.coupon, "EXACT_WORK_LIMIT", 100)
+    with pytest.raises(PagingError, match="too large for exact rational"):
+        expected_cover_time_exact(40, 2)
+
+
+def test_cli_json(capsys):
+    assert main(["coupon", "--n", "3", "--collectors", "2", "--exact", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["expected_fraction"] == "1909/280" and rec["method"] == "rational"
+    assert rec["bound"] == 5.5 and rec["n"] == 3 and rec["collectors"] == 2
+    assert main(["coupon", "--n", "64", "--collectors", "32", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    assert rec["method"] == "series"
+    assert rec["expected"] == pytest.approx(521.42764467504301503, rel=1e-15)
+    assert main(["coupon", "--n", "6", "--collectors", "5", "--mc", "--trials", "4000",
+                 "--seed", "11", "--json"]) == 0
+    rec = json.loads(capsys.readouterr().out)
+    mean, lo, hi = monte_carlo_cover_time(6, 5, 4000, 11)
+    assert (rec["expected"], rec["ci_low"], rec["ci_high"]) == (mean, lo, hi)
+    assert rec["trials"] == 4000 and rec["seed"] == 11 and rec["method"] == "monte-carlo"
+
+
+@pytest.mark.parametrize("argv", [
+    ["--n", "0", "--collectors", "2"], ["--n", "2", "--collectors", "0"],
+    ["--n", "2", "--collectors", "2", "--mc", "--trials", "0"],
+    ["--n", "2", "--collectors", "2", "--trials", "5"],
+    ["--n", "2", "--collectors", "2", "--exact", "--mc"], ["--n", "two", "--collectors", "2"],
+])
+def test_cli_errors(argv, capsys):
+    assert main(["coupon", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1
