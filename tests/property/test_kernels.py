@@ -6,8 +6,8 @@ groups-mode traces, for every cache size from 1 to nℓ+1, and every field of th
 must agree: misses, per-layer misses, collision misses, bypasses, the hit mask, the eviction
 log (rows and order) and the bypassed requests.
 
-``PAGING_KERNEL_EXAMPLES`` sets the number of random traces per policy and mode (default 60:
-with every k per trace this runs a few thousand comparisons per policy in well under a minute).
+``PAGING_KERNEL_EXAMPLES`` overrides the number of random traces per policy and mode (default:
+the hypothesis profile's ``max_examples``).
 """
 
 from __future__ import annotations
@@ -29,8 +29,12 @@ from tests.strategies import round_traces, topk_traces
 
 KERNEL_POLICIES = [name for name in POLICY_NAMES if fast.has_kernel(make_policy(name))]
 
-CI = settings(max_examples=int(os.environ.get("PAGING_KERNEL_EXAMPLES", "60")), deadline=None,
-              suppress_health_check=[HealthCheck.too_slow], derandomize=False)
+# examples per policy and mode: the loaded hypothesis profile's (tests/conftest.py: 50 "dev",
+# 150 "ci"), or PAGING_KERNEL_EXAMPLES; each example checks every k, so 50 already makes a few
+# thousand comparisons per policy
+CI = settings(max_examples=int(os.environ.get("PAGING_KERNEL_EXAMPLES") or
+                               settings.default.max_examples),
+              deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def assert_same(ref, got) -> None:

@@ -25,7 +25,9 @@ from paging.trace import from_pages, from_routing
 from tests.strategies import round_traces, topk_traces
 
 ONE_PASS = ["lru", "llru", "lfu", "fld", "least-stale", "belady"]
-EXAMPLES = settings(max_examples=int(os.environ.get("PAGING_MRC_EXAMPLES", "40")),
+# the loaded hypothesis profile's max_examples (tests/conftest.py), or PAGING_MRC_EXAMPLES
+EXAMPLES = settings(max_examples=int(os.environ.get("PAGING_MRC_EXAMPLES") or
+                                     settings.default.max_examples),
                     deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
