@@ -191,9 +191,17 @@ def miss_curve(trace: Trace, policy_name: str, *, seed: int | None = 0,
     numpy.ndarray
         ``misses[k-1] == simulate(trace, policy_name, k, seed=seed).misses`` for k = 1..nℓ.
 
-    Cost: one pass for stack policies in rounds mode — O(N log nℓ) for LRU, O(N·d̄) with d̄
-    the mean stack depth (≤ nℓ) for the priority policies; DIST FIFO/FWF O(n·N); otherwise
-    nℓ compiled runs. See the module docstring for which policy takes which route and why.
+    Notes
+    -----
+    Guarantee: ``misses[k-1]`` equals the reference simulation at k for every k (checked by
+    ``tests/unit/test_mrc.py``). Rounds mode, stack policies (LRU, LLRU, LFU, FLD, Least-Stale,
+    Belady): one pass by the inclusion property of Mattson et al. (IBM Systems Journal 9(2),
+    1970); their DIST variants: per-layer curves summed through ``layout.dist_shares(k)``.
+    FIFO, FWF, Marking and every groups-mode trace (pinning and bypasses break inclusion): one
+    compiled run per k, on a thread pool. The module docstring says why each route is exact.
+
+    Cost: O(N log nℓ) for LRU; O(N·d̄) for the priority policies, d̄ ≤ nℓ the mean stack depth;
+    O(n·N) for FIFO-DIST and FWF-DIST; otherwise nℓ compiled runs (O(N) to O(N log k) each).
 
     >>> from paging import Layout, from_pages
     >>> tr = from_pages([0, 1, 2, 3, 0, 1, 4, 0, 1, 2, 3, 4], Layout(6, 1))

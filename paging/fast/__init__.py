@@ -117,12 +117,28 @@ def _no_next_use() -> np.ndarray:
 def run(trace, policy, k: int, *, seed: int | None = 0, record: bool = False):
     """Replay ``trace`` under ``policy`` with a cache of ``k`` pages in a compiled kernel.
 
+    Parameters
+    ----------
+    trace : Trace
+        Rounds or groups mode; groups are pinned while served, as in the reference loop.
+    policy : Policy
+        A built-in policy instance (:func:`plan`); anything else returns None.
+    k : int
+        Cache size, already validated (:func:`paging.errors.check_k`).
+    seed : int or None
+        Seeds ``numpy.random.default_rng``; Marking pre-draws ``rng.random(N)`` and consumes the
+        draws in eviction order, the same doubles as the reference's one-at-a-time draws.
+    record : bool
+        Also return the hit mask, the eviction log and the bypassed requests.
+
     Returns
     -------
     Result or None
         Exactly what ``simulate(trace, policy, k, seed=seed, record=record,
-        engine="reference")`` returns, or None when ``policy`` has no kernel (:func:`plan`).
-        ``k`` must already be validated (:func:`paging.errors.check_k`).
+        engine="reference")`` returns (every field), or None when ``policy`` has no kernel.
+
+    Cost: see the module docstring (O(1) per request for LRU and FIFO in rounds mode, O(log k)
+    for Belady and LFU), plus O(N) for ``trace.next_use`` on a first Belady run.
     """
     from paging.simulate import Result
 
