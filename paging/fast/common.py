@@ -9,10 +9,12 @@ residency, bypass and collision rules) and returns the same tuple::
 when ``record`` is true (a run evicts at most once per insertion) and are empty otherwise; the
 caller trims them to ``n_evictions`` / ``n_bypassed`` rows.
 
-Pinning (groups mode): ``pin[p] == steps[t]`` means that page p belongs to the group being
-served at request t (:meth:`paging.simulate.Simulation.pin_group`). A rounds-mode trace has
+Pinning (groups mode): when a group (a run of equal steps) starts, the kernels stamp its pages
+(``pin[p] = step``, or a flag in the Marking kernel), so that they are skipped as victims while
+the group is served (:meth:`paging.simulate.Simulation.pin_group`). A rounds-mode trace has
 singleton groups whose only page is the one requested, which is never resident when a victim is
-chosen, so kernels skip pinning altogether when no two consecutive requests share a step.
+chosen, so kernels skip pinning altogether when no two consecutive requests share a step
+(:func:`is_grouped`).
 """
 
 from __future__ import annotations
@@ -28,17 +30,6 @@ def is_grouped(steps) -> bool:
         if steps[i] == steps[i - 1]:
             return True
     return False
-
-
-@njit(cache=True, nogil=True)
-def pin_group(pages, steps, t, pin) -> None:
-    """Pin the pages of the group that starts at request t (stamp them with its step)."""
-    s = steps[t]
-    j = t
-    n = pages.size
-    while j < n and steps[j] == s:
-        pin[pages[j]] = s
-        j += 1
 
 
 @njit(cache=True, nogil=True)
