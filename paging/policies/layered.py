@@ -11,7 +11,8 @@ from paging.policies.base import PriorityPolicy
 
 
 class LLRU(PriorityPolicy):
-    """Layered LRU (Angelopoulos, Lampis, Lucarelli, Pascual, Sauvage, 2025, Sec. 4, Def. 2).
+    """Layered LRU (Angelopoulos, Marchal, Obrecht, Simon, "Cache Management for
+    Mixture-of-Experts LLMs", extended version, Sec. 4, Def. 2).
 
     For a cached page p at time t with last request at τ(p,t):
 
