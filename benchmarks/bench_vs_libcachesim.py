@@ -115,6 +115,17 @@ class LibCacheSim:
 
 
 def run_main(args) -> dict:
+    if args.out is None:  # a temporary file, removed afterwards
+        with tempfile.TemporaryDirectory(prefix="paging-bench-") as tmp:
+            res = _run_main(args, Path(tmp))
+        res["trace_file"] = None
+        return res
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return _run_main(args, out_dir)
+
+
+def _run_main(args, out_dir: Path) -> dict:
     import libcachesim
 
     import paging
@@ -123,8 +134,6 @@ def run_main(args) -> dict:
     from paging.mrc import miss_curve
     from paging.policies import make_policy
 
-    out_dir = Path(args.out or tempfile.mkdtemp(prefix="paging-bench-"))
-    out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"zipf_n8_l32_t{args.tokens}_s{args.seed}.oracleGeneral"
     gen = zipf_trace(args.tokens, args.seed)
     write_oracle_general(gen, path)
@@ -254,8 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tokens", type=int, default=TOKENS,
                     help=f"tokens of the main trace (default {TOKENS}: 2,000,000 requests)")
     ap.add_argument("--repeat", type=int, default=3, help="best of R timings (default 3)")
-    ap.add_argument("--out", default=None, help="directory of the oracleGeneral file "
-                    "(default: a new temporary directory)")
+    ap.add_argument("--out", default=None, help="keep the oracleGeneral file in this directory "
+                    "(default: a temporary file, removed afterwards)")
     args = ap.parse_args(argv)
     res = run_scale(args) if args.scale else run_main(args)
     if args.json:
