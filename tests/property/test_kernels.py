@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from strategies import round_traces, topk_traces
 
 from paging import fast
 from paging.errors import PagingError
@@ -25,7 +26,6 @@ from paging.layout import Layout
 from paging.policies import LRU, POLICY_NAMES, Belady, PerLayer, make_policy
 from paging.simulate import simulate
 from paging.trace import from_pages, from_routing
-from tests.strategies import round_traces, topk_traces
 
 KERNEL_POLICIES = [name for name in POLICY_NAMES if fast.has_kernel(make_policy(name))]
 

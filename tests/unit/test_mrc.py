@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import round_traces, topk_traces
 
 from paging import cli
 from paging.commands.mrc import curve_report
@@ -22,7 +23,6 @@ from paging.mrc import curve_method, miss_curve, miss_curves
 from paging.policies import LRU, POLICY_NAMES, register
 from paging.simulate import simulate
 from paging.trace import from_pages, from_routing
-from tests.strategies import round_traces, topk_traces
 
 ONE_PASS = ["lru", "llru", "lfu", "fld", "least-stale", "belady"]
 # the loaded hypothesis profile's max_examples (tests/conftest.py), or PAGING_MRC_EXAMPLES
