@@ -94,19 +94,16 @@ def survival_single(n: int, t_max: int) -> np.ndarray:
     return s
 
 
-def _tail_terms(n: int, collectors: np.ndarray, rtol: float) -> tuple[np.ndarray, int]:
-    """Pick the truncation point and return ``(S(0..t_max-1), t_max)``.
+def _truncation(n: int, c: float, rtol: float, lower: float) -> int:
+    """Number of terms t_max of the series for N = ``n`` >= 2 and C = ``c``.
 
     Union bound: ``S(t) <= N·((N-1)/N)^t``, and ``1 - (1-S)^C <= C·S``, so
     ``sum_{t >= t_max} P(T(N,C) > t) <= C·N·sum_{t>=t_max} q^t = C·N^2·q^t_max`` (q = (N-1)/N).
-    We choose t_max so that this is at most ``rtol·N·H_N <= rtol·E[T(N, C)]``.
+    We choose t_max so that this is at most ``rtol·lower``, with ``lower = N·H_N <= E[T(N,C)]``
+    (E[T(N,C)] >= E[T(N,1)] = N·H_N: Theorem 5, first part).
     """
-    cmax = float(np.max(collectors))
-    lower = float(n * harmonic(n))  # E[T(N,C)] >= E[T(N,1)] = N·H_N (Theorem 5, first part)
-    log_ratio = math.log(n / (n - 1))  # -log q
-    need = math.log(cmax) + 2.0 * math.log(n) - math.log(rtol * lower)
-    t_max = max(n + 1, math.ceil(need / log_ratio) + 1)
-    return survival_single(n, t_max), t_max
+    need = math.log(c) + 2.0 * math.log(n) - math.log(rtol * lower)
+    return max(n + 1, math.ceil(need / math.log(n / (n - 1))) + 1)
 
 
 def expected_cover_times(n: int, collectors, *, rtol: float = 1e-15) -> np.ndarray:
@@ -120,14 +117,17 @@ def expected_cover_times(n: int, collectors, *, rtol: float = 1e-15) -> np.ndarr
         raise PagingError(f"rtol must be in (0, 1), got {rtol!r}")
     if n == 1:
         return np.ones(len(cs))  # one type: every collector finishes in round 1
-    s, _ = _tail_terms(n, np.asarray(cs, dtype=float), rtol)
+    lower = float(n * harmonic(n))
+    lengths = [_truncation(n, float(c), rtol, lower) for c in cs]
+    s = survival_single(n, max(lengths))
     with np.errstate(divide="ignore"):
         log_f = np.log1p(-s)  # log P(T(N,1) <= t); -inf while t < N
     out = np.empty(len(cs))
-    for i, c in enumerate(cs):
+    for i, (c, length) in enumerate(zip(cs, lengths, strict=True)):
         # P(T(N,C) > t) = 1 - F^C = -expm1(C log F): no cancellation even when C·S is tiny
-        terms = -np.expm1(float(c) * log_f)
-        out[i] = math.fsum(terms.tolist())
+        terms = -np.expm1(float(c) * log_f[:length])
+        ones = int(np.searchsorted(-terms, -1.0, side="right"))  # leading terms equal to 1
+        out[i] = ones + math.fsum(terms[ones:].tolist())
     return out
 
 
