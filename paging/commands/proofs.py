@@ -1,0 +1,40 @@
+"""``paging proofs [--json]``: check Theorems 1-5 and print the ledger.
+
+Runs ``check()`` of every ``proofs.theoremN`` module (:mod:`proofs`); a module that does not
+exist yet is reported as missing. Exit status 0 when every present theorem holds, 1 otherwise.
+The ``proofs`` package sits above ``paging`` in the import order, so it is imported only here,
+inside the command.
+"""
+
+from __future__ import annotations
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("proofs", help="check Theorems 1-5 numerically and print the ledger",
+                       description="Run the checks of proofs/theorem1..5 (numerical grids, "
+                       "symbolic proof steps) and print one ledger row per theorem: statement, "
+                       "grid, smallest margin, holds, witness, errata. Exit status 1 when a "
+                       "present theorem does not hold.")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON list of ledger rows (LedgerRow.to_dict())")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from paging.errors import PagingError
+
+    try:
+        import proofs
+    except ModuleNotFoundError as e:  # a non-editable install without the proofs folder
+        if e.name and e.name.startswith("proofs"):
+            raise PagingError("the proofs package is not installed; run `paging proofs` from a "
+                              "checkout installed with `pip install -e .`") from None
+        raise
+    from paging.cli import print_json
+
+    entries = proofs.run_ledger()
+    if args.json:
+        print_json(proofs.ledger_json(entries))
+    else:
+        print(proofs.format_ledger(entries))
+    return proofs.exit_status(entries)

@@ -1,0 +1,178 @@
+"""The theorem ledger of Angelopoulos et al.: one module per theorem, ``proofs.theoremN``.
+
+Each module has ``check() -> LedgerRow`` (:mod:`proofs.ledger`). :func:`run_ledger` runs
+Theorems 1-5 in order; a module that does not exist yet is reported as *missing* (not run, not
+counted), and a ``check()`` that raises is reported as an *error* (counted as not holding).
+``python -m proofs [--json]`` and ``paging proofs [--json]`` print the ledger; the exit status
+is 0 when every present theorem holds and 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import numbers
+from dataclasses import dataclass
+from fractions import Fraction
+
+from proofs.ledger import Erratum, LedgerRow
+
+__all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "run_ledger", "format_ledger",
+           "ledger_json", "exit_status", "main"]
+
+MODULES = tuple(f"proofs.theorem{i}" for i in range(1, 6))
+
+
+@dataclass
+class Entry:
+    """One line of the ledger: a theorem module and what its ``check()`` returned."""
+
+    module: str
+    status: str                 # "ok" (checked), "missing" (no module), "error" (check raised)
+    row: LedgerRow | None = None
+    error: str = ""
+
+    @property
+    def theorem(self) -> str:
+        if self.row is not None:
+            return self.row.theorem
+        return "Theorem " + self.module.rsplit("theorem", 1)[-1]
+
+    @property
+    def holds(self) -> bool | None:
+        if self.status == "missing":
+            return None
+        return self.status == "ok" and bool(self.row.holds)
+
+
+def run_ledger(modules=None) -> list[Entry]:
+    """Import each module (default :data:`MODULES`) and run its ``check()``; see the module
+    docstring."""
+    entries = []
+    for name in MODULES if modules is None else modules:
+        try:
+            mod = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:
+                raise
+            entries.append(Entry(name, "missing"))
+            continue
+        try:
+            row = mod.check()
+        except Exception as e:  # report it in the ledger; the exit status says it failed
+            entries.append(Entry(name, "error", error=f"{type(e).__name__}: {e}"))
+            continue
+        entries.append(Entry(name, "ok", row))
+    return entries
+
+
+def _jsonable(obj):
+    """Plain JSON values: Fractions and symbolic numbers as strings, numpy scalars unwrapped,
+    non-finite floats as strings (the JSON document is printed with allow_nan=False)."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, Fraction):
+        return str(obj)
+    if isinstance(obj, numbers.Integral):
+        return int(obj)
+    if isinstance(obj, numbers.Real):
+        v = float(obj)
+        return v if math.isfinite(v) else str(v)
+    return str(obj)
+
+
+def ledger_json(entries: list[Entry]) -> list[dict]:
+    """The ``--json`` document: one row dict (:meth:`LedgerRow.to_dict`) per theorem, plus
+    ``module`` and ``status``; a missing or failed theorem has ``holds: null`` / ``false`` and
+    empty fields."""
+    out = []
+    for e in entries:
+        if e.row is not None:
+            d = e.row.to_dict()
+        else:
+            d = {"theorem": e.theorem, "statement": "", "grid": "", "smallest_margin": None,
+                 "holds": e.holds, "witness": {}, "errata": [], "notes": e.error}
+        d.update(module=e.module, status=e.status)
+        out.append(_jsonable(d))
+    return out
+
+
+def _indent(text: str, pad: str) -> str:
+    return "\n".join(pad + line for line in str(text).splitlines())
+
+
+def _margin(m) -> str:
+    if isinstance(m, Fraction):
+        return str(m)
+    if isinstance(m, float):
+        return f"{m:.6g}"
+    return str(m)
+
+
+def format_ledger(entries: list[Entry]) -> str:
+    """The human-readable ledger."""
+    blocks = []
+    for e in entries:
+        if e.status == "missing":
+            blocks.append(f"{e.theorem}: MISSING ({e.module} does not exist yet)")
+            continue
+        if e.status == "error":
+            blocks.append(f"{e.theorem}: ERROR in {e.module}.check(): {e.error}")
+            continue
+        r = e.row
+        lines = [f"{r.theorem}: {'holds' if r.holds else 'DOES NOT HOLD'}",
+                 f"  statement:       {r.statement}",
+                 f"  grid:            {r.grid}",
+                 f"  smallest margin: {_margin(r.smallest_margin)}",
+                 f"  holds:           {r.holds}",
+                 "  witness:         " + ", ".join(f"{k}={v}" for k, v in r.witness.items())]
+        if r.errata:
+            lines.append(f"  errata ({len(r.errata)}):")
+            for i, er in enumerate(r.errata, 1):
+                lines.append(f"    {i}. where:     {er.where}")
+                lines.append(f"       printed:   {er.printed}")
+                lines.append(f"       problem:   {er.problem}")
+                lines.append(f"       corrected: {er.corrected}")
+                lines.append(f"       verified:  {er.verified}")
+        else:
+            lines.append("  errata:          none")
+        if r.notes:
+            lines.append("  notes:")
+            lines.append(_indent(r.notes, "    "))
+        blocks.append("\n".join(lines))
+    present = [e for e in entries if e.status != "missing"]
+    held = sum(1 for e in present if e.holds)
+    missing = [e.theorem for e in entries if e.status == "missing"]
+    summary = f"{held} of {len(present)} checked theorems hold"
+    if missing:
+        summary += f"; missing: {', '.join(missing)}"
+    blocks.append(summary)
+    return "\n\n".join(blocks)
+
+
+def exit_status(entries: list[Entry]) -> int:
+    """0 when every present theorem holds (missing ones are not counted), else 1."""
+    return 0 if all(e.holds for e in entries if e.status != "missing") else 1
+
+
+def main(argv=None) -> int:
+    """``python -m proofs [--json]``."""
+    import argparse
+    import json
+    import sys
+
+    p = argparse.ArgumentParser(prog="python -m proofs",
+                                description="Check Theorems 1-5 and print the ledger.")
+    p.add_argument("--json", action="store_true", help="print a JSON list of ledger rows")
+    args = p.parse_args(argv)
+    entries = run_ledger()
+    if args.json:
+        sys.stdout.write(json.dumps(ledger_json(entries), allow_nan=False,
+                                    ensure_ascii=False) + "\n")
+    else:
+        print(format_ledger(entries))
+    return exit_status(entries)

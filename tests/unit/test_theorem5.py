@@ -1,0 +1,125 @@
+"""Theorem 5's ledger row (proofs/theorem5.py) and the ledger runner (proofs/__init__.py,
+``python -m proofs``, ``paging proofs``)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import types
+from fractions import Fraction
+
+import pytest
+
+import proofs
+from paging.cli import main
+from paging.coupon import expected_cover_time_exact, harmonic
+from proofs import theorem5
+from proofs.ledger import LedgerRow
+
+
+@pytest.fixture(scope="module")
+def row() -> LedgerRow:
+    return theorem5.check()
+
+
+def test_row_holds_with_exact_zero_margin_at_one_collector(row):
+    assert row.theorem == "Theorem 5" and row.holds is True
+    # E[T(N,1)] = N·H_N: the first part is tight, so the smallest margin is exactly 0
+    assert row.smallest_margin == Fraction(0) and isinstance(row.smallest_margin, Fraction)
+    assert row.witness["C"] == 1 and row.witness["N"] == 2
+    assert row.witness["expected_exact"] == "3"
+    assert row.to_dict()["smallest_margin"] == "0"
+    json.dumps(proofs.ledger_json([proofs.Entry("proofs.theorem5", "ok", row)]),
+               allow_nan=False)
+
+
+def test_only_the_product_index_is_an_erratum(row):
+    assert len(row.errata) == 1
+    er = row.errata[0]
+    assert "ℓ" in er.printed and "C" in er.corrected and er.verified
+
+
+def test_proof_steps_verdicts():
+    steps, errata = theorem5.proof_steps()
+    verdict = {}
+    for st in steps:
+        verdict.setdefault(st.name, []).append(st.valid)
+    assert verdict.pop("independence") == [False]
+    # every other printed step checks out, including the loose log(N/(N-1)) <= 1 + N/(N-1)
+    assert all(all(v) for v in verdict.values()), verdict
+    assert set(verdict) >= {"part 1", "first coupon", "exponential", "choice of t", "Markov",
+                            "denominator", "algebra", "1/6", "last"}
+    assert len(verdict["choice of t"]) == 7
+    assert [e.verified for e in errata] == [True]
+
+
+def test_probabilistic_step_checkers():
+    assert theorem5._enumerate_product_rule(2, 2, 4)
+    assert theorem5._first_coupon_bound(3, 7)
+    # P(T(3,1) < 7) = P(6 draws cover 3 types) = 3!·S(6,3)/3^6 = 6·90/729 (Stirling numbers)
+    p_less = 1 - sum(Fraction((-1) ** (j + 1) * math.comb(3, j)) * Fraction(3 - j, 3) ** 6
+                     for j in (1, 2, 3))
+    assert p_less == Fraction(6 * 90, 729) <= 1 - Fraction(2, 3) ** 7
+
+
+def test_grid_check_on_a_small_grid():
+    c_big = 2**30  # log(C)/6 = 3.47 > 2·H_2 = 3: the second term is the active one at N = 2
+    g = theorem5.grid_check(ns=(2, 3), cs=(1, 2, 5, c_big))
+    assert g["points"] == 8 and not g["violations"]
+    assert g["best"][0] == 0 and g["best"][1]["C"] == 1
+    margin, wit = g["best_c2"]
+    assert (wit["N"], wit["C"]) == (2, 2)
+    assert margin == pytest.approx(float(expected_cover_time_exact(2, 2) - 3), rel=1e-13)
+    # N = 2: P(T(2,1) > t) = 2^(1-t), so E[T(2,C)] = 2 + sum_{s>=1} 1 - (1 - 2^-s)^C
+    e_big = 2 + math.fsum(-math.expm1(c_big * math.log1p(-(2.0**-s))) for s in range(1, 200))
+    margin_log, wit_log = g["best_log"]
+    assert (wit_log["N"], wit_log["C"]) == (2, c_big)
+    assert margin_log == pytest.approx(e_big - math.log(c_big) / 6, rel=1e-13)
+    assert g["min_prob"][0] >= 0.5 and g["min_markov"][0] >= 2.0
+
+
+def test_exact_subgrid_agrees_with_the_series():
+    ex = theorem5.exact_subgrid(ns=(2, 3, 4), cs=(1, 2, 3))
+    assert ex["smallest"] == (0, 2, 1)
+    assert ex["worst_rel_dev"] < 1e-14
+    assert expected_cover_time_exact(4, 3) - 4 * harmonic(4) > 0
+
+
+# -- the ledger runner ---------------------------------------------------------------------------
+
+def _fake(monkeypatch, name: str, holds: bool | None, raises: bool = False) -> str:
+    full = f"proofs.fake_{name}"
+    mod = types.ModuleType(full)
+
+    def check():
+        if raises:
+            raise ValueError("boom")
+        return LedgerRow(theorem=f"Theorem {name}", statement="s", grid="g",
+                         smallest_margin=Fraction(1, 3), holds=holds, witness={"n": 1})
+
+    mod.check = check
+    monkeypatch.setitem(sys.modules, full, mod)
+    return full
+
+
+def test_ledger_runner_statuses_and_exit_code(monkeypatch, capsys):
+    ok = _fake(monkeypatch, "ok", True)
+    bad = _fake(monkeypatch, "bad", False)
+    err = _fake(monkeypatch, "err", True, raises=True)
+    missing = "proofs.theorem_not_written"
+    monkeypatch.setattr(proofs, "MODULES", (ok, missing))
+    assert main(["proofs"]) == 0  # a missing module is reported, not counted
+    out = capsys.readouterr().out
+    assert "Theorem ok: holds" in out and "MISSING (proofs.theorem_not_written" in out
+    assert "smallest margin: 1/3" in out and "1 of 1 checked theorems hold" in out
+
+    monkeypatch.setattr(proofs, "MODULES", (ok, bad, err, missing))
+    assert main(["proofs", "--json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["module"], r["status"], r["holds"]) for r in rows] == [
+        (ok, "ok", True), (bad, "ok", False), (err, "error", False), (missing, "missing", None)]
+    assert rows[0]["smallest_margin"] == "1/3" and rows[2]["notes"] == "ValueError: boom"
+    assert rows[3]["theorem"] == "Theorem _not_written"
+    assert proofs.main(["--json"]) == 1
+    capsys.readouterr()
