@@ -57,3 +57,29 @@ def test_run_all_main_matches_the_command(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", ["fig4", "fig5", "fig6a", "fig6b"])
 def test_every_figure_is_registered(name):
     assert name in run_all.available()
+
+
+def test_coupon_figure_is_run_through_its_own_interface(tmp_path, monkeypatch):
+    """experiments/fig_coupon.py (another module) offers compute(out_dir) -> csv and
+    plot(csv, out_dir); run_all calls exactly that, without --quick or --trace."""
+    import sys
+    import types
+
+    calls = []
+    fake = types.ModuleType("experiments.fig_coupon")
+
+    def compute(out_dir):
+        calls.append(("compute", str(out_dir)))
+        path = tmp_path / "coupon.csv"
+        path.write_text("n,value\n")
+        return path
+
+    def plot(csv_path, out_dir):
+        calls.append(("plot", csv_path.name))
+        return [tmp_path / "coupon.png"]
+
+    fake.compute, fake.plot, fake.main = compute, plot, lambda out_dir: 0
+    monkeypatch.setitem(sys.modules, "experiments.fig_coupon", fake)
+    written = run_all.run_figures(only=["coupon"], out_dir=str(tmp_path), quick=True)
+    assert calls == [("compute", str(tmp_path)), ("plot", "coupon.csv")]
+    assert [p.name for p in written["coupon"]] == ["coupon.csv", "coupon.png"]
