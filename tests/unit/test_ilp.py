@@ -1,0 +1,151 @@
+"""OPT by integer programming (paging.offline.ilp): hand-checked instances, equality with Belady
+(shared and per layer, rounds and groups mode) on random traces, an independent check of the
+schedule, and a few-thousand-request instance."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+from strategies import round_traces, topk_traces
+
+from paging.errors import PagingError
+from paging.layout import Layout
+from paging.offline.ilp import opt_ilp, solve_ilp
+from paging.simulate import simulate
+from paging.trace import Trace, from_pages, from_routing
+
+
+def schedule_is_feasible(trace: Trace, k: int, dist: bool, hit: np.ndarray) -> bool:
+    """Independent check of an ILP schedule: a hit needs an earlier request of the page in its
+    partition, and after every step the partition holds that step's pages plus every page kept
+    for a later hit (requested before the step, hit after it) — at most its capacity."""
+    lay = trace.layout
+    part = trace.pages // lay.n_experts if dist else np.zeros(len(trace), dtype=int)
+    caps = lay.dist_shares(k) if dist else [k]
+    for z, cap in enumerate(caps):
+        idx = np.flatnonzero(part == z)
+        if cap == 0:
+            if hit[idx].any():
+                return False
+            continue
+        steps = trace.steps[idx]
+        uniq = np.unique(steps)
+        occupancy = {int(s): int((steps == s).sum()) for s in uniq}
+        last = {}
+        for i in idx:
+            p, s = int(trace.pages[i]), int(trace.steps[i])
+            if hit[i]:
+                if p not in last:
+                    return False  # a first request cannot hit
+                for u in uniq[(uniq > last[p]) & (uniq < s)]:
+                    occupancy[int(u)] += 1  # kept over step u
+            last[p] = s
+        if occupancy and max(occupancy.values()) > cap:
+            return False
+    return True
+
+
+BELADY_ANOMALY = [1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5]
+
+
+def test_belady_anomaly_string():
+    t = from_pages(BELADY_ANOMALY, Layout(6, 1))
+    # k = 3: 7 misses (1 2 3 4 5 3 4), k = 4: 6 misses (1 2 3 4 5 4), by hand with Belady's rule
+    assert [opt_ilp(t, k) for k in range(1, 7)] == [12, 9, 7, 6, 5, 5]
+    res = solve_ilp(t, 3)
+    assert res.hit_mask.tolist() == [False] * 4 + [True, True, False, True, True, False,
+                                                   False, True]
+    assert schedule_is_feasible(t, 3, False, res.hit_mask)
+
+
+def test_opt_dist_against_hand_count():
+    # layer 0 cycles experts 0,1,2; layer 1 alternates pages 3,4 (Layout(3, 2))
+    t = from_pages([0, 3, 1, 4, 2, 3, 0, 4, 1, 3, 2, 4], Layout(3, 2))
+    # shared k=3: misses on 0 3 1 4 2 4 1 4 (8); DIST shares (2, 1): layer 0 misses 0 1 2 1,
+    # layer 1 misses all six requests -> 10
+    assert opt_ilp(t, 3) == 8
+    assert opt_ilp(t, 3, dist=True) == 10
+    # a layer with 0 slots always misses: Layout(2, 3), k = 2 -> shares (1, 1, 0)
+    t0 = from_pages([0, 2, 4, 0, 2, 4], Layout(2, 3))
+    assert opt_ilp(t0, 2, dist=True) == 1 + 1 + 2
+    assert simulate(t0, "belady-dist", 2).misses == 4
+
+
+def test_bypass_lets_opt_dist_beat_opt():
+    # k < ℓ: layer 1 has 0 slots and bypasses instead of evicting, which demand-paging OPT on
+    # the shared cache may not do: OPT = 4 (every request evicts the other page), OPT-DIST = 3
+    t = from_pages([0, 1, 0, 1], Layout(1, 2))
+    assert opt_ilp(t, 1) == simulate(t, "belady", 1).misses == 4
+    assert opt_ilp(t, 1, dist=True) == simulate(t, "belady-dist", 1).misses == 3
+
+
+def test_groups_mode():
+    # one layer of 4 experts, top-2 groups {0,1}, {2,3}, {0,1}
+    g = from_routing([[[0, 1]], [[2, 3]], [[0, 1]]], Layout(4, 1), expand="groups")
+    assert [opt_ilp(g, k) for k in (2, 3, 4)] == [6, 5, 4]
+    with pytest.raises(PagingError, match="group of 2 pages"):
+        opt_ilp(g, 1)
+
+
+def test_empty_and_bad_arguments():
+    empty = from_pages([], Layout(3, 2))
+    assert opt_ilp(empty, 2) == 0 and opt_ilp(empty, 2, dist=True) == 0
+    t = from_pages(BELADY_ANOMALY, Layout(6, 1))
+    with pytest.raises(PagingError, match="k must be an integer >= 1"):
+        opt_ilp(t, 0)
+    with pytest.raises(PagingError, match="time_limit"):
+        opt_ilp(t, 2, time_limit=0)
+
+
+@given(round_traces(), st.data())
+def test_ilp_equals_belady_on_round_traces(trace, data):
+    k = data.draw(st.integers(1, trace.layout.n_pages + 1))
+    shared = solve_ilp(trace, k)
+    assert shared.misses == simulate(trace, "belady", k).misses
+    assert schedule_is_feasible(trace, k, False, shared.hit_mask)
+    per_layer = solve_ilp(trace, k, dist=True)
+    assert per_layer.misses == simulate(trace, "belady-dist", k).misses
+    assert schedule_is_feasible(trace, k, True, per_layer.hit_mask)
+    if k >= trace.layout.n_layers:  # every share >= 1: a DIST run is a shared-cache run
+        assert shared.misses <= per_layer.misses
+
+
+@given(topk_traces(expand="groups"), st.data())
+def test_ilp_equals_belady_in_groups_mode(trace, data):
+    k = data.draw(st.integers(1, trace.layout.n_pages + 1))
+    dist = data.draw(st.booleans())
+    try:
+        res = solve_ilp(trace, k, dist=dist)
+    except PagingError:
+        assume(False)  # a partition smaller than a group: not modelled (documented)
+    assert res.misses == simulate(trace, "belady-dist" if dist else "belady", k).misses
+    assert schedule_is_feasible(trace, k, dist, res.hit_mask)
+
+
+def _zipf_trace(n: int, layers: int, tokens: int, seed: int) -> Trace:
+    rng = np.random.default_rng(seed)
+    w = 1.0 / np.arange(1, n + 1)
+    experts = rng.choice(n, size=(tokens, layers), p=w / w.sum())
+    return from_routing(experts, Layout(n, layers))
+
+
+def test_thousands_of_requests_quickly():
+    trace = _zipf_trace(8, 8, 400, seed=3)  # 3200 requests
+    for dist in (False, True):
+        t0 = time.perf_counter()
+        res = solve_ilp(trace, 16, dist=dist)
+        elapsed = time.perf_counter() - t0
+        assert res.misses == simulate(trace, "belady-dist" if dist else "belady", 16).misses
+        assert res.method.startswith("LP relaxation")
+        assert elapsed < 30  # ~0.5 s measured; a regression to a slow model would show here
+
+
+def test_branch_and_bound_gives_the_same_optimum():
+    trace = _zipf_trace(4, 3, 60, seed=1)
+    a, b = solve_ilp(trace, 5), solve_ilp(trace, 5, relax=False)
+    assert a.misses == b.misses == simulate(trace, "belady", 5).misses
+    assert b.method == "branch and bound"
