@@ -198,3 +198,20 @@ def test_cli_errors(argv, capsys):
     assert main(["coupon", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_fig_coupon_csv_and_plot(tmp_path):
+    from experiments import common, fig_coupon
+
+    csv_path = fig_coupon.compute(tmp_path, n_values=(2, 3), log2_c=(0, 1, 30),
+                                  progress=lambda msg: None)
+    rows = {(int(r["n"]), int(r["collectors"])): r for r in common.read_csv(csv_path)}
+    assert len(rows) == 6
+    assert float(rows[3, 2]["expected"]) == pytest.approx(1909 / 280, abs=1e-6)
+    assert float(rows[2, 1]["ratio"]) == 1.0 and rows[2, 1]["active_term"] == "n_h_n"
+    big = rows[2, 2**30]  # log(2^30)/6 = 3.47 > 2·H_2 = 3
+    assert big["active_term"] == "log_c_over_6"
+    assert float(big["bound"]) == pytest.approx(30 * math.log(2) / 6, abs=1e-6)
+    files = fig_coupon.plot(csv_path, tmp_path)
+    assert sorted(p.suffix for p in files) == [".pdf", ".png"]
+    assert all(p.stat().st_size > 1000 for p in files)
