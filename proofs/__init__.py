@@ -4,7 +4,8 @@ Each module has ``check() -> LedgerRow`` (:mod:`proofs.ledger`). :func:`run_ledg
 Theorems 1-5 in order; a module that does not exist yet is reported as *missing* (not run, not
 counted), and a ``check()`` that raises is reported as an *error* (counted as not holding).
 ``python -m proofs [--json]`` and ``paging proofs [--json]`` print the ledger; the exit status
-is 0 when every present theorem holds and 1 otherwise.
+is 0 when every present theorem *stands* (holds as printed or, where the ledger records that
+the printed statement fails, holds as corrected) and 1 otherwise.
 """
 
 from __future__ import annotations
@@ -43,6 +44,12 @@ class Entry:
         if self.status == "missing":
             return None
         return self.status == "ok" and bool(self.row.holds)
+
+    @property
+    def stands(self) -> bool | None:
+        if self.status == "missing":
+            return None
+        return self.status == "ok" and self.row.stands
 
 
 def run_ledger(modules=None) -> list[Entry]:
@@ -95,7 +102,8 @@ def ledger_json(entries: list[Entry]) -> list[dict]:
             d = e.row.to_dict()
         else:
             d = {"theorem": e.theorem, "statement": "", "grid": "", "smallest_margin": None,
-                 "holds": e.holds, "witness": {}, "errata": [], "notes": e.error}
+                 "holds": e.holds, "witness": {}, "errata": [], "notes": e.error,
+                 "corrected_statement": "", "holds_corrected": None}
         d.update(module=e.module, status=e.status)
         out.append(_jsonable(d))
     return out
@@ -124,12 +132,18 @@ def format_ledger(entries: list[Entry]) -> str:
             blocks.append(f"{e.theorem}: ERROR in {e.module}.check(): {e.error}")
             continue
         r = e.row
-        lines = [f"{r.theorem}: {'holds' if r.holds else 'DOES NOT HOLD'}",
+        verdict = ("holds" if r.holds else "DOES NOT HOLD as printed; holds as corrected"
+                   if r.holds_corrected else "DOES NOT HOLD")
+        lines = [f"{r.theorem}: {verdict}",
                  f"  statement:       {r.statement}",
                  f"  grid:            {r.grid}",
                  f"  smallest margin: {_margin(r.smallest_margin)}",
-                 f"  holds:           {r.holds}",
-                 "  witness:         " + ", ".join(f"{k}={v}" for k, v in r.witness.items())]
+                 f"  holds:           {r.holds}"]
+        if r.corrected_statement:
+            lines += [f"  corrected:       {r.corrected_statement}",
+                      f"  holds corrected: {r.holds_corrected}"]
+        lines += [
+                  "  witness:         " + ", ".join(f"{k}={v}" for k, v in r.witness.items())]
         if r.errata:
             lines.append(f"  errata ({len(r.errata)}):")
             for i, er in enumerate(r.errata, 1):
@@ -146,8 +160,10 @@ def format_ledger(entries: list[Entry]) -> str:
         blocks.append("\n".join(lines))
     present = [e for e in entries if e.status != "missing"]
     held = sum(1 for e in present if e.holds)
+    stood = sum(1 for e in present if e.stands)
     missing = [e.theorem for e in entries if e.status == "missing"]
-    summary = f"{held} of {len(present)} checked theorems hold"
+    summary = (f"{held} of {len(present)} checked theorems hold as printed; {stood} of "
+               f"{len(present)} hold with the corrections recorded in the errata")
     if missing:
         summary += f"; missing: {', '.join(missing)}"
     blocks.append(summary)
@@ -155,8 +171,8 @@ def format_ledger(entries: list[Entry]) -> str:
 
 
 def exit_status(entries: list[Entry]) -> int:
-    """0 when every present theorem holds (missing ones are not counted), else 1."""
-    return 0 if all(e.holds for e in entries if e.status != "missing") else 1
+    """0 when every present theorem stands (missing ones are not counted), else 1."""
+    return 0 if all(e.stands for e in entries if e.status != "missing") else 1
 
 
 def main(argv=None) -> int:

@@ -8,7 +8,10 @@ A row records what was checked numerically and whether it held:
   bound − measured for an upper bound), exact (``fractions.Fraction``/sympy) where possible;
 * ``holds``: every grid point satisfied the claim; ``witness``: the grid point at the
   smallest margin (or the first violation);
-* ``errata``: steps of the printed proof that are wrong as printed, each with the corrected step.
+* ``errata``: steps of the printed proof that are wrong as printed, each with the corrected step;
+* ``corrected_statement`` / ``holds_corrected``: when the statement as printed fails somewhere
+  (``holds`` is False), the corrected statement that was checked instead and whether it held.
+  A theorem *stands* when it holds as printed or, failing that, as corrected.
 """
 
 from __future__ import annotations
@@ -36,6 +39,13 @@ class LedgerRow:
     witness: dict
     errata: list[Erratum] = field(default_factory=list)
     notes: str = ""
+    corrected_statement: str = ""
+    holds_corrected: bool | None = None
+
+    @property
+    def stands(self) -> bool:
+        """Holds as printed, or else as corrected (see ``errata``)."""
+        return bool(self.holds) or bool(self.holds_corrected)
 
     def to_dict(self) -> dict:
         d = asdict(self)

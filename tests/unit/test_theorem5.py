@@ -88,7 +88,8 @@ def test_exact_subgrid_agrees_with_the_series():
 
 # -- the ledger runner ---------------------------------------------------------------------------
 
-def _fake(monkeypatch, name: str, holds: bool | None, raises: bool = False) -> str:
+def _fake(monkeypatch, name: str, holds: bool | None, raises: bool = False,
+          holds_corrected: bool | None = None) -> str:
     full = f"proofs.fake_{name}"
     mod = types.ModuleType(full)
 
@@ -96,7 +97,9 @@ def _fake(monkeypatch, name: str, holds: bool | None, raises: bool = False) -> s
         if raises:
             raise ValueError("boom")
         return LedgerRow(theorem=f"Theorem {name}", statement="s", grid="g",
-                         smallest_margin=Fraction(1, 3), holds=holds, witness={"n": 1})
+                         smallest_margin=Fraction(1, 3), holds=holds, witness={"n": 1},
+                         corrected_statement="c" if holds_corrected is not None else "",
+                         holds_corrected=holds_corrected)
 
     mod.check = check
     monkeypatch.setitem(sys.modules, full, mod)
@@ -122,4 +125,16 @@ def test_ledger_runner_statuses_and_exit_code(monkeypatch, capsys):
     assert rows[0]["smallest_margin"] == "1/3" and rows[2]["notes"] == "ValueError: boom"
     assert rows[3]["theorem"] == "Theorem _not_written"
     assert proofs.main(["--json"]) == 1
+    capsys.readouterr()
+
+    # a statement that fails as printed but holds as corrected stands (exit 0), and says so
+    fixed = _fake(monkeypatch, "fixed", False, holds_corrected=True)
+    monkeypatch.setattr(proofs, "MODULES", (ok, fixed))
+    assert main(["proofs"]) == 0
+    out = capsys.readouterr().out
+    assert "Theorem fixed: DOES NOT HOLD as printed; holds as corrected" in out
+    assert "1 of 2 checked theorems hold as printed; 2 of 2 hold with the corrections" in out
+    unfixed = _fake(monkeypatch, "unfixed", False, holds_corrected=False)
+    monkeypatch.setattr(proofs, "MODULES", (ok, unfixed))
+    assert main(["proofs"]) == 1
     capsys.readouterr()

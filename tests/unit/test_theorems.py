@@ -55,6 +55,8 @@ def test_theorem3_witness_satisfies_the_opt_formula(rows):
 def test_theorem4_fails_at_one_layer_and_holds_beyond(rows):
     row = rows[4]
     assert not row.holds
+    # the corrected statement (H_k at one layer; the printed bound for ℓ >= 2) holds
+    assert row.holds_corrected is True and row.stands
     w = row.witness
     assert w["layers"] == 1
     # ρ(n, 1) = H_(n−1) = H_k < H_n, the stated bound
