@@ -141,6 +141,20 @@ def default_sources(relpaths: Sequence[str]) -> tuple[list[str], str | None]:
     return found, why
 
 
+def sources_or_skip(traces, defaults: Sequence[str], log) -> list[str] | None:
+    """The user's ``--trace`` sources, else the default real traces that exist; None (after
+    logging a one-line "skipped" message) when there are none, so the caller skips its figure."""
+    if traces:
+        return list(traces)
+    sources, why = default_sources(defaults)
+    if not sources:
+        log(f"skipped: no real traces ({why}; pass --trace PATH to use your own)")
+        return None
+    if why:
+        log(f"note: {why}; using the others")
+    return sources
+
+
 def resolve_source(source: str) -> Path | None:
     """The file a source names (as given, else under ``$PAGING_TRACES``), or None for a generator
     spec. Used for the provenance recorded in the JSON; :func:`paging.io.load` does the loading."""

@@ -54,14 +54,9 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
 
     log = progress or common.Progress(NAME)
     k = check_k(k)
-    sources = list(traces) if traces else None
+    sources = common.sources_or_skip(traces, DEFAULT_SOURCES, log)
     if sources is None:
-        sources, why = common.default_sources(DEFAULT_SOURCES)
-        if not sources:
-            log(f"skipped: no real traces ({why}; pass --trace PATH to use your own)")
-            return None
-        if why:
-            log(f"note: {why}; using the others")
+        return None
     seeds = tuple(seeds) if seeds is not None else (QUICK_MARKING_SEEDS if quick
                                                     else MARKING_SEEDS)
     rows, runs = [], []
