@@ -83,16 +83,18 @@ class AdversaryResult:
         }
 
 
-def jsonable(obj):
-    """Fractions -> float, numpy scalars -> Python, recursively (for ``--json``)."""
+def jsonable(obj, exact: bool = False):
+    """Plain JSON values, recursively (for ``--json``): numpy scalars unwrapped, non-finite
+    floats as strings (documents are printed with allow_nan=False), Fractions as floats, or as
+    exact strings such as ``"1/3"`` with ``exact=True`` (the theorem ledger)."""
     if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v, exact) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
+        return [jsonable(v, exact) for v in obj]
     if isinstance(obj, bool) or obj is None or isinstance(obj, str):
         return obj
     if isinstance(obj, Fraction):
-        return float(obj)
+        return str(obj) if exact else float(obj)
     if isinstance(obj, numbers.Integral):
         return int(obj)
     if isinstance(obj, numbers.Real):

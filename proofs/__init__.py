@@ -11,11 +11,10 @@ the printed statement fails, holds as corrected) and 1 otherwise.
 from __future__ import annotations
 
 import importlib
-import math
-import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 
+from adversaries.base import jsonable
 from proofs.ledger import Erratum, LedgerRow
 
 __all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "run_ledger", "format_ledger",
@@ -73,25 +72,6 @@ def run_ledger(modules=None) -> list[Entry]:
     return entries
 
 
-def _jsonable(obj):
-    """Plain JSON values: Fractions and symbolic numbers as strings, numpy scalars unwrapped,
-    non-finite floats as strings (the JSON document is printed with allow_nan=False)."""
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if obj is None or isinstance(obj, (bool, str)):
-        return obj
-    if isinstance(obj, Fraction):
-        return str(obj)
-    if isinstance(obj, numbers.Integral):
-        return int(obj)
-    if isinstance(obj, numbers.Real):
-        v = float(obj)
-        return v if math.isfinite(v) else str(v)
-    return str(obj)
-
-
 def ledger_json(entries: list[Entry]) -> list[dict]:
     """The ``--json`` document: one row dict (:meth:`LedgerRow.to_dict`) per theorem, plus
     ``module`` and ``status``; a missing or failed theorem has ``holds: null`` / ``false`` and
@@ -105,7 +85,7 @@ def ledger_json(entries: list[Entry]) -> list[dict]:
                  "holds": e.holds, "witness": {}, "errata": [], "notes": e.error,
                  "corrected_statement": "", "holds_corrected": None}
         d.update(module=e.module, status=e.status)
-        out.append(_jsonable(d))
+        out.append(jsonable(d, exact=True))
     return out
 
 
