@@ -29,13 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:
-        try:
-            mod = importlib.import_module(f"paging.commands.{name}")
-        except ModuleNotFoundError as e:  # a command still being built
-            if e.name != f"paging.commands.{name}":
-                raise
-            continue
-        mod.add_parser(sub)
+        importlib.import_module(f"paging.commands.{name}").add_parser(sub)
     return parser
 
 
