@@ -38,6 +38,17 @@ from paging.layout import Layout
 EXPANSIONS = ("rounds", "groups")
 
 
+class TraceError(PagingError):
+    """A trace that breaks the layered model, found at request ``request`` (0-based index).
+
+    Readers turn the index into the file and line of that request
+    (:func:`paging.io._pages.build_trace`); raised directly it names the trace."""
+
+    def __init__(self, trace: str, request: int, message: str):
+        self.trace, self.request, self.detail = trace, int(request), message
+        super().__init__(f"trace {trace}: {message}")
+
+
 _CHUNK = 1 << 22  # validation works on blocks of this many requests (bounded temporaries)
 
 
@@ -95,7 +106,7 @@ class Trace:
         if p.size == 0:
             return
         if s[0] != 0:
-            raise PagingError(f"trace {self.name}: the first step must be 0, got {int(s[0])}")
+            raise TraceError(self.name, 0, f"the first step must be 0, got {int(s[0])}")
         for lo in range(0, p.size, _CHUNK):  # chunks keep the temporaries small
             self._validate_block(lo, min(p.size, lo + _CHUNK))
 
@@ -105,36 +116,38 @@ class Trace:
         bad = np.flatnonzero((p < 0) | (p >= lay.n_pages))
         if bad.size:
             i = lo + int(bad[0])
-            raise PagingError(f"trace {nm}: request {i} is page {int(self.pages[i])}, expected a "
-                              f"page id in 0..{lay.n_pages - 1} (n_experts={lay.n_experts}, "
-                              f"n_layers={lay.n_layers})")
+            raise TraceError(nm, i, f"request {i} is page {int(self.pages[i])}, expected a page "
+                             f"id in 0..{lay.n_pages - 1} (n_experts={lay.n_experts}, "
+                             f"n_layers={lay.n_layers})")
         d = np.diff(self.steps[max(lo - 1, 0):hi])
         off = lo if lo > 0 else 1  # index of the request each difference leads to
         bad = np.flatnonzero((d < 0) | (d > 1) | ((d == 0) & (self.expand == "rounds")))
         if bad.size:
             i = off + int(bad[0])
-            raise PagingError(f"trace {nm}: request {i} has step {int(self.steps[i])} after "
-                              f"{int(self.steps[i - 1])}; steps must advance by 1 per request in "
-                              "rounds mode and by 0 or 1 in groups mode")
+            raise TraceError(nm, i, f"request {i} has step {int(self.steps[i])} after "
+                             f"{int(self.steps[i - 1])}; steps must advance by 1 per request "
+                             "in rounds mode and by 0 or 1 in groups mode")
         layer = p // lay.n_experts
         bad = np.flatnonzero(layer != s % lay.n_layers)
         if bad.size:
             i = lo + int(bad[0])
-            raise PagingError(f"trace {nm}: wrong layer order: request {i} is page "
-                              f"{int(self.pages[i])} (layer {int(layer[i - lo])}), expected a "
-                              f"page of layer {int(self.steps[i] % lay.n_layers)} (step "
-                              f"{int(self.steps[i])} mod {lay.n_layers} layers)")
+            raise TraceError(nm, i, f"wrong layer order: request {i} is page "
+                             f"{int(self.pages[i])} (layer {int(layer[i - lo])}), expected a "
+                             f"page of layer {int(self.steps[i] % lay.n_layers)} (step "
+                             f"{int(self.steps[i])} mod {lay.n_layers} layers)")
         if self.expand == "groups" and (d == 0).any():
-            # a group must not request the same page twice (groups never straddle much: sort
-            # the block's (step, page) pairs; a group cut by the block edge is checked by both)
+            # a group must not request the same page twice; a group cut by the block edge is
+            # seen whole by this block (it starts at most n requests before lo)
             g_lo = max(lo - lay.n_experts, 0)
             ss, pp = self.steps[g_lo:hi], self.pages[g_lo:hi]
             order = np.lexsort((pp, ss))
-            ss, pp = ss[order], pp[order]
-            dup = np.flatnonzero((ss[1:] == ss[:-1]) & (pp[1:] == pp[:-1]))
+            dup = np.flatnonzero((ss[order][1:] == ss[order][:-1])
+                                 & (pp[order][1:] == pp[order][:-1]))
             if dup.size:
-                raise PagingError(f"trace {nm}: step {int(ss[dup[0]])} requests page "
-                                  f"{int(pp[dup[0]])} twice; the K experts of a group must differ")
+                i = g_lo + int(order[dup[0] + 1])
+                raise TraceError(nm, i, f"request {i}: step {int(self.steps[i])} requests page "
+                                 f"{int(self.pages[i])} twice; the K experts of a group must "
+                                 "differ")
 
     # -- derived views -------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -1,5 +1,5 @@
-"""Helpers of the page-based formats (``.npz``, CSV): layered-order checks that point at a line,
-and re-expansion of a stored trace into the requested mode."""
+"""Helpers of the page-based formats (``.npz``, CSV): trace construction whose layered-order
+errors point at a line, and re-expansion of a stored trace into the requested mode."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from paging.errors import PagingError
-from paging.layout import Layout
-from paging.trace import EXPANSIONS, Trace, from_routing
+from paging.trace import EXPANSIONS, Trace, TraceError, from_routing
 
 
 def as_list(traces: Trace | Sequence[Trace]) -> list[Trace]:
@@ -22,48 +21,16 @@ def as_list(traces: Trace | Sequence[Trace]) -> list[Trace]:
     return out
 
 
-def check_layered(pages: np.ndarray, steps: np.ndarray, layout: Layout, expand: str,
-                  where: Callable[[int], tuple[str, int | None]], file: str) -> None:
-    """The checks of :class:`~paging.trace.Trace`, reported at a line. ``where(i)`` gives a prefix
-    naming request i and its 1-based line (None for binary files)."""
-    n, L = layout.n_experts, layout.n_layers
-
-    def fail(i: int, msg: str) -> PagingError:
-        prefix, line = where(int(i))
-        return PagingError(f"{prefix}{msg}", file, line)
-
-    bad = np.flatnonzero((pages < 0) | (pages >= layout.n_pages))
-    if bad.size:
-        i = bad[0]
-        raise fail(i, f"page {int(pages[i])} is out of range; expected 0..{layout.n_pages - 1} "
-                      f"(n_experts={n}, n_layers={L})")
-    if steps.size == 0:
-        return
-    if steps[0] != 0:
-        raise fail(0, f"the first step is {int(steps[0])}; expected 0")
-    d = np.diff(steps)
-    ok = (d == 1) if expand == "rounds" else ((d == 0) | (d == 1))
-    bad = np.flatnonzero(~ok)
-    if bad.size:
-        i = bad[0] + 1
-        rule = "by 1 per request (rounds)" if expand == "rounds" else "by 0 or 1 (groups)"
-        raise fail(i, f"step {int(steps[i])} follows step {int(steps[i - 1])}; expected steps "
-                      f"to advance {rule}")
-    layer = pages // n
-    bad = np.flatnonzero(layer != steps % L)
-    if bad.size:
-        i = bad[0]
-        raise fail(i, f"wrong layer order: page {int(pages[i])} is in layer {int(layer[i])}, "
-                      f"expected a page of layer {int(steps[i] % L)} (step {int(steps[i])} mod "
-                      f"{L} layers)")
-    if expand == "groups":
-        order = np.lexsort((pages, steps))
-        dup = np.flatnonzero((steps[order][1:] == steps[order][:-1])
-                             & (pages[order][1:] == pages[order][:-1]))
-        if dup.size:
-            i = order[dup[0] + 1]
-            raise fail(i, f"page {int(pages[i])} is requested twice in step {int(steps[i])}; "
-                          "expected the experts of a group to differ")
+def build_trace(line_of: Callable[[int], tuple[str, int | None]], file: str, *args,
+                **kw) -> Trace:
+    """``Trace(*args, **kw)``, with a layered-order error (:class:`~paging.trace.TraceError`)
+    reported at the file and line of the offending request: ``line_of(i)`` gives a message
+    prefix and the 1-based line of request i (None for binary files)."""
+    try:
+        return Trace(*args, **kw)
+    except TraceError as e:
+        prefix, line = line_of(e.request)
+        raise PagingError(f"{prefix}{e.detail}", file, line) from None
 
 
 def reexpand(trace: Trace, expand: str) -> Trace:

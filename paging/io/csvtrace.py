@@ -28,7 +28,7 @@ import numpy as np
 
 from paging.errors import PagingError
 from paging.io._common import no_phases, read_text
-from paging.io._pages import as_list, check_layered, reexpand
+from paging.io._pages import as_list, build_trace, reexpand
 from paging.io.atomic import atomic_path
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, Trace
@@ -194,14 +194,13 @@ def read_csv(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
     for nm, a, b in zip(names, bounds[:-1], bounds[1:], strict=True):
         pages = cols["page"][a:b]
         steps = cols["step"][a:b] if "step" in cols else np.arange(b - a, dtype=np.int64)
-        check_layered(pages, steps, lay, mode,
-                      lambda i, a=a: ("", int(line_arr[a + i])), file)
         meta = {"source": file, "format": "csv", "rows": int(b - a)}
         opt = [cols[c][a:b] if c in cols else None for c in ("token", "rank", "score")]
         if opt[0] is not None:
             meta["n_tokens"] = int(np.unique(opt[0]).size)
         if opt[1] is not None and b > a:
             meta["top_k"] = int(opt[1].max()) + 1
-        tr = Trace(lay, pages, steps, nm, *opt, mode, meta)
+        tr = build_trace(lambda i, a=a: ("", int(line_arr[a + i])), file,
+                         lay, pages, steps, nm, *opt, mode, meta)
         traces.append(reexpand(tr, expand))
     return traces

@@ -22,7 +22,7 @@ import numpy as np
 
 from paging.errors import PagingError
 from paging.io._common import no_phases
-from paging.io._pages import as_list, check_layered, reexpand
+from paging.io._pages import as_list, build_trace, reexpand
 from paging.io.atomic import atomic_path
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, Trace
@@ -132,8 +132,6 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
     for s in range(S):
         a, b = int(off[s]), int(off[s + 1])
         nm = str(names[s])
-        check_layered(pages[a:b], steps[a:b], lay, mode,
-                      lambda i, nm=nm: (f"request {i} of {nm}: ", None), file)
         meta = {}
         if metas is not None:
             try:
@@ -145,8 +143,9 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
         if "source" in meta and meta["source"] != file:
             meta.setdefault("converted_from", meta["source"])
         meta["source"] = file
-        tr = Trace(lay, pages[a:b], steps[a:b], nm, *(opt[k][a:b] if k in opt else None
-                                                      for k, _ in _OPTIONAL), mode, meta)
+        tr = build_trace(lambda i, nm=nm: (f"sequence {nm}: ", None), file,
+                         lay, pages[a:b], steps[a:b], nm,
+                         *(opt[k][a:b] if k in opt else None for k, _ in _OPTIONAL), mode, meta)
         traces.append(reexpand(tr, expand))
     if not traces:
         raise PagingError("the file holds no sequences", file)

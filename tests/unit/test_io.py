@@ -427,3 +427,20 @@ def test_real_granite_counts():
     assert [t.meta["n_tokens"] for t in traces] == [103, 108, 93]
     dec = load(path, phase="decode")
     assert [t.n_requests for t in dec] == [64 * 24 * 8] * 3
+
+
+def test_csv_layered_errors_point_at_the_offending_row(tmp_path):
+    """Trace validation reports the request; the CSV reader maps it to the file line."""
+    from paging.io import read_csv
+
+    head = "# paging-trace n_experts=3 n_layers=2 expand=groups\nstep,page\n"
+    dup = tmp_path / "dup.csv"
+    dup.write_text(head + "0,0\n0,1\n1,3\n1,3\n")  # the second page 3 (line 6) repeats in a group
+    with pytest.raises(PagingError) as e:
+        read_csv(dup)
+    assert e.value.line == 6 and "requests page 3 twice" in e.value.message
+    far = tmp_path / "far.csv"
+    far.write_text(head + "0,0\n1,3\n2,9\n")  # page 9 (line 5) is out of range
+    with pytest.raises(PagingError) as e:
+        read_csv(far)
+    assert e.value.line == 5 and "page 9" in e.value.message
