@@ -156,19 +156,9 @@ def exit_status(entries: list[Entry]) -> int:
 
 
 def main(argv=None) -> int:
-    """``python -m proofs [--json]``."""
-    import argparse
-    import json
+    """``python -m proofs [--json]``: the same as ``paging proofs [--json]``."""
     import sys
 
-    p = argparse.ArgumentParser(prog="python -m proofs",
-                                description="Check Theorems 1-5 and print the ledger.")
-    p.add_argument("--json", action="store_true", help="print a JSON list of ledger rows")
-    args = p.parse_args(argv)
-    entries = run_ledger()
-    if args.json:
-        sys.stdout.write(json.dumps(ledger_json(entries), allow_nan=False,
-                                    ensure_ascii=False) + "\n")
-    else:
-        print(format_ledger(entries))
-    return exit_status(entries)
+    from paging.cli import main as cli_main
+
+    return cli_main(["proofs", *(sys.argv[1:] if argv is None else argv)])

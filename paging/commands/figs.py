@@ -34,14 +34,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from paging.errors import PagingError
+    from experiments.run_all import run_figures
 
-    try:
-        from experiments.run_all import run_figures
-    except ModuleNotFoundError as e:  # a non-editable install without the experiments folder
-        if e.name and e.name.startswith("experiments"):
-            raise PagingError("the experiments package is not installed; run `paging figs` "
-                              "from a checkout installed with `pip install -e .`") from None
-        raise
     run_figures(only=args.only, out_dir=args.out, quick=args.quick, traces=args.trace)
     return 0
