@@ -124,8 +124,7 @@ def _layer_curves(trace: Trace, spec) -> np.ndarray:
                 out[z, c] = lists.list_kernel(sub, steps, n, L, caps[c - 1], False, kind,
                                               False)[0]
             continue
-        nu = (_readonly(next_use(sub)) if (family, kind) == ("heap", heaps.BELADY)
-              else _readonly(np.zeros(0)))
+        nu = _readonly(next_use(sub) if fast.needs_next_use(spec) else np.zeros(0))
         out[z] = _hist_to_misses(_stack_hist(sub, nu, lay, spec), sub.size, n)
     return out
 
@@ -153,7 +152,7 @@ def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress) -> np.ndarr
                 bar.update()
             return out
         draws = fast.marking_draws(seed, trace.n_requests) if spec[0] == "marking" else None
-        nu = trace.next_use if spec == ("heap", heaps.BELADY, spec[2]) else None
+        nu = trace.next_use if fast.needs_next_use(spec) else None
 
         def one(k):
             return fast.run_misses(trace, spec, k, draws=draws, next_use=nu)
@@ -217,8 +216,7 @@ def miss_curve(trace: Trace, policy_name: str, *, seed: int | None = 0,
         return np.zeros(P, dtype=np.int64)
     method = _method(trace, spec)
     if method == "stack":
-        nu = (_readonly(trace.next_use) if (spec[0], spec[1]) == ("heap", heaps.BELADY)
-              else _readonly(np.zeros(0)))
+        nu = _readonly(trace.next_use if fast.needs_next_use(spec) else np.zeros(0))
         return _hist_to_misses(_stack_hist(trace.pages, nu, trace.layout, spec), N, P)[1:]
     if method == "per-layer":
         m = _layer_curves(trace, spec)

@@ -25,7 +25,7 @@ from paging.fast.heaps import heap_kernel
 from paging.fast.lists import list_kernel
 from paging.fast.marking import marking_kernel
 
-__all__ = ["run", "plan", "has_kernel", "run_misses", "marking_draws"]
+__all__ = ["run", "plan", "has_kernel", "run_misses", "marking_draws", "needs_next_use"]
 
 # family, kind of the base policies (keys: the policy classes, filled lazily to avoid a cycle)
 _LIST, _HEAP, _MARK = "list", "heap", "marking"
@@ -102,7 +102,8 @@ def _execute(pages, steps, next_use, layout, k, spec, draws, record):
     return marking_kernel(pages, steps, n, L, caps, dist, draws, record)
 
 
-def _needs_next_use(spec) -> bool:
+def needs_next_use(spec) -> bool:
+    """Whether the kernel of ``spec`` reads next-use times (Belady and Belady-DIST)."""
     from paging.fast import heaps
 
     return spec[0] == _HEAP and spec[1] == heaps.BELADY
@@ -145,7 +146,7 @@ def run(trace, policy, k: int, *, seed: int | None = 0, record: bool = False):
     spec = plan(policy)
     if spec is None:
         return None
-    nu = trace.next_use if _needs_next_use(spec) else _no_next_use()
+    nu = trace.next_use if needs_next_use(spec) else _no_next_use()
     draws = marking_draws(seed, trace.n_requests) if spec[0] == _MARK else None
     out = _execute(trace.pages, trace.steps, nu, trace.layout, int(k), spec, draws, record)
     misses, coll, per_layer, hit_mask, ev, n_ev, byp, n_byp = out
@@ -163,6 +164,6 @@ def run_misses(trace, spec, k: int, *, draws=None, next_use=None) -> int:
     """Total misses of one run for a kernel ``spec`` (:func:`plan`), no Result built: the inner
     step of per-k miss-curve sweeps (:mod:`paging.mrc`). Releases the GIL while it runs."""
     if next_use is None:
-        next_use = trace.next_use if _needs_next_use(spec) else _no_next_use()
+        next_use = trace.next_use if needs_next_use(spec) else _no_next_use()
     return int(_execute(trace.pages, trace.steps, next_use, trace.layout, int(k), spec, draws,
                         False)[0])
