@@ -182,11 +182,6 @@ class Trace:
     def is_grouped(self) -> bool:
         return self.n_requests > 0 and bool(np.any(np.diff(self.steps) == 0))
 
-    def with_pages(self, pages, name: str | None = None) -> Trace:
-        """The same steps and layout with other pages (used by the online-ness contract test)."""
-        return Trace(self.layout, pages, self.steps, name or self.name, self.token, self.rank,
-                     self.score, self.expand, self.meta)
-
     def head(self, n: int) -> Trace:
         """The first n requests."""
         def cut(a):
