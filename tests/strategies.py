@@ -48,3 +48,36 @@ def any_traces(**kw):
 
 def cache_sizes(trace: Trace):
     return st.integers(1, trace.layout.n_pages + 1)
+
+
+@st.composite
+def long_round_traces(draw, max_rounds: int = 200, min_pages: int = 1,
+                      max_pages: int = 9) -> Trace:
+    """Long rounds-mode traces on few pages (n·ℓ in min_pages..max_pages, at most 3 layers),
+    where competitive bounds can be tight:
+    uniform requests, the cyclic sequence of Theorem 3 (LRU misses every request), the cyclic
+    sequence with some requests replaced at random, or a frequency trap (one hot expert per
+    layer, then a cycle over the others). Pages come from a seeded numpy Generator."""
+    L = draw(st.integers(1, 3))
+    n = draw(st.integers(max(1, -(-min_pages // L)), max(1, max_pages // L)))
+    lay = Layout(n, L)
+    rounds = draw(st.integers(10, max_rounds))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    n, L = lay.n_experts, lay.n_layers
+    cyclic = np.repeat(np.arange(rounds) % n, L)
+    kind = draw(st.sampled_from(["uniform", "cyclic", "noisy-cyclic", "trap"]))
+    if kind == "uniform":
+        experts = rng.integers(0, n, rounds * L)
+    elif kind == "cyclic" or (kind == "trap" and n == 1):
+        experts = cyclic
+    elif kind == "trap":
+        # the frequency trap: expert 0 of every layer for the first third, then a cycle over the
+        # other experts (LFU keeps the early hot pages and is not competitive here)
+        hot = rounds // 3
+        experts = np.r_[np.zeros(hot * L, np.int64),
+                        1 + np.repeat(np.arange(rounds - hot) % (n - 1), L)]
+    else:
+        noise = rng.random(rounds * L) < draw(st.floats(0.02, 0.3))
+        experts = np.where(noise, rng.integers(0, n, rounds * L), cyclic)
+    pages = (np.arange(rounds * L) % L) * n + experts
+    return from_pages(pages, lay, name=f"long-{kind}")
