@@ -6,6 +6,9 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: test figs venv bench lint clean
 
+# the real routing traces: $PAGING_TRACES, else ../shared/traces when it exists
+TRACES ?= $(or $(PAGING_TRACES),$(shell test -d ../shared/traces && cd ../shared/traces && pwd))
+
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
@@ -15,12 +18,10 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 test: $(STAMP)
-	PAGING_TRACES=$${PAGING_TRACES:-$$(test -d ../shared/traces && cd ../shared/traces && pwd)} \
-	  $(PY) -m pytest -q $(PYTEST_ARGS)
+	PAGING_TRACES=$(TRACES) $(PY) -m pytest -q $(PYTEST_ARGS)
 
 figs: $(STAMP)
-	PAGING_TRACES=$${PAGING_TRACES:-$$(test -d ../shared/traces && cd ../shared/traces && pwd)} \
-	  $(VENV)/bin/paging figs
+	PAGING_TRACES=$(TRACES) $(VENV)/bin/paging figs
 
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,bench]'
@@ -30,4 +31,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check paging adversaries proofs experiments tests benchmarks
 
 clean:
-	rm -rf $(VENV) paper_figs/*.png paper_figs/*.pdf
+	rm -rf $(VENV) paper_figs

@@ -8,11 +8,10 @@ independently; a few curves are also checked by hand.
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import round_traces, topk_traces
 
@@ -25,10 +24,6 @@ from paging.simulate import simulate
 from paging.trace import from_pages, from_routing
 
 ONE_PASS = ["lru", "llru", "lfu", "fld", "least-stale", "belady"]
-# the loaded hypothesis profile's max_examples (tests/conftest.py), or PAGING_MRC_EXAMPLES
-EXAMPLES = settings(max_examples=int(os.environ.get("PAGING_MRC_EXAMPLES") or
-                                     settings.default.max_examples),
-                    deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def per_k(trace, name, seed=0):
@@ -93,7 +88,6 @@ def test_methods():
 
 # -- every curve equals per-k simulation ---------------------------------------------------------
 @pytest.mark.parametrize("name", POLICY_NAMES)
-@EXAMPLES
 @given(trace=round_traces(max_rounds=16), seed=st.integers(0, 1000))
 def test_curve_equals_per_k_rounds(name, trace, seed):
     curve = miss_curve(trace, name, seed=seed)
@@ -102,7 +96,6 @@ def test_curve_equals_per_k_rounds(name, trace, seed):
 
 
 @pytest.mark.parametrize("name", POLICY_NAMES)
-@EXAMPLES
 @given(trace=topk_traces(), seed=st.integers(0, 1000))
 def test_curve_equals_per_k_topk(name, trace, seed):
     assert miss_curve(trace, name, seed=seed).tolist() == per_k(trace, name, seed)

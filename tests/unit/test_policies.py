@@ -14,14 +14,15 @@ from paging.verify import verify
 BELADY_STRING = [1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5]
 
 
+@pytest.mark.parametrize("engine", ["reference", "fast"])
 @pytest.mark.parametrize("policy,k,misses", [
     ("fifo", 3, 9), ("fifo", 4, 10),      # Belady's anomaly: more frames, more faults
     ("lru", 3, 10), ("lru", 4, 8),
     ("belady", 3, 7), ("belady", 4, 6),
 ])
-def test_belady_anomaly_string(policy, k, misses):
+def test_belady_anomaly_string(policy, k, misses, engine):
     trace = from_pages(BELADY_STRING, Layout(n_experts=6, n_layers=1))
-    res = simulate(trace, policy, k, record=True, engine="reference")
+    res = simulate(trace, policy, k, record=True, engine=engine)
     assert res.misses == misses
     verify(trace, res)
 
