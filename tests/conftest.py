@@ -22,9 +22,3 @@ TRACES = os.environ.get("PAGING_TRACES")
 needs_traces = pytest.mark.skipif(not TRACES, reason="PAGING_TRACES is not set (real traces "
                                   "live in ../shared/traces; make test sets it when present)")
 
-
-@pytest.fixture
-def traces_dir() -> Path:
-    if not TRACES:
-        pytest.skip("PAGING_TRACES is not set")
-    return Path(TRACES)

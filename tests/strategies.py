@@ -42,14 +42,6 @@ def topk_traces(draw, max_experts: int = 5, max_layers: int = 3, max_tokens: int
     return from_routing(table, lay, expand=mode, name=f"hyp-{mode}")
 
 
-def any_traces(**kw):
-    return st.one_of(round_traces(), topk_traces())
-
-
-def cache_sizes(trace: Trace):
-    return st.integers(1, trace.layout.n_pages + 1)
-
-
 @st.composite
 def long_round_traces(draw, max_rounds: int = 200, min_pages: int = 1,
                       max_pages: int = 9) -> Trace:

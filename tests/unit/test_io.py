@@ -4,13 +4,13 @@ bytes, and the real traces of ../shared/traces when PAGING_TRACES is set."""
 from __future__ import annotations
 
 import json
-import os
 import struct
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TRACES, needs_traces  # noqa: I001
 
 from paging.errors import PagingError
 from paging.io import (
@@ -29,10 +29,6 @@ from paging.io import (
 from paging.io.libcachesim import oracle_general_records
 from paging.layout import Layout
 from paging.trace import from_pages, from_routing
-
-TRACES = os.environ.get("PAGING_TRACES")
-needs_traces = pytest.mark.skipif(not os.environ.get("PAGING_TRACES"),
-                                  reason="PAGING_TRACES is not set")
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
