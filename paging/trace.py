@@ -183,12 +183,18 @@ class Trace:
         return self.n_requests > 0 and bool(np.any(np.diff(self.steps) == 0))
 
     def head(self, n: int) -> Trace:
-        """The first n requests."""
+        """The first n requests. ``meta`` records ``head_of`` (the full length), ``n_tokens``
+        counts the tokens that remain, and the entries that describe the full sequence's rows
+        and phases are dropped."""
         def cut(a):
             return None if a is None else a[:n]
 
+        meta = {k: v for k, v in self.meta.items() if k not in ("rows", "phases", "phase_bounds")}
+        meta["head_of"] = self.meta.get("head_of", self.n_requests)
+        if self.token is not None:
+            meta["n_tokens"] = int(np.unique(self.token[:n]).size)
         return Trace(self.layout, self.pages[:n], self.steps[:n], self.name, cut(self.token),
-                     cut(self.rank), cut(self.score), self.expand, self.meta)
+                     cut(self.rank), cut(self.score), self.expand, meta)
 
     def __repr__(self) -> str:
         return (f"Trace({self.name!r}, {self.n_requests} requests, n_experts="

@@ -59,3 +59,14 @@ def test_chunked_validation_finds_errors_across_block_edges(monkeypatch):
 def test_groups_must_not_repeat_a_page():
     with pytest.raises(PagingError, match="requests page 1 twice"):
         Trace(Layout(3, 1), [1, 1], [0, 0], expand="groups")
+
+
+def test_head_keeps_only_what_still_holds():
+    # 3 tokens, l = 2, top-2 in rounds mode: 4 requests per token
+    e = np.array([[[0, 1], [0, 1]], [[1, 2], [2, 0]], [[2, 0], [1, 2]]])
+    t = from_routing(e, Layout(3, 2), "rounds", meta={"rows": 6, "phases": {"x": 1}})
+    h = t.head(6)  # token 0 and half of token 1
+    assert h.pages.tolist() == t.pages.tolist()[:6]
+    assert h.meta["n_tokens"] == 2 and h.meta["head_of"] == 12 and h.meta["top_k"] == 2
+    assert "rows" not in h.meta and "phases" not in h.meta
+    assert t.meta["n_tokens"] == 3  # the original is untouched
