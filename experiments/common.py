@@ -27,7 +27,6 @@ from pathlib import Path
 from paging.io.atomic import atomic_path
 
 TRACES_ENV = "PAGING_TRACES"
-DEFAULT_OUT = "paper_figs"
 
 # The online policies of Figures 4 and 5 and the offline references, in plotting order.
 POLICY_LABELS = {
@@ -254,24 +253,24 @@ def save_figure(fig, out_dir: str | os.PathLike, stem: str) -> list[Path]:
 
 
 # -- command line of the figure scripts ----------------------------------------------------------
-def figure_parser(name: str, description: str, *, real: bool) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"python -m experiments.{name}", description=description)
-    p.add_argument("--out", default=DEFAULT_OUT, help=f"output folder (default {DEFAULT_OUT})")
-    p.add_argument("--quick", action="store_true", help="reduced sizes (seconds, for CI)")
-    if real:
-        p.add_argument("--trace", action="append", metavar="PATH", default=None,
-                       help="routing file (any format paging.io.load reads; repeatable); "
-                            f"default: the shipped traces under ${TRACES_ENV}")
+def figure_parser(module) -> argparse.ArgumentParser:
+    """``python -m experiments.figX``: the options of ``paging figs`` without ``--only`` (and
+    without ``--trace`` unless the figure is drawn from real traces)."""
+    from paging.commands.figs import add_arguments
+
+    first_paragraph = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
+    p = argparse.ArgumentParser(prog=f"python -m experiments.{module.NAME}",
+                                description=first_paragraph)
+    add_arguments(p, only=False, trace=module.REAL_TRACES)
     return p
 
 
-def run_main(module, argv: Sequence[str] | None, *, real: bool) -> int:
+def run_main(module, argv: Sequence[str] | None) -> int:
     """``python -m experiments.figX``: compute the CSV, then plot it."""
     from paging.errors import PagingError
 
-    doc = (module.__doc__ or "").strip().splitlines()[0]
-    args = figure_parser(module.NAME, doc, real=real).parse_args(argv)
-    kw = {"traces": args.trace} if real else {}
+    args = figure_parser(module).parse_args(argv)
+    kw = {"traces": args.trace} if module.REAL_TRACES else {}
     try:
         csv_path = module.compute(args.out, quick=args.quick, **kw)
         if csv_path is not None:

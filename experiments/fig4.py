@@ -25,6 +25,7 @@ import numpy as np
 from experiments import common
 
 NAME = "fig4"
+REAL_TRACES = True  # drawn from real traces: compute() takes traces= (the --trace option)
 DEFAULT_SOURCES = (
     "mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl",
     "granite-3.0-1b-a400m-instruct/moe_expert_trace.json",
@@ -233,7 +234,7 @@ def plot(csv_path, out_dir) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return common.run_main(sys.modules[__name__], argv, real=True)
+    return common.run_main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import numpy as np
 from experiments import common
 
 NAME = "fig5"
+REAL_TRACES = True  # drawn from real traces: compute() takes traces= (the --trace option)
 DEFAULT_SOURCES = (
     "mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl",
     "mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl",
@@ -198,7 +199,7 @@ def _short(name: str, width: int = 48) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return common.run_main(sys.modules[__name__], argv, real=True)
+    return common.run_main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ import numpy as np
 from experiments import common
 
 NAME = "fig6a"
+REAL_TRACES = False  # synthetic: no traces= argument, no --trace option
 A = 2.0
 H = 0.0
 K = 16
@@ -134,7 +135,7 @@ def plot(csv_path, out_dir) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return common.run_main(sys.modules[__name__], argv, real=False)
+    return common.run_main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from experiments import common
 from experiments.fig6a import PERM, cell
 
 NAME = "fig6b"
+REAL_TRACES = False  # synthetic: no traces= argument, no --trace option
 K = 64
 N = 8
 LAYERS = 32
@@ -100,7 +101,7 @@ def plot(csv_path, out_dir) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return common.run_main(sys.modules[__name__], argv, real=False)
+    return common.run_main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from pathlib import Path
 from experiments import common
 
 NAME = "fig_coupon"
+REAL_TRACES = False  # synthetic: no traces= argument, no --trace option
 N_VALUES = (2, 3, 4, 8, 16, 32, 64, 128)
 LOG2_C = tuple(range(0, 101))
 QUICK = {"n_values": (2, 8, 32), "log2_c": tuple(range(0, 101, 5))}
@@ -70,9 +71,7 @@ def compute(out_dir, *, quick: bool = False, n_values: Sequence[int] | None = No
         rows += rows_for(n, log2_c)
         worst = min(r["ratio"] for r in rows if r["n"] == n)
         log(f"N={n}: {len(log2_c)} values of C done; smallest E/bound {worst:.4f}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    csv_path = common.write_csv(out / f"{NAME}.csv", COLUMNS, rows,
+    csv_path = common.write_csv(Path(out_dir) / f"{NAME}.csv", COLUMNS, rows,
                                 sort_by=("n", "log2_collectors"))
     common.write_json(common.params_path(csv_path), {
         "figure": NAME,
@@ -128,11 +127,9 @@ def plot(csv_path, out_dir) -> list[Path]:
     return paths
 
 
-def main(out_dir: str = common.DEFAULT_OUT, *, quick: bool = False) -> list[Path]:
-    """Compute the CSV into ``out_dir`` and draw the figure; return the files written."""
-    csv_path = compute(out_dir, quick=quick)
-    return [csv_path, *plot(csv_path, out_dir)]
+def main(argv: Sequence[str] | None = None) -> int:
+    return common.run_main(sys.modules[__name__], argv)
 
 
 if __name__ == "__main__":
-    sys.exit(common.run_main(sys.modules[__name__], sys.argv[1:], real=False))
+    sys.exit(main())

@@ -2,26 +2,43 @@
 
 Runs the scripts of ``experiments/`` (:mod:`experiments.run_all`): each computes a CSV (and a
 JSON of its parameters and seeds) and draws PNG + PDF from it, into ``paper_figs/`` by default.
-The real-trace figures (fig4, fig5) read the shipped traces under $PAGING_TRACES, or the files
-given with --trace; without either they are skipped with a one-line message.
+The figures drawn from real traces (those whose module sets ``REAL_TRACES = True``: fig4, fig5)
+read the shipped traces under $PAGING_TRACES, or the files given with --trace; without either
+they are skipped with a one-line message.
 """
 
 from __future__ import annotations
 
-FIGURES = ("fig4", "fig5", "fig6a", "fig6b", "coupon")
+#: The one registry of figures: name (for ``--only``) -> the module that makes it. Each module
+#: offers ``compute(out_dir, *, quick, ...)``, ``plot(csv_path, out_dir)``, ``main(argv)``,
+#: ``NAME`` (the stem of its files) and ``REAL_TRACES`` (whether it takes ``traces=``).
+#: Module paths only: nothing in :mod:`paging` imports :mod:`experiments` until a figure is made.
+FIGURES = {
+    "fig4": "experiments.fig4",
+    "fig5": "experiments.fig5",
+    "fig6a": "experiments.fig6a",
+    "fig6b": "experiments.fig6b",
+    "coupon": "experiments.fig_coupon",
+}
+DEFAULT_OUT = "paper_figs"
 
 
-def add_arguments(p) -> None:
-    """The options of ``paging figs`` (shared with ``python -m experiments.run_all``)."""
-    p.add_argument("--only", action="append", metavar="NAME", default=None,
-                   help=f"make only this figure (repeatable): {', '.join(FIGURES)}")
-    p.add_argument("--out", default="paper_figs", metavar="DIR",
-                   help="output folder (default paper_figs)")
+def add_arguments(p, *, only: bool = True, trace: bool = True) -> None:
+    """The options of ``paging figs`` (shared with ``python -m experiments.run_all``); a single
+    figure's script (``python -m experiments.fig4``) takes them without ``--only``, and without
+    ``--trace`` when it is not drawn from real traces."""
+    if only:
+        p.add_argument("--only", action="append", metavar="NAME", default=None,
+                       help=f"make only this figure (repeatable): {', '.join(FIGURES)}")
+    p.add_argument("--out", default=DEFAULT_OUT, metavar="DIR",
+                   help=f"output folder (default {DEFAULT_OUT})")
     p.add_argument("--quick", action="store_true",
                    help="reduced sizes and seeds (seconds; for checks, not for the paper)")
-    p.add_argument("--trace", action="append", metavar="PATH", default=None,
-                   help="routing file for fig4/fig5 instead of the shipped traces (repeatable; "
-                        "any format `paging trace info` reads)")
+    if trace:
+        p.add_argument("--trace", action="append", metavar="PATH", default=None,
+                       help="routing file for the figures drawn from real traces, instead of "
+                            "the shipped ones under $PAGING_TRACES (repeatable; any format "
+                            "`paging trace info` reads)")
 
 
 def add_parser(sub) -> None:

@@ -3,10 +3,14 @@ message without real traces, --trace with a user's file, and errors (exit 2, one
 
 from __future__ import annotations
 
+import inspect
+import math
+
 import pytest
 
-from experiments import run_all
+from experiments import common, fig_coupon, run_all
 from paging.cli import main
+from paging.commands.figs import FIGURES
 
 
 def test_unknown_figure_is_one_error_line(capsys):
@@ -54,32 +58,52 @@ def test_run_all_main_matches_the_command(tmp_path, monkeypatch):
     assert run_all.main(["--only", "nothing"]) == 2
 
 
-@pytest.mark.parametrize("name", ["fig4", "fig5", "fig6a", "fig6b"])
+def test_the_registry_lists_every_figure_once():
+    assert list(FIGURES) == ["fig4", "fig5", "fig6a", "fig6b", "coupon"]
+    mods = run_all.modules()
+    assert len({m.NAME for m in mods.values()}) == len(FIGURES)  # distinct file stems
+    assert [name for name, m in mods.items() if m.REAL_TRACES] == ["fig4", "fig5"]
+
+
+@pytest.mark.parametrize("name", ["fig4", "fig5", "fig6a", "fig6b", "coupon"])
 def test_every_figure_is_registered(name):
-    assert name in run_all.available()
+    (mod,) = run_all.modules([name]).values()
+    assert mod.__name__ == FIGURES[name]
+    assert isinstance(mod.REAL_TRACES, bool)
+    params = inspect.signature(mod.compute).parameters
+    assert "quick" in params and ("traces" in params) == mod.REAL_TRACES
+    assert callable(mod.plot) and callable(mod.main)
 
 
-def test_coupon_figure_is_run_through_its_own_interface(tmp_path, monkeypatch):
-    """experiments/fig_coupon.py (another module) offers compute(out_dir) -> csv and
-    plot(csv, out_dir); run_all calls exactly that, without --quick or --trace."""
-    import sys
-    import types
+def test_coupon_figure_end_to_end(tmp_path, monkeypatch, capsys):
+    """``paging figs --only coupon --quick``: the real module, its CSV checked against Theorem 5
+    computed here (the closed form E[T(N,1)] = N·H_N and E[T] >= max(N·H_N, log(C)/6))."""
+    monkeypatch.delenv("PAGING_TRACES", raising=False)
+    out = tmp_path / "figs"
+    assert main(["figs", "--only", "coupon", "--quick", "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["fig_coupon.csv", "fig_coupon.json",
+                                                     "fig_coupon.pdf", "fig_coupon.png"]
+    assert (out / "fig_coupon.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "fig_coupon.pdf").read_bytes()[:5] == b"%PDF-"
+    rows = common.read_csv(out / "fig_coupon.csv")
+    quick = fig_coupon.QUICK
+    assert [(int(r["n"]), int(r["log2_collectors"])) for r in rows] == \
+        [(n, e) for n in quick["n_values"] for e in quick["log2_c"]]
+    for r in rows:
+        n, c = int(r["n"]), int(r["collectors"])
+        n_h_n = n * sum(1 / i for i in range(1, n + 1))
+        bound = max(n_h_n, math.log(c) / 6)
+        assert float(r["bound"]) == pytest.approx(bound, abs=1e-6)
+        assert float(r["expected"]) >= bound - 1e-6
+        if c == 1:  # one collector: the classic coupon collector, N·H_N exactly
+            assert float(r["expected"]) == pytest.approx(n_h_n, abs=1e-6)
+    assert "[figs" in capsys.readouterr().err
 
-    calls = []
-    fake = types.ModuleType("experiments.fig_coupon")
 
-    def compute(out_dir):
-        calls.append(("compute", str(out_dir)))
-        path = tmp_path / "coupon.csv"
-        path.write_text("n,value\n")
-        return path
-
-    def plot(csv_path, out_dir):
-        calls.append(("plot", csv_path.name))
-        return [tmp_path / "coupon.png"]
-
-    fake.compute, fake.plot, fake.main = compute, plot, lambda out_dir: 0
-    monkeypatch.setitem(sys.modules, "experiments.fig_coupon", fake)
-    written = run_all.run_figures(only=["coupon"], out_dir=str(tmp_path), quick=True)
-    assert calls == [("compute", str(tmp_path)), ("plot", "coupon.csv")]
-    assert [p.name for p in written["coupon"]] == ["coupon.csv", "coupon.png"]
+def test_coupon_script_main(tmp_path):
+    """``python -m experiments.fig_coupon --quick --out DIR``: the same files, no --trace."""
+    assert fig_coupon.main(["--quick", "--out", str(tmp_path)]) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"fig_coupon.csv", "fig_coupon.json",
+                                                    "fig_coupon.png", "fig_coupon.pdf"}
+    with pytest.raises(SystemExit):
+        fig_coupon.main(["--trace", "x.jsonl"])
