@@ -155,15 +155,12 @@ def sources_or_skip(traces, defaults: Sequence[str], log) -> list[str] | None:
 
 
 def resolve_source(source: str) -> Path | None:
-    """The file a source names (as given, else under ``$PAGING_TRACES``), or None for a generator
-    spec. Used for the provenance recorded in the JSON; :func:`paging.io.load` does the loading."""
-    p = Path(source)
-    if p.is_file():
-        return p
-    root = traces_root()
-    if root is not None and not p.is_absolute() and (root / p).is_file():
-        return root / p
-    return None
+    """The file a source names (see :func:`paging.io.resolve_path`), or None for a generator
+    spec. Used for the provenance recorded in the JSON and the model label."""
+    from paging.generators import is_spec
+    from paging.io import resolve_path
+
+    return None if is_spec(source) else resolve_path(source)
 
 
 def sha256(path: Path) -> str:
@@ -183,14 +180,12 @@ def source_record(source: str) -> dict:
     return {"source": source, "kind": "file", "bytes": f.stat().st_size, "sha256": sha256(f)}
 
 
-def load_sequences(source: str, *, phase: str = "both"):
+def load_sequences(source: str):
     """Every sequence of a source (a list of :class:`paging.trace.Trace`), expanded into rounds as
-    in the paper (Sec. 5.1). Files are read by :func:`paging.io.load`; a source that exists only
-    under ``$PAGING_TRACES`` is passed with its full path there."""
+    in the paper (Sec. 5.1), both phases; read by :func:`paging.io.load`."""
     from paging.io import load
 
-    f = resolve_source(source)
-    return load(str(f) if f is not None else source, expand="rounds", phase=phase)
+    return load(source, expand="rounds")
 
 
 def top_k(trace) -> int:
