@@ -136,13 +136,14 @@ def summarize(rows: list[dict[str, str]]) -> list[dict]:
     out = []
     for model, layout in sorted({(r["model"], r["layout"]) for r in rows}):
         mr = [r for r in rows if (r["model"], r["layout"]) == (model, layout)]
-        llru = {r["trace"]: float(r["misses"]) for r in mr if r["policy"] == "llru"}
+        # a sequence is (source, trace): two files of the same name in same-named folders
+        # give the same trace name and model
+        llru = {_sequence(r): float(r["misses"]) for r in mr if r["policy"] == "llru"}
         for policy in sorted({r["policy"] for r in mr}):
             pr = [r for r in mr if r["policy"] == policy]
             ratio = np.array([float(r["ratio"]) for r in pr])
-            fewer = np.array([1.0 - llru[r["trace"]] / float(r["misses"]) for r in pr
-                              if policy != "llru" and r["trace"] in llru
-                              and float(r["misses"]) > 0])
+            fewer = np.array([1.0 - llru[_sequence(r)] / float(r["misses"]) for r in pr
+                              if policy != "llru" and float(r["misses"]) > 0])
             out.append({"model": model, "layout": layout, "n_sequences": len(pr),
                         "k": int(pr[0]["k"]), "policy": policy,
                         "ratio_median": float(np.median(ratio)),
@@ -164,21 +165,24 @@ def plot(csv_path, out_dir) -> list[Path]:
                              layout="constrained")
     for ax, (model, layout) in zip(axes[0], models, strict=True):
         mr = [r for r in rows if (r["model"], r["layout"]) == (model, layout)]
-        traces = sorted({r["trace"] for r in mr})
+        traces = sorted({_sequence(r) for r in mr})
         policies = [p for p in POLICIES if any(r["policy"] == p for r in mr)]
         data = [[float(r["ratio"]) for r in mr if r["policy"] == p] for p in policies]
         ax.boxplot(data, widths=0.5, showfliers=False, medianprops={"color": "black"})
         markers = "oDs^vP*Xh<>p"
-        for ti, tname in enumerate(traces):
+        named = [t for _, t in traces]
+        for ti, seq in enumerate(traces):
             for pi, p in enumerate(policies):
-                v = [float(r["ratio"]) for r in mr if r["policy"] == p and r["trace"] == tname]
+                v = [float(r["ratio"]) for r in mr if r["policy"] == p and _sequence(r) == seq]
                 if v:
                     # fixed horizontal offsets (no random jitter: the figure is reproducible)
                     x = pi + 1 + (ti - (len(traces) - 1) / 2) * 0.08
                     ax.plot([x], v, markers[ti % len(markers)], ms=5, alpha=0.85,
                             color=common.POLICY_STYLE[p][0])
+            source, tname = seq
+            label = tname if named.count(tname) == 1 else f"{source} {tname}"
             ax.plot([], [], markers[ti % len(markers)], ms=5, color="grey",
-                    label=_short(tname))  # legend entry: the marker names the sequence
+                    label=_short(label))  # legend entry: the marker names the sequence
         ax.set_xticks(range(1, len(policies) + 1),
                       [common.POLICY_LABELS[p] for p in policies])
         ax.axhline(1.0, color="black", lw=0.8, ls=":")
@@ -192,6 +196,11 @@ def plot(csv_path, out_dir) -> list[Path]:
     paths = common.save_figure(fig, out_dir, NAME)
     plt.close(fig)
     return paths
+
+
+def _sequence(row: dict[str, str]) -> tuple[str, str]:
+    """The sequence a CSV row belongs to: its source and its name in the source."""
+    return row["source"], row["trace"]
 
 
 def _short(name: str, width: int = 48) -> str:

@@ -250,3 +250,32 @@ def test_fig5_never_pools_different_layouts(tmp_path):
     assert lru == {("runs", "3 layers x 4 experts, top-2"): "2",
                    ("runs", "2 layers x 5 experts, top-2"): "1"}
     assert len(fig5.plot(csv_path, tmp_path / "out")) == 2
+
+
+def test_fig5_keeps_same_named_sequences_of_different_sources_apart(tmp_path):
+    # x/runs/log.jsonl and y/runs/log.jsonl: same model label (the folder), same layout and the
+    # same sequence name "log.jsonl#problem_id=3", different requests
+    x, y = tmp_path / "x" / "runs", tmp_path / "y" / "runs"
+    x.mkdir(parents=True)
+    y.mkdir(parents=True)
+    write_routing_log(x / "log.jsonl")
+    lines = [json.dumps({"dataset": "mbpp", "problem_id": 3, "layer": z, "token_idx": t,
+                         "experts": [(t * z) % 4, (t * z + 1 + t % 3) % 4]})
+             for z in range(3) for t in range(12)]
+    (y / "log.jsonl").write_text("\n".join(lines) + "\n")
+    sources = [str(x / "log.jsonl"), str(y / "log.jsonl")]
+    csv_path = fig5.compute(tmp_path / "out", traces=sources, k=4, seeds=(0,), progress=_quiet)
+    rows = common.read_csv(csv_path)
+    llru = {(r["source"], r["trace"]): float(r["misses"]) for r in rows if r["policy"] == "llru"}
+    name = "log.jsonl#problem_id=3"
+    assert len(llru) == 3 and llru[(sources[0], name)] != llru[(sources[1], name)]
+    (s,) = [s for s in common.read_csv(csv_path.parent / "fig5_summary.csv")
+            if s["policy"] == "lru"]
+    assert (s["model"], s["n_sequences"]) == ("runs", "3")
+    fewer = [1 - llru[(r["source"], r["trace"])] / float(r["misses"]) for r in rows
+             if r["policy"] == "lru"]
+    assert len(fewer) == 3
+    assert float(s["llru_fewer_mean"]) == pytest.approx(np.mean(fewer), abs=1e-6)
+    assert float(s["llru_fewer_min"]) == pytest.approx(min(fewer), abs=1e-6)
+    assert float(s["llru_fewer_max"]) == pytest.approx(max(fewer), abs=1e-6)
+    assert len(fig5.plot(csv_path, tmp_path / "out")) == 2
