@@ -40,7 +40,8 @@ COLUMNS = ("panel", "source", "trace", "model", "layout", "requests", "policy", 
            "misses_sd", "n_seeds")
 SUMMARY_COLUMNS = ("panel", "trace", "policy", "max_ratio_to_opt", "k_at_max_ratio",
                    "mean_ratio_to_opt", "max_drop", "k_at_max_drop", "roughness",
-                   "k_lowest_online", "n_k")
+                   "k_lowest_online", "n_k_fewer_than_llru", "min_k_fewer_than_llru",
+                   "max_k_fewer_than_llru", "n_k_llru_at_most", "n_k")
 
 
 def select_sequence(traces):
@@ -87,7 +88,6 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                 "layout": layout, "requests": trace.n_requests}
         for policy in DETERMINISTIC:
             curve = np.asarray(miss_curve(trace, policy), dtype=np.int64)
-            _check_curve(curve, n_pages, policy)
             log(f"  {policy}: misses at k=1..{n_pages} done")
             rows += [dict(base, policy=policy, k=k, misses=int(curve[k - 1]), misses_sd=None,
                           n_seeds=None) for k in range(1, n_pages + 1)]
@@ -95,7 +95,6 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
             curves = []
             for i, s in enumerate(seeds):
                 curves.append(np.asarray(miss_curve(trace, policy, seed=s), dtype=np.int64))
-                _check_curve(curves[-1], n_pages, policy)
                 log(f"  {policy}: seed {s} ({i + 1}/{len(seeds)}) done")
             c = np.vstack(curves).astype(np.float64)
             mean = c.mean(axis=0)
@@ -136,7 +135,8 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
             log(f"panel {r['panel']} {r['policy']}: up to {r['max_ratio_to_opt']:.2f}x OPT "
                 f"(k={r['k_at_max_ratio']}); largest one-step drop {r['max_drop']:.1%} of the "
                 f"requests (k={r['k_at_max_drop']}); lowest online at {r['k_lowest_online']}"
-                f"/{r['n_k']} cache sizes")
+                f"/{r['n_k']} cache sizes; fewer misses than LLRU at "
+                f"{r['n_k_fewer_than_llru']}/{r['n_k']}")
     log(f"wrote {csv_path}")
     return csv_path
 
@@ -150,25 +150,28 @@ def summarize(rows: list[dict[str, str]]) -> list[dict]:
       (LRU's "great fluctuation in performance depending on k", Sec. 5.2) has large values, a
       smooth curve small ones;
     * ``k_lowest_online``: at how many k the policy has the fewest misses among the online
-      policies (ties count for each tied policy)."""
+      policies (ties count for each tied policy; empty for OPT);
+    * against LLRU, pairwise over k = 1..nℓ: ``n_k_fewer_than_llru``, at how many k the policy
+      has strictly fewer misses than LLRU (Marking: its mean over the seeds), and the smallest
+      and largest such k (``min_k_fewer_than_llru``, ``max_k_fewer_than_llru``; empty when
+      there is none); ``n_k_llru_at_most``, at how many k LLRU has at most as many misses."""
     out = []
     for panel in sorted({int(r["panel"]) for r in rows}):
         pr = [r for r in rows if int(r["panel"]) == panel]
         requests = int(pr[0]["requests"])
-        curves = {}
-        for policy in POLICIES:
-            c = sorted((int(r["k"]), float(r["misses"])) for r in pr if r["policy"] == policy)
-            if c:
-                curves[policy] = np.array([m for _, m in c])
-        ks = np.arange(1, len(next(iter(curves.values()))) + 1)
-        opt = curves.get("belady")
-        online = [p for p in curves if p != "belady"]
-        best = np.min(np.vstack([curves[p] for p in online]), axis=0) if online else None
+        curves = {policy: np.array([m for _, m in sorted(
+            (int(r["k"]), float(r["misses"])) for r in pr if r["policy"] == policy)])
+            for policy in POLICIES}
+        ks = np.arange(1, curves["belady"].size + 1)
+        opt, llru = curves["belady"], curves["llru"]
+        online = [p for p in POLICIES if p != "belady"]
+        best = np.min(np.vstack([curves[p] for p in online]), axis=0)
         for policy, m in curves.items():
-            ratio = m / opt if opt is not None else np.full(m.shape, np.nan)
+            ratio = m / opt
             drop = m[:-1] - m[1:] if m.size > 1 else np.zeros(1)
             second = np.abs(np.diff(m, 2)).sum() if m.size > 2 else 0.0
             i_r, i_d = int(np.argmax(ratio)), int(np.argmax(drop))
+            fewer = ks[m < llru]
             out.append({
                 "panel": panel, "trace": pr[0]["trace"], "policy": policy,
                 "max_ratio_to_opt": float(ratio[i_r]), "k_at_max_ratio": int(ks[i_r]),
@@ -177,14 +180,12 @@ def summarize(rows: list[dict[str, str]]) -> list[dict]:
                 "roughness": float(second) / requests,
                 "k_lowest_online": (int(np.sum(m <= best + 1e-9)) if policy in online
                                     else None),
+                "n_k_fewer_than_llru": int(fewer.size),
+                "min_k_fewer_than_llru": int(fewer.min()) if fewer.size else None,
+                "max_k_fewer_than_llru": int(fewer.max()) if fewer.size else None,
+                "n_k_llru_at_most": int(np.sum(llru <= m)),
                 "n_k": int(ks.size)})
     return out
-
-
-def _check_curve(curve, n_pages: int, policy: str) -> None:
-    if curve.shape != (n_pages,):
-        raise RuntimeError(f"miss_curve({policy}) returned shape {curve.shape}, expected "
-                           f"({n_pages},) for k = 1..{n_pages}")
 
 
 def plot(csv_path, out_dir) -> list[Path]:

@@ -121,11 +121,25 @@ FIG4_GOLDEN = {
 }
 
 
+# (panel, policy) -> (n_k_fewer_than_llru, min_k, max_k, n_k_llru_at_most) of the summary,
+# computed once
+FIG4_VS_LLRU_GOLDEN = {
+    (0, "lru"): ("0", "", "", "12"), (0, "lru-dist"): ("6", "1", "9", "6"),
+    (1, "lru"): ("1", "11", "11", "11"), (1, "marking"): ("3", "7", "11", "9"),
+}
+
+
 def test_fig4_golden(fig4_csv):
     rows = {(int(r["panel"]), r["policy"], int(r["k"])): r["misses"]
             for r in common.read_csv(fig4_csv)}
     for key, want in FIG4_GOLDEN.items():
         assert rows[key] == want, key
+    summary = {(int(s["panel"]), s["policy"]): s
+               for s in common.read_csv(fig4_csv.parent / "fig4_summary.csv")}
+    columns = ("n_k_fewer_than_llru", "min_k_fewer_than_llru", "max_k_fewer_than_llru",
+               "n_k_llru_at_most")
+    for key, want in FIG4_VS_LLRU_GOLDEN.items():
+        assert tuple(summary[key][c] for c in columns) == want, key
 
 
 def test_fig4_summary_and_params(fig4_csv):
@@ -140,6 +154,13 @@ def test_fig4_summary_and_params(fig4_csv):
                 curve[r["policy"]][int(r["k"])] = float(r["misses"])
         ratio = [curve[s["policy"]][k] / curve["belady"][k] for k in range(1, 13)]
         assert float(s["max_ratio_to_opt"]) == pytest.approx(max(ratio), abs=1e-6)
+        mine, llru = curve[s["policy"]], curve["llru"]
+        fewer = [k for k in range(1, 13) if mine[k] < llru[k]]
+        assert int(s["n_k_fewer_than_llru"]) == len(fewer)
+        assert (s["min_k_fewer_than_llru"], s["max_k_fewer_than_llru"]) == \
+            ((str(min(fewer)), str(max(fewer))) if fewer else ("", ""))
+        assert int(s["n_k_llru_at_most"]) == sum(llru[k] <= mine[k] for k in range(1, 13))
+        assert s["n_k"] == "12"
     params = json.loads(common.params_path(fig4_csv).read_text())
     assert params["marking_seeds"] == list(SEEDS)
     assert params["panels"][0]["selected"]["dropped_tokens"] == 1

@@ -124,3 +124,38 @@ def test_fig4_quick_on_the_shipped_traces(tmp_path):
     files = fig4.plot(csv_path, tmp_path)
     assert all(f.stat().st_size > 1000 for f in files)
 
+
+# (panel, policy) -> (n_k_fewer_than_llru, min_k_fewer_than_llru, max_k_fewer_than_llru,
+# n_k_llru_at_most, n_k) of fig4_summary.csv on the full sequences, computed once
+FIG4_VS_LLRU = {
+    (0, "lru"): ("5", "243", "252", "251", "256"),
+    (0, "lru-dist"): ("151", "1", "228", "105", "256"),
+    (1, "lru"): ("42", "544", "716", "726", "768"),
+    (1, "lru-dist"): ("203", "1", "311", "565", "768"),
+}
+
+
+def test_fig4_against_llru_on_the_full_sequences(tmp_path):
+    # one Marking seed: Marking enters none of the columns checked here
+    csv_path = fig4.compute(tmp_path, seeds=(0,), progress=_quiet)
+    summary = {(int(s["panel"]), s["policy"]): s
+               for s in common.read_csv(tmp_path / "fig4_summary.csv")}
+    columns = ("n_k_fewer_than_llru", "min_k_fewer_than_llru", "max_k_fewer_than_llru",
+               "n_k_llru_at_most", "n_k")
+    for key, want in FIG4_VS_LLRU.items():
+        assert tuple(summary[key][c] for c in columns) == want, key
+    # the ends of each range with the reference loop: the policy has fewer misses than LLRU at
+    # the smallest and largest such k, and not just outside them
+    params = json.loads(common.params_path(csv_path).read_text())
+    traces = {}
+    for panel in params["panels"]:
+        source, name = panel["source"]["source"], panel["selected"]["trace"]
+        (traces[panel["panel"]],) = [t for t in load(source) if t.name == name]
+    for (panel, policy), (_, lo, hi, _, n_k) in FIG4_VS_LLRU.items():
+        trace = traces[panel]
+        for k, fewer in ((int(lo) - 1, False), (int(lo), True), (int(hi), True),
+                         (int(hi) + 1, False)):
+            if 1 <= k <= int(n_k):
+                m, llru = (simulate(trace, p, k, engine="reference").misses
+                           for p in (policy, "llru"))
+                assert (m < llru) == fewer, (panel, policy, k, m, llru)
