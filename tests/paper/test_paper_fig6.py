@@ -1,19 +1,27 @@
 """Figures 6a and 6b (OPT-DIST / OPT on layered Zipf traces) on reduced sizes.
 
-Golden numbers were computed once with these arguments; every CSV row is also recomputed here
-independently: the trace from paging.generators.zipf and OPT, OPT-DIST from the reference
-simulator loop (engine="reference", not the compiled kernels the scripts use).
+Golden numbers were computed once with these arguments. Every CSV row is also recomputed here
+without the package: the Zipf pages are drawn from the seed by the documented recipe (written
+out below, not paging.generators), OPT is the naive list-based Belady of tests/golden/naive.py,
+and OPT-DIST is that Belady run on each layer's sub-sequence with the layer's share of the
+cache (k // ℓ slots, one more for the first k mod ℓ layers; a layer with no slot misses every
+request).
 """
 
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from experiments import common, fig6a, fig6b
 from paging.generators import zipf
-from paging.simulate import simulate
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "golden"))  # tests/golden/naive.py
+import naive  # noqa: E402
 
 FIG6A_ARGS = {"n_values": (2, 3, 5), "l_values": (2, 4, 9), "tokens": 300, "seeds": (0, 1)}
 FIG6B_ARGS = {"a_values": (0.0, 2.0, 6.0), "tokens": 200, "seeds": (0, 1)}
@@ -43,10 +51,56 @@ def fig6b_csv(tmp_path_factory):
     return fig6b.compute(out, progress=_quiet, **FIG6B_ARGS)
 
 
+def _zipf_pages(n, layers, tokens, a, seed):
+    """The pages of ``zipf(n, layers, tokens, a=a, h=0, seed=seed, perm="random")`` from the
+    recipe its docstring documents: from ``numpy.random.default_rng(seed)``, first one random
+    permutation per layer (rank j is expert perm_z[j]), then one float64 uniform u per
+    (token, layer), token-major; the expert is the first one whose cumulative weight
+    (1/(rank+1)^a, summed in expert order) exceeds u times the total."""
+    rng = np.random.default_rng(seed)
+    perm = rng.permuted(np.tile(np.arange(n), (layers, 1)), axis=1)
+    u = rng.random((tokens, layers))
+    pages = []
+    for t in range(tokens):
+        for z in range(layers):
+            weight = [0.0] * n
+            for rank, expert in enumerate(perm[z].tolist()):
+                weight[expert] = (rank + 1.0) ** -a
+            total, cum, expert = sum(weight), 0.0, n - 1
+            for e in range(n):
+                cum += weight[e]
+                if u[t, z] * total < cum:
+                    expert = e
+                    break
+            pages.append(z * n + expert)
+    return pages
+
+
+def _opt_dist(pages, k, n, layers):
+    """OPT-DIST: Belady per layer on its share of k (Angelopoulos et al., Sec. 5.3)."""
+    misses = 0
+    for z in range(layers):
+        sub = [p for p in pages if p // n == z]
+        share = k // layers + (1 if z < k % layers else 0)
+        misses += naive.belady(sub, share) if share > 0 else len(sub)
+    return misses
+
+
 def _independent(n, layers, k, a, tokens, seed):
-    trace = zipf(n=n, layers=layers, tokens=tokens, a=a, h=0.0, seed=seed, perm=fig6a.PERM)
-    return (simulate(trace, "belady", k, engine="reference").misses,
-            simulate(trace, "belady-dist", k, engine="reference").misses)
+    pages = _zipf_pages(n, layers, tokens, a, seed)
+    return naive.belady(pages, k), _opt_dist(pages, k, n, layers)
+
+
+def test_zipf_pages_follow_the_documented_recipe():
+    for n, layers, a, seed in ((2, 9, 2.0, 0), (5, 4, 2.0, 1), (8, 32, 0.0, 0), (8, 32, 6.0, 1)):
+        trace = zipf(n=n, layers=layers, tokens=200, a=a, h=0.0, seed=seed, perm=fig6a.PERM)
+        assert trace.pages.tolist() == _zipf_pages(n, layers, 200, a, seed)
+
+
+def test_opt_dist_with_a_layer_without_a_slot():
+    # k=3 over 4 layers: layers 0-2 get 1 slot, layer 3 none (every request of it misses)
+    pages = [0, 2, 4, 6, 1, 2, 4, 7, 0, 3, 4, 6]  # n=2: layer z holds pages 2z, 2z+1
+    assert _opt_dist(pages, 3, 2, 4) == 3 + 2 + 1 + 3
 
 
 def test_fig6a_rows_match_an_independent_run(fig6a_csv):
