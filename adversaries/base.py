@@ -14,7 +14,7 @@ import numbers
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from paging.errors import PagingError
+from paging.errors import PagingError, positive_int
 from paging.layout import Layout
 from paging.policies import make_policy
 from paging.policies.base import Policy
@@ -104,13 +104,6 @@ def jsonable(obj, exact: bool = False):
 
 
 # -- shared argument checks ----------------------------------------------------------------------
-
-def positive_int(name: str, value: object, minimum: int = 1) -> int:
-    """``value`` as an int >= ``minimum``, else a :class:`PagingError` that says what was given."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
-        raise PagingError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
 
 def layout_of(n: int, layers: int) -> Layout:
     return Layout(positive_int("n (experts per layer)", n),

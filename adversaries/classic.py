@@ -22,10 +22,9 @@ from adversaries.base import (
     layout_of,
     opt_misses,
     policy_of,
-    positive_int,
     require_deterministic_online,
 )
-from paging.errors import PagingError
+from paging.errors import PagingError, positive_int
 from paging.layout import Layout
 from paging.policies.base import Policy
 from paging.simulate import Simulation, simulate

@@ -41,11 +41,10 @@ from adversaries.base import (
     layout_of,
     opt_misses,
     policy_of,
-    positive_int,
     require_deterministic_online,
     require_k,
 )
-from paging.errors import PagingError
+from paging.errors import PagingError, positive_int
 from paging.policies.base import Policy
 from paging.simulate import Simulation
 from paging.trace import from_pages

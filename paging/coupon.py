@@ -32,27 +32,20 @@ The collectors are independent and identical, so with ``S(t) = P(T(N, 1) > t)``
 from __future__ import annotations
 
 import math
-import numbers
 from fractions import Fraction
 from math import comb
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.errors import PagingError, positive_int
 
 #: Two-sided 95% normal quantile, Phi^{-1}(0.975).
 _Z95 = 1.959963984540054
 
 
-def _positive_int(name: str, value: object, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
-        raise PagingError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
 def harmonic(n: int) -> Fraction:
     """The harmonic number ``H_n = 1 + 1/2 + ... + 1/n`` as an exact fraction (H_0 = 0)."""
-    n = _positive_int("n", n, minimum=0)
+    n = positive_int("n", n, minimum=0)
     return sum((Fraction(1, i) for i in range(1, n + 1)), Fraction(0))
 
 
@@ -62,8 +55,8 @@ def theorem5_bound(n: int, collectors: int) -> float:
     Returns the right-hand side (natural logarithm). N = 1 is excluded by the theorem (and the
     claim is false there: T(1, C) = 1 while log(C)/6 grows), so it raises :class:`PagingError`.
     """
-    n = _positive_int("the number of coupons N", n, minimum=2)
-    c = _positive_int("the number of collectors C", collectors)
+    n = positive_int("the number of coupons N", n, minimum=2)
+    c = positive_int("the number of collectors C", collectors)
     return max(float(n * harmonic(n)), math.log(c) / 6.0)
 
 
@@ -81,8 +74,8 @@ def survival_single(n: int, t_max: int) -> np.ndarray:
     """
     from scipy.signal import lfilter
 
-    n = _positive_int("the number of coupons N", n)
-    t_max = _positive_int("t_max", t_max)
+    n = positive_int("the number of coupons N", n)
+    t_max = positive_int("t_max", t_max)
     s = np.zeros(t_max)  # X = 0: P(X > t) = 0 for t >= 0
     for j in range(1, n + 1):
         q = (j - 1) / n  # the j-th new coupon fails with probability (j-1)/N per draw
@@ -111,8 +104,8 @@ def expected_cover_times(n: int, collectors, *, rtol: float = 1e-15) -> np.ndarr
 
     Returns a float array with ``E[T(n, c)]`` for every ``c`` in ``collectors``.
     """
-    n = _positive_int("the number of coupons N", n)
-    cs = [_positive_int("the number of collectors C", c) for c in np.atleast_1d(collectors)]
+    n = positive_int("the number of coupons N", n)
+    cs = [positive_int("the number of collectors C", c) for c in np.atleast_1d(collectors)]
     if not 0 < rtol < 1:
         raise PagingError(f"rtol must be in (0, 1), got {rtol!r}")
     if n == 1:
@@ -198,8 +191,8 @@ def expected_cover_time_exact(n: int, collectors: int) -> Fraction:
     >>> expected_cover_time_exact(3, 1), expected_cover_time_exact(2, 2)
     (Fraction(11, 2), Fraction(11, 3))
     """
-    n = _positive_int("the number of coupons N", n)
-    c_max = _positive_int("the number of collectors C", collectors)
+    n = positive_int("the number of coupons N", n)
+    c_max = positive_int("the number of collectors C", collectors)
     if n == 1:
         return Fraction(1)
     too_large = (f"N={n}, C={c_max} is too large for exact rational arithmetic; use the "
@@ -250,11 +243,11 @@ def monte_carlo_cover_time(n: int, collectors: int, trials: int,
 
     Cost: about ``trials·C·N·H_N`` draws (the expected total number of draws).
     """
-    n = _positive_int("the number of coupons N", n)
-    c = _positive_int("the number of collectors C", collectors)
-    trials = _positive_int("trials", trials)
+    n = positive_int("the number of coupons N", n)
+    c = positive_int("the number of collectors C", collectors)
+    trials = positive_int("trials", trials)
     if seed is not None:
-        seed = _positive_int("seed", seed, minimum=0)
+        seed = positive_int("seed", seed, minimum=0)
     rng = np.random.default_rng(seed)
     samples = np.empty(trials, dtype=np.int64)
     chunk = max(1, 4_000_000 // (c * n))

@@ -7,6 +7,8 @@ is raised as :class:`PagingError`. The command line turns it into exactly one li
 
 from __future__ import annotations
 
+import numbers
+
 
 class PagingError(ValueError):
     """An error in the user's input, with an optional file and line to point at.
@@ -32,11 +34,17 @@ class PagingError(ValueError):
         return f"{where}{self.message}"
 
 
+def positive_int(name: str, value: object, minimum: int = 1) -> int:
+    """``value`` as an int >= ``minimum``, else a :class:`PagingError` that says what was given
+    (``"the number of coupons N must be an integer >= 2, got 1"``). Booleans are refused."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
+        raise PagingError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
 def check_k(k: object, n_pages: int | None = None) -> int:
     """Validate a cache size and return it as an int (k >= 1; a k above the page count is allowed
     and simply never evicts)."""
-    import numbers
-
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or int(k) < 1:
         hint = f" (the layout has {n_pages} pages)" if n_pages else ""
         raise PagingError(f"k must be an integer >= 1{hint}, got {k!r}")
