@@ -19,21 +19,11 @@ from __future__ import annotations
 from fractions import Fraction
 
 from adversaries import theorem2 as adv
-from paging.policies import POLICY_NAMES, make_policy
+from paging.policies import policy_names
 from paging.simulate import simulate
 from proofs.ledger import Erratum, LedgerRow
 
 GRID = [(n, L) for n in (2, 3, 4) for L in (1, 2, 3, 4) if n * L <= 16]
-
-
-def deterministic_online_policies() -> list[str]:
-    """Registered policies Theorem 2 speaks about (not randomized, not clairvoyant)."""
-    out = []
-    for name in POLICY_NAMES:
-        pol = make_policy(name)
-        if not pol.randomized and not pol.clairvoyant:
-            out.append(name)
-    return out
 
 
 def _opt_eviction_rounds(trace, k: int) -> list[int]:
@@ -44,7 +34,7 @@ def _opt_eviction_rounds(trace, k: int) -> list[int]:
 
 def check() -> LedgerRow:
     """Run the grid above and return the ledger row (a few seconds)."""
-    policies = deterministic_online_policies()
+    policies = policy_names(randomized=False, clairvoyant=False)  # what Theorem 2 speaks about
     best = None
     holds = True
     step_failures = []          # proof steps that failed (should stay empty)

@@ -34,6 +34,26 @@ def make_policy(name: str) -> Policy:
     return REGISTRY[key]()
 
 
+def policy_names(*, randomized: bool | None = None,
+                 clairvoyant: bool | None = None) -> tuple[str, ...]:
+    """Registered names, in registry order, filtered by the policies' flags (``None``: either).
+
+    ``policy_names(randomized=False, clairvoyant=False)`` are the deterministic online policies
+    (Theorem 2, Sleator-Tarjan); ``policy_names(clairvoyant=False)`` the online ones (Yao's
+    principle, Theorem 4; the online-ness contract); ``policy_names(randomized=True)`` those that
+    draw from the run's generator. Instantiates each policy once to read its flags.
+    """
+    out = []
+    for name in POLICY_NAMES:
+        pol = make_policy(name)
+        if randomized is not None and pol.randomized != randomized:
+            continue
+        if clairvoyant is not None and pol.clairvoyant != clairvoyant:
+            continue
+        out.append(name)
+    return tuple(out)
+
+
 def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> None:
     """Add a policy (and, by default, its ``-dist`` variant) to the registry, e.g. from a
     notebook. Names must be new."""
@@ -47,6 +67,6 @@ def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> 
     POLICY_NAMES = tuple(REGISTRY)
 
 
-__all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "make_policy", "register", "Policy",
-           "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU", "FWF",
-           "Marking", "LLRU", "LeastStale", "FLD", "Belady"]
+__all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "make_policy", "policy_names", "register",
+           "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
+           "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady"]
