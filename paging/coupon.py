@@ -9,8 +9,10 @@ et al.); C = 1 is the classical coupon collector, E[T(N, 1)] = N·H_N (e.g. G. B
 D. Sandell, *Problems and Snapshots from the World of Probability*, Springer 1994, ref. [4]).
 
 Angelopoulos et al. (Sec. 3.2, Theorem 5) prove ``E[T(N, C)] >= max(N·H_N, log(C)/6)`` for
-N >= 2 and use it for Theorem 4 (randomized layered paging has competitive ratio at least
-``E[T(n, ℓ)]/n``). :mod:`proofs.theorem5` checks that bound against the exact values below.
+N >= 2; :mod:`proofs.theorem5` checks that bound against the exact values below. The paper's
+proof of Theorem 4 (randomized layered paging) uses the cover time through the step
+"Cr >= E[T(n, ℓ)]/n"; :mod:`adversaries.theorem4` and the ledger (:mod:`proofs.theorem4`) show
+why that argument gives only the smaller ρ(n, ℓ) = E[L]/(ℓn) < E[T(n, ℓ)]/n.
 
 Exact values
 ------------
@@ -164,10 +166,58 @@ def expected_cover_time(n: int, collectors: int, *, rtol: float = 1e-15) -> floa
 
 # -- exact rational -----------------------------------------------------------------------------
 
-#: Limits of :func:`expected_cover_time_exact`: products of terms, and bits of the denominator
-#: (the exact value of E[T(12, 12)] has a 663,552-bit denominator and takes ~30 s).
-EXACT_WORK_LIMIT = 20_000_000
+#: Limits of :func:`expected_cover_time_exact`: the up-front bound on the number of power-sum
+#: terms (:func:`_exact_terms_bound`), and bits of the denominator while summing.
+EXACT_TERMS_LIMIT = 400_000
 EXACT_BITS_LIMIT = 250_000
+
+
+def coverage_terms(m: int, n: int) -> dict[int, int]:
+    """``F_m(q)``, the probability that q uniform draws from N = ``n`` types include ``m`` given
+    types, as a power sum in q.
+
+    Inclusion-exclusion over the given types that were missed:
+    ``F_m(q) = sum_{i=0}^{m} (-1)^i binom(m, i) ((N - i)/N)^q`` (every q >= 0, with 0^0 = 1),
+    returned as ``{N - i: (-1)^i binom(m, i)}``, i.e. ``{b: a}`` meaning ``sum_b a·(b/N)^q``.
+
+    >>> coverage_terms(2, 3)   # F_2(q) = 1 - 2(2/3)^q + (1/3)^q
+    {3: 1, 2: -2, 1: 1}
+    """
+    return {n - i: (-1) ** i * comb(m, i) for i in range(m + 1)}
+
+
+def power_sum_product(a: dict, b: dict) -> dict:
+    """The product of two power sums in q, ``(sum_x a_x·x^q)·(sum_y b_y·y^q) =
+    sum_z (sum_{xy = z} a_x·b_y)·z^q``, as ``{base: coefficient}``.
+
+    Bases are integers over an implied common denominator (N^c after c factors of
+    :func:`coverage_terms`), coefficients ints or Fractions; zero coefficients are dropped (the
+    result has at most as many terms as there are distinct products xy). Cost len(a)·len(b).
+    """
+    out: dict = {}
+    for x, c in a.items():
+        for y, e in b.items():
+            out[x * y] = out.get(x * y, 0) + c * e
+    return {z: c for z, c in out.items() if c}
+
+
+def _exact_terms_bound(n: int, c_max: int) -> int:
+    """An upper bound on the power-sum terms :func:`expected_cover_time_exact` builds, counted
+    only up to :data:`EXACT_TERMS_LIMIT` (O(min(N, C)) small multiplications).
+
+    ``S^c`` has one term per distinct product of c numbers from {0..N-1}: at most
+    binom(N-2+c, c) non-zero ones plus 0, and sum_{c=1}^{C} binom(N-2+c, c) = binom(N-1+C, C) - 1
+    (hockey-stick identity). Distinct products are often far fewer (for N = 11 they have the
+    primes 2, 3, 5, 7 only), so the bound is loose but cheap; the denominator guard catches the
+    cases it lets through.
+    """
+    a, b = max(n - 1, c_max), min(n - 1, c_max)
+    est = 1  # binom(a + j, j), increasing in j; binom(a + b, b) = binom(N - 1 + C, C)
+    for j in range(1, b + 1):
+        est = est * (a + j) // j
+        if est > EXACT_TERMS_LIMIT:
+            return est
+    return est - 1 + c_max
 
 
 def expected_cover_time_exact(n: int, collectors: int) -> Fraction:
@@ -175,18 +225,19 @@ def expected_cover_time_exact(n: int, collectors: int) -> Fraction:
 
     By inclusion-exclusion over the missing coupons,
     ``S(t) = P(T(N,1) > t) = sum_{j=1}^{N} (-1)^(j+1) binom(N, j) ((N-j)/N)^t`` (valid for all
-    t >= 0, with 0^0 = 1). Expanding ``1 - (1 - S)^C = sum_{c=1}^{C} (-1)^(c+1) binom(C, c) S^c``
-    writes ``S(t)^c = sum_m a_m (m / N^c)^t`` with integers m, a_m (collected exactly), and
-    ``sum_{t>=0} (m/N^c)^t = N^c / (N^c - m)``. Hence
+    t >= 0, with 0^0 = 1; :func:`coverage_terms`). Expanding
+    ``1 - (1 - S)^C = sum_{c=1}^{C} (-1)^(c+1) binom(C, c) S^c`` writes
+    ``S(t)^c = sum_m a_m (m / N^c)^t`` with integers m, a_m (collected exactly,
+    :func:`power_sum_product`), and ``sum_{t>=0} (m/N^c)^t = N^c / (N^c - m)``. Hence
 
         E[T(N, C)] = sum_c (-1)^(c+1) binom(C, c) sum_m a_m N^c / (N^c - m).
 
     For C = 1 this is ``sum_j (-1)^(j+1) binom(N, j) N / j = N·H_N`` (the classical coupon
     collector, Blom, Holst & Sandell 1994). The work grows like the number of distinct products
     of c numbers from {0..N-1} and the denominators grow fast (E[T(10, 10)] has a 72,460-bit
-    denominator, 0.3 s); beyond :data:`EXACT_WORK_LIMIT` products or
-    :data:`EXACT_BITS_LIMIT` denominator bits a :class:`PagingError` asks for
-    :func:`expected_cover_time` instead.
+    denominator). A :class:`PagingError` asks for :func:`expected_cover_time` instead when the
+    bound of :func:`_exact_terms_bound` exceeds :data:`EXACT_TERMS_LIMIT` (at once, before any
+    arithmetic) or the denominator grows beyond :data:`EXACT_BITS_LIMIT` bits (while summing).
 
     >>> expected_cover_time_exact(3, 1), expected_cover_time_exact(2, 2)
     (Fraction(11, 2), Fraction(11, 3))
@@ -197,20 +248,16 @@ def expected_cover_time_exact(n: int, collectors: int) -> Fraction:
         return Fraction(1)
     too_large = (f"N={n}, C={c_max} is too large for exact rational arithmetic; use the "
                  "floating-point series (expected_cover_time, or the default method)")
-    base = {n - j: (-1) ** (j + 1) * comb(n, j) for j in range(1, n + 1)}
+    if _exact_terms_bound(n, c_max) > EXACT_TERMS_LIMIT:
+        raise PagingError(too_large)
+    # S = 1 - F_N: the terms of F_N without its constant 1 (base N), negated
+    base = {b: -a for b, a in coverage_terms(n, n).items() if b != n}
     power = {1: 1}  # S^0 = 1 = (1/1)^t
     total = Fraction(0)
-    work = 0
     for c in range(1, c_max + 1):
-        nxt: dict[int, int] = {}
-        for m1, a1 in power.items():
-            for m2, a2 in base.items():
-                m = m1 * m2
-                nxt[m] = nxt.get(m, 0) + a1 * a2
-        work += len(power) * len(base)
-        if work > EXACT_WORK_LIMIT or total.denominator.bit_length() > EXACT_BITS_LIMIT:
+        if total.denominator.bit_length() > EXACT_BITS_LIMIT:
             raise PagingError(too_large)
-        power = {m: a for m, a in nxt.items() if a}
+        power = power_sum_product(power, base)
         d = n**c
         # sum_m a_m d/(d-m) over a common denominator, exactly
         inner = Fraction(0)

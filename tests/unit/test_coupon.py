@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from fractions import Fraction
+from itertools import combinations_with_replacement, product
 from math import comb
 
 import mpmath
@@ -15,11 +17,14 @@ import pytest
 
 from paging.cli import main
 from paging.coupon import (
+    _exact_terms_bound,
+    coverage_terms,
     expected_cover_time,
     expected_cover_time_exact,
     expected_cover_times,
     harmonic,
     monte_carlo_cover_time,
+    power_sum_product,
     survival_single,
     theorem5_bound,
 )
@@ -166,9 +171,52 @@ def test_exact_refuses_large_cases(monkeypatch):
     monkeypatch.setattr(paging.coupon, "EXACT_BITS_LIMIT", 2_000)  # E[T(8,8)] needs 16,454 bits
     with pytest.raises(PagingError, match="too large for exact rational"):
         expected_cover_time_exact(8, 8)
-    monkeypatch.setattr(paging.coupon, "EXACT_WORK_LIMIT", 100)
+    monkeypatch.setattr(paging.coupon, "EXACT_TERMS_LIMIT", 100)
     with pytest.raises(PagingError, match="too large for exact rational"):
-        expected_cover_time_exact(40, 2)
+        expected_cover_time_exact(40, 2)  # 39 + binom(40, 2) = 819 non-zero terms
+
+
+@pytest.mark.parametrize("n,c", [(12, 12), (8, 32), (500, 3), (3, 2**100)])
+def test_exact_refuses_hopeless_cases_before_any_arithmetic(n, c):
+    t0 = time.perf_counter()
+    with pytest.raises(PagingError, match="too large for exact rational"):
+        expected_cover_time_exact(n, c)
+    assert time.perf_counter() - t0 < 0.5  # E[T(12,12)] alone used to run 7.5 s before refusing
+
+
+def distinct_products(n: int, c: int) -> int:
+    """Distinct products of c numbers from 0..n-1, by enumerating the multisets."""
+    return len({math.prod(m) for m in combinations_with_replacement(range(n), c)})
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 7, 9])
+def test_terms_bound_against_enumeration(n):
+    # products of c numbers from {1, 2, 3} are 2^j 3^k with j + k <= c, all distinct, so for
+    # n <= 4 (and for c = 1) the hockey-stick count is exact; from n = 5 and c = 2 on
+    # (2·2 = 4·1) it is a strict upper bound
+    for c in range(1, 7):
+        count = sum(distinct_products(n, j) for j in range(1, c + 1))
+        bound = _exact_terms_bound(n, c)
+        assert bound == count if n <= 4 or c == 1 else bound > count, (n, c)
+
+
+def test_coverage_terms_and_power_sum_product_by_enumeration():
+    # F_2(q): q uniform draws from 3 types include types 0 and 1, counted over all 3^q draws
+    f = coverage_terms(2, 3)
+    assert f == {3: 1, 2: -2, 1: 1}
+    for q in range(6):
+        hits = sum({0, 1} <= set(d) for d in product(range(3), repeat=q))
+        assert sum(Fraction(a) * Fraction(b, 3) ** q for b, a in f.items()) == Fraction(hits,
+                                                                                      3**q)
+    # (1 - 2·2^q + 0^q)(3^q - 1) = 3^q - 1 - 2·6^q + 2·2^q + (0·3)^q - (0·1)^q: the two
+    # base-0 terms cancel and are dropped
+    a, b = {1: 1, 2: -2, 0: 1}, {3: 1, 1: -1}
+    prod = power_sum_product(a, b)
+    assert prod == {3: 1, 1: -1, 6: -2, 2: 2}
+    for q in range(5):
+        def value(terms, q=q):
+            return sum(c * x**q for x, c in terms.items())  # Python: 0**0 == 1
+        assert value(prod) == value(a) * value(b)
 
 
 def test_cli_json(capsys):
