@@ -81,7 +81,16 @@ def test_one_collector_is_n_harmonic(n):
     nh = sum((Fraction(n, i) for i in range(1, n + 1)), Fraction(0))
     assert expected_cover_time_exact(n, 1) == nh
     assert expected_cover_time(n, 1) == pytest.approx(float(nh), rel=1e-14)
-    assert harmonic(n) * n == nh
+    # harmonic() against mpmath's H_n = digamma(n + 1) + Euler's gamma (not a sum of 1/i)
+    with mpmath.workdps(60):
+        h = harmonic(n)
+        assert abs(mpmath.mpf(h.numerator) / h.denominator - mpmath.harmonic(n)) < 1e-50
+
+
+def test_harmonic_by_hand():
+    # H_5 = (60 + 30 + 20 + 15 + 12)/60; H_10 = 7381/2520 (lcm(1..10) = 2520)
+    assert [harmonic(n) for n in (0, 1, 2, 3, 5, 10)] == [
+        0, 1, Fraction(3, 2), Fraction(11, 6), Fraction(137, 60), Fraction(7381, 2520)]
 
 
 @pytest.mark.parametrize("n,c", [(2, 2), (2, 3), (3, 2), (3, 3), (4, 2), (4, 3), (2, 5)])
