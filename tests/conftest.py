@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-sys.path.insert(0, str(Path(__file__).parent))  # tests/strategies.py
+# shared test modules: tests/strategies.py, tests/golden/naive.py and its GOLDEN numbers
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parent / "golden")]
 
 # "ci" runs more examples; both have no deadline (numba compiles on first call).
 settings.register_profile("ci", max_examples=150, deadline=None,

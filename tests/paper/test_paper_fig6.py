@@ -11,17 +11,13 @@ request).
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
+import naive  # noqa: E402
 import numpy as np
 import pytest
 
 from experiments import common, fig6a, fig6b
 from paging.generators import zipf
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "golden"))  # tests/golden/naive.py
-import naive  # noqa: E402
 
 FIG6A_ARGS = {"n_values": (2, 3, 5), "l_values": (2, 4, 9), "tokens": 300, "seeds": (0, 1)}
 FIG6B_ARGS = {"a_values": (0.0, 2.0, 6.0), "tokens": 200, "seeds": (0, 1)}

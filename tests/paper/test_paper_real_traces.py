@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import json
 import os
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import needs_traces
+from test_real_traces import GOLDEN  # noqa: E402
 
 from experiments import common, fig4, fig5
 from paging.io import load
 from paging.simulate import simulate
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "golden"))  # tests/golden/test_real_traces.py
-from test_real_traces import GOLDEN  # noqa: E402
 
 pytestmark = needs_traces
 
