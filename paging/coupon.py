@@ -107,7 +107,8 @@ def expected_cover_times(n: int, collectors, *, rtol: float = 1e-15) -> np.ndarr
     Returns a float array with ``E[T(n, c)]`` for every ``c`` in ``collectors``.
     """
     n = positive_int("the number of coupons N", n)
-    cs = [positive_int("the number of collectors C", c) for c in np.atleast_1d(collectors)]
+    cs = [positive_int("the number of collectors C", c)
+          for c in np.atleast_1d(collectors).tolist()]  # numpy scalars as Python ints
     if not 0 < rtol < 1:
         raise PagingError(f"rtol must be in (0, 1), got {rtol!r}")
     if n == 1:

@@ -11,13 +11,8 @@ Theorem 5's lower bound ``max(N·H_N, log(C)/6)`` (Angelopoulos et al., Sec. 3.2
 from __future__ import annotations
 
 import argparse
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+import sys
+from fractions import Fraction
 
 
 def add_parser(sub) -> None:
@@ -25,61 +20,64 @@ def add_parser(sub) -> None:
                        description="Expected number of rounds E[T(N,C)] until each of C "
                        "independent collectors holds all N coupon types, and Theorem 5's "
                        "lower bound max(N*H_N, log(C)/6).")
-    p.add_argument("--n", type=_int, required=True, metavar="N", help="coupon types (>= 1)")
-    p.add_argument("--collectors", type=_int, required=True, metavar="C",
+    p.add_argument("--n", type=int, required=True, metavar="N", help="coupon types (>= 1)")
+    p.add_argument("--collectors", type=int, required=True, metavar="C",
                    help="independent collectors (>= 1)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--exact", action="store_true",
                      help="exact rational arithmetic (small N, C)")
     how.add_argument("--mc", action="store_true", help="Monte Carlo estimate with a 95%% CI")
-    p.add_argument("--trials", type=_int, default=None, metavar="T",
+    p.add_argument("--trials", type=int, default=None, metavar="T",
                    help="Monte Carlo trials (default 10000; only with --mc)")
-    p.add_argument("--seed", type=_int, default=None, metavar="S",
+    p.add_argument("--seed", type=int, default=None, metavar="S",
                    help="Monte Carlo seed (default 0; only with --mc)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
 
+def fraction_text(value: Fraction) -> str:
+    """``"p/q"`` in decimal. An exact cover time may have 10^5 digits, beyond Python's limit on
+    int-to-str conversion (3.11+); the limit is lifted for this conversion only."""
+    get_limit = getattr(sys, "get_int_max_str_digits", None)
+    if get_limit is None:  # Python without the limit
+        return f"{value.numerator}/{value.denominator}"
+    old = get_limit()
+    sys.set_int_max_str_digits(0)
+    try:
+        return f"{value.numerator}/{value.denominator}"
+    finally:
+        sys.set_int_max_str_digits(old)
+
+
 def result(args: argparse.Namespace) -> dict:
-    """The JSON record of one ``paging coupon`` call."""
+    """The JSON record of one ``paging coupon`` call (N, C, trials and seed are validated by
+    :mod:`paging.coupon`)."""
     import math
 
     from paging import coupon
     from paging.errors import PagingError
 
     n, c = args.n, args.collectors
-    if n < 1:
-        raise PagingError(f"--n (coupon types N) must be an integer >= 1, got {n}")
-    if c < 1:
-        raise PagingError(f"--collectors (C) must be an integer >= 1, got {c}")
     if not args.mc and (args.trials is not None or args.seed is not None):
         raise PagingError("--trials and --seed apply only to --mc")
     rec: dict = {"n": n, "collectors": c}
     if args.mc:
         trials = 10_000 if args.trials is None else args.trials
         seed = 0 if args.seed is None else args.seed
-        if trials < 1:
-            raise PagingError(f"--trials must be an integer >= 1, got {trials}")
-        if seed < 0:
-            raise PagingError(f"--seed must be an integer >= 0, got {seed}")
         mean, lo, hi = coupon.monte_carlo_cover_time(n, c, trials, seed)
         rec.update(method="monte-carlo", expected=mean,
                    ci_low=None if math.isnan(lo) else lo,
                    ci_high=None if math.isnan(hi) else hi, trials=trials, seed=seed)
     elif args.exact:
-        import sys
-
         value = coupon.expected_cover_time_exact(n, c)
-        if hasattr(sys, "set_int_max_str_digits"):  # the exact fraction may have 10^5 digits
-            sys.set_int_max_str_digits(0)
         rec.update(method="rational", expected=float(value),
-                   expected_fraction=f"{value.numerator}/{value.denominator}")
+                   expected_fraction=fraction_text(value))
     else:
         rec.update(method="series", expected=coupon.expected_cover_time(n, c))
     if n >= 2:
-        nh = float(n * coupon.harmonic(n))
-        rec.update(bound=coupon.theorem5_bound(n, c), n_h_n=nh, log_c_over_6=math.log(c) / 6,
-                   margin=rec["expected"] - coupon.theorem5_bound(n, c))
+        bound = coupon.theorem5_bound(n, c)
+        rec.update(bound=bound, n_h_n=float(n * coupon.harmonic(n)),
+                   log_c_over_6=math.log(c) / 6, margin=rec["expected"] - bound)
     else:  # Theorem 5 assumes N >= 2 (T(1, C) = 1 for every C)
         rec.update(bound=None, n_h_n=1.0, log_c_over_6=math.log(c) / 6, margin=None,
                    note="Theorem 5 assumes N >= 2")

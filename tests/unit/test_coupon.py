@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import time
 from fractions import Fraction
 from itertools import combinations_with_replacement, product
@@ -245,16 +246,34 @@ def test_cli_json(capsys):
     assert rec["trials"] == 4000 and rec["seed"] == 11 and rec["method"] == "monte-carlo"
 
 
-@pytest.mark.parametrize("argv", [
-    ["--n", "0", "--collectors", "2"], ["--n", "2", "--collectors", "0"],
-    ["--n", "2", "--collectors", "2", "--mc", "--trials", "0"],
-    ["--n", "2", "--collectors", "2", "--trials", "5"],
-    ["--n", "2", "--collectors", "2", "--exact", "--mc"], ["--n", "two", "--collectors", "2"],
+@pytest.mark.parametrize("argv, message", [
+    (["--n", "0", "--collectors", "2"], "N must be an integer >= 1, got 0"),
+    (["--n", "2", "--collectors", "0"], "C must be an integer >= 1, got 0"),
+    (["--n", "2", "--collectors", "2", "--mc", "--trials", "0"], "trials must be an integer >= 1"),
+    (["--n", "2", "--collectors", "2", "--mc", "--seed", "-1"], "seed must be an integer >= 0"),
+    (["--n", "2", "--collectors", "2", "--trials", "5"], "apply only to --mc"),
+    (["--n", "2", "--collectors", "2", "--exact", "--mc"], "not allowed with argument"),
+    (["--n", "two", "--collectors", "2"], "argument --n: invalid int value: 'two'"),
+    (["--n", "12", "--collectors", "12", "--exact"], "too large for exact rational"),
 ])
-def test_cli_errors(argv, capsys):
+def test_cli_errors(argv, message, capsys):
     assert main(["coupon", *argv]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("error: ") and err.count("\n") == 1
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_cli_exact_fraction_beyond_the_int_str_limit(capsys):
+    # E[T(8, 8)] has a 16,454-bit denominator (~4,950 digits), above Python's default limit of
+    # 4,300 digits for int -> str; the command prints it and leaves the limit as it was
+    get_limit = getattr(sys, "get_int_max_str_digits", lambda: None)  # Python >= 3.10.7
+    limit = get_limit()
+    assert main(["coupon", "--n", "8", "--collectors", "8", "--exact", "--json"]) == 0
+    assert get_limit() == limit
+    num, den = json.loads(capsys.readouterr().out)["expected_fraction"].split("/")
+    assert len(den) > 4300
+    value = expected_cover_time_exact(8, 8)
+    assert (num[-12:], den[-12:]) == (str(value.numerator % 10**12).zfill(12),
+                                      str(value.denominator % 10**12).zfill(12))
 
 
 def test_fig_coupon_csv_and_plot(tmp_path):
