@@ -27,18 +27,6 @@ NAMES = {
 }
 
 
-def _int(flag: str):
-    def parse(s: str) -> int:
-        from paging.errors import PagingError
-
-        try:
-            return int(s)
-        except ValueError:
-            raise PagingError(f"{flag} expects an integer, got {s!r}") from None
-    parse.__name__ = "integer"  # argparse: "invalid integer value: 'x'"
-    return parse
-
-
 def add_parser(sub) -> None:
     lines = "\n".join(f"  {name:15s} {text}" for name, text in NAMES.items())
     p = sub.add_parser(
@@ -52,15 +40,15 @@ def add_parser(sub) -> None:
                    help="one of: " + ", ".join(NAMES))
     p.add_argument("--policy", default=None, metavar="P",
                    help="policy name (default lru-dist for theorem1, lru otherwise)")
-    p.add_argument("--n", type=_int("--n"), required=True, help="experts per layer")
-    p.add_argument("--layers", type=_int("--layers"), required=True, help="layers (l)")
-    p.add_argument("--rounds", type=_int("--rounds"), default=None,
+    p.add_argument("--n", type=int, required=True, help="experts per layer")
+    p.add_argument("--layers", type=int, required=True, help="layers (l)")
+    p.add_argument("--rounds", type=int, default=None,
                    help="rounds of l requests (default: per construction, see adversaries/)")
-    p.add_argument("--k", type=_int("--k"), default=None,
+    p.add_argument("--k", type=int, default=None,
                    help="cache size (default: what the theorem requires)")
-    p.add_argument("--seed", type=_int("--seed"), default=0,
+    p.add_argument("--seed", type=int, default=0,
                    help="seed of random sequences and randomized policies (default 0)")
-    p.add_argument("--sequences", type=_int("--sequences"), default=None,
+    p.add_argument("--sequences", type=int, default=None,
                    help="independent sequences for theorem4 and random-hk (default 4)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
