@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+
+import numpy as np
 
 from paging.errors import PagingError, positive_int
 from paging.layout import Layout
 from paging.policies import make_policy
 from paging.policies.base import Policy
-from paging.simulate import simulate
+from paging.simulate import Result, Simulation, simulate
 from paging.trace import Trace
 
 
@@ -51,6 +54,9 @@ class AdversaryResult:
         Everything else: n, layers, rounds, the theorem's additive constant, per-round counts.
     traces : tuple of Trace
         All sequences of a randomized construction (empty for a single sequence).
+    opt_run : Result, optional
+        OPT's (Belady's) run on ``trace`` with its hit mask and eviction log, when the
+        construction was asked to ``record`` it (Theorem 2); not part of :meth:`to_dict`.
     """
 
     name: str
@@ -64,6 +70,7 @@ class AdversaryResult:
     bound_name: str
     params: dict = field(default_factory=dict)
     traces: tuple[Trace, ...] = ()
+    opt_run: Result | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         """A JSON-ready record (exact fractions also as strings ``"p/q"``)."""
@@ -136,9 +143,64 @@ def require_k(k: int | None, expected: int, adversary: str, why: str) -> int:
     return k
 
 
+def seed_of(seed: int | None) -> int | None:
+    """A seed for :func:`numpy.random.default_rng` / ``SeedSequence``: an int >= 0, or None for
+    fresh entropy (a :class:`PagingError` for anything else, instead of numpy's traceback)."""
+    return None if seed is None else positive_int("seed", seed, 0)
+
+
+def holds(sim: Simulation, page: int) -> bool:
+    """Whether ``page`` is in the simulated cache now, in O(1) (``sim.resident`` builds a new set
+    of all resident pages, O(k), which adversaries asking once per request cannot afford)."""
+    return page in sim.parts[sim.part_of[page]]
+
+
+def opt_run(trace: Trace, k: int, *, record: bool = False) -> Result:
+    """OPT's run: Belady's furthest-next-use rule (optimal for unit costs, Belady 1966);
+    ``record`` keeps its hit mask and eviction log."""
+    return simulate(trace, "belady", k, record=record)
+
+
 def opt_misses(trace: Trace, k: int) -> int:
-    """OPT's misses: Belady's furthest-next-use rule (optimal for unit costs, Belady 1966)."""
-    return simulate(trace, "belady", k).misses
+    """OPT's misses (:func:`opt_run`)."""
+    return opt_run(trace, k).misses
+
+
+def certify_random(policies: Sequence[Policy], k: int,
+                   draw: Callable[[np.random.Generator, int], Trace], *, sequences: int,
+                   seed: int | None) -> tuple[tuple[Trace, ...], list[list[tuple[int, int]]]]:
+    """Draw independent sequences and certify every policy on each (Yao's principle).
+
+    ``numpy.random.SeedSequence(seed).spawn(sequences)`` gives one child per sequence: sequence j
+    is ``draw(default_rng(child_j), j)``, and a randomized policy's run on it is seeded with
+    ``child_j.generate_state(1)[0]`` (the same for every policy). OPT (Belady) runs once per
+    sequence, whatever the number of policies.
+
+    Returns
+    -------
+    traces : tuple of Trace
+        The sequences.
+    per_policy : list of list of (int, int)
+        For each policy, ``(online misses, OPT misses)`` on every sequence.
+    """
+    children = np.random.SeedSequence(seed).spawn(sequences)
+    traces, opts, run_seeds = [], [], []
+    for j, child in enumerate(children):
+        trace = draw(np.random.default_rng(child), j)
+        traces.append(trace)
+        opts.append(opt_misses(trace, k))
+        run_seeds.append(int(child.generate_state(1)[0]))
+    per_policy = [[(simulate(t, pol, k, seed=s).misses, o)
+                   for t, o, s in zip(traces, opts, run_seeds, strict=True)]
+                  for pol in policies]
+    return tuple(traces), per_policy
+
+
+def steady_ratio(online: int, opt: int, k: int, sequences: int) -> Fraction | None:
+    """(A − kS)/(OPT − kS) over S sequences: the ratio without the k compulsory misses both make
+    on each sequence (None while OPT has no other miss)."""
+    drop = k * sequences
+    return Fraction(online - drop, opt - drop) if opt > drop else None
 
 
 def exact_ratio(online: int, opt: int) -> Fraction:

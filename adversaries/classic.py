@@ -18,16 +18,22 @@ import numpy as np
 
 from adversaries.base import (
     AdversaryResult,
+    certify_random,
     exact_ratio,
+    holds,
     layout_of,
     opt_misses,
     policy_of,
     require_deterministic_online,
+    seed_of,
+    steady_ratio,
 )
+from adversaries.theorem2 import additive_constant, default_rounds
+from paging.coupon import harmonic
 from paging.errors import PagingError, positive_int
 from paging.layout import Layout
 from paging.policies.base import Policy
-from paging.simulate import Simulation, simulate
+from paging.simulate import Simulation
 from paging.trace import from_pages
 
 
@@ -37,14 +43,6 @@ def page_set(layout: Layout, k: int) -> list[list[int]]:
     because k >= ℓ)."""
     shares = layout.dist_shares(k + 1)
     return [[layout.page(z, e) for e in range(int(m))] for z, m in enumerate(shares)]
-
-
-def sleator_tarjan_constant(k: int, layers: int) -> int:
-    """c in A(σ) >= (k − ℓ + 1)·OPT(σ) − c for :func:`sleator_tarjan`: (k + 1)(k − ℓ).
-
-    (k² − 1 for one layer, the constant of LRU on the cyclic sequence, Theorem 3.)
-    """
-    return (k + 1) * (k - layers)
 
 
 def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
@@ -63,7 +61,9 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
     request differs from its layer's previous one only at a forced miss, rounds r..r+g hold at
     most ℓ + (changed requests) distinct pages, and between two OPT evictions all k + 1 pages
     occur, so A(σ) >= (k − ℓ + 1)·OPT(σ) − (k + 1)(k − ℓ). This is Theorem 2's bound with a
-    per-request (rather than per-round) adaptive adversary.
+    per-request (rather than per-round) adaptive adversary, and its constant
+    (:func:`adversaries.theorem2.additive_constant`; k² − 1 on one layer, the constant of LRU on
+    the cyclic sequence, Theorem 3).
 
     Parameters
     ----------
@@ -72,7 +72,8 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
     n, layers : int
         Layout; default one layer.
     rounds : int, optional
-        Rounds (requests when ℓ = 1); default 8·k·(k − ℓ + 1), capped at 50k requests.
+        Rounds (requests when ℓ = 1); default :func:`adversaries.theorem2.default_rounds`,
+        8·k·(k − ℓ + 1) capped at 50k requests.
     k : int, optional
         Default nℓ − 1 (all pages); ℓ <= k <= nℓ − 1.
 
@@ -89,8 +90,8 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
         raise PagingError(f"{name} needs l <= k <= n*l - 1 (k + 1 pages, at least one per layer), "
                           f"i.e. {L} <= k <= {n * L - 1} for n={n}, layers={L}, got k={k}")
     g = k - L + 1
-    R = (max(2, min(8 * k * g, 50_000 // L)) if rounds is None
-         else positive_int("rounds", rounds))
+    R = default_rounds(k, L) if rounds is None else positive_int("rounds", rounds)
+    seed = seed_of(seed)
     pol = policy_of(policy)
     require_deterministic_online(pol, name)
     S = page_set(lay, k)
@@ -99,16 +100,15 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
     pages: list[int] = []
     for _ in range(R):
         for z in range(L):
-            resident = sim.resident
-            missing = [p for p in S[z] if p not in resident]
-            q = missing[0] if missing else prev[z]  # ST: request a page A does not hold
+            # ST: request the smallest page of layer z that A does not hold, if any
+            q = next((p for p in S[z] if not holds(sim, p)), prev[z])
             sim.serve(q)
             prev[z] = q
             pages.append(q)
     trace = from_pages(pages, lay, name=f"{name}:{pol.name},n={n},layers={L},k={k},rounds={R}")
     online = sim.misses
     opt = opt_misses(trace, k)
-    c = sleator_tarjan_constant(k, L)
+    c = additive_constant(k, L)
     return AdversaryResult(
         name=name, policy=pol.name, k=k, trace=trace, online_misses=online, opt_misses=opt,
         ratio=exact_ratio(online, opt), bound=Fraction(g),
@@ -116,10 +116,6 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
         params={"n": n, "layers": L, "rounds": R, "seed": seed, "additive_constant": c,
                 "measured_additive": g * opt - online, "pages_used": k + 1},
     )
-
-
-def harmonic(n: int) -> Fraction:
-    return sum((Fraction(1, i) for i in range(1, n + 1)), Fraction(0))
 
 
 def random_hk(policy: str | Policy = "lru", *, n: int, layers: int = 1,
@@ -166,24 +162,21 @@ def random_hk(policy: str | Policy = "lru", *, n: int, layers: int = 1,
     hk = harmonic(k)
     R = (int(400 * (k + 1) * hk) + 1 if rounds is None else positive_int("rounds", rounds))
     S = positive_int("sequences", sequences)
-    seed = 0 if seed is None else positive_int("seed", seed, 0)
+    seed = seed_of(seed)
     pol = policy_of(policy)
-    per_seq, traces = [], []
-    for j, child in enumerate(np.random.SeedSequence(seed).spawn(S)):
-        rng = np.random.default_rng(child)
-        trace = from_pages(rng.integers(0, k + 1, size=R), lay,
-                           name=f"{name}:n={n},k={k},requests={R},seed={seed}#{j}")
-        a = simulate(trace, pol, k, seed=int(child.generate_state(1)[0])).misses
-        per_seq.append((a, opt_misses(trace, k)))
-        traces.append(trace)
+
+    def draw(rng: np.random.Generator, j: int):
+        return from_pages(rng.integers(0, k + 1, size=R), lay,
+                          name=f"{name}:n={n},k={k},requests={R},seed={seed}#{j}")
+
+    traces, (per_seq,) = certify_random([pol], k, draw, sequences=S, seed=seed)
     online = sum(a for a, _ in per_seq)
     opt = sum(o for _, o in per_seq)
-    steady = Fraction(online - k * S, opt - k * S) if opt > k * S else None
     return AdversaryResult(
         name=name, policy=pol.name, k=k, trace=traces[0], online_misses=online, opt_misses=opt,
         ratio=exact_ratio(online, opt), bound=hk, bound_name="H_k",
         params={"n": n, "layers": L, "rounds": R, "seed": seed, "sequences": S,
-                "steady_ratio": steady, "phase_mean": (k + 1) * hk,
+                "steady_ratio": steady_ratio(online, opt, k, S), "phase_mean": (k + 1) * hk,
                 "per_sequence": per_seq},
-        traces=tuple(traces),
+        traces=traces,
     )

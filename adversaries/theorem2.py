@@ -39,10 +39,11 @@ from adversaries.base import (
     AdversaryResult,
     exact_ratio,
     layout_of,
-    opt_misses,
+    opt_run,
     policy_of,
     require_deterministic_online,
     require_k,
+    seed_of,
 )
 from paging.errors import PagingError, positive_int
 from paging.policies.base import Policy
@@ -57,15 +58,14 @@ def additive_constant(k: int, layers: int) -> int:
     return (k + 1) * (k - layers)
 
 
-def default_rounds(n: int, layers: int) -> int:
+def default_rounds(k: int, layers: int) -> int:
     """Enough rounds for OPT's misses to outnumber its k compulsory ones, capped at ~50k
-    requests: 8·k·(k − ℓ + 1) rounds."""
-    k = n * layers - 1
+    requests: 8·k·(k − ℓ + 1) rounds (also the default of the Sleator-Tarjan adversary)."""
     return max(2, min(8 * k * max(k - layers + 1, 1), 50_000 // layers))
 
 
 def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | None = None,
-          k: int | None = None, seed: int | None = 0) -> AdversaryResult:
+          k: int | None = None, seed: int | None = 0, record: bool = False) -> AdversaryResult:
     """Drive a deterministic online policy with Theorem 2's adaptive adversary.
 
     Parameters
@@ -78,6 +78,8 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
         Default :func:`default_rounds`.
     k : int, optional
         Must be nℓ − 1 (the theorem's cache size) if given.
+    record : bool
+        Keep OPT's recorded run (hit mask, eviction log) in ``result.opt_run``.
 
     Returns
     -------
@@ -93,11 +95,11 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
     k = require_k(k, n * L - 1, NAME, "k = n*l - 1, so exactly one page is missing")
     if k < 1:
         raise PagingError(f"{NAME} needs k = n*l - 1 >= 1, got n={n}, layers={L}")
-    R = default_rounds(n, L) if rounds is None else positive_int("rounds", rounds)
+    R = default_rounds(k, L) if rounds is None else positive_int("rounds", rounds)
+    seed = seed_of(seed)
     pol = policy_of(policy)
     require_deterministic_online(pol, NAME)
 
-    all_pages = set(range(lay.n_pages))
     sim = Simulation(lay, pol, k, steps=np.arange(R * L), seed=seed)
     cur = [lay.page(z, 0) for z in range(L)]  # round 0: "arbitrary valid requests"
     pages: list[int] = []
@@ -106,9 +108,11 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
     not_full = 0                # rounds starting with more than one missing page
     for i in range(R):
         if i > 0:
-            missing = sorted(all_pages - sim.resident)  # never empty: k < nℓ
-            not_full += len(missing) > 1
-            p = missing[0]  # Thm 2 proof: request the page missing from A's cache
+            resident = sim.resident  # once per round: the request depends on the round's start
+            not_full += lay.n_pages - len(resident) > 1
+            # Thm 2 proof: request the page missing from A's cache (the smallest; one exists
+            # since k < nℓ)
+            p = next(q for q in range(lay.n_pages) if q not in resident)
             z = int(lay.layer_of(p))
             unchanged += cur[z] == p
             cur[z] = p      # the other layers repeat the previous round
@@ -119,7 +123,8 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
         rounds_missed.append(sim.misses - before)
     online = sim.misses
     trace = from_pages(pages, lay, name=f"theorem2:{pol.name},n={n},layers={L},rounds={R}")
-    opt = opt_misses(trace, k)
+    opt_result = opt_run(trace, k, record=record)
+    opt = opt_result.misses
     g = k - L + 1
     return AdversaryResult(
         name=NAME, policy=pol.name, k=k, trace=trace, online_misses=online, opt_misses=opt,
@@ -130,4 +135,5 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
                 "min_misses_per_round": min(rounds_missed),
                 "max_misses_per_round": max(rounds_missed),
                 "rounds_unchanged": unchanged, "rounds_not_full": not_full},
+        opt_run=opt_result if record else None,
     )

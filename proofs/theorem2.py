@@ -20,16 +20,15 @@ from fractions import Fraction
 
 from adversaries import theorem2 as adv
 from paging.policies import policy_names
-from paging.simulate import simulate
 from proofs.ledger import Erratum, LedgerRow
 
 GRID = [(n, L) for n in (2, 3, 4) for L in (1, 2, 3, 4) if n * L <= 16]
 
 
-def _opt_eviction_rounds(trace, k: int) -> list[int]:
-    res = simulate(trace, "belady", k, record=True)
-    L = trace.layout.n_layers
-    return sorted({int(t) // L for t, _ in res.evictions.tolist()})
+def _opt_eviction_rounds(r) -> list[int]:
+    """Rounds of OPT's evicting misses, from the recorded Belady run of ``build(record=True)``."""
+    L = r.trace.layout.n_layers
+    return sorted({int(t) // L for t, _ in r.opt_run.evictions.tolist()})
 
 
 def check() -> LedgerRow:
@@ -51,7 +50,7 @@ def check() -> LedgerRow:
         lengths = sorted({1, 2, g + 1, 3 * k * g})
         for name in policies:
             for R in lengths:
-                r = adv.build(name, n=n, layers=L, rounds=R)
+                r = adv.build(name, n=n, layers=L, rounds=R, record=True)
                 a, o, p = r.online_misses, r.opt_misses, r.params
                 runs += 1
                 margin = a - (g * o - c)
@@ -65,7 +64,7 @@ def check() -> LedgerRow:
                     worst_additive = max(worst_additive, Fraction(g * o - a, c))
                 if p["min_misses_per_round"] < 1:
                     step_failures.append(("A misses every round", n, L, name, R))
-                ev = _opt_eviction_rounds(r.trace, k)
+                ev = _opt_eviction_rounds(r)
                 if ev and (ev[0] < g or any(b - a_ < g for a_, b in zip(ev, ev[1:], strict=False))):
                     step_failures.append(("OPT gap >= k-l+1", n, L, name, R))
                 if no_constant is None and a < g * o:
