@@ -3,7 +3,8 @@
     For any ℓ and k such that ℓ divides k + 1:  Cr(LRU) >= k.
 
 Construction (proof of Theorem 3): n = (k + 1)/ℓ and round i requests expert ``i mod n`` of
-every layer, so the sequence cycles through all nℓ = k + 1 pages in the same order.
+every layer, so the sequence cycles through all nℓ = k + 1 pages in the same order
+(:func:`paging.generators.cyclic`).
 
 Exact counts on N = Rℓ requests (verified in :mod:`proofs.theorem3`):
 
@@ -21,8 +22,6 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-import numpy as np
-
 from adversaries.base import (
     AdversaryResult,
     exact_ratio,
@@ -30,23 +29,14 @@ from adversaries.base import (
     opt_misses,
     policy_of,
     require_k,
+    seed_of,
 )
 from paging.errors import PagingError, positive_int
-from paging.layout import Layout
+from paging.generators import cyclic
 from paging.policies.base import Policy
 from paging.simulate import simulate
-from paging.trace import Trace, from_pages
 
 NAME = "theorem3"
-
-
-def sequence(layout: Layout, rounds: int) -> Trace:
-    """Round i requests expert i mod n of every layer (paper: p_{i'} with i' = i mod n)."""
-    n, L = layout.n_experts, layout.n_layers
-    expert = np.repeat(np.arange(rounds) % n, L)
-    layer = np.tile(np.arange(L), rounds)
-    return from_pages(layout.page(layer, expert), layout,
-                      name=f"theorem3:n={n},layers={L},rounds={rounds}")
 
 
 def opt_formula(n_requests: int, k: int) -> int:
@@ -94,8 +84,10 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
     if k < 1:
         raise PagingError(f"{NAME} needs k = n*l - 1 >= 1, got n={n}, layers={L}")
     R = default_rounds(n, L) if rounds is None else positive_int("rounds", rounds)
+    seed = seed_of(seed)
     pol = policy_of(policy)
-    trace = sequence(lay, R)
+    # round i requests expert i mod n of every layer (paper: p_{i'} with i' = i mod n)
+    trace = cyclic(n, L, R, name=f"theorem3:n={n},layers={L},rounds={R}")
     online = simulate(trace, pol, k, seed=seed).misses
     opt = opt_misses(trace, k)
     return AdversaryResult(

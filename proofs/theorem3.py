@@ -1,9 +1,9 @@
 """Ledger row for Theorem 3 of Angelopoulos et al. 2025 (Cr(LRU) >= k when ℓ divides k + 1).
 
-On the cyclic sequence of :mod:`adversaries.theorem3` (n = (k + 1)/ℓ; round i requests expert
-i mod n of every layer), for ℓ in 1..4, n in 1..5 (k = nℓ − 1 >= 1) and every R in 1..3n + 2k
-(every prefix length N = Rℓ up to about 3(k + 1) + 2kℓ requests) plus one long run of
-N ≈ 20k² requests, checked with exact integers:
+On the cyclic sequence of :mod:`adversaries.theorem3` (:func:`paging.generators.cyclic`,
+n = (k + 1)/ℓ; round i requests expert i mod n of every layer), for ℓ in 1..4, n in 1..5
+(k = nℓ − 1 >= 1) and every R in 1..3n + 2k (every prefix length N = Rℓ up to about
+3(k + 1) + 2kℓ requests) plus one long run of N ≈ 20k² requests, checked with exact integers:
 
 * LRU misses every request (recorded hit mask all False);
 * OPT(σ_N) = k + ⌈(N − k)/k⌉ for N >= k (N for N < k), Belady's count, exactly;
@@ -16,7 +16,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from adversaries import theorem3 as adv
-from paging.layout import Layout
+from paging.generators import cyclic
 from paging.simulate import simulate
 from proofs.ledger import Erratum, LedgerRow
 
@@ -32,12 +32,11 @@ def check() -> LedgerRow:
     runs = 0
     last_ratio = {}
     for n, L in GRID:
-        lay = Layout(n, L)
         k = n * L - 1
         c = adv.additive_constant(k)
         # every short prefix, and one long run (N ~ 20k²) to watch the ratio approach k
         for R in [*range(1, 3 * n + 2 * k + 1), -(-20 * k * k // L)]:
-            trace = adv.sequence(lay, R)
+            trace = cyclic(n, L, R)
             N = len(trace)
             lru = simulate(trace, "lru", k, record=True)
             opt = simulate(trace, "belady", k).misses
