@@ -32,6 +32,7 @@ from adversaries.base import (
     layout_of,
     opt_misses,
     policy_of,
+    seed_of,
 )
 from paging.errors import PagingError, positive_int
 from paging.layout import Layout
@@ -45,22 +46,11 @@ NAME = "theorem1"
 def layer_shares(pol: Policy, layout: Layout, k: int) -> np.ndarray | None:
     """Cache slots reserved for each layer by a fixed partition, or None for a shared cache.
 
-    Raises :class:`PagingError` when a partition mixes layers (then no layer owns a share).
+    Partitioned policies (:class:`~paging.policies.PerLayer`, the ``-dist`` variants) partition
+    by layer, so part z of :meth:`Policy.partitions` is layer z and its capacity is the share.
     """
     part_of, caps = pol.partitions(layout, k)
-    if part_of is None:
-        return None
-    part_of = np.asarray(part_of)
-    layer = layout.layer_of(np.arange(layout.n_pages))
-    shares = np.zeros(layout.n_layers, dtype=np.int64)
-    for part, cap in enumerate(np.asarray(caps).tolist()):
-        layers = np.unique(layer[part_of == part])
-        if layers.size > 1:
-            raise PagingError(f"{pol.name}: partition {part} mixes layers {layers.tolist()}; "
-                              "Theorem 1 is about per-layer shares")
-        if layers.size:
-            shares[int(layers[0])] += cap
-    return shares
+    return None if part_of is None else np.asarray(caps, dtype=np.int64)
 
 
 def sequence(layout: Layout, rounds: int, z: int) -> Trace:
@@ -89,7 +79,8 @@ def online_lower_bound(n: int, layers: int, rounds: int, share: int) -> int:
     return layers - 1 + min(rounds, n) + (n - share) * max(rounds // n - 1, 0)
 
 
-def default_rounds(n: int, layers: int) -> int:
+def default_rounds(n: int) -> int:
+    """50·n rounds: 49 complete blocks of n rounds after the first."""
     return 50 * n
 
 
@@ -134,7 +125,8 @@ def build(policy: str | Policy = "lru-dist", *, n: int, layers: int, rounds: int
     if not lo <= k <= hi:
         raise PagingError(f"theorem1 needs n + l - 1 <= k < n*l, i.e. {lo} <= k <= {hi} for "
                           f"n={n}, layers={L}, got k={k}")
-    R = default_rounds(n, L) if rounds is None else positive_int("rounds", rounds)
+    R = default_rounds(n) if rounds is None else positive_int("rounds", rounds)
+    seed = seed_of(seed)
     pol = policy_of(policy)
     shares = layer_shares(pol, lay, k)
     if shares is None:
