@@ -39,6 +39,7 @@ Sec. 2.2 puts request i in layer (i − 1 mod ℓ) + 1). Against a deterministic
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from fractions import Fraction
 from math import comb
 
@@ -46,17 +47,18 @@ import numpy as np
 
 from adversaries.base import (
     AdversaryResult,
+    certify_random,
     exact_ratio,
     layout_of,
-    opt_misses,
     policy_of,
     require_k,
+    seed_of,
+    steady_ratio,
 )
+from paging.coupon import coverage_terms, harmonic, power_sum_product
 from paging.errors import PagingError, positive_int
-from paging.layout import Layout
+from paging.generators import uniform
 from paging.policies.base import Policy
-from paging.simulate import simulate
-from paging.trace import Trace, from_pages
 
 NAME = "theorem4"
 
@@ -64,47 +66,35 @@ NAME = "theorem4"
 EXACT_WORK_LIMIT = 200_000
 
 
-def sequence(layout: Layout, rounds: int, rng: np.random.Generator, name: str = "") -> Trace:
-    """R rounds; request t is a uniform expert of layer t mod ℓ (one draw each, ``integers``)."""
-    n, L = layout.n_experts, layout.n_layers
-    experts = rng.integers(0, n, size=rounds * L)
-    layer = np.tile(np.arange(L), rounds)
-    return from_pages(layout.page(layer, experts), layout,
-                      name=name or f"theorem4:n={n},layers={L},rounds={rounds}")
-
-
 # -- the exact value of the proof's argument -------------------------------------------------------
 
 def _cdf_terms(m: int, n: int, shift: int) -> dict[int, Fraction]:
-    """F_m(q + shift) as {b: a} meaning sum_b a·(b/n)^q (inclusion-exclusion over missed types)."""
-    return {n - i: Fraction((-1) ** i * comb(m, i) * (n - i) ** shift, n ** shift)
-            for i in range(m + 1)}
-
-
-def _mul(a: dict, b: dict, budget: list[int]) -> dict:
-    budget[0] -= len(a) * len(b)
-    if budget[0] < 0:
-        raise OverflowError
-    out: dict[int, Fraction] = {}
-    for x, c in a.items():
-        for y, e in b.items():
-            out[x * y] = out.get(x * y, 0) + c * e
-    return {x: c for x, c in out.items() if c}
+    """F_m(q + shift) as {b: a} meaning sum_b a·(b/n)^q (:func:`paging.coupon.coverage_terms`
+    with (b/n)^shift folded into the coefficients)."""
+    return {b: Fraction(a * b**shift, n**shift) for b, a in coverage_terms(m, n).items()}
 
 
 def _opt_block_mean_exact(n: int, L: int) -> Fraction:
-    budget = [EXACT_WORK_LIMIT]
+    budget = EXACT_WORK_LIMIT
+
+    def mul(a: dict, b: dict) -> dict:
+        nonlocal budget
+        budget -= len(a) * len(b)
+        if budget < 0:
+            raise OverflowError
+        return power_sum_product(a, b)
+
     A, B, C = _cdf_terms(n, n, 1), _cdf_terms(n, n, 0), _cdf_terms(n - 1, n, 0)
     pow_a = [{1: Fraction(1)}]
     for _ in range(L - 1):
-        pow_a.append(_mul(pow_a[-1], A, budget))
+        pow_a.append(mul(pow_a[-1], A))
     bc = [C]  # bc[v] = F_n(q)^v · F_{n-1}(q)
     for _ in range(L - 1):
-        bc.append(_mul(bc[-1], B, budget))
+        bc.append(mul(bc[-1], B))
     total = Fraction(0)
     d = n ** L  # every product has ℓ factors: base = key / n^ℓ
     for u in range(L):
-        prod = _mul(pow_a[u], bc[L - 1 - u], budget)
+        prod = mul(pow_a[u], bc[L - 1 - u])
         assert prod.get(d) == 1  # the constant term: 1 - P(L <= s) -> 0
         # sum_{q>=0} (1 - sum_b a_b (b/d)^q) = -sum_{b<d} a_b · d/(d - b)
         total -= sum((a * Fraction(d, d - b) for b, a in prod.items() if b != d), Fraction(0))
@@ -143,10 +133,6 @@ def _tail_probabilities(n: int, L: int) -> np.ndarray:
     return out
 
 
-def _opt_block_mean_float(n: int, L: int) -> float:
-    return math.fsum(_tail_probabilities(n, L).ravel().tolist())
-
-
 def opt_block_moments(n: int, layers: int) -> tuple[float, float]:
     """(E[L], Var L) in floating point: E[L²] = sum_s (2s + 1)·P(L > s).
 
@@ -166,8 +152,9 @@ def opt_block_moments(n: int, layers: int) -> tuple[float, float]:
 def opt_block_mean(n: int, layers: int, exact: bool | None = None) -> Fraction | float:
     """E[L]: expected requests from one OPT miss to the next on the uniform layered sequence.
 
-    Exact (Fraction) for small n, ℓ (or when ``exact=True``); floating point otherwise, with the
-    series truncated at a tail below 1e-18. See the module docstring for the formula.
+    Exact (Fraction) for small n, ℓ (or when ``exact=True``); floating point otherwise
+    (:func:`opt_block_moments`, the series truncated at a tail below 1e-18). See the module
+    docstring for the formula.
     """
     n, L = positive_int("n", n, 2), positive_int("layers", layers)
     # distinct bases after u and ℓ − u factors are at most C(n+u, u)·C(n+ℓ−u, ℓ−u): skip the
@@ -181,7 +168,7 @@ def opt_block_mean(n: int, layers: int, exact: bool | None = None) -> Fraction |
         except OverflowError:
             if exact:
                 raise PagingError(f"n={n}, layers={L} is too large for the exact series") from None
-    return _opt_block_mean_float(n, L)
+    return opt_block_moments(n, L)[0]
 
 
 def yao_value(n: int, layers: int, exact: bool | None = None) -> Fraction | float:
@@ -194,24 +181,35 @@ def yao_value(n: int, layers: int, exact: bool | None = None) -> Fraction | floa
     return el / (layers * n)
 
 
-def cover_time_ratio(n: int, layers: int) -> Fraction | float:
-    """E[T(n, ℓ)]/n, the proof's intermediate bound (exact when feasible; paging.coupon)."""
+def cover_time_ratio(n: int, layers: int, exact: bool | None = None) -> Fraction | float:
+    """E[T(n, ℓ)]/n, the proof's intermediate bound (:mod:`paging.coupon`).
+
+    ``exact=None``: a Fraction when :func:`paging.coupon.expected_cover_time_exact` accepts
+    (n, ℓ) (it refuses large cases up front, in microseconds), else a float; ``exact=False``:
+    always the floating-point series (what :func:`build` reports); ``exact=True``: a Fraction or
+    a :class:`PagingError`.
+    """
     from paging.coupon import expected_cover_time, expected_cover_time_exact
 
-    try:
-        return expected_cover_time_exact(n, layers) / n
-    except PagingError:
-        return expected_cover_time(n, layers) / n
+    if exact is not False:
+        try:
+            return expected_cover_time_exact(n, layers) / n
+        except PagingError:
+            if exact:
+                raise
+    return expected_cover_time(n, layers) / n
 
 
-def stated_bound(n: int, layers: int) -> float:
-    """max(H_n, log(ℓ)/(6n)), the bound stated in Theorem 4 (natural log)."""
-    from paging.coupon import harmonic
+def stated_bound(n: int, layers: int) -> Fraction | float:
+    """max(H_n, log(ℓ)/(6n)), the bound stated in Theorem 4 (natural log): the exact Fraction
+    H_n when it is the larger term (ties included), else the float log(ℓ)/(6n)."""
+    h = harmonic(n)
+    lg = math.log(layers) / (6 * n)
+    return h if h >= lg else lg
 
-    return max(float(harmonic(n)), math.log(layers) / (6 * n))
 
-
-def default_rounds(n: int, layers: int) -> int:
+def default_rounds(layers: int) -> int:
+    """max(500, 40000/ℓ) rounds: about 40,000 requests per sequence, at least 500 rounds."""
     return max(500, 40_000 // layers)
 
 
@@ -226,53 +224,64 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
     n, layers : int
         n >= 2 experts per layer (Theorem 5 needs N >= 2), ℓ >= 1 layers.
     rounds : int, optional
-        Rounds per sequence (default max(500, 40000/ℓ)).
+        Rounds per sequence (default :func:`default_rounds`).
     k : int, optional
         Must be nℓ − 1 if given.
-    seed : int
-        Seeds the sequences and the policy's randomness (``numpy.random.SeedSequence``).
+    seed : int or None
+        Seeds the sequences and the policy's randomness (``numpy.random.SeedSequence``; None
+        draws fresh entropy).
     sequences : int
         Independent sequences; the ratio is total A over total OPT.
 
     Returns
     -------
     AdversaryResult
-        ``bound`` = max(H_n, log(ℓ)/(6n)); ``params`` holds ρ(n, ℓ) (:func:`yao_value`),
-        E[T(n, ℓ)]/n, the steady-state ratio (A − k)/(OPT − k) summed over sequences (drops the
-        k compulsory misses both must make), and per-round miss rates next to 1/n (step 1) and
-        ℓ/E[L] (OPT's rate).
+        ``bound`` = max(H_n, log(ℓ)/(6n)) (:func:`stated_bound`); ``params`` holds ρ(n, ℓ)
+        (:func:`yao_value`), E[T(n, ℓ)]/n (floating point), the steady-state ratio
+        (A − k)/(OPT − k) summed over sequences (drops the k compulsory misses both must make),
+        and per-round miss rates next to 1/n (step 1) and ℓ/E[L] (OPT's rate).
     """
+    return build_many([policy], n=n, layers=layers, rounds=rounds, k=k, seed=seed,
+                      sequences=sequences)[0]
+
+
+def build_many(policies: Sequence[str | Policy], *, n: int, layers: int,
+               rounds: int | None = None, k: int | None = None, seed: int | None = 0,
+               sequences: int = 4) -> list[AdversaryResult]:
+    """:func:`build` for several policies on the same sequences: the sequences, OPT's misses and
+    the exact values are computed once; result i is what ``build(policies[i], ...)`` returns."""
     lay = layout_of(n, layers)
     n, L = lay.n_experts, lay.n_layers
     if n < 2:
         raise PagingError(f"{NAME} needs n >= 2 experts per layer (Theorem 5 assumes N >= 2), "
                           f"got n={n}")
     k = require_k(k, n * L - 1, NAME, "nl = k + 1 in the proof")
-    R = default_rounds(n, L) if rounds is None else positive_int("rounds", rounds)
+    R = default_rounds(L) if rounds is None else positive_int("rounds", rounds)
     S = positive_int("sequences", sequences)
-    seed = 0 if seed is None else positive_int("seed", seed, 0)
-    children = np.random.SeedSequence(seed).spawn(S)
-    pol = policy_of(policy)
-    traces, per_seq = [], []
-    for j, child in enumerate(children):
-        trace = sequence(lay, R, np.random.default_rng(child),
-                         name=f"theorem4:n={n},layers={L},rounds={R},seed={seed}#{j}")
-        a = simulate(trace, pol, k, seed=int(child.generate_state(1)[0])).misses
-        per_seq.append((a, opt_misses(trace, k)))
-        traces.append(trace)
-    online = sum(a for a, _ in per_seq)
-    opt = sum(o for _, o in per_seq)
+    seed = seed_of(seed)
+    pols = [policy_of(p) for p in policies]
+
+    def draw(rng: np.random.Generator, j: int):
+        # request t is a uniform expert of layer t mod ℓ (the proof's distribution)
+        return uniform(n, L, R, seed=rng,
+                       name=f"theorem4:n={n},layers={L},rounds={R},seed={seed}#{j}")
+
+    traces, per_policy = certify_random(pols, k, draw, sequences=S, seed=seed)
     el = opt_block_mean(n, L)
-    steady = (Fraction(online - k * S, opt - k * S) if opt > k * S else None)
-    return AdversaryResult(
-        name=NAME, policy=pol.name, k=k, trace=traces[0], online_misses=online,
-        opt_misses=opt, ratio=exact_ratio(online, opt), bound=stated_bound(n, L),
-        bound_name="max(H_n, log(l)/(6n))",
-        params={"n": n, "layers": L, "rounds": R, "seed": seed, "sequences": S,
-                "yao_value": el / (L * n), "cover_time_ratio": cover_time_ratio(n, L),
-                "steady_ratio": steady,
-                "online_per_round": Fraction(online, R * S), "one_over_n": Fraction(1, n),
-                "opt_per_round": Fraction(opt, R * S), "opt_rate_predicted": L / el,
-                "per_sequence": per_seq},
-        traces=tuple(traces),
-    )
+    common = {"n": n, "layers": L, "rounds": R, "seed": seed, "sequences": S,
+              "yao_value": el / (L * n), "cover_time_ratio": cover_time_ratio(n, L, exact=False)}
+    bound = stated_bound(n, L)
+    out = []
+    for pol, per_seq in zip(pols, per_policy, strict=True):
+        online = sum(a for a, _ in per_seq)
+        opt = sum(o for _, o in per_seq)
+        out.append(AdversaryResult(
+            name=NAME, policy=pol.name, k=k, trace=traces[0], online_misses=online,
+            opt_misses=opt, ratio=exact_ratio(online, opt), bound=bound,
+            bound_name="max(H_n, log(l)/(6n))",
+            params={**common, "steady_ratio": steady_ratio(online, opt, k, S),
+                    "online_per_round": Fraction(online, R * S), "one_over_n": Fraction(1, n),
+                    "opt_per_round": Fraction(opt, R * S), "opt_rate_predicted": L / el,
+                    "per_sequence": per_seq},
+            traces=traces))
+    return out
