@@ -6,6 +6,7 @@ Pages are ``layer * n + expert`` (0-based); rounds list one page per layer.
 from __future__ import annotations
 
 import json
+import math
 from fractions import Fraction
 from functools import cache
 
@@ -14,8 +15,10 @@ import pytest
 
 from adversaries import ADVERSARIES, classic, theorem1, theorem2, theorem3, theorem4
 from paging.cli import main
+from paging.coupon import harmonic
 from paging.errors import PagingError
 from paging.layout import Layout
+from paging.offline.ilp import opt_ilp
 from paging.simulate import simulate
 
 # -- Theorem 3 -------------------------------------------------------------------------------
@@ -112,6 +115,15 @@ def test_theorem2_lru_n2_l2_by_hand():
     assert r.params["min_misses_per_round"] == 1
 
 
+def test_theorem2_records_opt_on_request():
+    """The hand example above: Belady evicts at requests 5 (page 1), 10 (page 0) and 14."""
+    r = theorem2.build("lru", n=2, layers=2, rounds=8, record=True)
+    assert r.opt_run.misses == r.opt_misses == 6
+    assert r.opt_run.evictions[:, 0].tolist() == [5, 10, 14]
+    assert r.opt_run.evictions[:2, 1].tolist() == [1, 0]
+    assert theorem2.build("lru", n=2, layers=2, rounds=8).opt_run is None
+
+
 def test_theorem2_first_round_equals_opt():
     """One round: all ℓ requests are compulsory for both, so A = OPT = ℓ < (k − ℓ + 1)·OPT:
     the printed inequality without an additive constant fails."""
@@ -153,6 +165,20 @@ def test_sleator_tarjan_uses_k_plus_one_pages_spread_over_layers():
     assert classic.page_set(lay, 3) == [[0, 1], [3, 4]]
     r = classic.sleator_tarjan("fld", n=3, layers=2, k=3, rounds=20)
     assert set(r.trace.pages.tolist()) == {0, 1, 3, 4}
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo-dist"])
+def test_holds_agrees_with_the_resident_set(policy):
+    from adversaries.base import holds
+    from paging.policies import make_policy
+    from paging.simulate import Simulation
+
+    lay = Layout(3, 2)
+    pages = np.random.default_rng(1).integers(0, 3, size=(40, 2)) + np.array([0, 3])
+    sim = Simulation(lay, make_policy(policy), 3, steps=np.arange(80))
+    for p in pages.reshape(-1).tolist():
+        sim.serve(p)
+        assert {q for q in range(lay.n_pages) if holds(sim, q)} == sim.resident
 
 
 def test_random_hk_is_uniform_over_k_plus_one_pages_and_seeded():
@@ -200,6 +226,27 @@ def test_theorem4_block_mean_matches_the_chain(n, L):
     assert theorem4.opt_block_mean(n, L) == block_mean_by_chain(n, L)
 
 
+@pytest.mark.parametrize("n, L", [(2, 2), (2, 3), (3, 2), (2, 4), (3, 3), (4, 2), (2, 5),
+                                  (5, 2), (6, 2), (4, 3)])
+def test_theorem4_stated_bound_beyond_one_layer_by_the_chain(n, L):
+    """ℓ >= 2: ρ(n, ℓ) = E[L]/(ℓn) >= H_n, the stated bound (H_n >= log(ℓ)/(6n) here), with E[L]
+    from the first-step chain (independent of the inclusion-exclusion series); equality only at
+    n = ℓ = 2."""
+    rho = block_mean_by_chain(n, L) / (n * L)
+    assert theorem4.yao_value(n, L) == rho
+    assert rho > harmonic(n) or (n, L) == (2, 2) and rho == harmonic(2)
+    assert theorem4.stated_bound(n, L) == harmonic(n)
+
+
+def test_theorem4_stated_bound_terms():
+    # exact H_n while it is the larger term; log(ℓ)/(6n) only for astronomically many layers:
+    # n = 2 needs log(ℓ)/12 > 3/2, i.e. ℓ > e^18 ≈ 6.6e7
+    assert theorem4.stated_bound(3, 5) == Fraction(11, 6)
+    assert theorem4.stated_bound(2, 10**7) == Fraction(3, 2)
+    big = theorem4.stated_bound(2, 10**8)
+    assert isinstance(big, float) and big == pytest.approx(8 * math.log(10) / 12)
+
+
 def test_theorem4_yao_values_by_hand():
     # ℓ = 1: the block collects k = n − 1 given coupons of n: E[L] = n·H_{n−1}, ρ = H_{n−1}
     assert theorem4.yao_value(2, 1) == 1
@@ -225,8 +272,38 @@ def test_theorem4_build_is_seeded_and_layered():
     assert a.k == 5 and len(a.traces) == 2
     assert all(np.array_equal(x.pages, y.pages) for x, y in zip(a.traces, b.traces, strict=True))
     assert (a.online_misses, a.opt_misses) == (b.online_misses, b.opt_misses)
-    assert a.opt_misses == sum(simulate(t, "belady", 5).misses for t in a.traces)
-    assert a.bound == pytest.approx(1.5)  # H_2 > log(3)/12
+    # OPT certified independently: the interval integer program (CBC), not Belady's rule
+    assert [o for _, o in a.params["per_sequence"]] == [opt_ilp(t, 5) for t in a.traces]
+    assert a.bound == Fraction(3, 2)  # H_2 > log(3)/12
+
+
+def test_theorem4_build_many_is_build_per_policy():
+    kw = dict(n=2, layers=2, rounds=200, seed=4, sequences=2)
+    many = theorem4.build_many(["lru", "marking", "fld"], **kw)
+    for name, r in zip(["lru", "marking", "fld"], many, strict=True):
+        one = theorem4.build(name, **kw)
+        assert r.policy == name and r.to_dict() == one.to_dict()
+        assert all(np.array_equal(x.pages, y.pages) for x, y in zip(r.traces, one.traces,
+                                                                     strict=True))
+
+
+def test_random_sequences_honour_seed_none():
+    # seed=None draws fresh entropy (two runs differ); an int seed repeats
+    pages = [np.concatenate([t.pages for t in theorem4.build("lru", n=4, layers=2, rounds=300,
+                                                             seed=None).traces])
+             for _ in range(2)]
+    assert not np.array_equal(*pages)
+    a, b = (classic.random_hk("lru", n=5, rounds=300, seed=None) for _ in range(2))
+    assert not np.array_equal(a.trace.pages, b.trace.pages)
+    assert a.params["seed"] is None
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIES))
+def test_every_adversary_rejects_a_negative_seed(name):
+    layers = 1 if name == "random-hk" else 2
+    with pytest.raises(PagingError, match="seed must be an integer >= 0, got -1"):
+        ADVERSARIES[name]("lru-dist" if name == "theorem1" else "lru", n=3, layers=layers,
+                          rounds=5, seed=-1)
 
 
 @pytest.mark.parametrize("kw, message", [
