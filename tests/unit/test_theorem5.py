@@ -40,11 +40,19 @@ def test_only_the_product_index_is_an_erratum(row):
     assert "ℓ" in er.printed and "C" in er.corrected and er.verified
 
 
-def test_proof_steps_verdicts():
-    steps, errata = theorem5.proof_steps()
+@pytest.fixture(scope="module")
+def small_grid() -> dict:
+    return theorem5.grid_check(ns=(2, 3), cs=(1, 2, 5, 2**30))
+
+
+def test_proof_steps_verdicts(small_grid):
+    steps, errata = theorem5.proof_steps(small_grid)
     verdict = {}
     for st in steps:
         verdict.setdefault(st.name, []).append(st.valid)
+    # the only step flagged as wrong as printed is the product's index (an erratum, not a
+    # failed check)
+    assert [st.name for st in steps if st.erratum] == ["independence"]
     assert verdict.pop("independence") == [False]
     # every other printed step checks out, including the loose log(N/(N-1)) <= 1 + N/(N-1)
     assert all(all(v) for v in verdict.values()), verdict
@@ -52,6 +60,19 @@ def test_proof_steps_verdicts():
                             "denominator", "algebra", "1/6", "last"}
     assert len(verdict["choice of t"]) == 7
     assert [e.verified for e in errata] == [True]
+
+
+def test_markov_verdict_comes_from_the_grid(small_grid):
+    def markov(grid):
+        (st,) = [st for st in theorem5.proof_steps(grid)[0] if st.name == "Markov"]
+        return st
+
+    assert markov(small_grid).valid
+    # a grid where E < t*/2 somewhere, or P(T >= t*) < 1/2, fails the step
+    for key, value in (("min_markov", 0.9), ("min_prob", 0.4)):
+        bad = dict(small_grid, **{key: (value, {"N": 2, "C": 3})})
+        st = markov(bad)
+        assert not st.valid and not st.erratum and str(value) in st.how
 
 
 def test_probabilistic_step_checkers():
@@ -63,10 +84,12 @@ def test_probabilistic_step_checkers():
     assert p_less == Fraction(6 * 90, 729) <= 1 - Fraction(2, 3) ** 7
 
 
-def test_grid_check_on_a_small_grid():
+def test_grid_check_on_a_small_grid(small_grid):
     c_big = 2**30  # log(C)/6 = 3.47 > 2·H_2 = 3: the second term is the active one at N = 2
-    g = theorem5.grid_check(ns=(2, 3), cs=(1, 2, 5, c_big))
+    g = small_grid
     assert g["points"] == 8 and not g["violations"]
+    # 30·log(2)/6 = 3.47 < 3·H_3 = 5.5: at N = 3 the log term is not the larger one
+    assert g["log_from"] == {2: c_big}
     assert g["best"][0] == 0 and g["best"][1]["C"] == 1
     margin, wit = g["best_c2"]
     assert (wit["N"], wit["C"]) == (2, 2)
@@ -77,6 +100,13 @@ def test_grid_check_on_a_small_grid():
     assert (wit_log["N"], wit_log["C"]) == (2, c_big)
     assert margin_log == pytest.approx(e_big - math.log(c_big) / 6, rel=1e-13)
     assert g["min_prob"][0] >= 0.5 and g["min_markov"][0] >= 2.0
+
+
+def test_where_the_log_term_is_larger(row):
+    # log(C)/6 > N·H_N iff log2(C) > 6·N·H_N/log 2: 25.97 (N = 2), 47.6, 72.1, 98.8 (N = 5),
+    # 127.2 (N = 6, beyond the grid's 2^100)
+    assert ("where log(C)/6 is the larger term (N = 2 from C = 2^26, N = 3 from C = 2^48, "
+            "N = 4 from C = 2^73, N = 5 from C = 2^99)") in row.notes
 
 
 def test_exact_subgrid_agrees_with_the_series():
