@@ -1,20 +1,17 @@
 """The theorem ledger of Angelopoulos et al.: one module per theorem, ``proofs.theoremN``.
 
 Each module has ``check() -> LedgerRow`` (:mod:`proofs.ledger`). :func:`run_ledger` runs
-Theorems 1-5 in order; a module that does not exist yet is reported as *missing* (not run, not
-counted), and a ``check()`` that raises is reported as an *error* (counted as not holding).
-``python -m proofs [--json]`` and ``paging proofs [--json]`` print the ledger; the exit status
-is 0 when every present theorem *stands* (holds as printed or, where the ledger records that
-the printed statement fails, holds as corrected) and 1 otherwise.
+Theorems 1-5 in order; a ``check()`` that raises is reported as an *error* (counted as not
+holding). ``python -m proofs [--json]`` and ``paging proofs [--json]`` print the ledger; the exit
+status is 0 when every theorem *stands* (holds as printed or, where the ledger records that the
+printed statement fails, holds as corrected) and 1 otherwise.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from fractions import Fraction
 
-from adversaries.base import jsonable
 from proofs.ledger import Erratum, LedgerRow
 
 __all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "run_ledger", "format_ledger",
@@ -28,7 +25,7 @@ class Entry:
     """One line of the ledger: a theorem module and what its ``check()`` returned."""
 
     module: str
-    status: str                 # "ok" (checked), "missing" (no module), "error" (check raised)
+    status: str                 # "ok" (checked) or "error" (check raised)
     row: LedgerRow | None = None
     error: str = ""
 
@@ -39,15 +36,11 @@ class Entry:
         return "Theorem " + self.module.rsplit("theorem", 1)[-1]
 
     @property
-    def holds(self) -> bool | None:
-        if self.status == "missing":
-            return None
+    def holds(self) -> bool:
         return self.status == "ok" and bool(self.row.holds)
 
     @property
-    def stands(self) -> bool | None:
-        if self.status == "missing":
-            return None
+    def stands(self) -> bool:
         return self.status == "ok" and self.row.stands
 
 
@@ -56,13 +49,7 @@ def run_ledger(modules=None) -> list[Entry]:
     docstring."""
     entries = []
     for name in MODULES if modules is None else modules:
-        try:
-            mod = importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name != name:
-                raise
-            entries.append(Entry(name, "missing"))
-            continue
+        mod = importlib.import_module(name)
         try:
             row = mod.check()
         except Exception as e:  # report it in the ledger; the exit status says it failed
@@ -73,19 +60,19 @@ def run_ledger(modules=None) -> list[Entry]:
 
 
 def ledger_json(entries: list[Entry]) -> list[dict]:
-    """The ``--json`` document: one row dict (:meth:`LedgerRow.to_dict`) per theorem, plus
-    ``module`` and ``status``; a missing or failed theorem has ``holds: null`` / ``false`` and
-    empty fields."""
+    """The ``--json`` document: one row dict (:meth:`LedgerRow.to_dict`, JSON-ready) per theorem,
+    plus ``module`` and ``status``; a theorem whose check raised has ``holds: false``, the error
+    in ``notes`` and empty fields."""
     out = []
     for e in entries:
         if e.row is not None:
             d = e.row.to_dict()
         else:
             d = {"theorem": e.theorem, "statement": "", "grid": "", "smallest_margin": None,
-                 "holds": e.holds, "witness": {}, "errata": [], "notes": e.error,
+                 "holds": False, "witness": {}, "errata": [], "notes": e.error,
                  "corrected_statement": "", "holds_corrected": None}
         d.update(module=e.module, status=e.status)
-        out.append(jsonable(d, exact=True))
+        out.append(d)
     return out
 
 
@@ -94,20 +81,13 @@ def _indent(text: str, pad: str) -> str:
 
 
 def _margin(m) -> str:
-    if isinstance(m, Fraction):
-        return str(m)
-    if isinstance(m, float):
-        return f"{m:.6g}"
-    return str(m)
+    return f"{m:.6g}" if isinstance(m, float) else str(m)  # Fractions exactly, as "p/q"
 
 
 def format_ledger(entries: list[Entry]) -> str:
     """The human-readable ledger."""
     blocks = []
     for e in entries:
-        if e.status == "missing":
-            blocks.append(f"{e.theorem}: MISSING ({e.module} does not exist yet)")
-            continue
         if e.status == "error":
             blocks.append(f"{e.theorem}: ERROR in {e.module}.check(): {e.error}")
             continue
@@ -138,21 +118,16 @@ def format_ledger(entries: list[Entry]) -> str:
             lines.append("  notes:")
             lines.append(_indent(r.notes, "    "))
         blocks.append("\n".join(lines))
-    present = [e for e in entries if e.status != "missing"]
-    held = sum(1 for e in present if e.holds)
-    stood = sum(1 for e in present if e.stands)
-    missing = [e.theorem for e in entries if e.status == "missing"]
-    summary = (f"{held} of {len(present)} checked theorems hold as printed; {stood} of "
-               f"{len(present)} hold with the corrections recorded in the errata")
-    if missing:
-        summary += f"; missing: {', '.join(missing)}"
-    blocks.append(summary)
+    held = sum(1 for e in entries if e.holds)
+    stood = sum(1 for e in entries if e.stands)
+    blocks.append(f"{held} of {len(entries)} checked theorems hold as printed; {stood} of "
+                  f"{len(entries)} hold with the corrections recorded in the errata")
     return "\n\n".join(blocks)
 
 
 def exit_status(entries: list[Entry]) -> int:
-    """0 when every present theorem stands (missing ones are not counted), else 1."""
-    return 0 if all(e.stands for e in entries if e.status != "missing") else 1
+    """0 when every theorem stands, else 1."""
+    return 0 if all(e.stands for e in entries) else 1
 
 
 def main(argv=None) -> int:

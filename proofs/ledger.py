@@ -3,7 +3,7 @@
 A row records what was checked numerically and whether it held:
 
 * ``theorem``: "Theorem 2"; ``statement``: the claim as a formula;
-* ``grid``: the parameter grid that was run (a short human-readable string and the raw list);
+* ``grid``: the parameter grid that was run, as a short human-readable string;
 * ``smallest_margin``: min over the grid of (measured − bound) for a lower bound (or
   bound − measured for an upper bound), exact (``fractions.Fraction``/sympy) where possible;
 * ``holds``: every grid point satisfied the claim; ``witness``: the grid point at the
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
+
+from adversaries.base import jsonable
 
 
 @dataclass
@@ -48,7 +50,6 @@ class LedgerRow:
         return bool(self.holds) or bool(self.holds_corrected)
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        m = self.smallest_margin
-        d["smallest_margin"] = (str(m) if isinstance(m, Fraction) else m)
-        return d
+        """JSON-ready: exact Fractions as ``"p/q"`` strings (the margin, witnesses), numpy
+        scalars unwrapped, non-finite floats as strings (:func:`adversaries.base.jsonable`)."""
+        return jsonable(asdict(self), exact=True)

@@ -140,22 +140,27 @@ def test_ledger_runner_statuses_and_exit_code(monkeypatch, capsys):
     ok = _fake(monkeypatch, "ok", True)
     bad = _fake(monkeypatch, "bad", False)
     err = _fake(monkeypatch, "err", True, raises=True)
-    missing = "proofs.theorem_not_written"
-    monkeypatch.setattr(proofs, "MODULES", (ok, missing))
-    assert main(["proofs"]) == 0  # a missing module is reported, not counted
+    monkeypatch.setattr(proofs, "MODULES", (ok,))
+    assert main(["proofs"]) == 0
     out = capsys.readouterr().out
-    assert "Theorem ok: holds" in out and "MISSING (proofs.theorem_not_written" in out
+    assert "Theorem ok: holds" in out
     assert "smallest margin: 1/3" in out and "1 of 1 checked theorems hold" in out
 
-    monkeypatch.setattr(proofs, "MODULES", (ok, bad, err, missing))
+    monkeypatch.setattr(proofs, "MODULES", (ok, bad, err))
     assert main(["proofs", "--json"]) == 1
     rows = json.loads(capsys.readouterr().out)
     assert [(r["module"], r["status"], r["holds"]) for r in rows] == [
-        (ok, "ok", True), (bad, "ok", False), (err, "error", False), (missing, "missing", None)]
+        (ok, "ok", True), (bad, "ok", False), (err, "error", False)]
     assert rows[0]["smallest_margin"] == "1/3" and rows[2]["notes"] == "ValueError: boom"
-    assert rows[3]["theorem"] == "Theorem _not_written"
+    # named after the module (proofs.theoremN gives "Theorem N"): check() never returned a row
+    assert rows[2]["theorem"] == "Theorem proofs.fake_err"
     assert proofs.main(["--json"]) == 1
-    capsys.readouterr()
+    out = capsys.readouterr().out
+    assert json.loads(out)[2]["status"] == "error"
+    monkeypatch.setattr(proofs, "MODULES", (ok, err))
+    assert main(["proofs"]) == 1
+    assert "Theorem proofs.fake_err: ERROR in proofs.fake_err.check(): ValueError: boom" in \
+        capsys.readouterr().out
 
     # a statement that fails as printed but holds as corrected stands (exit 0), and says so
     fixed = _fake(monkeypatch, "fixed", False, holds_corrected=True)
