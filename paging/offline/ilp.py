@@ -38,7 +38,6 @@ under a second (see the tests and ``paging opt --method ilp``).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,20 +50,14 @@ from paging.trace import Trace
 class IlpResult:
     """The optimum and how it was found.
 
-    ``hit_mask[i]`` is True when request i is a hit in the optimal schedule found;
-    ``variables``/``constraints`` count the binary interval variables and the capacity rows;
-    ``seconds`` is the wall time of model building plus CBC; ``method`` says how CBC proved the
-    optimum.
+    ``hit_mask[i]`` is True when request i is a hit in the optimal schedule found; ``method``
+    says how CBC proved the optimum.
     """
 
     misses: int
     hit_mask: np.ndarray = field(repr=False)
     k: int
     dist: bool
-    capacities: list[int]
-    variables: int
-    constraints: int
-    seconds: float
     method: str
 
 
@@ -77,9 +70,8 @@ class _Interval:
 
 def _partitions(trace: Trace, k: int, dist: bool) -> tuple[np.ndarray, list[int]]:
     """Partition of every request and the capacities (shared cache or DIST shares)."""
-    if dist:
-        return trace.pages // trace.layout.n_experts, [int(c) for c in
-                                                       trace.layout.dist_shares(k)]
+    if dist:  # partition = the request's layer
+        return trace.layers, [int(c) for c in trace.layout.dist_shares(k)]
     return np.zeros(trace.n_requests, dtype=np.int64), [k]
 
 
@@ -97,7 +89,6 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) \
             or not time_limit > 0:
         raise PagingError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
-    t0 = time.perf_counter()
     part, caps = _partitions(trace, k, dist)
     pages, steps = trace.pages.tolist(), trace.steps.tolist()
     hit = np.zeros(trace.n_requests, dtype=bool)
@@ -108,7 +99,6 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
         def new_var(name, lowBound=None, upBound=None, cat="Continuous"):  # noqa: N803
             return pulp.LpVariable(name, lowBound, upBound, cat=cat)
     y_vars: list[tuple[pulp.LpVariable, int]] = []
-    n_rows = 0
     for z, cap in enumerate(caps):
         idx = np.flatnonzero(part == z).tolist()
         if not idx or cap == 0:
@@ -157,7 +147,6 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
                     occ.upBound = ub
                     expr = expr + occ
                 prob += (new == expr, f"flow_{z}_{h}")
-                n_rows += 1
                 occ, ub = new, cap - size
             elif occ is not None:
                 ub = min(ub, cap - size)
@@ -169,12 +158,13 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
         # The matrix is totally unimodular, so the LP relaxation (Clp's simplex, a vertex) is
         # integral and its optimum is the ILP optimum. Integrality is checked, not assumed:
         # should a solution come back fractional, CBC branches (presolve off: it is slow here).
-        values = [0.5]
+        fractional = False
         if relax:
             method = "LP relaxation (integral: totally unimodular)"
             _solve(pulp, prob, mip=False, time_limit=time_limit)
             values = [v.varValue or 0.0 for v, _ in y_vars]
-        if any(abs(x - round(x)) > 1e-6 for x in values):
+            fractional = any(abs(x - round(x)) > 1e-6 for x in values)
+        if not relax or fractional:
             method = ("branch and bound" if not relax
                       else "branch and bound (the LP vertex was fractional)")
             _solve(pulp, prob, mip=True, time_limit=time_limit)
@@ -183,9 +173,7 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
             if x > 0.5:
                 hit[i] = True
     misses = int(trace.n_requests - hit.sum())
-    return IlpResult(misses=misses, hit_mask=hit, k=k, dist=dist, capacities=caps,
-                     variables=len(y_vars), constraints=n_rows,
-                     seconds=time.perf_counter() - t0, method=method)
+    return IlpResult(misses=misses, hit_mask=hit, k=k, dist=dist, method=method)
 
 
 def _solve(pulp, prob, *, mip: bool, time_limit: float) -> None:
