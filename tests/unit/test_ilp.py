@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from strategies import round_traces, topk_traces
 
 from paging.errors import PagingError
+from paging.generators import zipf
 from paging.layout import Layout
 from paging.offline.ilp import opt_ilp, solve_ilp
 from paging.simulate import simulate
@@ -126,15 +127,9 @@ def test_ilp_equals_belady_in_groups_mode(trace, data):
     assert schedule_is_feasible(trace, k, dist, res.hit_mask)
 
 
-def _zipf_trace(n: int, layers: int, tokens: int, seed: int) -> Trace:
-    rng = np.random.default_rng(seed)
-    w = 1.0 / np.arange(1, n + 1)
-    experts = rng.choice(n, size=(tokens, layers), p=w / w.sum())
-    return from_routing(experts, Layout(n, layers))
-
-
 def test_thousands_of_requests_quickly():
-    trace = _zipf_trace(8, 8, 400, seed=3)  # 3200 requests
+    # layered Zipf, p_j ~ 1/j with rank j = expert j - 1 in every layer
+    trace = zipf(8, 8, 400, seed=3, perm="identity")  # 3200 requests
     for dist in (False, True):
         t0 = time.perf_counter()
         res = solve_ilp(trace, 16, dist=dist)
@@ -145,7 +140,7 @@ def test_thousands_of_requests_quickly():
 
 
 def test_branch_and_bound_gives_the_same_optimum():
-    trace = _zipf_trace(4, 3, 60, seed=1)
+    trace = zipf(4, 3, 60, seed=1, perm="identity")
     a, b = solve_ilp(trace, 5), solve_ilp(trace, 5, relax=False)
     assert a.misses == b.misses == simulate(trace, "belady", 5).misses
     assert b.method == "branch and bound"
