@@ -21,7 +21,7 @@ from paging.errors import PagingError, positive_int
 from paging.layout import Layout
 from paging.policies import make_policy
 from paging.policies.base import Policy
-from paging.simulate import Result, Simulation, simulate
+from paging.simulate import Result, simulate
 from paging.trace import Trace
 
 
@@ -147,12 +147,6 @@ def seed_of(seed: int | None) -> int | None:
     """A seed for :func:`numpy.random.default_rng` / ``SeedSequence``: an int >= 0, or None for
     fresh entropy (a :class:`PagingError` for anything else, instead of numpy's traceback)."""
     return None if seed is None else positive_int("seed", seed, 0)
-
-
-def holds(sim: Simulation, page: int) -> bool:
-    """Whether ``page`` is in the simulated cache now, in O(1) (``sim.resident`` builds a new set
-    of all resident pages, O(k), which adversaries asking once per request cannot afford)."""
-    return page in sim.parts[sim.part_of[page]]
 
 
 def opt_run(trace: Trace, k: int, *, record: bool = False) -> Result:

@@ -20,7 +20,6 @@ from adversaries.base import (
     AdversaryResult,
     certify_random,
     exact_ratio,
-    holds,
     layout_of,
     opt_misses,
     policy_of,
@@ -101,7 +100,7 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
     for _ in range(R):
         for z in range(L):
             # ST: request the smallest page of layer z that A does not hold, if any
-            q = next((p for p in S[z] if not holds(sim, p)), prev[z])
+            q = next((p for p in S[z] if p not in sim), prev[z])
             sim.serve(q)
             prev[z] = q
             pages.append(q)

@@ -6,8 +6,9 @@ For N coupon types and C = 1, 2, 4, ..., 2^100 collectors,
 below 1e-15 relative). The CSV also carries the intermediate bounds of the proof:
 t*/2 = log(C/log 2)/(2 log(N/(N-1))) (the Markov step), the printed chain's
 (N-1)/(4N-2)·log(C/log 2), and the stronger (N-1)/2·log(C/log 2) obtained with
-log(N/(N-1)) <= 1/(N-1) (see proofs/theorem5.py). The log(C)/6 term exceeds N·H_N only for
-N = 2 (C > e^18), N = 3 (C > e^33), N = 4 (C > e^50): the figure reaches C = 2^100 to show it.
+log(N/(N-1)) <= 1/(N-1) (see proofs/theorem5.py). The log(C)/6 term exceeds N·H_N only when
+log C > 6·N·H_N: N = 2 (C > e^18 ≈ 2^26), N = 3 (C > e^33 ≈ 2^48), N = 4 (C > e^50 ≈ 2^73),
+N = 5 (C > e^68.5 ≈ 2^99); the figure reaches C = 2^100 to show it.
 
 Run: ``python -m experiments.fig_coupon [--out DIR] [--quick]``; ``compute`` writes the CSV
 (+ JSON of parameters), ``plot`` draws PNG + PDF from the CSV alone.

@@ -178,8 +178,12 @@ class Simulation:
 
     @property
     def resident(self) -> set[int]:
-        """The pages in the cache now."""
+        """The pages in the cache now (a new set: O(k); use ``page in sim`` for one page)."""
         return {q for part in self.parts for q in part}
+
+    def __contains__(self, page: int) -> bool:
+        """Whether ``page`` is in the cache now, in O(1)."""
+        return page in self.parts[self.part_of[page]]
 
     def pin_group(self, pages) -> None:
         """Pin the pages of the group about to be served (groups mode)."""

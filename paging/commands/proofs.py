@@ -1,7 +1,7 @@
 """``paging proofs [--json]``: check Theorems 1-5 and print the ledger.
 
-Runs ``check()`` of every ``proofs.theoremN`` module (:mod:`proofs`); a module that does not
-exist yet is reported as missing. Exit status 0 when every present theorem stands (holds as
+Runs ``check()`` of every ``proofs.theoremN`` module (:mod:`proofs`); a ``check()`` that raises
+is reported as an error. Exit status 0 when every present theorem stands (holds as
 printed or, where the ledger records that the printed statement fails, as corrected), else 1.
 The ``proofs`` package sits above ``paging`` in the import order, so it is imported only here,
 inside the command.

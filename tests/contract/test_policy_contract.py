@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from strategies import round_traces, topk_traces
 
 from paging import Layout, from_pages, simulate
-from paging.policies import POLICY_NAMES, make_policy
+from paging.policies import POLICY_NAMES, make_policy, policy_names
 from paging.trace import Trace
 from paging.verify import verify
 
@@ -52,7 +52,7 @@ def test_reset_and_reuse_equals_fresh(name, t1, t2, k):
     assert _same(reused, fresh)
 
 
-ONLINE = [n for n in POLICY_NAMES if not make_policy(n).clairvoyant]
+ONLINE = policy_names(clairvoyant=False)
 
 
 def same_decisions_before(name: str, a: Trace, b: Trace, cut: int, k: int,

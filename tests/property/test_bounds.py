@@ -19,7 +19,7 @@ from strategies import long_round_traces, round_traces, topk_traces
 from adversaries import classic, theorem2
 from paging.coupon import harmonic
 from paging.layout import Layout
-from paging.policies import POLICY_NAMES, Policy, make_policy
+from paging.policies import POLICY_NAMES, Policy, policy_names
 from paging.simulate import simulate
 from paging.trace import Trace, from_pages
 
@@ -179,8 +179,7 @@ def test_marking_check_has_power():
     assert marking_mean_within_bound(trace, k, counts)
 
 
-DETERMINISTIC = [n for n in POLICY_NAMES
-                 if not make_policy(n).randomized and not make_policy(n).clairvoyant]
+DETERMINISTIC = policy_names(randomized=False, clairvoyant=False)
 
 
 @given(n=st.integers(2, 4), layers=st.integers(1, 3), policy=st.sampled_from(DETERMINISTIC),

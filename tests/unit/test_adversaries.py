@@ -168,8 +168,8 @@ def test_sleator_tarjan_uses_k_plus_one_pages_spread_over_layers():
 
 
 @pytest.mark.parametrize("policy", ["lru", "fifo-dist"])
-def test_holds_agrees_with_the_resident_set(policy):
-    from adversaries.base import holds
+def test_membership_agrees_with_the_resident_set(policy):
+    """``page in sim`` (O(1), used by the adaptive adversaries) against the resident set."""
     from paging.policies import make_policy
     from paging.simulate import Simulation
 
@@ -178,7 +178,7 @@ def test_holds_agrees_with_the_resident_set(policy):
     sim = Simulation(lay, make_policy(policy), 3, steps=np.arange(80))
     for p in pages.reshape(-1).tolist():
         sim.serve(p)
-        assert {q for q in range(lay.n_pages) if holds(sim, q)} == sim.resident
+        assert {q for q in range(lay.n_pages) if q in sim} == sim.resident
 
 
 def test_random_hk_is_uniform_over_k_plus_one_pages_and_seeded():
