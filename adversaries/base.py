@@ -21,7 +21,8 @@ from paging.errors import PagingError, positive_int
 from paging.layout import Layout
 from paging.policies import make_policy
 from paging.policies.base import Policy
-from paging.simulate import Result, simulate
+from paging.result import Result
+from paging.simulate import simulate
 from paging.trace import Trace
 
 

@@ -3,7 +3,8 @@
 from paging.errors import PagingError
 from paging.layout import Layout
 from paging.policies import POLICY_NAMES, make_policy, register
-from paging.simulate import Result, simulate
+from paging.result import Result
+from paging.simulate import simulate
 from paging.trace import Trace, from_pages, from_routing
 
 __all__ = ["Layout", "Trace", "from_pages", "from_routing", "simulate", "Result", "make_policy",

@@ -18,12 +18,14 @@ request hits exactly the caches at least as deep as its page.
   is the same for every k in rounds mode where each request is served (hit or inserted).
 * DIST variants: per-layer curves for shares 0..n of the layer's sub-sequence, summed through
   ``layout.dist_shares(k)``. LLRU-, FLD- and Least-Stale-DIST evict as LRU inside a layer
-  (:mod:`paging.fast.lists`), so they use LRU's curve per layer; FIFO-DIST and FWF-DIST
-  simulate each layer once per share (n runs of N/ℓ requests per layer instead of nℓ runs
-  of N).
+  (:mod:`paging.fast.lists`), so they use LRU's curve per layer; FIFO-, FWF- and the credit
+  policies' DIST variants simulate each layer once per share (n runs of N/ℓ requests per
+  layer instead of nℓ runs of N).
 * FIFO (Belady's anomaly) and FWF are not stack algorithms, nor is randomized Marking (nor
-  Marking-DIST, whose layers draw from one shared generator): one compiled run per k, in
-  parallel over k on a thread pool (the kernels release the GIL), with a tqdm progress bar.
+  Marking-DIST, whose layers draw from one shared generator), nor the credit policies
+  (GreedyDual, Landlord, GDSF, Layered Landlord: their inflation L depends on the cache
+  size): one compiled run per k, in parallel over k on a thread pool (the kernels release the
+  GIL), with a tqdm progress bar. Curves are for unit costs and sizes.
 
 Groups mode falls back to one run per k for every policy: a pinned group can force a bypass
 in a small cache and not in a larger one, which breaks inclusion. Policies without a kernel
@@ -54,6 +56,7 @@ from paging.fast.stack import (
     priority_stack_hist,
 )
 from paging.trace import Trace, next_use
+from paging.weights import unit_sizes
 
 __all__ = ["miss_curve", "miss_curves", "curve_method"]
 
@@ -74,15 +77,17 @@ def curve_method(trace: Trace, policy_name: str) -> str:
     return _method(trace, spec)
 
 
+def _is_stack(family: str, kind: int) -> bool:
+    return (family, kind) in _PRIORITY_KIND or (family == "list" and kind == lists.LRU)
+
+
 def _method(trace: Trace, spec) -> str:
     if spec is None or is_grouped(trace.steps):
         return "per-k"
     family, kind, dist = spec
     if dist:
         return "per-k" if family == "marking" else "per-layer"
-    if (family, kind) in _PRIORITY_KIND or (family == "list" and kind == lists.LRU):
-        return "stack"
-    return "per-k"
+    return "stack" if _is_stack(family, kind) else "per-k"
 
 
 def _hist_to_misses(hist: np.ndarray, n_requests: int, kmax: int) -> np.ndarray:
@@ -116,13 +121,15 @@ def _layer_curves(trace: Trace, spec) -> np.ndarray:
     out = np.zeros((L, n + 1), dtype=np.int64)
     for z in range(L):
         sub = _readonly(trace.pages[z::L])  # rounds mode: layer z is requested at t ≡ z (mod ℓ)
-        if family == "list" and kind in (lists.FIFO, lists.FWF):
+        if not _is_stack(family, kind):
+            # FIFO, FWF, the credit policies: one compiled run of the layer per share
+            one = unit_sizes(lay.n_pages)
             steps = _readonly(np.arange(sub.size))
-            caps = [np.array([c], dtype=np.int64) for c in range(1, n + 1)]
+            w = np.ones(lay.n_pages)
             out[z, 0] = sub.size
             for c in range(1, n + 1):
-                out[z, c] = lists.list_kernel(sub, steps, n, L, caps[c - 1], False, kind,
-                                              False)[0]
+                out[z, c] = fast._execute(sub, steps, np.zeros(0, np.int64), one, w, one, lay,
+                                          c, (family, kind, False), None, False)[0]
             continue
         nu = _readonly(next_use(sub) if fast.needs_next_use(spec) else np.zeros(0))
         out[z] = _hist_to_misses(_stack_hist(sub, nu, lay, spec), sub.size, n)

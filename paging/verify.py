@@ -7,20 +7,25 @@ the run was a feasible demand-paging schedule:
 1. every request is served: it is a hit on a resident page, or a miss after which the page is
    resident (or it was bypassed because nothing could be evicted);
 2. a hit is recorded exactly when the page was resident;
-3. the cache never holds more than k pages, nor more than a layer's share for DIST runs
-   (k // ℓ, one more for the first k mod ℓ layers);
-4. evictions happen only on a miss whose partition is full, and never evict the requested page,
+3. the cache never holds more than k pages (or, for a byte-budget run, more bytes than the
+   budget), nor more than a layer's share for DIST runs (C // ℓ, one more for the first
+   C mod ℓ layers, C = k or the budget);
+4. evictions happen only on a miss whose page does not fit, and never evict the requested page,
    a non-resident page or (groups mode) a page of the current group;
-5. a bypass happens only when the partition has capacity 0 or only pinned pages;
-6. the counts agree with the log: misses = number of non-hits, per-layer misses add up, and
-   misses = insertions + bypasses.
+5. a bypass happens only when no eviction could make room (capacity 0, a page larger than its
+   partition, or only pinned pages);
+6. the counts agree with the log: misses = number of non-hits, per-layer and per-page misses
+   add up, misses = insertions + bypasses, and the run's cost and bytes fetched equal Σ w(p)
+   and Σ s(p) over the misses (recomputed here).
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from paging.simulate import Result
+from paging.result import Result
 from paging.trace import Trace
 
 
@@ -28,10 +33,11 @@ class VerificationError(AssertionError):
     """A recorded run is not a feasible schedule (the message says where)."""
 
 
-def verify(trace: Trace, result: Result) -> None:
+def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     """Raise :class:`VerificationError` unless ``result`` is a feasible run on ``trace``.
 
-    The result must have been produced with ``record=True``. O(N + E) expected time.
+    The result must have been produced with ``record=True``; ``costs`` and ``sizes`` are the
+    weights the run was given (None: unit). O(N + E) expected time.
     """
     if result.hit_mask is None or result.evictions is None or result.bypassed is None:
         raise VerificationError("the result was not recorded (simulate(..., record=True))")
@@ -51,11 +57,26 @@ def verify(trace: Trace, result: Result) -> None:
     if not np.array_equal(per_layer, np.asarray(result.per_layer_misses)):
         fail(f"per-layer misses {list(result.per_layer_misses)} != {per_layer.tolist()}")
 
+    if result.page_misses is not None and not np.array_equal(
+            np.bincount(pages[~mask], minlength=lay.n_pages), result.page_misses):
+        fail("per-page misses do not match the hit mask")
+    missed = pages[~mask]
+    want_cost = (float(missed.size) if costs is None
+                 else math.fsum(np.asarray(costs, dtype=np.float64)[missed].tolist()))
+    if result.cost != want_cost:
+        fail(f"cost {result.cost!r} != Σ w over the misses {want_cost!r}")
+    want_bytes = None if sizes is None else int(np.asarray(sizes, dtype=np.int64)[missed].sum())
+    if result.bytes_fetched != want_bytes:
+        fail(f"bytes fetched {result.bytes_fetched} != Σ s over the misses {want_bytes}")
+
+    if result.budget is not None and sizes is None:
+        fail("a byte-budget run needs its page sizes to be verified")
+    room = [1] * lay.n_pages if result.budget is None else [int(x) for x in sizes]
     if result.dist:
-        cap = lay.dist_shares(result.k)
+        cap = lay.dist_shares(result.capacity)
         part = lambda p: p // n  # noqa: E731
     else:
-        cap = np.array([result.k])
+        cap = np.array([result.capacity])
         part = lambda p: 0  # noqa: E731
     size = np.zeros(cap.size, dtype=np.int64)
 
@@ -93,26 +114,27 @@ def verify(trace: Trace, result: Result) -> None:
         else:
             pinned = set()
         victims = ev_by_t.get(t, [])
-        if victims and size[q] < cap[q]:
-            fail(f"request {t}: evicted {victims} although the partition had room")
+        need = room[p]
+        if victims and size[q] + need <= cap[q]:
+            fail(f"request {t}: evicted {victims} although the page fitted")
         for v in victims:
             if v not in resident or part(v) != q or v == p or v in pinned:
                 fail(f"request {t}: evicted page {v}, which is not a resident, unpinned page "
                      f"of the requested page's partition")
             resident.remove(v)
-            size[q] -= 1
+            size[q] -= room[v]
         if t in bypassed:
             if victims:
                 fail(f"request {t}: bypassed after evicting")
-            in_part = [r for r in resident if part(r) == q]
-            if cap[q] > 0 and (size[q] < cap[q] or any(r not in pinned for r in in_part)):
-                fail(f"request {t}: bypassed although a page could have been evicted")
+            held = sum(room[r] for r in resident if part(r) == q and r in pinned)
+            if size[q] + need <= cap[q] or need <= cap[q] - held:
+                fail(f"request {t}: bypassed although eviction could have made room")
             continue
         resident.add(p)
-        size[q] += 1
+        size[q] += need
         inserted += 1
-        if size[q] > cap[q] or len(resident) > result.k:
-            fail(f"request {t}: the cache holds {len(resident)} pages ({size[q]} in the "
-                 f"partition of capacity {cap[q]}), above k={result.k}")
+        if size[q] > cap[q]:
+            fail(f"request {t}: the partition holds {size[q]} (pages or bytes), above its "
+                 f"capacity {cap[q]} (C={result.capacity})")
     if inserted + len(bypassed) != result.misses:
         fail(f"misses {result.misses} != insertions {inserted} + bypasses {len(bypassed)}")

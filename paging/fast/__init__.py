@@ -9,41 +9,49 @@ random traces for every policy below.
 
 Built in (exact types only: a subclass may change any hook, so it runs in the reference loop):
 LRU, FIFO, FWF, LLRU, FLD, Least-Stale (:mod:`paging.fast.lists`), LFU, Belady
-(:mod:`paging.fast.heaps`), Marking (:mod:`paging.fast.marking`) and :class:`PerLayer` around
-any of these classes (the ``-dist`` variants).
+(:mod:`paging.fast.heaps`), Marking (:mod:`paging.fast.marking`), GreedyDual, Landlord, GDSF,
+Layered Landlord (:mod:`paging.fast.credit`) and :class:`PerLayer` around any of these classes
+(the ``-dist`` variants). Every kernel takes page sizes and a capacity in the same unit (pages,
+or bytes for a byte budget) and evicts until the requested page fits.
 
 Costs per request (N requests, cache k, ℓ layers, groups of K): LRU, FIFO O(1) (O(K) with
-pinning); LLRU, FLD, Least-Stale O(1) per hit and O(ℓ) per miss; FWF O(1) amortized; LFU,
-Belady O(log k); Marking O(log nℓ) plus O(nℓ log nℓ) per phase.
+pinning); LLRU, FLD, Least-Stale O(1) per hit and O(ℓ) per eviction; FWF O(1) amortized; LFU,
+Belady, GreedyDual, Landlord, GDSF O(log k) per eviction; Layered Landlord O(k) per eviction;
+Marking O(log nℓ) plus O(nℓ log nℓ) per phase.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from paging.fast.credit import credit_kernel
 from paging.fast.heaps import heap_kernel
 from paging.fast.lists import list_kernel
 from paging.fast.marking import marking_kernel
+from paging.weights import unit_costs, unit_sizes
 
 __all__ = ["run", "plan", "has_kernel", "run_misses", "marking_draws", "needs_next_use"]
 
 # family, kind of the base policies (keys: the policy classes, filled lazily to avoid a cycle)
-_LIST, _HEAP, _MARK = "list", "heap", "marking"
+_LIST, _HEAP, _MARK, _CREDIT = "list", "heap", "marking", "credit"
 _PLANS: dict[type, tuple[str, int]] = {}
 
 
 def _plans() -> dict[type, tuple[str, int]]:
     if not _PLANS:
-        from paging.fast import heaps, lists
+        from paging.fast import credit, heaps, lists
         from paging.offline.belady import Belady
         from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
         from paging.policies.layered import FLD, LLRU, LeastStale
+        from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
 
         _PLANS.update({
             LRU: (_LIST, lists.LRU), FIFO: (_LIST, lists.FIFO), FWF: (_LIST, lists.FWF),
             LLRU: (_LIST, lists.LLRU), FLD: (_LIST, lists.FLD),
             LeastStale: (_LIST, lists.LEAST_STALE),
             LFU: (_HEAP, heaps.LFU), Belady: (_HEAP, heaps.BELADY), Marking: (_MARK, 0),
+            GreedyDual: (_CREDIT, credit.GREEDY_DUAL), Landlord: (_CREDIT, credit.LANDLORD),
+            GDSF: (_CREDIT, credit.GDSF), LayeredLandlord: (_CREDIT, credit.LAYERED),
         })
     return _PLANS
 
@@ -55,7 +63,7 @@ def plan(policy) -> tuple[str, int, bool] | None:
     kernel. ``PerLayer`` qualifies when its factory builds an exact built-in class; LLRU, FLD
     and Least-Stale then evict as LRU inside a layer (:mod:`paging.fast.lists`).
     """
-    from paging.fast import lists
+    from paging.fast import credit, lists
     from paging.policies.dist import PerLayer
 
     plans = _plans()
@@ -67,6 +75,8 @@ def plan(policy) -> tuple[str, int, bool] | None:
         family, kind = found
         if family == _LIST and kind >= lists.LLRU:
             kind = lists.LRU
+        if family == _CREDIT and kind == credit.LAYERED:
+            kind = credit.LANDLORD  # inside one layer LLRU's order is LRU's, Landlord's tie
         return family, kind, True
     found = plans.get(type(policy))
     if found is None:
@@ -85,21 +95,26 @@ def marking_draws(seed, n: int) -> np.ndarray:
     return np.random.default_rng(seed).random(max(int(n), 1))
 
 
-def _caps(layout, k: int, dist: bool) -> np.ndarray:
+def _caps(layout, capacity: int, dist: bool) -> np.ndarray:
     if dist:
-        return layout.dist_shares(k)
-    return np.array([k], dtype=np.int64)
+        return layout.dist_shares(capacity)
+    return np.array([capacity], dtype=np.int64)
 
 
-def _execute(pages, steps, next_use, layout, k, spec, draws, record):
+def _execute(pages, steps, next_use, slots, costs, sizes, layout, capacity, spec, draws,
+             record):
+    """Run the kernel of ``spec``; ``slots[p]`` is the room page p takes in the capacity (1,
+    or its size for a byte budget), ``costs``/``sizes`` the weights the credit policies read."""
     family, kind, dist = spec
-    caps = _caps(layout, k, dist)
+    caps = _caps(layout, capacity, dist)
     n, L = layout.n_experts, layout.n_layers
     if family == _LIST:
-        return list_kernel(pages, steps, n, L, caps, dist, kind, record)
+        return list_kernel(pages, steps, slots, n, L, caps, dist, kind, record)
     if family == _HEAP:
-        return heap_kernel(pages, steps, next_use, n, L, caps, dist, kind, record)
-    return marking_kernel(pages, steps, n, L, caps, dist, draws, record)
+        return heap_kernel(pages, steps, next_use, slots, n, L, caps, dist, kind, record)
+    if family == _CREDIT:
+        return credit_kernel(pages, steps, costs, sizes, slots, n, L, caps, dist, kind, record)
+    return marking_kernel(pages, steps, slots, n, L, caps, dist, draws, record)
 
 
 def needs_next_use(spec) -> bool:
@@ -115,8 +130,10 @@ def _no_next_use() -> np.ndarray:
     return a
 
 
-def run(trace, policy, k: int, *, seed: int | None = 0, record: bool = False):
-    """Replay ``trace`` under ``policy`` with a cache of ``k`` pages in a compiled kernel.
+def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs=None,
+        sizes=None, seed: int | None = 0, record: bool = False):
+    """Replay ``trace`` under ``policy`` with a cache of ``k`` pages (or ``budget`` bytes) in a
+    compiled kernel.
 
     Parameters
     ----------
@@ -124,8 +141,11 @@ def run(trace, policy, k: int, *, seed: int | None = 0, record: bool = False):
         Rounds or groups mode; groups are pinned while served, as in the reference loop.
     policy : Policy
         A built-in policy instance (:func:`plan`); anything else returns None.
-    k : int
-        Cache size, already validated (:func:`paging.errors.check_k`).
+    k, budget : int
+        Cache size in pages, or in bytes with ``sizes``; already validated
+        (:func:`paging.simulate.check_capacity`), exactly one of them given.
+    costs, sizes : numpy.ndarray or None
+        Validated per-page fetch costs (float64) and sizes (int64), or None for unit ones.
     seed : int or None
         Seeds ``numpy.random.default_rng``; Marking pre-draws ``rng.random(N)`` and consumes the
         draws in eviction order, the same doubles as the reference's one-at-a-time draws.
@@ -135,25 +155,34 @@ def run(trace, policy, k: int, *, seed: int | None = 0, record: bool = False):
     Returns
     -------
     Result or None
-        Exactly what ``simulate(trace, policy, k, seed=seed, record=record,
-        engine="reference")`` returns (every field), or None when ``policy`` has no kernel.
+        Exactly what ``simulate(trace, policy, k, budget=..., costs=..., sizes=..., seed=seed,
+        record=record, engine="reference")`` returns (every field), or None when ``policy``
+        has no kernel.
 
     Cost: see the module docstring (O(1) per request for LRU and FIFO in rounds mode, O(log k)
-    for Belady and LFU), plus O(N) for ``trace.next_use`` on a first Belady run.
+    for Belady, LFU, GreedyDual, Landlord and GDSF), plus O(N) for ``trace.next_use`` on a
+    first Belady run.
     """
-    from paging.simulate import Result
+    from paging.result import build_result
 
     spec = plan(policy)
     if spec is None:
         return None
+    P = trace.layout.n_pages
     nu = trace.next_use if needs_next_use(spec) else _no_next_use()
     draws = marking_draws(seed, trace.n_requests) if spec[0] == _MARK else None
-    out = _execute(trace.pages, trace.steps, nu, trace.layout, int(k), spec, draws, record)
-    misses, coll, per_layer, hit_mask, ev, n_ev, byp, n_byp = out
-    return Result(
-        policy=policy.name, k=int(k), trace=trace.name, requests=trace.n_requests,
-        misses=int(misses), per_layer_misses=per_layer, collision_misses=int(coll),
-        bypasses=int(n_byp), seed=seed, dist=spec[2],
+    capacity = k if budget is None else budget
+    # a cache counted in pages gives every page one slot, whatever its size in bytes
+    s = unit_sizes(P) if sizes is None else sizes
+    slots = unit_sizes(P) if budget is None else s
+    w = unit_costs(P) if costs is None else costs
+    out = _execute(trace.pages, trace.steps, nu, slots, w, s, trace.layout, int(capacity), spec,
+                   draws, record)
+    misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = out
+    return build_result(
+        policy=policy.name, k=k, budget=budget, trace=trace.name, requests=trace.n_requests,
+        page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,
+        bypasses=n_byp, seed=seed, dist=spec[2], costs=costs, sizes=sizes,
         hit_mask=hit_mask if record else None,
         evictions=ev[:n_ev].copy() if record else None,
         bypassed=byp[:n_byp].copy() if record else None,
@@ -165,5 +194,7 @@ def run_misses(trace, spec, k: int, *, draws=None, next_use=None) -> int:
     step of per-k miss-curve sweeps (:mod:`paging.mrc`). Releases the GIL while it runs."""
     if next_use is None:
         next_use = trace.next_use if needs_next_use(spec) else _no_next_use()
-    return int(_execute(trace.pages, trace.steps, next_use, trace.layout, int(k), spec, draws,
-                        False)[0])
+    P = trace.layout.n_pages
+    one = unit_sizes(P)
+    return int(_execute(trace.pages, trace.steps, next_use, one, unit_costs(P), one,
+                        trace.layout, int(k), spec, draws, False)[0])

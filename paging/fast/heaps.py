@@ -86,9 +86,10 @@ def _push(hk, hp, pos, base, hs, q, page, key):
 
 
 @njit(cache=True, nogil=True)
-def heap_kernel(pages, steps, next_use, n_experts, n_layers, caps, dist, kind, record):
+def heap_kernel(pages, steps, next_use, sizes, n_experts, n_layers, caps, dist, kind, record):
     """Replay ``pages`` under LFU or Belady (``kind``); see :mod:`paging.fast.lists` for the
-    arguments. ``next_use`` is the trace's next-use array (read by Belady only)."""
+    arguments (``sizes`` and ``caps`` in the same unit). ``next_use`` is the trace's next-use
+    array (read by Belady only)."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
@@ -100,13 +101,14 @@ def heap_kernel(pages, steps, next_use, n_experts, n_layers, caps, dist, kind, r
     hk = np.zeros(max(off[nparts], 1), np.int64)
     hp = np.zeros(max(off[nparts], 1), np.int64)
     hs = np.zeros(nparts, np.int64)
+    used = np.zeros(nparts, np.int64)
     pos = np.full(P, -1, np.int64)
     count = np.zeros(P, np.int64)
     pin = np.full(P, -1, np.int64)
     evicted_pass = np.full(P, -1, np.int64)
     aside_p = np.zeros(P, np.int64)
     aside_k = np.zeros(P, np.int64)
-    per_layer = np.zeros(L, np.int64)
+    page_miss = np.zeros(P, np.int64)
     hit_mask, ev, byp = buffers(n, record)
     misses = 0
     coll = 0
@@ -117,6 +119,8 @@ def heap_kernel(pages, steps, next_use, n_experts, n_layers, caps, dist, kind, r
     layer_of = np.arange(P) // n_experts
     prev_s = -1
     now_pass = 0
+    g_start = 0
+    g_end = 0
     for t in range(n):
         p = pages[t]
         s = steps[t]
@@ -132,6 +136,8 @@ def heap_kernel(pages, steps, next_use, n_experts, n_layers, caps, dist, kind, r
                 while j < n and steps[j] == s:
                     pin[pages[j]] = s
                     j += 1
+                g_start = t
+                g_end = j
         z = layer_of[p]
         q = z if dist else 0
         base = off[q]
@@ -153,50 +159,67 @@ def heap_kernel(pages, steps, next_use, n_experts, n_layers, caps, dist, kind, r
                 up = i
         else:
             misses += 1
-            per_layer[z] += 1
+            page_miss[p] += 1
             if evicted_pass[p] == now_pass:
                 coll += 1
-            if hs[q] < caps[q]:
+            need = sizes[p]
+            if used[q] + need <= caps[q]:
                 up = hs[q]
                 hs[q] += 1
                 hk[base + up] = key
                 hp[base + up] = p
                 pos[p] = up
             else:
-                victim = -1
-                if caps[q] > 0:
-                    if pin[hp[base]] != s:
-                        # the usual case: the new page replaces the top, then sifts down
-                        victim = hp[base]
-                        pos[victim] = -1
-                        hk[base] = key
-                        hp[base] = p
-                        pos[p] = 0
-                        down = 0
-                    else:
-                        # pinned pages on top (groups mode): set them aside, take the victim
-                        # below, put them back
-                        n_aside = 0
-                        while hs[q] > 0 and pin[hp[base]] == s:
-                            aside_k[n_aside] = hk[base]
-                            aside_p[n_aside] = _pop_top(hk, hp, pos, base, hs, q)
-                            n_aside += 1
-                        if hs[q] > 0:
-                            victim = _pop_top(hk, hp, pos, base, hs, q)
-                        for a in range(n_aside):
-                            _push(hk, hp, pos, base, hs, q, aside_p[a], aside_k[a])
-                        if victim >= 0:
-                            _push(hk, hp, pos, base, hs, q, p, key)
-                if victim < 0:
+                held = 0  # room held by pinned resident pages of the partition (groups mode)
+                if grouped:
+                    for j in range(g_start, g_end):
+                        r = pages[j]
+                        if pos[r] >= 0 and (not dist or layer_of[r] == z):
+                            held += sizes[r]
+                if need > caps[q] - held:
+                    # capacity 0, a page larger than its partition, or pinned pages filling
+                    # it: serve the page from slow memory without caching it
                     if record:
                         byp[n_byp] = t
                     n_byp += 1
                     continue
-                evicted_pass[victim] = now_pass
-                if record:
-                    ev[n_ev, 0] = t
-                    ev[n_ev, 1] = victim
-                    n_ev += 1
+                top = hp[base]
+                if pin[top] != s and used[q] - sizes[top] + need <= caps[q]:
+                    # the usual case: one eviction makes room; the new page replaces the top,
+                    # then sifts down
+                    pos[top] = -1
+                    hk[base] = key
+                    hp[base] = p
+                    pos[p] = 0
+                    down = 0
+                    used[q] -= sizes[top]
+                    evicted_pass[top] = now_pass
+                    if record:
+                        ev[n_ev, 0] = t
+                        ev[n_ev, 1] = top
+                        n_ev += 1
+                else:
+                    # several evictions (sizes), or pinned pages on top (groups mode): set the
+                    # pinned ones aside, pop victims below them until the page fits, put the
+                    # pinned ones back
+                    n_aside = 0
+                    while used[q] + need > caps[q] and hs[q] > 0:
+                        if pin[hp[base]] == s:
+                            aside_k[n_aside] = hk[base]
+                            aside_p[n_aside] = _pop_top(hk, hp, pos, base, hs, q)
+                            n_aside += 1
+                            continue
+                        victim = _pop_top(hk, hp, pos, base, hs, q)
+                        used[q] -= sizes[victim]
+                        evicted_pass[victim] = now_pass
+                        if record:
+                            ev[n_ev, 0] = t
+                            ev[n_ev, 1] = victim
+                            n_ev += 1
+                    for a in range(n_aside):
+                        _push(hk, hp, pos, base, hs, q, aside_p[a], aside_k[a])
+                    _push(hk, hp, pos, base, hs, q, p, key)
+            used[q] += need
             count[p] += 1
         # the two sifts, written out in place (a helper call would pay atomic refcounts)
         if down >= 0:
@@ -230,4 +253,4 @@ def heap_kernel(pages, steps, next_use, n_experts, n_layers, caps, dist, kind, r
             hk[base + i] = key
             hp[base + i] = p
             pos[p] = i
-    return misses, coll, per_layer, hit_mask, ev, n_ev, byp, n_byp
+    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp

@@ -30,11 +30,13 @@ LRU, FIFO, FWF, LLRU, FLD, LEAST_STALE = 0, 1, 2, 3, 4, 5
 
 
 @njit(cache=True, nogil=True)
-def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
+def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, record):
     """Replay ``pages`` (layer clock ``steps``) under a list policy ``kind``.
 
     ``caps`` holds the capacity of each partition: one entry (shared cache) or one per layer
-    (``dist``). Returns the tuple described in :mod:`paging.fast.common`.
+    (``dist``), in the units of ``sizes`` (one per page id: all 1 for a cache counted in pages,
+    bytes for a budget). On a miss, victims are taken until the page fits. Returns the tuple
+    described in :mod:`paging.fast.common`.
 
     The list operations are written out in place: in numba, a helper call that takes arrays
     costs atomic reference counting per call, which halves the speed of this loop.
@@ -49,12 +51,12 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
     head = np.full(nl, -1, np.int64)
     tail = np.full(nl, -1, np.int64)
     resident = np.zeros(P, np.bool_)
-    size = np.zeros(caps.size, np.int64)
+    used = np.zeros(caps.size, np.int64)
     pin = np.full(P, -1, np.int64)
     evicted_pass = np.full(P, -1, np.int64)
     last_step = np.zeros(P, np.int64)
     last_pass = np.zeros(P, np.int64)
-    per_layer = np.zeros(L, np.int64)
+    page_miss = np.zeros(P, np.int64)
     layer_of = np.arange(P) // n_experts
     hit_mask, ev, byp = buffers(n, record)
     misses = 0
@@ -66,6 +68,8 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
     layered = kind >= LLRU
     prev_s = -1
     now_pass = 0
+    g_start = 0
+    g_end = 0
     for t in range(n):
         p = pages[t]
         s = steps[t]
@@ -82,6 +86,8 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
                 while j < n and steps[j] == s:
                     pin[pages[j]] = s
                     j += 1
+                g_start = t
+                g_end = j
         z = layer_of[p]
         l = z if per_layer_lists else 0
         if resident[p]:
@@ -106,96 +112,103 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
                 last_pass[p] = now_pass
             continue
         misses += 1
-        per_layer[z] += 1
+        page_miss[p] += 1
         if evicted_pass[p] == now_pass:
             coll += 1
         q = z if dist else 0
-        if size[q] >= caps[q]:
-            victim = -1
-            if caps[q] == 0:
-                pass
-            elif kind == LRU or kind == FIFO:
-                victim = tail[q]
-                while victim >= 0 and pin[victim] == s:
-                    victim = prv[victim]
-            elif kind == FWF:
-                # flush: every unpinned page of the partition, oldest insertion first
-                v = tail[q]
-                while v >= 0:
-                    u = prv[v]
-                    if pin[v] != s:
-                        b = nxt[v]
-                        if u >= 0:
-                            nxt[u] = b
-                        else:
-                            head[q] = b
-                        if b >= 0:
-                            prv[b] = u
-                        else:
-                            tail[q] = u
-                        resident[v] = False
-                        size[q] -= 1
-                        evicted_pass[v] = now_pass
-                        if record:
-                            ev[n_ev, 0] = t
-                            ev[n_ev, 1] = v
-                            n_ev += 1
-                        victim = v
-                    v = u
-            elif kind == LLRU:
-                # Def. 2: largest R = (t - τ) // ℓ, then largest D = (τ - t) mod ℓ, as one
-                # number R·ℓ + D. A page of layer z is requested only at steps ≡ z (mod ℓ), so
-                # (t - τ) mod ℓ = (c - z) mod ℓ needs no division; (R, D) differ across layers,
-                # and inside a layer the oldest page has the largest R (the tail).
-                c = s - now_pass * L
-                best = -1
-                for zz in range(L):
-                    v = tail[zz]
-                    while v >= 0 and pin[v] == s:
-                        v = prv[v]
-                    if v < 0:
-                        continue
-                    r = c - zz
-                    r = r + L if r < 0 else r
-                    key = s - last_step[v] - r + (L - r if r > 0 else 0)
-                    if key > best:
-                        best = key
-                        victim = v
-            elif kind == FLD:
-                # the layer furthest ahead of the current one: (c-1) mod ℓ first, c itself last
-                c = s - now_pass * L
-                for dd in range(L - 1, -1, -1):
-                    zz = c + dd
-                    if zz >= L:
-                        zz -= L
-                    victim = tail[zz]
-                    while victim >= 0 and pin[victim] == s:
-                        victim = prv[victim]
-                    if victim >= 0:
-                        break
-            else:  # LEAST_STALE: the lowest layer holding a stale page, else the lowest layer
-                first = -1
-                for zz in range(L):
-                    v = tail[zz]
-                    while v >= 0 and pin[v] == s:
-                        v = prv[v]
-                    if v < 0:
-                        continue
-                    if first < 0:
-                        first = v
-                    if last_pass[v] < now_pass:
-                        victim = v
-                        break
-                if victim < 0:
-                    victim = first
-            if victim < 0:
-                # capacity 0, or every resident page of the partition is pinned: serve the page
-                # from slow memory without caching it
+        need = sizes[p]
+        if used[q] + need > caps[q]:
+            held = 0  # room held by pinned resident pages of the partition (groups mode)
+            if grouped:
+                for j in range(g_start, g_end):
+                    r = pages[j]
+                    if resident[r] and (not dist or layer_of[r] == z):
+                        held += sizes[r]
+            if need > caps[q] - held:
+                # capacity 0, a page larger than its partition, or pinned pages filling it:
+                # serve the page from slow memory without caching it
                 if record:
                     byp[n_byp] = t
                 n_byp += 1
                 continue
-            if kind != FWF:
+            while used[q] + need > caps[q]:
+                victim = -1
+                if kind == LRU or kind == FIFO:
+                    victim = tail[q]
+                    while victim >= 0 and pin[victim] == s:
+                        victim = prv[victim]
+                elif kind == FWF:
+                    # flush: every unpinned page of the partition, oldest insertion first
+                    v = tail[q]
+                    while v >= 0:
+                        u = prv[v]
+                        if pin[v] != s:
+                            b = nxt[v]
+                            if u >= 0:
+                                nxt[u] = b
+                            else:
+                                head[q] = b
+                            if b >= 0:
+                                prv[b] = u
+                            else:
+                                tail[q] = u
+                            resident[v] = False
+                            used[q] -= sizes[v]
+                            evicted_pass[v] = now_pass
+                            if record:
+                                ev[n_ev, 0] = t
+                                ev[n_ev, 1] = v
+                                n_ev += 1
+                        v = u
+                    break
+                elif kind == LLRU:
+                    # Def. 2: largest R = (t - τ) // ℓ, then largest D = (τ - t) mod ℓ, as one
+                    # number R·ℓ + D. A page of layer z is requested only at steps ≡ z (mod ℓ),
+                    # so (t - τ) mod ℓ = (c - z) mod ℓ needs no division; (R, D) differ across
+                    # layers, and inside a layer the oldest page has the largest R (the tail).
+                    c = s - now_pass * L
+                    best = -1
+                    for zz in range(L):
+                        v = tail[zz]
+                        while v >= 0 and pin[v] == s:
+                            v = prv[v]
+                        if v < 0:
+                            continue
+                        r = c - zz
+                        r = r + L if r < 0 else r
+                        key = s - last_step[v] - r + (L - r if r > 0 else 0)
+                        if key > best:
+                            best = key
+                            victim = v
+                elif kind == FLD:
+                    # the layer furthest ahead of the current one: (c-1) mod ℓ first, c last
+                    c = s - now_pass * L
+                    for dd in range(L - 1, -1, -1):
+                        zz = c + dd
+                        if zz >= L:
+                            zz -= L
+                        victim = tail[zz]
+                        while victim >= 0 and pin[victim] == s:
+                            victim = prv[victim]
+                        if victim >= 0:
+                            break
+                else:  # LEAST_STALE: the lowest layer holding a stale page, else the lowest
+                    first = -1
+                    for zz in range(L):
+                        v = tail[zz]
+                        while v >= 0 and pin[v] == s:
+                            v = prv[v]
+                        if v < 0:
+                            continue
+                        if first < 0:
+                            first = v
+                        if last_pass[v] < now_pass:
+                            victim = v
+                            break
+                    if victim < 0:
+                        victim = first
+                if victim < 0:  # cannot happen: the room check above found unpinned pages
+                    break
                 lv = layer_of[victim] if per_layer_lists else 0
                 a = prv[victim]
                 b = nxt[victim]
@@ -208,7 +221,7 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
                 else:
                     tail[lv] = a
                 resident[victim] = False
-                size[q] -= 1
+                used[q] -= sizes[victim]
                 evicted_pass[victim] = now_pass
                 if record:
                     ev[n_ev, 0] = t
@@ -223,8 +236,8 @@ def list_kernel(pages, steps, n_experts, n_layers, caps, dist, kind, record):
             tail[l] = p
         head[l] = p
         resident[p] = True
-        size[q] += 1
+        used[q] += need
         if layered:
             last_step[p] = s
             last_pass[p] = now_pass
-    return misses, coll, per_layer, hit_mask, ev, n_ev, byp, n_byp
+    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp

@@ -40,9 +40,9 @@ def _prefix(tree, i):
 
 
 @njit(cache=True, nogil=True)
-def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record):
+def marking_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, record):
     """Replay ``pages`` under randomized Marking; ``draws`` holds the run's uniform draws in
-    order (at least one per eviction)."""
+    order (at least one per eviction); ``sizes`` and ``caps`` as in :mod:`paging.fast.lists`."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
@@ -53,10 +53,10 @@ def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record)
     resident = np.zeros(P, np.bool_)
     marked = np.zeros(P, np.bool_)
     pinned = np.zeros(P, np.bool_)
-    size = np.zeros(caps.size, np.int64)
-    pinned_res = np.zeros(caps.size, np.int64)
+    used = np.zeros(caps.size, np.int64)
+    held = np.zeros(caps.size, np.int64)  # room held by pinned resident pages
     evicted_pass = np.full(P, -1, np.int64)
-    per_layer = np.zeros(L, np.int64)
+    page_miss = np.zeros(P, np.int64)
     layer_of = np.arange(P) // n_experts
     hit_mask, ev, byp = buffers(n, record)
     misses = 0
@@ -76,7 +76,7 @@ def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record)
                 r = pages[j]
                 pinned[r] = False
                 if resident[r]:
-                    pinned_res[r // n_experts if dist else 0] -= 1
+                    held[r // n_experts if dist else 0] -= sizes[r]
                     if not marked[r]:
                         _add(tree, r, 1)
             g_start = t
@@ -85,7 +85,7 @@ def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record)
                 r = pages[g_end]
                 pinned[r] = True
                 if resident[r]:
-                    pinned_res[r // n_experts if dist else 0] += 1
+                    held[r // n_experts if dist else 0] += sizes[r]
                     if not marked[r]:
                         _add(tree, r, -1)
                 g_end += 1
@@ -103,62 +103,65 @@ def marking_kernel(pages, steps, n_experts, n_layers, caps, dist, draws, record)
                         i += i & (-i)
             continue
         misses += 1
-        per_layer[z] += 1
+        page_miss[p] += 1
         now_pass = s // L
         if evicted_pass[p] == now_pass:
             coll += 1
-        if size[q] >= caps[q]:
-            if caps[q] == 0 or pinned_res[q] == size[q]:
+        need = sizes[p]
+        if used[q] + need > caps[q]:
+            if need > caps[q] - held[q]:
+                # capacity 0, a page larger than its partition, or pinned pages filling it
                 if record:
                     byp[n_byp] = t
                 n_byp += 1
                 continue
             lo = q * n_experts if dist else 0
             hi = lo + n_experts if dist else P
-            before = 0
+            before = 0  # candidates below the partition (no eviction here changes it)
             i = lo
             while i > 0:
                 before += tree[i]
                 i -= i & (-i)
-            m = -before
-            i = hi
-            while i > 0:
-                m += tree[i]
-                i -= i & (-i)
-            if m == 0:
-                # every candidate is marked: a new phase; the sub-policy forgets all its marks
-                for r in range(lo, hi):
-                    if marked[r]:
-                        marked[r] = False
-                        if not pinned[r]:
-                            _add(tree, r, 1)
-                m = _prefix(tree, hi) - before
-            u = draws[n_draw]
-            n_draw += 1
-            # the candidate of rank before + ⌊u·m⌋ (Fenwick descent), then remove it
-            rank = before + np.int64(u * m)
-            victim = 0
-            step = top
-            while step > 0:
-                nxt = victim + step
-                if nxt <= P and tree[nxt] <= rank:
-                    victim = nxt
-                    rank -= tree[nxt]
-                step >>= 1
-            i = victim + 1
-            while i <= P:
-                tree[i] -= 1
-                i += i & (-i)
-            resident[victim] = False
-            size[q] -= 1
-            evicted_pass[victim] = now_pass
-            if record:
-                ev[n_ev, 0] = t
-                ev[n_ev, 1] = victim
-                n_ev += 1
+            while used[q] + need > caps[q]:
+                m = -before
+                i = hi
+                while i > 0:
+                    m += tree[i]
+                    i -= i & (-i)
+                if m == 0:
+                    # every candidate is marked: a new phase; the sub-policy forgets its marks
+                    for r in range(lo, hi):
+                        if marked[r]:
+                            marked[r] = False
+                            if not pinned[r]:
+                                _add(tree, r, 1)
+                    m = _prefix(tree, hi) - before
+                u = draws[n_draw]
+                n_draw += 1
+                # the candidate of rank before + ⌊u·m⌋ (Fenwick descent), then remove it
+                rank = before + np.int64(u * m)
+                victim = 0
+                step = top
+                while step > 0:
+                    nxt = victim + step
+                    if nxt <= P and tree[nxt] <= rank:
+                        victim = nxt
+                        rank -= tree[nxt]
+                    step >>= 1
+                i = victim + 1
+                while i <= P:
+                    tree[i] -= 1
+                    i += i & (-i)
+                resident[victim] = False
+                used[q] -= sizes[victim]
+                evicted_pass[victim] = now_pass
+                if record:
+                    ev[n_ev, 0] = t
+                    ev[n_ev, 1] = victim
+                    n_ev += 1
         resident[p] = True
         marked[p] = True
-        size[q] += 1
+        used[q] += need
         if pinned[p]:
-            pinned_res[q] += 1
-    return misses, coll, per_layer, hit_mask, ev, n_ev, byp, n_byp
+            held[q] += need
+    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp

@@ -6,8 +6,9 @@ A policy keeps only its own bookkeeping and names victims. Call order for reques
 
 * hit:  ``on_hit(t, p)``
 * miss with room:  ``on_insert(t, p)``
-* miss with a full partition:  ``victims(t, p, cache)`` -> ``on_evict(t, v)`` for each victim ->
-  ``on_insert(t, p)``.
+* miss that does not fit:  ``victims(t, p, cache)`` -> ``on_evict(t, v)`` for each victim,
+  repeated until ``p`` fits (once for page-counted caches; possibly several times with a byte
+  budget and sizes) -> ``on_insert(t, p)``.
 
 ``cache.candidates`` lists the resident, unpinned pages of ``p``'s partition in insertion order
 (the whole cache, or ``p``'s layer for the DIST variants); a victim must be one of them.
@@ -30,7 +31,9 @@ class Context:
     ``capacity`` is the size of the policy's partition (k, or a layer's share for DIST);
     ``steps`` is the layer clock of the trace (see :mod:`paging.trace`): non-clairvoyant policies
     read ``steps[t]`` only for the current request t. ``next_use`` is given to clairvoyant
-    policies only. ``rng`` is the run's only source of randomness.
+    policies only. ``rng`` is the run's only source of randomness. ``costs`` (float64) and
+    ``sizes`` (int64) give every page id's fetch cost w(p) and size s(p) (all ones unless the
+    run is weighted); ``capacity`` is in bytes for a byte-budget run, in pages otherwise.
     """
 
     layout: Layout
@@ -40,6 +43,8 @@ class Context:
     n_requests: int
     next_use: np.ndarray | None = None
     score: np.ndarray | None = None
+    costs: np.ndarray | None = None
+    sizes: np.ndarray | None = None
 
     def with_capacity(self, capacity: int) -> Context:
         return replace(self, capacity=int(capacity))

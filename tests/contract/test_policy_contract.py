@@ -42,6 +42,27 @@ def test_feasible_and_deterministic(name, engine, trace, kfrac, seed):
     assert a.misses >= len(np.unique(trace.pages))  # every first request is a miss
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("name", POLICY_NAMES)
+@given(trace=st.one_of(round_traces(), topk_traces()), data=st.data(),
+       seed=st.integers(0, 2**32 - 1))
+def test_weighted_runs_are_feasible(name, engine, trace, data, seed):
+    """With random costs, sizes and a byte budget (or k pages with sizes), the verifier accepts
+    the run, recomputes its cost and bytes, and the same seed gives the same run."""
+    P = trace.layout.n_pages
+    costs = np.array(data.draw(st.lists(st.floats(0, 100), min_size=P, max_size=P)))
+    sizes = np.array(data.draw(st.lists(st.integers(1, 5), min_size=P, max_size=P)))
+    by_budget = data.draw(st.booleans())
+    cap = (dict(budget=data.draw(st.integers(int(sizes.min()), int(sizes.sum()))))
+           if by_budget else dict(k=data.draw(st.integers(1, P + 1))))
+    a = simulate(trace, name, costs=costs, sizes=sizes, seed=seed, record=True, engine=engine,
+                 **cap)
+    verify(trace, a, costs=costs, sizes=sizes)
+    b = simulate(trace, name, costs=costs, sizes=sizes, seed=seed, record=True, engine=engine,
+                 **cap)
+    assert _same(a, b) and a.cost == b.cost and a.bytes_fetched == b.bytes_fetched
+
+
 @pytest.mark.parametrize("name", POLICY_NAMES)
 @given(t1=round_traces(), t2=st.one_of(round_traces(), topk_traces()), k=st.integers(1, 8))
 def test_reset_and_reuse_equals_fresh(name, t1, t2, k):

@@ -29,9 +29,10 @@ KERNEL_POLICIES = [name for name in POLICY_NAMES if fast.has_kernel(make_policy(
 
 def assert_same(ref, got) -> None:
     for f in ("policy", "k", "trace", "requests", "misses", "collision_misses", "bypasses",
-              "seed", "dist"):
+              "seed", "dist", "budget", "cost", "bytes_fetched"):
         assert getattr(got, f) == getattr(ref, f), f
     np.testing.assert_array_equal(got.per_layer_misses, ref.per_layer_misses)
+    np.testing.assert_array_equal(got.page_misses, ref.page_misses)
     for f in ("hit_mask", "evictions", "bypassed"):
         a, b = getattr(ref, f), getattr(got, f)
         assert a is not None and b is not None, f
@@ -50,7 +51,7 @@ def check_all_k(trace, name: str, seed: int) -> None:
 
 def test_every_builtin_policy_has_a_kernel():
     assert sorted(KERNEL_POLICIES) == sorted(POLICY_NAMES)
-    assert len(KERNEL_POLICIES) == 18
+    assert len(KERNEL_POLICIES) == 26
 
 
 @pytest.mark.parametrize("name", KERNEL_POLICIES)
@@ -66,6 +67,33 @@ def test_kernel_equals_reference_rounds(name, trace, seed):
 def test_kernel_equals_reference_topk(name, trace, seed):
     # groups mode: pinned groups and bypasses; rounds mode: top-K rounds
     check_all_k(trace, name, seed)
+
+
+@st.composite
+def weighted_runs(draw):
+    """A trace with random per-page costs and sizes (ties likely: few distinct values, zeros
+    included) and a byte budget from the smallest page to past the total."""
+    trace = draw(st.one_of(round_traces(), topk_traces(max_experts=5, max_layers=3,
+                                                       max_tokens=6)))
+    P = trace.layout.n_pages
+    costs = np.array(draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 10.0, 1 / 3]),
+                                   min_size=P, max_size=P)))
+    sizes = np.array(draw(st.lists(st.integers(1, 4), min_size=P, max_size=P)), dtype=np.int64)
+    budget = draw(st.integers(int(sizes.min()), int(sizes.sum()) + 1))
+    return trace, costs, sizes, budget
+
+
+@pytest.mark.parametrize("name", KERNEL_POLICIES)
+@given(run=weighted_runs(), seed=st.integers(0, 99))
+def test_kernel_equals_reference_weighted(name, run, seed):
+    """Costs, sizes and byte budgets: several evictions per miss, pages larger than a layer's
+    share (bypass), pinned groups, ties among equal credits."""
+    trace, costs, sizes, budget = run
+    kw = dict(costs=costs, sizes=sizes, seed=seed, record=True)
+    for cap in (dict(budget=budget), dict(k=max(1, budget // 2))):
+        ref = simulate(trace, name, engine="reference", **cap, **kw)
+        got = simulate(trace, name, engine="fast", **cap, **kw)
+        assert_same(ref, got)
 
 
 def test_groups_mode_examples_do_pin_and_bypass():

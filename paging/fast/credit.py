@@ -1,0 +1,265 @@
+"""Kernel for the credit (GreedyDual-family) policies: GreedyDual, Landlord, GDSF, Layered
+Landlord (:mod:`paging.policies.weighted`).
+
+Each partition keeps its inflation value L and every cached page its credit H(p) = L + c(p),
+set at the page's last request. GreedyDual, Landlord and GDSF evict the smallest
+(H, last request index) from an indexed binary min-heap per partition (O(log k) per request);
+credits only grow on a hit, so a hit sifts down. Layered Landlord evicts the smallest
+(H, −R, −D, last request) where R and D are LLRU's (they change with the current step), so it
+scans the partition's resident pages: O(k) per eviction.
+
+The float arithmetic is the reference's, operation for operation (``L + w/s``, ``f·w/s``),
+so credits, ties and victims are identical. Pinned pages (groups mode) at the top of a heap
+are set aside while victims are popped, as in :mod:`paging.fast.heaps`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from paging.fast.common import buffers, is_grouped
+
+GREEDY_DUAL, LANDLORD, GDSF, LAYERED = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True)
+def _sift_up(hk, ht, hp, pos, base, i):
+    key = hk[base + i]
+    tie = ht[base + i]
+    page = hp[base + i]
+    while i > 0:
+        j = (i - 1) >> 1
+        if hk[base + j] < key or (hk[base + j] == key and ht[base + j] <= tie):
+            break
+        hk[base + i] = hk[base + j]
+        ht[base + i] = ht[base + j]
+        hp[base + i] = hp[base + j]
+        pos[hp[base + i]] = i
+        i = j
+    hk[base + i] = key
+    ht[base + i] = tie
+    hp[base + i] = page
+    pos[page] = i
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(hk, ht, hp, pos, base, size, i):
+    key = hk[base + i]
+    tie = ht[base + i]
+    page = hp[base + i]
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        d = c + 1
+        if d < size and (hk[base + d] < hk[base + c]
+                         or (hk[base + d] == hk[base + c] and ht[base + d] < ht[base + c])):
+            c = d
+        if hk[base + c] > key or (hk[base + c] == key and ht[base + c] >= tie):
+            break
+        hk[base + i] = hk[base + c]
+        ht[base + i] = ht[base + c]
+        hp[base + i] = hp[base + c]
+        pos[hp[base + i]] = i
+        i = c
+    hk[base + i] = key
+    ht[base + i] = tie
+    hp[base + i] = page
+    pos[page] = i
+
+
+@njit(cache=True, nogil=True)
+def _pop_top(hk, ht, hp, pos, base, hs, q):
+    top = hp[base]
+    pos[top] = -1
+    hs[q] -= 1
+    m = hs[q]
+    if m > 0:
+        hk[base] = hk[base + m]
+        ht[base] = ht[base + m]
+        hp[base] = hp[base + m]
+        pos[hp[base]] = 0
+        _sift_down(hk, ht, hp, pos, base, m, 0)
+    return top
+
+
+@njit(cache=True, nogil=True)
+def _push(hk, ht, hp, pos, base, hs, q, page, key, tie):
+    i = hs[q]
+    hs[q] += 1
+    hk[base + i] = key
+    ht[base + i] = tie
+    hp[base + i] = page
+    pos[page] = i
+    _sift_up(hk, ht, hp, pos, base, i)
+
+
+@njit(cache=True, nogil=True)
+def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, dist, kind,
+                  record):
+    """Replay ``pages`` under a credit policy ``kind``. ``costs`` and ``sizes`` are the pages'
+    w and s (the credit rates); ``slots`` the room each page takes in ``caps`` (all 1 for a
+    cache counted in pages, = ``sizes`` for a byte budget). Returns the tuple of
+    :mod:`paging.fast.common`."""
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    nparts = caps.size
+    part_pages = n_experts if dist else P
+    off = np.zeros(nparts + 1, np.int64)
+    for q in range(nparts):
+        off[q + 1] = off[q] + min(caps[q], part_pages)
+    m_all = max(off[nparts], 1)
+    hk = np.zeros(m_all, np.float64)   # heap: credit
+    ht = np.zeros(m_all, np.int64)     # heap: last request index (tie-break)
+    hp = np.zeros(m_all, np.int64)     # heap (or resident list for LAYERED): page
+    hs = np.zeros(nparts, np.int64)
+    used = np.zeros(nparts, np.int64)
+    infl = np.zeros(nparts, np.float64)  # L of each partition
+    pos = np.full(P, -1, np.int64)
+    credit = np.zeros(P, np.float64)
+    last = np.zeros(P, np.int64)
+    last_step = np.zeros(P, np.int64)
+    freq = np.zeros(P, np.int64)
+    pin = np.full(P, -1, np.int64)
+    evicted_pass = np.full(P, -1, np.int64)
+    aside_p = np.zeros(P, np.int64)
+    aside_k = np.zeros(P, np.float64)
+    aside_t = np.zeros(P, np.int64)
+    page_miss = np.zeros(P, np.int64)
+    hit_mask, ev, byp = buffers(n, record)
+    misses = 0
+    coll = 0
+    n_ev = 0
+    n_byp = 0
+    grouped = is_grouped(steps)
+    layer_of = np.arange(P) // n_experts
+    scan = kind == LAYERED
+    prev_s = -1
+    now_pass = 0
+    g_start = 0
+    g_end = 0
+    for t in range(n):
+        p = pages[t]
+        s = steps[t]
+        if s != prev_s:
+            if s == prev_s + 1:
+                if s - now_pass * L >= L:
+                    now_pass += 1
+            else:
+                now_pass = s // L
+            prev_s = s
+            if grouped:
+                j = t
+                while j < n and steps[j] == s:
+                    pin[pages[j]] = s
+                    j += 1
+                g_start = t
+                g_end = j
+        z = layer_of[p]
+        q = z if dist else 0
+        base = off[q]
+        i = pos[p]
+        if i >= 0:
+            if record:
+                hit_mask[t] = True
+            if kind == GDSF:
+                freq[p] += 1
+                rate = freq[p] * costs[p] / sizes[p]
+            elif kind == GREEDY_DUAL:
+                rate = costs[p]
+            else:
+                rate = costs[p] / sizes[p]
+            h = infl[q] + rate
+            credit[p] = h
+            last[p] = t
+            last_step[p] = s
+            if not scan:  # the credit grew: sift down
+                hk[base + i] = h
+                ht[base + i] = t
+                _sift_down(hk, ht, hp, pos, base, hs[q], i)
+            continue
+        misses += 1
+        page_miss[p] += 1
+        if evicted_pass[p] == now_pass:
+            coll += 1
+        need = slots[p]
+        if used[q] + need > caps[q]:
+            held = 0  # room held by pinned resident pages of the partition (groups mode)
+            if grouped:
+                for j in range(g_start, g_end):
+                    r = pages[j]
+                    if pos[r] >= 0 and (not dist or layer_of[r] == z):
+                        held += slots[r]
+            if need > caps[q] - held:
+                if record:
+                    byp[n_byp] = t
+                n_byp += 1
+                continue
+            n_aside = 0
+            while used[q] + need > caps[q]:
+                victim = -1
+                if scan:
+                    # smallest (credit, -R, -D, last) among unpinned residents (LLRU's R, D)
+                    bk = 0.0
+                    br = 0
+                    bd = 0
+                    bl = 0
+                    for jj in range(hs[q]):
+                        v = hp[base + jj]
+                        if pin[v] == s:
+                            continue
+                        tau = last_step[v]
+                        r = -((s - tau) // L)
+                        d = -((tau - s) % L)
+                        c = credit[v]
+                        if (victim < 0 or c < bk or (c == bk and (r < br or (r == br and (
+                                d < bd or (d == bd and last[v] < bl)))))):
+                            victim = v
+                            bk = c
+                            br = r
+                            bd = d
+                            bl = last[v]
+                    jj = pos[victim]
+                    hs[q] -= 1
+                    moved = hp[base + hs[q]]
+                    hp[base + jj] = moved
+                    pos[moved] = jj
+                    pos[victim] = -1
+                else:
+                    while pin[hp[base]] == s:
+                        aside_k[n_aside] = hk[base]
+                        aside_t[n_aside] = ht[base]
+                        aside_p[n_aside] = _pop_top(hk, ht, hp, pos, base, hs, q)
+                        n_aside += 1
+                    victim = _pop_top(hk, ht, hp, pos, base, hs, q)
+                infl[q] = credit[victim]
+                used[q] -= slots[victim]
+                freq[victim] = 0
+                evicted_pass[victim] = now_pass
+                if record:
+                    ev[n_ev, 0] = t
+                    ev[n_ev, 1] = victim
+                    n_ev += 1
+            for a in range(n_aside):
+                _push(hk, ht, hp, pos, base, hs, q, aside_p[a], aside_k[a], aside_t[a])
+        freq[p] = 1
+        if kind == GDSF:
+            rate = freq[p] * costs[p] / sizes[p]
+        elif kind == GREEDY_DUAL:
+            rate = costs[p]
+        else:
+            rate = costs[p] / sizes[p]
+        h = infl[q] + rate
+        credit[p] = h
+        last[p] = t
+        last_step[p] = s
+        if scan:
+            hp[base + hs[q]] = p
+            pos[p] = hs[q]
+            hs[q] += 1
+        else:
+            _push(hk, ht, hp, pos, base, hs, q, p, h, t)
+        used[q] += need
+    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp

@@ -1,0 +1,78 @@
+"""Per-page fetch costs and sizes (weighted paging), validated once for every consumer.
+
+Weighted paging (Young, "The k-server dual and loose competitiveness for paging",
+Algorithmica 11(6), 1994; file caching with sizes: Cao & Irani, USITS 1997; Young,
+"On-line file caching", Algorithmica 33(3), 2002): page p costs w(p) >= 0 to fetch and occupies
+s(p) >= 1 bytes. Both are arrays indexed by page id (``layer·n + expert``).
+
+:func:`as_costs` and :func:`as_sizes` turn user input (lists, arrays) into read-only float64 /
+int64 arrays of ``n_pages`` entries or raise a one-line :class:`~paging.errors.PagingError`
+naming ``where`` (a file or an option) and what was expected. The simulator, the offline
+solvers, the CLI readers and the cost model all go through them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from paging.errors import PagingError
+
+
+def _entries(values, n_pages: int, where: str, what: str) -> np.ndarray:
+    try:
+        a = np.asarray(values)
+    except (TypeError, ValueError):
+        raise PagingError(f"{where}: expected {n_pages} {what} (one per page id)") from None
+    if a.ndim != 1 or a.size != n_pages:
+        got = f"shape {a.shape}" if a.ndim != 1 else f"{a.size}"
+        raise PagingError(f"{where}: expected {n_pages} {what} (one per page id), got {got}")
+    if a.dtype.kind not in "biuf":
+        raise PagingError(f"{where}: expected {n_pages} {what} (one per page id), got values "
+                          f"of type {a.dtype}")
+    return a
+
+
+def as_costs(costs, n_pages: int, where: str = "costs") -> np.ndarray:
+    """Fetch costs w(p) as a read-only float64 array of ``n_pages`` finite numbers >= 0."""
+    a = _entries(costs, n_pages, where, "costs")
+    a = np.array(a, dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
+    if bad.size:
+        i = int(bad[0])
+        raise PagingError(f"{where}: entry {i} is {a[i].item()!r}; expected a finite number "
+                          ">= 0")
+    a.setflags(write=False)
+    return a
+
+
+def as_sizes(sizes, n_pages: int, where: str = "sizes") -> np.ndarray:
+    """Page sizes s(p) in bytes as a read-only int64 array of ``n_pages`` integers >= 1."""
+    a = _entries(sizes, n_pages, where, "sizes")
+    if a.dtype.kind == "f":
+        bad = np.flatnonzero(~np.isfinite(a) | (a != np.floor(a)))
+        if bad.size:
+            i = int(bad[0])
+            raise PagingError(f"{where}: entry {i} is {a[i].item()!r}; expected an integer "
+                              "number of bytes >= 1")
+    if a.dtype.kind == "b":
+        raise PagingError(f"{where}: expected integer sizes, got booleans")
+    out = np.array(a, dtype=np.int64)
+    bad = np.flatnonzero(out < 1)
+    if bad.size:
+        i = int(bad[0])
+        raise PagingError(f"{where}: entry {i} is {out[i]}; expected an integer number of "
+                          "bytes >= 1")
+    out.setflags(write=False)
+    return out
+
+
+def unit_costs(n_pages: int) -> np.ndarray:
+    a = np.ones(n_pages, dtype=np.float64)
+    a.setflags(write=False)
+    return a
+
+
+def unit_sizes(n_pages: int) -> np.ndarray:
+    a = np.ones(n_pages, dtype=np.int64)
+    a.setflags(write=False)
+    return a
