@@ -15,7 +15,7 @@ import sys
 
 from paging.errors import PagingError
 
-COMMANDS = ("simulate", "mrc", "opt", "trace", "coupon", "adversary", "proofs", "figs")
+COMMANDS = ("simulate", "mrc", "opt", "trace", "coupon", "adversary", "proofs", "figs", "cost")
 
 
 class _Parser(argparse.ArgumentParser):
