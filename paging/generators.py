@@ -38,6 +38,7 @@ Defaults: a=1.0, h=0, seed=0, topk=1, perm=random.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -67,6 +68,32 @@ def _float(name: str, v: object) -> float:
     if not math.isfinite(v) or v < 0:
         raise PagingError(f"{name} must be a finite number >= 0, got {v}")
     return float(v)
+
+
+#: bytes a generated request costs in memory: its page and its step (int64 each)
+_BYTES_PER_REQUEST = 16
+
+
+def _check_memory(requests: int) -> None:
+    """Refuse, before allocating anything, a sequence whose pages and steps alone would not fit
+    in this machine's physical memory (a MemoryError traceback otherwise)."""
+    need = requests * _BYTES_PER_REQUEST
+    try:
+        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # not POSIX: assume 2^40 bytes
+        have = 1 << 40
+    if need > have:
+        raise PagingError(f"{requests:,} requests need about {_human(need)} of memory "
+                          f"(pages and steps, {_BYTES_PER_REQUEST} bytes per request); this "
+                          f"machine has {_human(have)}. Use fewer tokens or rounds")
+
+
+def _human(nbytes: float) -> str:
+    for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
+        if nbytes < 1000 or unit == "PB":
+            return f"{nbytes:,.0f} {unit}" if unit == "bytes" else f"{nbytes:,.1f} {unit}"
+        nbytes /= 1000
+    return f"{nbytes} PB"
 
 
 def _expand(expand: str) -> str:
@@ -175,6 +202,7 @@ def zipf(n: int, layers: int, tokens: int, *, a: float = 1.0, h: float = 0.0,
               "seed": seed if isinstance(seed, (int, np.integer)) else None, "topk": topk,
               "perm": perm}
     name = name or _spec_name("zipf", params)
+    _check_memory(tokens * layers * topk)
     rng = np.random.default_rng(seed)
     layout = Layout(n, layers)
     q = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm)
@@ -199,6 +227,7 @@ def uniform(n: int, layers: int, tokens: int, *, seed: int | np.random.Generator
     params = {"n": n, "layers": layers, "tokens": tokens,
               "seed": seed if isinstance(seed, (int, np.integer)) else None, "topk": topk}
     name = name or _spec_name("uniform", params)
+    _check_memory(tokens * layers * topk)
     rng = np.random.default_rng(seed)
     layout = Layout(n, layers)
     meta = {"source": name, "format": "generator", "generator": "uniform", "params": params,
@@ -223,6 +252,7 @@ def cyclic(n: int, layers: int, rounds: int, *, expand: str = "rounds",
     _expand(expand)
     params = {"n": n, "layers": layers, "rounds": rounds}
     name = name or _spec_name("cyclic", params)
+    _check_memory(rounds * layers)
     offs = np.arange(layers, dtype=np.int64) * n
     pages = ((np.arange(rounds, dtype=np.int64) % n)[:, None] + offs[None, :]).reshape(-1)
     meta = {"source": name, "format": "generator", "generator": "cyclic", "params": params,

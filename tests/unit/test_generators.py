@@ -129,3 +129,19 @@ def test_spec_errors_name_the_spec(spec, fragment):
         parse_spec(spec)
     assert fragment in e.value.message and repr(spec) in e.value.message
     assert e.value.file is None
+
+
+def test_sizes_that_cannot_fit_in_memory_are_refused_up_front(capsys):
+    """zipf with 10^12 tokens used to die with a MemoryError traceback: it is now one line that
+    says how much memory the sequence needs, before anything is allocated."""
+    from paging.cli import main
+
+    rc = main(["simulate", "zipf:n=8,layers=32,tokens=1000000000000", "--policy", "lru",
+               "--k", "4"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "32,000,000,000,000 requests need about 512.0 TB" in err
+    with pytest.raises(PagingError, match="requests need about"):
+        uniform(n=4, layers=8, tokens=10**15)
+    with pytest.raises(PagingError, match="requests need about"):
+        cyclic(n=4, layers=8, rounds=10**15)

@@ -233,3 +233,21 @@ def test_convert_failure_leaves_no_file(tmp_path, capsys, monkeypatch, jsonl):
     rc, _, err = run(capsys, "trace", "convert", str(jsonl), str(tmp_path / "o" / "t.npz"))
     assert rc == 2 and not any((tmp_path / "o").glob("*"))
     assert_one_error_line(err, "disk full")
+
+
+def test_converted_files_get_the_umask_mode_not_0600(tmp_path):
+    """Files written by ``trace convert`` used to keep mkstemp's 0600."""
+    import os
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        out = tmp_path / "t.npz"
+        assert main(["trace", "convert", "cyclic:n=2,layers=2,rounds=3", str(out)]) == 0
+        assert stat.S_IMODE(out.stat().st_mode) == 0o644
+        os.umask(0o077)
+        out2 = tmp_path / "t2.csv"
+        assert main(["trace", "convert", "cyclic:n=2,layers=2,rounds=3", str(out2)]) == 0
+        assert stat.S_IMODE(out2.stat().st_mode) == 0o600
+    finally:
+        os.umask(old)
