@@ -129,7 +129,7 @@ def _layer_curves(trace: Trace, spec) -> np.ndarray:
             out[z, 0] = sub.size
             for c in range(1, n + 1):
                 out[z, c] = fast._execute(sub, steps, np.zeros(0, np.int64), one, w, one, lay,
-                                          c, (family, kind, False), None, False)[0]
+                                          c, (family, kind, False), None, 0)[0]
             continue
         nu = _readonly(next_use(sub) if fast.needs_next_use(spec) else np.zeros(0))
         out[z] = _hist_to_misses(_stack_hist(sub, nu, lay, spec), sub.size, n)

@@ -66,7 +66,7 @@ def check_capacity(k, budget, sizes, n_pages: int) -> tuple[int | None, int | No
 
 def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
              budget: int | None = None, costs=None, sizes=None, seed: int | None = 0,
-             record: bool = False, engine: str = "auto") -> Result:
+             record: bool | str = False, engine: str = "auto") -> Result:
     """Replay ``trace`` under ``policy`` with a cache of ``k`` pages or ``budget`` bytes.
 
     Parameters
@@ -88,8 +88,9 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         misses.
     seed : int
         Seeds the run's ``numpy.random.Generator`` (only randomized policies draw from it).
-    record : bool
-        Also return the hit mask, the eviction log and the bypassed requests.
+    record : bool or "hits"
+        Also return the hit mask, the eviction log and the bypassed requests (True), or only
+        the hit mask (``"hits"``: what the latency timeline needs, at a fraction of the cost).
     engine : {"auto", "reference", "fast"}
         ``auto`` runs a compiled kernel when the policy is a built-in that has one; ``fast``
         insists on one; ``reference`` always runs the Python loop below.
@@ -110,6 +111,9 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     costs = None if costs is None else as_costs(costs, P)
     sizes = None if sizes is None else as_sizes(sizes, P)
     k, budget = check_capacity(k, budget, sizes, P)
+    from paging.fast import record_level
+
+    level = record_level(record)
     if engine not in ("auto", "reference", "fast"):
         raise PagingError(f"engine must be auto, reference or fast, got {engine!r}")
     if engine != "reference":
@@ -122,19 +126,22 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         if engine == "fast":
             raise PagingError(f"policy {policy.name} has no compiled kernel")
     sim = Simulation(trace.layout, policy, k, budget=budget, costs=costs, sizes=sizes,
-                     steps=trace.steps, seed=seed, record=record,
+                     steps=trace.steps, seed=seed, record=level > 0,
                      next_use=trace.next_use if policy.clairvoyant else None, score=trace.score)
     pages = trace.pages.tolist()
     if not trace.is_grouped:
         for p in pages:
             sim.serve(p)
-        return sim.result(trace.name)
-    ends = _group_bounds(trace.steps).tolist()
-    for t, p in enumerate(pages):
-        if t == 0 or ends[t] != ends[t - 1]:
-            sim.pin_group(pages[t:ends[t]])  # Sec. "groups": the K experts cannot evict each other
-        sim.serve(p)
-    return sim.result(trace.name)
+    else:
+        ends = _group_bounds(trace.steps).tolist()
+        for t, p in enumerate(pages):
+            if t == 0 or ends[t] != ends[t - 1]:
+                sim.pin_group(pages[t:ends[t]])  # groups: the K experts cannot evict each other
+            sim.serve(p)
+    res = sim.result(trace.name)
+    if level == 1:
+        res.evictions = res.bypassed = None
+    return res
 
 
 class Simulation:

@@ -140,7 +140,7 @@ def run(args) -> int:
         for name in args.policy:
             for cap in caps:
                 res = simulate(trace, name.lower(), costs=costs, sizes=sizes, seed=args.seed,
-                               engine=args.engine, record=cm is not None, **cap)
+                               engine=args.engine, record="hits" if cm else False, **cap)
                 row = res.to_dict()
                 if cm is not None:
                     from paging.cost.timeline import timeline

@@ -39,43 +39,49 @@ from paging.trace import Trace
 
 
 @njit(cache=True, nogil=True)
-def _timeline(steps, miss, fetch_ms, compute_ms, layer_ms):
-    """Replay the groups; ``done[i]`` is the compute-stream time at which request i's expert
-    has run. Returns ``(done, stall_ms, copy_busy_ms)``."""
+def _timeline(steps, pages, miss, fetch_ms, sizes, first, comp, comp1, lay, lay1, mark):
+    """Replay the groups. Per request: fetch time and bytes of its page, expert compute
+    ``comp[i]`` (or ``comp1`` when ``comp`` is empty), non-expert time ``lay[i]`` (or ``lay1``)
+    charged when ``first[i]`` (every request when ``first`` is empty). Returns ``(total,
+    at_mark, stall_ms, copy_busy_ms, bytes_moved)``: the compute stream's final time, its time
+    when the group holding request ``mark - 1`` ends (the prefill's end; 0 when ``mark`` is 0),
+    the stall, the copy stream's busy time and the bytes moved."""
     n = steps.size
-    done = np.zeros(n, np.float64)
-    land = np.zeros(n, np.float64)
     c = 0.0  # compute stream free at
     x = 0.0  # copy stream free at
     stall = 0.0
     busy = 0.0
+    nbytes = 0
+    at_mark = 0.0
+    all_first = first.size == 0
     i = 0
     while i < n:
-        j = i
+        j = i + 1
         while j < n and steps[j] == steps[i]:
             j += 1
         for r in range(i, j):
-            c += layer_ms[r]
-        t0 = c  # the router has decided: demand transfers are issued now
-        for r in range(i, j):
-            if miss[r]:
-                start = x if x > t0 else t0
-                x = start + fetch_ms[r]
-                busy += fetch_ms[r]
-                land[r] = x
-        for r in range(i, j):
+            if all_first or first[r]:
+                c += lay[r] if lay.size else lay1
+        t0 = c  # the router has decided: demand transfers are issued now, back to back
+        land = x if x > t0 else t0
+        for r in range(i, j):  # resident experts run first
             if not miss[r]:
-                c += compute_ms[r]
-                done[r] = c
-        for r in range(i, j):
+                c += comp[r] if comp.size else comp1
+        for r in range(i, j):  # each missing expert runs once its transfer has landed
             if miss[r]:
-                if land[r] > c:
-                    stall += land[r] - c
-                    c = land[r]
-                c += compute_ms[r]
-                done[r] = c
+                p = pages[r]
+                land += fetch_ms[p]
+                busy += fetch_ms[p]
+                nbytes += sizes[p]
+                if land > c:
+                    stall += land - c
+                    c = land
+                c += comp[r] if comp.size else comp1
+        x = land
+        if i < mark <= j:
+            at_mark = c
         i = j
-    return done, stall, busy
+    return c, at_mark, stall, busy, nbytes
 
 
 @dataclass
@@ -100,14 +106,22 @@ class Timing:
         return asdict(self)
 
 
-def _tokens_and_first(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """Token of every request, and whether the request opens its (token, layer)."""
+def _tokens_and_first(trace: Trace) -> tuple[np.ndarray, np.ndarray | None]:
+    """Token of every request, and whether the request opens its (token, layer) (None: every
+    request does, a trace without ranks)."""
     tok = trace.token if trace.token is not None else trace.passes
-    if trace.rank is not None:
-        first = trace.rank == 0
-    else:
-        first = np.ones(trace.n_requests, dtype=bool)
-    return np.asarray(tok), np.asarray(first)
+    first = None if trace.rank is None else np.asarray(trace.rank == 0)
+    return np.asarray(tok), first
+
+
+def _n_distinct(a: np.ndarray) -> int:
+    """Distinct values of ``a``: O(N) for the non-decreasing token arrays of traces."""
+    if a.size == 0:
+        return 0
+    d = np.diff(a)
+    if (d >= 0).all():
+        return int(np.count_nonzero(d)) + 1
+    return int(np.unique(a).size)
 
 
 def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
@@ -142,33 +156,39 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
     if b.shape != (N,) or (b < 1).any():
         raise PagingError("batch must give a token count >= 1 for every request")
     tok, first = _tokens_and_first(trace)
-    # compute per request and per (token, layer): one roofline per distinct batch size
-    comp = np.zeros(N)
-    lay = np.zeros(N)
-    for size in np.unique(b).tolist():
-        sel = b == size
-        comp[sel] = expert_compute_ms(model, precision, hardware, int(size))
-        lay[sel & first] = non_expert_ms(model, hardware, int(size))
-    miss = ~mask
-    fetch = np.asarray(fetch_ms, dtype=np.float64)[trace.pages]
-    done, stall, busy = _timeline(trace.steps, miss, fetch, comp, lay)
-    total = float(done[-1]) if N else 0.0
-    nbytes = int(np.asarray(sizes, dtype=np.int64)[trace.pages[miss]].sum())
+    empty = np.zeros(0)
+    if batch is None:  # one token per request: two constants
+        comp, lay = empty, empty
+        comp1 = expert_compute_ms(model, precision, hardware, 1)
+        lay1 = non_expert_ms(model, hardware, 1)
+    else:
+        comp = np.zeros(N)
+        lay = np.zeros(N)
+        comp1 = lay1 = 0.0
+        for size in np.unique(b).tolist():
+            sel = b == size
+            comp[sel] = expert_compute_ms(model, precision, hardware, int(size))
+            lay[sel] = non_expert_ms(model, hardware, int(size))
     bounds = trace.meta.get("phase_bounds") or {}
     pre = bounds.get("prefill")
-    if pre is not None and pre[1] > pre[0]:
-        ttft = float(done[pre[1] - 1])
+    has_prefill = pre is not None and pre[1] > pre[0]
+    total, at_pre, stall, busy, nbytes = _timeline(
+        trace.steps, trace.pages, ~mask, np.asarray(fetch_ms, dtype=np.float64),
+        np.asarray(sizes, dtype=np.int64), np.zeros(0, bool) if first is None else first,
+        comp, comp1, lay, lay1, int(pre[1]) if has_prefill else 0)
+    if has_prefill:
+        ttft = float(at_pre)
         dec = bounds.get("decode", [pre[1], N])
-        dec_tokens = int(np.unique(tok[dec[0]:dec[1]]).size)
+        dec_tokens = _n_distinct(tok[dec[0]:dec[1]])
     else:
         ttft = None
-        dec_tokens = int(np.unique(tok).size)
+        dec_tokens = _n_distinct(tok)
     decode_ms = total - (ttft or 0.0)
     tpot = decode_ms / dec_tokens if dec_tokens else None
     tps = dec_tokens / (decode_ms / 1e3) if dec_tokens and decode_ms > 0 else None
     return Timing(time_ms=total, compute_ms=total - stall, stall_ms=stall,
                   stall_fraction=stall / total if total else 0.0, copy_busy_ms=busy,
-                  bytes_moved=nbytes, ttft_ms=ttft, decode_ms=decode_ms,
+                  bytes_moved=int(nbytes), ttft_ms=ttft, decode_ms=decode_ms,
                   decode_tokens=dec_tokens, tpot_ms=tpot, tokens_per_s=tps)
 
 

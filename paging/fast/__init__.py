@@ -30,7 +30,8 @@ from paging.fast.lists import list_kernel
 from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
-__all__ = ["run", "plan", "has_kernel", "run_misses", "marking_draws", "needs_next_use"]
+__all__ = ["run", "plan", "has_kernel", "run_misses", "marking_draws", "needs_next_use",
+           "record_level"]
 
 # family, kind of the base policies (keys: the policy classes, filled lazily to avoid a cycle)
 _LIST, _HEAP, _MARK, _CREDIT = "list", "heap", "marking", "credit"
@@ -117,6 +118,16 @@ def _execute(pages, steps, next_use, slots, costs, sizes, layout, capacity, spec
     return marking_kernel(pages, steps, slots, n, L, caps, dist, draws, record)
 
 
+def record_level(record) -> int:
+    """0 (record nothing), 1 (the hit mask: ``record="hits"``) or 2 (hit mask, evictions and
+    bypasses: ``record=True``)."""
+    if record is True or record is False:
+        return 2 if record else 0
+    if record == "hits":
+        return 1
+    raise ValueError(f"record must be True, False or 'hits', got {record!r}")
+
+
 def needs_next_use(spec) -> bool:
     """Whether the kernel of ``spec`` reads next-use times (Belady and Belady-DIST)."""
     from paging.fast import heaps
@@ -131,7 +142,7 @@ def _no_next_use() -> np.ndarray:
 
 
 def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs=None,
-        sizes=None, seed: int | None = 0, record: bool = False):
+        sizes=None, seed: int | None = 0, record: bool | str = False):
     """Replay ``trace`` under ``policy`` with a cache of ``k`` pages (or ``budget`` bytes) in a
     compiled kernel.
 
@@ -149,8 +160,9 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
     seed : int or None
         Seeds ``numpy.random.default_rng``; Marking pre-draws ``rng.random(N)`` and consumes the
         draws in eviction order, the same doubles as the reference's one-at-a-time draws.
-    record : bool
-        Also return the hit mask, the eviction log and the bypassed requests.
+    record : bool or "hits"
+        Also return the hit mask, the eviction log and the bypassed requests (True), or the
+        hit mask alone (``"hits"``, what the latency timeline reads).
 
     Returns
     -------
@@ -176,16 +188,17 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
     s = unit_sizes(P) if sizes is None else sizes
     slots = unit_sizes(P) if budget is None else s
     w = unit_costs(P) if costs is None else costs
+    level = record_level(record)
     out = _execute(trace.pages, trace.steps, nu, slots, w, s, trace.layout, int(capacity), spec,
-                   draws, record)
+                   draws, level)
     misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = out
     return build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=trace.n_requests,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,
         bypasses=n_byp, seed=seed, dist=spec[2], costs=costs, sizes=sizes,
-        hit_mask=hit_mask if record else None,
-        evictions=ev[:n_ev].copy() if record else None,
-        bypassed=byp[:n_byp].copy() if record else None,
+        hit_mask=hit_mask if level else None,
+        evictions=ev[:n_ev].copy() if level > 1 else None,
+        bypassed=byp[:n_byp].copy() if level > 1 else None,
     )
 
 
@@ -197,4 +210,4 @@ def run_misses(trace, spec, k: int, *, draws=None, next_use=None) -> int:
     P = trace.layout.n_pages
     one = unit_sizes(P)
     return int(_execute(trace.pages, trace.steps, next_use, one, unit_costs(P), one,
-                        trace.layout, int(k), spec, draws, False)[0])
+                        trace.layout, int(k), spec, draws, 0)[0])

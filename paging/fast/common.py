@@ -5,9 +5,10 @@ residency, bypass and collision rules) and returns the same tuple::
 
     (misses, collisions, per_layer_misses, hit_mask, evictions, n_evictions, bypassed, n_bypassed)
 
-``hit_mask``, ``evictions`` (rows ``(t, page)``) and ``bypassed`` have room for every request
-when ``record`` is true (a run evicts at most once per insertion) and are empty otherwise; the
-caller trims them to ``n_evictions`` / ``n_bypassed`` rows.
+``record`` is 0 (nothing), 1 (the hit mask only, what the latency timeline reads) or 2
+(everything). ``hit_mask``, ``evictions`` (rows ``(t, page)``) and ``bypassed`` then have room
+for every request (a run evicts at most once per insertion) and are empty otherwise; the caller
+trims them to ``n_evictions`` / ``n_bypassed`` rows.
 
 Pinning (groups mode): when a group (a run of equal steps) starts, the kernels stamp its pages
 (``pin[p] = step``, or a flag in the Marking kernel), so that they are skipped as victims while
@@ -34,6 +35,8 @@ def is_grouped(steps) -> bool:
 
 @njit(cache=True, nogil=True)
 def buffers(n, record):
-    """Hit mask, eviction log and bypass log, sized for ``n`` requests when recording."""
-    m = n if record else 0
-    return (np.zeros(m, np.bool_), np.zeros((m, 2), np.int64), np.zeros(m, np.int64))
+    """Hit mask (``record`` >= 1), eviction log and bypass log (``record`` == 2), sized for
+    ``n`` requests; empty otherwise."""
+    m = n if record >= 1 else 0
+    e = n if record >= 2 else 0
+    return (np.zeros(m, np.bool_), np.zeros((e, 2), np.int64), np.zeros(e, np.int64))

@@ -193,7 +193,7 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
                     if pos[r] >= 0 and (not dist or layer_of[r] == z):
                         held += slots[r]
             if need > caps[q] - held:
-                if record:
+                if record > 1:
                     byp[n_byp] = t
                 n_byp += 1
                 continue
@@ -238,7 +238,7 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
                 used[q] -= slots[victim]
                 freq[victim] = 0
                 evicted_pass[victim] = now_pass
-                if record:
+                if record > 1:
                     ev[n_ev, 0] = t
                     ev[n_ev, 1] = victim
                     n_ev += 1

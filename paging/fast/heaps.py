@@ -179,7 +179,7 @@ def heap_kernel(pages, steps, next_use, sizes, n_experts, n_layers, caps, dist, 
                 if need > caps[q] - held:
                     # capacity 0, a page larger than its partition, or pinned pages filling
                     # it: serve the page from slow memory without caching it
-                    if record:
+                    if record > 1:
                         byp[n_byp] = t
                     n_byp += 1
                     continue
@@ -194,7 +194,7 @@ def heap_kernel(pages, steps, next_use, sizes, n_experts, n_layers, caps, dist, 
                     down = 0
                     used[q] -= sizes[top]
                     evicted_pass[top] = now_pass
-                    if record:
+                    if record > 1:
                         ev[n_ev, 0] = t
                         ev[n_ev, 1] = top
                         n_ev += 1
@@ -212,7 +212,7 @@ def heap_kernel(pages, steps, next_use, sizes, n_experts, n_layers, caps, dist, 
                         victim = _pop_top(hk, hp, pos, base, hs, q)
                         used[q] -= sizes[victim]
                         evicted_pass[victim] = now_pass
-                        if record:
+                        if record > 1:
                             ev[n_ev, 0] = t
                             ev[n_ev, 1] = victim
                             n_ev += 1

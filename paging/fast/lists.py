@@ -127,7 +127,7 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
             if need > caps[q] - held:
                 # capacity 0, a page larger than its partition, or pinned pages filling it:
                 # serve the page from slow memory without caching it
-                if record:
+                if record > 1:
                     byp[n_byp] = t
                 n_byp += 1
                 continue
@@ -155,7 +155,7 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
                             resident[v] = False
                             used[q] -= sizes[v]
                             evicted_pass[v] = now_pass
-                            if record:
+                            if record > 1:
                                 ev[n_ev, 0] = t
                                 ev[n_ev, 1] = v
                                 n_ev += 1
@@ -223,7 +223,7 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
                 resident[victim] = False
                 used[q] -= sizes[victim]
                 evicted_pass[victim] = now_pass
-                if record:
+                if record > 1:
                     ev[n_ev, 0] = t
                     ev[n_ev, 1] = victim
                     n_ev += 1

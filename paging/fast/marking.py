@@ -111,7 +111,7 @@ def marking_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, 
         if used[q] + need > caps[q]:
             if need > caps[q] - held[q]:
                 # capacity 0, a page larger than its partition, or pinned pages filling it
-                if record:
+                if record > 1:
                     byp[n_byp] = t
                 n_byp += 1
                 continue
@@ -155,7 +155,7 @@ def marking_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, 
                 resident[victim] = False
                 used[q] -= sizes[victim]
                 evicted_pass[victim] = now_pass
-                if record:
+                if record > 1:
                     ev[n_ev, 0] = t
                     ev[n_ev, 1] = victim
                     n_ev += 1

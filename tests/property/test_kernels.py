@@ -47,6 +47,9 @@ def check_all_k(trace, name: str, seed: int) -> None:
         assert_same(ref, got)
         plain = simulate(trace, name, k, seed=seed, engine="fast")
         assert plain.misses == ref.misses and plain.hit_mask is None
+        hits = simulate(trace, name, k, seed=seed, record="hits", engine="fast")
+        assert np.array_equal(hits.hit_mask, ref.hit_mask) and hits.evictions is None
+        assert hits.bypassed is None
 
 
 def test_every_builtin_policy_has_a_kernel():
