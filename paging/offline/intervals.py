@@ -136,7 +136,7 @@ def build(trace: Trace, caps: list[int], *, dist: bool, costs: np.ndarray,
 
     # previous request of the same page (a page stays in one partition)
     order = np.argsort(pages, kind="stable")
-    same = np.r_[False, pages[order][1:] == pages[order][:-1]]
+    same = np.r_[False, pages[order][1:] == pages[order][:-1]] if n else np.zeros(0, bool)
     prev = np.full(n, -1, dtype=np.int64)
     prev[order[same]] = order[np.flatnonzero(same) - 1]
     has_prev = prev >= 0

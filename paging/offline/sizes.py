@@ -87,7 +87,12 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60) -> tuple[np.nd
     if m.n_intervals == 0 or not np.any(m.iv_cost > 0):
         return m.hit_mask(kept), "none needed"
     prob = pulp.LpProblem("weighted_paging_opt", pulp.LpMaximize)
-    y = [pulp.LpVariable(f"y_{j}", cat=pulp.LpBinary) for j in range(m.n_intervals)]
+    if hasattr(prob, "add_variable"):  # PuLP >= 3.3 (as in paging.offline.ilp)
+        new_var = prob.add_variable
+    else:
+        def new_var(name, lowBound=None, upBound=None, cat="Continuous"):  # noqa: N803
+            return pulp.LpVariable(name, lowBound, upBound, cat=cat)
+    y = [new_var(f"y_{j}", cat=pulp.LpBinary) for j in range(m.n_intervals)]
     size, cost = m.iv_size.tolist(), m.iv_cost.tolist()
     entering: dict[int, list[int]] = {}
     leaving: dict[int, list[int]] = {}
@@ -99,7 +104,7 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60) -> tuple[np.nd
         if u in entering or u in leaving:
             expr = (pulp.lpSum(size[j] * y[j] for j in entering.get(u, ()))
                     - pulp.lpSum(size[j] * y[j] for j in leaving.get(u, ())))
-            new = pulp.LpVariable(f"occ_{u}", lowBound=0)
+            new = new_var(f"occ_{u}", lowBound=0)
             if occ is not None:
                 occ.upBound = ub
                 expr = expr + occ
