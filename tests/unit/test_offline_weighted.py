@@ -66,12 +66,11 @@ def brute_force(trace: Trace, costs, sizes, cap: int, dist: bool, by_bytes: bool
 
 def test_expensive_page_is_kept():
     t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
-    # k = 2, w = (5, 1, 1): compulsory 5+1+1; keep 0 over steps 1-2 (hits at step 3); then 1
-    # misses (2 and 0 fill the cache at step 2) and 2 hits: 7 + 1 = 8. Belady would keep
-    # nothing useful for 0 (it evicts 0, next use furthest? no: 0 at 3 is nearest) -> also 8;
-    # with w = (1, 5, 1): keep 1 over steps 2-3 instead: 7 + 1 (page 0 misses at 3) ... = 9?
-    # by hand: misses 0,1,2 (7), step 3 page 0 with {2 or 1}: keep 1 (cost 5) -> miss 0 (1),
-    # step 5 page 2 missed (1): 9; the alternative keeping 2 costs 7 + 1 + 5 = 13
+    # k = 2. w = (5, 1, 1): compulsory 5+1+1 = 7; keep 0 over steps 1-2 (a hit at step 3);
+    # then 1 misses at step 4 (step 2 holds 2 and 0) and 2 hits at step 5: OPT = 7 + 1 = 8.
+    # w = (1, 5, 1): compulsory 7; keep 1 over steps 2-3 (a hit at step 4); 0 misses at step 3
+    # and 2 misses at step 5 (step 3 would hold 0, 1, 2): OPT = 7 + 1 + 1 = 9 (keeping 0
+    # instead costs 7 + 5 = 12).
     for method in ("flow", "ilp"):
         assert opt_weighted(t, k=2, costs=[5, 1, 1], method=method).cost == 8.0
         assert opt_weighted(t, k=2, costs=[1, 5, 1], method=method).cost == 9.0
