@@ -73,3 +73,13 @@ def long_round_traces(draw, max_rounds: int = 200, min_pages: int = 1,
         experts = np.where(noise, rng.integers(0, n, rounds * L), cyclic)
     pages = (np.arange(rounds * L) % L) * n + experts
     return from_pages(pages, lay, name=f"long-{kind}")
+
+
+@st.composite
+def page_weights(draw, n_pages: int, max_size: int = 4) -> tuple[np.ndarray, np.ndarray]:
+    """Per-page ``(costs, sizes)``: costs from two tiers or small dyadic fractions (exact in
+    min-cost flow), sizes integers 1..max_size."""
+    costs = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0, 3.0, 10.0]),
+                          min_size=n_pages, max_size=n_pages))
+    sizes = draw(st.lists(st.integers(1, max_size), min_size=n_pages, max_size=n_pages))
+    return np.asarray(costs, dtype=np.float64), np.asarray(sizes, dtype=np.int64)

@@ -1,18 +1,33 @@
-"""``paging opt TRACE --k K [--method belady|ilp] [--dist] [--json]``: the offline optimum."""
+"""``paging opt TRACE (--k K | --budget-gb G) [--method belady|ilp|flow|lp|foo] [--costs FILE]
+[--sizes FILE] [--dist] [--json]``: the offline optimum, unit-cost or weighted."""
 
 from __future__ import annotations
 
 from paging.commands.common import add_trace_args, format_table, load_from_args
 
+METHODS = ("belady", "ilp", "flow", "lp", "foo")
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("opt", help="offline optimum (Belady or ILP), shared or per layer",
-                       description="Minimum number of misses of each sequence of TRACE with a "
-                       "cache of K pages: Belady's rule (default) or an integer program (CBC). "
-                       "--dist gives OPT-DIST, the optimum with the per-layer partition.")
+    p = sub.add_parser("opt", help="offline optimum (Belady, ILP, min-cost flow, LP/FOO bounds), "
+                       "shared or per layer",
+                       description="Minimum number of misses (unit costs) or total fetch cost "
+                       "(--costs) of each sequence of TRACE with a cache of K pages or a byte "
+                       "budget: Belady's rule (default), an integer program (CBC), a min-cost "
+                       "flow (uniform sizes), or lower/upper bounds (LP relaxation, FOO) for "
+                       "variable sizes. --dist gives the optimum with the per-layer partition.")
     add_trace_args(p)
-    p.add_argument("--k", action="append", required=True, type=int, metavar="K")
-    p.add_argument("--method", choices=("belady", "ilp"), default="belady")
+    p.add_argument("--k", action="append", type=int, metavar="K",
+                   help="cache size in pages (repeatable)")
+    p.add_argument("--budget-gb", type=float, default=None, metavar="G",
+                   help="cache size in bytes, round(G * 1e9), with page sizes from --sizes")
+    p.add_argument("--costs", metavar="FILE", default=None,
+                   help="fetch cost per page id: a JSON list or a .npy array")
+    p.add_argument("--sizes", metavar="FILE", default=None,
+                   help="size in bytes per page id: a JSON list or a .npy array")
+    p.add_argument("--method", choices=METHODS, default=None,
+                   help="belady (default for unit costs), ilp, flow (default with --costs or "
+                        "--sizes), lp or foo (bounds)")
     p.add_argument("--dist", action="store_true", help="per-layer partition (OPT-DIST)")
     p.add_argument("--time-limit", type=float, default=300.0,
                    help="seconds allowed to the ILP solver per instance (default 300)")
@@ -22,29 +37,76 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from paging.cli import print_json
-    from paging.errors import check_k
-    from paging.simulate import simulate
+    from paging.errors import PagingError, check_k
 
+    if (args.k is None) == (args.budget_gb is None):
+        raise PagingError("give exactly one of --k (pages) or --budget-gb (bytes)")
+    weighted = args.costs is not None or args.sizes is not None or args.budget_gb is not None
+    method = args.method or ("flow" if weighted else "belady")
+    if method == "belady" and weighted:
+        raise PagingError("--method belady is optimal for unit costs and sizes only; use "
+                          "--method flow or ilp with --costs/--sizes/--budget-gb")
+    if args.budget_gb is not None:
+        if args.sizes is None:
+            raise PagingError("--budget-gb needs --sizes FILE (bytes per page id)")
+        budget = round(args.budget_gb * 1e9)
+        if not budget >= 1:
+            raise PagingError(f"--budget-gb must give at least 1 byte, got {args.budget_gb!r}")
     traces = load_from_args(args)
-    for k in args.k:
-        check_k(k, traces[0].layout.n_pages if traces else None)
+    n_pages = traces[0].layout.n_pages if traces else None
+    for k in args.k or ():
+        check_k(k, n_pages)
+    costs = sizes = None
+    if traces:
+        from paging.io.weights import read_weights
+
+        if args.costs is not None:
+            costs = read_weights(args.costs, n_pages, "costs")
+        if args.sizes is not None:
+            sizes = read_weights(args.sizes, n_pages, "sizes")
     name = "belady-dist" if args.dist else "belady"
     rows = []
     for trace in traces:
-        for k in args.k:
-            if args.method == "belady":
+        for k in args.k or [None]:
+            if weighted or method in ("flow", "lp", "foo"):
+                rows.append(_weighted_row(trace, args, method, name, k, costs, sizes,
+                                          None if k is not None else budget))
+                continue
+            if method == "belady":
+                from paging.simulate import simulate
+
                 misses = simulate(trace, name, k).misses
             else:
                 from paging.offline.ilp import opt_ilp
 
                 misses = opt_ilp(trace, k, dist=args.dist, time_limit=args.time_limit)
             n = trace.n_requests
-            rows.append({"trace": trace.name, "policy": name, "method": args.method, "k": k,
+            rows.append({"trace": trace.name, "policy": name, "method": method, "k": k,
                          "dist": args.dist, "requests": n, "misses": int(misses),
-                         "hits": n - int(misses), "miss_ratio": misses / n if n else 0.0})
+                         "hits": n - int(misses), "miss_ratio": misses / n if n else 0.0,
+                         "cost": float(misses)})
     if args.json:
         print_json(rows)
     else:
-        print(format_table(rows, ["trace", "policy", "method", "k", "requests", "misses",
-                                  "miss_ratio"]))
+        cols = ["trace", "policy", "method", "k", "requests", "misses", "miss_ratio", "cost"]
+        if sizes is not None:
+            cols += ["lower", "upper", "bytes_fetched"]
+        print(format_table(rows, cols))
     return 0
+
+
+def _weighted_row(trace, args, method, name, k, costs, sizes, budget) -> dict:
+    from paging.offline.weighted import opt_weighted
+
+    res = opt_weighted(trace, k=k, budget=budget, costs=costs, sizes=sizes, dist=args.dist,
+                       method=method, time_limit=args.time_limit)
+    n = trace.n_requests
+    row = {"trace": trace.name, "policy": name, "method": method, "k": k, "dist": args.dist,
+           "requests": n, "misses": res.misses, "hits": n - res.misses,
+           "miss_ratio": res.misses / n if n else 0.0, "cost": res.cost}
+    if budget is not None:
+        row["budget_bytes"] = budget
+    if sizes is not None:
+        row.update(lower=res.lower, upper=res.upper, exact=res.exact,
+                   bytes_fetched=res.bytes_fetched)
+    return row

@@ -1,0 +1,77 @@
+"""Per-page costs and sizes for ``--costs FILE`` / ``--sizes FILE``.
+
+FILE is a JSON list with one number per page id (``[1.0, 10.0, ...]``) or a ``.npy`` array of
+shape ``(n_pages,)``. Costs are finite floats >= 0; sizes are integers >= 1 (bytes). Every
+problem is a :class:`~paging.errors.PagingError` naming the file (and, for JSON, the entry
+index) and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from paging.errors import PagingError
+
+KINDS = ("costs", "sizes")
+
+
+def read_weights(path: str | Path, n_pages: int, kind: str) -> np.ndarray:
+    """The ``n_pages`` costs (float64) or sizes (int64) stored in ``path``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.npy`` file, else JSON (a list of numbers).
+    n_pages : int
+        Expected length (``layout.n_pages``: one entry per page id).
+    kind : {"costs", "sizes"}
+    """
+    if kind not in KINDS:
+        raise PagingError(f"kind must be costs or sizes, got {kind!r}")
+    file = str(path)
+    what = ("finite numbers >= 0" if kind == "costs" else "integers >= 1 (bytes)")
+    if not Path(path).is_file():
+        raise PagingError(f"no such {kind} file; expected a JSON list or a .npy array of "
+                          f"{n_pages} {what}", file)
+    if file.endswith(".npy"):
+        try:
+            a = np.load(path, allow_pickle=False)
+        except (ValueError, OSError) as e:
+            raise PagingError(f"not a readable .npy array ({e})", file) from None
+        if a.ndim != 1 or a.size != n_pages:
+            raise PagingError(f"expected {n_pages} {kind} (one per page id), got an array of "
+                              f"shape {a.shape}", file)
+        if a.dtype.kind not in "iuf" or a.dtype == np.bool_:
+            raise PagingError(f"expected {what}, got an array of dtype {a.dtype}", file)
+        values = a.tolist()
+    else:
+        try:
+            values = json.loads(Path(path).read_text())
+        except (ValueError, UnicodeDecodeError) as e:
+            raise PagingError(f"not valid JSON ({e}); expected a list of {n_pages} {what}",
+                              file) from None
+        if not isinstance(values, list):
+            raise PagingError(f"expected a JSON list of {n_pages} {what}, got "
+                              f"{type(values).__name__}", file)
+        if len(values) != n_pages:
+            raise PagingError(f"expected {n_pages} {kind} (one per page id), got "
+                              f"{len(values)}", file)
+    for i, v in enumerate(values):
+        _check(v, i, kind, what, file)
+    return np.asarray(values, dtype=np.float64 if kind == "costs" else np.int64)
+
+
+def _check(v: object, i: int, kind: str, what: str, file: str) -> None:
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool)
+    if ok and kind == "costs":
+        ok = math.isfinite(v) and v >= 0
+    elif ok:
+        ok = (isinstance(v, int) or (math.isfinite(v) and v == int(v))) and v >= 1
+    if not ok:
+        shown = "NaN" if isinstance(v, float) and math.isnan(v) else json.dumps(v)[:40] \
+            if not isinstance(v, float) or math.isfinite(v) else repr(v)
+        raise PagingError(f"entry {i} is {shown}; expected {what}", file)

@@ -1,0 +1,215 @@
+"""The weighted offline optimum, one front door: :func:`opt_weighted`.
+
+Page p costs ``w(p) >= 0`` per miss (a bypass is a miss) and occupies ``s(p) >= 1`` bytes; the
+cache holds k pages (``k=``, sizes then only count ``bytes_fetched``) or a byte budget B
+(``budget=``); ``dist=True`` splits either with ``layout.dist_shares``. The semantics are those
+of :mod:`paging.offline.intervals` (the rules of :mod:`paging.simulate`): with unit costs and
+sizes the optimum is ``simulate(trace, "belady", k).misses``.
+
+Methods: ``"flow"`` (exact min-cost flow, uniform sizes: :mod:`paging.offline.flow`), ``"ilp"``
+(exact, CBC: the unit ILP of :mod:`paging.offline.ilp` for unit costs and k, else the sized ILP
+of :mod:`paging.offline.sizes`), ``"lp"`` (HiGHS LP relaxation: lower bound, and its rounding)
+and ``"foo"`` (FOO-L / FOO-U by min-cost flow). ``"auto"``: flow when the sizes are uniform in
+every partition (always with ``k``), else the ILP up to ``AUTO_ILP_MAX`` requests and FOO above.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.offline import intervals
+from paging.offline import sizes as sized
+from paging.offline.flow import min_cost_flow
+from paging.trace import Trace
+
+METHODS = ("auto", "flow", "ilp", "lp", "foo")
+AUTO_ILP_MAX = 5000   # requests; above, "auto" with variable sizes gives FOO's bounds
+
+
+@dataclass
+class WeightedOpt:
+    """Result of :func:`opt_weighted`.
+
+    ``cost`` is the exact cost (``math.fsum`` over its misses) of the schedule found, ``misses``
+    its number of misses; ``lower <= OPT <= upper = cost``. For exact methods ``lower == upper
+    == cost`` and ``exact``; for the bounds ``lp`` and ``foo`` the schedule is the rounded one
+    and ``hit_mask`` is None. ``bytes_fetched`` sums ``s(p)`` over the misses when sizes were
+    given (else None); ``capacities`` are the partitions' capacities (pages or bytes).
+    """
+
+    cost: float
+    misses: int
+    hit_mask: np.ndarray | None = field(repr=False)
+    method: str
+    exact: bool
+    lower: float
+    upper: float
+    bytes_fetched: int | None = None
+    capacities: list[int] = field(default_factory=list)
+
+
+def check_costs(costs: object, n_pages: int) -> np.ndarray:
+    """``costs`` as a float array of ``n_pages`` finite numbers >= 0, else a one-line
+    :class:`PagingError` naming the first bad entry."""
+    a = _vector("costs", costs, n_pages)
+    try:
+        a = a.astype(np.float64)
+    except (TypeError, ValueError):
+        raise PagingError("costs: expected numbers (one per page id)") from None
+    bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
+    if bad.size:
+        i = int(bad[0])
+        what = "NaN" if math.isnan(a[i]) else repr(float(a[i]))
+        raise PagingError(f"costs: entry {i} is {what}; expected a finite number >= 0")
+    return a
+
+
+def check_sizes(sizes: object, n_pages: int) -> np.ndarray:
+    """``sizes`` as an int64 array of ``n_pages`` integers >= 1, else a one-line
+    :class:`PagingError` naming the first bad entry."""
+    a = _vector("sizes", sizes, n_pages)
+    if a.dtype.kind not in "iuf" or a.dtype == bool:
+        raise PagingError("sizes: expected positive integers (bytes, one per page id)")
+    for i, v in enumerate(a.tolist()):
+        if isinstance(v, float) and (not math.isfinite(v) or v != int(v)) or v < 1:
+            raise PagingError(f"sizes: entry {i} is {v!r}; expected an integer >= 1 (bytes)")
+    return a.astype(np.int64)
+
+
+def _vector(name: str, value: object, n_pages: int) -> np.ndarray:
+    what = "numbers" if name == "costs" else "positive integers"
+    try:
+        a = np.asarray(value)
+    except (TypeError, ValueError):
+        raise PagingError(f"{name}: expected {n_pages} {what} (one per page id)") from None
+    if a.ndim != 1 or a.size != n_pages:
+        got = a.size if a.ndim == 1 else f"an array of shape {a.shape}"
+        raise PagingError(f"{name}: expected {n_pages} {what} (one per page id), got {got}")
+    return a
+
+
+def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = None,
+                 costs=None, sizes=None, dist: bool = False, method: str = "auto",
+                 time_limit: float = 60, solver: str = "ortools") -> WeightedOpt:
+    """Minimum total fetch cost of ``trace``: exact (flow, ilp) or bounds (lp, foo).
+
+    Parameters
+    ----------
+    trace : Trace
+        Rounds or groups mode (a group must fit its partition, else :class:`PagingError`).
+    k, budget : int
+        Exactly one: the cache holds k pages, or ``budget`` bytes (>= the smallest requested
+        page; a larger page is bypassed).
+    costs : array of n_pages floats, optional
+        Fetch cost per page id (default all 1.0).
+    sizes : array of n_pages ints, optional
+        Size in bytes per page id (default all 1).
+    dist : bool
+        Per-layer partition (``layout.dist_shares`` of k or of the budget).
+    method : {"auto", "flow", "ilp", "lp", "foo"}
+    time_limit : float
+        Seconds allowed to CBC (``ilp``).
+    solver : {"ortools", "networkx", "highs"}
+        The min-cost-flow solver of ``flow`` (and ``foo``: ortools or networkx).
+
+    Returns
+    -------
+    WeightedOpt
+        ``lower <= OPT <= upper``; ``OPT = cost`` when ``exact``. With unit costs and sizes,
+        ``cost == simulate(trace, "belady", k).misses`` (``"belady-dist"`` with ``dist``).
+
+    Examples
+    --------
+    >>> from paging.layout import Layout
+    >>> from paging.trace import from_pages
+    >>> t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
+    >>> opt_weighted(t, k=2, costs=[5.0, 1.0, 1.0]).cost   # keep page 0: misses 0 1 2 1 or 2
+    8.0
+    """
+    n_pages = trace.layout.n_pages
+    if method not in METHODS:
+        raise PagingError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    w = np.ones(n_pages) if costs is None else check_costs(costs, n_pages)
+    s = None if sizes is None else check_sizes(sizes, n_pages)
+    if (k is None) == (budget is None):
+        raise PagingError("give exactly one of k (pages) or budget (bytes)")
+    if k is not None:
+        from paging.errors import check_k
+
+        cap = check_k(k, n_pages)
+    else:
+        if isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 1:
+            raise PagingError(f"budget must be an integer >= 1 (bytes), got {budget!r}")
+        cap = int(budget)
+        if trace.n_requests and s is not None:
+            smallest = int(s[np.unique(trace.pages)].min())
+            if cap < smallest:
+                raise PagingError(f"budget {cap} bytes is smaller than every requested page "
+                                  f"(the smallest is {smallest} bytes)")
+    caps = intervals.partition_capacities(trace, cap, dist)
+    unit = _unit_reduction(trace, caps, dist, s if budget is not None else None)
+    if method == "auto":
+        method = ("flow" if unit is not None
+                  else "ilp" if trace.n_requests <= AUTO_ILP_MAX else "foo")
+    pages = trace.pages
+
+    if method == "flow":
+        if unit is None:
+            raise PagingError("method flow needs one page size per partition (min-cost flow is "
+                              "exact only for uniform sizes); use ilp, lp or foo")
+        model = intervals.build(trace, unit[0], dist=dist, costs=w, sizes=unit[1])
+        res = min_cost_flow(model, w, pages, solver)
+        return _result(res.hit_mask, w, s, pages, "flow", res.exact, res.lower, caps,
+                       keep_mask=True)
+    if method == "ilp" and costs is None and sizes is None and k is not None:
+        from paging.offline.ilp import solve_ilp
+
+        hit = solve_ilp(trace, cap, dist=dist, time_limit=time_limit).hit_mask
+        return _result(hit, w, s, pages, "ilp", True, None, caps, keep_mask=True)
+    model = intervals.build(trace, caps, dist=dist, costs=w,
+                            sizes=s if budget is not None else None)
+    if method == "ilp":
+        hit, _ = sized.ilp_schedule(model, time_limit=time_limit)
+        return _result(hit, w, s, pages, "ilp", True, None, caps, keep_mask=True)
+    if method == "lp":
+        b = sized.lp_bound(model, w, pages)
+    else:
+        b = sized.foo_bounds(model, w, pages, solver if solver != "highs" else "ortools")
+    return _result(b.hit_mask, w, s, pages, method, b.lower == b.upper, b.lower, caps,
+                   keep_mask=False)
+
+
+def _unit_reduction(trace: Trace, caps: list[int], dist: bool, s: np.ndarray | None):
+    """``(caps_in_pages, unit_sizes)`` when every partition's cacheable requested pages have
+    one size (always when ``s`` is None: a cache of k pages), else None. A partition of
+    capacity C whose pages all have size s_z holds ``C // s_z`` pages; a page larger than C
+    gets a unit size above the new capacity, so it stays bypassed."""
+    if s is None:
+        return caps, None
+    part = trace.layers if dist else np.zeros(trace.n_requests, dtype=np.int64)
+    units = np.ones(trace.layout.n_pages, dtype=np.int64)
+    new_caps = []
+    for z, c in enumerate(caps):
+        p = np.unique(trace.pages[part == z])
+        fits = p[s[p] <= c]
+        distinct = np.unique(s[fits])
+        if distinct.size > 1:
+            return None
+        size = int(distinct[0]) if distinct.size else 1
+        new_caps.append(c // size)
+        units[p[s[p] > c]] = c // size + 1
+    return new_caps, units
+
+
+def _result(hit, w, s, pages, method, exact, lower, caps, *, keep_mask) -> WeightedOpt:
+    cost = math.fsum(w[pages[~hit]].tolist())
+    fetched = None if s is None else int(s[pages[~hit]].sum())
+    return WeightedOpt(cost=cost, misses=int((~hit).sum()), hit_mask=hit if keep_mask else None,
+                       method=method, exact=bool(exact),
+                       lower=cost if lower is None else float(lower), upper=cost,
+                       bytes_fetched=fetched, capacities=[int(c) for c in caps])
