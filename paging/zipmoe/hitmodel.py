@@ -305,8 +305,8 @@ def _constraints(n: int, k: int) -> tuple[list, np.ndarray]:
     return subsets, A
 
 
-def max_entropy_subsets(f: Sequence[float], k: int, tol: float = 1e-14,
-                        max_sweeps: int = 200_000) -> dict[tuple[int, ...], float]:
+def max_entropy_subsets(f: Sequence[float], k: int, tol: float = 1e-13,
+                        max_sweeps: int = 20_000) -> dict[tuple[int, ...], float]:
     """An *independent* solution of App. D's program (15): the maximum-entropy distribution on
     k-subsets with inclusion probabilities ``f``, by classical iterative proportional fitting
     on the subsets themselves (Deming & Stephan 1940; Csiszár, Ann. Prob. 1975): start from the
