@@ -134,8 +134,8 @@ def conditional_marginals(q: Sequence, k: int) -> list:
     return out
 
 
-def selection_probabilities(f: Sequence[float], k: int, tol: float = 1e-13,
-                            max_iter: int = 100_000) -> np.ndarray:
+def selection_probabilities(f: Sequence[float], k: int, tol: float = 1e-11,
+                            max_iter: int = 20_000) -> np.ndarray:
     """Selection probabilities ``q`` whose conditional-Bernoulli k-subset law has inclusion
     probabilities exactly ``f`` (App. D, after Chen, Dempster & Liu, Biometrika 81(3) 1994).
 
