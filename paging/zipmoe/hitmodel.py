@@ -165,10 +165,13 @@ def selection_probabilities(f: Sequence[float], k: int, tol: float = 1e-11,
     w = ff.copy()
     for _ in range(max_iter):
         e = _esp(list(w), kk)
-        # R(j, N∖i) for every i at once: R(j, N∖i) = R(j, N) - w_i R(j-1, N∖i)  (w <= 1)
-        r = np.ones_like(w)
-        for j in range(1, kk):
-            r = e[j] - w * r
+        # R(kk-1, N∖i) for every i at once, by the stable (subtraction-free) DP on each row
+        E = np.zeros((w.size, kk))
+        E[:, 0] = 1.0
+        for j in range(w.size):
+            row = np.arange(w.size) != j
+            E[row, 1:] = E[row, 1:] + w[j] * E[row, :-1]
+        r = E[:, kk - 1]
         fit = w * r / e[kk]
         w = w * ff / fit
         w /= w.max()

@@ -45,14 +45,14 @@ def test_selection_probabilities_fit_the_marginals():
     f = [0.9, 0.6, 0.3, 0.2]
     q = hm.selection_probabilities(f, 2)
     assert q[0] == pytest.approx(0.5)        # scaled so that max w = 1
-    assert np.allclose(hm.conditional_marginals(list(q), 2), f, atol=1e-12)
+    assert np.allclose(hm.conditional_marginals(list(q), 2), f, atol=1e-10)
 
 
 def test_theorem32_max_entropy_agreement_and_power():
     f = [0.9, 0.6, 0.3, 0.2]
     dp = hm.subset_distribution(list(hm.selection_probabilities(f, 2)), 2)
     me = hm.max_entropy_subsets(f, 2)
-    assert max(abs(float(dp[S]) - me[S]) for S in dp) < 1e-12
+    assert max(abs(float(dp[S]) - me[S]) for S in dp) < 1e-10   # both iterate to 1e-11
     other = hm.same_marginals_perturbation(dp, 4, 2)
     A = [sum(other[S] for S in other if i in S) for i in range(4)]
     assert np.allclose(A, f, atol=1e-12)                 # same marginals ...
