@@ -17,7 +17,8 @@ from proofs.ledger import Erratum, LedgerRow
 __all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "run_ledger", "format_ledger",
            "ledger_json", "exit_status", "main"]
 
-MODULES = tuple(f"proofs.theorem{i}" for i in range(1, 6))
+MODULES = (*(f"proofs.theorem{i}" for i in range(1, 6)), "proofs.zipmoe_theorem31",
+           "proofs.zipmoe_theorem32")
 
 
 @dataclass
