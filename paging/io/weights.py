@@ -9,12 +9,12 @@ index) and what was expected.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 
 from paging.errors import PagingError
+from paging.weights import as_costs, as_sizes
 
 KINDS = ("costs", "sizes")
 
@@ -60,18 +60,12 @@ def read_weights(path: str | Path, n_pages: int, kind: str) -> np.ndarray:
         if len(values) != n_pages:
             raise PagingError(f"expected {n_pages} {kind} (one per page id), got "
                               f"{len(values)}", file)
-    for i, v in enumerate(values):
-        _check(v, i, kind, what, file)
-    return np.asarray(values, dtype=np.float64 if kind == "costs" else np.int64)
-
-
-def _check(v: object, i: int, kind: str, what: str, file: str) -> None:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool)
-    if ok and kind == "costs":
-        ok = math.isfinite(v) and v >= 0
-    elif ok:
-        ok = (isinstance(v, int) or (math.isfinite(v) and v == int(v))) and v >= 1
-    if not ok:
-        shown = "NaN" if isinstance(v, float) and math.isnan(v) else json.dumps(v)[:40] \
-            if not isinstance(v, float) or math.isfinite(v) else repr(v)
-        raise PagingError(f"entry {i} is {shown}; expected {what}", file)
+    for i, v in enumerate(values):  # JSON may hold strings, lists, booleans, null
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            raise PagingError(f"entry {i} is {json.dumps(v)[:40]}; expected {what}", file)
+    # the values themselves are checked where every weight array is (paging.weights)
+    check = as_costs if kind == "costs" else as_sizes
+    try:
+        return np.array(check(values, n_pages, where=kind))
+    except PagingError as e:  # point at the file
+        raise PagingError(e.message.removeprefix(f"{kind}: "), file) from None

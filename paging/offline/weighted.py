@@ -26,6 +26,7 @@ from paging.offline import intervals
 from paging.offline import sizes as sized
 from paging.offline.flow import min_cost_flow
 from paging.trace import Trace
+from paging.weights import as_costs, as_sizes
 
 METHODS = ("auto", "flow", "ilp", "lp", "foo")
 AUTO_ILP_MAX = 5000   # requests; above, "auto" with variable sizes gives FOO's bounds
@@ -51,46 +52,6 @@ class WeightedOpt:
     upper: float
     bytes_fetched: int | None = None
     capacities: list[int] = field(default_factory=list)
-
-
-def check_costs(costs: object, n_pages: int) -> np.ndarray:
-    """``costs`` as a float array of ``n_pages`` finite numbers >= 0, else a one-line
-    :class:`PagingError` naming the first bad entry."""
-    a = _vector("costs", costs, n_pages)
-    try:
-        a = a.astype(np.float64)
-    except (TypeError, ValueError):
-        raise PagingError("costs: expected numbers (one per page id)") from None
-    bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
-    if bad.size:
-        i = int(bad[0])
-        what = "NaN" if math.isnan(a[i]) else repr(float(a[i]))
-        raise PagingError(f"costs: entry {i} is {what}; expected a finite number >= 0")
-    return a
-
-
-def check_sizes(sizes: object, n_pages: int) -> np.ndarray:
-    """``sizes`` as an int64 array of ``n_pages`` integers >= 1, else a one-line
-    :class:`PagingError` naming the first bad entry."""
-    a = _vector("sizes", sizes, n_pages)
-    if a.dtype.kind not in "iuf" or a.dtype == bool:
-        raise PagingError("sizes: expected positive integers (bytes, one per page id)")
-    for i, v in enumerate(a.tolist()):
-        if isinstance(v, float) and (not math.isfinite(v) or v != int(v)) or v < 1:
-            raise PagingError(f"sizes: entry {i} is {v!r}; expected an integer >= 1 (bytes)")
-    return a.astype(np.int64)
-
-
-def _vector(name: str, value: object, n_pages: int) -> np.ndarray:
-    what = "numbers" if name == "costs" else "positive integers"
-    try:
-        a = np.asarray(value)
-    except (TypeError, ValueError):
-        raise PagingError(f"{name}: expected {n_pages} {what} (one per page id)") from None
-    if a.ndim != 1 or a.size != n_pages:
-        got = a.size if a.ndim == 1 else f"an array of shape {a.shape}"
-        raise PagingError(f"{name}: expected {n_pages} {what} (one per page id), got {got}")
-    return a
 
 
 def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = None,
@@ -134,8 +95,8 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
     n_pages = trace.layout.n_pages
     if method not in METHODS:
         raise PagingError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
-    w = np.ones(n_pages) if costs is None else check_costs(costs, n_pages)
-    s = None if sizes is None else check_sizes(sizes, n_pages)
+    w = np.ones(n_pages) if costs is None else as_costs(costs, n_pages)
+    s = None if sizes is None else as_sizes(sizes, n_pages)
     if (k is None) == (budget is None):
         raise PagingError("give exactly one of k (pages) or budget (bytes)")
     if k is not None:

@@ -135,10 +135,11 @@ def test_non_dyadic_costs_are_bounded_and_reported_exactly():
 def test_validation_messages():
     t = from_pages([0, 1, 2, 0], Layout(3, 1))
     cases = [
-        (dict(k=2, costs=[1, 1]), r"costs: expected 3 numbers \(one per page id\), got 2"),
-        (dict(k=2, costs=[1, float("nan"), 1]), "costs: entry 1 is NaN; expected a finite"),
+        (dict(k=2, costs=[1, 1]), r"costs: expected 3 costs \(one per page id\), got 2"),
+        (dict(k=2, costs=[1, float("nan"), 1]), "costs: entry 1 is nan; expected a finite"),
         (dict(k=2, costs=[1, -1, 1]), "costs: entry 1 is -1.0; expected a finite number >= 0"),
-        (dict(k=2, sizes=[1, 0, 1]), "sizes: entry 1 is 0; expected an integer >= 1"),
+        (dict(k=2, sizes=[1, 0, 1]), "sizes: entry 1 is 0; expected an integer number of "
+                                     "bytes >= 1"),
         (dict(k=2, sizes=[1, 1.5, 1]), "sizes: entry 1 is 1.5"),
         (dict(), "exactly one of k"),
         (dict(k=2, budget=3), "exactly one of k"),
@@ -251,10 +252,10 @@ def test_read_weights(tmp_path):
     assert read_weights(tmp_path / "s.npy", 3, "sizes").tolist() == [1, 2, 3]
     bad = {
         "[1, 2]": ("costs", "expected 3 costs .one per page id., got 2"),
-        "[1, NaN, 2]": ("costs", "entry 1 is NaN; expected finite numbers >= 0"),
-        "[1, -2, 2]": ("costs", "entry 1 is -2; expected finite numbers >= 0"),
+        "[1, NaN, 2]": ("costs", "entry 1 is nan; expected a finite number >= 0"),
+        "[1, -2, 2]": ("costs", "entry 1 is -2.0; expected a finite number >= 0"),
         '[1, "a", 2]': ("costs", 'entry 1 is "a"'),
-        "[1, 2.5, 2]": ("sizes", "entry 1 is 2.5; expected integers >= 1"),
+        "[1, 2.5, 2]": ("sizes", "entry 1 is 2.5; expected an integer number of bytes >= 1"),
         "[1, 0, 2]": ("sizes", "entry 1 is 0"),
         '{"a": 1}': ("sizes", "expected a JSON list of 3 integers >= 1 .bytes., got dict"),
         "[1, 2,": ("costs", "not valid JSON"),
