@@ -315,7 +315,7 @@ def test_cli_costs_and_sizes(tmp_path, capsys):
     (["--k", "3", "--budget-gb", "1"], "error: give exactly one of --k"),
     ([], "error: give exactly one of --k"),
     (["--budget-gb", "1"], "error: --budget-gb needs --sizes"),
-    (["--k", "3", "--costs", "{bad}"], "error: {bad}: entry 1 is NaN"),
+    (["--k", "3", "--costs", "{bad}"], "error: {bad}: entry 1 is nan"),
 ])
 def test_cli_bad_input(tmp_path, capsys, argv, msg):
     c, bad = tmp_path / "c.json", tmp_path / "bad.json"
