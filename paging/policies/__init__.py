@@ -2,7 +2,9 @@
 
 Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru, fifo, lfu, fwf,
 marking, llru, least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
-layered-landlord, and lru-dist, ..., belady-dist (= OPT-DIST), ..., layered-landlord-dist.
+layered-landlord, the adaptive arc and lecar, the prediction-based blind-oracle,
+predictive-marker, lmarker and robust-blind-oracle, and lru-dist, ..., belady-dist (= OPT-DIST),
+..., robust-blind-oracle-dist.
 """
 
 from __future__ import annotations
@@ -11,15 +13,23 @@ from collections.abc import Callable
 
 from paging.errors import PagingError
 from paging.offline.belady import Belady
+from paging.policies.adaptive import ARC, LeCaR
 from paging.policies.base import CacheView, Context, Policy, PriorityPolicy
 from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
 from paging.policies.dist import PerLayer
 from paging.policies.layered import FLD, LLRU, LeastStale
+from paging.policies.predictive import (
+    BlindOracle,
+    LMarker,
+    PredictiveMarker,
+    RobustBlindOracle,
+)
 from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
 
 BASE_POLICIES: dict[str, Callable[[], Policy]] = {
     cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, FLD, Belady,
-                              GreedyDual, Landlord, GDSF, LayeredLandlord)
+                              GreedyDual, Landlord, GDSF, LayeredLandlord, ARC, LeCaR,
+                              BlindOracle, PredictiveMarker, LMarker, RobustBlindOracle)
 }
 
 REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
@@ -30,8 +40,30 @@ POLICY_NAMES: tuple[str, ...] = tuple(REGISTRY)
 
 
 def make_policy(name: str) -> Policy:
-    """A fresh policy instance for a registered name (case-insensitive)."""
+    """A fresh policy instance for a registered name (case-insensitive).
+
+    Policies that take a predictor (``needs_predictor``: blind-oracle, predictive-marker,
+    lmarker, robust-blind-oracle and their -dist variants) accept one after a colon:
+    ``NAME:PREDICTOR[:key=value,...]``, e.g. ``predictive-marker:oracle:eta=0.5,seed=1`` or
+    ``lmarker-dist:frequency`` (:func:`paging.predict.make_predictor`). Without one they use
+    their default (``frequency``, online). Every other name takes no options.
+    """
     key = str(name).strip().lower()
+    key, colon, spec = key.partition(":")
+    if colon:
+        dist = key.endswith("-dist")
+        base = key[:-len("-dist")] if dist else key
+        cls = BASE_POLICIES.get(base)
+        if cls is None or not getattr(cls, "needs_predictor", False):
+            takers = ", ".join(n for n, c in BASE_POLICIES.items()
+                               if getattr(c, "needs_predictor", False))
+            raise PagingError(f"policy {key!r} takes no predictor option ({name!r}); only "
+                              f"{takers} (and their -dist variants) do")
+        cls(predictor=spec)  # validates the spec: one-line PagingError
+        def factory():
+            return cls(predictor=spec)
+
+        return PerLayer(factory) if dist else factory()
     if key not in REGISTRY:
         raise PagingError(f"unknown policy {name!r}; expected one of {', '.join(POLICY_NAMES)}")
     return REGISTRY[key]()
@@ -73,4 +105,5 @@ def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> 
 __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "make_policy", "policy_names", "register",
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
            "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
-           "GDSF", "LayeredLandlord"]
+           "GDSF", "LayeredLandlord", "ARC", "LeCaR", "BlindOracle", "PredictiveMarker",
+           "LMarker", "RobustBlindOracle"]

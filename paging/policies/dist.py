@@ -22,7 +22,8 @@ class PerLayer(Policy):
     def __init__(self, factory: Callable[[], Policy]):
         self.factory = factory
         proto = factory()
-        self.name = f"{proto.name}-dist"
+        base, colon, spec = proto.name.partition(":")  # name:predictor -> name-dist:predictor
+        self.name = f"{base}-dist{colon}{spec}"
         self.clairvoyant = proto.clairvoyant
         self.randomized = proto.randomized
 

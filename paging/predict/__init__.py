@@ -1,0 +1,190 @@
+"""Predictors of next arrivals, for paging with predictions (Lykouris & Vassilvitskii 2018).
+
+A predictor gives, for request t of page p, a predicted time of p's next request after t (a
+float; ``len(trace)`` or more means "not again"). The interface is deliberately minimal:
+
+* ``reset(ctx)`` with the run's :class:`~paging.policies.base.Context` (an online predictor
+  reads only ``ctx.steps``/``ctx.n_requests``/``ctx.capacity``; a clairvoyant one may read
+  ``ctx.next_use``, which the simulator hands only to policies flagged ``clairvoyant``);
+* ``predict(t, page) -> float``, called once per request the policy sees, in increasing t; an
+  online predictor may update its state from (t, page) but never looks past t.
+
+A learned predictor (another branch) subclasses :class:`Predictor` and is added with
+:func:`register_predictor`. Predictors are named by a spec string ``NAME[:k=v,...]``, e.g.
+``oracle:eta=0.5,seed=1`` or ``frequency`` (:func:`make_predictor`); bad specs raise a
+one-line :class:`~paging.errors.PagingError`.
+
+References: T. Lykouris and S. Vassilvitskii, "Competitive caching with machine learned
+advice", ICML 2018 / J. ACM 68(4), 2021, doi:10.1145/3447579 (the model and the ℓ1 error η).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from paging.errors import PagingError
+
+__all__ = ["Predictor", "OraclePredictor", "FrequencyPredictor", "PREDICTORS", "make_predictor",
+           "parse_options", "register_predictor", "opt_from_next_use"]
+
+
+class Predictor:
+    """Base class: ``reset(ctx)``, ``predict(t, page) -> float``; ``clairvoyant`` predictors
+    read ``ctx.next_use`` (the policy using them is then clairvoyant too)."""
+
+    name = "predictor"
+    clairvoyant = False
+
+    def reset(self, ctx) -> None:
+        self.ctx = ctx
+
+    def predict(self, t: int, page: int) -> float:
+        raise NotImplementedError
+
+    @property
+    def spec(self) -> str:
+        return self.name
+
+
+def opt_from_next_use(next_use: np.ndarray, k: int) -> int:
+    """Belady's (OPT's) miss count with a cache of ``k`` pages, from the next-use array alone.
+
+    Request t and ``next_use[t]`` belong to the same page, so the chains of ``next_use`` are
+    the pages; relabelling them 0..m-1 gives a single-layer trace that the Belady kernel runs.
+    Cost: O(N) (one Python pass to label the chains) plus the kernel.
+    """
+    from paging import Layout, from_pages, simulate
+
+    nu = np.asarray(next_use, dtype=np.int64)
+    N = nu.size
+    if N == 0:
+        return 0
+    label = np.full(N, -1, dtype=np.int64)
+    has_prev = np.zeros(N, dtype=bool)
+    has_prev[nu[nu < N]] = True
+    firsts = np.flatnonzero(~has_prev)
+    label[firsts] = np.arange(firsts.size)
+    lab = label.tolist()
+    nul = nu.tolist()
+    for t in range(N):  # propagate each page's label along its chain
+        if nul[t] < N:
+            lab[nul[t]] = lab[t]
+    m = int(firsts.size)
+    if k >= m:
+        return m
+    trace = from_pages(np.array(lab, dtype=np.int64), Layout(m, 1))
+    return int(simulate(trace, "belady", int(k)).misses)
+
+
+class OraclePredictor(Predictor):
+    """The true next arrival plus seeded additive noise with total ℓ1 error η·OPT.
+
+    Noise model: z_t ~ N(0, 1) i.i.d. from ``numpy.random.default_rng(seed)`` (one draw per
+    request, drawn at reset), scaled so that Σ_t |pred_t − next_t| = η·OPT exactly, where
+    ``next_t = ctx.next_use[t]`` (N when the page is not requested again) and OPT is Belady's
+    miss count at the policy's capacity (:func:`opt_from_next_use`): η is Lykouris &
+    Vassilvitskii's error η_ℓ1 divided by OPT. η = 0 gives the true next arrivals. Reading for
+    DIST variants: each layer's sub-policy normalises by OPT of the whole trace at its layer's
+    share. Clairvoyant (reads ``ctx.next_use``). Cost: O(N) at reset, O(1) per request.
+    """
+
+    name = "oracle"
+    clairvoyant = True
+
+    def __init__(self, eta: float = 0.0, seed: int = 0):
+        self.eta = float(eta)
+        self.seed = int(seed)
+        if not (self.eta >= 0.0) or self.eta == float("inf"):
+            raise PagingError(f"predictor oracle: eta must be a finite number >= 0, got {eta!r}")
+
+    @property
+    def spec(self) -> str:
+        return f"oracle:eta={self.eta:g},seed={self.seed}"
+
+    def reset(self, ctx) -> None:
+        super().reset(ctx)
+        nu = np.asarray(ctx.next_use, dtype=np.float64)
+        self.opt = 0
+        if self.eta > 0 and nu.size:
+            self.opt = opt_from_next_use(ctx.next_use, max(int(ctx.capacity), 1))
+            z = np.random.default_rng(self.seed).standard_normal(nu.size)
+            nu = nu + z * (self.eta * self.opt / np.abs(z).sum())
+        self.pred = nu.tolist()
+
+    def predict(self, t: int, page: int) -> float:
+        return self.pred[t]
+
+
+class FrequencyPredictor(Predictor):
+    """Online: page p's empirical rate so far, r = count_p(t) / (t + 1) (this request counted),
+    predicts its next arrival at t + 1/r. The stationary i.i.d. reading of a request stream
+    (an independent reference model); it never looks past t. Cost: O(1) per request."""
+
+    name = "frequency"
+
+    def reset(self, ctx) -> None:
+        super().reset(ctx)
+        self.count: dict[int, int] = {}
+
+    def predict(self, t: int, page: int) -> float:
+        c = self.count.get(page, 0) + 1
+        self.count[page] = c
+        return t + (t + 1) / c
+
+
+PREDICTORS: dict[str, Callable[..., Predictor]] = {
+    "oracle": OraclePredictor,
+    "frequency": FrequencyPredictor,
+}
+_OPTIONS = {"oracle": {"eta": float, "seed": int}, "frequency": {}}
+
+
+def register_predictor(name: str, factory: Callable[..., Predictor],
+                       options: dict[str, Callable] | None = None) -> None:
+    """Add a predictor (e.g. a learned one) under a new lower-case ``name``; ``options`` maps
+    each accepted option to its type."""
+    key = name.lower()
+    if key in PREDICTORS:
+        raise PagingError(f"predictor {name!r} is already registered")
+    PREDICTORS[key] = factory
+    _OPTIONS[key] = dict(options or {})
+
+
+def parse_options(text: str, what: str) -> dict[str, str]:
+    """``"a=1,b=2"`` -> ``{"a": "1", "b": "2"}``; one-line errors name ``what``."""
+    out: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise PagingError(f"{what}: options must be key=value separated by commas, "
+                              f"got {item!r}")
+        out[key.strip().lower()] = value.strip()
+    return out
+
+
+def make_predictor(spec: str | Predictor | None) -> Predictor:
+    """A fresh predictor from ``NAME[:key=value,...]`` (or an instance, returned as is).
+
+    ``oracle[:eta=E,seed=S]`` (E >= 0, default 0; S default 0) and ``frequency``.
+    """
+    if isinstance(spec, Predictor):
+        return spec
+    text = "frequency" if spec is None else str(spec).strip()
+    name, _, opts = text.partition(":")
+    key = name.strip().lower()
+    if key not in PREDICTORS:
+        raise PagingError(f"unknown predictor {name!r}; expected one of {', '.join(PREDICTORS)}")
+    kinds = _OPTIONS.get(key, {})
+    kwargs = {}
+    for k, v in parse_options(opts, f"predictor {key}").items():
+        if k not in kinds:
+            allowed = ", ".join(kinds) or "none"
+            raise PagingError(f"predictor {key}: unknown option {k!r} (allowed: {allowed})")
+        try:
+            kwargs[k] = kinds[k](v)
+        except ValueError:
+            raise PagingError(f"predictor {key}: option {k}={v!r} is not a valid "
+                              f"{kinds[k].__name__}") from None
+    return PREDICTORS[key](**kwargs)
