@@ -1,0 +1,147 @@
+"""ARC, LeCaR and the prediction-based policies on hand-checked examples (worked out in the
+comments), the predictor specs and their errors."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from strategies import round_traces
+
+from paging import Layout, from_pages, simulate
+from paging.cli import main
+from paging.errors import PagingError
+from paging.policies import make_policy
+from paging.predict import OraclePredictor, make_predictor, opt_from_next_use
+
+
+def run(name_or_pol, pages, k, n=None, seed=0):
+    n = n or max(pages) + 1
+    return simulate(from_pages(pages, Layout(n, 1)), name_or_pol, k, seed=seed, record=True,
+                    engine="reference")
+
+
+def test_arc_hand_example():
+    """c=3, 0 1 2 0 3 1 4 0 2 (libCacheSim's ARC agrees, tests/golden):
+    t0-2 T1=[0,1,2]; t3 hit 0 -> T2=[0]; t4 3: |T1|+|B1|=2<3, REPLACE: |T1|=2>p=0 -> 1 to B1;
+    t5 1 in B1: p=min(0+max(0/1,1),3)=1, REPLACE: |T1|=2>1 -> 2 to B1, 1 -> T2=[0,1];
+    t6 4: |T1|+|B1|=2, total 4<6, REPLACE: |T1|=1 not > p=1 -> T2's LRU 0 to B2;
+    t7 0 in B2: p=max(1-max(1/1,1),0)=0, REPLACE: |T1|=2>0 -> 3 to B1;
+    t8 2 in B1: p=min(0+max(0/2,1),3)=1, REPLACE: |T1|=1 not > 1 -> T2's LRU 1 to B2."""
+    pol = make_policy("arc")
+    r = run(pol, [0, 1, 2, 0, 3, 1, 4, 0, 2], 3)
+    assert r.misses == 8
+    assert r.evictions.tolist() == [[4, 1], [5, 2], [6, 0], [7, 3], [8, 1]]
+    assert pol.p == 1.0 and list(pol.B1) == [3] and list(pol.B2) == [1]  # 0 left B2 at t7
+    assert list(pol.T1) == [4] and list(pol.T2) == [0, 2]
+
+
+def test_arc_case_iv_a_evicts_without_ghost():
+    """c=2, 0 1 2: |T1|+|B1| = 2 >= c with B1 empty: T1's LRU page 0 leaves with no ghost."""
+    pol = make_policy("arc")
+    r = run(pol, [0, 1, 2], 2)
+    assert r.evictions.tolist() == [[2, 0]] and not pol.B1 and not pol.B2
+
+
+def test_lecar_hand_example():
+    """k=2, 0 0 1 2 1, seed 0 (draws 0.63696..., 0.26978...). t3: LRU proposes 0 (older),
+    LFU proposes 1 (count 1 < 2); u=0.637 >= w_LRU=0.5 -> LFU's 1, into H_LFU at t=3.
+    t4: 1 is in H_LFU: d=1, δ=0.005^(1/2), w_LFU = 0.5·exp(-0.45·δ)+1e-10, normalised:
+    w_LFU=0.4920457..., w_LRU=0.5079542...; LRU proposes 0, LFU 2 (count 1);
+    u=0.2698 < w_LRU -> 0, into H_LRU (capacity floor(2/2)=1)."""
+    pol = make_policy("lecar")
+    r = run(pol, [0, 0, 1, 2, 1], 2, seed=0)
+    assert r.evictions.tolist() == [[3, 1], [4, 0]]
+    d = 0.005 ** 0.5
+    w = 0.5 * math.exp(-0.45 * d) + 1e-10
+    s = w + 0.5 + 2e-10
+    assert pol.w_lfu == pytest.approx(w / s, rel=1e-15)
+    assert pol.w_lru == pytest.approx((0.5 + 1e-10) / s, rel=1e-15)
+    assert pol.h_lru == {0: 4} and pol.h_lfu == {}
+
+
+def test_lecar_agreeing_experts_make_no_draw():
+    """0 1 2, k=2: both experts propose 0 (oldest, count 1 each, reached 1 first): no draw,
+    no history."""
+    pol = make_policy("lecar")
+    r = run(pol, [0, 1, 2], 2)
+    assert r.evictions.tolist() == [[2, 0]] and not pol.h_lru and not pol.h_lfu
+
+
+def test_blind_oracle_exact_is_belady():
+    """k=2, 0 1 2 0 1 2, exact predictions: t2 predictions 0->3, 1->4: evict 1;
+    t4 predictions 0->6 (never again), 2->5: evict 0. 4 misses = OPT."""
+    r = run("blind-oracle:oracle", [0, 1, 2, 0, 1, 2], 2)
+    assert r.evictions.tolist() == [[2, 1], [4, 0]] and r.misses == 4
+
+
+def test_frequency_predictor_and_markers():
+    """k=2, 0 0 1 2 1 with the frequency predictor t + (t+1)/count: 0 -> 1, then 2; 1 -> 5;
+    2 -> 3 + 4/1 = 7. t3 (new phase, clean): every policy evicts the furthest, 1 (5 > 2).
+    t4: BlindOracle evicts the furthest, 2 (7 > 2); the markers see a stale miss (1 was evicted
+    in this phase; PredictiveMarker's chain has 2 > H_2 = 1.5 misses) and evict a random
+    unmarked page: only 0 is unmarked."""
+    pages = [0, 0, 1, 2, 1]
+    assert run("blind-oracle", pages, 2).evictions.tolist() == [[3, 1], [4, 2]]
+    for name in ("predictive-marker", "lmarker"):
+        assert run(name, pages, 2).evictions.tolist() == [[3, 1], [4, 0]], name
+    f = make_predictor("frequency")
+    f.reset(None)
+    assert [f.predict(t, p) for t, p in enumerate(pages)] == [1.0, 2.0, 5.0, 7.0, 6.5]
+
+
+@given(trace=round_traces(), k=st.integers(1, 8))
+def test_exact_predictions_give_opt(trace, k):
+    """BlindOracle and the robust combiner (which never leaves BlindOracle when BlindOracle is
+    OPT, and then follows it page for page) make OPT's misses with exact predictions."""
+    opt = simulate(trace, "belady", k).misses
+    assert simulate(trace, "blind-oracle:oracle", k).misses == opt
+    assert simulate(trace, "robust-blind-oracle:oracle:eta=0", k).misses == opt
+
+
+def test_oracle_noise_has_the_stated_l1_error():
+    """Σ|pred − next| = η·OPT exactly (to rounding), seeded."""
+    tr = from_pages([0, 1, 2, 0, 3, 1, 4, 0, 2, 3, 1, 0], Layout(5, 1))
+    opt = simulate(tr, "belady", 2).misses
+    assert opt_from_next_use(tr.next_use, 2) == opt
+    pol = make_policy("blind-oracle:oracle:eta=0.75,seed=3")
+    simulate(tr, pol, 2)
+    err = np.abs(np.array(pol.predictor.pred) - tr.next_use).sum()
+    assert err == pytest.approx(0.75 * opt, rel=1e-12)
+    again = make_policy("blind-oracle:oracle:eta=0.75,seed=3")
+    simulate(tr, again, 2)
+    assert again.predictor.pred == pol.predictor.pred
+
+
+def test_flags_and_names():
+    assert make_policy("predictive-marker").clairvoyant is False
+    pol = make_policy("predictive-marker:oracle:eta=0.5,seed=1")
+    assert pol.clairvoyant and pol.randomized
+    assert pol.name == "predictive-marker:oracle:eta=0.5,seed=1"
+    d = make_policy("lmarker-dist:oracle:eta=2")
+    assert d.name == "lmarker-dist:oracle:eta=2,seed=0" and d.clairvoyant
+    assert make_policy("Blind-Oracle:Frequency").name == "blind-oracle:frequency"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("predictive-marker:oracle:eta=-1", "eta must be a finite number >= 0"),
+    ("predictive-marker:oracle:eta=abc", "is not a valid float"),
+    ("predictive-marker:oracle:eta", "options must be key=value"),
+    ("predictive-marker:oracle:size=3", "unknown option 'size'"),
+    ("predictive-marker:psychic", "unknown predictor 'psychic'"),
+    ("lru:oracle", "takes no predictor option"),
+])
+def test_bad_specs(spec, message, capsys):
+    with pytest.raises(PagingError, match=message):
+        make_policy(spec)
+    assert main(["simulate", "cyclic:n=2,layers=2,rounds=3", "--policy", spec, "--k", "2"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_oracle_rejects_negative_eta_directly():
+    with pytest.raises(PagingError):
+        OraclePredictor(eta=-0.1)
