@@ -34,6 +34,8 @@ POLICY_LABELS = {
     "lru-dist": "LRU-DIST",
     "llru": "LLRU",
     "marking": "Marking",
+    "lfu": "LFU",
+    "lfu-dist": "LFU-DIST",
     "belady": "OPT",
     "belady-dist": "OPT-DIST",
 }
@@ -42,6 +44,8 @@ POLICY_STYLE = {  # colour, line style, marker
     "lru-dist": ("tab:orange", "--", "s"),
     "llru": ("tab:green", "-", "^"),
     "marking": ("tab:purple", ":", "D"),
+    "lfu": ("tab:brown", "-.", "P"),
+    "lfu-dist": ("tab:olive", "-.", "X"),
     "belady": ("black", "-", "x"),
     "belady-dist": ("tab:red", "--", "v"),
 }

@@ -1,4 +1,6 @@
-"""Figure 4: misses versus cache size k = 1..nℓ for LRU, LRU-DIST, LLRU, Marking and OPT.
+"""Figure 4: misses versus cache size k = 1..nℓ for LRU, LRU-DIST, LLRU, LFU, LFU-DIST, Marking
+and OPT (LFU and LFU-DIST are not in the paper's figure; added for the issue "Learned and
+learning-augmented eviction", item 5: perfect LFU, counts over the whole history).
 
 Angelopoulos et al., Sec. 5.2, Fig. 4 plots one Llama-MoE and one Mixtral trace. We plot one
 sequence of each routing file given (default: the shipped Mixtral 8x7B and granite-3.0-1b-a400m
@@ -30,7 +32,7 @@ DEFAULT_SOURCES = (
     "mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl",
     "granite-3.0-1b-a400m-instruct/moe_expert_trace.json",
 )
-DETERMINISTIC = ("lru", "lru-dist", "llru", "belady")
+DETERMINISTIC = ("lru", "lru-dist", "llru", "lfu", "lfu-dist", "belady")
 RANDOMIZED = ("marking",)
 POLICIES = DETERMINISTIC + RANDOMIZED
 MARKING_SEEDS = tuple(range(10))
