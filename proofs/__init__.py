@@ -18,7 +18,8 @@ __all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "run_ledger", "format_led
            "ledger_json", "exit_status", "main"]
 
 MODULES = (*(f"proofs.theorem{i}" for i in range(1, 6)), "proofs.zipmoe_theorem31",
-           "proofs.zipmoe_theorem32")
+           "proofs.zipmoe_theorem32", "proofs.predictions_blind_oracle",
+           "proofs.predictions_marker", "proofs.predictions_robust")
 
 
 @dataclass
