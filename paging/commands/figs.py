@@ -2,9 +2,9 @@
 
 Runs the scripts of ``experiments/`` (:mod:`experiments.run_all`): each computes a CSV (and a
 JSON of its parameters and seeds) and draws PNG + PDF from it, into ``paper_figs/`` by default.
-The figures drawn from real traces (those whose module sets ``REAL_TRACES = True``: fig4, fig5)
-read the shipped traces under $PAGING_TRACES, or the files given with --trace; without either
-they are skipped with a one-line message.
+The figures drawn from real traces (those whose module sets ``REAL_TRACES = True``: fig4, fig5,
+predictions) read the shipped traces under $PAGING_TRACES, or the files given with --trace;
+without either they are skipped with a one-line message.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ FIGURES = {
     "fig6a": "experiments.fig6a",
     "fig6b": "experiments.fig6b",
     "coupon": "experiments.fig_coupon",
+    "predictions": "experiments.fig_predictions",
 }
 DEFAULT_OUT = "paper_figs"
 
