@@ -124,7 +124,9 @@ def curves(rows: list[dict[str, str]], panel: int, policy: str):
 
 def plot(csv_path, out_dir) -> list[Path]:
     """Draw fig_predictions.png/.pdf from the CSV alone: one panel per trace, ratio against
-    η (symmetric-log x axis so that η = 0 shows)."""
+    η (symmetric-log x axis so that η = 0 shows). BlindOracle and PredictiveMarker are drawn
+    wide and pale: under Gaussian noise the combiner never leaves BlindOracle (BO stays below
+    twice LRU's misses) and LMarker nearly equals PredictiveMarker, so the curves overlap."""
     plt = common.pyplot()
     rows = common.read_csv(csv_path)
     panels = sorted({int(r["panel"]) for r in rows})
@@ -134,7 +136,9 @@ def plot(csv_path, out_dir) -> list[Path]:
         for policy in POLICIES:
             x, y = curves(rows, panel, policy)
             color, ls, marker = STYLE[policy]
-            ax.plot(x, y, ls, color=color, marker=marker, ms=4, lw=1.3, label=LABELS[policy])
+            wide = policy in ("blind-oracle", "predictive-marker")  # drawn under their twins
+            ax.plot(x, y, ls, color=color, marker=marker, ms=7 if wide else 4,
+                    lw=3.5 if wide else 1.3, alpha=0.45 if wide else 1.0, label=LABELS[policy])
         r0 = next(r for r in rows if int(r["panel"]) == panel)
         ax.set_xscale("symlog", linthresh=1.0)
         ax.axhline(1.0, color="grey", lw=0.8)

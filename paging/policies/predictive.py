@@ -131,6 +131,7 @@ class _MarkingBase(PredictivePolicy):
             self.evicted.clear()
             self.chain_len.clear()
             unmarked = cands
+            self._vt = -1  # (byte budgets: a later victim of the same request) a fresh chain
         if self._vt != t:
             self._vt = t
             self._stale = stale = page in self.evicted
