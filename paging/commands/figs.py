@@ -19,6 +19,7 @@ FIGURES = {
     "fig6a": "experiments.fig6a",
     "fig6b": "experiments.fig6b",
     "coupon": "experiments.fig_coupon",
+    "zipmoe": "experiments.fig_zipmoe",
 }
 DEFAULT_OUT = "paper_figs"
 

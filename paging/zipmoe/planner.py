@@ -51,7 +51,6 @@ from paging.zipmoe import scheduler as zs
 from paging.zipmoe.hitmodel import (
     _probabilities,
     hit_pattern_distribution,
-    poisson_binomial,
     pool_ranges,
     selection_probabilities,
 )
@@ -127,30 +126,57 @@ def _sizes(sizes) -> tuple[int, int, int, int]:
     return tuple(int(s) for s in sizes)
 
 
+class _Layer:
+    """One layer's ``q`` with the truncated Poisson-binomial law of every rank interval cached
+    (Algorithm 2; entries 0..k only, which later ranks never change) and ``Φ_N(k)``."""
+
+    def __init__(self, q, k: int):
+        self.q = np.asarray([float(x) for x in _probabilities(q)])
+        self.k = k
+        self.cache: dict = {}
+        self.total = self.phi(0, self.q.size)[k] if k <= self.q.size else 0.0
+        if not self.total > 0:
+            raise PagingError(f"no k-subset has positive probability under q (k = {k})")
+
+    def phi(self, lo: int, hi: int) -> np.ndarray:
+        key = (lo, hi)
+        if key not in self.cache:
+            phi = np.zeros(self.k + 1)
+            phi[0] = 1.0
+            for qr in self.q[lo:hi]:          # Algorithm 2, lines 5-10, truncated at k
+                phi[1:] = phi[1:] * (1 - qr) + phi[:-1] * qr
+                phi[0] *= 1 - qr
+            self.cache[key] = phi
+        return self.cache[key]
+
+
+class _Delays:
+    """Algorithm 3 on the whole ``(k+1)^4`` grid of patterns, and ``k_rem`` there."""
+
+    def __init__(self, k: int, t: PoolTimes):
+        a = np.arange(k + 1)
+        h = np.meshgrid(a, a, a, a, indexing="ij")
+        rem = k - sum(h)
+        self.ok = rem >= 0
+        self.rem = np.clip(rem, 0, k)
+        self.delay = alg3(h, k, t)
+
+
+def _expected(layer: _Layer, sz, delays: _Delays) -> float:
+    ranges = pool_ranges(sz, layer.q.size)
+    ph = [layer.phi(rg.start, rg.stop) for rg in ranges]
+    joint = np.einsum("a,b,c,d->abcd", *ph[:4])
+    pm = np.where(delays.ok, ph[4][delays.rem], 0.0)
+    return float(np.sum(joint * pm * delays.delay) / layer.total)
+
+
 def expected_makespan(q, sizes, k: int, t: PoolTimes) -> float:
     """Expected Algorithm-3 makespan (ms) of one layer with selection probabilities ``q`` over
     the ranks and pools of ``sizes = (S_F, S_C, S_S, S_E)`` experts on ranks 0, 1, ... (Sec. 3.4,
     Algorithm 4 lines 7-29), vectorised over the ``(k+1)^4`` patterns: ``P(h) = Φ_M(k - Σh)
-    Π_p Φ_p(h_p) / Φ_N(k)``. Equals :func:`expected_makespan_exact` (tested). O(n² + k⁴)."""
-    q = [float(x) for x in _probabilities(q)]
-    sz = _sizes(sizes)
-    ranges = pool_ranges(sz, len(q))
-    total = poisson_binomial(q)[k]
-    if total <= 0:
-        raise PagingError(f"no k-subset has positive probability under q (k = {k})")
-    phis = []
-    for rg in ranges:
-        phi = np.zeros(k + 1)
-        v = poisson_binomial([q[r] for r in rg])[:k + 1]
-        phi[:len(v)] = v
-        phis.append(phi)
-    a = np.arange(k + 1)
-    hF, hC, hS, hE = np.meshgrid(a, a, a, a, indexing="ij")
-    rem = k - (hF + hC + hS + hE)
-    ok = rem >= 0
-    pm = np.where(ok, phis[4][np.clip(rem, 0, k)], 0.0)
-    prob = (phis[0][hF] * phis[1][hC] * phis[2][hS] * phis[3][hE] * pm) / total
-    return float(np.sum(prob * alg3((hF, hC, hS, hE), k, t)))
+    Π_p Φ_p(h_p) / Φ_N(k)``. Equals :func:`expected_makespan_exact` (tested). O(n k + k⁴)."""
+    k = positive_int("k (experts selected per token and layer)", k)
+    return _expected(_Layer(q, k), _sizes(sizes), _Delays(k, t))
 
 
 def expected_makespan_exact(q, sizes, k: int, t: PoolTimes, law=None):
@@ -233,6 +259,8 @@ def plan(qs, k: int, budget: int, n: int, forms: dict, t: PoolTimes, pools="FCSE
         raise PagingError(f"a budget of {budget} bytes holds no expert: the smallest form of "
                           f"the pools {''.join(lam)} has {smallest} bytes")
     layers = len(qs)
+    model = [_Layer(q, k) for q in qs]
+    delays = _Delays(k, t)
     memo: dict = {}
     best, best_cost, evaluated = None, math.inf, 0
     for g in split_grid(lam, delta):
@@ -240,7 +268,7 @@ def plan(qs, k: int, budget: int, n: int, forms: dict, t: PoolTimes, pools="FCSE
         sz = pool_capacities(budget, layers, n, g, forms)
         key = tuple(sz[p] for p in POOLS)
         if key not in memo:
-            memo[key] = float(np.mean([expected_makespan(q, key, k, t) for q in qs]))
+            memo[key] = float(np.mean([_expected(m, key, delays) for m in model]))
         if memo[key] < best_cost:          # strictly cheaper only (Algorithm 4 line 30)
             best, best_cost = (g, sz), memo[key]
     g, sz = best
