@@ -234,17 +234,19 @@ class Plan:
 
 
 def plan(qs, k: int, budget: int, n: int, forms: dict, t: PoolTimes, pools="FCSE",
-         delta=0.05) -> Plan:
+         delta=0.05, allow_empty: bool = False) -> Plan:
     """Algorithm 4: the split of ``budget`` bytes over ``pools`` minimising the expected
     Algorithm-3 makespan averaged over the layers whose selection probabilities are ``qs``.
 
     Parameters
     ----------
     qs: one ``q`` per layer (:func:`layer_selection_probabilities`), each of length n.
-    k: experts selected per (token, layer); budget: bytes (>= the smallest active form);
+    k: experts selected per (token, layer); budget: bytes (at least one expert per layer in
+    the smallest active form);
     n: experts per layer; forms: bytes of one expert per pool
     (:func:`paging.cost.pools.form_bytes`); t: the times (:func:`paging.cost.pools.pool_times`);
-    pools: Λ; delta: the grid step δ (1/m).
+    pools: Λ; delta: the grid step δ (1/m); allow_empty: accept a budget that holds no expert
+    (every request then misses; used for the F-only baseline at small budgets).
 
     ``table`` holds one row per distinct partition: ``(sizes tuple, layer ms)``. Cost:
     O(#distinct partitions · ℓ · (n² + k⁴)).
@@ -254,11 +256,12 @@ def plan(qs, k: int, budget: int, n: int, forms: dict, t: PoolTimes, pools="FCSE
     n = positive_int("n (experts per layer)", n)
     if isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 1:
         raise PagingError(f"the budget must be a number of bytes >= 1, got {budget!r}")
-    smallest = min(forms[p] for p in lam)
-    if budget < smallest:
-        raise PagingError(f"a budget of {budget} bytes holds no expert: the smallest form of "
-                          f"the pools {''.join(lam)} has {smallest} bytes")
     layers = len(qs)
+    smallest = min(forms[p] for p in lam)
+    if budget < smallest * layers and not allow_empty:  # one expert per layer at least
+        raise PagingError(f"a budget of {budget:,} bytes holds no expert: {layers} layers need "
+                          f"at least {smallest * layers:,} bytes for one expert each in the "
+                          f"smallest form of the pools {''.join(lam)} ({smallest:,} bytes)")
     model = [_Layer(q, k) for q in qs]
     delays = _Delays(k, t)
     memo: dict = {}
@@ -284,7 +287,7 @@ def replay(trace, sizes, policy: str = "lfu-dist", seed: int = 0) -> dict:
     pattern counts its distinct requests by the first level that hits them (M: none)."""
     from paging.simulate import simulate
 
-    if not trace.is_grouped:
+    if trace.expand != "groups":
         raise PagingError(f"trace {trace.name}: the replay needs groups expansion "
                           "(expand='groups'): one (token, layer) selection per step")
     sz = _sizes(sizes)
@@ -407,7 +410,8 @@ def plan_trace(trace, model, hardware, budget: int, params=None, pools="FCSE", d
            "v_ms": t.v, "c_ms": t.c, "p_ms": t.p, "tensors": t.tensors, "form_bytes": forms}
     raw = replace(t, u=2 * t.u, v=0.0, c=0.0)
     for name, lam in (("plan", pools), ("baseline", "F")):
-        pl = plan(qs, k, budget, trace.layout.n_experts, forms, t, lam, delta)
+        pl = plan(qs, k, budget, trace.layout.n_experts, forms, t, lam, delta,
+                  allow_empty=name == "baseline")
         sz = tuple(pl.sizes[p] for p in POOLS)
         row = pl.to_dict()
         rep = replay(trace, sz)
