@@ -20,6 +20,7 @@ FIGURES = {
     "fig6b": "experiments.fig6b",
     "coupon": "experiments.fig_coupon",
     "cost": "experiments.fig_cost",
+    "zipmoe": "experiments.fig_zipmoe",
 }
 DEFAULT_OUT = "paper_figs"
 
