@@ -12,7 +12,7 @@ TRACES ?= $(or $(PAGING_TRACES),$(shell test -d ../shared/traces && cd ../shared
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,sweep]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -24,7 +24,7 @@ figs: $(STAMP)
 	PAGING_TRACES=$(TRACES) $(VENV)/bin/paging figs
 
 bench: $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) -m pip install --quiet -e '.[test,sweep,bench]'
 	$(PY) benchmarks/bench_vs_libcachesim.py
 
 lint: $(STAMP)
