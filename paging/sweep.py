@@ -342,6 +342,19 @@ def run_task(task: Task) -> list[dict]:
     return rows
 
 
+def run_tasks(tasks: list[Task]) -> list[dict]:
+    """The rows of several tasks (one Dask task: fewer, larger tasks cut the scheduler's
+    per-task overhead)."""
+    return [row for t in tasks for row in run_task(t)]
+
+
+def _chunks(tasks: list[Task], n_workers: int) -> list[list[Task]]:
+    """``tasks`` in chunks of consecutive tasks (same trace file mostly), about 8 chunks per
+    worker and at most 32 tasks each, so that every worker stays busy to the end."""
+    size = max(1, min(32, len(tasks) // max(1, 8 * n_workers)))
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
 # -- the table -----------------------------------------------------------------------------------
 def _sort_key(row: dict) -> tuple:
     return tuple((row[c] is not None, row[c] if row[c] is not None else 0) for c in KEY_COLUMNS)
@@ -447,7 +460,8 @@ def _executor(scheduler: str | None, workers: int, processes: bool):
         client = Client(cluster)
     try:
         def submit(tasks):
-            futures = client.map(run_task, tasks, pure=False)
+            n = max(1, len(client.scheduler_info().get("workers", {})))
+            futures = client.map(run_tasks, _chunks(tasks, n), pure=False)
             for _, rows in as_completed(futures, with_results=True):
                 yield rows
         yield submit
@@ -458,7 +472,7 @@ def _executor(scheduler: str | None, workers: int, processes: bool):
 
 
 def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
-              scheduler: str | None = None, workers: int = 1, processes: bool = True,
+              scheduler: str | None = None, workers: int = 1, processes: bool = False,
               progress: bool | None = None, on_batch=None) -> dict:
     """Run the sweep of ``spec_path`` into ``out`` (see the module docstring).
 
@@ -475,7 +489,8 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
     workers : int
         Local Dask workers when no scheduler is given; 0 runs in this process without Dask.
     processes : bool
-        Local workers are processes (default) or threads.
+        Local workers are processes, or threads of this process (default: the compiled
+        kernels release the GIL, and threads share the loaded traces).
     progress : bool or None
         A progress bar on stderr; None shows it when stderr is a terminal.
     on_batch : callable, optional
