@@ -4,20 +4,19 @@
 ``cyclic:...``, :mod:`paging.generators`) or a file, whose format comes from its extension or its
 contents:
 
-============  =============================================================  =====================
-format        files                                                          module
-============  =============================================================  =====================
-``jsonl``     routing log, one record per (sequence, token, layer); or the   :mod:`.jsonl`
-              raw prefill+decode dump (``token_pos`` rows, file order)
-``nested``    nested prefill/decode JSON (``{"prompts": {...}}``)            :mod:`.nested`
-``npz``       the package's own multi-sequence ``.npz``                      :mod:`.npz`
-``csv``       plain CSV, one request per row                                 :mod:`.csvtrace`
-``oracle-     libCacheSim oracleGeneral binary (``.oracleGeneral``, ``.bin``)  :mod:`.cachetrace`
-general``
-``libcache-   CSV cache trace with a header naming ``obj_id`` (and optionally  :mod:`.cachetrace`
-sim-csv``     time and ``obj_size``; ``.libcachesim.csv``)
-``text``      one object id per line (``.txt``)                              :mod:`.cachetrace`
-============  =============================================================  =====================
+===================  =======================================================  ==================
+format               files                                                   module
+===================  =======================================================  ==================
+``jsonl``            routing log, one record per (sequence, token, layer);   :mod:`.jsonl`
+                     or the raw prefill+decode dump (``token_pos`` rows)
+``nested``           nested prefill/decode JSON (``{"prompts": {...}}``)     :mod:`.nested`
+``npz``              the package's own multi-sequence ``.npz``               :mod:`.npz`
+``csv``              plain CSV, one request per row                          :mod:`.csvtrace`
+``oracle-general``   libCacheSim oracleGeneral, ``.oracleGeneral``/``.bin``   :mod:`.cachetrace`
+``libcachesim-csv``  CSV cache trace, header naming ``obj_id`` (optionally   :mod:`.cachetrace`
+                     time, ``obj_size``; ``.libcachesim.csv``)
+``text``             one object id per line (``.txt``)                       :mod:`.cachetrace`
+===================  =======================================================  ==================
 
 The last three are generic cache traces (block, CDN, key-value): read as one layer of dense
 page ids (``meta["object_ids"]`` maps back, :func:`trace_sizes` gives the object sizes), or as

@@ -3,16 +3,16 @@
 Three formats from outside the MoE world, so that block, CDN and key-value traces run through
 the same simulator and one-pass miss curves (:mod:`paging.mrc`):
 
-==================  ========================================================================
-``oracle-general``  libCacheSim's binary trace (``.oracleGeneral``, ``.bin``): packed 24-byte
-                    records ``{uint32 clock_time; uint64 obj_id; uint32 obj_size;
-                    int64 next_access_vtime}`` (:data:`paging.io.libcachesim.ORACLE_GENERAL`)
-``libcachesim-csv`` CSV with a header row naming an object-id column (``obj_id``, ``id``,
-                    ``key`` or ``obj``) and optionally a time (``time``, ``timestamp``,
-                    ``clock_time``) and a size column (``obj_size``, ``size``); what
-                    :func:`paging.io.write_libcachesim_csv` writes (``.libcachesim.csv``)
-``text``            one object id per line (``.txt``); blank lines and ``#`` comments skipped
-==================  ========================================================================
+===================  =======================================================================
+``oracle-general``   libCacheSim's binary trace (``.oracleGeneral``, ``.bin``): packed 24-byte
+                     records ``{uint32 clock_time; uint64 obj_id; uint32 obj_size;
+                     int64 next_access_vtime}`` (:data:`paging.io.libcachesim.ORACLE_GENERAL`)
+``libcachesim-csv``  CSV with a header row naming an object-id column (``obj_id``, ``id``,
+                     ``key`` or ``obj``) and optionally a time (``time``, ``timestamp``,
+                     ``clock_time``) and a size column (``obj_size``, ``size``); what
+                     :func:`paging.io.write_libcachesim_csv` writes (``.libcachesim.csv``)
+``text``             one object id per line (``.txt``); blank lines and ``#`` comments skipped
+===================  =======================================================================
 
 Two ways to read them
     *Generic* (the default): one layer (ℓ = 1) whose "experts" are the distinct objects,
