@@ -5,17 +5,17 @@
 contents:
 
 ===================  =======================================================  ==================
-format               files                                                   module
+format               files                                                    module
 ===================  =======================================================  ==================
-``jsonl``            routing log, one record per (sequence, token, layer);   :mod:`.jsonl`
+``jsonl``            routing log, one record per (sequence, token, layer);    :mod:`.jsonl`
                      or the raw prefill+decode dump (``token_pos`` rows)
-``nested``           nested prefill/decode JSON (``{"prompts": {...}}``)     :mod:`.nested`
-``npz``              the package's own multi-sequence ``.npz``               :mod:`.npz`
-``csv``              plain CSV, one request per row                          :mod:`.csvtrace`
-``oracle-general``   libCacheSim oracleGeneral, ``.oracleGeneral``/``.bin``   :mod:`.cachetrace`
-``libcachesim-csv``  CSV cache trace, header naming ``obj_id`` (optionally   :mod:`.cachetrace`
+``nested``           nested prefill/decode JSON (``{"prompts": {...}}``)      :mod:`.nested`
+``npz``              the package's own multi-sequence ``.npz``                :mod:`.npz`
+``csv``              plain CSV, one request per row                           :mod:`.csvtrace`
+``oracle-general``   libCacheSim oracleGeneral (``.oracleGeneral``, .bin)     :mod:`.cachetrace`
+``libcachesim-csv``  CSV cache trace, header naming ``obj_id`` (optionally    :mod:`.cachetrace`
                      time, ``obj_size``; ``.libcachesim.csv``)
-``text``             one object id per line (``.txt``)                       :mod:`.cachetrace`
+``text``             one object id per line (``.txt``)                        :mod:`.cachetrace`
 ===================  =======================================================  ==================
 
 The last three are generic cache traces (block, CDN, key-value): read as one layer of dense
