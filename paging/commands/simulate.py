@@ -136,6 +136,10 @@ def run(args) -> int:
         else:
             costs = None if args.costs is None else _read(args.costs, P, "costs")
             sizes = None if args.sizes is None else _read(args.sizes, P, "sizes")
+            if sizes is None and args.budget_gb:  # a cache trace's own object sizes
+                from paging.io import trace_sizes
+
+                sizes = trace_sizes(trace)
         caps = [dict(k=k) for k in args.k or []] + [dict(budget=b) for b in budgets]
         for name in args.policy:
             for cap in caps:
