@@ -3,6 +3,7 @@
 Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru, fifo, lfu, fwf,
 marking, llru, least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
 layered-landlord, and lru-dist, ..., belady-dist (= OPT-DIST), ..., layered-landlord-dist.
+``flashmoe`` (learned; ``needs_model = True``) and ``enu`` (Expected-Next-Use) have no -dist.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from paging.policies.base import CacheView, Context, Policy, PriorityPolicy
 from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
 from paging.policies.dist import PerLayer
 from paging.policies.layered import FLD, LLRU, LeastStale
+from paging.policies.learned import ExpectedNextUse, FlashMoE
 from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
 
 BASE_POLICIES: dict[str, Callable[[], Policy]] = {
@@ -25,6 +27,10 @@ BASE_POLICIES: dict[str, Callable[[], Policy]] = {
 REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
 for _name, _cls in BASE_POLICIES.items():
     REGISTRY[f"{_name}-dist"] = (lambda c=_cls: PerLayer(c))
+# without -dist variants: FlashMoE's model scores a shared cache; ENU's layer distance is
+# constant inside one layer (its -dist would be LFU-DIST with another tie-break)
+REGISTRY[FlashMoE.name] = FlashMoE
+REGISTRY[ExpectedNextUse.name] = ExpectedNextUse
 
 POLICY_NAMES: tuple[str, ...] = tuple(REGISTRY)
 
@@ -73,4 +79,4 @@ def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> 
 __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "make_policy", "policy_names", "register",
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
            "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
-           "GDSF", "LayeredLandlord"]
+           "GDSF", "LayeredLandlord", "FlashMoE", "ExpectedNextUse"]
