@@ -19,6 +19,7 @@ FIGURES = {
     "fig6a": "experiments.fig6a",
     "fig6b": "experiments.fig6b",
     "coupon": "experiments.fig_coupon",
+    "learned": "experiments.fig_learned",
 }
 DEFAULT_OUT = "paper_figs"
 

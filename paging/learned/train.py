@@ -9,8 +9,8 @@ the deployment; at each of its evictions every candidate gives one row, input
 target 1 for the page Belady evicts and 0 for the others (the "masked label" is the victim
 mask; the paper's "routing distance" output is read as the score whose maximum is evicted).
 Deviations: to keep training to seconds, each eviction keeps the victim and ``negatives``
-(default 16) other candidates drawn without replacement from ``default_rng(seed)``; a fixed
-number of epochs (default 20) instead of the paper's 200 with early stopping; batch 256 (not
+(default 8) other candidates drawn without replacement from ``default_rng(seed)``; a fixed
+number of epochs (default 10) instead of the paper's 200 with early stopping; batch 256 (not
 stated in the paper).
 
 ``python -m paging.learned.train TRACE... --out FILE --seed S`` (also ``paging train flashmoe``)
@@ -31,9 +31,9 @@ from paging.offline.belady import Belady
 from paging.policies.learned import _History
 
 HIDDEN = 128
-EPOCHS = 20
+EPOCHS = 10
 BATCH = 256
-NEGATIVES = 16
+NEGATIVES = 8
 
 
 class _LabelledBelady(Belady):
