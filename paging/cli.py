@@ -15,7 +15,8 @@ import sys
 
 from paging.errors import PagingError
 
-COMMANDS = ("simulate", "mrc", "opt", "trace", "coupon", "adversary", "proofs", "figs", "cost")
+COMMANDS = ("simulate", "mrc", "opt", "trace", "coupon", "adversary", "proofs", "figs", "cost",
+            "train")
 
 
 class _Parser(argparse.ArgumentParser):

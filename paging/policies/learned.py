@@ -65,7 +65,9 @@ class FlashMoE(_History):
 
     Model: ``model=None`` loads the shipped ``paging/learned/flashmoe_<ℓ>x<n>.npz`` for the
     trace's layout; a path loads that file; a :class:`~paging.learned.model.FlashMoEModel` is
-    used as is. A missing or corrupt file, or a model trained for another layout, is a
+    used as is; a function of the layout returning one is called at each reset (for example
+    ``lambda lay: m.transfer(lay)``, a deliberate cross-layout transfer).
+    A missing or corrupt file, or a model trained for another layout, is a
     :class:`PagingError` at reset. Running on a sequence the model was trained on is refused:
     the policy hashes the first ``PREFIX`` (512) requests it serves and raises a PagingError
     when they and the run's length match a training sequence (a bypassed request is not seen
@@ -87,6 +89,8 @@ class FlashMoE(_History):
         from paging.learned.model import FlashMoEModel, load_model, shipped_model_path
 
         src = self.model_source
+        if callable(src):
+            src = src(layout)  # a function of the layout, e.g. lambda lay: m.transfer(lay)
         if isinstance(src, FlashMoEModel):
             src.check_layout(layout)
             return src
