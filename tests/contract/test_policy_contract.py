@@ -21,6 +21,29 @@ from paging.verify import verify
 ENGINES = ["reference", "auto"]
 
 
+def _tiny_model():
+    """A small FlashMoE network trained once on a synthetic trace (for policies that need a
+    model: ``needs_model``); transferred to each test trace's layout on purpose."""
+    from paging.generators import zipf
+    from paging.learned.train import train_flashmoe
+
+    return train_flashmoe([zipf(n=4, layers=3, tokens=50, seed=0)], 5, seed=0, epochs=1,
+                          hidden=8)
+
+
+_MODEL = []
+
+
+def policy(name: str):
+    """A fresh policy for ``name``; one that needs a model gets the tiny one above."""
+    pol = make_policy(name)
+    if getattr(pol, "needs_model", False):
+        if not _MODEL:
+            _MODEL.append(_tiny_model())
+        pol = type(pol)(model=lambda lay: _MODEL[0].transfer(lay))
+    return pol
+
+
 def _same(a, b):
     return (a.misses == b.misses and a.collision_misses == b.collision_misses
             and a.bypasses == b.bypasses
@@ -35,9 +58,9 @@ def _same(a, b):
        seed=st.integers(0, 2**32 - 1))
 def test_feasible_and_deterministic(name, engine, trace, kfrac, seed):
     k = max(1, int(kfrac * trace.layout.n_pages))
-    a = simulate(trace, name, k, seed=seed, record=True, engine=engine)
+    a = simulate(trace, policy(name), k, seed=seed, record=True, engine=engine)
     verify(trace, a)
-    b = simulate(trace, name, k, seed=seed, record=True, engine=engine)
+    b = simulate(trace, policy(name), k, seed=seed, record=True, engine=engine)
     assert _same(a, b)
     assert a.misses >= len(np.unique(trace.pages))  # every first request is a miss
 
@@ -55,21 +78,21 @@ def test_weighted_runs_are_feasible(name, engine, trace, data, seed):
     by_budget = data.draw(st.booleans())
     cap = (dict(budget=data.draw(st.integers(int(sizes.min()), int(sizes.sum()))))
            if by_budget else dict(k=data.draw(st.integers(1, P + 1))))
-    a = simulate(trace, name, costs=costs, sizes=sizes, seed=seed, record=True, engine=engine,
-                 **cap)
+    a = simulate(trace, policy(name), costs=costs, sizes=sizes, seed=seed, record=True,
+                 engine=engine, **cap)
     verify(trace, a, costs=costs, sizes=sizes)
-    b = simulate(trace, name, costs=costs, sizes=sizes, seed=seed, record=True, engine=engine,
-                 **cap)
+    b = simulate(trace, policy(name), costs=costs, sizes=sizes, seed=seed, record=True,
+                 engine=engine, **cap)
     assert _same(a, b) and a.cost == b.cost and a.bytes_fetched == b.bytes_fetched
 
 
 @pytest.mark.parametrize("name", POLICY_NAMES)
 @given(t1=round_traces(), t2=st.one_of(round_traces(), topk_traces()), k=st.integers(1, 8))
 def test_reset_and_reuse_equals_fresh(name, t1, t2, k):
-    pol = make_policy(name)
+    pol = policy(name)
     simulate(t1, pol, k, seed=3, engine="reference")
     reused = simulate(t2, pol, k, seed=5, record=True, engine="reference")
-    fresh = simulate(t2, make_policy(name), k, seed=5, record=True, engine="reference")
+    fresh = simulate(t2, policy(name), k, seed=5, record=True, engine="reference")
     assert _same(reused, fresh)
 
 
@@ -80,8 +103,8 @@ def same_decisions_before(name: str, a: Trace, b: Trace, cut: int, k: int,
                           engine: str = "auto") -> bool:
     """Whether ``name`` makes the same decisions (hits and evictions) on requests 0..cut-1 of
     two traces that agree up to ``cut``."""
-    ra = simulate(a, name, k, seed=1, record=True, engine=engine)
-    rb = simulate(b, name, k, seed=1, record=True, engine=engine)
+    ra = simulate(a, policy(name), k, seed=1, record=True, engine=engine)
+    rb = simulate(b, policy(name), k, seed=1, record=True, engine=engine)
     return (np.array_equal(ra.hit_mask[:cut], rb.hit_mask[:cut])
             and ra.evictions[ra.evictions[:, 0] < cut].tolist()
             == rb.evictions[rb.evictions[:, 0] < cut].tolist())

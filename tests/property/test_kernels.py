@@ -52,8 +52,12 @@ def check_all_k(trace, name: str, seed: int) -> None:
         assert hits.bypassed is None
 
 
+# run in the reference loop only: FlashMoE (a numpy network per eviction) and ENU
+NO_KERNEL = ("flashmoe", "enu")
+
+
 def test_every_builtin_policy_has_a_kernel():
-    assert sorted(KERNEL_POLICIES) == sorted(POLICY_NAMES)
+    assert sorted(KERNEL_POLICIES) == sorted(n for n in POLICY_NAMES if n not in NO_KERNEL)
     assert len(KERNEL_POLICIES) == 26
 
 
