@@ -21,6 +21,15 @@ from paging.verify import verify
 ENGINES = ["reference", "auto"]
 
 
+def _scored(name: str, trace: Trace) -> Trace:
+    """``trace`` with gate scores when ``name`` reads them (Score-Based): a fixed function of
+    the page id, (p mod 7 + 1) / 8, so the policy's decisions still depend on the trace only."""
+    if not make_policy(name).needs_scores or trace.score is not None:
+        return trace
+    return Trace(trace.layout, trace.pages, trace.steps, trace.name, trace.token, trace.rank,
+                 (trace.pages % 7 + 1) / 8, trace.expand, trace.meta)
+
+
 def _same(a, b):
     return (a.misses == b.misses and a.collision_misses == b.collision_misses
             and a.bypasses == b.bypasses
@@ -34,6 +43,7 @@ def _same(a, b):
 @given(trace=st.one_of(round_traces(), topk_traces()), kfrac=st.floats(0, 1.2),
        seed=st.integers(0, 2**32 - 1))
 def test_feasible_and_deterministic(name, engine, trace, kfrac, seed):
+    trace = _scored(name, trace)
     k = max(1, int(kfrac * trace.layout.n_pages))
     a = simulate(trace, name, k, seed=seed, record=True, engine=engine)
     verify(trace, a)
@@ -49,6 +59,7 @@ def test_feasible_and_deterministic(name, engine, trace, kfrac, seed):
 def test_weighted_runs_are_feasible(name, engine, trace, data, seed):
     """With random costs, sizes and a byte budget (or k pages with sizes), the verifier accepts
     the run, recomputes its cost and bytes, and the same seed gives the same run."""
+    trace = _scored(name, trace)
     P = trace.layout.n_pages
     costs = np.array(data.draw(st.lists(st.floats(0, 100), min_size=P, max_size=P)))
     sizes = np.array(data.draw(st.lists(st.integers(1, 5), min_size=P, max_size=P)))
@@ -66,6 +77,7 @@ def test_weighted_runs_are_feasible(name, engine, trace, data, seed):
 @pytest.mark.parametrize("name", POLICY_NAMES)
 @given(t1=round_traces(), t2=st.one_of(round_traces(), topk_traces()), k=st.integers(1, 8))
 def test_reset_and_reuse_equals_fresh(name, t1, t2, k):
+    t1, t2 = _scored(name, t1), _scored(name, t2)
     pol = make_policy(name)
     simulate(t1, pol, k, seed=3, engine="reference")
     reused = simulate(t2, pol, k, seed=5, record=True, engine="reference")
@@ -80,8 +92,8 @@ def same_decisions_before(name: str, a: Trace, b: Trace, cut: int, k: int,
                           engine: str = "auto") -> bool:
     """Whether ``name`` makes the same decisions (hits and evictions) on requests 0..cut-1 of
     two traces that agree up to ``cut``."""
-    ra = simulate(a, name, k, seed=1, record=True, engine=engine)
-    rb = simulate(b, name, k, seed=1, record=True, engine=engine)
+    ra = simulate(_scored(name, a), name, k, seed=1, record=True, engine=engine)
+    rb = simulate(_scored(name, b), name, k, seed=1, record=True, engine=engine)
     return (np.array_equal(ra.hit_mask[:cut], rb.hit_mask[:cut])
             and ra.evictions[ra.evictions[:, 0] < cut].tolist()
             == rb.evictions[rb.evictions[:, 0] < cut].tolist())
