@@ -14,7 +14,7 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import long_round_traces, round_traces, topk_traces
+from strategies import long_round_traces, round_traces, scored_for, topk_traces
 
 from adversaries import classic, theorem2
 from paging.coupon import harmonic
@@ -79,7 +79,7 @@ def test_belady_is_below_every_registered_policy(trace, frac, seed):
     for name in POLICY_NAMES:
         if name.endswith("-dist") and k < trace.layout.n_layers:
             continue
-        assert opt <= simulate(trace, name, k, seed=seed).misses, name
+        assert opt <= simulate(scored_for(name, trace), name, k, seed=seed).misses, name
 
 
 @given(trace=traces)
