@@ -2,7 +2,8 @@
 
 Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru, fifo, lfu, fwf,
 marking, llru, least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
-layered-landlord, and lru-dist, ..., belady-dist (= OPT-DIST), ..., layered-landlord-dist.
+layered-landlord, score-based and lhu (SpecMD App. B), and lru-dist, ..., belady-dist
+(= OPT-DIST), ..., layered-landlord-dist.
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from paging.policies.base import CacheView, Context, Policy, PriorityPolicy
 from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
 from paging.policies.dist import PerLayer
 from paging.policies.layered import FLD, LLRU, LeastStale
+from paging.policies.scored import LHU, ScoreBased
 from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
 
 BASE_POLICIES: dict[str, Callable[[], Policy]] = {
     cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, FLD, Belady,
-                              GreedyDual, Landlord, GDSF, LayeredLandlord)
+                              GreedyDual, Landlord, GDSF, LayeredLandlord, ScoreBased, LHU)
 }
 
 REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
@@ -73,4 +75,4 @@ def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> 
 __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "make_policy", "policy_names", "register",
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
            "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
-           "GDSF", "LayeredLandlord"]
+           "GDSF", "LayeredLandlord", "ScoreBased", "LHU"]

@@ -1,0 +1,1 @@
+"""Predictors: for prefetching (prefetch.py) and for paging with predictions."""
