@@ -39,14 +39,16 @@ def make_policy(name: str) -> Policy:
     return REGISTRY[key]()
 
 
-def policy_names(*, randomized: bool | None = None,
-                 clairvoyant: bool | None = None) -> tuple[str, ...]:
+def policy_names(*, randomized: bool | None = None, clairvoyant: bool | None = None,
+                 needs_scores: bool | None = None) -> tuple[str, ...]:
     """Registered names, in registry order, filtered by the policies' flags (``None``: either).
 
     ``policy_names(randomized=False, clairvoyant=False)`` are the deterministic online policies
     (Theorem 2, Sleator-Tarjan); ``policy_names(clairvoyant=False)`` the online ones (Yao's
     principle, Theorem 4; the online-ness contract); ``policy_names(randomized=True)`` those that
-    draw from the run's generator. Instantiates each policy once to read its flags.
+    draw from the run's generator; ``needs_scores=False`` leaves out those that read gate scores
+    (Score-Based), which the synthetic sequences of the theorems do not carry. Instantiates each
+    policy once to read its flags.
     """
     out = []
     for name in POLICY_NAMES:
@@ -54,6 +56,8 @@ def policy_names(*, randomized: bool | None = None,
         if randomized is not None and pol.randomized != randomized:
             continue
         if clairvoyant is not None and pol.clairvoyant != clairvoyant:
+            continue
+        if needs_scores is not None and bool(pol.needs_scores) != needs_scores:
             continue
         out.append(name)
     return tuple(out)

@@ -19,7 +19,7 @@ from strategies import long_round_traces, round_traces, scored_for, topk_traces
 from adversaries import classic, theorem2
 from paging.coupon import harmonic
 from paging.layout import Layout
-from paging.policies import POLICY_NAMES, Policy, make_policy, policy_names
+from paging.policies import POLICY_NAMES, Policy, policy_names
 from paging.simulate import simulate
 from paging.trace import Trace, from_pages
 
@@ -180,8 +180,7 @@ def test_marking_check_has_power():
 
 
 # the adaptive adversary chooses pages, not gate scores: policies that read scores are left out
-DETERMINISTIC = tuple(n for n in policy_names(randomized=False, clairvoyant=False)
-                      if not make_policy(n).needs_scores)
+DETERMINISTIC = policy_names(randomized=False, clairvoyant=False, needs_scores=False)
 
 
 @given(n=st.integers(2, 4), layers=st.integers(1, 3), policy=st.sampled_from(DETERMINISTIC),

@@ -50,11 +50,12 @@ def test_theorem2_margin_is_tight_and_constant_is_needed(rows):
 
 
 def test_theorem2_runs_every_deterministic_online_policy(rows):
-    # the registry's deterministic online policies: all but marking(-dist) (randomized) and
-    # belady(-dist) (clairvoyant); the weighted ones run with unit costs
+    # the registry's deterministic online policies: all but marking(-dist) (randomized),
+    # belady(-dist) (clairvoyant) and score-based(-dist) (reads gate scores, which the
+    # adversary's sequences do not have); the weighted ones run with unit costs
     listed = rows[2].notes.split("policies: ", 1)[1].split(". ", 1)[0].split(", ")
     base = ["lru", "fifo", "lfu", "fwf", "llru", "least-stale", "fld", "greedy-dual",
-            "landlord", "gdsf", "layered-landlord"]
+            "landlord", "gdsf", "layered-landlord", "lhu"]
     assert listed == base + [f"{name}-dist" for name in base]
 
 
