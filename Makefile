@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test figs venv bench lint clean
+.PHONY: test figs venv bench lint clean docs
 
 # the real routing traces: $PAGING_TRACES, else ../shared/traces when it exists
 TRACES ?= $(or $(PAGING_TRACES),$(shell test -d ../shared/traces && cd ../shared/traces && pwd))
@@ -12,7 +12,7 @@ TRACES ?= $(or $(PAGING_TRACES),$(shell test -d ../shared/traces && cd ../shared
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,sweep]'
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -24,11 +24,15 @@ figs: $(STAMP)
 	PAGING_TRACES=$(TRACES) $(VENV)/bin/paging figs
 
 bench: $(STAMP)
-	$(PY) -m pip install --quiet -e '.[test,bench]'
+	$(PY) -m pip install --quiet -e '.[test,sweep,bench]'
 	$(PY) benchmarks/bench_vs_libcachesim.py
+
+docs: $(STAMP)
+	$(PY) -m pip install --quiet -e '.[test,sweep,docs]'
+	$(PY) -m sphinx -W --keep-going -q -b html docs/site docs/site/_build/html
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check paging adversaries proofs experiments tests benchmarks
 
 clean:
-	rm -rf $(VENV) paper_figs
+	rm -rf $(VENV) paper_figs docs/site/_build docs/site/cli.md

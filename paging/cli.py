@@ -16,7 +16,7 @@ import sys
 from paging.errors import PagingError
 
 COMMANDS = ("simulate", "mrc", "opt", "trace", "coupon", "adversary", "proofs", "figs", "cost",
-            "policies")
+            "plan", "sweep", "train", "policies")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -68,6 +68,12 @@ class Result:
     Σ s(p) over the misses (None when the run had no sizes). ``page_misses[p]`` counts the
     misses on page p. ``hit_mask``, ``evictions`` (rows ``(t, page)``) and ``bypassed`` (request
     indices) are filled when the run was asked to ``record``.
+
+    Runs with a prefetcher or a miss handler (:mod:`paging.miss`, :mod:`paging.predict.prefetch`)
+    also fill ``dropped``, ``substituted`` (then ``requests = hits + misses + dropped +
+    substituted``, ``misses`` = the fetched requests), ``extra`` (their counters, added to
+    :meth:`to_dict`) and, when recorded, ``events`` (the logs :func:`paging.verify.verify`
+    replays). On default runs these stay 0/None and every count is unchanged.
     """
 
     policy: str
@@ -87,10 +93,15 @@ class Result:
     hit_mask: np.ndarray | None = field(default=None, repr=False)
     evictions: np.ndarray | None = field(default=None, repr=False)
     bypassed: np.ndarray | None = field(default=None, repr=False)
+    dropped: int = 0
+    substituted: int = 0
+    extra: dict | None = None
+    events: dict | None = field(default=None, repr=False)
 
     @property
     def hits(self) -> int:
-        return self.requests - self.misses
+        """requests = hits + misses + dropped + substituted (:mod:`paging.miss`)."""
+        return self.requests - self.misses - self.dropped - self.substituted
 
     @property
     def miss_ratio(self) -> float:
@@ -119,6 +130,8 @@ class Result:
         }
         if self.budget is not None:
             d["budget_bytes"] = self.budget
+        if self.extra is not None:  # prefetching / miss handling (absent on default runs)
+            d.update(self.extra)
         return d
 
 

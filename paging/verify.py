@@ -17,6 +17,14 @@ the run was a feasible demand-paging schedule:
 6. the counts agree with the log: misses = number of non-hits, per-layer and per-page misses
    add up, misses = insertions + bypasses, and the run's cost and bytes fetched equal Σ w(p)
    and Σ s(p) over the misses (recomputed here).
+
+Runs with a prefetcher or a miss handler (``result.events``, :mod:`paging.miss`) are checked
+too: a dropped request's page is not resident and nothing is evicted for it; a substituted
+one is served by a resident page of its layer; a prefetch (applied before the request it
+precedes) inserts a non-resident page after evicting resident pages of its partition, only when
+the page did not fit, and the capacity holds afterwards; a page fetched at a lower precision
+occupies that level's size; misses = non-hits − dropped − substituted, and the cost and bytes
+are recomputed level by level.
 """
 
 from __future__ import annotations
@@ -49,23 +57,56 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     def fail(msg):
         raise VerificationError(f"{result.policy} k={result.k} on {trace.name}: {msg}")
 
+    evs = result.events or {}
+    dropped = set(np.asarray(evs.get("dropped", []), dtype=np.int64).tolist())
+    subst = {int(t): int(q) for t, q in
+             np.asarray(evs.get("substituted", np.zeros((0, 2))), dtype=np.int64).reshape(-1, 2)}
+    if len(dropped) != result.dropped or len(subst) != result.substituted:
+        fail(f"dropped/substituted {result.dropped}/{result.substituted} but the logs hold "
+             f"{len(dropped)}/{len(subst)}")
     if result.requests != N or mask.size != N:
         fail(f"{result.requests} requests / mask of {mask.size} for a trace of {N}")
-    if result.misses != int((~mask).sum()) or result.hits != int(mask.sum()):
-        fail(f"misses {result.misses} but the hit mask has {int((~mask).sum())} misses")
-    per_layer = np.bincount(pages[~mask] // n, minlength=lay.n_layers)
+    fetched = ~mask
+    for t in (*dropped, *subst):
+        if mask[t]:
+            fail(f"request {t} is a hit and also dropped or substituted")
+        fetched[t] = False
+    if result.misses != int(fetched.sum()) or result.hits != int(mask.sum()):
+        fail(f"misses {result.misses} but the hit mask has {int(fetched.sum())} fetched misses")
+    levels = evs.get("fetch_levels")
+    lvl = np.zeros(N, dtype=np.int64)
+    if levels is not None:
+        if levels.size != int(fetched.sum()):
+            fail("the fetch-level log does not have one entry per fetched miss")
+        lvl[fetched] = levels
+    per_layer = np.bincount(pages[fetched] // n, minlength=lay.n_layers)
     if not np.array_equal(per_layer, np.asarray(result.per_layer_misses)):
         fail(f"per-layer misses {list(result.per_layer_misses)} != {per_layer.tolist()}")
 
     if result.page_misses is not None and not np.array_equal(
-            np.bincount(pages[~mask], minlength=lay.n_pages), result.page_misses):
+            np.bincount(pages[fetched], minlength=lay.n_pages), result.page_misses):
         fail("per-page misses do not match the hit mask")
-    missed = pages[~mask]
-    want_cost = (float(missed.size) if costs is None
-                 else math.fsum(np.asarray(costs, dtype=np.float64)[missed].tolist()))
+    missed = pages[fetched]
+    lv_costs = evs.get("level_costs")
+    lv_sizes = evs.get("level_sizes")
+    if levels is not None and (lv_costs is None or lv_sizes is None):
+        fail("a run with precision levels must log their costs and sizes")
+    w_costs = None if costs is None else np.asarray(costs, dtype=np.float64)
+    w_sizes = None if sizes is None else np.asarray(sizes, dtype=np.int64)
+    if levels is None:
+        want_cost = (float(missed.size) if costs is None
+                     else math.fsum(w_costs[missed].tolist()))
+        want_bytes = None if sizes is None else int(w_sizes[missed].sum())
+    else:
+        per_c = [np.ones(lay.n_pages) if w_costs is None else w_costs, *lv_costs[1:]]
+        per_s = [w_sizes, *lv_sizes[1:]]
+        lv_m = lvl[fetched]
+        want_cost = math.fsum(float(per_c[a][b]) for a, b in zip(lv_m.tolist(), missed.tolist(),
+                                                                 strict=True))
+        want_bytes = int(sum(int(per_s[a][b]) for a, b in zip(lv_m.tolist(), missed.tolist(),
+                                                              strict=True)))
     if result.cost != want_cost:
         fail(f"cost {result.cost!r} != Σ w over the misses {want_cost!r}")
-    want_bytes = None if sizes is None else int(np.asarray(sizes, dtype=np.int64)[missed].sum())
     if result.bytes_fetched != want_bytes:
         fail(f"bytes fetched {result.bytes_fetched} != Σ s over the misses {want_bytes}")
 
@@ -90,13 +131,46 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     if len(bypassed) != result.bypasses:
         fail("bypass count does not match the bypass log")
 
-    resident: set[int] = set()
+    pf_ins: dict[int, list[int]] = {}
+    for t, v in np.asarray(evs.get("prefetched", np.zeros((0, 2))),
+                           dtype=np.int64).reshape(-1, 2).tolist():
+        pf_ins.setdefault(t, []).append(v)
+    pf_out: dict[int, list[int]] = {}
+    for t, v in np.asarray(evs.get("prefetch_evictions", np.zeros((0, 2))),
+                           dtype=np.int64).reshape(-1, 2).tolist():
+        pf_out.setdefault(t, []).append(v)
+    if result.extra is not None and result.extra.get("prefetches") != sum(map(len,
+                                                                              pf_ins.values())):
+        fail("the prefetch count does not match the prefetch log")
+
+    resident: dict[int, int] = {}  # page -> the room it occupies
     group_start = 0
     inserted = 0
     for t in range(N):
         p = int(pages[t])
+        for v in pf_out.get(t, []):  # the prefetches issued before request t
+            if v not in resident:
+                fail(f"a prefetch before request {t} evicted page {v}, which is not cached")
+            size[part(v)] -= resident.pop(v)
+        for v in pf_ins.get(t, []):
+            if v in resident:
+                fail(f"a prefetch before request {t} inserted page {v}, already cached")
+            resident[v] = room[v]
+            size[part(v)] += room[v]
+        for q in {part(v) for v in pf_ins.get(t, [])}:
+            if size[q] > cap[q]:
+                fail(f"the prefetches before request {t} overfill partition {q}")
         if t == 0 or steps[t] != steps[t - 1]:
             group_start = t
+        if t in dropped or t in subst:
+            if p in resident:
+                fail(f"request {t} (page {p}) was dropped or substituted but is cached")
+            if t in ev_by_t or t in bypassed:
+                fail(f"request {t} was dropped or substituted yet has evictions or a bypass")
+            q_ = subst.get(t)
+            if q_ is not None and (q_ not in resident or q_ // n != steps[t] % lay.n_layers):
+                fail(f"request {t} substituted by page {q_}, not a cached page of its layer")
+            continue
         if mask[t]:
             if p not in resident:
                 fail(f"request {t} (page {p}) recorded as a hit but the page is not cached")
@@ -114,23 +188,22 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
         else:
             pinned = set()
         victims = ev_by_t.get(t, [])
-        need = room[p]
+        need = room[p] if lvl[t] == 0 else int(lv_sizes[lvl[t]][p])
         if victims and size[q] + need <= cap[q]:
             fail(f"request {t}: evicted {victims} although the page fitted")
         for v in victims:
             if v not in resident or part(v) != q or v == p or v in pinned:
                 fail(f"request {t}: evicted page {v}, which is not a resident, unpinned page "
                      f"of the requested page's partition")
-            resident.remove(v)
-            size[q] -= room[v]
+            size[q] -= resident.pop(v)
         if t in bypassed:
             if victims:
                 fail(f"request {t}: bypassed after evicting")
-            held = sum(room[r] for r in resident if part(r) == q and r in pinned)
+            held = sum(resident[r] for r in resident if part(r) == q and r in pinned)
             if size[q] + need <= cap[q] or need <= cap[q] - held:
                 fail(f"request {t}: bypassed although eviction could have made room")
             continue
-        resident.add(p)
+        resident[p] = need
         size[q] += need
         inserted += 1
         if size[q] > cap[q]:

@@ -1,8 +1,12 @@
-"""The theorem ledger of Angelopoulos et al.: one module per theorem, ``proofs.theoremN``.
+"""The one theorem ledger: every theorem the package checks, from any paper, one module each.
 
-Each module has ``check() -> LedgerRow`` (:mod:`proofs.ledger`). :func:`run_ledger` runs
-Theorems 1-5 in order; a ``check()`` that raises is reported as an *error* (counted as not
-holding). ``python -m proofs [--json]`` and ``paging proofs [--json]`` print the ledger; the exit
+Rows, in order: Theorems 1-5 of Angelopoulos et al. (``proofs.theoremN``); weighted paging —
+GreedyDual/Landlord/Layered Landlord <= k·OPT_w (``proofs.greedy_dual``, Young 1994/2002) and
+the offline bounds LP <= ILP <= online, FOO-L <= ILP <= FOO-U (``proofs.offline_bounds``);
+ZipMoE's Theorems 3.1 and 3.2 (``proofs.zipmoe_theorem31``, ``proofs.zipmoe_theorem32``).
+Each module has ``check() -> LedgerRow`` (:mod:`proofs.ledger`). :func:`run_ledger` runs them
+in order; a ``check()`` that raises is reported as an *error* (counted as not holding).
+``python -m proofs [--json]`` and ``paging proofs [--json]`` print the ledger; the exit
 status is 0 when every theorem *stands* (holds as printed or, where the ledger records that the
 printed statement fails, holds as corrected) and 1 otherwise.
 """
@@ -17,9 +21,10 @@ from proofs.ledger import Erratum, LedgerRow
 __all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "run_ledger", "format_ledger",
            "ledger_json", "exit_status", "main"]
 
-MODULES = (*(f"proofs.theorem{i}" for i in range(1, 6)), "proofs.zipmoe_theorem31",
-           "proofs.zipmoe_theorem32", "proofs.predictions_blind_oracle",
-           "proofs.predictions_marker", "proofs.predictions_robust")
+MODULES = (*(f"proofs.theorem{i}" for i in range(1, 6)), "proofs.greedy_dual",
+           "proofs.offline_bounds", "proofs.zipmoe_theorem31", "proofs.zipmoe_theorem32",
+           "proofs.predictions_blind_oracle", "proofs.predictions_marker",
+           "proofs.predictions_robust")
 
 
 @dataclass

@@ -1,4 +1,5 @@
-"""``python -m proofs [--json]``: check Theorems 1-5 and print the ledger (see proofs/__init__)."""
+"""``python -m proofs [--json]``: check every theorem of the ledger and print it
+(see proofs/__init__)."""
 
 import sys
 

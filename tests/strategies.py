@@ -83,3 +83,15 @@ def page_weights(draw, n_pages: int, max_size: int = 4) -> tuple[np.ndarray, np.
                           min_size=n_pages, max_size=n_pages))
     sizes = draw(st.lists(st.integers(1, max_size), min_size=n_pages, max_size=n_pages))
     return np.asarray(costs, dtype=np.float64), np.asarray(sizes, dtype=np.int64)
+
+
+def scored_for(name: str, trace: Trace) -> Trace:
+    """``trace`` with gate scores when policy ``name`` reads them (``needs_scores``: Score-Based),
+    a fixed function of the page id, (p mod 7 + 1) / 8, so its decisions depend on the trace
+    only; any other policy gets ``trace`` unchanged."""
+    from paging.policies import make_policy
+
+    if not make_policy(name).needs_scores or trace.score is not None:
+        return trace
+    return Trace(trace.layout, trace.pages, trace.steps, trace.name, trace.token, trace.rank,
+                 (trace.pages % 7 + 1) / 8, trace.expand, trace.meta)

@@ -7,9 +7,16 @@ import argparse
 
 def add_trace_args(p: argparse.ArgumentParser, *, expand: bool = True) -> None:
     p.add_argument("trace", metavar="TRACE",
-                   help="a trace file (.jsonl, .json, .npz, .csv; relative paths are also tried "
-                        "under $PAGING_TRACES) or a generator spec such as "
+                   help="a trace file (.jsonl, .json, .npz, .csv, libCacheSim .oracleGeneral "
+                        "or .libcachesim.csv, .txt with one id per line; relative paths are also "
+                        "tried under $PAGING_TRACES) or a generator spec such as "
                         "zipf:n=8,layers=32,tokens=1000,a=1.0,h=0,seed=0")
+    p.add_argument("--format", default=None, metavar="FMT",
+                   choices=("jsonl", "nested", "npz", "csv", "oracle-general", "libcachesim-csv",
+                            "text"),
+                   help="trace format, instead of detecting it: jsonl, nested, npz, csv, "
+                        "oracle-general, libcachesim-csv, text (the last three are cache traces: "
+                        "one layer of objects, or page ids with --n-experts and --layers)")
     if expand:
         p.add_argument("--expand", choices=("rounds", "groups"), default="rounds",
                        help="top-K expansion: the paper's rounds (default) or pinned groups")
@@ -27,7 +34,8 @@ def load_from_args(args: argparse.Namespace):
     from paging.io import load
 
     return load(args.trace, expand=getattr(args, "expand", "rounds"), strict=args.strict,
-                phase=args.phase, n_experts=args.n_experts, n_layers=args.layers)
+                phase=args.phase, n_experts=args.n_experts, n_layers=args.layers,
+                format=getattr(args, "format", None))
 
 
 def format_table(rows: list[dict], cols: list[str]) -> str:

@@ -19,6 +19,8 @@ FIGURES = {
     "fig6a": "experiments.fig6a",
     "fig6b": "experiments.fig6b",
     "coupon": "experiments.fig_coupon",
+    "cost": "experiments.fig_cost",
+    "zipmoe": "experiments.fig_zipmoe",
     "predictions": "experiments.fig_predictions",
 }
 DEFAULT_OUT = "paper_figs"

@@ -1,7 +1,8 @@
-"""``paging proofs [--json]``: check Theorems 1-5 and print the ledger.
+"""``paging proofs [--json]``: check every theorem of the ledger and print it.
 
-Runs ``check()`` of every ``proofs.theoremN`` module (:mod:`proofs`); a ``check()`` that raises
-is reported as an error. Exit status 0 when every present theorem stands (holds as
+Runs ``check()`` of every module of :data:`proofs.MODULES` (layered paging's Theorems 1-5,
+GreedyDual and the weighted offline bounds, ZipMoE's Theorems 3.1 and 3.2); a ``check()`` that
+raises is reported as an error. Exit status 0 when every present theorem stands (holds as
 printed or, where the ledger records that the printed statement fails, as corrected), else 1.
 The ``proofs`` package sits above ``paging`` in the import order, so it is imported only here,
 inside the command.
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("proofs", help="check Theorems 1-5 numerically and print the ledger",
-                       description="Run the checks of proofs/theorem1..5 (numerical grids, "
-                       "symbolic proof steps) and print one ledger row per theorem: statement, "
+    p = sub.add_parser("proofs", help="check every theorem numerically and print the ledger",
+                       description="Run the checks of the ledger's modules (layered paging "
+                       "Theorems 1-5, GreedyDual and the weighted offline bounds, ZipMoE "
+                       "Theorems 3.1 and 3.2: numerical grids, symbolic proof steps) and print "
+                       "one ledger row per theorem: statement, "
                        "grid, smallest margin, holds, witness, errata. Exit status 1 when a "
                        "theorem holds neither as printed nor as corrected.")
     p.add_argument("--json", action="store_true",

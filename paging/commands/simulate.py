@@ -6,6 +6,14 @@ counts the cache in bytes instead of pages. ``--model M --precision Q --hardware
 and fetch times from the cost model (:mod:`paging.cost`) and add the latency timeline
 (:mod:`paging.cost.timeline`): ``capacity``, ``stall_ms``, ``time_ms``, ``tokens_per_s`` and the
 other timing fields in the JSON.
+
+SpecMD's phases of the loop (:mod:`paging.predict.prefetch`, :mod:`paging.miss`):
+``--prefetch PREDICTOR[:opts]`` (oracle, previous-token, transition, frequency),
+``--prefetch-strategy topk:overfetch=F|percentile:p=P`` and ``--miss fetch|fetch-lowest-bit|
+fetch-priority|drop:rank=R|drop:score=S|substitute``; the JSON then adds ``prefetches``,
+``prefetch_useful``, ``prefetch_wasted``, ``prefetch_late`` (with --model), ``prefetch_precision``,
+``prefetch_recall``, ``dropped``, ``dropped_mass``, ``substituted`` and the other counters of
+:class:`paging.result.Result`. Without these options the output is exactly as before.
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ from paging.commands.common import add_trace_args, format_table, load_from_args
 
 TIMING_FIELDS = ("time_ms", "stall_ms", "stall_fraction", "ttft_ms", "tpot_ms", "tokens_per_s",
                  "decode_tokens", "bytes_moved", "copy_busy_ms")
+#: added to the JSON of runs with --prefetch or a --miss other than fetch (SpecMD)
+PREFETCH_TIMING_FIELDS = ("prefetch_late",)
 
 
 def add_parser(sub) -> None:
@@ -53,6 +63,19 @@ def add_parser(sub) -> None:
                    help="prefill order: token by token as read (default, the paging model's), "
                         "or batched as a real prefill runs it (one pass over the layers, each "
                         "distinct expert once per layer; groups mode)")
+    sp = p.add_argument_group("SpecMD: prefetching and miss handling (reference loop)")
+    sp.add_argument("--prefetch", metavar="PREDICTOR[:opts]", default=None,
+                    help="prefetch the next layer's experts after each group: "
+                         "oracle[:precision=P,recall=R,seed=S], previous-token, frequency, "
+                         "transition[:train=FILE] (default training set: the file's other "
+                         "sequences)")
+    sp.add_argument("--prefetch-strategy", metavar="S", default=None,
+                    help="topk[:overfetch=F] (F >= 1, default 1) or percentile[:p=P] "
+                         "(0 < P < 100, default 80); needs --prefetch")
+    sp.add_argument("--miss", metavar="M", default=None,
+                    help="miss handling: fetch (default), fetch-lowest-bit, fetch-priority "
+                         "(cascade; needs --model and gate scores), drop:rank=R, drop:score=S, "
+                         "substitute")
     p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--engine", choices=("auto", "reference", "fast"), default="auto",
                    help="compiled kernel when available (auto), or the reference loop")
@@ -93,6 +116,91 @@ class _CostModel:
                 "hardware": self.hardware.name}
 
 
+class _SpecMD:
+    """--prefetch, --prefetch-strategy and --miss, parsed before any work (bad input: exit 2)."""
+
+    def __init__(self, args, cm):
+        from paging.errors import PagingError
+        from paging.miss import make_miss
+        from paging.predict.prefetch import make_predictor, make_strategy
+
+        self.args, self.cm = args, cm
+        if args.prefetch_strategy is not None and args.prefetch is None:
+            raise PagingError("--prefetch-strategy needs --prefetch")
+        self.pred_spec = args.prefetch
+        self.strategy = make_strategy(args.prefetch_strategy) if args.prefetch else None
+        if args.prefetch:
+            make_predictor(args.prefetch)  # parse now
+        prec = cm.precision.name if cm is not None else None
+        self.miss = make_miss(args.miss, prec)
+        if self.miss is not None and self.miss.uses_levels:
+            if cm is None:
+                raise PagingError(f"--miss {self.miss.name} needs the sizes of its precisions: "
+                                  "give --model (and --precision for level 0)")
+            if self.miss.levels[0] != cm.precision.name:
+                raise PagingError(f"--miss {self.miss.name}: the first level "
+                                  f"({self.miss.levels[0]}) must be --precision "
+                                  f"({cm.precision.name})")
+            if args.k:
+                raise PagingError(f"--miss {self.miss.name} mixes precisions: give the cache "
+                                  "as --budget-gb, not --k")
+        self.on = args.prefetch is not None or self.miss is not None
+        self._train = None
+
+    def check(self, traces) -> None:
+        """Refuse what the traces cannot support (scores, ranks) before any work."""
+        from paging.errors import PagingError
+        from paging.policies import make_policy
+
+        for t in traces:
+            for name in self.args.policy:
+                if make_policy(name).needs_scores and t.score is None:
+                    raise PagingError(f"{name} reads gate scores and {t.name} has none")
+            if self.miss is not None and self.miss.needs_scores and t.score is None:
+                raise PagingError(f"--miss {self.miss.spec()} reads gate scores and {t.name} "
+                                  "has none")
+            if self.miss is not None and self.miss.needs_ranks and t.rank is None:
+                raise PagingError(f"--miss {self.miss.spec()} reads expert ranks and {t.name} "
+                                  "has none")
+        if self.pred_spec and self.pred_spec.strip().lower().startswith("transition"):
+            from paging.options import parse_spec
+
+            _, opts = parse_spec(self.pred_spec)
+            if "train" in opts:
+                from paging.io import load
+
+                self._train = list(load(opts["train"], expand=self.args.expand))
+            elif len(traces) < 2:
+                raise PagingError("--prefetch transition learns on training sequences: the "
+                                  "file has one sequence, give transition:train=FILE")
+
+    def prefetcher(self, trace, traces):
+        if self.pred_spec is None:
+            return None
+        from paging.predict.prefetch import Prefetcher, make_predictor
+
+        train = self._train
+        if train is None and self.pred_spec.strip().lower().startswith("transition"):
+            train = [t for t in traces if t is not trace]  # the file's other sequences
+        return Prefetcher(make_predictor(self.pred_spec, train), self.strategy)
+
+    def handler(self, trace, costs):
+        if self.miss is None or not self.miss.uses_levels:
+            return self.miss
+        import numpy as np
+
+        from paging.miss import cascade_weights
+
+        cm = self.cm
+        tiers = np.zeros(trace.layout.n_pages, dtype=np.int8)
+        if cm.host_gb is not None:
+            from paging.cost import budget_bytes, place_by_frequency
+
+            freq = np.bincount(trace.pages, minlength=trace.layout.n_pages)
+            tiers = place_by_frequency(freq, budget_bytes(cm.host_gb) // cm.expert_bytes)
+        return cascade_weights(self.miss, cm.model, cm.hardware, tiers)
+
+
 def _read(path, n_pages: int, kind: str):
     from paging.io.weights import read_weights
 
@@ -120,7 +228,9 @@ def run(args) -> int:
         raise PagingError("--prefill batched is a timing option: it needs --model")
     budgets = [budget_bytes(g) for g in args.budget_gb or []]
     cm = _CostModel(args) if args.model else None
+    spec = _SpecMD(args, cm)
     traces = load_from_args(args)
+    spec.check(traces)
     for k in args.k or []:
         check_k(k, traces[0].layout.n_pages if traces else None)
     rows = []
@@ -136,21 +246,36 @@ def run(args) -> int:
         else:
             costs = None if args.costs is None else _read(args.costs, P, "costs")
             sizes = None if args.sizes is None else _read(args.sizes, P, "sizes")
+            if sizes is None and args.budget_gb:  # a cache trace's own object sizes
+                from paging.io import trace_sizes
+
+                sizes = trace_sizes(trace)
         caps = [dict(k=k) for k in args.k or []] + [dict(budget=b) for b in budgets]
         for name in args.policy:
             for cap in caps:
-                res = simulate(trace, name.lower(), costs=costs, sizes=sizes, seed=args.seed,
-                               engine=args.engine, record="hits" if cm else False, **cap)
+                if spec.on:
+                    res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
+                                   seed=args.seed, engine=args.engine,
+                                   record=True if cm else False,
+                                   prefetch=spec.prefetcher(trace, traces),
+                                   miss=spec.handler(trace, costs), **cap)
+                else:
+                    res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
+                                   seed=args.seed, engine=args.engine,
+                                   record="hits" if cm else False, **cap)
                 row = res.to_dict()
                 if cm is not None:
-                    from paging.cost.timeline import timeline
+                    from paging.cost.timeline import timeline_run
 
-                    tm = timeline(trace, res.hit_mask, model=cm.model, precision=cm.precision,
-                                  hardware=cm.hardware, fetch_ms=costs, sizes=sizes, batch=batch)
+                    tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
+                                      hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
+                                      batch=batch)
                     row.update(cm.describe())
                     row["capacity"] = (res.k if res.k is not None
                                        else res.budget // cm.expert_bytes)
                     row.update({f: getattr(tm, f) for f in TIMING_FIELDS})
+                    if spec.on:
+                        row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
                 rows.append(row)
     if args.json:
         print_json(rows)

@@ -373,7 +373,9 @@ def all_sources() -> list[Source]:
         out += preset_sources("precision", q, PRECISION_UNITS)
     for h in HARDWARE.values():
         out += preset_sources("hardware", h, HARDWARE_UNITS)
-    return out + _pcie_raw_sources()
+    from paging.cost.pools import ZIPMOE_SOURCES  # ZipMoE's pool parameters (Sec. 2-3)
+
+    return out + _pcie_raw_sources() + list(ZIPMOE_SOURCES)
 
 
 SOURCES: tuple[Source, ...] = tuple(all_sources())

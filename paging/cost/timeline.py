@@ -18,8 +18,18 @@ charges time by the cost model (:mod:`paging.cost.arith`):
   tokens it serves (1, or the prompt tokens routed to it in a batched prefill,
   :func:`batch_prefill`).
 
-The copy stream takes only demand transfers today; prefetches (SpecMD) will be queued on it
-too, ahead of the requests they anticipate, which is why it is a stream of its own.
+* **prefetches** (SpecMD Algorithm 1, phase 3; :func:`timeline_run` of a run with a
+  prefetcher): the pages the loop prefetched after a group are queued on the same copy stream
+  right after that group's demand transfers. Every page has a *ready time* (when its last
+  prefetch landed); a request that hits a page whose transfer has not landed waits for it (a
+  *late* prefetch: a partial stall, counted once per prefetch in ``prefetch_late``). Bytes
+  moved include the prefetches.
+* **miss handling** (:mod:`paging.miss`): a dropped request is neither fetched nor computed; a
+  substituted one runs the substitute (a resident page) like a hit; a fetch at a lower
+  precision level takes that level's fetch time and bytes.
+
+Without prefetching and with the default miss handling the numbers are exactly those of the
+demand-only replay (:func:`timeline` runs the same kernel as before).
 
 Reported: time to first token (the prefill phase, when the trace has one), decode time, time per
 output token and tokens/s, stall time and its fraction of the total, bytes moved.
@@ -84,6 +94,71 @@ def _timeline(steps, pages, miss, fetch_ms, sizes, first, comp, comp1, lay, lay1
     return c, at_mark, stall, busy, nbytes
 
 
+@njit(cache=True, nogil=True)
+def _timeline_ext(steps, kind, used, req_ms, req_bytes, pf_at, pf_page, pf_ms, pf_bytes,
+                  n_pages, first, comp, comp1, lay, lay1, mark):
+    """:func:`_timeline` with prefetches and miss handling. ``kind[r]``: 0 hit, 1 fetched
+    miss, 2 dropped, 3 substituted; ``used[r]`` the page that serves request r (the
+    substitute for kind 3); ``req_ms``/``req_bytes`` the fetch time and bytes of a fetched
+    miss. Prefetch i (``pf_at[i]`` = index of the request after which it was issued + 1,
+    non-decreasing) moves ``pf_page[i]``. Returns ``(total, at_mark, stall, busy, bytes,
+    late)``."""
+    n = steps.size
+    c = 0.0
+    x = 0.0
+    stall = 0.0
+    busy = 0.0
+    nbytes = 0
+    late = 0
+    at_mark = 0.0
+    ready = np.zeros(n_pages)
+    fresh = np.zeros(n_pages, dtype=np.bool_)  # prefetched and not yet used
+    all_first = first.size == 0
+    k = 0
+    npf = pf_at.size
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and steps[j] == steps[i]:
+            j += 1
+        for r in range(i, j):
+            if all_first or first[r]:
+                c += lay[r] if lay.size else lay1
+        t0 = c
+        land = x if x > t0 else t0
+        for r in range(i, j):  # resident (or substitute) experts first, each once it has landed
+            if kind[r] == 0 or kind[r] == 3:
+                u = used[r]
+                if ready[u] > c:
+                    stall += ready[u] - c
+                    c = ready[u]
+                    if fresh[u]:
+                        late += 1
+                fresh[u] = False
+                c += comp[r] if comp.size else comp1
+        for r in range(i, j):
+            if kind[r] == 1:
+                land += req_ms[r]
+                busy += req_ms[r]
+                nbytes += req_bytes[r]
+                if land > c:
+                    stall += land - c
+                    c = land
+                c += comp[r] if comp.size else comp1
+        while k < npf and pf_at[k] <= j:  # prefetches of this group, behind its demand
+            land += pf_ms[k]
+            busy += pf_ms[k]
+            nbytes += pf_bytes[k]
+            ready[pf_page[k]] = land
+            fresh[pf_page[k]] = True
+            k += 1
+        x = land
+        if i < mark <= j:
+            at_mark = c
+        i = j
+    return c, at_mark, stall, busy, nbytes, late
+
+
 @dataclass
 class Timing:
     """What the timeline reports (times in ms). ``ttft_ms`` is None for a trace without a
@@ -101,6 +176,7 @@ class Timing:
     decode_tokens: int
     tpot_ms: float | None
     tokens_per_s: float | None
+    prefetch_late: int | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -156,7 +232,22 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
     if b.shape != (N,) or (b < 1).any():
         raise PagingError("batch must give a token count >= 1 for every request")
     tok, first = _tokens_and_first(trace)
+    comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b if batch is not None
+                                            else None, N)
+    bounds = trace.meta.get("phase_bounds") or {}
+    pre = bounds.get("prefill")
+    has_prefill = pre is not None and pre[1] > pre[0]
+    total, at_pre, stall, busy, nbytes = _timeline(
+        trace.steps, trace.pages, ~mask, np.asarray(fetch_ms, dtype=np.float64),
+        np.asarray(sizes, dtype=np.int64), np.zeros(0, bool) if first is None else first,
+        comp, comp1, lay, lay1, int(pre[1]) if has_prefill else 0)
+    return _timing(trace, tok, total, at_pre, stall, busy, nbytes, None)
+
+
+def _compute_times(model, precision, hardware, batch, N):
+    """Per-request compute and non-expert times (arrays), or two constants without a batch."""
     empty = np.zeros(0)
+    b = batch
     if batch is None:  # one token per request: two constants
         comp, lay = empty, empty
         comp1 = expert_compute_ms(model, precision, hardware, 1)
@@ -169,13 +260,14 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
             sel = b == size
             comp[sel] = expert_compute_ms(model, precision, hardware, int(size))
             lay[sel] = non_expert_ms(model, hardware, int(size))
+    return comp, comp1, lay, lay1
+
+
+def _timing(trace, tok, total, at_pre, stall, busy, nbytes, late) -> Timing:
+    N = trace.n_requests
     bounds = trace.meta.get("phase_bounds") or {}
     pre = bounds.get("prefill")
     has_prefill = pre is not None and pre[1] > pre[0]
-    total, at_pre, stall, busy, nbytes = _timeline(
-        trace.steps, trace.pages, ~mask, np.asarray(fetch_ms, dtype=np.float64),
-        np.asarray(sizes, dtype=np.int64), np.zeros(0, bool) if first is None else first,
-        comp, comp1, lay, lay1, int(pre[1]) if has_prefill else 0)
     if has_prefill:
         ttft = float(at_pre)
         dec = bounds.get("decode", [pre[1], N])
@@ -189,7 +281,60 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
     return Timing(time_ms=total, compute_ms=total - stall, stall_ms=stall,
                   stall_fraction=stall / total if total else 0.0, copy_busy_ms=busy,
                   bytes_moved=int(nbytes), ttft_ms=ttft, decode_ms=decode_ms,
-                  decode_tokens=dec_tokens, tpot_ms=tpot, tokens_per_s=tps)
+                  decode_tokens=dec_tokens, tpot_ms=tpot, tokens_per_s=tps,
+                  prefetch_late=None if late is None else int(late))
+
+
+def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: np.ndarray,
+                 sizes: np.ndarray, batch: np.ndarray | None = None) -> Timing:
+    """The timeline of a recorded :class:`~paging.result.Result`: :func:`timeline` on its hit
+    mask for a default run; for a run with a prefetcher or a miss handler (``result.events``,
+    ``simulate(..., record=True)``), the replay with prefetches on the copy stream, ready
+    times, dropped and substituted requests and per-level fetches (module docstring).
+    ``prefetch_late`` counts the prefetches whose first use had to wait for their transfer.
+    """
+    if result.hit_mask is None:
+        raise PagingError("the timeline needs a recorded run (simulate(..., record=True))")
+    ev = result.events
+    if ev is None:
+        return timeline(trace, result.hit_mask, model=model, precision=precision,
+                        hardware=hardware, fetch_ms=fetch_ms, sizes=sizes, batch=batch)
+    N = trace.n_requests
+    mask = np.asarray(result.hit_mask, dtype=bool)
+    if mask.shape != (N,):
+        raise PagingError(f"the hit mask has {mask.size} entries for a trace of {N} requests")
+    b = None if batch is None else np.asarray(batch, dtype=np.int64)
+    pages = trace.pages
+    fetch_ms = np.asarray(fetch_ms, dtype=np.float64)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    kind = np.where(mask, 0, 1).astype(np.int64)
+    kind[ev["dropped"]] = 2
+    used = pages.copy()
+    sub = ev["substituted"]
+    kind[sub[:, 0]] = 3
+    used[sub[:, 0]] = sub[:, 1]
+    req_ms, req_bytes = fetch_ms[pages], sizes[pages]
+    if ev["fetch_levels"] is not None:  # mixed precisions: each fetch at its level
+        fetched = np.flatnonzero(kind == 1)
+        lv = ev["fetch_levels"]
+        costs = [fetch_ms, *[np.asarray(c, np.float64) for c in ev["level_costs"][1:]]]
+        szs = [sizes, *[np.asarray(s, np.int64) for s in ev["level_sizes"][1:]]]
+        for level in range(1, len(costs)):
+            sel = fetched[lv == level]
+            req_ms[sel] = costs[level][pages[sel]]
+            req_bytes[sel] = szs[level][pages[sel]]
+    pf = ev["prefetched"]
+    tok, first = _tokens_and_first(trace)
+    comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b, N)
+    bounds = trace.meta.get("phase_bounds") or {}
+    pre = bounds.get("prefill")
+    has_prefill = pre is not None and pre[1] > pre[0]
+    total, at_pre, stall, busy, nbytes, late = _timeline_ext(
+        trace.steps, kind, used, req_ms, req_bytes, pf[:, 0].copy(), pf[:, 1].copy(),
+        fetch_ms[pf[:, 1]], sizes[pf[:, 1]], trace.layout.n_pages,
+        np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1,
+        int(pre[1]) if has_prefill else 0)
+    return _timing(trace, tok, total, at_pre, stall, busy, nbytes, late)
 
 
 def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
@@ -203,7 +348,9 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
     groups — group z = the distinct experts of layer z in order of first use, ``batch`` = how
     many prompt tokens each serves — followed by the decode part in groups mode (one group per
     (token, layer)). The result is a groups-mode trace (``expand="groups"``); a trace without a
-    prefill phase comes back in groups mode with ``batch`` all ones.
+    prefill phase comes back in groups mode with ``batch`` all ones. Gate scores, when the trace
+    has them, follow the requests; a prefill request's score is the sum of the scores of the
+    prompt tokens it serves (the gate mass it carries: what Score-Based eviction accumulates).
     """
     lay = trace.layout
     L = lay.n_layers
@@ -214,13 +361,18 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
         raise PagingError(f"trace {trace.name}: the prefill must come first to be batched")
     pages, layers = trace.pages, trace.layers
     tok, _ = _tokens_and_first(trace)
-    out_p, out_s, out_b, out_t, out_r = [], [], [], [], []
+    out_p, out_s, out_b, out_t, out_r, out_g = [], [], [], [], [], []
+    score = trace.score
     for z in range(L):
         sel = pages[:hi][layers[:hi] == z]
         if sel.size == 0:
             continue
-        uniq, idx, counts = np.unique(sel, return_index=True, return_counts=True)
+        uniq, idx, inv, counts = np.unique(sel, return_index=True, return_inverse=True,
+                                           return_counts=True)
         order = np.argsort(idx, kind="stable")
+        if score is not None:
+            out_g.append(np.bincount(inv, weights=score[:hi][layers[:hi] == z],
+                                     minlength=uniq.size)[order])
         out_p.append(uniq[order])
         out_b.append(counts[order])
         out_s.append(np.full(order.size, z, dtype=np.int64))
@@ -231,6 +383,7 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
     dp, dl, dt = pages[hi:], layers[hi:], tok[hi:]
     order = np.lexsort((np.arange(dp.size), dl, dt))
     dp, dl, dt = dp[order], dl[order], dt[order]
+    dg = None if score is None else score[hi:][order]
     new_tok = np.unique(dt, return_inverse=True)[1].astype(np.int64) + (1 if n_pre else 0)
     d_steps = new_tok * L + dl
     d_rank = np.zeros(dp.size, dtype=np.int64)
@@ -248,5 +401,7 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
     meta = dict(trace.meta)
     meta["phase_bounds"] = {"prefill": [0, n_pre], "decode": [n_pre, n_pre + dp.size]}
     meta["batched_prefill"] = True
-    t = Trace(lay, pages_out, steps_out, trace.name, token_out, rank_out, None, "groups", meta)
+    score_out = None if score is None else (np.concatenate([*out_g, dg]) if n_pre else dg)
+    t = Trace(lay, pages_out, steps_out, trace.name, token_out, rank_out, score_out, "groups",
+              meta)
     return t, batch.astype(np.int64)

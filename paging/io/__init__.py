@@ -4,15 +4,23 @@
 ``cyclic:...``, :mod:`paging.generators`) or a file, whose format comes from its extension or its
 contents:
 
-============  =============================================================  =====================
-format        files                                                          module
-============  =============================================================  =====================
-``jsonl``     routing log, one record per (sequence, token, layer); or the   :mod:`.jsonl`
-              raw prefill+decode dump (``token_pos`` rows, file order)
-``nested``    nested prefill/decode JSON (``{"prompts": {...}}``)            :mod:`.nested`
-``npz``       the package's own multi-sequence ``.npz``                      :mod:`.npz`
-``csv``       plain CSV, one request per row                                 :mod:`.csvtrace`
-============  =============================================================  =====================
+===================  =======================================================  ==================
+format               files                                                    module
+===================  =======================================================  ==================
+``jsonl``            routing log, one record per (sequence, token, layer);    :mod:`.jsonl`
+                     or the raw prefill+decode dump (``token_pos`` rows)
+``nested``           nested prefill/decode JSON (``{"prompts": {...}}``)      :mod:`.nested`
+``npz``              the package's own multi-sequence ``.npz``                :mod:`.npz`
+``csv``              plain CSV, one request per row                           :mod:`.csvtrace`
+``oracle-general``   libCacheSim oracleGeneral (``.oracleGeneral``, .bin)     :mod:`.cachetrace`
+``libcachesim-csv``  CSV cache trace, header naming ``obj_id`` (optionally    :mod:`.cachetrace`
+                     time, ``obj_size``; ``.libcachesim.csv``)
+``text``             one object id per line (``.txt``)                        :mod:`.cachetrace`
+===================  =======================================================  ==================
+
+The last three are generic cache traces (block, CDN, key-value): read as one layer of dense
+page ids (``meta["object_ids"]`` maps back, :func:`trace_sizes` gives the object sizes), or as
+layered page ids with ``n_experts`` and ``n_layers`` (:mod:`.cachetrace`).
 
 Writers: :func:`write_npz`, :func:`write_csv` (exact round trip with the readers),
 :func:`write_libcachesim_csv` and :func:`write_oracle_general` (libCacheSim), or :func:`write`
@@ -28,21 +36,30 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from paging.errors import PagingError
+from paging.io.cachetrace import (
+    ID_COLUMNS,
+    read_libcachesim_csv,
+    read_oracle_general,
+    read_text_ids,
+    trace_sizes,
+)
 from paging.io.csvtrace import read_csv, write_csv
 from paging.io.jsonl import DEFAULT_FIELDS, read_routing_jsonl
-from paging.io.libcachesim import write_libcachesim_csv, write_oracle_general
+from paging.io.libcachesim import ORACLE_GENERAL, write_libcachesim_csv, write_oracle_general
 from paging.io.nested import read_nested_json
 from paging.io.npz import read_npz, write_npz
 from paging.trace import Trace
 
-READ_FORMATS = ("jsonl", "nested", "npz", "csv")
+READ_FORMATS = ("jsonl", "nested", "npz", "csv", "oracle-general", "libcachesim-csv", "text")
 WRITE_FORMATS = ("npz", "csv", "libcachesim-csv", "oracle-general")
-_EXT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".npz": "npz", ".csv": "csv"}
+_EXT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".npz": "npz", ".csv": "csv",
+        ".oraclegeneral": "oracle-general", ".bin": "oracle-general", ".txt": "text"}
 _WRITE_EXT = {".npz": "npz", ".csv": "csv", ".oraclegeneral": "oracle-general",
               ".bin": "oracle-general"}
 
 __all__ = ["load", "detect_format", "resolve_path", "write", "read_routing_jsonl",
-           "read_nested_json", "read_npz", "read_csv", "write_npz", "write_csv",
+           "read_nested_json", "read_npz", "read_csv", "read_oracle_general",
+           "read_libcachesim_csv", "read_text_ids", "trace_sizes", "write_npz", "write_csv",
            "write_libcachesim_csv", "write_oracle_general", "DEFAULT_FIELDS", "READ_FORMATS",
            "WRITE_FORMATS"]
 
@@ -58,7 +75,8 @@ def resolve_path(source: str | os.PathLike) -> Path:
         return Path(root) / p
     where = f" (nor under PAGING_TRACES={root})" if root else ""
     raise PagingError(f"no such trace file{where}; expected a trace file (.jsonl, .json, .npz, "
-                      ".csv) or a generator spec such as zipf:n=8,layers=32,tokens=1000",
+                      ".csv, .oracleGeneral, .txt) or a generator spec such as "
+                      "zipf:n=8,layers=32,tokens=1000",
                       str(source))
 
 
@@ -66,9 +84,25 @@ def _first_line(head: bytes) -> str:
     return head.split(b"\n", 1)[0].decode("utf-8", "replace").strip()
 
 
+def _csv_kind(first: str) -> str | None:
+    """``"csv"`` (the package's), ``"libcachesim-csv"`` (a cache trace) or None, from the first
+    line of a CSV file."""
+    if first.startswith("#"):
+        return "csv"
+    cols = [c.strip().lower() for c in first.split(",")]
+    if "page" in cols:
+        return "csv"
+    if any(c in cols for c in ID_COLUMNS):
+        return "libcachesim-csv"
+    return None
+
+
 def detect_format(path: str | os.PathLike) -> str:
-    """``"jsonl"``, ``"nested"``, ``"npz"`` or ``"csv"``: from the contents when they are
-    unambiguous (zip magic; a first line that is a complete JSON object), else the extension."""
+    """The format of a trace file (one of :data:`READ_FORMATS`): from the contents when they are
+    unambiguous (zip magic; a first line that is a complete JSON object; a CSV header naming
+    ``page`` or ``obj_id``; binary data in whole 24-byte records; a first line holding one
+    integer), else the extension (``.oracleGeneral``/``.bin``, ``.libcachesim.csv``, ``.txt``,
+    ``.jsonl``, ``.json``, ``.npz``, ``.csv``)."""
     p = Path(path)
     if p.is_dir():
         raise PagingError("is a directory; expected a trace file", str(path))
@@ -76,9 +110,24 @@ def detect_format(path: str | os.PathLike) -> str:
         head = fh.read(1 << 16)
     if head.startswith(b"PK\x03\x04"):
         return "npz"
+    name = p.name.lower()
+    if name.endswith(".libcachesim.csv"):
+        return "libcachesim-csv"
     ext = _EXT.get(p.suffix.lower())
-    if ext in ("jsonl", "csv", "npz"):
+    if ext == "oracle-general":
         return ext
+    if name.endswith(".zst"):
+        raise PagingError("compressed trace; decompress it first (zstd -d) and read the "
+                          "uncompressed file", str(path))
+    if ext in ("jsonl", "npz"):
+        return ext
+    if ext == "csv":
+        return _csv_kind(_first_line(head.lstrip())) or "csv"
+    if b"\x00" in head:  # binary: oracleGeneral when it is made of whole records
+        if p.stat().st_size % ORACLE_GENERAL.itemsize == 0:
+            return "oracle-general"
+        raise PagingError("binary file of unknown format; expected an oracleGeneral trace "
+                          "(24-byte records), .npz, or a text trace", str(path))
     text = head.lstrip()
     if text.startswith(b"{"):
         import json
@@ -90,18 +139,24 @@ def detect_format(path: str | os.PathLike) -> str:
             return "nested"
     if ext == "json":
         return "nested"
+    if ext == "text":  # after the JSON check: a routing log named .txt is still a routing log
+        return ext
     if not text:
         raise PagingError("the file is empty; expected a trace", str(path), 1)
     first = _first_line(text)
-    if first.startswith("#") or "page" in first.split(","):
-        return "csv"
+    kind = _csv_kind(first)
+    if kind is not None:
+        return kind
+    if first.lstrip("-").isdigit():
+        return "text"
     raise PagingError("cannot tell the trace format; expected a .jsonl routing log, .json "
-                      "prefill/decode trace, .npz or .csv", str(path), 1)
+                      "prefill/decode trace, .npz, .csv, an oracleGeneral trace or a text "
+                      "file of object ids (or pass --format)", str(path), 1)
 
 
 def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = False,
          phase: str = "both", fields: dict | None = None, n_experts: int | None = None,
-         n_layers: int | None = None) -> list[Trace]:
+         n_layers: int | None = None, format: str | None = None) -> list[Trace]:
     """Load a trace: a generator spec or a file (see the module docstring).
 
     Parameters
@@ -119,7 +174,10 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
     fields:
         Field names of routing-log JSONL (:data:`DEFAULT_FIELDS`).
     n_experts, n_layers:
-        Layout override (routing formats) or the layout of a CSV without a header comment.
+        Layout override (routing formats), the layout of a CSV without a header comment, or
+        (both) the layout of a cache trace whose ids are page ids (:mod:`.cachetrace`).
+    format:
+        One of :data:`READ_FORMATS` to skip detection (:func:`detect_format`).
 
     Returns
     -------
@@ -132,13 +190,19 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
         for k, v in (("n_experts", n_experts), ("n_layers", n_layers)):
             if v is not None:
                 raise PagingError(f"{k} is set by the generator spec itself; drop --{k}")
+        if format is not None:
+            raise PagingError(f"--format {format} applies to trace files, not to generator "
+                              "specs")
         if phase != "both":
             raise PagingError(f"phase={phase} needs a trace with prefill and decode; generated "
                               "sequences have no phases")
         return parse_spec(str(source), expand=expand)
     path = resolve_path(source)
     try:
-        fmt = detect_format(path)
+        if format is not None and format not in READ_FORMATS:
+            raise PagingError(f"unknown trace format {format!r}; expected one of "
+                              f"{', '.join(READ_FORMATS)}")
+        fmt = format or detect_format(path)
         if fmt == "jsonl":
             return read_routing_jsonl(path, expand=expand, strict=strict, phase=phase,
                                       fields=fields, n_experts=n_experts, n_layers=n_layers)
@@ -146,7 +210,9 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
             raise PagingError("field names apply to routing-log JSONL only", str(path))
         kw = {"expand": expand, "strict": strict, "phase": phase, "n_experts": n_experts,
               "n_layers": n_layers}
-        reader = {"nested": read_nested_json, "npz": read_npz, "csv": read_csv}[fmt]
+        reader = {"nested": read_nested_json, "npz": read_npz, "csv": read_csv,
+                  "oracle-general": read_oracle_general, "libcachesim-csv": read_libcachesim_csv,
+                  "text": read_text_ids}[fmt]
         return reader(path, **kw)
     except OSError as e:
         raise PagingError(f"cannot read the file: {e.strerror or e}", str(path)) from None

@@ -93,11 +93,7 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
     pages, steps = trace.pages.tolist(), trace.steps.tolist()
     hit = np.zeros(trace.n_requests, dtype=bool)
     prob = pulp.LpProblem("paging_opt", pulp.LpMaximize)
-    if hasattr(prob, "add_variable"):  # PuLP >= 3.3: variables belong to their problem
-        new_var = prob.add_variable
-    else:
-        def new_var(name, lowBound=None, upBound=None, cat="Continuous"):  # noqa: N803
-            return pulp.LpVariable(name, lowBound, upBound, cat=cat)
+    new_var = variable_factory(pulp, prob)
     y_vars: list[tuple[pulp.LpVariable, int]] = []
     for z, cap in enumerate(caps):
         idx = np.flatnonzero(part == z).tolist()
@@ -161,13 +157,13 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
         fractional = False
         if relax:
             method = "LP relaxation (integral: totally unimodular)"
-            _solve(pulp, prob, mip=False, time_limit=time_limit)
+            solve_cbc(pulp, prob, mip=False, time_limit=time_limit)
             values = [v.varValue or 0.0 for v, _ in y_vars]
             fractional = any(abs(x - round(x)) > 1e-6 for x in values)
         if not relax or fractional:
             method = ("branch and bound" if not relax
                       else "branch and bound (the LP vertex was fractional)")
-            _solve(pulp, prob, mip=True, time_limit=time_limit)
+            solve_cbc(pulp, prob, mip=True, time_limit=time_limit)
             values = [v.varValue or 0.0 for v, _ in y_vars]
         for x, (_, i) in zip(values, y_vars, strict=True):
             if x > 0.5:
@@ -176,8 +172,23 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
     return IlpResult(misses=misses, hit_mask=hit, k=k, dist=dist, method=method)
 
 
-def _solve(pulp, prob, *, mip: bool, time_limit: float) -> None:
-    """Run CBC (quiet, one thread: deterministic) and insist on a proven optimum.
+def variable_factory(pulp, prob):
+    """``new_var(name, lowBound=None, upBound=None, cat="Continuous")`` for ``prob``: PuLP >= 3.3
+    attaches variables to their problem (``prob.add_variable``; the direct ``LpVariable``
+    constructor is deprecated there), older PuLP builds them directly."""
+    if hasattr(prob, "add_variable"):
+        return prob.add_variable
+
+    def new_var(name, lowBound=None, upBound=None, cat="Continuous"):  # noqa: N803
+        return pulp.LpVariable(name, lowBound, upBound, cat=cat)
+
+    return new_var
+
+
+def solve_cbc(pulp, prob, *, mip: bool, time_limit: float,
+              hint: str = "raise the time limit or use --method belady") -> None:
+    """Run CBC (quiet, one thread: deterministic) and insist on a proven optimum (else a
+    :class:`PagingError` ending with ``hint``). Every pulp model of the package is solved here.
 
     A CBC on the PATH is used through ``COIN_CMD``; otherwise the binary bundled with pulp
     (``PULP_CBC_CMD``, whose PuLP-4 deprecation warning is silenced here).
@@ -194,8 +205,7 @@ def _solve(pulp, prob, *, mip: bool, time_limit: float) -> None:
         prob.solve(solver)
     if prob.status != pulp.LpStatusOptimal or prob.sol_status != pulp.LpSolutionOptimal:
         raise PagingError(f"the ILP was not solved to optimality within {time_limit:g} s (CBC: "
-                          f"{pulp.LpStatus[prob.status]}); raise the time limit or use "
-                          "--method belady")
+                          f"{pulp.LpStatus[prob.status]}); {hint}")
 
 
 def opt_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 60) -> int:

@@ -80,18 +80,14 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60) -> tuple[np.nd
     """
     import pulp
 
-    from paging.offline.ilp import _solve
+    from paging.offline.ilp import solve_cbc, variable_factory
 
     m = model
     kept = np.zeros(m.n_intervals, dtype=bool)
     if m.n_intervals == 0 or not np.any(m.iv_cost > 0):
         return m.hit_mask(kept), "none needed"
     prob = pulp.LpProblem("weighted_paging_opt", pulp.LpMaximize)
-    if hasattr(prob, "add_variable"):  # PuLP >= 3.3 (as in paging.offline.ilp)
-        new_var = prob.add_variable
-    else:
-        def new_var(name, lowBound=None, upBound=None, cat="Continuous"):  # noqa: N803
-            return pulp.LpVariable(name, lowBound, upBound, cat=cat)
+    new_var = variable_factory(pulp, prob)
     y = [new_var(f"y_{j}", cat=pulp.LpBinary) for j in range(m.n_intervals)]
     size, cost = m.iv_size.tolist(), m.iv_cost.tolist()
     entering: dict[int, list[int]] = {}
@@ -115,7 +111,7 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60) -> tuple[np.nd
     if occ is not None:
         occ.upBound = ub
     prob += pulp.lpSum(c * v for c, v in zip(cost, y, strict=True))
-    _solve(pulp, prob, mip=True, time_limit=time_limit)
+    solve_cbc(pulp, prob, mip=True, time_limit=time_limit)
     kept = np.array([(v.varValue or 0.0) > 0.5 for v in y], dtype=bool)
     return m.hit_mask(kept), "branch and bound"
 

@@ -2,9 +2,9 @@
 
 Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru, fifo, lfu, fwf,
 marking, llru, least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
-layered-landlord, the adaptive arc and lecar, the prediction-based blind-oracle,
-predictive-marker, lmarker and robust-blind-oracle, and lru-dist, ..., belady-dist (= OPT-DIST),
-..., robust-blind-oracle-dist.
+layered-landlord, score-based and lhu (SpecMD App. B), the adaptive arc and lecar, the
+prediction-based blind-oracle, predictive-marker, lmarker and robust-blind-oracle, and lru-dist,
+..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
 """
 
 from __future__ import annotations
@@ -24,12 +24,14 @@ from paging.policies.predictive import (
     PredictiveMarker,
     RobustBlindOracle,
 )
+from paging.policies.scored import LHU, ScoreBased
 from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
 
 BASE_POLICIES: dict[str, Callable[[], Policy]] = {
     cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, FLD, Belady,
-                              GreedyDual, Landlord, GDSF, LayeredLandlord, ARC, LeCaR,
-                              BlindOracle, PredictiveMarker, LMarker, RobustBlindOracle)
+                              GreedyDual, Landlord, GDSF, LayeredLandlord, ScoreBased, LHU,
+                              ARC, LeCaR, BlindOracle, PredictiveMarker, LMarker,
+                              RobustBlindOracle)
 }
 
 REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
@@ -69,14 +71,16 @@ def make_policy(name: str) -> Policy:
     return REGISTRY[key]()
 
 
-def policy_names(*, randomized: bool | None = None,
-                 clairvoyant: bool | None = None) -> tuple[str, ...]:
+def policy_names(*, randomized: bool | None = None, clairvoyant: bool | None = None,
+                 needs_scores: bool | None = None) -> tuple[str, ...]:
     """Registered names, in registry order, filtered by the policies' flags (``None``: either).
 
     ``policy_names(randomized=False, clairvoyant=False)`` are the deterministic online policies
     (Theorem 2, Sleator-Tarjan); ``policy_names(clairvoyant=False)`` the online ones (Yao's
     principle, Theorem 4; the online-ness contract); ``policy_names(randomized=True)`` those that
-    draw from the run's generator. Instantiates each policy once to read its flags.
+    draw from the run's generator; ``needs_scores=False`` leaves out those that read gate scores
+    (Score-Based), which the synthetic sequences of the theorems do not carry. Instantiates each
+    policy once to read its flags.
     """
     out = []
     for name in POLICY_NAMES:
@@ -84,6 +88,8 @@ def policy_names(*, randomized: bool | None = None,
         if randomized is not None and pol.randomized != randomized:
             continue
         if clairvoyant is not None and pol.clairvoyant != clairvoyant:
+            continue
+        if needs_scores is not None and bool(pol.needs_scores) != needs_scores:
             continue
         out.append(name)
     return tuple(out)
@@ -105,5 +111,5 @@ def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> 
 __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "make_policy", "policy_names", "register",
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
            "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
-           "GDSF", "LayeredLandlord", "ARC", "LeCaR", "BlindOracle", "PredictiveMarker",
-           "LMarker", "RobustBlindOracle"]
+           "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR", "BlindOracle",
+           "PredictiveMarker", "LMarker", "RobustBlindOracle"]

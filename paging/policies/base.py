@@ -9,6 +9,11 @@ A policy keeps only its own bookkeeping and names victims. Call order for reques
 * miss that does not fit:  ``victims(t, p, cache)`` -> ``on_evict(t, v)`` for each victim,
   repeated until ``p`` fits (once for page-counted caches; possibly several times with a byte
   budget and sizes) -> ``on_insert(t, p)``.
+* prefetch of page ``p`` after request ``t`` (SpecMD Algorithm 1, phase 3; the run was given a
+  prefetcher): the same ``victims`` / ``on_evict`` rounds, then ``on_prefetch(t, p)``. ``t`` is
+  the index of the last request served, so ``ctx.steps[t]`` is the current layer clock.
+* a miss handled without fetching (dropped or substituted, :mod:`paging.miss`): no hook for
+  the requested page; a substitute that serves it gets ``on_hit(t, substitute)``.
 
 ``cache.candidates`` lists the resident, unpinned pages of ``p``'s partition in insertion order
 (the whole cache, or ``p``'s layer for the DIST variants); a victim must be one of them.
@@ -34,6 +39,9 @@ class Context:
     policies only. ``rng`` is the run's only source of randomness. ``costs`` (float64) and
     ``sizes`` (int64) give every page id's fetch cost w(p) and size s(p) (all ones unless the
     run is weighted); ``capacity`` is in bytes for a byte-budget run, in pages otherwise.
+    ``levels`` (read-only for policies) maps each resident page to the precision level it was
+    fetched at (0 = the run's own precision, 1, 2, ... lower ones; :mod:`paging.miss`); pages
+    absent from it are at level 0. LHU (Tang et al. 2024) reads it.
     """
 
     layout: Layout
@@ -45,6 +53,7 @@ class Context:
     score: np.ndarray | None = None
     costs: np.ndarray | None = None
     sizes: np.ndarray | None = None
+    levels: dict | None = None
 
     def with_capacity(self, capacity: int) -> Context:
         return replace(self, capacity=int(capacity))
@@ -85,6 +94,9 @@ class Policy:
     name: str = "policy"
     clairvoyant: bool = False
     randomized: bool = False
+    #: True for policies that read the requests' gate scores (``ctx.score``): the simulator
+    #: refuses a trace without scores (Score-Based eviction, Zhu et al. 2025)
+    needs_scores: bool = False
 
     def partitions(self, layout: Layout, k: int) -> tuple[np.ndarray | None, np.ndarray]:
         """Partition of the page space and each part's capacity: ``(part_of_page, capacities)``.
@@ -102,6 +114,11 @@ class Policy:
 
     def on_evict(self, t: int, page: int) -> None:
         pass
+
+    def on_prefetch(self, t: int, page: int) -> None:
+        """Page ``page`` was prefetched (inserted without a request) after request ``t``.
+        Default: the policy sees an insertion (:meth:`on_insert`)."""
+        self.on_insert(t, page)
 
     def victim(self, t: int, page: int, cache: CacheView) -> int:
         raise NotImplementedError
@@ -141,6 +158,16 @@ class PriorityPolicy(Policy):
     def on_insert(self, t: int, page: int) -> None:
         self._touch(t, page)
         self.inserted[page] = t
+
+    def on_prefetch(self, t: int, page: int) -> None:
+        """A prefetch is an insertion at the current time but not a request: ``last``,
+        ``last_step`` and ``inserted`` move to ``t`` (so Least-Stale sees the page as *current*,
+        SpecMD Sec. 4.2: "used in the current pass or selected by prefetching"), ``count``
+        (LFU's frequency) does not change."""
+        self.last[page] = t
+        self.last_step[page] = int(self.ctx.steps[t])
+        self.inserted[page] = t
+        self.count.setdefault(page, 0)
 
     def evict_key(self, t: int, page: int) -> tuple:
         raise NotImplementedError

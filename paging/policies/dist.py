@@ -26,6 +26,7 @@ class PerLayer(Policy):
         self.name = f"{base}-dist{colon}{spec}"
         self.clairvoyant = proto.clairvoyant
         self.randomized = proto.randomized
+        self.needs_scores = proto.needs_scores
 
     def partitions(self, layout, k):
         return layout.layer_of(np.arange(layout.n_pages)), layout.dist_shares(k)
@@ -50,6 +51,9 @@ class PerLayer(Policy):
 
     def on_evict(self, t, page):
         self._sub(page).on_evict(t, page)
+
+    def on_prefetch(self, t, page):
+        self._sub(page).on_prefetch(t, page)
 
     def victims(self, t, page, cache):
         return self._sub(page).victims(t, page, cache)

@@ -1,4 +1,5 @@
-"""Predictors of next arrivals, for paging with predictions (Lykouris & Vassilvitskii 2018).
+"""Predictors of next arrivals, for paging with predictions (Lykouris & Vassilvitskii 2018), in
+this module; the prefetch predictors of SpecMD live in :mod:`paging.predict.prefetch`.
 
 A predictor gives, for request t of page p, a predicted time of p's next request after t (a
 float; ``len(trace)`` or more means "not again"). The interface is deliberately minimal:

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from paging.errors import PagingError, positive_int
+from paging.offline.ilp import solve_cbc, variable_factory
 
 __all__ = ["STATES", "Instance", "Schedule", "execute", "cache_affinity_blocks", "run_alg",
            "reverse_order_makespan", "serial_makespan", "lower_bound", "lower_bound_printed",
@@ -356,9 +357,10 @@ def optimal_makespan(inst: Instance, horizon: Fraction | None = None,
     for n in range(len(inst.states)):
         ops[("G", n)] = ("gpu", int(inst.p[n] * scale))
     prob = pulp.LpProblem("zipmoe_opt", pulp.LpMinimize)
-    x = {a: {t: pulp.LpVariable(f"x{i}_{t}", cat="Binary") for t in range(T - d + 1)}
+    new_var = variable_factory(pulp, prob)
+    x = {a: {t: new_var(f"x{i}_{t}", cat="Binary") for t in range(T - d + 1)}
          for i, (a, (_, d)) in enumerate(ops.items())}
-    cmax = pulp.LpVariable("cmax", lowBound=math.ceil(lb * scale))  # valid cut: OPT >= lb
+    cmax = new_var("cmax", lowBound=math.ceil(lb * scale))  # valid cut: OPT >= lb
     prob += cmax
     S = {a: pulp.lpSum(t * var for t, var in x[a].items()) for a in ops}
     for a in ops:
@@ -377,9 +379,7 @@ def optimal_makespan(inst: Instance, horizon: Fraction | None = None,
                 prob += S[("E", task, v + 1)] >= S[("E", task, v)] + iv["e"]
     for n in range(len(inst.states)):
         prob += cmax >= S[("G", n)] + ops[("G", n)][1]
-    prob.solve(pulp.PULP_CBC_CMD(msg=False, timeLimit=time_limit))
-    if pulp.LpStatus[prob.status] != "Optimal":
-        raise PagingError(f"the ILP did not solve to optimality ({pulp.LpStatus[prob.status]})")
+    solve_cbc(pulp, prob, mip=True, time_limit=time_limit, hint="raise the time limit")
     return Fraction(round(pulp.value(cmax)), scale)
 
 

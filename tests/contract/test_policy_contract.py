@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import round_traces, topk_traces
+from strategies import round_traces, scored_for, topk_traces
 
 from paging import Layout, from_pages, simulate
 from paging.policies import POLICY_NAMES, make_policy, policy_names
@@ -34,6 +34,7 @@ def _same(a, b):
 @given(trace=st.one_of(round_traces(), topk_traces()), kfrac=st.floats(0, 1.2),
        seed=st.integers(0, 2**32 - 1))
 def test_feasible_and_deterministic(name, engine, trace, kfrac, seed):
+    trace = scored_for(name, trace)
     k = max(1, int(kfrac * trace.layout.n_pages))
     a = simulate(trace, name, k, seed=seed, record=True, engine=engine)
     verify(trace, a)
@@ -49,6 +50,7 @@ def test_feasible_and_deterministic(name, engine, trace, kfrac, seed):
 def test_weighted_runs_are_feasible(name, engine, trace, data, seed):
     """With random costs, sizes and a byte budget (or k pages with sizes), the verifier accepts
     the run, recomputes its cost and bytes, and the same seed gives the same run."""
+    trace = scored_for(name, trace)
     P = trace.layout.n_pages
     costs = np.array(data.draw(st.lists(st.floats(0, 100), min_size=P, max_size=P)))
     sizes = np.array(data.draw(st.lists(st.integers(1, 5), min_size=P, max_size=P)))
@@ -66,6 +68,7 @@ def test_weighted_runs_are_feasible(name, engine, trace, data, seed):
 @pytest.mark.parametrize("name", POLICY_NAMES)
 @given(t1=round_traces(), t2=st.one_of(round_traces(), topk_traces()), k=st.integers(1, 8))
 def test_reset_and_reuse_equals_fresh(name, t1, t2, k):
+    t1, t2 = scored_for(name, t1), scored_for(name, t2)
     pol = make_policy(name)
     simulate(t1, pol, k, seed=3, engine="reference")
     reused = simulate(t2, pol, k, seed=5, record=True, engine="reference")
@@ -80,8 +83,8 @@ def same_decisions_before(name: str, a: Trace, b: Trace, cut: int, k: int,
                           engine: str = "auto") -> bool:
     """Whether ``name`` makes the same decisions (hits and evictions) on requests 0..cut-1 of
     two traces that agree up to ``cut``."""
-    ra = simulate(a, name, k, seed=1, record=True, engine=engine)
-    rb = simulate(b, name, k, seed=1, record=True, engine=engine)
+    ra = simulate(scored_for(name, a), name, k, seed=1, record=True, engine=engine)
+    rb = simulate(scored_for(name, b), name, k, seed=1, record=True, engine=engine)
     return (np.array_equal(ra.hit_mask[:cut], rb.hit_mask[:cut])
             and ra.evictions[ra.evictions[:, 0] < cut].tolist()
             == rb.evictions[rb.evictions[:, 0] < cut].tolist())

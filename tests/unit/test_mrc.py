@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import round_traces, topk_traces
+from strategies import round_traces, scored_for, topk_traces
 
 from paging import cli
 from paging.commands.mrc import curve_report
@@ -90,6 +90,7 @@ def test_methods():
 @pytest.mark.parametrize("name", POLICY_NAMES)
 @given(trace=round_traces(max_rounds=16), seed=st.integers(0, 1000))
 def test_curve_equals_per_k_rounds(name, trace, seed):
+    trace = scored_for(name, trace)
     curve = miss_curve(trace, name, seed=seed)
     assert curve.dtype == np.int64 and curve.shape == (trace.layout.n_pages,)
     assert curve.tolist() == per_k(trace, name, seed)
@@ -98,6 +99,7 @@ def test_curve_equals_per_k_rounds(name, trace, seed):
 @pytest.mark.parametrize("name", POLICY_NAMES)
 @given(trace=topk_traces(), seed=st.integers(0, 1000))
 def test_curve_equals_per_k_topk(name, trace, seed):
+    trace = scored_for(name, trace)
     assert miss_curve(trace, name, seed=seed).tolist() == per_k(trace, name, seed)
 
 

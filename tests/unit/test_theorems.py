@@ -51,11 +51,12 @@ def test_theorem2_margin_is_tight_and_constant_is_needed(rows):
 
 def test_theorem2_runs_every_deterministic_online_policy(rows):
     # the registry's deterministic online policies: all but marking(-dist), lecar,
-    # predictive-marker and lmarker (randomized) and belady(-dist) (clairvoyant); the weighted
-    # ones run with unit costs
+    # predictive-marker and lmarker (randomized), belady(-dist) (clairvoyant) and
+    # score-based(-dist) (reads gate scores, which the adversary's sequences do not have);
+    # the weighted ones run with unit costs
     listed = rows[2].notes.split("policies: ", 1)[1].split(". ", 1)[0].split(", ")
     base = ["lru", "fifo", "lfu", "fwf", "llru", "least-stale", "fld", "greedy-dual",
-            "landlord", "gdsf", "layered-landlord", "arc", "blind-oracle",
+            "landlord", "gdsf", "layered-landlord", "lhu", "arc", "blind-oracle",
             "robust-blind-oracle"]  # the last two with their default (online) predictor
     assert listed == base + [f"{name}-dist" for name in base]
 

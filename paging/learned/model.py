@@ -1,0 +1,137 @@
+"""The FlashMoE model file: weights, the layout it was trained for, and its training sequences.
+
+A model file is a numpy ``.npz`` (no pickle) holding the arrays ``W0, b0, W1, b1, W2, b2`` and
+one string ``meta`` (JSON): the format tag, the layout (``n_layers``, ``n_experts``), the cache
+size and seed of the training run, and for every training sequence its name, length, sha256 of
+its page array (int64, little-endian) and sha256 of its first ``PREFIX`` pages. The policy
+refuses a model trained for another layout, and refuses to run on a sequence the model was
+trained on (:func:`check_held_out`, and online from the prefix hash: see
+:class:`paging.policies.learned.FlashMoE`).
+
+The shipped models live next to this module as ``flashmoe_<n_layers>x<n_experts>.npz``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zipfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.layout import Layout
+from paging.learned.mlp import MLP
+
+FORMAT = "paging.flashmoe/1"
+PREFIX = 512  # requests hashed for the online held-out check
+MODEL_DIR = Path(__file__).resolve().parent
+
+
+def page_hash(pages: np.ndarray) -> str:
+    """sha256 of a page array as little-endian int64 (the identity of a training sequence)."""
+    return hashlib.sha256(np.ascontiguousarray(pages, dtype="<i8").tobytes()).hexdigest()
+
+
+def fingerprint(trace) -> dict:
+    """What a model file records about one training sequence."""
+    pages = np.asarray(trace.pages)
+    return {"name": str(trace.name), "n_requests": int(pages.size),
+            "sha256": page_hash(pages), "prefix_sha256": page_hash(pages[:PREFIX])}
+
+
+@dataclass
+class FlashMoEModel:
+    """A trained FlashMoE network bound to one layout."""
+
+    net: MLP
+    layout: Layout
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def trained_on(self) -> list[dict]:
+        return list(self.meta.get("trained_on", []))
+
+    def transfer(self, layout: Layout) -> FlashMoEModel:
+        """The same weights bound to another layout, on purpose (the features [1/r, f/max f] do
+        not depend on the layout; cross-model evaluation). The source layout is recorded."""
+        meta = dict(self.meta)
+        meta["transferred_from"] = [self.layout.n_layers, self.layout.n_experts]
+        meta["n_layers"], meta["n_experts"] = layout.n_layers, layout.n_experts
+        return replace(self, layout=layout, meta=meta)
+
+    def check_layout(self, layout: Layout, source: str = "the FlashMoE model") -> None:
+        if (layout.n_layers, layout.n_experts) != (self.layout.n_layers, self.layout.n_experts):
+            raise PagingError(
+                f"{source} was trained for {self.layout.n_layers} layers x "
+                f"{self.layout.n_experts} experts, not {layout.n_layers} x {layout.n_experts}: "
+                "train one for this layout (`paging train flashmoe TRACE --out FILE`)")
+
+    def save(self, path: str | Path) -> Path:
+        from paging.io.atomic import atomic_path
+
+        path = Path(path)
+        arrays = {}
+        for i, (w, c) in enumerate(zip(self.net.W, self.net.b, strict=True)):
+            arrays[f"W{i}"] = w.astype(np.float64)
+            arrays[f"b{i}"] = c.astype(np.float64)
+        meta = dict(self.meta, format=FORMAT, n_layers=self.layout.n_layers,
+                    n_experts=self.layout.n_experts)
+        arrays["meta"] = np.array(json.dumps(meta, sort_keys=True))
+        with atomic_path(path) as tmp:
+            with open(tmp, "wb") as f:
+                np.savez(f, **arrays)
+        return path
+
+
+def load_model(path: str | Path) -> FlashMoEModel:
+    """Read a model file; a missing, unreadable or malformed file is a one-line PagingError."""
+    path = Path(path)
+    if not path.is_file():
+        raise PagingError(f"no FlashMoE model file {path}: train one with "
+                          "`paging train flashmoe TRACE --out FILE`", file=str(path))
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"][()]))
+            n_lin = sum(1 for key in z.files if key.startswith("W"))
+            W = [np.array(z[f"W{i}"], dtype=np.float64) for i in range(n_lin)]
+            b = [np.array(z[f"b{i}"], dtype=np.float64) for i in range(n_lin)]
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as e:
+        raise PagingError(f"{path} is not a FlashMoE model file ({type(e).__name__})",
+                          file=str(path)) from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise PagingError(f"{path} is not a FlashMoE model file (format "
+                          f"{meta.get('format') if isinstance(meta, dict) else None!r}, "
+                          f"expected {FORMAT!r})", file=str(path))
+    shapes_ok = n_lin >= 1 and W[0].shape[0] == 2 and W[-1].shape[1] == 1 and all(
+        w.ndim == 2 and c.shape == (w.shape[1],) for w, c in zip(W, b, strict=True)) and all(
+        W[i].shape[1] == W[i + 1].shape[0] for i in range(n_lin - 1))
+    if not shapes_ok or not all(np.all(np.isfinite(a)) for a in W + b):
+        raise PagingError(f"{path} is not a FlashMoE model file (bad or non-finite weights)",
+                          file=str(path))
+    try:
+        layout = Layout(int(meta["n_experts"]), int(meta["n_layers"]))
+    except (KeyError, TypeError, ValueError):
+        raise PagingError(f"{path} is not a FlashMoE model file (no layout)",
+                          file=str(path)) from None
+    return FlashMoEModel(MLP(W, b), layout, meta)
+
+
+def shipped_model_path(layout: Layout) -> Path:
+    return MODEL_DIR / f"flashmoe_{layout.n_layers}x{layout.n_experts}.npz"
+
+
+def check_held_out(model: FlashMoEModel, trace) -> None:
+    """PagingError when ``trace`` is one of the model's training sequences (same pages)."""
+    h = page_hash(np.asarray(trace.pages))
+    for rec in model.trained_on:
+        if rec.get("sha256") == h:
+            raise PagingError(_trained_on_message(rec, trace.name))
+
+
+def _trained_on_message(rec: dict, name) -> str:
+    return (f"the FlashMoE model was trained on sequence {rec.get('name')!r}; evaluating it on "
+            f"{str(name)!r} (the same requests) would report training-set performance: "
+            "evaluate on a held-out sequence or retrain without it")

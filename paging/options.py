@@ -1,0 +1,71 @@
+"""``NAME[:key=value,key=value]`` specs of the command line (predictors, strategies, miss
+handlers): one parser, one-line errors.
+
+>>> parse_spec("oracle:precision=0.9,recall=1,seed=3")
+('oracle', {'precision': '0.9', 'recall': '1', 'seed': '3'})
+>>> parse_spec("lru")
+('lru', {})
+"""
+
+from __future__ import annotations
+
+from paging.errors import PagingError
+
+
+def parse_spec(spec: str, what: str = "spec") -> tuple[str, dict[str, str]]:
+    """Split ``NAME:k=v,k=v`` into the lower-case name and its options (values as text)."""
+    text = str(spec).strip()
+    name, _, rest = text.partition(":")
+    name = name.strip().lower()
+    if not name:
+        raise PagingError(f"{what} {spec!r} has no name; expected NAME[:key=value,...]")
+    opts: dict[str, str] = {}
+    if rest.strip():
+        for item in rest.split(","):
+            key, eq, val = item.partition("=")
+            key, val = key.strip().lower(), val.strip()
+            if not eq or not key or not val:
+                raise PagingError(f"{what} {spec!r}: option {item.strip()!r} is not key=value")
+            if key in opts:
+                raise PagingError(f"{what} {spec!r}: option {key!r} given twice")
+            opts[key] = val
+    return name, opts
+
+
+def take_float(opts: dict, key: str, default, what: str, lo=None, hi=None,
+               lo_open=False, hi_open=False) -> float:
+    """Pop ``key`` from ``opts`` as a float in the given range (default when absent)."""
+    if key not in opts:
+        return default
+    raw = opts.pop(key)
+    try:
+        v = float(raw)
+    except ValueError:
+        raise PagingError(f"{what}: {key}={raw!r} is not a number") from None
+    bad = (v != v or (lo is not None and (v <= lo if lo_open else v < lo))
+           or (hi is not None and (v >= hi if hi_open else v > hi)))
+    if bad:
+        rng = (f"{'(' if lo_open else '['}{lo if lo is not None else '-inf'}, "
+               f"{hi if hi is not None else 'inf'}{')' if hi_open else ']'}")
+        raise PagingError(f"{what}: {key} must be in {rng}, got {raw}")
+    return v
+
+
+def take_int(opts: dict, key: str, default, what: str, lo: int | None = None) -> int:
+    """Pop ``key`` from ``opts`` as an int >= ``lo`` (default when absent)."""
+    if key not in opts:
+        return default
+    raw = opts.pop(key)
+    try:
+        v = int(raw)
+    except ValueError:
+        raise PagingError(f"{what}: {key}={raw!r} is not an integer") from None
+    if lo is not None and v < lo:
+        raise PagingError(f"{what}: {key} must be an integer >= {lo}, got {raw}")
+    return v
+
+
+def no_more(opts: dict, what: str, allowed: str) -> None:
+    """Refuse options left over after parsing."""
+    if opts:
+        raise PagingError(f"{what}: unknown option {', '.join(sorted(opts))}; expected {allowed}")

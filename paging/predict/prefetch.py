@@ -1,0 +1,337 @@
+"""Next-layer expert predictors and prefetch strategies (SpecMD, Sec. 3.1.4 and Algorithm 1).
+
+The one loop (:func:`paging.simulate.simulate`) calls a :class:`Prefetcher` after every group
+it serves (SpecMD Algorithm 1: gate -> serve -> submit prefetch): the *target* is the
+(token, layer) of the next request in the trace, i.e. the next layer of the same token, or
+layer 0 of the next token after the last layer ("we resort to prefetching only the very next
+layer experts", Sec. 3.1.4). The predictor scores the n experts of the target layer (a score
+<= 0 means "not proposed"), the strategy turns the scores into a set, and the simulator
+inserts the pages that are not resident (:meth:`paging.simulate.Simulation.prefetch_group`).
+
+Prediction quality is set-based and micro-averaged over the batches: with S the predicted set
+and A the experts the trace actually requests at the target (token, layer),
+``precision = Σ|S ∩ A| / Σ|S|`` and ``recall = Σ|S ∩ A| / Σ|A|``.
+
+Predictors (``--prefetch NAME[:opts]``)
+---------------------------------------
+``oracle:precision=P,recall=R,seed=S``
+    Reads the future (it is the oracle). Noise model, per batch, with A the true set (a
+    experts): keep m = round(R·a) experts of A drawn uniformly without replacement, and add
+    f = min(n − a, round(m·(1 − P)/P)) experts outside A drawn uniformly without replacement
+    (f = 0 when m = 0); the proposed experts get scores 1 + u with u ~ U[0, 1) (a random order
+    for strategies that cut the list), the others 0. P = R = 1 proposes exactly A. Draws come
+    from ``numpy.random.default_rng(S)`` in batch order.
+``previous-token``
+    The experts the target layer used for the previous token (score 1 each).
+``transition``
+    Layer-to-layer co-activation counts learned on *training* sequences: C[z][e][e'] counts
+    tokens with expert e at layer z and e' at layer z+1 (for z = ℓ−1: e' at layer 0 of the next
+    token); the target's scores are Σ_{e in the group just served} C[z][e][:]. Fitting on the
+    sequence being simulated is refused (the CLI fits on the file's other sequences, or on
+    ``train=FILE``).
+``frequency``
+    Per-layer popularity so far: how often each expert of the target layer was requested
+    earlier in this run.
+
+Strategies (``--prefetch-strategy``)
+------------------------------------
+``topk:overfetch=F`` (F >= 1; default 1)
+    The round(K·F) best-scored proposed experts (K = the trace's top-K; SpecMD uses F = 1,
+    1.5, 2: "with overfetch factor 1.5, OLMoE prefetches 12 experts instead of 8"); ties to the
+    lower expert id.
+``percentile:p=P`` (0 < P < 100; default 80)
+    Every proposed expert whose score is above the P-th percentile of the layer's n scores
+    (``numpy.percentile``, linear interpolation), after Zhu et al. 2025 as SpecMD describes
+    it ("prefetch all experts above a configurable percentile threshold (the default is 80th
+    percentile)").
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.options import no_more, parse_spec, take_float, take_int
+from paging.trace import Trace
+
+PREDICTORS = ("oracle", "previous-token", "transition", "frequency")
+STRATEGIES = ("topk", "percentile")
+
+
+def _tokens(trace: Trace) -> np.ndarray:
+    return np.asarray(trace.token if trace.token is not None else trace.passes, dtype=np.int64)
+
+
+def trace_topk(trace: Trace) -> int:
+    """K of the trace: largest rank + 1, or the largest group (1 in rounds mode without ranks)."""
+    if trace.rank is not None and trace.rank.size:
+        return int(trace.rank.max()) + 1
+    if trace.n_requests == 0:
+        return 1
+    return int(np.max(np.diff(np.flatnonzero(np.r_[True, np.diff(trace.steps) != 0,
+                                                   True]))))
+
+
+class Predictor:
+    """Scores the experts of a target (token, layer). Subclasses override :meth:`scores`."""
+
+    name = "predictor"
+
+    def reset(self, trace: Trace, rng: np.random.Generator) -> None:
+        self.trace, self.rng = trace, rng
+        self.n = trace.layout.n_experts
+        self.L = trace.layout.n_layers
+
+    def observe(self, lo: int, hi: int) -> None:
+        """Requests ``lo..hi-1`` (one group) were served."""
+
+    def scores(self, lo: int, hi: int, token: int, layer: int, actual: np.ndarray) -> np.ndarray:
+        """Scores of the n experts of (``token``, ``layer``) after the group ``lo..hi-1``.
+        ``actual`` holds the true experts; only the oracle may read it."""
+        raise NotImplementedError
+
+    def spec(self) -> str:
+        return self.name
+
+
+class Oracle(Predictor):
+    name = "oracle"
+
+    def __init__(self, precision: float = 1.0, recall: float = 1.0, seed: int = 0):
+        self.precision, self.recall, self.seed = float(precision), float(recall), int(seed)
+
+    def reset(self, trace, rng):
+        super().reset(trace, rng)
+        self.rng = np.random.default_rng(self.seed)  # the oracle's noise has its own seed
+
+    def scores(self, lo, hi, token, layer, actual):
+        out = np.zeros(self.n)
+        a = actual.size
+        m = int(math.floor(self.recall * a + 0.5))
+        keep = self.rng.choice(actual, size=m, replace=False) if m else actual[:0]
+        others = np.setdiff1d(np.arange(self.n), actual)
+        f = 0 if m == 0 else min(others.size,
+                                 int(math.floor(m * (1 - self.precision) / self.precision + 0.5)))
+        extra = self.rng.choice(others, size=f, replace=False) if f else others[:0]
+        chosen = np.concatenate([keep, extra]).astype(np.int64)
+        out[chosen] = 1.0 + self.rng.random(chosen.size)
+        return out
+
+    def spec(self):
+        return f"oracle:precision={self.precision:g},recall={self.recall:g},seed={self.seed}"
+
+
+class PreviousToken(Predictor):
+    name = "previous-token"
+
+    def reset(self, trace, rng):
+        super().reset(trace, rng)
+        self.tok = _tokens(trace)
+        self.layers = trace.layers
+        self.pages = trace.pages
+        self.cur_tok = [-1] * self.L
+        self.cur: list[set] = [set() for _ in range(self.L)]
+        self.prev: list[set] = [set() for _ in range(self.L)]
+
+    def observe(self, lo, hi):
+        for i in range(lo, hi):
+            z, tk = int(self.layers[i]), int(self.tok[i])
+            if tk != self.cur_tok[z]:
+                self.prev[z], self.cur[z], self.cur_tok[z] = self.cur[z], set(), tk
+            self.cur[z].add(int(self.pages[i]) % self.n)
+
+    def scores(self, lo, hi, token, layer, actual):
+        src = self.cur[layer] if self.cur_tok[layer] < token else self.prev[layer]
+        out = np.zeros(self.n)
+        out[list(src)] = 1.0
+        return out
+
+
+class Frequency(Predictor):
+    name = "frequency"
+
+    def reset(self, trace, rng):
+        super().reset(trace, rng)
+        self.counts = np.zeros((self.L, self.n))
+        self.pages = trace.pages
+
+    def observe(self, lo, hi):
+        for p in self.pages[lo:hi].tolist():
+            self.counts[p // self.n, p % self.n] += 1
+
+    def scores(self, lo, hi, token, layer, actual):
+        return self.counts[layer].copy()
+
+
+class Transition(Predictor):
+    name = "transition"
+
+    def __init__(self, train: list[Trace] | None = None, source: str | None = None):
+        self.trained_on: set[str] = set()
+        self.C = None
+        self.source = source
+        if train:
+            self.fit(train)
+
+    def fit(self, traces: list[Trace]) -> Transition:
+        """Count co-activations on ``traces`` (see the module docstring); returns self."""
+        for tr in traces:
+            n, L = tr.layout.n_experts, tr.layout.n_layers
+            if self.C is None:
+                self.C = np.zeros((L, n, n))
+            elif self.C.shape != (L, n, n):
+                raise PagingError(f"transition: training sequence {tr.name} has another layout")
+            tok, lay, ex = _tokens(tr), tr.layers, tr.pages % n
+            sets: dict[tuple[int, int], set] = {}
+            for t_, z, e in zip(tok.tolist(), lay.tolist(), ex.tolist(), strict=True):
+                sets.setdefault((t_, z), set()).add(e)
+            for (t_, z), es in sets.items():
+                nxt = sets.get((t_, z + 1)) if z + 1 < L else sets.get((t_ + 1, 0))
+                if nxt:
+                    for e in es:
+                        self.C[z, e, list(nxt)] += 1
+            self.trained_on.add(tr.name)
+        return self
+
+    def reset(self, trace, rng):
+        if self.C is None:
+            raise PagingError("transition needs training sequences: other sequences of the "
+                              "file, or train=FILE")
+        if trace.name in self.trained_on:
+            raise PagingError(f"transition was fitted on {trace.name}, the sequence it would "
+                              "predict; fit it on other sequences (train=FILE)")
+        if self.C.shape != (trace.layout.n_layers, trace.layout.n_experts,
+                            trace.layout.n_experts):
+            raise PagingError("transition: the training sequences have another layout")
+        super().reset(trace, rng)
+        self.pages = trace.pages
+        self.layers = trace.layers
+
+    def scores(self, lo, hi, token, layer, actual):
+        z = int(self.layers[lo])
+        es = (self.pages[lo:hi] % self.n).tolist()
+        return self.C[z, es, :].sum(axis=0)
+
+    def spec(self):
+        return "transition" + (f":train={self.source}" if self.source else "")
+
+
+class TopK:
+    """``topk:overfetch=F``: the round(K·F) best proposed experts."""
+
+    def __init__(self, overfetch: float = 1.0):
+        if not overfetch >= 1:
+            raise PagingError(f"topk: overfetch must be >= 1, got {overfetch}")
+        self.overfetch = float(overfetch)
+
+    def select(self, scores: np.ndarray, K: int) -> list[int]:
+        m = int(math.floor(K * self.overfetch + 0.5))
+        order = np.lexsort((np.arange(scores.size), -scores))  # score desc, then id asc
+        return [int(e) for e in order[:m] if scores[e] > 0]
+
+    def spec(self):
+        return f"topk:overfetch={self.overfetch:g}"
+
+
+class Percentile:
+    """``percentile:p=P``: proposed experts scored above the P-th percentile of the layer."""
+
+    def __init__(self, p: float = 80.0):
+        if not 0 < p < 100:
+            raise PagingError(f"percentile: p must be in (0, 100), got {p}")
+        self.p = float(p)
+
+    def select(self, scores: np.ndarray, K: int) -> list[int]:
+        cut = float(np.percentile(scores, self.p))
+        order = np.lexsort((np.arange(scores.size), -scores))
+        return [int(e) for e in order if scores[e] > cut and scores[e] > 0]
+
+    def spec(self):
+        return f"percentile:p={self.p:g}"
+
+
+class Prefetcher:
+    """A predictor and a strategy, called by the loop after each group (see module docs)."""
+
+    def __init__(self, predictor: Predictor, strategy=None):
+        self.predictor = predictor
+        self.strategy = strategy if strategy is not None else TopK(1.0)
+
+    def spec(self) -> str:
+        return f"{self.predictor.spec()} {self.strategy.spec()}"
+
+    def reset(self, trace: Trace, seed: int | None) -> None:
+        self.predictor.reset(trace, np.random.default_rng(seed))
+        self.trace = trace
+        self.K = trace_topk(trace)
+        L, n = trace.layout.n_layers, trace.layout.n_experts
+        self.tok = _tokens(trace)
+        self.layers = trace.layers
+        key = self.tok * L + self.layers
+        self.order = np.argsort(key, kind="stable")
+        self.sorted_key = key[self.order]
+        self.experts = trace.pages % n
+
+    def actual(self, token: int, layer: int) -> np.ndarray:
+        """The experts the trace requests at (token, layer), distinct, ascending."""
+        k = token * self.trace.layout.n_layers + layer
+        lo, hi = np.searchsorted(self.sorted_key, [k, k + 1])
+        return np.unique(self.experts[self.order[lo:hi]])
+
+    def after_group(self, sim, lo: int, hi: int) -> None:
+        """Group ``lo..hi-1`` was served: predict and prefetch the next request's layer."""
+        pred = self.predictor
+        pred.observe(lo, hi)
+        token, layer = int(self.tok[hi]), int(self.layers[hi])
+        actual = self.actual(token, layer)
+        s = pred.scores(lo, hi, token, layer, actual)
+        chosen = self.strategy.select(np.asarray(s, dtype=np.float64), self.K)
+        sim.predicted += len(chosen)
+        sim.predicted_right += int(np.isin(chosen, actual).sum())
+        sim.actual += actual.size
+        base = layer * self.trace.layout.n_experts
+        sim.prefetch_group([base + e for e in chosen], keep=self.trace.pages[lo:hi].tolist())
+
+
+def make_predictor(spec: str, train: list[Trace] | None = None) -> Predictor:
+    """A predictor from ``NAME[:opts]`` (see the module docstring)."""
+    what = f"prefetch predictor {spec!r}"
+    name, opts = parse_spec(spec, "prefetch predictor")
+    if name == "oracle":
+        p = take_float(opts, "precision", 1.0, what, lo=0.0, hi=1.0, lo_open=True)
+        r = take_float(opts, "recall", 1.0, what, lo=0.0, hi=1.0)
+        s = take_int(opts, "seed", 0, what, lo=0)
+        no_more(opts, what, "precision=P, recall=R, seed=S")
+        return Oracle(p, r, s)
+    if name == "previous-token":
+        no_more(opts, what, "no options")
+        return PreviousToken()
+    if name == "frequency":
+        no_more(opts, what, "no options")
+        return Frequency()
+    if name == "transition":
+        source = opts.pop("train", None)
+        no_more(opts, what, "train=FILE")
+        return Transition(train, source=source)
+    raise PagingError(f"unknown prefetch predictor {name!r}; expected one of "
+                      f"{', '.join(PREDICTORS)}")
+
+
+def make_strategy(spec: str | None):
+    """A strategy from ``topk[:overfetch=F]`` or ``percentile[:p=P]`` (None: topk, F = 1)."""
+    if spec is None:
+        return TopK(1.0)
+    what = f"prefetch strategy {spec!r}"
+    name, opts = parse_spec(spec, "prefetch strategy")
+    if name == "topk":
+        f = take_float(opts, "overfetch", 1.0, what, lo=1.0)
+        no_more(opts, what, "overfetch=F")
+        return TopK(f)
+    if name == "percentile":
+        p = take_float(opts, "p", 80.0, what, lo=0.0, hi=100.0, lo_open=True, hi_open=True)
+        no_more(opts, what, "p=P")
+        return Percentile(p)
+    raise PagingError(f"unknown prefetch strategy {name!r}; expected topk:overfetch=F or "
+                      "percentile:p=P")

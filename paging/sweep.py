@@ -1,0 +1,539 @@
+"""Parameter sweeps: a TOML grid of simulations run on Dask into one tidy table.
+
+A spec names lists of values; their product is the grid of *cells*, one cell being one trace
+sequence x policy x cache size x seed x options, and one row of the output table::
+
+    traces    = ["mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl",
+                 "zipf:n=8,layers=32,tokens=200,seed=0"]
+    policies  = ["lru", "llru", "marking"]
+    k         = [16, 32, 64]          # or budget_gb = [0.5, 1.0] (needs model, or a trace's sizes)
+    seeds     = [0, 1]                # default [0]
+    expand    = ["rounds"]            # default ["rounds"]
+    model     = ["mixtral-8x7b"]      # optional, with precision = [...] and hardware = [...]
+
+A trace path is tried as given, under ``$PAGING_TRACES``, then next to the spec file. Every file
+holds one or more sequences; each sequence is a cell of its own (column ``trace``, as in
+``paging simulate --json``), ``source`` keeps the spec's entry.
+
+Columns: the cell's inputs (:data:`KEY_COLUMNS`) then every field of ``paging simulate --json``
+(:data:`COLUMNS`); a field that does not apply is null. ``method`` says how the row was
+computed: ``simulate`` (one run) or ``mrc`` (read off the one-pass miss curve,
+:func:`paging.mrc.miss_curve`, for a stack policy at two or more k with no cost model; such rows
+have null ``collision_misses`` and ``per_layer_misses``, which the curve does not give, and
+equal misses to the run's, as ``tests/unit/test_sweep.py`` checks).
+
+Determinism and resumption: rows are sorted by the key columns, every run is seeded, so the same
+spec gives the same table with any number of workers. The table is rewritten atomically after
+every batch of finished cells (:func:`paging.io.atomic.atomic_path`); a re-run reads it back and
+skips the cells it already holds, so an interrupted sweep resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import functools
+import json
+import math
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+from paging.errors import PagingError
+
+#: The keys a sweep spec may hold.
+SPEC_KEYS = ("traces", "policies", "k", "budget_gb", "seeds", "expand", "model", "precision",
+             "hardware", "routing", "prefetch")
+#: Identify a cell (sorted in this order).
+KEY_COLUMNS = ("source", "trace", "policy", "expand", "model", "precision", "hardware", "seed",
+               "k", "budget_gb")
+_TIMING = (("time_ms", "float"), ("stall_ms", "float"), ("stall_fraction", "float"),
+           ("ttft_ms", "float"), ("tpot_ms", "float"), ("tokens_per_s", "float"),
+           ("decode_tokens", "int"), ("bytes_moved", "int"), ("copy_busy_ms", "float"))
+#: Every column of the table and its type.
+COLUMNS = (("source", "str"), ("trace", "str"), ("policy", "str"), ("expand", "str"),
+           ("model", "str"), ("precision", "str"), ("hardware", "str"), ("seed", "int"),
+           ("k", "int"), ("budget_gb", "float"), ("method", "str"), ("requests", "int"),
+           ("misses", "int"), ("hits", "int"), ("miss_ratio", "float"),
+           ("collision_misses", "int"), ("bypasses", "int"), ("per_layer_misses", "list"),
+           ("cost", "float"), ("bytes_fetched", "int"), ("budget_bytes", "int"),
+           ("capacity", "int")) + _TIMING
+COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
+#: Rewrite the output at least this often (seconds) and after this many cells.
+BATCH_SECONDS = 2.0
+BATCH_CELLS = 200
+# a cell group of a stack policy at this many k values or more is read off the miss curve
+_CURVE_MIN_K = 2
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated sweep spec (lists of values; see the module docstring)."""
+
+    traces: tuple[str, ...]
+    policies: tuple[str, ...]
+    k: tuple[int, ...]
+    budget_gb: tuple[float, ...]
+    seeds: tuple[int, ...]
+    expand: tuple[str, ...]
+    model: tuple[str | None, ...]
+    precision: tuple[str | None, ...]
+    hardware: tuple[str | None, ...]
+    base: str  # the spec file's folder, for relative trace paths
+
+
+@dataclass(frozen=True)
+class Task:
+    """One unit of work: one sequence x policy x seed x options at one or more capacities.
+
+    ``caps`` holds ``(k, budget_gb)`` pairs; ``curve`` reads all of them (k only) off one
+    miss curve."""
+
+    source: str
+    path: str
+    seq: int
+    expand: str
+    policy: str
+    seed: int
+    model: str | None
+    precision: str | None
+    hardware: str | None
+    caps: tuple[tuple[int | None, float | None], ...]
+    curve: bool = False
+
+
+# -- the spec ------------------------------------------------------------------------------------
+def _line_of(text: str, key: str) -> int | None:
+    for i, line in enumerate(text.splitlines(), start=1):
+        if re.match(rf"\s*{re.escape(key)}\s*=", line):
+            return i
+    return None
+
+
+def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None) -> tuple:
+    """``doc[key]`` as a tuple of ``kind`` values (a scalar is a list of one)."""
+    if key not in doc:
+        return tuple(default) if default is not None else ()
+    v = doc[key]
+    vals = v if isinstance(v, list) else [v]
+    line = _line_of(text, key)
+    if not vals:
+        raise PagingError(f"empty grid: {key!r} is an empty list; expected at least one value",
+                          file, line)
+    for x in vals:
+        ok = {"str": isinstance(x, str) and x != "",
+              "int": isinstance(x, int) and not isinstance(x, bool),
+              "num": (isinstance(x, (int, float)) and not isinstance(x, bool)
+                      and math.isfinite(x) and x > 0)}[kind]
+        if not ok:
+            want = {"str": "non-empty strings", "int": "integers",
+                    "num": "positive numbers"}[kind]
+            raise PagingError(f"{key} must be {want} (or a list of them), got {x!r}", file, line)
+    if len(set(vals)) != len(vals):
+        raise PagingError(f"{key} lists a value twice ({vals}); expected distinct values",
+                          file, line)
+    return tuple(float(x) if kind == "num" else x for x in vals)
+
+
+def _simulate_has(option: str) -> bool:
+    from paging.cli import build_parser
+
+    sub = build_parser()._subparsers._group_actions[0].choices["simulate"]
+    return any(option in a.option_strings for a in sub._actions)
+
+
+def load_spec(path: str | os.PathLike) -> Spec:
+    """Read and validate a sweep spec (TOML). Every problem is one :class:`PagingError` naming
+    the file and, where it can, the line."""
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise PagingError(f"cannot read the sweep spec: {getattr(e, 'strerror', None) or e}",
+                          file) from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
+        raise PagingError(f"not valid TOML ({msg}); expected a sweep spec such as "
+                          "traces = [...], policies = [...], k = [...]", file,
+                          int(m.group(1)) if m else None) from None
+    for key in doc:
+        if key not in SPEC_KEYS:
+            raise PagingError(f"unknown key {key!r}; expected one of {', '.join(SPEC_KEYS)}",
+                              file, _line_of(text, key))
+    for key in ("routing", "prefetch"):
+        if key in doc and not _simulate_has(f"--{key}"):
+            raise PagingError(f"{key!r} is not available yet: `paging simulate` has no --{key} "
+                              "option in this version; drop the key", file, _line_of(text, key))
+    for key in ("traces", "policies"):
+        if key not in doc:
+            raise PagingError(f"missing key {key!r}; a sweep needs traces, policies and k (or "
+                              "budget_gb)", file)
+    if ("k" in doc) == ("budget_gb" in doc):
+        raise PagingError("give the cache sizes as k = [...] (pages) or budget_gb = [...] "
+                          "(GB), not both and not neither", file)
+    traces = _as_list(doc, "traces", "str", file, text)
+    policies = _as_list(doc, "policies", "str", file, text)
+    from paging.policies import make_policy
+
+    for p in policies:
+        try:
+            make_policy(p.lower())
+        except PagingError as e:
+            raise PagingError(e.message, file, _line_of(text, "policies")) from None
+    ks = _as_list(doc, "k", "int", file, text)
+    for k in ks:
+        if k < 1:
+            raise PagingError(f"k must be integers >= 1, got {k}", file, _line_of(text, "k"))
+    seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
+    expand = _as_list(doc, "expand", "str", file, text, default=["rounds"])
+    for e in expand:
+        if e not in ("rounds", "groups"):
+            raise PagingError(f"expand must be rounds or groups, got {e!r}", file,
+                              _line_of(text, "expand"))
+    model = _as_list(doc, "model", "str", file, text, default=[None])
+    precision = _as_list(doc, "precision", "str", file, text, default=[None])
+    hardware = _as_list(doc, "hardware", "str", file, text, default=[None])
+    if model == (None,) and (precision != (None,) or hardware != (None,)):
+        raise PagingError("precision and hardware need model = [...]", file,
+                          _line_of(text, "precision") or _line_of(text, "hardware"))
+    if model != (None,):
+        from paging.cost import get_hardware, get_model, get_precision
+
+        try:
+            for m in model:
+                get_model(m)
+            precision = tuple(get_precision(q or "bf16").name for q in precision)
+            hardware = tuple(get_hardware(h or "link-5gbps").name for h in hardware)
+        except PagingError as e:
+            raise PagingError(e.message, file) from None
+    return Spec(traces, tuple(p.lower() for p in policies), ks,
+                _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
+                hardware, str(Path(path).resolve().parent))
+
+
+def _resolve(source: str, base: str) -> str:
+    """A generator spec as it is; a path tried as given, under $PAGING_TRACES, next to the spec."""
+    from paging.generators import is_spec
+    from paging.io import resolve_path
+
+    if is_spec(source):
+        return source
+    try:
+        return str(resolve_path(source).resolve())
+    except PagingError:
+        p = Path(base) / source
+        if p.exists():
+            return str(p.resolve())
+        raise
+
+
+@functools.lru_cache(maxsize=8)
+def _traces(path: str, expand: str) -> tuple:
+    """The sequences of ``path`` (cached per process: a worker loads each file once)."""
+    from paging.io import load
+
+    return tuple(load(path, expand=expand))
+
+
+def plan(spec: Spec) -> list[Task]:
+    """The tasks of ``spec``, in key order. Loads every trace once (to list its sequences and
+    check capacities and sizes), so every input error shows before anything runs."""
+    from paging.errors import check_k
+    from paging.io import trace_sizes
+    from paging.mrc import curve_method
+
+    tasks = []
+    for source in spec.traces:
+        path = _resolve(source, spec.base)
+        for expand in spec.expand:
+            seqs = _traces(path, expand)
+            if not seqs:
+                raise PagingError("the trace holds no sequence; nothing to simulate", source)
+            for k in spec.k:
+                check_k(k, seqs[0].layout.n_pages)
+            for i, tr in enumerate(seqs):
+                if spec.budget_gb and spec.model == (None,) and trace_sizes(tr) is None:
+                    raise PagingError(f"budget_gb needs page sizes: give model = [...], or a "
+                                      f"cache trace with object sizes; sequence {tr.name} has "
+                                      "none", source)
+                for policy in spec.policies:
+                    curve = (len(spec.k) >= _CURVE_MIN_K and spec.model == (None,)
+                             and curve_method(tr, policy) == "stack")
+                    for seed in spec.seeds:
+                        for m in spec.model:
+                            for q in spec.precision:
+                                for h in spec.hardware:
+                                    caps = ([(k, None) for k in spec.k]
+                                            + [(None, g) for g in spec.budget_gb])
+                                    groups = [tuple(caps)] if curve else [(c,) for c in caps]
+                                    tasks += [Task(source, path, i, expand, policy, seed, m, q,
+                                                   h, g, curve) for g in groups]
+    return tasks
+
+
+def cell_keys(task: Task, name: str) -> list[tuple]:
+    """The key tuples (:data:`KEY_COLUMNS`) of the cells of ``task`` (sequence ``name``)."""
+    return [(task.source, name, task.policy, task.expand, task.model, task.precision,
+             task.hardware, task.seed, k, g) for k, g in task.caps]
+
+
+# -- one task ------------------------------------------------------------------------------------
+def _row(task: Task, name: str, k, g, method: str, fields: dict) -> dict:
+    row = dict.fromkeys(COLUMN_NAMES)
+    row.update({c: fields[c] for c in fields if c in row})
+    row.update(zip(KEY_COLUMNS, cell_keys(task, name)[0][:8] + (k, g), strict=True))
+    row["method"] = method
+    return row
+
+
+def run_task(task: Task) -> list[dict]:
+    """The rows of ``task``'s cells (runs on a Dask worker, or in-process)."""
+    from paging.cost import budget_bytes
+    from paging.io import trace_sizes
+    from paging.simulate import simulate
+
+    trace = _traces(task.path, task.expand)[task.seq]
+    if task.curve:
+        from paging.mrc import miss_curve
+
+        curve = miss_curve(trace, task.policy, seed=task.seed, progress=False)
+        n = trace.n_requests
+        rows = []
+        for k, g in task.caps:
+            m = int(curve[min(k, curve.size) - 1])
+            rows.append(_row(task, trace.name, k, g, "mrc", {
+                "requests": n, "misses": m, "hits": n - m, "miss_ratio": m / n if n else 0.0,
+                "bypasses": 0, "cost": float(m)}))
+        return rows
+    cm = costs = None
+    sizes = trace_sizes(trace)
+    if task.model is not None:
+        from paging.commands.simulate import TIMING_FIELDS, _CostModel
+
+        cm = _CostModel(SimpleNamespace(model=task.model, precision=task.precision,
+                                        hardware=task.hardware, host_gb=None))
+        costs, sizes = cm.weights(trace)
+    rows = []
+    for k, g in task.caps:
+        cap = {"k": k} if k is not None else {"budget": budget_bytes(g)}
+        res = simulate(trace, task.policy, costs=costs, sizes=sizes, seed=task.seed,
+                       record="hits" if cm else False, **cap)
+        fields = res.to_dict()
+        if cm is not None:
+            from paging.cost.timeline import timeline
+
+            tm = timeline(trace, res.hit_mask, model=cm.model, precision=cm.precision,
+                          hardware=cm.hardware, fetch_ms=costs, sizes=sizes)
+            fields["capacity"] = res.k if res.k is not None else res.budget // cm.expert_bytes
+            fields.update({f: getattr(tm, f) for f in TIMING_FIELDS})
+        rows.append(_row(task, trace.name, k, g, "simulate", fields))
+    return rows
+
+
+def run_tasks(tasks: list[Task]) -> list[dict]:
+    """The rows of several tasks (one Dask task: fewer, larger tasks cut the scheduler's
+    per-task overhead)."""
+    return [row for t in tasks for row in run_task(t)]
+
+
+def _chunks(tasks: list[Task], n_workers: int) -> list[list[Task]]:
+    """``tasks`` in chunks of consecutive tasks (same trace file mostly), about 8 chunks per
+    worker and at most 32 tasks each, so that every worker stays busy to the end."""
+    size = max(1, min(32, len(tasks) // max(1, 8 * n_workers)))
+    return [tasks[i:i + size] for i in range(0, len(tasks), size)]
+
+
+# -- the table -----------------------------------------------------------------------------------
+def _sort_key(row: dict) -> tuple:
+    return tuple((row[c] is not None, row[c] if row[c] is not None else 0) for c in KEY_COLUMNS)
+
+
+def _key(row: dict) -> tuple:
+    return tuple(row[c] for c in KEY_COLUMNS)
+
+
+def _coerce(value, kind: str):
+    if value is None or value == "":
+        return None
+    if kind == "int":
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind == "list":
+        return [int(x) for x in (json.loads(value) if isinstance(value, str) else value)]
+    return str(value)
+
+
+def _is_csv(out: str | os.PathLike) -> bool:
+    return str(out).lower().endswith(".csv")
+
+
+def read_table(out: str | os.PathLike) -> list[dict]:
+    """The rows of a sweep table written by :func:`write_table` (Parquet, or CSV by name)."""
+    file = str(out)
+    try:
+        if _is_csv(out):
+            with open(out, newline="", encoding="utf-8") as fh:
+                raw = list(csv.DictReader(fh))
+                cols = raw[0].keys() if raw else COLUMN_NAMES
+        else:
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(out)
+            cols, raw = table.column_names, table.to_pylist()
+    except Exception as e:  # noqa: BLE001 - any unreadable file is one user-facing error
+        raise PagingError(f"cannot read the existing sweep table to resume ({e}); remove it or "
+                          "choose another --out", file) from None
+    missing = [c for c in COLUMN_NAMES if c not in cols]
+    if missing:
+        raise PagingError(f"not a sweep table (no columns {', '.join(missing[:3])}); remove it "
+                          "or choose another --out", file)
+    kinds = dict(COLUMNS)
+    return [{c: _coerce(r[c], kinds[c]) for c in COLUMN_NAMES} for r in raw]
+
+
+def write_table(rows: list[dict], out: str | os.PathLike) -> None:
+    """Write ``rows`` sorted by the key columns, atomically: Parquet (pyarrow), or CSV when
+    ``out`` ends in ``.csv`` (lists as JSON text)."""
+    from paging.io.atomic import atomic_path
+
+    rows = sorted(rows, key=_sort_key)
+    with atomic_path(out) as tmp:
+        if _is_csv(out):
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh, lineterminator="\n")
+                w.writerow(COLUMN_NAMES)
+                for r in rows:
+                    w.writerow(["" if r[c] is None else json.dumps(r[c]) if k == "list"
+                                else repr(r[c]) if k == "float" else r[c] for c, k in COLUMNS])
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(),
+                     "list": pa.list_(pa.int64())}
+            schema = pa.schema([(c, types[k]) for c, k in COLUMNS])
+            pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+
+
+# -- running -------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _executor(scheduler: str | None, workers: int, processes: bool):
+    """Yield ``submit(tasks) -> iterator of row lists``: in-process for ``workers == 0`` and no
+    scheduler, else on Dask (the scheduler at ``scheduler``, or a LocalCluster)."""
+    if scheduler is None and workers == 0:
+        yield lambda tasks: map(run_task, tasks)
+        return
+    try:
+        from dask.distributed import Client, LocalCluster, as_completed
+    except ImportError:
+        raise PagingError("paging sweep runs on Dask: pip install 'paging[sweep]' (dask "
+                          "distributed and pyarrow), or pass --workers 0 to run in-process") \
+            from None
+    import logging
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    cluster = None
+    if scheduler is not None:
+        try:
+            client = Client(scheduler, timeout="5s")
+        except (OSError, TimeoutError, ValueError) as e:
+            raise PagingError(f"cannot reach the Dask scheduler at {scheduler} within 5 s "
+                              f"({type(e).__name__}); start one (`dask scheduler`, then `dask "
+                              "worker ADDRESS`) or drop --scheduler to use local workers") \
+                from None
+    else:
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
+                               protocol="tcp", host="127.0.0.1", dashboard_address=None)
+        client = Client(cluster)
+    try:
+        def submit(tasks):
+            n = max(1, len(client.scheduler_info().get("workers", {})))
+            futures = client.map(run_tasks, _chunks(tasks, n), pure=False)
+            for _, rows in as_completed(futures, with_results=True):
+                yield rows
+        yield submit
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
+              scheduler: str | None = None, workers: int = 1, processes: bool = False,
+              progress: bool | None = None, on_batch=None) -> dict:
+    """Run the sweep of ``spec_path`` into ``out`` (see the module docstring).
+
+    Parameters
+    ----------
+    spec_path : str or PathLike
+        The TOML spec (:func:`load_spec`).
+    out : str or PathLike
+        The table: Parquet, or CSV when the name ends in ``.csv``. Cells it already holds are
+        skipped (resumption).
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:8786``); its workers must be able to
+        import :mod:`paging` and read the trace files.
+    workers : int
+        Local Dask workers when no scheduler is given; 0 runs in this process without Dask.
+    processes : bool
+        Local workers are processes, or threads of this process (default: the compiled
+        kernels release the GIL, and threads share the loaded traces).
+    progress : bool or None
+        A progress bar on stderr; None shows it when stderr is a terminal.
+    on_batch : callable, optional
+        Called with the number of rows written after every batch (tests interrupt here).
+
+    Returns
+    -------
+    dict
+        ``{"out", "cells", "ran", "skipped"}``.
+    """
+    from tqdm import tqdm
+
+    spec = load_spec(spec_path)
+    tasks = plan(spec)
+    rows = read_table(out) if Path(out).exists() else []
+    done = {_key(r) for r in rows}
+    todo = []
+    n_cells = skipped = 0
+    for t in tasks:
+        keys = cell_keys(t, _traces(t.path, t.expand)[t.seq].name)
+        n_cells += len(keys)
+        left = sum(k not in done for k in keys)
+        skipped += len(keys) - left
+        if left:
+            todo.append(t)
+    show = sys.stderr.isatty() if progress is None else progress
+    new = 0
+    with _executor(scheduler, workers, processes) as submit, \
+            tqdm(total=n_cells - skipped, desc="sweep", unit="cell", disable=not show,
+                 leave=False) as bar:
+        last, pending = time.monotonic(), 0
+        for got in (submit(todo) if todo else ()):
+            fresh = [r for r in got if _key(r) not in done]
+            rows += fresh
+            done.update(_key(r) for r in fresh)
+            new += len(fresh)
+            pending += len(fresh)
+            bar.update(len(fresh))
+            if pending >= BATCH_CELLS or time.monotonic() - last >= BATCH_SECONDS:
+                write_table(rows, out)
+                last, pending = time.monotonic(), 0
+                if on_batch is not None:
+                    on_batch(len(rows))
+        if pending or not Path(out).exists():
+            write_table(rows, out)
+    return {"out": str(out), "cells": n_cells, "ran": new, "skipped": skipped}

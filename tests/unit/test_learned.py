@@ -1,0 +1,173 @@
+"""FlashMoE (features, numpy network, AdamW, training, model file, policy) and Expected-Next-Use.
+
+Hand-checked numbers; the network's gradient against central finite differences.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from paging import Layout, from_pages, simulate
+from paging.errors import PagingError
+from paging.generators import zipf
+from paging.learned.features import normalise, recency_frequency
+from paging.learned.mlp import MLP, AdamW
+from paging.learned.model import FlashMoEModel, check_held_out, load_model, shipped_model_path
+from paging.learned.train import belady_dataset, train_flashmoe
+from paging.policies.learned import ExpectedNextUse, FlashMoE
+
+
+def test_features_of_the_papers_fig4_example():
+    """FlashMoE Fig. 4: expert 4 routed at step 0, expert 3 at step 1 (5 experts)."""
+    r, f = recency_frequency([[4], [3]], 5)
+    inf = np.inf
+    assert r.tolist() == [[inf, inf, inf, inf, 1.0], [inf, inf, inf, 1.0, 2.0]]
+    assert f.tolist() == [[0, 0, 0, 0, 1], [0, 0, 0, 1, 1]]
+    x = normalise(r[1], f[1])  # [1/r, f/max f], 1/inf = 0
+    assert x.tolist() == [[0, 0], [0, 0], [0, 0], [1.0, 1.0], [0.5, 1.0]]
+    assert normalise(np.array([inf]), np.array([0.0])).tolist() == [[0.0, 0.0]]
+
+
+def test_gradient_matches_finite_differences():
+    rng = np.random.default_rng(3)
+    net = MLP.init((2, 5, 4, 1), seed=1)
+    X, y = rng.normal(size=(7, 2)), rng.normal(size=7)
+    _, gW, gb = net.loss_and_grad(X, y)
+    eps = 1e-6
+    for params, grads in ((net.W, gW), (net.b, gb)):
+        for p, g in zip(params, grads, strict=True):
+            num = np.zeros_like(p)
+            for idx in np.ndindex(p.shape):
+                old = p[idx]
+                p[idx] = old + eps
+                up = net.loss_and_grad(X, y)[0]
+                p[idx] = old - eps
+                down = net.loss_and_grad(X, y)[0]
+                p[idx] = old
+                num[idx] = (up - down) / (2 * eps)
+            np.testing.assert_allclose(g, num, rtol=1e-5, atol=1e-8)
+
+
+def test_adamw_first_step_by_hand():
+    """θ=1, g=0.5, lr=0.1, λ=0.01: decay to 0.999, then m̂=0.5, v̂=0.25,
+    step 0.1·0.5/(0.5 + ε) with ε = 1e-8."""
+    net = MLP([np.array([[1.0]])], [np.array([0.0])])
+    AdamW(lr=0.1, weight_decay=0.01).step(net, [np.array([[0.5]])], [np.array([0.0])])
+    assert net.W[0][0, 0] == pytest.approx(0.999 - 0.1 * 0.5 / (0.5 + 1e-8), abs=1e-15)
+    assert net.b[0][0] == 0.0
+
+
+def test_the_network_has_table_1s_shape():
+    net = MLP.init((2, 128, 128, 1), seed=0)
+    assert net.sizes == (2, 128, 128, 1)
+    assert net.n_params == 2 * 128 + 128 + 128 * 128 + 128 + 128 + 1  # 17,025
+
+
+def _tiny(seed=0, tokens=60):
+    return zipf(n=4, layers=3, tokens=tokens, a=1.0, seed=seed)
+
+
+def test_training_is_deterministic_under_a_seed():
+    a = train_flashmoe([_tiny()], 5, seed=7, epochs=2, hidden=8)
+    b = train_flashmoe([_tiny()], 5, seed=7, epochs=2, hidden=8)
+    c = train_flashmoe([_tiny()], 5, seed=8, epochs=2, hidden=8)
+    for wa, wb in zip(a.net.W + a.net.b, b.net.W + b.net.b, strict=True):
+        assert np.array_equal(wa, wb)
+    assert not np.array_equal(a.net.W[0], c.net.W[0])
+
+
+def test_belady_dataset_labels_the_victim():
+    """pages 0,1,2,0 (n=3, one layer), k=2: Belady evicts 1 at t=2 (0 comes back); the row of
+    the victim is first with label 1: r = 2−1+1 = 2, f = 1, max f = 1 -> [0.5, 1]; page 0:
+    r = 3 -> [1/3, 1]."""
+    X, y = belady_dataset([from_pages([0, 1, 2, 0], Layout(3, 1))], 2, seed=0)
+    assert y.tolist() == [1.0, 0.0]
+    np.testing.assert_allclose(X, [[0.5, 1.0], [1 / 3, 1.0]])
+
+
+def test_model_file_round_trip_and_errors(tmp_path):
+    tr = _tiny()
+    m = train_flashmoe([tr], 5, seed=0, epochs=1, hidden=8)
+    path = m.save(tmp_path / "m.npz")
+    back = load_model(path)
+    assert back.layout == tr.layout and back.meta["trained_on"] == m.meta["trained_on"]
+    for wa, wb in zip(m.net.W + m.net.b, back.net.W + back.net.b, strict=True):
+        assert np.array_equal(wa, wb)
+    with pytest.raises(PagingError, match="no FlashMoE model file"):
+        load_model(tmp_path / "missing.npz")
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip file")
+    with pytest.raises(PagingError, match="is not a FlashMoE model file"):
+        simulate(tr, FlashMoE(bad), 5)
+    other = zipf(n=4, layers=2, tokens=20, seed=1)
+    with pytest.raises(PagingError, match="trained for 3 layers x 4 experts, not 2 x 4") as e:
+        simulate(other, FlashMoE(path), 5)
+    assert "\n" not in str(e.value)
+    # trained on the evaluated sequence: refused up front and online
+    with pytest.raises(PagingError, match="was trained on sequence") as e:
+        check_held_out(back, tr)
+    assert "\n" not in str(e.value)
+    with pytest.raises(PagingError, match="was trained on sequence"):
+        simulate(tr, FlashMoE(path), 5)
+    held_out = _tiny(seed=1)
+    check_held_out(back, held_out)  # a different sequence is fine
+    assert simulate(held_out, FlashMoE(path), 5).misses >= len(np.unique(held_out.pages))
+
+
+def test_no_shipped_model_for_an_unknown_layout():
+    lay = Layout(3, 1)
+    assert not shipped_model_path(lay).exists()
+    with pytest.raises(PagingError, match="no shipped model for 1 layers x 3 experts"):
+        simulate(from_pages([0, 1, 2], lay), FlashMoE(), 2)
+
+
+def _linear(w_recency, w_frequency, layout):
+    """A one-layer 'network' score = w·[1/r, f/max f]: hand-checkable decisions."""
+    net = MLP([np.array([[w_recency], [w_frequency]])], [np.array([0.0])])
+    return FlashMoEModel(net, layout, {"trained_on": []})
+
+
+def test_flashmoe_decisions_by_hand():
+    """pages 0,0,1,2 (n=3, one layer), k=2; at t=3 the candidates are 0 (r=3, f=2) and 1
+    (r=2, f=1), max f = 2. Score −1/r evicts the larger r (page 0, as LRU); score −f/max f
+    evicts the smaller count (page 1, as LFU)."""
+    lay = Layout(3, 1)
+    tr = from_pages([0, 0, 1, 2], lay)
+    lru_like = simulate(tr, FlashMoE(_linear(-1.0, 0.0, lay)), 2, record=True)
+    lfu_like = simulate(tr, FlashMoE(_linear(0.0, -1.0, lay)), 2, record=True)
+    assert lru_like.evictions.tolist() == [[3, 0]]
+    assert lfu_like.evictions.tolist() == [[3, 1]]
+    pol = FlashMoE(_linear(1.0, 0.0, lay))
+    simulate(tr, pol, 2)
+    np.testing.assert_allclose(pol.features(3, 2, np.array([0, 1])), [[1 / 3, 1.0], [0.5, 0.5]])
+
+
+def test_enu_by_hand():
+    """n=2, ℓ=2 (pages 0,1 in layer 0; 2,3 in layer 1), pages 0,2,0,3,1 in rounds, k=3, γ=1.
+    At t=4 (layer 0): counts 0:2, 2:1, 3:1, each layer visited twice; p̂ = (c+0.5)/(2+1):
+    5/6, 1/2, 1/2; layer distances d = 2, 1, 1; E = d + 2(1/p̂ − 1) = 2.4, 3, 3: a tie
+    between pages 2 and 3, broken to the larger id: 3 is evicted (LRU would evict 2)."""
+    lay = Layout(2, 2)
+    tr = from_pages([0, 2, 0, 3, 1], lay)
+    pol = ExpectedNextUse(gamma=1.0)
+    res = simulate(tr, pol, 3, record=True)
+    assert res.evictions.tolist() == [[4, 3]]
+    assert simulate(tr, "lru", 3, record=True).evictions.tolist() == [[4, 2]]
+    # the state after t=3 (a layer-1 request): d = 1 for layer 0, 2 for layer 1
+    pol2 = ExpectedNextUse(gamma=1.0)
+    simulate(from_pages([0, 2, 0, 3], lay), pol2, 3)
+    np.testing.assert_allclose(pol2.expected_next(3, np.array([0, 2, 3])), [1.4, 4.0, 4.0])
+
+
+def test_enu_forgets_with_gamma():
+    """γ = 0.5, one layer of 2 experts: pages 0,0,1,1. Page 0's count 2 decays over the two
+    later visits to 2·0.5² = 0.5, page 1's is 2; the layer's visits 1, 1.5, 1.75, 1.875;
+    p̂_0 = (0.5+0.5)/(1.875+1), p̂_1 = 2.5/2.875; d = 1 (one layer); E = 1 + (1/p̂ − 1)."""
+    lay = Layout(2, 1)
+    pol = ExpectedNextUse(gamma=0.5)
+    simulate(from_pages([0, 0, 1, 1], lay), pol, 2)
+    e = pol.expected_next(3, np.array([0, 1]))
+    np.testing.assert_allclose(e, [2.875, 2.875 / 2.5])
+    with pytest.raises(PagingError, match="gamma must be in"):
+        ExpectedNextUse(gamma=0.0)

@@ -1,0 +1,413 @@
+"""SpecMD's policy space on the one loop: prefetching, miss handling, Score-Based and LHU
+eviction, their counters, the verifier and the timeline (paging.simulate, paging.miss,
+paging.predict.prefetch, paging.cost.timeline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import TRACES, needs_traces
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import topk_traces
+
+from paging import cli, generators
+from paging.cost import get_hardware, get_model, get_precision
+from paging.cost.arith import expert_compute_ms, non_expert_ms
+from paging.cost.timeline import timeline, timeline_run
+from paging.errors import PagingError
+from paging.io import load, write
+from paging.layout import Layout
+from paging.miss import FetchPriority, make_miss
+from paging.policies import make_policy
+from paging.predict.prefetch import (
+    Frequency,
+    Oracle,
+    Percentile,
+    Prefetcher,
+    PreviousToken,
+    TopK,
+    Transition,
+    make_predictor,
+    make_strategy,
+)
+from paging.simulate import Simulation, simulate
+from paging.trace import Trace, from_routing
+from paging.verify import verify
+
+POLICIES = ("lru", "least-stale", "fld", "llru", "lfu", "lhu", "score-based", "marking",
+            "landlord", "lru-dist", "belady")
+
+
+def scored(tr: Trace) -> Trace:
+    """``tr`` with gate scores 0.7 for rank 0 and 0.3 for the others (a top-2 pattern)."""
+    s = np.where(tr.rank == 0, 0.7, 0.3)
+    return Trace(tr.layout, tr.pages, tr.steps, tr.name, tr.token, tr.rank, s, tr.expand, tr.meta)
+
+
+def groups_trace(tokens=20, seed=0, n=8, layers=4):
+    return scored(generators.zipf(n=n, layers=layers, tokens=tokens, seed=seed, topk=2,
+                                  expand="groups"))
+
+
+# -- 1. gate scores -----------------------------------------------------------------------------
+@pytest.mark.parametrize("ext", ["npz", "csv"])
+def test_scores_survive_npz_and_csv(tmp_path, ext):
+    experts = np.array([[[0, 1], [2, 0]], [[1, 2], [0, 1]]])
+    scores = np.array([[[0.75, 0.25], [0.5, 0.5]], [[0.625, 0.375], [0.875, 0.125]]])
+    tr = from_routing(experts, Layout(3, 2), expand="groups", scores=scores)
+    write(tr, tmp_path / f"t.{ext}")
+    back = load(tmp_path / f"t.{ext}", expand="groups")[0]
+    assert back.score.tolist() == tr.score.tolist() == [0.75, 0.25, 0.5, 0.5, 0.625, 0.375,
+                                                        0.875, 0.125]
+
+
+@needs_traces
+def test_mixtral_reader_keeps_gating_probs():
+    tr = load(Path(TRACES) / "mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl",
+              expand="groups")[0]
+    # renormalised top-2 weights: the two of a (token, layer) add up to 1, rank 0 the larger
+    s = tr.score.reshape(-1, 2)
+    assert np.allclose(s.sum(axis=1), 1.0) and (s[:, 0] >= s[:, 1]).all()
+
+
+def test_score_based_refuses_a_trace_without_scores():
+    tr = generators.zipf(n=4, layers=2, tokens=5, seed=0)
+    with pytest.raises(PagingError, match="score-based reads gate scores and the trace has none"):
+        simulate(tr, "score-based", 3)
+    with pytest.raises(PagingError, match="reads gate scores"):
+        simulate(tr, "lru", 3, miss="drop:score=0.2")
+
+
+# -- 2. prefetching ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", [p for p in POLICIES if not p.endswith("-dist")])
+def test_perfect_oracle_and_two_layers_of_cache_leave_only_the_first_layers_misses(name):
+    """Oracle, precision = recall = 1; a cache of 2K pages (two layers' experts, K = 2). After
+    group (token 0, layer 0) is served (K misses, nothing can be predicted before it), every
+    group's experts were prefetched while the previous group ran: the prefetch evicts only the
+    group before it (the running group is pinned), so no later request misses. (Shared caches
+    only: a DIST share of 4 // ℓ = 1 page cannot hold a layer's two experts.)"""
+    tr = groups_trace(tokens=25)
+    res = simulate(tr, name, 4, record=True, prefetch=Prefetcher(Oracle(1.0, 1.0)))
+    first = len(set(tr.pages[:2].tolist()))
+    assert res.misses == first
+    assert res.extra["prefetch_precision"] == res.extra["prefetch_recall"] == 1.0
+    verify(tr, res)
+
+
+def test_perfect_oracle_with_free_transfers_never_stalls():
+    tr = groups_trace(tokens=10)
+    m, q, h = get_model("mixtral-8x7b"), get_precision("int4"), get_hardware("link-5gbps")
+    fetch = np.zeros(tr.layout.n_pages)
+    sizes = np.full(tr.layout.n_pages, 7)
+    res = simulate(tr, "lru", 4, record=True, prefetch=Prefetcher(Oracle(1.0, 1.0)))
+    tm = timeline_run(tr, res, model=m, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes)
+    assert tm.stall_ms == 0.0 and tm.prefetch_late == 0
+    # bytes moved: the 2 demand misses and every prefetch, 7 bytes each
+    assert tm.bytes_moved == 7 * (res.misses + res.extra["prefetches"])
+
+
+def test_prefetch_is_current_for_least_stale_and_not_a_request_for_lfu():
+    """Layout n=3, ℓ=2 (layer 0: pages 0,1,2; layer 1: pages 3,4,5), rounds mode, k=3.
+    t0: 0 (pass 0), t1: 3 (pass 0), t2: 1 (pass 1), all misses with room. Then prefetch 4
+    (layer 1 of pass 1): full cache, pinned {1 (just served), 4}; candidates 0 and 3 are both
+    stale (pass 0), Least-Stale evicts the lower layer: 0. t3: page 5 misses; candidates
+    3 (stale), 1 (current, t2), 4 (prefetched after t2: last_step 2, pass 1, current):
+    the stale 3 goes."""
+    lay = Layout(3, 2)
+    pol = make_policy("least-stale")
+    sim = Simulation(lay, pol, 3, steps=np.arange(4), record=True)
+    for p in (0, 3, 1):
+        sim.serve(p)
+    assert sim.prefetch_group([4], keep=[1]) == 1
+    assert pol.last_step[4] == 2 and pol.inserted[4] == 2 and pol.count[4] == 0
+    assert sim.evictions == [] and sim.pf_evictions == [(3, 0)]
+    sim.serve(5)
+    assert sim.evictions == [(3, 3)] and sorted(sim.resident) == [1, 4, 5]
+    res = sim.result()
+    assert res.extra is None  # a bare Simulation is not an extended run unless told
+
+
+def test_prefetch_skipped_when_nothing_can_be_evicted():
+    lay = Layout(2, 2)
+    sim = Simulation(lay, make_policy("lru"), 1, steps=np.arange(2))
+    sim.serve(0)
+    assert sim.prefetch_group([2], keep=[0]) == 0 and sim.prefetch_skipped == 1
+    with pytest.raises(PagingError, match="after a request"):
+        Simulation(lay, make_policy("lru"), 1, steps=np.arange(2)).prefetch(2)
+
+
+def test_previous_token_and_frequency_predictors_by_hand():
+    """ℓ=2, n=4, groups of K=2: token 0 uses {0,1} | {2,3}, token 1 {1,2} | {3,0}.
+    previous-token, after group (1, layer 0): predicts layer 1 from token 0: {2,3};
+    frequency after (1, 0): layer 1 counts so far {2:1, 3:1}: same set; topk picks 2."""
+    experts = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]]])
+    tr = from_routing(experts, Layout(4, 2), expand="groups")
+    pt, fr = Prefetcher(PreviousToken()), Prefetcher(Frequency())
+    for pf in (pt, fr):
+        pf.reset(tr, 0)
+        pf.predictor.observe(0, 2)
+        pf.predictor.observe(2, 4)
+        pf.predictor.observe(4, 6)
+    assert pt.predictor.scores(4, 6, 1, 1, None).tolist() == [0, 0, 1, 1]
+    assert fr.predictor.scores(4, 6, 1, 1, None).tolist() == [0, 0, 1, 1]
+    # next token's layer 0 from previous-token: token 1's layer 0 {1, 2}
+    assert pt.predictor.scores(6, 8, 2, 0, None).tolist() == [0, 1, 1, 0]
+
+
+def test_strategies_by_hand():
+    s = np.array([0.0, 3.0, 1.0, 2.0, 2.0, 0.0, 0.0, 0.0])
+    assert TopK(1.0).select(s, 2) == [1, 3]  # ties (3, 4 at 2.0) to the lower id
+    assert TopK(1.5).select(s, 2) == [1, 3, 4]  # round(2·1.5) = 3
+    assert TopK(2.0).select(s, 4) == [1, 3, 4, 2]  # 8 wanted, only 4 proposed (score > 0)
+    # 80th percentile of the 8 scores (sorted 0,0,0,0,1,2,2,3): index 5.6 -> 2 + 0.6·0 = 2.0
+    assert Percentile(80).select(s, 2) == [1]
+    # 50th: index 3.5 -> 0 + 0.5·1 = 0.5: every score above it
+    assert Percentile(50).select(s, 2) == [1, 3, 4, 2]
+
+
+def test_oracle_noise_model():
+    """Recall 0.5 on K=2 keeps round(1) = 1 true expert; precision 0.5 adds round(1·1) = 1
+    false one; P = R = 1 proposes exactly the truth."""
+    tr = generators.zipf(n=8, layers=2, tokens=3, seed=0, topk=2, expand="groups")
+    o = Oracle(0.5, 0.5, seed=1)
+    o.reset(tr, None)
+    actual = np.array([2, 5])
+    s = o.scores(0, 2, 0, 1, actual)
+    chosen = np.flatnonzero(s > 0)
+    assert chosen.size == 2 and np.isin(chosen, actual).sum() == 1
+    exact = Oracle(1, 1)
+    exact.reset(tr, None)
+    assert np.flatnonzero(exact.scores(0, 2, 0, 1, actual) > 0).tolist() == [2, 5]
+
+
+def test_transition_learns_on_other_sequences_only():
+    """Training: token 0 uses {0} then {1} at layer 1, token 1 uses {0} then {1}:
+    C[0][0][1] = 2 (layer 0 -> 1), C[1][1][0] = 1 (layer 1 -> layer 0 of the next token)."""
+    lay = Layout(2, 2)
+    train = from_routing(np.array([[[0], [1]], [[0], [1]]]), lay, expand="groups")
+    train = Trace(lay, train.pages, train.steps, "train", train.token, train.rank)
+    tp = Transition([train])
+    assert tp.C[0, 0].tolist() == [0, 2] and tp.C[1, 1].tolist() == [1, 0]
+    with pytest.raises(PagingError, match="fitted on train"):
+        Prefetcher(tp).reset(train, 0)
+    with pytest.raises(PagingError, match="needs training sequences"):
+        Prefetcher(Transition()).reset(train, 0)
+    other = Trace(lay, train.pages, train.steps, "other", train.token, train.rank)
+    res = simulate(other, "lru", 2, prefetch=Prefetcher(tp))
+    assert res.extra["prefetch_precision"] == 1.0 and res.misses == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(trace=topk_traces(max_tokens=8), k=st.integers(1, 12), seed=st.integers(0, 99),
+       name=st.sampled_from(POLICIES),
+       pred=st.sampled_from(["oracle:precision=0.6,recall=0.8,seed=2", "previous-token",
+                             "frequency"]),
+       strat=st.sampled_from(["topk:overfetch=1.5", "percentile:p=60"]),
+       miss=st.sampled_from(["fetch", "drop:rank=1", "substitute", "drop:score=0.5"]))
+def test_counters_add_up_and_the_run_verifies(trace, k, seed, name, pred, strat, miss):
+    trace = scored(trace)
+    pf = Prefetcher(make_predictor(pred), make_strategy(strat))
+    r = simulate(trace, name, k, seed=seed, record=True, prefetch=pf, miss=miss)
+    verify(trace, r)
+    x = r.extra
+    assert r.requests == r.hits + r.misses + r.dropped + r.substituted
+    assert x["prefetches"] == x["prefetch_useful"] + x["prefetch_wasted"]
+    assert len(r.events["prefetched"]) == x["prefetches"]
+    assert sum(int(v) for v in x["replaced_ranks"].values()) == r.dropped + r.substituted
+    if miss == "fetch":
+        assert r.dropped == r.substituted == 0
+    again = simulate(trace, name, k, seed=seed, record=True,
+                     prefetch=Prefetcher(make_predictor(pred), make_strategy(strat)), miss=miss)
+    assert again.to_dict() == r.to_dict()
+
+
+# -- 3. miss handling ----------------------------------------------------------------------------
+def test_drop_by_rank_by_hand():
+    """ℓ=1, n=4, groups of 2, k=4: token 0 {0,1}, token 1 {2,3}, token 2 {0,2}; drop:rank=1
+    drops every missing expert of rank 1: 1 (t1) and 3 (t3); 2 at t5 is a miss again? no: 2
+    was fetched at t2 and is cached, a hit. Misses 0, 2 (fetched), hits 0 (t4), 2 (t5)."""
+    tr = scored(from_routing(np.array([[[0, 1]], [[2, 3]], [[0, 2]]]), Layout(4, 1),
+                             expand="groups"))
+    r = simulate(tr, "lru", 4, record=True, miss="drop:rank=1")
+    assert (r.misses, r.hits, r.dropped, r.substituted) == (2, 2, 2, 0)
+    assert r.extra["dropped_mass"] == pytest.approx(0.6)  # two rank-1 experts of score 0.3
+    assert r.extra["top1_changed_share"] == 0.0 and r.extra["replaced_ranks"] == {"1": 2}
+    verify(tr, r)
+
+
+def test_substitute_picks_the_most_requested_resident_of_the_layer():
+    """ℓ=1, n=4, k=3, rounds: t0 0 misses with nothing of its layer cached: fetched. t1 1:
+    0 is cached (1 request): substituted by 0, even with room (the handler substitutes every
+    miss it can). t2 0 hits. t3 3 misses: fetched? no: 0 is cached, substituted again; t4 2
+    likewise. The requests counted per page (0: 2, 1: 1, 3: 1, ...) decide among several."""
+    tr = scored(from_routing(np.array([[[0]], [[1]], [[0]], [[3]], [[2]]]), Layout(4, 1)))
+    r = simulate(tr, "lru", 3, record=True, miss="substitute")
+    assert r.events["substituted"].tolist() == [[1, 0], [3, 0], [4, 0]]
+    assert (r.misses, r.hits, r.substituted) == (1, 1, 3)
+    assert r.extra["top1_changed_share"] == 3 / 5  # each request is its own top-1 group
+    # with 0 and 1 cached (1 fetched by drop-free LRU first), the most requested one wins
+    tr2 = scored(from_routing(np.array([[[1]], [[0]], [[0]], [[2]]]), Layout(4, 1)))
+    sim = Simulation(tr2.layout, make_policy("lru"), 3, steps=tr2.steps, score=tr2.score,
+                     rank=tr2.rank, miss=make_miss("substitute"))
+    for p in (1,):
+        sim.serve(p)
+    sim.miss = None  # fetch 0 (twice requested) without substituting, then substitute for 2
+    sim.serve(0)
+    sim.serve(0)
+    sim.miss = make_miss("substitute")
+    sim.serve(2)
+    assert sim.substituted_log == [] and sim.substituted == 1  # not recording: no log
+    assert sim.requested[:3] == [2, 1, 1]
+    verify(tr, r)
+
+
+def test_fetch_priority_mixed_precision_residents():
+    """ℓ=1, n=4; level sizes 8/4/2 bytes, budget 12. Scores 0.7, 0.3, 0.1, 0.7 with cuts
+    0.5/0.25: page 0 at level 0 (8 B), 1 at level 1 (4 B): 12 B, full. Page 2 at level 2
+    (2 B): LRU evicts 0 (8 B) -> 6 B used. Page 3 at level 0 (8 B): 14 > 12, evict 1 (4 B)
+    -> 10 B. Cost 4+2+1+4 = 11, bytes 8+4+2+8 = 22."""
+    lay = Layout(4, 1)
+    tr = from_routing(np.array([[[0]], [[1]], [[2]], [[3]]]), lay,
+                      scores=np.array([[[0.7]], [[0.3]], [[0.1]], [[0.7]]]))
+    sizes, P = np.full(4, 8), 4
+    fp = FetchPriority(("int8", "int4", "int2"), (0.5, 0.25)).bind(
+        [sizes, sizes // 2, sizes // 4], [np.full(P, 4.0), np.full(P, 2.0), np.full(P, 1.0)])
+    r = simulate(tr, "lru", budget=12, sizes=sizes, costs=np.full(P, 4.0), record=True, miss=fp)
+    assert r.evictions.tolist() == [[2, 0], [3, 1]]
+    assert r.cost == 11.0 and r.bytes_fetched == 22
+    assert r.extra["fetch_levels"] == {"int8": 2, "int4": 1, "int2": 1}
+    verify(tr, r, costs=np.full(P, 4.0), sizes=sizes)
+
+
+def test_lhu_counts_only_high_precision_uses():
+    """Same run as above with LHU at budget 12 and a request of 1 before 3: levels 0 (page 0),
+    1 (page 1), 2 (page 2). LHU counts: 0 -> 1, 1 -> 0, 2 -> 0. Page 2 needs 2 B: 12 + 2 > 12:
+    fewest high-precision uses, ties LRU: page 1 (count 0, older than nothing else at 0)."""
+    lay = Layout(4, 1)
+    tr = from_routing(np.array([[[0]], [[1]], [[2]]]), lay,
+                      scores=np.array([[[0.7]], [[0.3]], [[0.1]]]))
+    sizes, P = np.full(4, 8), 4
+    fp = FetchPriority(("int8", "int4", "int2"), (0.5, 0.25)).bind(
+        [sizes, sizes // 2, sizes // 4], [np.full(P, 4.0), np.full(P, 2.0), np.full(P, 1.0)])
+    r = simulate(tr, "lhu", budget=12, sizes=sizes, record=True, miss=fp)
+    assert r.evictions.tolist() == [[2, 1]]
+    lru = simulate(tr, "lru", budget=12, sizes=sizes, record=True, miss=fp)
+    assert lru.evictions.tolist() == [[2, 0]]
+
+
+def test_score_based_by_hand():
+    """ℓ=1, n=3, k=2: 0 (0.9), 1 (0.2), 2 (0.5): evict the lowest history: 1. Then 1 (0.2)
+    again: histories 0: 0.9, 2: 0.5 -> evict 2."""
+    tr = from_routing(np.array([[[0]], [[1]], [[2]], [[1]]]), Layout(3, 1),
+                      scores=np.array([[[0.9]], [[0.2]], [[0.5]], [[0.2]]]))
+    r = simulate(tr, "score-based", 2, record=True)
+    assert r.evictions.tolist() == [[2, 1], [3, 2]]
+
+
+@pytest.mark.parametrize("spec,msg", [
+    ("drop", "exactly one of rank=R or score=S"),
+    ("drop:rank=0", "rank must be an integer >= 1"),
+    ("fetch-priority", "needs precisions"),
+    ("fetch-lowest-bit:levels=int4", "needs at least 2 precision levels"),
+    ("flush", "unknown miss handler"),
+])
+def test_bad_miss_specs(spec, msg):
+    with pytest.raises(PagingError, match=msg):
+        make_miss(spec)
+
+
+# -- timeline ------------------------------------------------------------------------------------
+def test_late_prefetch_stalls_by_hand():
+    """ℓ=2, n=2, groups of 1, k=2, fetch 10 ms per page; c = expert compute, a = non-expert.
+    Token 0: layer 0 page 0 misses: a, transfer lands at a + 10, compute -> a + 10 + c. The
+    oracle then prefetches page 3 (layer 1), issued behind it: lands at a + 20. Layer 1 starts
+    at a + 10 + c + a and hits page 3, which lands at a + 20 > that (10 > c + a): it waits
+    (late), then computes: total a + 20 + c."""
+    lay = Layout(2, 2)
+    tr = from_routing(np.array([[[0], [1]]]), lay, expand="groups")
+    m, q, h = get_model("mixtral-8x7b"), get_precision("int4"), get_hardware("link-5gbps")
+    c, a = expert_compute_ms(m, q, h, 1), non_expert_ms(m, h, 1)
+    assert c + a < 10
+    fetch, sizes = np.full(4, 10.0), np.full(4, 5)
+    r = simulate(tr, "lru", 2, record=True, prefetch=Prefetcher(Oracle()))
+    assert r.misses == 1 and r.extra["prefetches"] == 1
+    tm = timeline_run(tr, r, model=m, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes)
+    assert tm.prefetch_late == 1 and tm.bytes_moved == 10
+    assert tm.time_ms == pytest.approx((a + 20 + c) + 0.0)
+    assert tm.stall_ms == pytest.approx(10 + (a + 20 - (a + 10 + c + a)))
+
+
+def test_default_runs_keep_todays_timeline():
+    tr = groups_trace(tokens=15)
+    m, q, h = get_model("mixtral-8x7b"), get_precision("int4"), get_hardware("link-5gbps")
+    P = tr.layout.n_pages
+    fetch, sizes = np.full(P, 19.8), np.full(P, 99)
+    plain = simulate(tr, "lru", 10, record=True)
+    t0 = timeline(tr, plain.hit_mask, model=m, precision=q, hardware=h, fetch_ms=fetch,
+                  sizes=sizes)
+    t1 = timeline_run(tr, plain, model=m, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes)
+    ext = simulate(tr, "lru", 10, record=True, miss="drop:rank=9")  # drops nothing
+    t2 = timeline_run(tr, ext, model=m, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes)
+    assert t0 == t1
+    assert (t2.time_ms, t2.stall_ms, t2.bytes_moved) == (t0.time_ms, t0.stall_ms, t0.bytes_moved)
+    assert ext.misses == plain.misses and np.array_equal(ext.hit_mask, plain.hit_mask)
+
+
+# -- CLI -----------------------------------------------------------------------------------------
+def _cli(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+GEN = "zipf:n=8,layers=4,tokens=30,seed=0,topk=2"
+
+
+def test_cli_defaults_are_unchanged(capsys):
+    _, a, _ = _cli(capsys, "simulate", GEN, "--policy", "lru", "--k", "6", "--json")
+    _, b, _ = _cli(capsys, "simulate", GEN, "--policy", "lru", "--k", "6", "--json", "--miss",
+                   "fetch")
+    assert a == b  # --miss fetch is the default path, byte for byte
+    ra = json.loads(a)
+    assert "prefetches" not in ra[0] and "dropped" not in ra[0]
+    _, c, _ = _cli(capsys, "simulate", GEN, "--policy", "lru", "--k", "6", "--json", "--engine",
+                   "reference", "--miss", "drop:rank=9")  # a handler that drops nothing
+    rc = json.loads(c)
+    core = ("requests", "misses", "hits", "miss_ratio", "collision_misses", "per_layer_misses")
+    assert [r[k] for r in ra for k in core] == [r[k] for r in rc for k in core]
+    assert rc[0]["dropped"] == 0 and rc[0]["miss"] == "drop:rank=9"
+
+
+def test_cli_prefetch_fields(capsys):
+    code, out, _ = _cli(capsys, "simulate", GEN, "--expand", "groups", "--policy", "lru",
+                        "--k", "4", "--prefetch", "oracle", "--prefetch-strategy",
+                        "topk:overfetch=1", "--json")
+    row = json.loads(out)[0]
+    assert code == 0 and row["misses"] == 2 and row["prefetch_precision"] == 1.0
+    for f in ("prefetches", "prefetch_useful", "prefetch_recall", "dropped", "dropped_mass",
+              "substituted"):
+        assert f in row
+
+
+@pytest.mark.parametrize("argv,msg", [
+    (["--prefetch", "oracle:precision=x"], "not a number"),
+    (["--prefetch", "oracle", "--prefetch-strategy", "percentile:p=100"], "p must be in"),
+    (["--prefetch", "oracle", "--prefetch-strategy", "topk:overfetch=0.5"], "overfetch"),
+    (["--prefetch", "oracle", "--prefetch-strategy", "topk:overfetch"], "not key=value"),
+    (["--prefetch", "magic"], "unknown prefetch predictor"),
+    (["--prefetch-strategy", "topk"], "needs --prefetch"),
+    (["--miss", "fetch-priority"], "needs precisions"),
+    (["--miss", "drop:score=0.3"], "reads gate scores"),
+    (["--policy", "score-based"], "reads gate scores"),
+    (["--prefetch", "transition"], "give transition:train=FILE"),
+])
+def test_cli_bad_input_exits_2_with_one_line(capsys, argv, msg):
+    base = ["simulate", GEN, "--k", "6", "--json"]
+    if "--policy" not in argv:
+        base += ["--policy", "lru"]
+    code, out, err = _cli(capsys, *base, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and msg in err

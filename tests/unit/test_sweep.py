@@ -1,0 +1,147 @@
+"""``paging sweep``: spec validation, the serial table, Dask (local cluster and a separately
+started scheduler) giving the same table, kill-and-resume, the one-pass curve route."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from paging.cli import main
+from paging.simulate import simulate
+from paging.sweep import load_spec, read_table, run_sweep
+
+pytest.importorskip("dask.distributed")
+pytest.importorskip("pyarrow")
+
+TRACE = "zipf:n=4,layers=2,tokens=60,a=1.0,h=0,seed=3"
+SPEC = f"""
+traces = ["{TRACE}", "cyclic:n=3,layers=2,rounds=20"]
+policies = ["lru", "marking", "fifo"]
+k = [2, 3, 5]
+seeds = [0, 1]
+"""
+
+
+def spec_file(tmp_path, text=SPEC):
+    f = tmp_path / "spec.toml"
+    f.write_text(text)
+    return f
+
+
+def serial(tmp_path, out="serial.parquet"):
+    run_sweep(spec_file(tmp_path), tmp_path / out, workers=0)
+    return read_table(tmp_path / out)
+
+
+def test_serial_table_matches_simulate(tmp_path):
+    from paging.io import load
+
+    rows = serial(tmp_path)
+    assert len(rows) == 2 * 3 * 3 * 2  # traces x policies x k x seeds
+    keys = [(r["source"], r["policy"], r["seed"], r["k"]) for r in rows]
+    assert keys == sorted(keys)  # sorted by the key columns
+    (tr,) = load(TRACE)
+    for r in rows:
+        if r["source"] == TRACE:
+            res = simulate(tr, r["policy"], r["k"], seed=r["seed"])
+            assert (r["misses"], r["hits"], r["requests"]) == (res.misses, res.hits, 120)
+    # lru is a stack policy swept at 3 k: read off the one-pass curve
+    assert {r["method"] for r in rows if r["policy"] == "lru"} == {"mrc"}
+    assert {r["method"] for r in rows if r["policy"] != "lru"} == {"simulate"}
+    assert all(r["per_layer_misses"] is None for r in rows if r["method"] == "mrc")
+    # cyclic with 3 experts per layer and k=5 < 6 pages: LRU misses every request
+    cyc = [r for r in rows if r["source"].startswith("cyclic") and r["policy"] == "lru"]
+    assert [r["misses"] for r in cyc if r["seed"] == 0] == [40, 40, 40]
+
+
+def test_local_cluster_and_separate_scheduler_give_the_serial_table(tmp_path):
+    from dask.distributed import LocalCluster
+
+    want = serial(tmp_path)
+    run_sweep(spec_file(tmp_path), tmp_path / "dask.parquet", workers=2, processes=False)
+    assert read_table(tmp_path / "dask.parquet") == want
+    with LocalCluster(n_workers=2, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        run_sweep(spec_file(tmp_path), tmp_path / "sched.parquet",
+                  scheduler=cluster.scheduler_address)
+    assert read_table(tmp_path / "sched.parquet") == want
+
+
+def test_kill_and_resume_gives_the_same_table(tmp_path, monkeypatch):
+    import paging.sweep as sweep
+
+    want = serial(tmp_path)
+    out = tmp_path / "resumed.csv"  # the CSV route (lists as JSON text) round-trips too
+    monkeypatch.setattr(sweep, "BATCH_CELLS", 7)
+
+    def kill(n_rows):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec_file(tmp_path), out, workers=0, on_batch=kill)
+    partial = read_table(out)  # a valid table with the first batch only
+    assert 7 <= len(partial) < len(want)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".resumed")]  # no temp file
+    summary = run_sweep(spec_file(tmp_path), out, workers=0)
+    assert summary["skipped"] == len(partial) and summary["ran"] == len(want) - len(partial)
+    assert read_table(out) == want
+    again = run_sweep(spec_file(tmp_path), out, workers=0)
+    assert again["ran"] == 0 and read_table(out) == want
+
+
+def test_budget_from_cache_trace_sizes(tmp_path):
+    ids = tmp_path / "t.csv"
+    ids.write_text("time,obj_id,obj_size\n0,7,4\n1,9,6\n2,7,4\n3,5,5\n4,9,6\n")
+    spec = spec_file(tmp_path, f'traces = ["{ids.name}"]\npolicies = ["lru"]\n'
+                               "budget_gb = [1e-8]\n")
+    run_sweep(spec, tmp_path / "b.parquet", workers=0)
+    (row,) = read_table(tmp_path / "b.parquet")
+    assert (row["budget_bytes"], row["misses"], row["bytes_fetched"]) == (10, 4, 21)
+    assert row["source"] == "t.csv"  # found next to the spec
+
+
+@pytest.mark.parametrize("text, message, line", [
+    ('traces = ["x"]\npolices = ["lru"]\nk = [1]\n', "unknown key 'polices'", 2),
+    (f'traces = ["{TRACE}"]\npolicies = []\nk = [1]\n', "empty grid: 'policies'", 2),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = ["4"]\n', "k must be integers", 3),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nseeds = [1.5]\n', "seeds must be", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nbudget_gb = [1.0]\n', "not both",
+     None),
+    (f'traces = ["{TRACE}"]\npolicies = ["nope"]\nk = [4]\n', "nope", 2),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nrouting = ["cumsum"]\n',
+     "'routing' is not available yet", 4),
+    ('traces = ["x"]\nk = = 3\n', "not valid TOML", 2),
+])
+def test_bad_specs(tmp_path, text, message, line):
+    with pytest.raises(Exception) as e:
+        load_spec(spec_file(tmp_path, text))
+    assert message in e.value.message and e.value.line == line
+
+
+def test_bad_spec_on_the_command_line_writes_nothing(tmp_path, capsys):
+    spec = spec_file(tmp_path, 'traces = ["zipf:n=2,layers=1,tokens=5"]\npolicies = ["lru"]\n')
+    out = tmp_path / "o.parquet"
+    assert main(["sweep", str(spec), "--out", str(out), "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"error: {spec}: give the cache sizes")
+    assert list(tmp_path.iterdir()) == [spec]
+
+
+def test_unreachable_scheduler_is_one_line_within_seconds(tmp_path, capsys):
+    t0 = time.monotonic()
+    rc = main(["sweep", str(spec_file(tmp_path)), "--out", str(tmp_path / "o.parquet"),
+               "--scheduler", "tcp://127.0.0.1:9", "--json"])
+    assert rc == 2 and time.monotonic() - t0 < 20
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in err
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_cli_json_summary(tmp_path, capsys):
+    out = tmp_path / "o.parquet"
+    assert main(["sweep", str(spec_file(tmp_path)), "--out", str(out), "--workers", "0",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"out": str(out), "cells": 36, "ran": 36,
+                                                   "skipped": 0}
