@@ -28,6 +28,8 @@ REFERENCES = {
     "landlord": "Young, Algorithmica 2002",
     "gdsf": "Cherkasova, HP Labs HPL-98-69R1, 1998",
     "layered-landlord": "this package (Landlord with LLRU ties)",
+    "score-based": "Zhu et al., arXiv:2508.18983, 2025; SpecMD App. B",
+    "lhu": "Tang et al. (HOBBIT), arXiv:2411.01433, 2024; SpecMD App. B",
     "arc": "Megiddo & Modha, FAST 2003",
     "lecar": "Vietri et al., HotStorage 2018",
     "blind-oracle": "Wei, APPROX 2020",

@@ -30,12 +30,14 @@ def test_json_lists_every_registered_policy_with_its_properties(capsys):
         assert r["clairvoyant"] == pol.clairvoyant and r["online"] == (not pol.clairvoyant)
         assert r["randomized"] == pol.randomized and r["has_kernel"] == has_kernel(pol)
         assert r["dist"] == r["name"].endswith("-dist")
-        assert r["needs_scores"] is False and r["needs_model"] is False  # none today
+        assert r["needs_scores"] == bool(pol.needs_scores) and r["needs_model"] is False
         assert r["description"] and r["reference"]
     assert (by["belady"]["clairvoyant"], by["belady-dist"]["clairvoyant"]) == (True, True)
     assert by["marking"]["randomized"] and by["lecar"]["randomized"]
     assert not by["arc"]["randomized"] and not by["arc"]["has_kernel"]
     assert by["lru"]["has_kernel"] and by["lru-dist"]["has_kernel"]
+    # Score-Based reads gate scores (SpecMD App. B); nothing registered needs a model yet
+    assert [n for n, r in by.items() if r["needs_scores"]] == ["score-based", "score-based-dist"]
     assert [n for n, r in by.items() if r["weighted"] and not r["dist"]] == \
         ["greedy-dual", "landlord", "gdsf", "layered-landlord"]
     assert [n for n, r in by.items() if r["needs_predictor"] and not r["dist"]] == \
