@@ -18,7 +18,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 test: $(STAMP)
-	PAGING_TRACES=$(TRACES) $(PY) -m pytest -q $(PYTEST_ARGS)
+	PAGING_TRACES=$(TRACES) $(PY) -m pytest -q -n auto $(PYTEST_ARGS)
 
 figs: $(STAMP)
 	PAGING_TRACES=$(TRACES) $(VENV)/bin/paging figs
