@@ -28,7 +28,7 @@ import numpy as np
 from paging.errors import PagingError
 
 __all__ = ["Predictor", "OraclePredictor", "FrequencyPredictor", "PREDICTORS", "make_predictor",
-           "parse_options", "register_predictor", "opt_from_next_use"]
+           "register_predictor", "opt_from_next_use"]
 
 
 class Predictor:
@@ -153,18 +153,6 @@ def register_predictor(name: str, factory: Callable[..., Predictor],
     _OPTIONS[key] = dict(options or {})
 
 
-def parse_options(text: str, what: str) -> dict[str, str]:
-    """``"a=1,b=2"`` -> ``{"a": "1", "b": "2"}``; one-line errors name ``what``."""
-    out: dict[str, str] = {}
-    for item in filter(None, (s.strip() for s in text.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip() or not value.strip():
-            raise PagingError(f"{what}: options must be key=value separated by commas, "
-                              f"got {item!r}")
-        out[key.strip().lower()] = value.strip()
-    return out
-
-
 def make_predictor(spec: str | Predictor | None) -> Predictor:
     """A fresh predictor from ``NAME[:key=value,...]`` (or an instance, returned as is).
 
@@ -172,14 +160,15 @@ def make_predictor(spec: str | Predictor | None) -> Predictor:
     """
     if isinstance(spec, Predictor):
         return spec
+    from paging.options import parse_spec
+
     text = "frequency" if spec is None else str(spec).strip()
-    name, _, opts = text.partition(":")
-    key = name.strip().lower()
+    key, opts = parse_spec(text, "predictor")
     if key not in PREDICTORS:
-        raise PagingError(f"unknown predictor {name!r}; expected one of {', '.join(PREDICTORS)}")
+        raise PagingError(f"unknown predictor {key!r}; expected one of {', '.join(PREDICTORS)}")
     kinds = _OPTIONS.get(key, {})
     kwargs = {}
-    for k, v in parse_options(opts, f"predictor {key}").items():
+    for k, v in opts.items():
         if k not in kinds:
             allowed = ", ".join(kinds) or "none"
             raise PagingError(f"predictor {key}: unknown option {k!r} (allowed: {allowed})")

@@ -130,7 +130,7 @@ def test_flags_and_names():
 @pytest.mark.parametrize("spec, message", [
     ("predictive-marker:oracle:eta=-1", "eta must be a finite number >= 0"),
     ("predictive-marker:oracle:eta=abc", "is not a valid float"),
-    ("predictive-marker:oracle:eta", "options must be key=value"),
+    ("predictive-marker:oracle:eta", "is not key=value"),
     ("predictive-marker:oracle:size=3", "unknown option 'size'"),
     ("predictive-marker:psychic", "unknown predictor 'psychic'"),
     ("lru:oracle", "takes no predictor option"),
