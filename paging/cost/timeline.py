@@ -49,71 +49,33 @@ from paging.trace import Trace
 
 
 @njit(cache=True, nogil=True)
-def _timeline(steps, pages, miss, fetch_ms, sizes, first, comp, comp1, lay, lay1, mark):
-    """Replay the groups. Per request: fetch time and bytes of its page, expert compute
-    ``comp[i]`` (or ``comp1`` when ``comp`` is empty), non-expert time ``lay[i]`` (or ``lay1``)
-    charged when ``first[i]`` (every request when ``first`` is empty). Returns ``(total,
-    at_mark, stall_ms, copy_busy_ms, bytes_moved)``: the compute stream's final time, its time
-    when the group holding request ``mark - 1`` ends (the prefill's end; 0 when ``mark`` is 0),
-    the stall, the copy stream's busy time and the bytes moved."""
+def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page, first,
+              comp, comp1, lay, lay1, mark):
+    """Replay the groups on the two streams.
+
+    ``kind[r]``: 0 hit, 1 fetched miss, 2 dropped, 3 substituted; ``used[r]`` the page that
+    serves request r (the substitute for kind 3). A fetched miss moves ``req_ms[r]`` /
+    ``req_bytes[r]`` (its precision's), or its page's ``fetch_ms`` / ``sizes`` when those
+    arrays are empty. Prefetch i (``pf_at[i]`` = index of the request after which it was
+    issued + 1, non-decreasing) moves page ``pf_page[i]`` at the run's precision. Expert
+    compute is ``comp[r]`` (or ``comp1`` when ``comp`` is empty), non-expert time ``lay[r]``
+    (or ``lay1``) charged when ``first[r]`` (every request when ``first`` is empty). Returns
+    ``(total, at_mark, stall_ms, copy_busy_ms, bytes_moved, late)``: the compute stream's final
+    time, its time when the group holding request ``mark - 1`` ends (the prefill's end; 0 when
+    ``mark`` is 0), the stall, the copy stream's busy time, the bytes moved and the prefetched
+    pages whose first use waited for their transfer."""
     n = steps.size
     c = 0.0  # compute stream free at
     x = 0.0  # copy stream free at
     stall = 0.0
     busy = 0.0
     nbytes = 0
-    at_mark = 0.0
-    all_first = first.size == 0
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and steps[j] == steps[i]:
-            j += 1
-        for r in range(i, j):
-            if all_first or first[r]:
-                c += lay[r] if lay.size else lay1
-        t0 = c  # the router has decided: demand transfers are issued now, back to back
-        land = x if x > t0 else t0
-        for r in range(i, j):  # resident experts run first
-            if not miss[r]:
-                c += comp[r] if comp.size else comp1
-        for r in range(i, j):  # each missing expert runs once its transfer has landed
-            if miss[r]:
-                p = pages[r]
-                land += fetch_ms[p]
-                busy += fetch_ms[p]
-                nbytes += sizes[p]
-                if land > c:
-                    stall += land - c
-                    c = land
-                c += comp[r] if comp.size else comp1
-        x = land
-        if i < mark <= j:
-            at_mark = c
-        i = j
-    return c, at_mark, stall, busy, nbytes
-
-
-@njit(cache=True, nogil=True)
-def _timeline_ext(steps, kind, used, req_ms, req_bytes, pf_at, pf_page, pf_ms, pf_bytes,
-                  n_pages, first, comp, comp1, lay, lay1, mark):
-    """:func:`_timeline` with prefetches and miss handling. ``kind[r]``: 0 hit, 1 fetched
-    miss, 2 dropped, 3 substituted; ``used[r]`` the page that serves request r (the
-    substitute for kind 3); ``req_ms``/``req_bytes`` the fetch time and bytes of a fetched
-    miss. Prefetch i (``pf_at[i]`` = index of the request after which it was issued + 1,
-    non-decreasing) moves ``pf_page[i]``. Returns ``(total, at_mark, stall, busy, bytes,
-    late)``."""
-    n = steps.size
-    c = 0.0
-    x = 0.0
-    stall = 0.0
-    busy = 0.0
-    nbytes = 0
     late = 0
     at_mark = 0.0
-    ready = np.zeros(n_pages)
-    fresh = np.zeros(n_pages, dtype=np.bool_)  # prefetched and not yet used
+    ready = np.zeros(fetch_ms.size)  # when each page's last transfer lands
+    fresh = np.zeros(fetch_ms.size, dtype=np.bool_)  # prefetched and not yet used
     all_first = first.size == 0
+    per_request = req_ms.size > 0
     k = 0
     npf = pf_at.size
     i = 0
@@ -124,33 +86,37 @@ def _timeline_ext(steps, kind, used, req_ms, req_bytes, pf_at, pf_page, pf_ms, p
         for r in range(i, j):
             if all_first or first[r]:
                 c += lay[r] if lay.size else lay1
-        t0 = c
+        t0 = c  # the router has decided: demand transfers are issued now, back to back
         land = x if x > t0 else t0
         for r in range(i, j):  # resident (or substitute) experts first, each once it has landed
             if kind[r] == 0 or kind[r] == 3:
-                u = used[r]
-                if ready[u] > c:
-                    stall += ready[u] - c
-                    c = ready[u]
-                    if fresh[u]:
-                        late += 1
-                fresh[u] = False
+                if npf:  # only prefetched pages can be resident but not landed yet
+                    u = used[r]
+                    if ready[u] > c:
+                        stall += ready[u] - c
+                        c = ready[u]
+                        if fresh[u]:
+                            late += 1
+                    fresh[u] = False
                 c += comp[r] if comp.size else comp1
-        for r in range(i, j):
+        for r in range(i, j):  # each missing expert runs once its transfer has landed
             if kind[r] == 1:
-                land += req_ms[r]
-                busy += req_ms[r]
-                nbytes += req_bytes[r]
+                p = used[r]
+                ms = req_ms[r] if per_request else fetch_ms[p]
+                land += ms
+                busy += ms
+                nbytes += req_bytes[r] if per_request else sizes[p]
                 if land > c:
                     stall += land - c
                     c = land
                 c += comp[r] if comp.size else comp1
         while k < npf and pf_at[k] <= j:  # prefetches of this group, behind its demand
-            land += pf_ms[k]
-            busy += pf_ms[k]
-            nbytes += pf_bytes[k]
-            ready[pf_page[k]] = land
-            fresh[pf_page[k]] = True
+            p = pf_page[k]
+            land += fetch_ms[p]
+            busy += fetch_ms[p]
+            nbytes += sizes[p]
+            ready[p] = land
+            fresh[p] = True
             k += 1
         x = land
         if i < mark <= j:
@@ -237,10 +203,12 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
     bounds = trace.meta.get("phase_bounds") or {}
     pre = bounds.get("prefill")
     has_prefill = pre is not None and pre[1] > pre[0]
-    total, at_pre, stall, busy, nbytes = _timeline(
-        trace.steps, trace.pages, ~mask, np.asarray(fetch_ms, dtype=np.float64),
-        np.asarray(sizes, dtype=np.int64), np.zeros(0, bool) if first is None else first,
-        comp, comp1, lay, lay1, int(pre[1]) if has_prefill else 0)
+    none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
+    total, at_pre, stall, busy, nbytes, _ = _timeline(
+        trace.steps, (~mask).view(np.int8), trace.pages, np.asarray(fetch_ms, dtype=np.float64),
+        np.asarray(sizes, dtype=np.int64), none_f, none_i, none_i, none_i,
+        np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1,
+        int(pre[1]) if has_prefill else 0)
     return _timing(trace, tok, total, at_pre, stall, busy, nbytes, None)
 
 
@@ -307,7 +275,7 @@ def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: 
     pages = trace.pages
     fetch_ms = np.asarray(fetch_ms, dtype=np.float64)
     sizes = np.asarray(sizes, dtype=np.int64)
-    kind = np.where(mask, 0, 1).astype(np.int64)
+    kind = np.where(mask, 0, 1).astype(np.int8)
     kind[ev["dropped"]] = 2
     used = pages.copy()
     sub = ev["substituted"]
@@ -329,10 +297,9 @@ def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: 
     bounds = trace.meta.get("phase_bounds") or {}
     pre = bounds.get("prefill")
     has_prefill = pre is not None and pre[1] > pre[0]
-    total, at_pre, stall, busy, nbytes, late = _timeline_ext(
-        trace.steps, kind, used, req_ms, req_bytes, pf[:, 0].copy(), pf[:, 1].copy(),
-        fetch_ms[pf[:, 1]], sizes[pf[:, 1]], trace.layout.n_pages,
-        np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1,
+    total, at_pre, stall, busy, nbytes, late = _timeline(
+        trace.steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf[:, 0].copy(),
+        pf[:, 1].copy(), np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1,
         int(pre[1]) if has_prefill else 0)
     return _timing(trace, tok, total, at_pre, stall, busy, nbytes, late)
 

@@ -33,22 +33,24 @@ def test_stream_schedule_by_hand():
     #   computes 0.5..1.5; request 0 waits for its transfer: stall 4, computes 5.5..6.5.
     # group 1: non-expert 0.5 -> c = 7; request 2 misses: copy 7..9 (the copy stream is free
     #   since 5.5): stall 2, computes 9..10. Total 10 ms, stall 6 ms, copy stream busy 7 ms.
-    args = (np.array([0, 0, 1]), np.array([0, 1, 2]), np.array([True, False, True]),
-            np.array([5.0, 0.0, 2.0]), np.array([10, 20, 30]), np.zeros(0, bool),
-            np.array([1.0, 1.0, 1.0]), 0.0, np.array([0.5, 0.0, 0.5]), 0.0)
-    total, at_mark, stall, busy, nbytes = _timeline(*args, 2)
+    none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
+    args = (np.array([0, 0, 1]), np.array([1, 0, 1], np.int8), np.array([0, 1, 2]),
+            np.array([5.0, 0.0, 2.0]), np.array([10, 20, 30]), none_f, none_i, none_i, none_i,
+            np.zeros(0, bool), np.array([1.0, 1.0, 1.0]), 0.0, np.array([0.5, 0.0, 0.5]), 0.0)
+    total, at_mark, stall, busy, nbytes, late = _timeline(*args, 2)
     assert (total, at_mark) == (10.0, 6.5)  # group 0 (requests 0, 1) ends at 6.5
-    assert stall == 6.0 and busy == 7.0 and nbytes == 10 + 30
+    assert stall == 6.0 and busy == 7.0 and nbytes == 10 + 30 and late == 0
 
 
 def test_transfers_queue_on_one_copy_stream():
     # one group of three misses of 2 ms each: transfers land at 2, 4, 6; each expert computes
     # 1 ms as soon as it has landed: 2..3, 4..5, 6..7 -> stalls 2 + 1 + 1 = 4, total 7.
     # (constants instead of per-request arrays: compute 1 ms, no non-expert work)
-    total, _, stall, busy, _ = _timeline(np.zeros(3, np.int64), np.arange(3), np.ones(3, bool),
-                                         np.full(3, 2.0), np.ones(3, np.int64),
-                                         np.zeros(0, bool), np.zeros(0), 1.0, np.zeros(0), 0.0,
-                                         0)
+    none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
+    total, _, stall, busy, _, _ = _timeline(
+        np.zeros(3, np.int64), np.ones(3, np.int8), np.arange(3), np.full(3, 2.0),
+        np.ones(3, np.int64), none_f, none_i, none_i, none_i, np.zeros(0, bool), none_f, 1.0,
+        none_f, 0.0, 0)
     assert total == 7.0 and stall == 4.0 and busy == 6.0
 
 
