@@ -41,7 +41,6 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 from paging.errors import PagingError
 
@@ -320,10 +319,9 @@ def run_task(task: Task) -> list[dict]:
     cm = costs = None
     sizes = trace_sizes(trace)
     if task.model is not None:
-        from paging.commands.simulate import TIMING_FIELDS, _CostModel
+        from paging.cost.setup import CostSetup
 
-        cm = _CostModel(SimpleNamespace(model=task.model, precision=task.precision,
-                                        hardware=task.hardware, host_gb=None))
+        cm = CostSetup.from_names(task.model, task.precision, task.hardware)
         costs, sizes = cm.weights(trace)
     rows = []
     for k, g in task.caps:
@@ -336,8 +334,7 @@ def run_task(task: Task) -> list[dict]:
 
             tm = timeline(trace, res.hit_mask, model=cm.model, precision=cm.precision,
                           hardware=cm.hardware, fetch_ms=costs, sizes=sizes)
-            fields["capacity"] = res.k if res.k is not None else res.budget // cm.expert_bytes
-            fields.update({f: getattr(tm, f) for f in TIMING_FIELDS})
+            fields.update(cm.timed_fields(res, tm))
         rows.append(_row(task, trace.name, k, g, "simulate", fields))
     return rows
 

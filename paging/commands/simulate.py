@@ -20,11 +20,6 @@ from __future__ import annotations
 
 from paging.commands.common import add_trace_args, format_table, load_from_args
 
-TIMING_FIELDS = ("time_ms", "stall_ms", "stall_fraction", "ttft_ms", "tpot_ms", "tokens_per_s",
-                 "decode_tokens", "bytes_moved", "copy_busy_ms")
-#: added to the JSON of runs with --prefetch or a --miss other than fetch (SpecMD)
-PREFETCH_TIMING_FIELDS = ("prefetch_late",)
-
 
 def add_parser(sub) -> None:
     p = sub.add_parser("simulate", help="miss counts (and costs, time) of policies at cache sizes",
@@ -81,39 +76,6 @@ def add_parser(sub) -> None:
                    help="compiled kernel when available (auto), or the reference loop")
     p.add_argument("--json", action="store_true", help="print one JSON list of results")
     p.set_defaults(func=run)
-
-
-class _CostModel:
-    """The cost model chosen on the command line, applied to one trace's layout."""
-
-    def __init__(self, args):
-        from paging.cost import get_hardware, get_model, get_precision
-
-        self.model = get_model(args.model)
-        self.precision = get_precision(args.precision or "bf16")
-        self.hardware = get_hardware(args.hardware or "link-5gbps")
-        self.host_gb = args.host_gb
-        self.expert_bytes = self.model.expert_bytes(self.precision)
-
-    def weights(self, trace):
-        """``(fetch_ms, sizes)`` per page id for ``trace`` (tiers placed by its frequencies)."""
-        import numpy as np
-
-        from paging.cost import budget_bytes, page_costs, page_sizes, place_by_frequency
-
-        self.model.check_layout(trace.layout, trace.name)
-        P = trace.layout.n_pages
-        if self.host_gb is None:
-            tiers = np.zeros(P, dtype=np.int8)
-        else:
-            freq = np.bincount(trace.pages, minlength=P)
-            tiers = place_by_frequency(freq, budget_bytes(self.host_gb) // self.expert_bytes)
-        return (page_costs(self.model, self.precision, self.hardware, tiers),
-                page_sizes(self.model, self.precision))
-
-    def describe(self) -> dict:
-        return {"model": self.model.name, "precision": self.precision.name,
-                "hardware": self.hardware.name}
 
 
 class _SpecMD:
@@ -187,18 +149,11 @@ class _SpecMD:
     def handler(self, trace, costs):
         if self.miss is None or not self.miss.uses_levels:
             return self.miss
-        import numpy as np
 
         from paging.miss import cascade_weights
 
         cm = self.cm
-        tiers = np.zeros(trace.layout.n_pages, dtype=np.int8)
-        if cm.host_gb is not None:
-            from paging.cost import budget_bytes, place_by_frequency
-
-            freq = np.bincount(trace.pages, minlength=trace.layout.n_pages)
-            tiers = place_by_frequency(freq, budget_bytes(cm.host_gb) // cm.expert_bytes)
-        return cascade_weights(self.miss, cm.model, cm.hardware, tiers)
+        return cascade_weights(self.miss, cm.model, cm.hardware, cm.tiers(trace))
 
 
 def _read(path, n_pages: int, kind: str):
@@ -210,6 +165,7 @@ def _read(path, n_pages: int, kind: str):
 def run(args) -> int:
     from paging.cli import print_json
     from paging.cost import budget_bytes
+    from paging.cost.setup import PREFETCH_TIMING_FIELDS, CostSetup
     from paging.errors import PagingError, check_k
     from paging.policies import make_policy
     from paging.simulate import simulate
@@ -227,7 +183,8 @@ def run(args) -> int:
     if args.prefill == "batched" and not args.model:
         raise PagingError("--prefill batched is a timing option: it needs --model")
     budgets = [budget_bytes(g) for g in args.budget_gb or []]
-    cm = _CostModel(args) if args.model else None
+    cm = (CostSetup.from_names(args.model, args.precision, args.hardware, args.host_gb)
+          if args.model else None)
     spec = _SpecMD(args, cm)
     traces = load_from_args(args)
     spec.check(traces)
@@ -270,10 +227,7 @@ def run(args) -> int:
                     tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
                                       hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
                                       batch=batch)
-                    row.update(cm.describe())
-                    row["capacity"] = (res.k if res.k is not None
-                                       else res.budget // cm.expert_bytes)
-                    row.update({f: getattr(tm, f) for f in TIMING_FIELDS})
+                    row.update(cm.timed_fields(res, tm))
                     if spec.on:
                         row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
                 rows.append(row)

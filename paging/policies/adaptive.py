@@ -24,7 +24,7 @@ from paging.policies.base import CacheView, Policy
 
 def _oldest_unpinned(order: dict, cache: CacheView) -> int | None:
     """The first page of ``order`` (oldest first) that is a victim candidate, or None."""
-    pinned = cache._pinned
+    pinned = cache.pinned
     for q in order:
         if not pinned or q not in pinned:
             return q
@@ -227,7 +227,7 @@ class LeCaR(Policy):
     def victim(self, t, page, cache: CacheView) -> int:
         self._regret(t, page)
         lru = _oldest_unpinned(self.recency, cache)
-        pinned = cache._pinned
+        pinned = cache.pinned
         lfu = min((q for q in self.recency if not pinned or q not in pinned),
                   key=lambda q: (self.freq[q], self.freq_t[q]))
         if lru == lfu:

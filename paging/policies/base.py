@@ -76,6 +76,11 @@ class CacheView:
             return list(self._resident)
         return [q for q in self._resident if q not in pinned]
 
+    @property
+    def pinned(self) -> frozenset | set:
+        """The pinned pages (the current group's, groups mode): never candidates."""
+        return self._pinned
+
     def __contains__(self, page: int) -> bool:
         return page in self._resident
 
