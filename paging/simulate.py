@@ -133,8 +133,7 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     if prefetch is not None or miss is not None:
         if engine == "fast":
             raise PagingError("prefetching and miss handling run in the reference loop only")
-        return _simulate_extended(trace, policy, k, budget, costs, sizes, seed, level,
-                                  prefetch, miss)
+        return _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss)
     if engine != "reference":
         from paging import fast
 
@@ -144,44 +143,29 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
             return res
         if engine == "fast":
             raise PagingError(f"policy {policy.name} has no compiled kernel")
-    sim = Simulation(trace.layout, policy, k, budget=budget, costs=costs, sizes=sizes,
-                     steps=trace.steps, seed=seed, record=level > 0,
-                     next_use=trace.next_use if policy.clairvoyant else None, score=trace.score)
-    pages = trace.pages.tolist()
-    if not trace.is_grouped:
-        for p in pages:
-            sim.serve(p)
-    else:
-        ends = _group_bounds(trace.steps).tolist()
-        for t, p in enumerate(pages):
-            if t == 0 or ends[t] != ends[t - 1]:
-                sim.pin_group(pages[t:ends[t]])  # groups: the K experts cannot evict each other
-            sim.serve(p)
-    res = sim.result(trace.name)
-    if level == 1:
-        res.evictions = res.bypassed = None
-    return res
+    return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None)
 
 
-def _simulate_extended(trace, policy, k, budget, costs, sizes, seed, level, prefetch,
-                       miss) -> Result:
-    """The same loop with SpecMD's phases (DESIGN.md "Extensions on the one simulator"): per
-    group, pin it, serve its requests (a miss goes to the miss handler), then let the
-    prefetcher insert its proposals for the next request's layer."""
+def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) -> Result:
+    """The reference loop over a whole trace, with SpecMD's phases when given (DESIGN.md
+    "Extensions on the one simulator"): per group, pin it (groups mode), serve its requests (a
+    miss goes to the miss handler), then let the prefetcher insert its proposals for the next
+    request's layer. Without a prefetcher or a miss handler it is the plain reference run."""
     sim = Simulation(trace.layout, policy, k, budget=budget, costs=costs, sizes=sizes,
                      steps=trace.steps, seed=seed, record=level > 0,
                      next_use=trace.next_use if policy.clairvoyant else None, score=trace.score,
                      rank=trace.rank, miss=miss)
-    sim.extended = True
+    sim.extended = prefetch is not None or miss is not None
     if prefetch is not None:
         prefetch.reset(trace, seed)
     pages = trace.pages.tolist()
     N = len(pages)
     ends = _group_bounds(trace.steps).tolist()
+    grouped = trace.is_grouped
     lo = 0
     while lo < N:
         hi = ends[lo]
-        if trace.is_grouped:
+        if grouped:  # groups: the K experts of a (token, layer) cannot evict each other
             sim.pin_group(pages[lo:hi])
         for p in pages[lo:hi]:
             sim.serve(p)
