@@ -157,7 +157,10 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) ->
                      rank=trace.rank, miss=miss)
     sim.extended = prefetch is not None or miss is not None
     if prefetch is not None:
-        prefetch.reset(trace, seed)
+        prefetch.reset(trace, seed)  # the plan: every batch's proposals (no predictor reads
+        sim.predicted = prefetch.predicted  # the cache), with its precision/recall counts
+        sim.predicted_right = prefetch.predicted_right
+        sim.actual = prefetch.actual
     pages = trace.pages.tolist()
     N = len(pages)
     ends = _group_bounds(trace.steps).tolist()
@@ -423,8 +426,11 @@ class Simulation:
         """Prefetch ``pages`` (in order) with ``keep`` (the group just served) and the batch
         itself pinned, so a prefetch never evicts the group that is running nor another page of
         its batch. Returns how many were inserted."""
-        saved = self.pinned
         batch = [int(x) for x in pages]
+        parts, part_of = self.parts, self.part_of
+        if all(x in parts[part_of[x]] for x in batch):  # all resident: nothing happens
+            return 0
+        saved = self.pinned
         self.pinned = frozenset(saved) | frozenset(keep) | frozenset(batch)
         try:
             return sum(self.prefetch(x) for x in batch)

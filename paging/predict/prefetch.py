@@ -8,6 +8,14 @@ layer experts", Sec. 3.1.4). The predictor scores the n experts of the target la
 <= 0 means "not proposed"), the strategy turns the scores into a set, and the simulator
 inserts the pages that are not resident (:meth:`paging.simulate.Simulation.prefetch_group`).
 
+No built-in predictor reads the cache, so the whole run's proposals are computed before the run
+(:meth:`Prefetcher.reset` makes the *plan*: every batch's pages, in insertion order), by one
+array computation per predictor (:meth:`Predictor.score_matrix`) instead of a Python call per
+batch; the loop then only inserts them. :meth:`Predictor.observe` and :meth:`Predictor.scores`
+stay the per-batch definition (the base class's ``score_matrix`` calls them batch by batch, so a
+user predictor needs only those two), and a test checks every built-in ``score_matrix`` against
+them.
+
 Prediction quality is set-based and micro-averaged over the batches: with S the predicted set
 and A the experts the trace actually requests at the target (token, layer),
 ``precision = Σ|S ∩ A| / Σ|S|`` and ``recall = Σ|S ∩ A| / Σ|A|``.
@@ -92,6 +100,19 @@ class Predictor:
         ``actual`` holds the true experts; only the oracle may read it."""
         raise NotImplementedError
 
+    def score_matrix(self, lo: np.ndarray, hi: np.ndarray, token: np.ndarray,
+                     layer: np.ndarray, actual: np.ndarray) -> np.ndarray:
+        """Scores of every batch at once, shape (G, n): row g is :meth:`scores` after
+        ``observe`` of the groups 0..g (``lo``, ``hi``: each batch's group; ``token``, ``layer``:
+        its target; ``actual``: (G, n) booleans, the true experts of each target). This default
+        is the per-batch loop; the built-in predictors override it with array code."""
+        out = np.zeros((lo.size, self.n))
+        for g, (a, b, tk, z) in enumerate(zip(lo.tolist(), hi.tolist(), token.tolist(),
+                                              layer.tolist(), strict=True)):
+            self.observe(a, b)
+            out[g] = self.scores(a, b, tk, z, np.flatnonzero(actual[g]))
+        return out
+
     def spec(self) -> str:
         return self.name
 
@@ -117,6 +138,24 @@ class Oracle(Predictor):
         extra = self.rng.choice(others, size=f, replace=False) if f else others[:0]
         chosen = np.concatenate([keep, extra]).astype(np.int64)
         out[chosen] = 1.0 + self.rng.random(chosen.size)
+        return out
+
+    def score_matrix(self, lo, hi, token, layer, actual):
+        """:meth:`scores` batch by batch (the same draws in the same order), with the true and
+        the other experts read off ``actual`` instead of set operations."""
+        out = np.zeros((lo.size, self.n))
+        rng, recall, precision = self.rng, self.recall, self.precision
+        for g in range(lo.size):
+            row = actual[g]
+            act, others = np.flatnonzero(row), np.flatnonzero(~row)
+            a = act.size
+            m = int(math.floor(recall * a + 0.5))
+            keep = rng.choice(act, size=m, replace=False) if m else act[:0]
+            f = 0 if m == 0 else min(others.size,
+                                     int(math.floor(m * (1 - precision) / precision + 0.5)))
+            extra = rng.choice(others, size=f, replace=False) if f else others[:0]
+            chosen = np.concatenate([keep, extra]).astype(np.int64)
+            out[g, chosen] = 1.0 + rng.random(chosen.size)
         return out
 
     def spec(self):
@@ -148,6 +187,34 @@ class PreviousToken(Predictor):
         out[list(src)] = 1.0
         return out
 
+    def score_matrix(self, lo, hi, token, layer, actual):
+        """Per layer z, the requests of z split into runs of one token (``cur`` of
+        :meth:`observe` is the run of the last one seen, ``prev`` the run before). The target
+        is request ``hi`` itself, the next request of its layer: with r the run of the request
+        of z just before it, the source is run r when its token is below the target's (then
+        run r is complete) and run r − 1 otherwise (none before the first run)."""
+        n, tok, lay, ex = self.n, self.tok, self.layers, self.pages % self.n
+        src_of = np.full(tok.size, -1, dtype=np.int64)  # request -> row of its source run
+        rows = []
+        base = 0
+        for z in range(self.L):
+            idx = np.flatnonzero(lay == z)
+            if idx.size == 0:
+                continue
+            tz = tok[idx]
+            new = np.r_[True, tz[1:] != tz[:-1]]
+            run = np.cumsum(new) - 1  # run of each request of layer z
+            m = np.zeros((int(run[-1]) + 1, n), dtype=bool)
+            m[run, ex[idx]] = True
+            rows.append(m)
+            # position q > 0: r = run[q-1]; use r if tok(r) < tok[q], else r-1
+            r = run[:-1]
+            use = np.where(tz[:-1] < tz[1:], r, r - 1)
+            src_of[idx[1:]] = np.where(use >= 0, use + base, -1)
+            base += m.shape[0]
+        runs = np.concatenate(rows + [np.zeros((1, n), dtype=bool)])  # row -1: no source
+        return runs[src_of[hi]].astype(np.float64)
+
 
 class Frequency(Predictor):
     name = "frequency"
@@ -163,6 +230,23 @@ class Frequency(Predictor):
 
     def scores(self, lo, hi, token, layer, actual):
         return self.counts[layer].copy()
+
+    def score_matrix(self, lo, hi, token, layer, actual):
+        """Row g: the requests of each expert of the target layer among requests 0..hi−1 (one
+        binary search per expert and layer)."""
+        out = np.zeros((lo.size, self.n))
+        pages = np.asarray(self.pages)
+        order = np.argsort(pages, kind="stable")
+        starts = np.searchsorted(pages[order], np.arange(self.L * self.n + 1))
+        for z in range(self.L):
+            gz = np.flatnonzero(layer == z)
+            if gz.size == 0:
+                continue
+            for e in range(self.n):
+                p = z * self.n + e
+                at = order[starts[p]:starts[p + 1]]  # request indices of p, ascending
+                out[gz, e] = np.searchsorted(at, hi[gz])
+        return out
 
 
 class Transition(Predictor):
@@ -214,6 +298,14 @@ class Transition(Predictor):
         es = (self.pages[lo:hi] % self.n).tolist()
         return self.C[z, es, :].sum(axis=0)
 
+    def score_matrix(self, lo, hi, token, layer, actual):
+        """Row g: Σ of the count rows of the group lo..hi−1 (counts are whole numbers, so the
+        order of the sum does not matter)."""
+        rows = self.C[self.layers, self.pages % self.n, :]
+        if lo.size == 0:
+            return np.zeros((0, self.n))
+        return np.add.reduceat(rows[:hi[-1]], lo, axis=0)  # the last group is no batch
+
     def spec(self):
         return "transition" + (f":train={self.source}" if self.source else "")
 
@@ -230,6 +322,14 @@ class TopK:
         m = int(math.floor(K * self.overfetch + 0.5))
         order = np.lexsort((np.arange(scores.size), -scores))  # score desc, then id asc
         return [int(e) for e in order[:m] if scores[e] > 0]
+
+    def select_all(self, scores: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`select` of every row of ``scores`` (G, n): ``(rows, experts)`` in row order,
+        each row's experts in selection order."""
+        m = int(math.floor(K * self.overfetch + 0.5))
+        order = np.argsort(-scores, axis=1, kind="stable")[:, :m]  # desc, ties to lower id
+        keep = np.take_along_axis(scores, order, axis=1) > 0
+        return np.nonzero(keep)[0], order[keep]
 
     def spec(self):
         return f"topk:overfetch={self.overfetch:g}"
@@ -248,6 +348,16 @@ class Percentile:
         order = np.lexsort((np.arange(scores.size), -scores))
         return [int(e) for e in order if scores[e] > cut and scores[e] > 0]
 
+    def select_all(self, scores: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`select` of every row (see :meth:`TopK.select_all`)."""
+        if scores.shape[0] == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        cut = np.percentile(scores, self.p, axis=1)[:, None]
+        order = np.argsort(-scores, axis=1, kind="stable")
+        s = np.take_along_axis(scores, order, axis=1)
+        keep = (s > cut) & (s > 0)
+        return np.nonzero(keep)[0], order[keep]
+
     def spec(self):
         return f"percentile:p={self.p:g}"
 
@@ -263,36 +373,48 @@ class Prefetcher:
         return f"{self.predictor.spec()} {self.strategy.spec()}"
 
     def reset(self, trace: Trace, seed: int | None) -> None:
-        self.predictor.reset(trace, np.random.default_rng(seed))
+        """Make the plan of the run on ``trace``: every batch's proposals, in insertion order.
+
+        A batch follows each group that has a next request; its target is that request's
+        (token, layer). ``self.start[g]:self.start[g+1]`` indexes batch g's pages in
+        ``self.pages``; ``predicted``, ``predicted_right`` and ``actual`` are the set-based
+        counts behind precision and recall (module docstring)."""
+        from paging.simulate import _group_bounds
+
+        pred = self.predictor
+        pred.reset(trace, np.random.default_rng(seed))
         self.trace = trace
         self.K = trace_topk(trace)
         L, n = trace.layout.n_layers, trace.layout.n_experts
-        self.tok = _tokens(trace)
-        self.layers = trace.layers
-        key = self.tok * L + self.layers
-        self.order = np.argsort(key, kind="stable")
-        self.sorted_key = key[self.order]
-        self.experts = trace.pages % n
-
-    def actual(self, token: int, layer: int) -> np.ndarray:
-        """The experts the trace requests at (token, layer), distinct, ascending."""
-        k = token * self.trace.layout.n_layers + layer
-        lo, hi = np.searchsorted(self.sorted_key, [k, k + 1])
-        return np.unique(self.experts[self.order[lo:hi]])
+        N = trace.n_requests
+        tok = _tokens(trace)
+        ends = _group_bounds(trace.steps) if N else np.zeros(0, np.int64)
+        lo = np.flatnonzero(np.r_[True, trace.steps[1:] != trace.steps[:-1]]) if N else ends
+        hi = ends[lo] if N else ends
+        lo, hi = lo[hi < N], hi[hi < N]
+        token, layer = tok[hi], np.asarray(trace.layers)[hi]
+        # the true experts of every target: one row per distinct (token, layer) of the trace
+        key = tok * L + trace.layers
+        ukey, inv = np.unique(key, return_inverse=True)
+        truth = np.zeros((ukey.size, n), dtype=bool)
+        truth[inv, trace.pages % n] = True
+        actual = truth[inv[hi]]
+        scores = np.asarray(pred.score_matrix(lo, hi, token, layer, actual), dtype=np.float64)
+        rows, experts = self.strategy.select_all(scores, self.K)
+        self.predicted = int(rows.size)
+        self.predicted_right = int(actual[rows, experts].sum())
+        self.actual = int(actual.sum())
+        self.pages = (layer[rows] * n + experts).tolist()
+        self.start = np.searchsorted(rows, np.arange(lo.size + 1)).tolist()
+        self.batch_of = dict(zip(lo.tolist(), range(lo.size), strict=True))
+        self.requests = trace.pages.tolist()
 
     def after_group(self, sim, lo: int, hi: int) -> None:
-        """Group ``lo..hi-1`` was served: predict and prefetch the next request's layer."""
-        pred = self.predictor
-        pred.observe(lo, hi)
-        token, layer = int(self.tok[hi]), int(self.layers[hi])
-        actual = self.actual(token, layer)
-        s = pred.scores(lo, hi, token, layer, actual)
-        chosen = self.strategy.select(np.asarray(s, dtype=np.float64), self.K)
-        sim.predicted += len(chosen)
-        sim.predicted_right += int(np.isin(chosen, actual).sum())
-        sim.actual += actual.size
-        base = layer * self.trace.layout.n_experts
-        sim.prefetch_group([base + e for e in chosen], keep=self.trace.pages[lo:hi].tolist())
+        """Group ``lo..hi-1`` was served: prefetch the planned pages of its batch."""
+        g = self.batch_of[lo]
+        a, b = self.start[g], self.start[g + 1]
+        if a < b:
+            sim.prefetch_group(self.pages[a:b], keep=self.requests[lo:hi])
 
 
 def make_predictor(spec: str, train: list[Trace] | None = None) -> Predictor:

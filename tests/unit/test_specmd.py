@@ -411,3 +411,41 @@ def test_cli_bad_input_exits_2_with_one_line(capsys, argv, msg):
         base += ["--policy", "lru"]
     code, out, err = _cli(capsys, *base, *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and msg in err
+
+
+@pytest.mark.parametrize("expand", ["rounds", "groups"])
+@pytest.mark.parametrize("pred", ["oracle:precision=0.5,recall=0.5,seed=3", "previous-token",
+                                  "frequency", "transition"])
+def test_planned_scores_equal_the_per_batch_definition(pred, expand):
+    """Every built-in ``score_matrix`` (array code, the plan of a run) equals the per-batch
+    definition ``observe`` + ``scores`` called group by group, the base class's loop."""
+    from paging.predict.prefetch import Predictor, make_predictor
+
+    spec = "zipf:n=6,layers=4,tokens=40,seed={},topk=2"
+    tr = load(spec.format(1), expand=expand)[0]
+    train = load(spec.format(2), expand=expand)
+    plans = []
+    for vectorised in (True, False):
+        p = make_predictor(pred, train=train)
+        p.reset(tr, np.random.default_rng(0))
+        pf = Prefetcher(p)
+        if not vectorised:  # the base class's loop over observe/scores
+            p.score_matrix = Predictor.score_matrix.__get__(p)
+        seen = []
+        orig = p.score_matrix
+        p.score_matrix = lambda *a, _o=orig, _s=seen: _s.append(_o(*a)) or _s[-1]
+        pf.reset(tr, 0)
+        plans.append((seen[0], pf.pages, pf.start))
+    (s1, p1, st1), (s2, p2, st2) = plans
+    assert s1.shape == (len(st1) - 1, 6) and np.array_equal(s1, s2)
+    assert p1 == p2 and st1 == st2 and len(p1) > 0
+
+
+@pytest.mark.parametrize("strat", [TopK(1.0), TopK(1.5), Percentile(80), Percentile(30)])
+def test_select_all_equals_select_row_by_row(strat):
+    rng = np.random.default_rng(5)
+    s = rng.integers(0, 4, size=(200, 8)).astype(float) * rng.random((200, 8))
+    s[::7] = 0.0
+    rows, ex = strat.select_all(s, 2)
+    want = [(g, e) for g in range(200) for e in strat.select(s[g], 2)]
+    assert list(zip(rows.tolist(), ex.tolist(), strict=True)) == want
