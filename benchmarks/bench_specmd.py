@@ -11,7 +11,15 @@ import argparse
 import time
 
 from paging import generators
-from paging.predict.prefetch import Frequency, Oracle, Percentile, Prefetcher, TopK
+from paging.predict.prefetch import (
+    Frequency,
+    Oracle,
+    Percentile,
+    Prefetcher,
+    PreviousToken,
+    TopK,
+    Transition,
+)
 from paging.simulate import simulate
 
 
@@ -21,6 +29,7 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=43)
     a = ap.parse_args()
     tr = generators.zipf(n=8, layers=32, tokens=a.tokens, seed=0)
+    train = generators.zipf(n=8, layers=32, tokens=2000, seed=1)
     simulate(generators.zipf(n=8, layers=32, tokens=50, seed=0), "lru", a.k)  # compile
     runs = [
         ("lru kernel", dict(engine="fast")),
@@ -28,6 +37,11 @@ def main() -> None:
         ("lru + oracle topk:1", dict(prefetch=Prefetcher(Oracle(), TopK(1.0)))),
         ("lru + frequency percentile:80", dict(prefetch=Prefetcher(Frequency(),
                                                                    Percentile(80)))),
+        ("lru + oracle p=r=0.5 topk:1", dict(prefetch=Prefetcher(Oracle(0.5, 0.5, 1),
+                                                                   TopK(1.0)))),
+        ("lru + previous-token topk:1", dict(prefetch=Prefetcher(PreviousToken(), TopK(1.0)))),
+        ("lru + transition topk:1.5", dict(prefetch=Prefetcher(Transition([train]),
+                                                               TopK(1.5)))),
         ("lru + substitute", dict(miss="substitute")),
     ]
     print(f"{tr.n_requests} requests, k={a.k}")
