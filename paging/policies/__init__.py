@@ -3,7 +3,8 @@
 Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru, fifo, lfu, fwf,
 marking, llru, least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
 layered-landlord, score-based and lhu (SpecMD App. B), the adaptive arc and lecar, the
-prediction-based blind-oracle, predictive-marker, lmarker and robust-blind-oracle, and lru-dist,
+prediction-based blind-oracle, predictive-marker, lmarker and robust-blind-oracle, the designed
+token-hazard (issue 11), and lru-dist,
 ..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
 """
 
@@ -17,6 +18,7 @@ from paging.policies.adaptive import ARC, LeCaR
 from paging.policies.base import CacheView, Context, Policy, PriorityPolicy
 from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
 from paging.policies.dist import PerLayer
+from paging.policies.hazard import TokenHazard
 from paging.policies.layered import FLD, LLRU, LeastStale
 from paging.policies.predictive import (
     BlindOracle,
@@ -31,7 +33,7 @@ BASE_POLICIES: dict[str, Callable[[], Policy]] = {
     cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, FLD, Belady,
                               GreedyDual, Landlord, GDSF, LayeredLandlord, ScoreBased, LHU,
                               ARC, LeCaR, BlindOracle, PredictiveMarker, LMarker,
-                              RobustBlindOracle)
+                              RobustBlindOracle, TokenHazard)
 }
 
 REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
@@ -112,4 +114,4 @@ __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "make_policy", "policy_n
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
            "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
            "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR", "BlindOracle",
-           "PredictiveMarker", "LMarker", "RobustBlindOracle"]
+           "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard"]
