@@ -146,6 +146,14 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None)
 
 
+def token_visits(trace) -> int:
+    """How often the layer clock walks every layer per token: the trace's top-K in the rounds
+    expansion (round r holds every layer's r-th expert), 1 in groups mode or without a top-K."""
+    if trace.expand != "rounds" or trace.token is None:
+        return 1
+    return max(int(trace.meta.get("top_k", 1) or 1), 1)
+
+
 def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) -> Result:
     """The reference loop over a whole trace, with SpecMD's phases when given (DESIGN.md
     "Extensions on the one simulator"): per group, pin it (groups mode), serve its requests (a
@@ -154,7 +162,8 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) ->
     sim = Simulation(trace.layout, policy, k, budget=budget, costs=costs, sizes=sizes,
                      steps=trace.steps, seed=seed, record=level > 0,
                      next_use=trace.next_use if policy.clairvoyant else None, score=trace.score,
-                     rank=trace.rank, miss=miss)
+                     rank=trace.rank, miss=miss, token=trace.token,
+                     visits=token_visits(trace))
     sim.extended = prefetch is not None or miss is not None
     if prefetch is not None:
         prefetch.reset(trace, seed)  # the plan: every batch's proposals (no predictor reads
@@ -198,7 +207,8 @@ class Simulation:
 
     def __init__(self, layout, policy: Policy, k: int | None, *, steps, budget: int | None = None,
                  costs=None, sizes=None, seed: int | None = 0, record: bool = False,
-                 next_use=None, score=None, rank=None, miss: MissHandler | None = None):
+                 next_use=None, score=None, rank=None, miss: MissHandler | None = None,
+                 token=None, visits: int = 1):
         P = layout.n_pages
         self.layout, self.policy, self.seed, self.record = layout, policy, seed, record
         self.costs = None if costs is None else as_costs(costs, P)
@@ -241,7 +251,8 @@ class Simulation:
             rng=np.random.default_rng(seed), steps=self.steps, n_requests=self.n_requests,
             next_use=next_use, score=score,
             costs=unit_costs(P) if self.costs is None else self.costs,
-            sizes=unit_sizes(P) if self.sizes is None else self.sizes, levels=self.levels))
+            sizes=unit_sizes(P) if self.sizes is None else self.sizes, levels=self.levels,
+            token=token, visits=int(visits)))
         # resident page -> the room it occupies (1, or its size at its level); insertion-ordered
         self.parts: list[dict[int, int]] = [{} for _ in self.caps]
         self.used = [0] * len(self.caps)

@@ -36,6 +36,8 @@ REFERENCES = {
     "predictive-marker": "Lykouris & Vassilvitskii, ICML 2018",
     "lmarker": "Rohatgi, SODA 2020",
     "robust-blind-oracle": "Wei, APPROX 2020; Fiat et al. 1991",
+    "token-hazard": "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2",
+    "flashmoe": "Kim et al., FlashMoE, arXiv 2025, Sec. 3.2, Alg. 1",
 }
 
 
@@ -101,10 +103,10 @@ def describe(name: str) -> dict:
 
 
 def policy_records() -> list[dict]:
-    """One record per registered name, in registry order."""
-    from paging.policies import POLICY_NAMES
+    """One record per registered name, in registry order, then the model policies."""
+    from paging.policies import MODEL_POLICIES, POLICY_NAMES
 
-    return [describe(n) for n in POLICY_NAMES]
+    return [describe(n) for n in POLICY_NAMES + tuple(MODEL_POLICIES)]
 
 
 def run(args) -> int:

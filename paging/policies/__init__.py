@@ -3,7 +3,8 @@
 Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru, fifo, lfu, fwf,
 marking, llru, least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
 layered-landlord, score-based and lhu (SpecMD App. B), the adaptive arc and lecar, the
-prediction-based blind-oracle, predictive-marker, lmarker and robust-blind-oracle, and lru-dist,
+prediction-based blind-oracle, predictive-marker, lmarker and robust-blind-oracle, the designed
+token-hazard (issue 11), and lru-dist,
 ..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
 """
 
@@ -17,7 +18,9 @@ from paging.policies.adaptive import ARC, LeCaR
 from paging.policies.base import CacheView, Context, Policy, PriorityPolicy
 from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
 from paging.policies.dist import PerLayer
+from paging.policies.hazard import TokenHazard
 from paging.policies.layered import FLD, LLRU, LeastStale
+from paging.policies.learned import FlashMoE
 from paging.policies.predictive import (
     BlindOracle,
     LMarker,
@@ -31,7 +34,7 @@ BASE_POLICIES: dict[str, Callable[[], Policy]] = {
     cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, FLD, Belady,
                               GreedyDual, Landlord, GDSF, LayeredLandlord, ScoreBased, LHU,
                               ARC, LeCaR, BlindOracle, PredictiveMarker, LMarker,
-                              RobustBlindOracle)
+                              RobustBlindOracle, TokenHazard)
 }
 
 REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
@@ -39,6 +42,23 @@ for _name, _cls in BASE_POLICIES.items():
     REGISTRY[f"{_name}-dist"] = (lambda c=_cls: PerLayer(c))
 
 POLICY_NAMES: tuple[str, ...] = tuple(REGISTRY)
+
+#: policies that need a trained model for the trace's layout (``flashmoe``: the shipped model
+#: for the layout, or ``flashmoe:model=FILE``). Accepted by :func:`make_policy` and listed by
+#: ``paging policies``, but kept out of ``POLICY_NAMES``: the generic contract tests and the
+#: ledger draw arbitrary layouts, for which no model exists (a model for another layout is
+#: refused); tests/unit/test_learned.py runs the contract checks on Mixtral's layout.
+MODEL_POLICIES: dict[str, Callable[..., Policy]] = {FlashMoE.name: FlashMoE}
+
+
+def _make_model_policy(key: str, spec: str, name: str) -> Policy:
+    """``flashmoe`` or ``flashmoe:model=FILE`` (the model file is read at the run's reset)."""
+    if not spec:
+        return MODEL_POLICIES[key]()
+    opt, eq, value = spec.partition("=")
+    if opt.strip() != "model" or not eq or not value.strip():
+        raise PagingError(f"policy {name!r}: expected {key}:model=FILE, got option {spec!r}")
+    return MODEL_POLICIES[key](model=value.strip())
 
 
 def make_policy(name: str) -> Policy:
@@ -52,6 +72,8 @@ def make_policy(name: str) -> Policy:
     """
     key = str(name).strip().lower()
     key, colon, spec = key.partition(":")
+    if key in MODEL_POLICIES:
+        return _make_model_policy(key, str(name).strip().partition(":")[2], name)
     if colon:
         dist = key.endswith("-dist")
         base = key[:-len("-dist")] if dist else key
@@ -67,7 +89,8 @@ def make_policy(name: str) -> Policy:
 
         return PerLayer(factory) if dist else factory()
     if key not in REGISTRY:
-        raise PagingError(f"unknown policy {name!r}; expected one of {', '.join(POLICY_NAMES)}")
+        raise PagingError(f"unknown policy {name!r}; expected one of "
+                          f"{', '.join(POLICY_NAMES + tuple(MODEL_POLICIES))}")
     return REGISTRY[key]()
 
 
@@ -108,8 +131,9 @@ def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> 
     POLICY_NAMES = tuple(REGISTRY)
 
 
-__all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "make_policy", "policy_names", "register",
+__all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "MODEL_POLICIES", "make_policy",
+           "policy_names", "register",
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
            "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
            "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR", "BlindOracle",
-           "PredictiveMarker", "LMarker", "RobustBlindOracle"]
+           "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard", "FlashMoE"]

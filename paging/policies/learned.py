@@ -8,11 +8,11 @@
   page whose estimated next request is furthest away, the estimate combining the layer clock
   (LLRU's layer distance, Angelopoulos et al. 2025) with a per-layer frequency estimate.
 
-Status (issue 11, in progress): neither policy is in the default registry yet. Neither makes
-the issue's 5% fewer misses than the best existing online policy at k = 200 on the shipped
-traces in the runs made so far (see the closing note), FlashMoE's reference scoring is too slow
-for the 2M-request benchmark trace, and a model is shipped for Mixtral's layout only. Use them
-as objects: ``simulate(trace, FlashMoE(), k)``, ``simulate(trace, ExpectedNextUse(0.995), k)``.
+Status (issue 11): ``flashmoe`` is accepted by name (``flashmoe``, ``flashmoe:model=FILE``;
+:data:`paging.policies.MODEL_POLICIES`); a model is shipped for Mixtral's layout only, trained
+on all three shipped Mixtral sequences (so it refuses to run on them). ExpectedNextUse is not
+registered (superseded by ``token-hazard``, :mod:`paging.policies.hazard`); neither makes the
+issue's 5% fewer misses than the best existing online policy (README).
 """
 
 from __future__ import annotations

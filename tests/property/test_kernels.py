@@ -58,7 +58,7 @@ def check_all_k(trace, name: str, seed: int) -> None:
 #: if simple)
 REFERENCE_ONLY = {f"{name}{suffix}" for name in ("score-based", "arc", "lecar", "blind-oracle",
                                                  "predictive-marker", "lmarker",
-                                                 "robust-blind-oracle")
+                                                 "robust-blind-oracle", "token-hazard")
                   for suffix in ("", "-dist")}
 
 

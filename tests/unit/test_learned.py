@@ -171,3 +171,75 @@ def test_enu_forgets_with_gamma():
     np.testing.assert_allclose(e, [2.875, 2.875 / 2.5])
     with pytest.raises(PagingError, match="gamma must be in"):
         ExpectedNextUse(gamma=0.0)
+
+
+# ---- `flashmoe` as a registered name: CLI and the contract checks on the shipped layout ----
+
+def _cli(argv, capsys):
+    from paging.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_flashmoe_by_name_and_cli(tmp_path, capsys):
+    import json
+
+    from paging.policies import make_policy
+
+    assert isinstance(make_policy("flashmoe"), FlashMoE)
+    assert make_policy("flashmoe:model=/x.npz").model_source == "/x.npz"
+    with pytest.raises(PagingError, match="expected flashmoe:model=FILE"):
+        make_policy("flashmoe:eta=1")
+    # the shipped model is for Mixtral's layout (32 layers x 8 experts)
+    spec = "zipf:n=8,layers=32,tokens=40,seed=3"
+    code, out, err = _cli(["simulate", spec, "--policy", "flashmoe", "--policy", "lru",
+                           "--k", "64", "--json"], capsys)
+    assert code == 0, err
+    recs = json.loads(out)
+    assert [r["policy"] for r in recs] == ["flashmoe", "lru"]
+    assert recs[0]["requests"] == 40 * 32 and recs[0]["misses"] >= 64
+    # bad input: one line, exit 2
+    tr = _tiny()
+    m = train_flashmoe([tr], 5, seed=0, epochs=1, hidden=8)
+    path = m.save(tmp_path / "m.npz")
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip file")
+    for pol, what in ((f"flashmoe:model={tmp_path / 'none.npz'}", "no FlashMoE model file"),
+                      (f"flashmoe:model={bad}", "is not a FlashMoE model file"),
+                      (f"flashmoe:model={path}", "trained for 3 layers x 4 experts")):
+        code, out, err = _cli(["simulate", spec, "--policy", pol, "--k", "8"], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1 and what in err, err
+    # a model trained on the evaluated sequence is refused
+    spec_tiny = "zipf:n=4,layers=3,tokens=60,a=1.0,seed=0"
+    code, out, err = _cli(["simulate", spec_tiny, "--policy", f"flashmoe:model={path}",
+                           "--k", "5"], capsys)
+    assert code == 2 and "was trained on sequence" in err and err.count("\n") == 1, err
+
+
+def test_flashmoe_contract_on_the_shipped_layout():
+    """The registry's contract checks (feasible, deterministic, reusable after reset, online)
+    for flashmoe, on Mixtral's layout (the shipped model's); the generic contract tests draw
+    layouts for which no model exists."""
+    from paging.trace import Trace
+    from paging.verify import verify
+
+    a = zipf(n=8, layers=32, tokens=30, seed=5)
+    pol = FlashMoE()
+    r1 = simulate(a, pol, 40, record=True)
+    verify(a, r1)
+    r2 = simulate(a, FlashMoE(), 40, record=True)
+    assert np.array_equal(r1.hit_mask, r2.hit_mask)
+    assert np.array_equal(r1.evictions, r2.evictions)
+    simulate(zipf(n=8, layers=32, tokens=10, seed=6), pol, 40)
+    r3 = simulate(a, pol, 40, record=True)  # reused after another run
+    assert np.array_equal(r1.evictions, r3.evictions)
+    cut = a.n_requests // 2
+    pages = a.pages.copy()
+    pages[cut:] = (a.steps[cut:] % 32) * 8 + (pages[cut:] + 1) % 8
+    b = Trace(a.layout, pages, a.steps, "alt", token=a.token, rank=a.rank, meta=a.meta)
+    rb = simulate(b, FlashMoE(), 40, record=True)
+    assert np.array_equal(r1.hit_mask[:cut], rb.hit_mask[:cut])
+    assert (r1.evictions[r1.evictions[:, 0] < cut].tolist()
+            == rb.evictions[rb.evictions[:, 0] < cut].tolist())

@@ -7,7 +7,7 @@ import json
 
 from paging.cli import main
 from paging.fast import has_kernel
-from paging.policies import POLICY_NAMES, make_policy
+from paging.policies import MODEL_POLICIES, POLICY_NAMES, make_policy
 
 KEYS = {"name", "online", "clairvoyant", "randomized", "needs_scores", "needs_model",
         "needs_predictor", "has_kernel", "weighted", "dist", "description", "reference"}
@@ -22,7 +22,7 @@ def _records(capsys):
 
 def test_json_lists_every_registered_policy_with_its_properties(capsys):
     recs = _records(capsys)
-    assert [r["name"] for r in recs] == list(POLICY_NAMES)
+    assert [r["name"] for r in recs] == list(POLICY_NAMES) + list(MODEL_POLICIES)
     by = {r["name"]: r for r in recs}
     for r in recs:
         assert set(r) == KEYS
@@ -30,13 +30,14 @@ def test_json_lists_every_registered_policy_with_its_properties(capsys):
         assert r["clairvoyant"] == pol.clairvoyant and r["online"] == (not pol.clairvoyant)
         assert r["randomized"] == pol.randomized and r["has_kernel"] == has_kernel(pol)
         assert r["dist"] == r["name"].endswith("-dist")
-        assert r["needs_scores"] == bool(pol.needs_scores) and r["needs_model"] is False
+        assert r["needs_scores"] == bool(pol.needs_scores)
+        assert r["needs_model"] == (r["name"] == "flashmoe")
         assert r["description"] and r["reference"]
     assert (by["belady"]["clairvoyant"], by["belady-dist"]["clairvoyant"]) == (True, True)
     assert by["marking"]["randomized"] and by["lecar"]["randomized"]
     assert not by["arc"]["randomized"] and not by["arc"]["has_kernel"]
     assert by["lru"]["has_kernel"] and by["lru-dist"]["has_kernel"]
-    # Score-Based reads gate scores (SpecMD App. B); nothing registered needs a model yet
+    # Score-Based reads gate scores (SpecMD App. B); only flashmoe needs a model
     assert [n for n, r in by.items() if r["needs_scores"]] == ["score-based", "score-based-dist"]
     assert [n for n, r in by.items() if r["weighted"] and not r["dist"]] == \
         ["greedy-dual", "landlord", "gdsf", "layered-landlord"]
@@ -74,6 +75,7 @@ def test_needs_flags_are_read_from_class_attributes(capsys):
 def test_table(capsys):
     assert main(["policies"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("policy") and len(lines) == len(POLICY_NAMES) + 1
+    assert lines[0].startswith("policy")
+    assert len(lines) == len(POLICY_NAMES) + len(MODEL_POLICIES) + 1
     arc = next(line for line in lines if line.startswith("arc "))
     assert "[Megiddo & Modha, FAST 2003]" in arc
