@@ -43,4 +43,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check paging adversaries proofs experiments tests benchmarks
 
 clean:
-	rm -rf $(VENV) paper_figs docs/site/_build docs/site/cli.md
+	rm -rf $(VENV) paper_figs docs/site/_build docs/site/cli.md docs/site/policies.md docs/site/theory.md docs/site/figures.md

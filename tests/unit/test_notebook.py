@@ -50,8 +50,8 @@ def test_every_notebook_is_tested_and_in_the_docs():
     assert tested == names
     toc = (ROOT / "docs" / "site" / "notebooks.md").read_text()
     for n in names:
-        assert n in toc.split(), n
-        assert (ROOT / "docs" / "site" / f"{n}.ipynb").resolve() == (
+        assert f"nb/{n}" in toc.split(), n
+        assert (ROOT / "docs" / "site" / "nb" / f"{n}.ipynb").resolve() == (
             ROOT / "notebooks" / f"{n}.ipynb").resolve()
 
 
