@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test figs venv bench lint clean docs
+.PHONY: test figs venv bench lint clean docs test-record
 
 # the real routing traces: $PAGING_TRACES, else ../shared/traces when it exists
 TRACES ?= $(or $(PAGING_TRACES),$(shell test -d ../shared/traces && cd ../shared/traces && pwd))
@@ -19,6 +19,14 @@ venv: $(STAMP)
 
 test: $(STAMP)
 	PAGING_TRACES=$(TRACES) $(PY) -m pytest -q -n auto $(PYTEST_ARGS)
+
+# `paging record` needs torch + transformers (the `record` extra): installed here, not by `make
+# test` (whose run skips these tests); CPU build of torch first, a plain `torch` is the CUDA one
+TORCH ?= torch==2.13.0
+test-record: $(STAMP)
+	$(PY) -m pip install --quiet '$(TORCH)'
+	$(PY) -m pip install --quiet -e '.[test,sweep,record]'
+	PAGING_TRACES=$(TRACES) $(PY) -m pytest -q -p no:xdist tests/unit/test_record.py
 
 figs: $(STAMP)
 	PAGING_TRACES=$(TRACES) $(VENV)/bin/paging figs
@@ -35,4 +43,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check paging adversaries proofs experiments tests benchmarks
 
 clean:
-	rm -rf $(VENV) paper_figs docs/site/_build docs/site/cli.md
+	rm -rf $(VENV) paper_figs docs/site/_build docs/site/cli.md docs/site/policies.md docs/site/theory.md docs/site/figures.md

@@ -10,6 +10,14 @@ sequence x policy x cache size x seed x options, and one row of the output table
     seeds     = [0, 1]                # default [0]
     expand    = ["rounds"]            # default ["rounds"]
     model     = ["mixtral-8x7b"]      # optional, with precision = [...] and hardware = [...]
+    prefetch  = ["none", "oracle:precision=0.8,recall=0.8", "transition"]   # optional
+    prefetch_strategy = ["topk:overfetch=1", "percentile:p=80"]            # optional
+    miss      = ["fetch", "drop:rank=1"]                                   # optional
+
+``prefetch``, ``prefetch_strategy`` and ``miss`` are ``paging simulate``'s ``--prefetch``,
+``--prefetch-strategy`` and ``--miss`` (``"none"`` = no prefetcher; ``transition`` learns on the
+file's other sequences, as in ``simulate``). The precision cascades (``fetch-lowest-bit``,
+``fetch-priority``) are not swept yet.
 
 A trace path is tried as given, under ``$PAGING_TRACES``, then next to the spec file. Every file
 holds one or more sequences; each sequence is a cell of its own (column ``trace``, as in
@@ -46,21 +54,26 @@ from paging.errors import PagingError
 
 #: The keys a sweep spec may hold.
 SPEC_KEYS = ("traces", "policies", "k", "budget_gb", "seeds", "expand", "model", "precision",
-             "hardware", "routing", "prefetch")
+             "hardware", "routing", "prefetch", "prefetch_strategy", "miss")
 #: Identify a cell (sorted in this order).
-KEY_COLUMNS = ("source", "trace", "policy", "expand", "model", "precision", "hardware", "seed",
-               "k", "budget_gb")
+KEY_COLUMNS = ("source", "trace", "policy", "expand", "model", "precision", "hardware",
+               "prefetch", "prefetch_strategy", "miss", "seed", "k", "budget_gb")
 _TIMING = (("time_ms", "float"), ("stall_ms", "float"), ("stall_fraction", "float"),
            ("ttft_ms", "float"), ("tpot_ms", "float"), ("tokens_per_s", "float"),
            ("decode_tokens", "int"), ("bytes_moved", "int"), ("copy_busy_ms", "float"))
 #: Every column of the table and its type.
 COLUMNS = (("source", "str"), ("trace", "str"), ("policy", "str"), ("expand", "str"),
-           ("model", "str"), ("precision", "str"), ("hardware", "str"), ("seed", "int"),
+           ("model", "str"), ("precision", "str"), ("hardware", "str"), ("prefetch", "str"),
+           ("prefetch_strategy", "str"), ("miss", "str"), ("seed", "int"),
            ("k", "int"), ("budget_gb", "float"), ("method", "str"), ("requests", "int"),
            ("misses", "int"), ("hits", "int"), ("miss_ratio", "float"),
            ("collision_misses", "int"), ("bypasses", "int"), ("per_layer_misses", "list"),
            ("cost", "float"), ("bytes_fetched", "int"), ("budget_bytes", "int"),
-           ("capacity", "int")) + _TIMING
+           ("capacity", "int")) + _TIMING + (
+    # prefetching and miss handling (null on default runs)
+    ("prefetches", "int"), ("prefetch_useful", "int"), ("prefetch_wasted", "int"),
+    ("prefetch_precision", "float"), ("prefetch_recall", "float"), ("prefetch_late", "int"),
+    ("dropped", "int"), ("dropped_mass", "float"), ("substituted", "int"))
 COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
 #: Rewrite the output at least this often (seconds) and after this many cells.
 BATCH_SECONDS = 2.0
@@ -82,6 +95,9 @@ class Spec:
     model: tuple[str | None, ...]
     precision: tuple[str | None, ...]
     hardware: tuple[str | None, ...]
+    prefetch: tuple[str | None, ...]
+    prefetch_strategy: tuple[str | None, ...]
+    miss: tuple[str | None, ...]
     base: str  # the spec file's folder, for relative trace paths
 
 
@@ -101,6 +117,9 @@ class Task:
     model: str | None
     precision: str | None
     hardware: str | None
+    prefetch: str | None
+    prefetch_strategy: str | None
+    miss: str | None
     caps: tuple[tuple[int | None, float | None], ...]
     curve: bool = False
 
@@ -171,7 +190,7 @@ def load_spec(path: str | os.PathLike) -> Spec:
         if key not in SPEC_KEYS:
             raise PagingError(f"unknown key {key!r}; expected one of {', '.join(SPEC_KEYS)}",
                               file, _line_of(text, key))
-    for key in ("routing", "prefetch"):
+    for key in ("routing",):
         if key in doc and not _simulate_has(f"--{key}"):
             raise PagingError(f"{key!r} is not available yet: `paging simulate` has no --{key} "
                               "option in this version; drop the key", file, _line_of(text, key))
@@ -217,9 +236,42 @@ def load_spec(path: str | os.PathLike) -> Spec:
             hardware = tuple(get_hardware(h or "link-5gbps").name for h in hardware)
         except PagingError as e:
             raise PagingError(e.message, file) from None
+    prefetch, strategy, miss = _specmd_keys(doc, file, text)
     return Spec(traces, tuple(p.lower() for p in policies), ks,
                 _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
-                hardware, str(Path(path).resolve().parent))
+                hardware, prefetch, strategy, miss, str(Path(path).resolve().parent))
+
+
+def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
+    """``prefetch``, ``prefetch_strategy`` and ``miss`` (SpecMD's axes; ``paging simulate``'s
+    options of the same names), parsed so that a bad value fails before anything runs."""
+    from paging.miss import make_miss
+    from paging.predict.prefetch import make_predictor, make_strategy
+
+    prefetch = tuple(None if p.strip().lower() == "none" else p
+                     for p in _as_list(doc, "prefetch", "str", file, text, default=["none"]))
+    strategy = _as_list(doc, "prefetch_strategy", "str", file, text, default=[None])
+    miss = tuple(None if m.strip().lower() == "fetch" else m
+                 for m in _as_list(doc, "miss", "str", file, text, default=["fetch"]))
+    try:
+        for p in prefetch:
+            if p is not None:
+                make_predictor(p)
+        for st in strategy:
+            make_strategy(st)
+        for m in miss:
+            h = make_miss(m, "bf16")
+            if h is not None and h.uses_levels:
+                raise PagingError(f"miss handler {m!r} fetches at several precisions, which "
+                                  "sweeps do not support yet; use paging simulate --miss")
+    except PagingError as e:
+        key = "prefetch_strategy" if "strateg" in e.message else (
+            "miss" if "miss" in e.message else "prefetch")
+        raise PagingError(e.message, file, _line_of(text, key)) from None
+    if strategy != (None,) and prefetch == (None,):
+        raise PagingError("prefetch_strategy needs prefetch = [...]", file,
+                          _line_of(text, "prefetch_strategy"))
+    return prefetch, strategy, miss
 
 
 def _resolve(source: str, base: str) -> str:
@@ -262,6 +314,10 @@ def plan(spec: Spec) -> list[Task]:
                 raise PagingError("the trace holds no sequence; nothing to simulate", source)
             for k in spec.k:
                 check_k(k, seqs[0].layout.n_pages)
+            if len(seqs) < 2 and any(_transition(p) and "train=" not in p
+                                     for p in spec.prefetch):
+                raise PagingError("prefetch transition learns on the file's other sequences and "
+                                  "this one has one: give transition:train=FILE", source)
             for i, tr in enumerate(seqs):
                 if spec.budget_gb and spec.model == (None,) and trace_sizes(tr) is None:
                     raise PagingError(f"budget_gb needs page sizes: give model = [...], or a "
@@ -270,29 +326,35 @@ def plan(spec: Spec) -> list[Task]:
                 for policy in spec.policies:
                     curve = (len(spec.k) >= _CURVE_MIN_K and spec.model == (None,)
                              and curve_method(tr, policy) == "stack")
+                    extras = [(p, st if p is not None else None, m) for p in spec.prefetch
+                              for st in spec.prefetch_strategy for m in spec.miss]
+                    extras = list(dict.fromkeys(extras))  # no strategy without a prefetcher
                     for seed in spec.seeds:
                         for m in spec.model:
                             for q in spec.precision:
                                 for h in spec.hardware:
                                     caps = ([(k, None) for k in spec.k]
                                             + [(None, g) for g in spec.budget_gb])
-                                    groups = [tuple(caps)] if curve else [(c,) for c in caps]
-                                    tasks += [Task(source, path, i, expand, policy, seed, m, q,
-                                                   h, g, curve) for g in groups]
+                                    for p, st, mh in extras:
+                                        cv = curve and p is None and mh is None
+                                        groups = [tuple(caps)] if cv else [(c,) for c in caps]
+                                        tasks += [Task(source, path, i, expand, policy, seed, m,
+                                                       q, h, p, st, mh, g, cv) for g in groups]
     return tasks
 
 
 def cell_keys(task: Task, name: str) -> list[tuple]:
     """The key tuples (:data:`KEY_COLUMNS`) of the cells of ``task`` (sequence ``name``)."""
     return [(task.source, name, task.policy, task.expand, task.model, task.precision,
-             task.hardware, task.seed, k, g) for k, g in task.caps]
+             task.hardware, task.prefetch, task.prefetch_strategy, task.miss, task.seed, k, g)
+            for k, g in task.caps]
 
 
 # -- one task ------------------------------------------------------------------------------------
 def _row(task: Task, name: str, k, g, method: str, fields: dict) -> dict:
     row = dict.fromkeys(COLUMN_NAMES)
     row.update({c: fields[c] for c in fields if c in row})
-    row.update(zip(KEY_COLUMNS, cell_keys(task, name)[0][:8] + (k, g), strict=True))
+    row.update(zip(KEY_COLUMNS, cell_keys(task, name)[0][:-2] + (k, g), strict=True))
     row["method"] = method
     return row
 
@@ -323,20 +385,44 @@ def run_task(task: Task) -> list[dict]:
 
         cm = CostSetup.from_names(task.model, task.precision, task.hardware)
         costs, sizes = cm.weights(trace)
+    extended = task.prefetch is not None or task.miss is not None
     rows = []
     for k, g in task.caps:
         cap = {"k": k} if k is not None else {"budget": budget_bytes(g)}
         res = simulate(trace, task.policy, costs=costs, sizes=sizes, seed=task.seed,
-                       record="hits" if cm else False, **cap)
+                       record=(True if extended else "hits") if cm else False,
+                       prefetch=_prefetcher(task, trace), miss=task.miss, **cap)
         fields = res.to_dict()
         if cm is not None:
-            from paging.cost.timeline import timeline
+            from paging.cost.timeline import timeline_run
 
-            tm = timeline(trace, res.hit_mask, model=cm.model, precision=cm.precision,
-                          hardware=cm.hardware, fetch_ms=costs, sizes=sizes)
+            tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
+                              hardware=cm.hardware, fetch_ms=costs, sizes=sizes)
             fields.update(cm.timed_fields(res, tm))
+            fields["prefetch_late"] = tm.prefetch_late
         rows.append(_row(task, trace.name, k, g, "simulate", fields))
     return rows
+
+
+def _prefetcher(task: Task, trace):
+    """A fresh prefetcher for one run (``transition`` learns on the file's other sequences, as
+    ``paging simulate`` does), or None."""
+    if task.prefetch is None:
+        return None
+    from paging.predict.prefetch import Prefetcher, make_predictor, make_strategy
+
+    train = None
+    if _transition(task.prefetch):
+        from paging.options import parse_spec
+
+        _, opts = parse_spec(task.prefetch)
+        train = (list(_traces(str(_resolve(opts["train"], ".")), task.expand)) if "train" in opts
+                 else [t for t in _traces(task.path, task.expand) if t is not trace])
+    return Prefetcher(make_predictor(task.prefetch, train), make_strategy(task.prefetch_strategy))
+
+
+def _transition(prefetch: str | None) -> bool:
+    return prefetch is not None and prefetch.strip().lower().startswith("transition")
 
 
 def run_tasks(tasks: list[Task]) -> list[dict]:

@@ -7,7 +7,7 @@ Seeded grid: n = 3..8, k = 1..min(n − 1, 4), three random f per (n, k) (Dirich
 redrawn until max f < 1). For each: q = :func:`~paging.zipmoe.hitmodel.selection_probabilities`,
 the DP law = :func:`~paging.zipmoe.hitmodel.subset_distribution`, and an *independent*
 maximum-entropy solution (:func:`~paging.zipmoe.hitmodel.max_entropy_subsets`, classical IPF on
-the subsets). Compared: max |P_DP − P_maxent|, entropies, and the DP law's marginals against f.
+the subsets). Compared: ``max |P_DP − P_maxent|``, entropies, and the DP law's marginals against f.
 Power checks: a different law with the same marginals (null-space perturbation) must have
 strictly lower entropy, and App. C's other reading q = f gives the wrong marginals.
 """

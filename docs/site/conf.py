@@ -8,7 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 project = "paging"
-extensions = ["sphinx.ext.autodoc", "numpydoc", "myst_nb", "cli_reference"]
+extensions = ["sphinx.ext.autodoc", "numpydoc", "myst_nb", "cli_reference", "generated"]
 numpydoc_show_class_members = False
 numpydoc_validation_checks: set[str] = set()
 nb_execution_mode = "off"  # notebooks are executed by tests/unit/test_notebook.py, not here

@@ -17,9 +17,10 @@ from __future__ import annotations
 def add_parser(sub) -> None:
     p = sub.add_parser("sweep", help="run a TOML grid of simulations on Dask into one table",
                        description="Expand SPEC.toml (traces, policies, k or budget_gb, seeds, "
-                       "expand, model, precision, hardware) into cells and simulate each on "
-                       "Dask. The table (Parquet, or CSV by name) is written atomically in "
-                       "batches; a re-run skips the cells it already holds.")
+                       "expand, model, precision, hardware, prefetch, prefetch_strategy, "
+                       "miss) into cells and simulate each on Dask. The table (Parquet, or CSV "
+                       "by name) is written atomically in batches; a re-run skips the cells it "
+                       "already holds.")
     p.add_argument("spec", metavar="SPEC.toml", help="the sweep spec (TOML)")
     p.add_argument("--out", required=True, metavar="FILE",
                    help="output table: .parquet (default format) or .csv")

@@ -1,5 +1,5 @@
-"""notebooks/new_policy.ipynb: stored without outputs, executes in the venv's kernel, and its
-numbers agree with the library run here in the test process."""
+"""The notebooks (notebooks/*.ipynb): stored without outputs, each executes in the venv's kernel,
+and its numbers agree with the library run here in the test process."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
+import pytest
 from jupyter_client.kernelspec import KernelSpecManager
 from nbclient import NotebookClient
 
@@ -16,10 +18,12 @@ from paging.generators import zipf
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "new_policy.ipynb"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
-def _run() -> dict:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+def _run(path: Path = NOTEBOOK) -> dict:
+    """Execute the notebook; the JSON summary its last cell prints."""
+    nb = nbformat.read(path, as_version=4)
     # the kernelspec "python3" must start *this* interpreter: jupyter_client replaces a bare
     # "python" argv[0] by sys.executable, and the spec is found under sys.prefix
     spec = KernelSpecManager().get_kernel_spec("python3")
@@ -31,10 +35,24 @@ def _run() -> dict:
     return json.loads(text)
 
 
-def test_notebook_is_stored_without_outputs():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_is_stored_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+
+
+def test_every_notebook_is_tested_and_in_the_docs():
+    names = {p.stem for p in NOTEBOOKS}
+    assert {"new_policy", "cost_model", "specmd", "predictions"} <= names
+    tested = {n for n in names if f"_run(ROOT / \"notebooks\" / \"{n}.ipynb\")" in
+              Path(__file__).read_text()} | {"new_policy"}
+    assert tested == names
+    toc = (ROOT / "docs" / "site" / "notebooks.md").read_text()
+    for n in names:
+        assert f"nb/{n}" in toc.split(), n
+        assert (ROOT / "docs" / "site" / "nb" / f"{n}.ipynb").resolve() == (
+            ROOT / "notebooks" / f"{n}.ipynb").resolve()
 
 
 def test_notebook_runs_and_its_numbers_hold():
@@ -59,3 +77,68 @@ def test_notebook_runs_and_its_numbers_hold():
     assert t1["ratio"] >= t1["bound"]
     g = t2["k"] - 3 + 1  # k − ℓ + 1 with ℓ = 3
     assert t2["online"] >= g * t2["opt"] - t2["additive_constant"]
+
+
+def test_cost_model_notebook():
+    from paging.cost.setup import CostSetup
+    from paging.cost.timeline import timeline
+    from paging.trace import from_routing
+
+    s = _run(ROOT / "notebooks" / "cost_model.ipynb")
+    w = s["weighted"]
+    assert s["requests"] == (24 + 8) * 32 * 2 and s["budget"] == 4_350_000_000
+    # 43 int4 experts < 64 requests of a forward pass: LRU misses everything, Belady least
+    assert w["lru"]["misses"] == s["requests"]
+    assert w["belady"]["misses"] < w["llru"]["misses"] < w["lru"]["misses"]
+    for row in w.values():
+        assert row["ttft_ms"] > 0 and row["tpot_ms"] > 0
+    # recomputed here: the same trace, Belady's run and its timeline
+    cm = CostSetup.from_names("mixtral-8x7b", "int4", "link-5gbps")
+    rng = np.random.default_rng(0)
+    pop = rng.dirichlet(np.ones(8) * 0.5, size=32)
+    ex = np.stack([np.stack([rng.choice(8, 2, replace=False, p=pop[z]) for z in range(32)])
+                   for _ in range(32)])
+    tr = from_routing(ex, cm.model.layout, "groups", None, "t",
+                      {"phase_bounds": {"prefill": [0, 24 * 64], "decode": [24 * 64, 32 * 64]}})
+    costs, sizes = cm.weights(tr)
+    r = simulate(tr, "belady", budget=s["budget"], costs=costs, sizes=sizes, record="hits")
+    tm = timeline(tr, r.hit_mask, model=cm.model, precision=cm.precision, hardware=cm.hardware,
+                  fetch_ms=costs, sizes=sizes)
+    assert (r.misses, r.cost, tm.ttft_ms, tm.tpot_ms) == (
+        w["belady"]["misses"], w["belady"]["cost_ms"], w["belady"]["ttft_ms"],
+        w["belady"]["tpot_ms"])
+
+
+def test_specmd_notebook():
+    s = _run(ROOT / "notebooks" / "specmd.ipynb")
+    pf, miss, ev = s["prefetch"], s["miss"], s["eviction"]
+    n = s["requests"]
+    assert n == 150 * 8 * 2
+    # a perfect oracle leaves only the cold misses of the first group (K = 2)
+    assert pf["oracle:precision=1,recall=1"]["misses"] == 2
+    assert pf["oracle:precision=1,recall=1"]["prefetch_precision"] == 1.0
+    assert pf["oracle:precision=0.5,recall=0.5,seed=3"]["prefetch_precision"] == 0.5
+    assert pf["transition, topk:overfetch=2"]["prefetch_recall"] > pf[
+        "transition (trained on another sequence)"]["prefetch_recall"]
+    for row in miss.values():  # requests = hits + misses + dropped + substituted
+        assert row["hits"] + row["misses"] + (row["dropped"] or 0) + (
+            row["substituted"] or 0) == n
+    assert ev["lhu"] == ev["lfu"]  # no precision cascade: LHU counts like LFU
+    assert ev["belady"] == min(ev.values())
+    assert pf["none"]["misses"] == ev["least-stale"]
+    assert miss["fetch"]["misses"] == ev["lru"]
+
+
+def test_predictions_notebook():
+    from paging.generators import zipf
+
+    s = _run(ROOT / "notebooks" / "predictions.ipynb")
+    trace = zipf(n=8, layers=8, tokens=400, a=1.0, seed=2)
+    assert s["opt"] == simulate(trace, "belady", s["k"]).misses
+    bo, pm = s["ratios"]["blind-oracle"], s["ratios"]["predictive-marker"]
+    assert s["etas"][0] == 0 and bo[0] == 1.0  # perfect predictions: BlindOracle = OPT
+    assert pm[0] <= 2.0  # PredictiveMarker ≤ 2·OPT at η = 0 (the ledger's row)
+    assert bo[-1] > s["online"]["lru"]  # large η: worse than LRU
+    eta = s["etas"][3]
+    m = simulate(trace, f"predictive-marker:oracle:eta={eta},seed=1", s["k"], seed=1).misses
+    assert m / s["opt"] == pm[3]

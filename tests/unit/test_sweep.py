@@ -113,6 +113,16 @@ def test_budget_from_cache_trace_sizes(tmp_path):
     (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nrouting = ["cumsum"]\n',
      "'routing' is not available yet", 4),
     ('traces = ["x"]\nk = = 3\n', "not valid TOML", 2),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nprefetch = ["psychic"]\n',
+     "unknown prefetch predictor 'psychic'", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nprefetch = ["frequency"]\n'
+     'prefetch_strategy = ["percentile:p=100"]\n', "p must be in (0.0, 100.0)", 5),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nprefetch_strategy = ["topk"]\n',
+     "prefetch_strategy needs prefetch", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmiss = ["drop:rank=0"]\n',
+     "rank must be an integer >= 1", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmiss = ["fetch-priority"]\n',
+     "sweeps do not support yet", 4),
 ])
 def test_bad_specs(tmp_path, text, message, line):
     with pytest.raises(Exception) as e:
@@ -145,3 +155,37 @@ def test_cli_json_summary(tmp_path, capsys):
                  "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"out": str(out), "cells": 36, "ran": 36,
                                                    "skipped": 0}
+
+
+def test_prefetch_and_miss_keys_pass_through_to_simulate(tmp_path):
+    from paging.io import load
+    from paging.miss import make_miss
+    from paging.predict.prefetch import Prefetcher, make_predictor, make_strategy
+
+    two = "zipf:n=4,layers=3,tokens=40,topk=2,seed=1"
+    spec = spec_file(tmp_path, f"""
+traces = ["{two}"]
+policies = ["lru", "least-stale"]
+k = [5, 7]
+expand = ["groups"]
+prefetch = ["none", "oracle:precision=0.5,recall=1,seed=2", "frequency"]
+prefetch_strategy = ["topk:overfetch=1", "percentile:p=60"]
+miss = ["fetch", "drop:rank=1"]
+""")
+    run_sweep(spec, tmp_path / "s.csv", workers=0)
+    rows = read_table(tmp_path / "s.csv")
+    # per policy and k: no prefetch (strategy null) + 2 predictors x 2 strategies, x 2 miss
+    assert len(rows) == 2 * 2 * (1 + 2 * 2) * 2
+    assert {r["prefetch_strategy"] for r in rows if r["prefetch"] is None} == {None}
+    (tr,) = load(two, expand="groups")
+    for r in rows:
+        pf = (None if r["prefetch"] is None else
+              Prefetcher(make_predictor(r["prefetch"]), make_strategy(r["prefetch_strategy"])))
+        res = simulate(tr, r["policy"], r["k"], prefetch=pf, miss=make_miss(r["miss"]))
+        d = res.to_dict()
+        assert (r["misses"], r["hits"], r["method"]) == (res.misses, res.hits, "simulate")
+        for f in ("prefetches", "prefetch_useful", "prefetch_precision", "dropped"):
+            assert r[f] == d.get(f)
+    drop = [r for r in rows if r["miss"] == "drop:rank=1"]
+    assert drop and all(r["dropped"] > 0 for r in drop)
+    assert all(r["prefetches"] > 0 for r in rows if r["prefetch"])
