@@ -68,7 +68,7 @@ def check_capacity(k, budget, sizes, n_pages: int) -> tuple[int | None, int | No
 def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
              budget: int | None = None, costs=None, sizes=None, seed: int | None = 0,
              record: bool | str = False, engine: str = "auto", prefetch=None,
-             miss=None) -> Result:
+             miss=None, routing=None) -> Result:
     """Replay ``trace`` under ``policy`` with a cache of ``k`` pages or ``budget`` bytes.
 
     Parameters
@@ -105,6 +105,12 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         What a miss does (``fetch``, ``fetch-lowest-bit``, ``fetch-priority``, ``drop:rank=R``,
         ``drop:score=S``, ``substitute``; :mod:`paging.miss`). None or ``fetch``: fetch at the
         run's precision (today's runs).
+    routing : str or paging.routing.Router, optional
+        Cache-aware routing (:mod:`paging.routing`): ``pruning:j=J``, ``max-rank:j=J,m=M``,
+        ``cumsum:tau=T``, ``cache-prior:lambda=L``; called once per (token, layer) group before
+        its requests, seeing the cache. None or ``standard``: the trace's requests (today's
+        runs, compiled kernels). Routed runs need groups (``expand="groups"``, or K = 1) and
+        add ``retained_mass``, ``top1_changed``, ``kl`` to ``Result.extra``.
 
     Returns
     -------
@@ -130,6 +136,16 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     from paging.miss import make_miss
 
     miss = make_miss(miss)
+    from paging.routing import make_router
+
+    router = make_router(routing)
+    if router is not None:
+        if engine == "fast":
+            raise PagingError("cache-aware routing runs in the reference loop only")
+        if prefetch is not None or miss is not None:
+            raise PagingError("cache-aware routing with prefetching or miss handling is not "
+                              "supported; give one of them")
+        return _run_routed(trace, policy, k, budget, costs, sizes, seed, level, router)
     if prefetch is not None or miss is not None:
         if engine == "fast":
             raise PagingError("prefetching and miss handling run in the reference loop only")
@@ -175,6 +191,101 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) ->
     res = sim.result(trace.name)
     if level == 1:
         res.evictions = res.bypassed = None
+    return res
+
+
+def _run_routed(trace, policy, k, budget, costs, sizes, seed, level, router) -> Result:
+    """The reference loop with a routing hook (DESIGN.md "Extensions", phase 1): per (token,
+    layer) group, the hook chooses the experts served from the original top-K, the logits and
+    the cache; the group is pinned and served as usual.
+
+    The served sequence is built as the run goes, so the layer clock the policies read
+    (``ctx.steps``) and the requests' ranks and scores are buffers written just before each
+    group is served (a served request t has its group's step; a routing never serves more
+    requests than the group had, so the trace's length bounds the buffers). Clairvoyant
+    policies are refused: what is served depends on the cache. Rounds-mode traces with K > 1
+    are refused: a routing decision is per (token, layer) and rounds mode spreads a group over K
+    rounds (load them with ``expand="groups"``)."""
+    from paging.routing import Group, quality
+
+    if policy.clairvoyant:
+        raise PagingError(f"{policy.name} is clairvoyant, and with routing the served requests "
+                          "depend on the cache: they are not known in advance")
+    if trace.n_requests and trace.token is None:
+        raise PagingError(f"routing needs the (token, layer) groups of the trace; {trace.name} "
+                          "has no token column")
+    if trace.expand != "groups" and trace.rank is not None and trace.n_requests \
+            and int(trace.rank.max()) > 0:
+        raise PagingError(f"routing decides per (token, layer) group: load {trace.name} with "
+                          "expand='groups' (--expand groups)")
+    router.reset(trace)
+    lay = trace.layout
+    n, L = lay.n_experts, lay.n_layers
+    steps = np.array(trace.steps, dtype=np.int64)  # writable: the served requests' clock
+    rank = np.zeros(trace.n_requests, dtype=np.int64)
+    score = None if trace.score is None else np.zeros(trace.n_requests)
+    sim = Simulation(lay, policy, k, budget=budget, costs=costs, sizes=sizes, steps=steps,
+                     seed=seed, record=level > 0, score=score, rank=rank)
+    pages = trace.pages.tolist()
+    tsteps = trace.steps.tolist()
+    token = trace.token.tolist()
+    tscore = None if trace.score is None else trace.score.tolist()
+    logits = trace.logits
+    N = len(pages)
+    ends = _group_bounds(trace.steps).tolist()
+    served_pages: list[int] = []
+    retained = kl = 0.0
+    changed = groups = 0
+    lo = 0
+    while lo < N:
+        hi = ends[lo]
+        z, base = tsteps[lo] % L, tsteps[lo] % L * n
+        experts = [p - base for p in pages[lo:hi]]
+        g = Group(z, token[lo], experts, None if tscore is None else tscore[lo:hi],
+                  None if logits is None else logits[token[lo], z], n)
+        part = sim.parts[sim.part_of[base]]
+        cached = {p - base for p in part if base <= p < base + n}
+        chosen = router.route(g, cached)
+        if not 1 <= len(chosen) <= hi - lo or len(set(chosen)) != len(chosen) \
+                or any(not 0 <= e < n for e in chosen):
+            raise RuntimeError(f"routing {router.spec()} returned {chosen} for a group of "
+                               f"{hi - lo} experts")
+        r_m, c_m, k_m = quality(g, chosen)
+        retained += r_m
+        kl += k_m
+        changed += c_m
+        groups += 1
+        order = g.order()
+        w = g.probs()
+        t0 = sim.t
+        for i, e in enumerate(chosen):
+            steps[t0 + i] = tsteps[lo]
+            sim._steps[t0 + i] = tsteps[lo]
+            rank[t0 + i] = order.index(e) if (g.logits is not None or e in experts) else g.K
+            if score is not None:
+                score[t0 + i] = w.get(e, 0.0)
+                sim._score[t0 + i] = score[t0 + i]
+            sim._rank[t0 + i] = int(rank[t0 + i])
+        group = [base + e for e in chosen]
+        sim.pin_group(group)
+        for p in group:
+            sim.serve(p)
+        served_pages.extend(group)
+        lo = hi
+    res = sim.result(trace.name)
+    if level == 1:
+        res.evictions = res.bypassed = None
+    res.extra = {
+        "routing": router.spec(),
+        "routing_note": router.note,
+        "retained_mass": retained / groups if groups else 1.0,
+        "top1_changed": changed / groups if groups else 0.0,
+        "kl": kl / groups if groups else 0.0,
+        "slots": N,
+    }
+    if level > 0:
+        res.events = {"served_pages": np.array(served_pages, dtype=np.int64),
+                      "served_steps": steps[:sim.t].copy()}
     return res
 
 
