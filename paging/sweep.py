@@ -10,6 +10,7 @@ sequence x policy x cache size x seed x options, and one row of the output table
     seeds     = [0, 1]                # default [0]
     expand    = ["rounds"]            # default ["rounds"]
     model     = ["mixtral-8x7b"]      # optional, with precision = [...] and hardware = [...]
+    routing   = ["standard", "cache-prior:lambda=0.5"]   # default ["standard"]; needs groups
 
 A trace path is tried as given, under ``$PAGING_TRACES``, then next to the spec file. Every file
 holds one or more sequences; each sequence is a cell of its own (column ``trace``, as in
@@ -33,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import functools
+import itertools
 import json
 import math
 import os
@@ -49,7 +51,7 @@ SPEC_KEYS = ("traces", "policies", "k", "budget_gb", "seeds", "expand", "model",
              "hardware", "routing", "prefetch")
 #: Identify a cell (sorted in this order).
 KEY_COLUMNS = ("source", "trace", "policy", "expand", "model", "precision", "hardware", "seed",
-               "k", "budget_gb")
+               "routing", "k", "budget_gb")
 _TIMING = (("time_ms", "float"), ("stall_ms", "float"), ("stall_fraction", "float"),
            ("ttft_ms", "float"), ("tpot_ms", "float"), ("tokens_per_s", "float"),
            ("decode_tokens", "int"), ("bytes_moved", "int"), ("copy_busy_ms", "float"))
@@ -60,8 +62,9 @@ COLUMNS = (("source", "str"), ("trace", "str"), ("policy", "str"), ("expand", "s
            ("misses", "int"), ("hits", "int"), ("miss_ratio", "float"),
            ("collision_misses", "int"), ("bypasses", "int"), ("per_layer_misses", "list"),
            ("cost", "float"), ("bytes_fetched", "int"), ("budget_bytes", "int"),
-           ("capacity", "int")) + _TIMING
-COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
+           ("capacity", "int"), ("routing", "str"), ("retained_mass", "float"),
+           ("top1_changed", "float"), ("kl", "float")) + _TIMING
+COLUMN_NAMES = tuple(dict.fromkeys(c for c, _ in COLUMNS))
 #: Rewrite the output at least this often (seconds) and after this many cells.
 BATCH_SECONDS = 2.0
 BATCH_CELLS = 200
@@ -82,7 +85,8 @@ class Spec:
     model: tuple[str | None, ...]
     precision: tuple[str | None, ...]
     hardware: tuple[str | None, ...]
-    base: str  # the spec file's folder, for relative trace paths
+    base: str
+    routing: tuple[str, ...] = ("standard",)  # the spec file's folder, for relative trace paths
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ class Task:
     hardware: str | None
     caps: tuple[tuple[int | None, float | None], ...]
     curve: bool = False
+    routing: str = "standard"
 
 
 # -- the spec ------------------------------------------------------------------------------------
@@ -171,7 +176,7 @@ def load_spec(path: str | os.PathLike) -> Spec:
         if key not in SPEC_KEYS:
             raise PagingError(f"unknown key {key!r}; expected one of {', '.join(SPEC_KEYS)}",
                               file, _line_of(text, key))
-    for key in ("routing", "prefetch"):
+    for key in ("prefetch",):
         if key in doc and not _simulate_has(f"--{key}"):
             raise PagingError(f"{key!r} is not available yet: `paging simulate` has no --{key} "
                               "option in this version; drop the key", file, _line_of(text, key))
@@ -217,9 +222,22 @@ def load_spec(path: str | os.PathLike) -> Spec:
             hardware = tuple(get_hardware(h or "link-5gbps").name for h in hardware)
         except PagingError as e:
             raise PagingError(e.message, file) from None
+    routing = _as_list(doc, "routing", "str", file, text, default=["standard"])
+    from paging.routing import make_router
+
+    for r in routing:
+        try:
+            make_router(r)
+        except PagingError as e:
+            raise PagingError(e.message, file, _line_of(text, "routing")) from None
+    if any(r.strip().lower() != "standard" for r in routing) and model != (None,):
+        raise PagingError("routing with model = [...] is not supported (the latency timeline "
+                          "replays the trace's requests, not the routed ones)", file,
+                          _line_of(text, "routing"))
     return Spec(traces, tuple(p.lower() for p in policies), ks,
                 _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
-                hardware, str(Path(path).resolve().parent))
+                hardware, str(Path(path).resolve().parent),
+                tuple(r.strip().lower() for r in routing))
 
 
 def _resolve(source: str, base: str) -> str:
@@ -267,9 +285,14 @@ def plan(spec: Spec) -> list[Task]:
                     raise PagingError(f"budget_gb needs page sizes: give model = [...], or a "
                                       f"cache trace with object sizes; sequence {tr.name} has "
                                       "none", source)
-                for policy in spec.policies:
+                for policy, routing in itertools.product(spec.policies, spec.routing):
+                    routed = routing != "standard"
+                    if routed and tr.expand == "rounds" and tr.rank is not None \
+                            and tr.n_requests and int(tr.rank.max()) > 0:
+                        raise PagingError(f"routing {routing} decides per (token, layer) group: "
+                                          "use expand = [\"groups\"]", source)
                     curve = (len(spec.k) >= _CURVE_MIN_K and spec.model == (None,)
-                             and curve_method(tr, policy) == "stack")
+                             and not routed and curve_method(tr, policy) == "stack")
                     for seed in spec.seeds:
                         for m in spec.model:
                             for q in spec.precision:
@@ -278,21 +301,21 @@ def plan(spec: Spec) -> list[Task]:
                                             + [(None, g) for g in spec.budget_gb])
                                     groups = [tuple(caps)] if curve else [(c,) for c in caps]
                                     tasks += [Task(source, path, i, expand, policy, seed, m, q,
-                                                   h, g, curve) for g in groups]
+                                                   h, g, curve, routing) for g in groups]
     return tasks
 
 
 def cell_keys(task: Task, name: str) -> list[tuple]:
     """The key tuples (:data:`KEY_COLUMNS`) of the cells of ``task`` (sequence ``name``)."""
     return [(task.source, name, task.policy, task.expand, task.model, task.precision,
-             task.hardware, task.seed, k, g) for k, g in task.caps]
+             task.hardware, task.seed, task.routing, k, g) for k, g in task.caps]
 
 
 # -- one task ------------------------------------------------------------------------------------
 def _row(task: Task, name: str, k, g, method: str, fields: dict) -> dict:
     row = dict.fromkeys(COLUMN_NAMES)
     row.update({c: fields[c] for c in fields if c in row})
-    row.update(zip(KEY_COLUMNS, cell_keys(task, name)[0][:8] + (k, g), strict=True))
+    row.update(zip(KEY_COLUMNS, cell_keys(task, name)[0][:9] + (k, g), strict=True))
     row["method"] = method
     return row
 
@@ -327,7 +350,7 @@ def run_task(task: Task) -> list[dict]:
     for k, g in task.caps:
         cap = {"k": k} if k is not None else {"budget": budget_bytes(g)}
         res = simulate(trace, task.policy, costs=costs, sizes=sizes, seed=task.seed,
-                       record="hits" if cm else False, **cap)
+                       record="hits" if cm else False, routing=task.routing, **cap)
         fields = res.to_dict()
         if cm is not None:
             from paging.cost.timeline import timeline
