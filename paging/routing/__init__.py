@@ -278,12 +278,14 @@ class CachePrior(Router):
         self._range_sum[L] += float(zl.max() - zl.min())
         self._range_n[L] += 1
         delta = self._range_sum[L] / self._range_n[L]  # Eq. 10, running average
-        boost = set(cached) | set(g.order()[:self.j])
-        rank = {e: i for i, e in enumerate(g.order())}
-        bonus = self.lam * delta
-        key = sorted(range(g.n), key=lambda e: (-(z[e] + (bonus if e in boost else 0.0)),
-                                                rank[e]))
-        return key[:g.K]
+        order = np.asarray(g.order())
+        zz = np.array(z, dtype=np.float64)
+        boost = list(set(cached) | set(order[:self.j].tolist()))
+        if boost:
+            zz[boost] += self.lam * delta
+        rank = np.empty(g.n, dtype=np.int64)
+        rank[order] = np.arange(g.n)
+        return np.lexsort((rank, -zz))[:g.K].tolist()  # by z' then by original rank
 
 
 def _check_j(router, trace, lo: int) -> int:
