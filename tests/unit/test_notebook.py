@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "new_policy.ipynb"
 
 
-def _run() -> dict:
-    nb = nbformat.read(NOTEBOOK, as_version=4)
+def _run(path: Path = NOTEBOOK) -> dict:
+    nb = nbformat.read(path, as_version=4)
     # the kernelspec "python3" must start *this* interpreter: jupyter_client replaces a bare
     # "python" argv[0] by sys.executable, and the spec is found under sys.prefix
     spec = KernelSpecManager().get_kernel_spec("python3")
@@ -59,3 +59,27 @@ def test_notebook_runs_and_its_numbers_hold():
     assert t1["ratio"] >= t1["bound"]
     g = t2["k"] - 3 + 1  # k − ℓ + 1 with ℓ = 3
     assert t2["online"] >= g * t2["opt"] - t2["additive_constant"]
+
+
+ROUTING = ROOT / "notebooks" / "routing.ipynb"
+
+
+def test_routing_notebook_runs_and_its_numbers_hold():
+    nb = nbformat.read(ROUTING, as_version=4)
+    assert all(c.outputs == [] for c in nb.cells if c.cell_type == "code")
+    s = _run(ROUTING)
+    from paging.generators import router
+
+    trace = router(8, 8, 200, k=2, seed=0, expand="groups")
+    k = s["k"]
+    assert k == trace.layout.n_pages // 2
+    rows = s["rows"]
+    assert rows["standard"]["misses"] == simulate(trace, "lru", k).misses
+    assert rows["standard"]["retained_mass"] == 1.0
+    assert s["cache_prior"]["0"] == rows["standard"]["misses"]  # λ = 0 is standard
+    assert s["cache_prior"]["0.3"] == rows["cache-prior:lambda=0.3"]["misses"]
+    for spec, row in rows.items():  # recomputed here, in another process
+        assert row["misses"] == simulate(trace, "lru", k, routing=spec).misses
+        if spec != "standard":
+            assert row["misses"] < rows["standard"]["misses"] and row["retained_mass"] < 1
+    assert s["belady"] == simulate(trace, "belady", k).misses
