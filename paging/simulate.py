@@ -145,7 +145,7 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         if prefetch is not None or miss is not None:
             raise PagingError("cache-aware routing with prefetching or miss handling is not "
                               "supported; give one of them")
-        return _run_routed(trace, policy, k, budget, costs, sizes, seed, level, router)
+        return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router)
     if prefetch is not None or miss is not None:
         if engine == "fast":
             raise PagingError("prefetching and miss handling run in the reference loop only")
@@ -162,15 +162,24 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None)
 
 
-def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) -> Result:
-    """The reference loop over a whole trace, with SpecMD's phases when given (DESIGN.md
-    "Extensions on the one simulator"): per group, pin it (groups mode), serve its requests (a
-    miss goes to the miss handler), then let the prefetcher insert its proposals for the next
-    request's layer. Without a prefetcher or a miss handler it is the plain reference run."""
+def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
+         router=None) -> Result:
+    """The reference loop over a whole trace, with the extensions' phases when given (DESIGN.md
+    "Extensions on the one simulator"): per group, the routing hook chooses the experts served
+    (:class:`paging.routing.RoutedRun`), the group is pinned (groups mode), its requests are
+    served (a miss goes to the miss handler), then the prefetcher inserts its proposals for the
+    next request's layer. Without any of them it is the plain reference run."""
+    routed = None
+    clock = dict(steps=trace.steps, score=trace.score, rank=trace.rank)
+    if router is not None:
+        from paging.routing import RoutedRun
+
+        routed = RoutedRun(trace, router, policy)
+        clock = routed.buffers()
     sim = Simulation(trace.layout, policy, k, budget=budget, costs=costs, sizes=sizes,
-                     steps=trace.steps, seed=seed, record=level > 0,
-                     next_use=trace.next_use if policy.clairvoyant else None, score=trace.score,
-                     rank=trace.rank, miss=miss)
+                     seed=seed, record=level > 0,
+                     next_use=trace.next_use if policy.clairvoyant else None, miss=miss,
+                     **clock)
     sim.extended = prefetch is not None or miss is not None
     if prefetch is not None:
         prefetch.reset(trace, seed)
@@ -181,9 +190,10 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) ->
     lo = 0
     while lo < N:
         hi = ends[lo]
+        group = pages[lo:hi] if routed is None else routed.choose(sim, lo, hi)
         if grouped:  # groups: the K experts of a (token, layer) cannot evict each other
-            sim.pin_group(pages[lo:hi])
-        for p in pages[lo:hi]:
+            sim.pin_group(group)
+        for p in group:
             sim.serve(p)
         if prefetch is not None and hi < N:
             prefetch.after_group(sim, lo, hi)
@@ -191,101 +201,8 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) ->
     res = sim.result(trace.name)
     if level == 1:
         res.evictions = res.bypassed = None
-    return res
-
-
-def _run_routed(trace, policy, k, budget, costs, sizes, seed, level, router) -> Result:
-    """The reference loop with a routing hook (DESIGN.md "Extensions", phase 1): per (token,
-    layer) group, the hook chooses the experts served from the original top-K, the logits and
-    the cache; the group is pinned and served as usual.
-
-    The served sequence is built as the run goes, so the layer clock the policies read
-    (``ctx.steps``) and the requests' ranks and scores are buffers written just before each
-    group is served (a served request t has its group's step; a routing never serves more
-    requests than the group had, so the trace's length bounds the buffers). Clairvoyant
-    policies are refused: what is served depends on the cache. Rounds-mode traces with K > 1
-    are refused: a routing decision is per (token, layer) and rounds mode spreads a group over K
-    rounds (load them with ``expand="groups"``)."""
-    from paging.routing import Group, quality
-
-    if policy.clairvoyant:
-        raise PagingError(f"{policy.name} is clairvoyant, and with routing the served requests "
-                          "depend on the cache: they are not known in advance")
-    if trace.n_requests and trace.token is None:
-        raise PagingError(f"routing needs the (token, layer) groups of the trace; {trace.name} "
-                          "has no token column")
-    if trace.expand != "groups" and trace.rank is not None and trace.n_requests \
-            and int(trace.rank.max()) > 0:
-        raise PagingError(f"routing decides per (token, layer) group: load {trace.name} with "
-                          "expand='groups' (--expand groups)")
-    router.reset(trace)
-    lay = trace.layout
-    n, L = lay.n_experts, lay.n_layers
-    steps = np.array(trace.steps, dtype=np.int64)  # writable: the served requests' clock
-    rank = np.zeros(trace.n_requests, dtype=np.int64)
-    score = None if trace.score is None else np.zeros(trace.n_requests)
-    sim = Simulation(lay, policy, k, budget=budget, costs=costs, sizes=sizes, steps=steps,
-                     seed=seed, record=level > 0, score=score, rank=rank)
-    pages = trace.pages.tolist()
-    tsteps = trace.steps.tolist()
-    token = trace.token.tolist()
-    tscore = None if trace.score is None else trace.score.tolist()
-    logits = trace.logits
-    N = len(pages)
-    ends = _group_bounds(trace.steps).tolist()
-    served_pages: list[int] = []
-    retained = kl = 0.0
-    changed = groups = 0
-    lo = 0
-    while lo < N:
-        hi = ends[lo]
-        z, base = tsteps[lo] % L, tsteps[lo] % L * n
-        experts = [p - base for p in pages[lo:hi]]
-        g = Group(z, token[lo], experts, None if tscore is None else tscore[lo:hi],
-                  None if logits is None else logits[token[lo], z], n)
-        part = sim.parts[sim.part_of[base]]
-        cached = {p - base for p in part if base <= p < base + n}
-        chosen = router.route(g, cached)
-        if not 1 <= len(chosen) <= hi - lo or len(set(chosen)) != len(chosen) \
-                or any(not 0 <= e < n for e in chosen):
-            raise RuntimeError(f"routing {router.spec()} returned {chosen} for a group of "
-                               f"{hi - lo} experts")
-        r_m, c_m, k_m = quality(g, chosen)
-        retained += r_m
-        kl += k_m
-        changed += c_m
-        groups += 1
-        order = g.order()
-        w = g.probs()
-        t0 = sim.t
-        for i, e in enumerate(chosen):
-            steps[t0 + i] = tsteps[lo]
-            sim._steps[t0 + i] = tsteps[lo]
-            rank[t0 + i] = order.index(e) if (g.logits is not None or e in experts) else g.K
-            if score is not None:
-                score[t0 + i] = w.get(e, 0.0)
-                sim._score[t0 + i] = score[t0 + i]
-            sim._rank[t0 + i] = int(rank[t0 + i])
-        group = [base + e for e in chosen]
-        sim.pin_group(group)
-        for p in group:
-            sim.serve(p)
-        served_pages.extend(group)
-        lo = hi
-    res = sim.result(trace.name)
-    if level == 1:
-        res.evictions = res.bypassed = None
-    res.extra = {
-        "routing": router.spec(),
-        "routing_note": router.note,
-        "retained_mass": retained / groups if groups else 1.0,
-        "top1_changed": changed / groups if groups else 0.0,
-        "kl": kl / groups if groups else 0.0,
-        "slots": N,
-    }
-    if level > 0:
-        res.events = {"served_pages": np.array(served_pages, dtype=np.int64),
-                      "served_steps": steps[:sim.t].copy()}
+    if routed is not None:
+        routed.finish(sim, res, level > 0)
     return res
 
 

@@ -61,7 +61,7 @@ from paging.errors import PagingError
 from paging.options import no_more, parse_spec, take_float, take_int
 
 __all__ = ["Router", "Standard", "Pruning", "MaxRank", "Cumsum", "CachePrior", "Group",
-           "make_router", "ROUTERS", "quality", "KL_EPS"]
+           "make_router", "ROUTERS", "quality", "KL_EPS", "RoutedRun"]
 
 #: smoothing of the KL proxy (share of the uniform distribution mixed into both weightings)
 KL_EPS = 0.01
@@ -363,3 +363,95 @@ def quality(g: Group, served: list[int]) -> tuple[float, bool, float]:
         q = (1 - KL_EPS) * b.get(e, 0.0) + u
         kl += p * math.log(p / q)
     return retained, changed, max(kl, 0.0)
+
+
+class RoutedRun:
+    """The routing phase of the one reference loop (:func:`paging.simulate._run`): per (token,
+    layer) group, build the :class:`Group`, ask the hook with the layer's cached experts, write
+    the served requests' clock, rank and score, and accumulate the quality proxies.
+
+    What is served is only known as the run goes, so the layer clock the policies read
+    (``ctx.steps``) and the served ranks and scores are buffers written just before each group
+    (a routing never serves more requests than the group had, so the trace's length bounds them;
+    served request t carries its group's step). Clairvoyant policies are refused (the served
+    requests depend on the cache), and so are rounds-mode traces with K > 1 (a routing decision
+    is per (token, layer); rounds mode spreads it over K rounds)."""
+
+    def __init__(self, trace, router: Router, policy):
+        if policy.clairvoyant:
+            raise PagingError(f"{policy.name} is clairvoyant, and with routing the served "
+                              "requests depend on the cache: they are not known in advance")
+        if trace.n_requests and trace.token is None:
+            raise PagingError(f"routing needs the (token, layer) groups of the trace; "
+                              f"{trace.name} has no token column")
+        if trace.expand != "groups" and trace.rank is not None and trace.n_requests \
+                and int(trace.rank.max()) > 0:
+            raise PagingError(f"routing decides per (token, layer) group: load {trace.name} "
+                              "with expand='groups' (--expand groups)")
+        router.reset(trace)
+        self.trace, self.router = trace, router
+        self.n, self.L = trace.layout.n_experts, trace.layout.n_layers
+        self.steps = np.array(trace.steps, dtype=np.int64)  # writable: the served clock
+        self.rank = np.zeros(trace.n_requests, dtype=np.int64)
+        self.score = None if trace.score is None else np.zeros(trace.n_requests)
+        self._pages = trace.pages.tolist()
+        self._tsteps = trace.steps.tolist()
+        self._token = trace.token.tolist() if trace.token is not None else []
+        self._tscore = None if trace.score is None else trace.score.tolist()
+        self.served: list[int] = []
+        self.retained = self.kl = 0.0
+        self.changed = self.groups = 0
+
+    def buffers(self) -> dict:
+        """The ``steps``, ``score`` and ``rank`` the Simulation is built with."""
+        return {"steps": self.steps, "score": self.score, "rank": self.rank}
+
+    def choose(self, sim, lo: int, hi: int) -> list[int]:
+        """The pages served for the trace's group ``lo:hi``."""
+        n, step = self.n, self._tsteps[lo]
+        z = step % self.L
+        base = z * n
+        experts = [p - base for p in self._pages[lo:hi]]
+        tok = self._token[lo]
+        g = Group(z, tok, experts, None if self._tscore is None else self._tscore[lo:hi],
+                  None if self.trace.logits is None else self.trace.logits[tok, z], n)
+        part = sim.parts[sim.part_of[base]]
+        cached = {p - base for p in part if base <= p < base + n}
+        chosen = self.router.route(g, cached)
+        if not 1 <= len(chosen) <= hi - lo or len(set(chosen)) != len(chosen) \
+                or any(not 0 <= e < n for e in chosen):
+            raise RuntimeError(f"routing {self.router.spec()} returned {chosen} for a group of "
+                               f"{hi - lo} experts")
+        r_m, c_m, k_m = quality(g, chosen)
+        self.retained += r_m
+        self.kl += k_m
+        self.changed += c_m
+        self.groups += 1
+        order, w = g.order(), g.probs()
+        t0 = sim.t
+        for i, e in enumerate(chosen):
+            t = t0 + i
+            self.steps[t] = sim._steps[t] = step
+            r = order.index(e) if (g.logits is not None or e in experts) else g.K
+            self.rank[t] = sim._rank[t] = r
+            if self.score is not None:
+                self.score[t] = sim._score[t] = w.get(e, 0.0)
+        group = [base + e for e in chosen]
+        self.served.extend(group)
+        return group
+
+    def finish(self, sim, res, record: bool) -> None:
+        """Add the routing fields to ``res.extra`` and, when recorded, the served sequence to
+        ``res.events`` (what :func:`paging.verify.verify` replays)."""
+        G = self.groups
+        res.extra = {
+            "routing": self.router.spec(),
+            "routing_note": self.router.note,
+            "retained_mass": self.retained / G if G else 1.0,
+            "top1_changed": self.changed / G if G else 0.0,
+            "kl": self.kl / G if G else 0.0,
+            "slots": self.trace.n_requests,
+        }
+        if record:
+            res.events = {"served_pages": np.array(self.served, dtype=np.int64),
+                          "served_steps": self.steps[:sim.t].copy()}
