@@ -15,6 +15,11 @@ Three families, all vectorised (10^8 requests in seconds, memory ~2 int64 arrays
 ``cyclic``
     Theorem 3's sequence: round i requests expert ``i mod n`` of every layer, so ``rounds=R`` gives
     R·ℓ requests.
+``router``
+    Synthetic router *logits* (SYNTHETIC, never real data) for cache-aware routing: per layer a
+    Zipf popularity bias plus a persistent AR(1) term per expert, whose three constants were
+    fitted to the Mixtral-8x7B HumanEval decode trace (:func:`router`,
+    :mod:`paging.routing.fit`). The trace carries the full logits and requests the top-K.
 
 ``tokens=T`` gives one expert per layer per token (T·ℓ requests). ``topk=K`` draws K distinct
 experts per (token, layer) — for Zipf without replacement with probability proportional to the
@@ -31,8 +36,9 @@ Spec strings (the ``TRACE`` argument of the ``paging`` command, DESIGN.md)::
     zipf:n=8,layers=32,tokens=1000,a=1.0,h=0,seed=0[,topk=K][,perm=random|identity]
     uniform:n=4,layers=8,tokens=500,seed=1[,topk=K]
     cyclic:n=4,layers=8,rounds=100
+    router:n=8,layers=32,tokens=500,k=2,seed=0[,a=A,rho=R,sigma=S]
 
-Defaults: a=1.0, h=0, seed=0, topk=1, perm=random.
+Defaults: a=1.0, h=0, seed=0, topk=1, perm=random; router: k=2 and the fitted a, rho, sigma.
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from paging.errors import PagingError
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, Trace, from_routing
 
-KINDS = ("zipf", "uniform", "cyclic")
+KINDS = ("zipf", "uniform", "cyclic", "router")
 PERMS = ("random", "identity")
 #: draws are made this many (token, layer) cells at a time (keeps temporaries small)
 _BLOCK_CELLS = 1 << 21
@@ -260,6 +266,74 @@ def cyclic(n: int, layers: int, rounds: int, *, expand: str = "rounds",
     return _assemble(Layout(n, layers), pages, name, expand, meta)
 
 
+#: Constants of the synthetic router model (:func:`router`), fitted to the Mixtral-8x7B-Instruct
+#: HumanEval decode trace (2 problems, 32 layers x 8 experts, top-2) by
+#: ``python -m paging.routing.fit \
+#: $PAGING_TRACES/mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl``
+#: (grid search, printed with the real and the fitted statistics; see README "Cache-aware routing").
+ROUTER_FIT = {"a": 0.5, "rho": 0.3, "sigma": 2.0}
+
+
+def router_logits(rng: np.random.Generator, n: int, layers: int, tokens: int, a: float,
+                  rho: float, sigma: float) -> np.ndarray:
+    """Logits ``z[T, ℓ, n]`` of the synthetic router model (see :func:`router`)."""
+    bias = np.log(_expert_weights(rng, n, layers, zipf_weights(n, a, 0.0), "random"))
+    z = np.empty((tokens, layers, n))
+    x = rng.standard_normal((layers, n)) * sigma
+    keep, fresh = rho, math.sqrt(max(0.0, 1.0 - rho * rho)) * sigma
+    for t in range(tokens):
+        if t:
+            x = keep * x + fresh * rng.standard_normal((layers, n))
+        z[t] = bias + x
+    return z
+
+
+def router(n: int, layers: int, tokens: int, *, k: int = 2, seed: int | None = 0,
+           a: float | None = None, rho: float | None = None, sigma: float | None = None,
+           expand: str = "rounds", name: str | None = None) -> Trace:
+    """A SYNTHETIC trace with full router logits (for cache-aware routing, :mod:`paging.routing`).
+
+    Model (documented, fitted; not a real router): for token t, layer z, expert e,
+
+        z[t, z, e] = log q_z(e) + x[t, z, e],
+        x[t] = rho · x[t-1] + sqrt(1 - rho²) · sigma · ε[t],   x[0] = sigma · ε[0],  ε ~ N(0, 1),
+
+    where ``q_z`` is the Zipf popularity of Angelopoulos et al. Sec. 5.1 (``p_j ~ 1/j^a``) over a
+    per-layer random permutation of the experts, and the AR(1) term makes an expert's preference
+    persist from token to token (stationary variance sigma²). The requests are the top-K of
+    every (token, layer) by logit, rank 0 the largest, with their softmax probabilities (over all
+    n experts) as gate scores; the trace carries ``logits``.
+
+    Defaults ``a, rho, sigma`` = :data:`ROUTER_FIT`, fitted to the Mixtral-8x7B HumanEval decode
+    trace (per-layer popularity of the top-2, the share of a token's top-2 experts reused by the
+    next token, the median log ratio of the two gate weights); ``python -m paging.routing.fit``
+    re-derives them. Cost O(T·ℓ·n log n).
+    """
+    n, layers, tokens = _int("n", n, 2), _int("layers", layers, 1), _int("tokens", tokens, 0)
+    k = _int("k", k, 1, n)
+    a = ROUTER_FIT["a"] if a is None else _float("a", a)
+    rho = ROUTER_FIT["rho"] if rho is None else _float("rho", rho)
+    sigma = ROUTER_FIT["sigma"] if sigma is None else _float("sigma", sigma)
+    if rho > 1:
+        raise PagingError(f"rho must be in [0, 1], got {rho}")
+    _expand(expand)
+    params = {"n": n, "layers": layers, "tokens": tokens, "k": k,
+              "seed": seed if isinstance(seed, (int, np.integer)) else None, "a": a, "rho": rho,
+              "sigma": sigma}
+    name = name or _spec_name("router", params)
+    _check_memory(tokens * layers * (k + n))
+    rng = np.random.default_rng(seed)
+    z = router_logits(rng, n, layers, tokens, a, rho, sigma)
+    table = np.argsort(-z, axis=2, kind="stable")[:, :, :k]
+    p = np.exp(z - z.max(axis=2, keepdims=True))
+    p /= p.sum(axis=2, keepdims=True)
+    scores = np.take_along_axis(p, table, axis=2)
+    meta = {"source": name, "format": "generator", "generator": "router", "params": params,
+            "n_tokens": tokens, "top_k": k, "dropped_tokens": 0, "synthetic": True,
+            "scores": True}
+    return from_routing(table, Layout(n, layers), expand, scores, name, meta, z)
+
+
 # -- spec strings ------------------------------------------------------------------------------
 _SCHEMA = {
     # key: (kind of value, required)
@@ -269,8 +343,11 @@ _SCHEMA = {
     "uniform": {"n": ("int", True), "layers": ("int", True), "tokens": ("int", True),
                 "seed": ("int", False), "topk": ("int", False)},
     "cyclic": {"n": ("int", True), "layers": ("int", True), "rounds": ("int", True)},
+    "router": {"n": ("int", True), "layers": ("int", True), "tokens": ("int", True),
+               "k": ("int", False), "seed": ("int", False), "a": ("float", False),
+               "rho": ("float", False), "sigma": ("float", False)},
 }
-_FUNCS = {"zipf": zipf, "uniform": uniform, "cyclic": cyclic}
+_FUNCS = {"zipf": zipf, "uniform": uniform, "cyclic": cyclic, "router": router}
 
 
 def is_spec(source: object) -> bool:

@@ -68,7 +68,7 @@ def check_capacity(k, budget, sizes, n_pages: int) -> tuple[int | None, int | No
 def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
              budget: int | None = None, costs=None, sizes=None, seed: int | None = 0,
              record: bool | str = False, engine: str = "auto", prefetch=None,
-             miss=None) -> Result:
+             miss=None, routing=None) -> Result:
     """Replay ``trace`` under ``policy`` with a cache of ``k`` pages or ``budget`` bytes.
 
     Parameters
@@ -105,6 +105,12 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         What a miss does (``fetch``, ``fetch-lowest-bit``, ``fetch-priority``, ``drop:rank=R``,
         ``drop:score=S``, ``substitute``; :mod:`paging.miss`). None or ``fetch``: fetch at the
         run's precision (today's runs).
+    routing : str or paging.routing.Router, optional
+        Cache-aware routing (:mod:`paging.routing`): ``pruning:j=J``, ``max-rank:j=J,m=M``,
+        ``cumsum:tau=T``, ``cache-prior:lambda=L``; called once per (token, layer) group before
+        its requests, seeing the cache. None or ``standard``: the trace's requests (today's
+        runs, compiled kernels). Routed runs need groups (``expand="groups"``, or K = 1) and
+        add ``retained_mass``, ``top1_changed``, ``kl`` to ``Result.extra``.
 
     Returns
     -------
@@ -130,6 +136,16 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     from paging.miss import make_miss
 
     miss = make_miss(miss)
+    from paging.routing import make_router
+
+    router = make_router(routing)
+    if router is not None:
+        if engine == "fast":
+            raise PagingError("cache-aware routing runs in the reference loop only")
+        if prefetch is not None or miss is not None:
+            raise PagingError("cache-aware routing with prefetching or miss handling is not "
+                              "supported; give one of them")
+        return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router)
     if prefetch is not None or miss is not None:
         if engine == "fast":
             raise PagingError("prefetching and miss handling run in the reference loop only")
@@ -154,16 +170,24 @@ def token_visits(trace) -> int:
     return max(int(trace.meta.get("top_k", 1) or 1), 1)
 
 
-def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) -> Result:
-    """The reference loop over a whole trace, with SpecMD's phases when given (DESIGN.md
-    "Extensions on the one simulator"): per group, pin it (groups mode), serve its requests (a
-    miss goes to the miss handler), then let the prefetcher insert its proposals for the next
-    request's layer. Without a prefetcher or a miss handler it is the plain reference run."""
+def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
+         router=None) -> Result:
+    """The reference loop over a whole trace, with the extensions' phases when given (DESIGN.md
+    "Extensions on the one simulator"): per group, the routing hook chooses the experts served
+    (:class:`paging.routing.RoutedRun`), the group is pinned (groups mode), its requests are
+    served (a miss goes to the miss handler), then the prefetcher inserts its proposals for the
+    next request's layer. Without any of them it is the plain reference run."""
+    routed = None
+    clock = dict(steps=trace.steps, score=trace.score, rank=trace.rank, token=trace.token)
+    if router is not None:
+        from paging.routing import RoutedRun
+
+        routed = RoutedRun(trace, router, policy)
+        clock = routed.buffers()
     sim = Simulation(trace.layout, policy, k, budget=budget, costs=costs, sizes=sizes,
-                     steps=trace.steps, seed=seed, record=level > 0,
-                     next_use=trace.next_use if policy.clairvoyant else None, score=trace.score,
-                     rank=trace.rank, miss=miss, token=trace.token,
-                     visits=token_visits(trace))
+                     seed=seed, record=level > 0,
+                     next_use=trace.next_use if policy.clairvoyant else None, miss=miss,
+                     visits=token_visits(trace), **clock)
     sim.extended = prefetch is not None or miss is not None
     if prefetch is not None:
         prefetch.reset(trace, seed)  # the plan: every batch's proposals (no predictor reads
@@ -177,9 +201,10 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) ->
     lo = 0
     while lo < N:
         hi = ends[lo]
+        group = pages[lo:hi] if routed is None else routed.choose(sim, lo, hi)
         if grouped:  # groups: the K experts of a (token, layer) cannot evict each other
-            sim.pin_group(pages[lo:hi])
-        for p in pages[lo:hi]:
+            sim.pin_group(group)
+        for p in group:
             sim.serve(p)
         if prefetch is not None and hi < N:
             prefetch.after_group(sim, lo, hi)
@@ -187,6 +212,8 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss) ->
     res = sim.result(trace.name)
     if level == 1:
         res.evictions = res.bypassed = None
+    if routed is not None:
+        routed.finish(sim, res, level > 0)
     return res
 
 

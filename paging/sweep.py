@@ -10,6 +10,7 @@ sequence x policy x cache size x seed x options, and one row of the output table
     seeds     = [0, 1]                # default [0]
     expand    = ["rounds"]            # default ["rounds"]
     model     = ["mixtral-8x7b"]      # optional, with precision = [...] and hardware = [...]
+    routing   = ["standard", "cache-prior:lambda=0.5"]   # default ["standard"]; needs groups
     prefetch  = ["none", "oracle:precision=0.8,recall=0.8", "transition"]   # optional
     prefetch_strategy = ["topk:overfetch=1", "percentile:p=80"]            # optional
     miss      = ["fetch", "drop:rank=1"]                                   # optional
@@ -41,6 +42,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import functools
+import itertools
 import json
 import math
 import os
@@ -57,7 +59,7 @@ SPEC_KEYS = ("traces", "policies", "k", "budget_gb", "seeds", "expand", "model",
              "hardware", "routing", "prefetch", "prefetch_strategy", "miss")
 #: Identify a cell (sorted in this order).
 KEY_COLUMNS = ("source", "trace", "policy", "expand", "model", "precision", "hardware",
-               "prefetch", "prefetch_strategy", "miss", "seed", "k", "budget_gb")
+               "prefetch", "prefetch_strategy", "miss", "seed", "routing", "k", "budget_gb")
 _TIMING = (("time_ms", "float"), ("stall_ms", "float"), ("stall_fraction", "float"),
            ("ttft_ms", "float"), ("tpot_ms", "float"), ("tokens_per_s", "float"),
            ("decode_tokens", "int"), ("bytes_moved", "int"), ("copy_busy_ms", "float"))
@@ -69,12 +71,13 @@ COLUMNS = (("source", "str"), ("trace", "str"), ("policy", "str"), ("expand", "s
            ("misses", "int"), ("hits", "int"), ("miss_ratio", "float"),
            ("collision_misses", "int"), ("bypasses", "int"), ("per_layer_misses", "list"),
            ("cost", "float"), ("bytes_fetched", "int"), ("budget_bytes", "int"),
-           ("capacity", "int")) + _TIMING + (
+           ("capacity", "int"), ("routing", "str"), ("retained_mass", "float"),
+           ("top1_changed", "float"), ("kl", "float")) + _TIMING + (
     # prefetching and miss handling (null on default runs)
     ("prefetches", "int"), ("prefetch_useful", "int"), ("prefetch_wasted", "int"),
     ("prefetch_precision", "float"), ("prefetch_recall", "float"), ("prefetch_late", "int"),
     ("dropped", "int"), ("dropped_mass", "float"), ("substituted", "int"))
-COLUMN_NAMES = tuple(c for c, _ in COLUMNS)
+COLUMN_NAMES = tuple(dict.fromkeys(c for c, _ in COLUMNS))
 #: Rewrite the output at least this often (seconds) and after this many cells.
 BATCH_SECONDS = 2.0
 BATCH_CELLS = 200
@@ -99,6 +102,7 @@ class Spec:
     prefetch_strategy: tuple[str | None, ...]
     miss: tuple[str | None, ...]
     base: str  # the spec file's folder, for relative trace paths
+    routing: tuple[str, ...] = ("standard",)
 
 
 @dataclass(frozen=True)
@@ -122,6 +126,7 @@ class Task:
     miss: str | None
     caps: tuple[tuple[int | None, float | None], ...]
     curve: bool = False
+    routing: str = "standard"
 
 
 # -- the spec ------------------------------------------------------------------------------------
@@ -157,13 +162,6 @@ def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None)
     return tuple(float(x) if kind == "num" else x for x in vals)
 
 
-def _simulate_has(option: str) -> bool:
-    from paging.cli import build_parser
-
-    sub = build_parser()._subparsers._group_actions[0].choices["simulate"]
-    return any(option in a.option_strings for a in sub._actions)
-
-
 def load_spec(path: str | os.PathLike) -> Spec:
     """Read and validate a sweep spec (TOML). Every problem is one :class:`PagingError` naming
     the file and, where it can, the line."""
@@ -190,10 +188,6 @@ def load_spec(path: str | os.PathLike) -> Spec:
         if key not in SPEC_KEYS:
             raise PagingError(f"unknown key {key!r}; expected one of {', '.join(SPEC_KEYS)}",
                               file, _line_of(text, key))
-    for key in ("routing",):
-        if key in doc and not _simulate_has(f"--{key}"):
-            raise PagingError(f"{key!r} is not available yet: `paging simulate` has no --{key} "
-                              "option in this version; drop the key", file, _line_of(text, key))
     for key in ("traces", "policies"):
         if key not in doc:
             raise PagingError(f"missing key {key!r}; a sweep needs traces, policies and k (or "
@@ -237,9 +231,26 @@ def load_spec(path: str | os.PathLike) -> Spec:
         except PagingError as e:
             raise PagingError(e.message, file) from None
     prefetch, strategy, miss = _specmd_keys(doc, file, text)
+    routing = _as_list(doc, "routing", "str", file, text, default=["standard"])
+    from paging.routing import make_router
+
+    for r in routing:
+        try:
+            make_router(r)
+        except PagingError as e:
+            raise PagingError(e.message, file, _line_of(text, "routing")) from None
+    routed = any(r.strip().lower() != "standard" for r in routing)
+    if routed and model != (None,):
+        raise PagingError("routing with model = [...] is not supported (the latency timeline "
+                          "replays the trace's requests, not the routed ones)", file,
+                          _line_of(text, "routing"))
+    if routed and (prefetch != (None,) or miss != (None,)):
+        raise PagingError("routing with prefetch or miss = [...] is not supported (as in "
+                          "paging simulate)", file, _line_of(text, "routing"))
     return Spec(traces, tuple(p.lower() for p in policies), ks,
                 _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
-                hardware, prefetch, strategy, miss, str(Path(path).resolve().parent))
+                hardware, prefetch, strategy, miss, str(Path(path).resolve().parent),
+                tuple(r.strip().lower() for r in routing))
 
 
 def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
@@ -323,9 +334,14 @@ def plan(spec: Spec) -> list[Task]:
                     raise PagingError(f"budget_gb needs page sizes: give model = [...], or a "
                                       f"cache trace with object sizes; sequence {tr.name} has "
                                       "none", source)
-                for policy in spec.policies:
+                for policy, routing in itertools.product(spec.policies, spec.routing):
+                    routed = routing != "standard"
+                    if routed and tr.expand == "rounds" and tr.rank is not None \
+                            and tr.n_requests and int(tr.rank.max()) > 0:
+                        raise PagingError(f"routing {routing} decides per (token, layer) group: "
+                                          "use expand = [\"groups\"]", source)
                     curve = (len(spec.k) >= _CURVE_MIN_K and spec.model == (None,)
-                             and curve_method(tr, policy) == "stack")
+                             and not routed and curve_method(tr, policy) == "stack")
                     extras = [(p, st if p is not None else None, m) for p in spec.prefetch
                               for st in spec.prefetch_strategy for m in spec.miss]
                     extras = list(dict.fromkeys(extras))  # no strategy without a prefetcher
@@ -339,15 +355,16 @@ def plan(spec: Spec) -> list[Task]:
                                         cv = curve and p is None and mh is None
                                         groups = [tuple(caps)] if cv else [(c,) for c in caps]
                                         tasks += [Task(source, path, i, expand, policy, seed, m,
-                                                       q, h, p, st, mh, g, cv) for g in groups]
+                                                       q, h, p, st, mh, g, cv, routing)
+                                                  for g in groups]
     return tasks
 
 
 def cell_keys(task: Task, name: str) -> list[tuple]:
     """The key tuples (:data:`KEY_COLUMNS`) of the cells of ``task`` (sequence ``name``)."""
     return [(task.source, name, task.policy, task.expand, task.model, task.precision,
-             task.hardware, task.prefetch, task.prefetch_strategy, task.miss, task.seed, k, g)
-            for k, g in task.caps]
+             task.hardware, task.prefetch, task.prefetch_strategy, task.miss, task.seed,
+             task.routing, k, g) for k, g in task.caps]
 
 
 # -- one task ------------------------------------------------------------------------------------
@@ -391,7 +408,8 @@ def run_task(task: Task) -> list[dict]:
         cap = {"k": k} if k is not None else {"budget": budget_bytes(g)}
         res = simulate(trace, task.policy, costs=costs, sizes=sizes, seed=task.seed,
                        record=(True if extended else "hits") if cm else False,
-                       prefetch=_prefetcher(task, trace), miss=task.miss, **cap)
+                       prefetch=_prefetcher(task, trace), miss=task.miss, routing=task.routing,
+                       **cap)
         fields = res.to_dict()
         if cm is not None:
             from paging.cost.timeline import timeline_run

@@ -15,6 +15,11 @@ It holds read-only numpy arrays:
 ``token``, ``rank``, ``score`` (optional)
     the token index within the sequence, the expert's rank in its top-K list (0 = listed first,
     the highest gate score in gate-score traces) and its gate score.
+``logits`` (optional)
+    the router's full logits, a read-only float64 array of shape ``(T, ℓ, n)`` indexed by
+    ``(token, layer, expert)`` (``token`` as in the ``token`` column, which it requires): what
+    cache-aware routing (:mod:`paging.routing`) re-ranks. None when the file has only the top-K
+    gate scores (the Mixtral logs) or no scores at all. Every value must be finite.
 
 Two expansions of a top-K routing table ``experts[token, layer, r]`` (:func:`from_routing`):
 
@@ -80,6 +85,7 @@ class Trace:
     score: np.ndarray | None = None
     expand: str = "rounds"
     meta: dict = field(default_factory=dict)
+    logits: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -96,6 +102,8 @@ class Trace:
         if self.expand not in EXPANSIONS:
             raise PagingError(f"expand must be one of {', '.join(EXPANSIONS)}, got {self.expand!r}")
         set_(self, "meta", dict(self.meta))
+        if self.logits is not None:
+            set_(self, "logits", check_logits(self.logits, self.layout, self.token, self.name))
         self._validate()
 
     # -- validation ---------------------------------------------------------------------------
@@ -194,11 +202,33 @@ class Trace:
         if self.token is not None:
             meta["n_tokens"] = int(np.unique(self.token[:n]).size)
         return Trace(self.layout, self.pages[:n], self.steps[:n], self.name, cut(self.token),
-                     cut(self.rank), cut(self.score), self.expand, meta)
+                     cut(self.rank), cut(self.score), self.expand, meta, self.logits)
 
     def __repr__(self) -> str:
         return (f"Trace({self.name!r}, {self.n_requests} requests, n_experts="
                 f"{self.layout.n_experts}, n_layers={self.layout.n_layers}, expand={self.expand})")
+
+
+def check_logits(logits, layout: Layout, token, name: str = "trace") -> np.ndarray:
+    """``logits`` as a read-only float64 array ``(T, ℓ, n)``, or a :class:`PagingError`: wrong
+    shape (the last axis must be the number of experts), NaN or infinite values, or a token id
+    of the trace beyond T."""
+    a = _frozen(logits, np.float64)
+    L, n = layout.n_layers, layout.n_experts
+    if a.ndim != 3 or a.shape[1:] != (L, n):
+        raise PagingError(f"trace {name}: logits must have shape (tokens, {L} layers, {n} "
+                          f"experts), got {a.shape}")
+    if not np.isfinite(a).all():
+        t, z, e = (int(x[0]) for x in np.nonzero(~np.isfinite(a)))
+        raise PagingError(f"trace {name}: the logit of token {t}, layer {z}, expert {e} is "
+                          f"{a[t, z, e]}; expected finite numbers")
+    if token is None:
+        raise PagingError(f"trace {name}: logits are indexed by token; the trace has no token "
+                          "column")
+    if token.size and int(token.max()) >= a.shape[0]:
+        raise PagingError(f"trace {name}: token {int(token.max())} has no logits (the array "
+                          f"covers {a.shape[0]} tokens)")
+    return a
 
 
 def next_use(pages: np.ndarray) -> np.ndarray:
@@ -221,10 +251,10 @@ def from_pages(pages, layout: Layout, name: str = "trace", **kw) -> Trace:
 
 
 def from_routing(experts, layout: Layout, expand: str = "rounds", scores=None,
-                 name: str = "trace", meta: dict | None = None) -> Trace:
+                 name: str = "trace", meta: dict | None = None, logits=None) -> Trace:
     """Expand a routing table ``experts[token, layer, r]`` (T x ℓ x K expert ids, r = rank) into a
-    trace; ``scores`` (same shape, optional) travel with the requests. See the module docstring
-    for the two expansions."""
+    trace; ``scores`` (same shape, optional) travel with the requests and ``logits`` (T x ℓ x n,
+    optional) with the trace. See the module docstring for the two expansions."""
     e = np.asarray(experts, dtype=np.int64)
     if e.ndim == 2:
         e = e[:, :, None]
@@ -256,4 +286,4 @@ def from_routing(experts, layout: Layout, expand: str = "rounds", scores=None,
     m = {"top_k": K, "n_tokens": T}
     m.update(meta or {})
     return Trace(layout, pages, steps, name, flat(tok), flat(rank),
-                 None if s is None else flat(s), expand, m)
+                 None if s is None else flat(s), expand, m, logits)

@@ -25,6 +25,13 @@ precedes) inserts a non-resident page after evicting resident pages of its parti
 the page did not fit, and the capacity holds afterwards; a page fetched at a lower precision
 occupies that level's size; misses = non-hits − dropped − substituted, and the cost and bytes
 are recomputed level by level.
+
+Routed runs (cache-aware routing, :mod:`paging.routing`) serve other requests than the trace's:
+their ``events`` hold the served pages and steps. The verifier first checks that the served
+sequence is a routing of the trace (every served request belongs to a (token, layer) group of
+the trace, in order, with a page of the group's layer, distinct pages within a group, at most
+the group's size and at least one request per group), then replays the run on the served
+sequence exactly as above.
 """
 
 from __future__ import annotations
@@ -41,6 +48,33 @@ class VerificationError(AssertionError):
     """A recorded run is not a feasible schedule (the message says where)."""
 
 
+def _served_trace(trace: Trace, result: Result) -> Trace:
+    """The sequence a routed run served, after checking it is a routing of ``trace``."""
+    sp = np.asarray(result.events["served_pages"], dtype=np.int64)
+    ss = np.asarray(result.events["served_steps"], dtype=np.int64)
+
+    def fail(msg):
+        raise VerificationError(f"{result.policy} k={result.k} on {trace.name} (routed): {msg}")
+
+    if sp.shape != ss.shape:
+        fail(f"{sp.size} served pages for {ss.size} served steps")
+    g_steps, g_size = np.unique(trace.steps, return_counts=True)
+    s_steps, s_first, s_size = np.unique(ss, return_index=True, return_counts=True)
+    if ss.size and np.any(np.diff(ss) < 0):
+        fail("the served steps go backwards")
+    if not np.array_equal(s_steps, g_steps):
+        fail("the served requests do not cover every (token, layer) group of the trace once")
+    if np.any(s_size > g_size):
+        fail("a group served more experts than the trace's group has")
+    lay = trace.layout
+    if np.any((sp < 0) | (sp >= lay.n_pages)) or np.any(sp // lay.n_experts != ss % lay.n_layers):
+        fail("a served page is not a page of its group's layer")
+    order = np.lexsort((sp, ss))
+    if np.any((ss[order][1:] == ss[order][:-1]) & (sp[order][1:] == sp[order][:-1])):
+        fail("a group served the same expert twice")
+    return Trace(lay, sp, ss, trace.name, expand="groups" if np.any(s_size > 1) else "rounds")
+
+
 def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     """Raise :class:`VerificationError` unless ``result`` is a feasible run on ``trace``.
 
@@ -49,6 +83,8 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     """
     if result.hit_mask is None or result.evictions is None or result.bypassed is None:
         raise VerificationError("the result was not recorded (simulate(..., record=True))")
+    if result.events is not None and "served_pages" in result.events:
+        trace = _served_trace(trace, result)
     lay = trace.layout
     N, n = trace.n_requests, lay.n_experts
     pages, steps = trace.pages, trace.steps
@@ -139,7 +175,8 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     for t, v in np.asarray(evs.get("prefetch_evictions", np.zeros((0, 2))),
                            dtype=np.int64).reshape(-1, 2).tolist():
         pf_out.setdefault(t, []).append(v)
-    if result.extra is not None and result.extra.get("prefetches") != sum(map(len,
+    if result.extra is not None and "prefetches" in result.extra and \
+            result.extra["prefetches"] != sum(map(len,
                                                                               pf_ins.values())):
         fail("the prefetch count does not match the prefetch log")
 

@@ -22,6 +22,7 @@ FIGURES = {
     "cost": "experiments.fig_cost",
     "zipmoe": "experiments.fig_zipmoe",
     "predictions": "experiments.fig_predictions",
+    "routing": "experiments.fig_routing",
 }
 DEFAULT_OUT = "paper_figs"
 

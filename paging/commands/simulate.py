@@ -14,6 +14,13 @@ fetch-priority|drop:rank=R|drop:score=S|substitute``; the JSON then adds ``prefe
 ``prefetch_useful``, ``prefetch_wasted``, ``prefetch_late`` (with --model), ``prefetch_precision``,
 ``prefetch_recall``, ``dropped``, ``dropped_mass``, ``substituted`` and the other counters of
 :class:`paging.result.Result`. Without these options the output is exactly as before.
+
+Cache-aware routing (:mod:`paging.routing`): ``--routing standard|pruning:j=J|max-rank:j=J[,m=M]|
+cumsum:tau=T[,j=J]|cache-prior:lambda=L[,j=J]`` changes which experts each (token, layer) group
+requests, seeing the cache; the JSON adds ``routing``, ``routing_note``, ``retained_mass``,
+``top1_changed``, ``kl`` and ``slots`` (the trace's requests; ``requests`` counts the served
+ones). A routed run reads the trace in groups mode (``--expand rounds`` with K > 1 is refused).
+``--routing standard`` (the default) is today's run.
 """
 
 from __future__ import annotations
@@ -71,6 +78,11 @@ def add_parser(sub) -> None:
                     help="miss handling: fetch (default), fetch-lowest-bit, fetch-priority "
                          "(cascade; needs --model and gate scores), drop:rank=R, drop:score=S, "
                          "substitute")
+    p.add_argument("--routing", metavar="R[:opts]", default=None,
+                   help="cache-aware routing: standard (default), pruning:j=J, "
+                        "max-rank:j=J[,m=M], cumsum:tau=T[,j=J], cache-prior:lambda=L[,j=J]; "
+                        "reads the trace in groups mode")
+    p.set_defaults(expand=None)  # rounds, or groups for a routed run
     p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--engine", choices=("auto", "reference", "fast"), default="auto",
                    help="compiled kernel when available (auto), or the reference loop")
@@ -186,8 +198,27 @@ def run(args) -> int:
     cm = (CostSetup.from_names(args.model, args.precision, args.hardware, args.host_gb)
           if args.model else None)
     spec = _SpecMD(args, cm)
+    from paging.routing import make_router
+
+    router = make_router(args.routing)
+    if router is not None:
+        if args.expand == "rounds":
+            raise PagingError(f"--routing {args.routing} decides per (token, layer) group: use "
+                              "--expand groups (the default with --routing)")
+        if spec.on or cm is not None:
+            raise PagingError("--routing cannot be combined with --prefetch, --miss or --model "
+                              "in this version (routed timings are not modelled)")
+        for name in args.policy:
+            if make_policy(name).clairvoyant:
+                raise PagingError(f"--policy {name} is clairvoyant; with --routing the served "
+                                  "requests depend on the cache, so they are not known ahead")
+    if args.expand is None:
+        args.expand = "groups" if router is not None else "rounds"
     traces = load_from_args(args)
     spec.check(traces)
+    if router is not None:
+        for t in traces:  # J > K and what the trace does not know: refused before any run
+            router.reset(t)
     for k in args.k or []:
         check_k(k, traces[0].layout.n_pages if traces else None)
     rows = []
@@ -219,7 +250,7 @@ def run(args) -> int:
                 else:
                     res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
                                    seed=args.seed, engine=args.engine,
-                                   record="hits" if cm else False, **cap)
+                                   record="hits" if cm else False, routing=router, **cap)
                 row = res.to_dict()
                 if cm is not None:
                     from paging.cost.timeline import timeline_run
@@ -238,6 +269,8 @@ def run(args) -> int:
             "miss_ratio"]
     if costs is not None or cm is not None:
         cols.append("cost")
+    if router is not None:
+        cols += ["retained_mass", "top1_changed", "kl"]
     if cm is not None:
         cols += ["capacity", "time_ms", "stall_fraction", "tokens_per_s"]
         if any(r["ttft_ms"] is not None for r in rows):

@@ -31,6 +31,10 @@ def build_trace(line_of: Callable[[int], tuple[str, int | None]], file: str, *ar
     except TraceError as e:
         prefix, line = line_of(e.request)
         raise PagingError(f"{prefix}{e.detail}", file, line) from None
+    except PagingError as e:  # e.g. malformed logits: name the file
+        if e.file is not None:
+            raise
+        raise PagingError(e.message, file) from None
 
 
 def reexpand(trace: Trace, expand: str) -> Trace:
@@ -58,11 +62,12 @@ def reexpand(trace: Trace, expand: str) -> Trace:
             if trace.score is not None:
                 scores = np.zeros(table.shape)
                 scores[idx] = trace.score
-            return from_routing(table, lay, expand, scores, trace.name, trace.meta)
+            return from_routing(table, lay, expand, scores, trace.name, trace.meta,
+                                trace.logits)
     single = trace.rank is None or trace.n_requests == 0 or int(trace.rank.max()) == 0
     if single and not trace.is_grouped:
         return Trace(lay, trace.pages, trace.steps, trace.name, trace.token, trace.rank,
-                     trace.score, expand, trace.meta)
+                     trace.score, expand, trace.meta, trace.logits)
     raise PagingError(f"trace {trace.name} is stored in {trace.expand} mode without complete "
                       f"token and rank columns, so it cannot be expanded in {expand} mode; "
                       f"use --expand {trace.expand}")

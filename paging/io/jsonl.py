@@ -33,6 +33,7 @@ per rank; or ``groups``).
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import numpy as np
@@ -59,6 +60,7 @@ DEFAULT_FIELDS: dict = {
     "experts": "experts",
     "scores": "gating_probs",
     "position": "token_pos",
+    "logits": "logits",
 }
 
 
@@ -96,6 +98,21 @@ def parse_jsonl(text: str, file: str) -> list[tuple[int, dict]]:
     return out
 
 
+def _check_logits(value: object, what: str, file: str, line: int,
+                  n_experts: int | None) -> list[float]:
+    """A list of finite router logits, one per expert (``n_experts`` of them when known)."""
+    if not isinstance(value, list) or not value:
+        raise PagingError(f"{what} must be a non-empty list of numbers (one logit per expert), "
+                          f"got {describe(value)}", file, line)
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise PagingError(f"{what} holds {describe(v)}; expected finite numbers", file, line)
+    if n_experts is not None and len(value) != n_experts:
+        raise PagingError(f"{what} has {len(value)} entries; expected one per expert "
+                          f"(n_experts={n_experts})", file, line)
+    return value
+
+
 def _sort_key(v: object) -> tuple:
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return (0, v, "")
@@ -111,6 +128,7 @@ class _Rows:
         self.layer: list[int] = []
         self.experts: list[list[int]] = []
         self.scores: list[list[float] | None] = []
+        self.logits: list[list[float] | None] = []
         self.k: int | None = None
         self.k_line = 0
 
@@ -161,6 +179,7 @@ def read_routing_jsonl(path: str | os.PathLike, *, expand: str = "rounds", stric
 
     groups: dict[tuple, _Rows] = {}
     max_e = max_z = -1
+    logit_len = logit_line = None
     for line, rec in records:
         seq = []
         for k in keys:
@@ -182,6 +201,15 @@ def read_routing_jsonl(path: str | os.PathLike, *, expand: str = "rounds", stric
         sc = rec.get(f["scores"])
         if sc is not None:
             sc = check_scores(sc, f["scores"], len(ex), file, line)
+        lg = rec.get(f["logits"])
+        if lg is not None:
+            lg = _check_logits(lg, f["logits"], file, line, n_experts)
+            if logit_len is None:
+                logit_len, logit_line = len(lg), line
+            elif len(lg) != logit_len:
+                raise PagingError(f"{f['logits']} has {len(lg)} entries here and {logit_len} at "
+                                  f"line {logit_line}; expected one logit per expert",
+                                  file, line)
         g = groups.get(tuple(seq))
         if g is None:
             g = groups[tuple(seq)] = _Rows()
@@ -195,9 +223,15 @@ def read_routing_jsonl(path: str | os.PathLike, *, expand: str = "rounds", stric
         g.layer.append(z)
         g.experts.append(ex)
         g.scores.append(sc)
+        g.logits.append(lg)
         max_e = max(max_e, max(ex))
         max_z = max(max_z, z)
+    if logit_len is not None and n_experts is None:
+        max_e = max(max_e, logit_len - 1)  # the logits name every expert of the layer
     layout = layout_for(max_e, max_z, n_experts, n_layers, file)
+    if logit_len is not None and logit_len != layout.n_experts:
+        raise PagingError(f"{f['logits']} has {logit_len} entries; expected one per expert "
+                          f"(n_experts={layout.n_experts})", file, logit_line)
 
     order = sorted(groups, key=lambda s: tuple(_sort_key(v) for v in s))
     varying = [i for i, _ in enumerate(keys) if len({s[i] for s in order}) > 1]
@@ -214,19 +248,19 @@ def read_routing_jsonl(path: str | os.PathLike, *, expand: str = "rounds", stric
         else:
             name = seq_name(file, parts)
             tok = np.asarray(g.tok, dtype=np.int64)
-            table, scores, kept, dropped = _build_table(g, tok, np.arange(tok.size), layout,
-                                                        strict, file, name,
-                                                        lambda t: f"token {t}")
+            table, scores, kept, dropped, logits = _build_table(
+                g, tok, np.arange(tok.size), layout, strict, file, name, lambda t: f"token {t}")
             meta = dict(base_meta, format="routing-jsonl", dropped_tokens=len(dropped),
                         dropped_token_ids=[int(t) for t in dropped], scores=scores is not None)
-            traces.append(from_routing(table, layout, expand, scores, name, meta))
+            traces.append(from_routing(table, layout, expand, scores, name, meta, logits))
     return traces
 
 
 def _build_table(g: _Rows, tok: np.ndarray, rows: np.ndarray, layout: Layout, strict: bool,
                  file: str, name: str, label):
     """The routing table of the complete tokens among ``rows`` (indices into ``g``), whose token
-    ids are ``tok[rows]``: returns ``(experts[T, ℓ, K], scores or None, kept ids, dropped ids)``.
+    ids are ``tok[rows]``: returns ``(experts[T, ℓ, K], scores or None, kept ids, dropped ids,
+    logits[T, ℓ, n] or None)`` (logits only when every kept row has them).
     ``label(token id)`` names a token in error messages."""
     L = layout.n_layers
     lines = np.asarray(g.lines, dtype=np.int64)[rows]
@@ -262,7 +296,11 @@ def _build_table(g: _Rows, tok: np.ndarray, rows: np.ndarray, layout: Layout, st
     scores = None
     if sel.size and all(g.scores[i] is not None for i in sel):
         scores = np.asarray([g.scores[i] for i in sel], dtype=np.float64).reshape(T, L, K)
-    return ex, scores, uniq[complete], dropped
+    logits = None
+    if sel.size and all(g.logits[i] is not None for i in sel):
+        logits = np.asarray([g.logits[i] for i in sel], dtype=np.float64).reshape(
+            T, L, layout.n_experts)
+    return ex, scores, uniq[complete], dropped, logits
 
 
 def _raw_trace(g: _Rows, layout: Layout, expand: str, strict: bool, phase: str, file: str,
@@ -291,7 +329,8 @@ def _raw_trace(g: _Rows, layout: Layout, expand: str, strict: bool, phase: str, 
         return f"prompt position {t}" if t < offset else f"decode step {t - offset}"
 
     # both phases go through one table so incomplete tokens are dropped the same way
-    table, scores, kept, dropped = _build_table(g, tok, rows, layout, strict, file, name, label)
+    table, scores, kept, dropped, logits = _build_table(g, tok, rows, layout, strict, file,
+                                                        name, label)
     kept_pre = int((kept < offset).sum())
     drop_pre = int((dropped < offset).sum())
     K = g.k or 1
@@ -312,4 +351,4 @@ def _raw_trace(g: _Rows, layout: Layout, expand: str, strict: bool, phase: str, 
     meta = dict(base_meta, format="routing-jsonl-raw", rows=int(rows.size),
                 dropped_tokens=int(dropped.size), scores=scores is not None, phase=phase,
                 phases=phases, phase_bounds=bounds)
-    return from_routing(table, layout, expand, scores, name, meta)
+    return from_routing(table, layout, expand, scores, name, meta, logits)

@@ -8,6 +8,8 @@ Arrays (``numpy.savez``, no pickles)::
     offsets     S+1 int64: sequence s is requests offsets[s]:offsets[s+1]
     pages, steps                    int64, all sequences back to back (steps restart at 0)
     token, rank (int64), score (float64)    optional: present when every sequence has them
+    logits, logit_offsets           optional (every sequence has router logits): float64
+                                    (ΣT, ℓ, n), sequence s holds rows logit_offsets[s]:[s+1]
     meta        S JSON strings (each sequence's ``Trace.meta``)
 """
 
@@ -64,6 +66,10 @@ def write_npz(traces: Trace | Sequence[Trace], path: str | os.PathLike, *,
     for key, dt in _OPTIONAL:
         if all(getattr(t, key) is not None for t in ts):
             arrays[key] = np.concatenate([getattr(t, key) for t in ts]).astype(dt)
+    if all(t.logits is not None for t in ts):
+        arrays["logits"] = np.concatenate([t.logits for t in ts], axis=0)
+        arrays["logit_offsets"] = np.r_[0, np.cumsum([t.logits.shape[0] for t in ts])].astype(
+            np.int64)
     save = np.savez_compressed if compress else np.savez
     with atomic_path(path) as tmp, open(tmp, "wb") as fh:
         save(fh, **arrays)
@@ -128,6 +134,16 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
     if not (np.isfinite(sc) & (sc >= 0)).all():
         raise PagingError("array 'score' holds NaN, infinite or negative values; expected "
                           "finite non-negative gate scores", file)
+    logits = lo_off = None
+    if "logits" in data:
+        logits = need("logits", "float").astype(np.float64)
+        lo_off = need("logit_offsets", "int").astype(np.int64).reshape(-1)
+        if (logits.ndim != 3 or logits.shape[1:] != (lay.n_layers, lay.n_experts)
+                or lo_off.size != S + 1 or lo_off[0] != 0 or lo_off[-1] != logits.shape[0]
+                or (np.diff(lo_off) < 0).any()):
+            raise PagingError(f"array 'logits' has shape {logits.shape} with {lo_off.size} "
+                              f"offsets; expected (tokens, {lay.n_layers}, {lay.n_experts}) and "
+                              "one more offset than names", file)
     traces = []
     for s in range(S):
         a, b = int(off[s]), int(off[s + 1])
@@ -145,7 +161,8 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
         meta["source"] = file
         tr = build_trace(lambda i, nm=nm: (f"sequence {nm}: ", None), file,
                          lay, pages[a:b], steps[a:b], nm,
-                         *(opt[k][a:b] if k in opt else None for k, _ in _OPTIONAL), mode, meta)
+                         *(opt[k][a:b] if k in opt else None for k, _ in _OPTIONAL), mode, meta,
+                         None if logits is None else logits[lo_off[s]:lo_off[s + 1]])
         traces.append(reexpand(tr, expand))
     if not traces:
         raise PagingError("the file holds no sequences", file)

@@ -142,3 +142,27 @@ def test_predictions_notebook():
     eta = s["etas"][3]
     m = simulate(trace, f"predictive-marker:oracle:eta={eta},seed=1", s["k"], seed=1).misses
     assert m / s["opt"] == pm[3]
+
+
+ROUTING = ROOT / "notebooks" / "routing.ipynb"
+
+
+def test_routing_notebook_runs_and_its_numbers_hold():
+    nb = nbformat.read(ROUTING, as_version=4)
+    assert all(c.outputs == [] for c in nb.cells if c.cell_type == "code")
+    s = _run(ROUTING)
+    from paging.generators import router
+
+    trace = router(8, 8, 200, k=2, seed=0, expand="groups")
+    k = s["k"]
+    assert k == trace.layout.n_pages // 2
+    rows = s["rows"]
+    assert rows["standard"]["misses"] == simulate(trace, "lru", k).misses
+    assert rows["standard"]["retained_mass"] == 1.0
+    assert s["cache_prior"]["0"] == rows["standard"]["misses"]  # λ = 0 is standard
+    assert s["cache_prior"]["0.3"] == rows["cache-prior:lambda=0.3"]["misses"]
+    for spec, row in rows.items():  # recomputed here, in another process
+        assert row["misses"] == simulate(trace, "lru", k, routing=spec).misses
+        if spec != "standard":
+            assert row["misses"] < rows["standard"]["misses"] and row["retained_mass"] < 1
+    assert s["belady"] == simulate(trace, "belady", k).misses

@@ -111,7 +111,7 @@ def test_budget_from_cache_trace_sizes(tmp_path):
      None),
     (f'traces = ["{TRACE}"]\npolicies = ["nope"]\nk = [4]\n', "nope", 2),
     (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nrouting = ["cumsum"]\n',
-     "'routing' is not available yet", 4),
+     "routing 'cumsum': give tau=T", 4),
     ('traces = ["x"]\nk = = 3\n', "not valid TOML", 2),
     (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nprefetch = ["psychic"]\n',
      "unknown prefetch predictor 'psychic'", 4),
@@ -189,3 +189,22 @@ miss = ["fetch", "drop:rank=1"]
     drop = [r for r in rows if r["miss"] == "drop:rank=1"]
     assert drop and all(r["dropped"] > 0 for r in drop)
     assert all(r["prefetches"] > 0 for r in rows if r["prefetch"])
+
+
+def test_routing_key_adds_routed_cells(tmp_path):
+    text = ('traces = ["router:n=8,layers=4,tokens=40,k=2,seed=0"]\npolicies = ["lru"]\n'
+            'k = [12, 16]\nexpand = ["groups"]\nrouting = ["standard", "max-rank:j=1"]\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "r.parquet", workers=0)
+    rows = read_table(tmp_path / "r.parquet")
+    from paging.generators import router
+
+    tr = router(8, 4, 40, k=2, seed=0, expand="groups")
+    got = {(r["routing"], r["k"]): r["misses"] for r in rows}
+    assert got == {(rt, k): simulate(tr, "lru", k, routing=rt).misses
+                   for rt in ("standard", "max-rank:j=1") for k in (12, 16)}
+    routed = [r for r in rows if r["routing"] == "max-rank:j=1"]
+    assert all(0 < r["retained_mass"] < 1 for r in routed)
+    with pytest.raises(Exception, match="groups"):
+        load_spec_text = text.replace('expand = ["groups"]\n', "")
+        run_sweep(spec_file(tmp_path, load_spec_text), tmp_path / "x.parquet", workers=0)
+    assert not (tmp_path / "x.parquet").exists()

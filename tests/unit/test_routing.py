@@ -1,0 +1,257 @@
+"""Cache-aware routing (paging.routing): hand-checked hooks, the standard-equivalences,
+verified routed runs, the trace's logits field and the CLI's bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from paging.errors import PagingError
+from paging.generators import parse_spec, router
+from paging.io import load, write_npz
+from paging.layout import Layout
+from paging.routing import CachePrior, Cumsum, Group, MaxRank, Pruning, quality
+from paging.simulate import simulate
+from paging.trace import from_routing
+from paging.verify import verify
+
+LOGITS = np.array([3.0, 2.0, 1.0, 0.0, -1.0])  # rank = expert id
+
+
+def _g(logits=LOGITS, experts=(0, 1), scores=None):
+    return Group(0, 0, list(experts), scores, None if logits is None else np.asarray(logits),
+                 5 if logits is None else len(logits))
+
+
+def _ready(r, K=2, n=5, logits=True):
+    tr = from_routing(np.array([[list(range(K))]]), Layout(n, 1), "groups",
+                      logits=np.zeros((1, 1, n)) if logits else None)
+    r.reset(tr)
+    return r
+
+
+# -- the hooks, by hand ---------------------------------------------------------------------------
+def test_max_rank_promotes_cached_experts_of_rank_below_m():
+    # r = 0,1,2,3,4; top-J = {0}; cached {3, 4}; M = 4 → rank < 4 cached: 3 → serve 0, 3
+    assert _ready(MaxRank(1, 4)).route(_g(), {3, 4}) == [0, 3]
+    # M = 3: expert 3 has rank 3, not < 3 → standard
+    assert _ready(MaxRank(1, 3)).route(_g(), {3, 4}) == [0, 1]
+    # J = 0: both slots to cached experts, best rank first
+    assert _ready(MaxRank(0)).route(_g(), {4, 3}) == [3, 4]
+    # nothing cached: standard
+    assert _ready(MaxRank(0)).route(_g(), set()) == [0, 1]
+
+
+def test_max_rank_allowed_sets_follow_the_contract():
+    must, allowed = _ready(MaxRank(1, 4)).allowed(_g())
+    assert must == {0} and allowed == {0, 1, 2, 3}
+
+
+def test_cumsum_m_from_the_cumulative_softmax():
+    w = np.exp(LOGITS) / np.exp(LOGITS).sum()  # 0.636, 0.234, 0.086, 0.032, 0.012
+    c = _ready(Cumsum(0.6, 1))
+    assert c.m_of(_g()) == 1 and w[0] >= 0.6
+    assert _ready(Cumsum(0.95, 1)).m_of(_g()) == 3  # 0.636+0.234+0.086 = 0.956
+    assert _ready(Cumsum(0.95, 1)).route(_g(), {2, 4}) == [0, 2]
+    assert _ready(Cumsum(0.6, 1)).route(_g(), {2, 4}) == [0, 1]  # M=1 <= K: standard
+
+
+def test_cache_prior_adds_lambda_times_the_logit_range():
+    # Δavg = 3 − (−1) = 4 on the first token; λ = 0.3 → +1.2 on cached {2}: z'(2) = 2.2 > 2.0
+    assert _ready(CachePrior(0.3, 1)).route(_g(), {2}) == [0, 2]
+    # λ = 0.2 → z'(2) = 1.8 < 2.0: standard
+    assert _ready(CachePrior(0.2, 1)).route(_g(), {2}) == [0, 1]
+    # J = 0, λ = 0.3, cached {1, 2}: z' = 3, 3.2, 2.2 → 1 then 0
+    assert _ready(CachePrior(0.3, 0)).route(_g(), {1, 2}) == [1, 0]
+
+
+def test_cache_prior_running_average_of_the_range():
+    r = _ready(CachePrior(0.25, 0))
+    r.route(_g([1.0, 0.0, 0.0, 0.0, -1.0]), set())  # range 2
+    # second token: range 4 → Δavg = 3, bonus 0.75: z'(2) = 1.75 < 2 → standard
+    assert r.route(_g(), {2}) == [0, 1]
+
+
+def test_pruning_keeps_the_top_j():
+    assert _ready(Pruning(1)).route(_g(), {2, 3}) == [0]
+
+
+def test_top_k_only_max_rank_fills_from_any_cached_expert():
+    g = _g(None, (0, 1), [0.7, 0.3])
+    r = MaxRank(1)
+    r.reset(from_routing(np.array([[[0, 1]]]), Layout(5, 1), "groups", scores=[[[0.7, 0.3]]]))
+    assert r.route(g, {4, 3}) == [0, 3]  # unknown ranks: lowest expert id first
+    ret, changed, kl = quality(g, [0, 3])
+    assert ret == pytest.approx(0.7) and not changed and kl > 0
+    with pytest.raises(PagingError, match="no logits"):
+        MaxRank(1, 3).reset(from_routing(np.array([[[0, 1]]]), Layout(5, 1), "groups"))
+
+
+def test_quality_proxies_by_hand():
+    g = _g()
+    w = np.exp(LOGITS) / np.exp(LOGITS).sum()
+    ret, changed, kl = quality(g, [0, 1])
+    assert (ret, changed, kl) == (1.0, False, 0.0)
+    ret, changed, kl = quality(g, [1, 2])
+    assert ret == pytest.approx((w[1] + w[2]) / (w[0] + w[1])) and changed
+    # the ε-smoothed KL, computed here by hand over the 3 experts involved
+    a = np.array([w[0], w[1], 0]) / (w[0] + w[1])
+    b = np.array([0, w[1], w[2]]) / (w[1] + w[2])
+    p, q = 0.99 * a + 0.002, 0.99 * b + 0.002
+    assert kl == pytest.approx(float(np.sum(p * np.log(p / q))))
+
+
+# -- the equivalences and routed runs --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def synth():
+    return router(8, 4, 150, k=2, seed=3, expand="groups")
+
+
+@pytest.mark.parametrize("policy", ["lru", "llru", "least-stale", "fifo", "lfu"])
+@pytest.mark.parametrize("spec", ["standard", "cache-prior:lambda=0", "pruning:j=2",
+                                  "max-rank:j=2", "cumsum:tau=1e-9"])
+def test_neutral_routings_equal_the_fast_path(synth, policy, spec):
+    base = simulate(synth, policy, 12)  # compiled kernel
+    res = simulate(synth, policy, 12, routing=spec, record=True)
+    verify(synth, res)
+    assert (res.misses, res.requests, res.hits) == (base.misses, base.requests, base.hits)
+
+
+def test_routed_runs_are_verified_and_deterministic(synth):
+    for spec in ("pruning:j=1", "max-rank:j=1,m=4", "cumsum:tau=0.9", "cache-prior:lambda=0.5"):
+        a = simulate(synth, "lru", 12, routing=spec, record=True)
+        b = simulate(synth, "lru", 12, routing=spec, record=True)
+        verify(synth, a)
+        assert a.to_dict() == b.to_dict()
+        assert a.misses < simulate(synth, "lru", 12).misses
+        assert a.extra["slots"] == synth.n_requests
+
+
+def test_golden_numbers_synthetic(synth):
+    got = {s: simulate(synth, "lru", 12, routing=s).misses
+           for s in ("standard", "max-rank:j=1", "cache-prior:lambda=0.5")}
+    assert got == GOLDEN_SYNTH
+
+
+# regression pins of this implementation (standard = the compiled kernel's count)
+GOLDEN_SYNTH = {"standard": 687, "max-rank:j=1": 333, "cache-prior:lambda=0.5": 366}
+
+
+def test_verifier_rejects_a_forged_routing(synth):
+    res = simulate(synth, "lru", 12, routing="max-rank:j=1", record=True)
+    sp = res.events["served_pages"].copy()
+    sp[0] = (sp[0] + synth.layout.n_experts) % synth.layout.n_pages  # another layer's page
+    res.events["served_pages"] = sp
+    from paging.verify import VerificationError
+
+    with pytest.raises(VerificationError, match="layer"):
+        verify(synth, res)
+
+
+def test_routing_refuses_rounds_and_clairvoyance(synth):
+    rounds = router(8, 4, 10, k=2, seed=0)
+    with pytest.raises(PagingError, match="groups"):
+        simulate(rounds, "lru", 4, routing="max-rank:j=1")
+    with pytest.raises(PagingError, match="clairvoyant"):
+        simulate(synth, "belady", 4, routing="max-rank:j=1")
+
+
+@pytest.mark.parametrize("spec, msg", [
+    ("pruning:j=3", "j must be in 1..2"), ("max-rank:j=3", "j must be in 0..2"),
+    ("cumsum:tau=0", "tau must be in"), ("cumsum:tau=1.5", "tau must be in"),
+    ("cache-prior:lambda=-0.1", "lambda must be in"), ("cache-prior:lambda=nan", "lambda"),
+    ("teleport", "unknown routing"), ("max-rank:q=1", "unknown option")])
+def test_bad_routing_options(synth, spec, msg):
+    with pytest.raises(PagingError, match=msg):
+        simulate(synth, "lru", 4, routing=spec)
+
+
+# -- the generator and the logits field ------------------------------------------------------------
+def test_router_generator_is_seeded_and_carries_logits():
+    a = parse_spec("router:n=8,layers=3,tokens=20,k=2,seed=5", "groups")[0]
+    b = router(8, 3, 20, k=2, seed=5, expand="groups")
+    assert np.array_equal(a.pages, b.pages) and np.array_equal(a.logits, b.logits)
+    assert a.logits.shape == (20, 3, 8) and a.meta["synthetic"]
+    # the requests are the top-2 of the logits, rank 0 the largest
+    top = np.argsort(-a.logits, axis=2, kind="stable")[:, :, :2]
+    assert np.array_equal(a.layout.expert_of(a.pages).reshape(20, 3, 2), top)
+
+
+def test_logits_round_trip_npz(tmp_path):
+    t = router(6, 2, 7, k=2, seed=1, expand="groups")
+    write_npz([t], tmp_path / "t.npz")
+    back = load(str(tmp_path / "t.npz"), expand="groups")[0]
+    assert np.array_equal(back.logits, t.logits) and np.array_equal(back.pages, t.pages)
+    rounds = load(str(tmp_path / "t.npz"), expand="rounds")[0]
+    assert np.array_equal(rounds.logits, t.logits)
+
+
+def _jsonl(tmp_path, logits_row):
+    rows = []
+    for tok in range(2):
+        for z in range(2):
+            rows.append({"problem_id": 0, "token_idx": tok, "layer": z, "experts": [0, 1],
+                         "gating_probs": [0.6, 0.4], "logits": logits_row})
+    p = tmp_path / "r.jsonl"
+    p.write_text("\n".join(json.dumps(r) for r in rows).replace('"NaN"', "NaN"))
+    return p
+
+
+def test_jsonl_logits_are_read(tmp_path):
+    t = load(str(_jsonl(tmp_path, [1.0, 0.5, 0.0, -1.0])), expand="groups")[0]
+    assert t.layout.n_experts == 4 and t.logits.shape == (2, 2, 4)
+
+
+@pytest.mark.parametrize("row, msg", [([1.0, "NaN"], "finite"), ([1.0], "one per expert")])
+def test_jsonl_bad_logits_exit_2(tmp_path, row, msg):
+    p = _jsonl(tmp_path, row)
+    if row == [1.0]:  # experts 0, 1 need 2 logits
+        p.write_text(p.read_text())
+    out = subprocess.run([sys.executable, "-m", "paging", "simulate", str(p), "--policy", "lru",
+                          "--k", "2", "--routing", "max-rank:j=1", "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 2 and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(p) in lines[0] and ":1:" in lines[0] and msg in lines[0]
+
+
+# -- the command line ----------------------------------------------------------------------
+def _cli(*args):
+    return subprocess.run([sys.executable, "-m", "paging", "simulate", *args],
+                          capture_output=True, text=True)
+
+
+def test_cli_routing_json_fields():
+    out = _cli("router:n=8,layers=4,tokens=60,k=2,seed=0", "--policy", "lru", "--k", "8",
+               "--routing", "cache-prior:lambda=0.5", "--json")
+    assert out.returncode == 0, out.stderr
+    row = json.loads(out.stdout)[0]
+    res = simulate(router(8, 4, 60, k=2, seed=0, expand="groups"), "lru", 8,
+                   routing="cache-prior:lambda=0.5")
+    assert row["misses"] == res.misses
+    for f in ("retained_mass", "top1_changed", "kl"):
+        assert row[f] == res.extra[f] and math.isfinite(row[f])
+
+
+def test_cli_standard_routing_is_todays_run():
+    a = _cli("zipf:n=8,layers=4,tokens=50,topk=2,seed=1", "--policy", "lru", "--k", "6", "--json")
+    b = _cli("zipf:n=8,layers=4,tokens=50,topk=2,seed=1", "--policy", "lru", "--k", "6",
+             "--routing", "standard", "--json")
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout
+
+
+@pytest.mark.parametrize("opt, msg", [
+    ("max-rank:j=3", "j must be in 0..2"), ("cumsum:tau=0", "tau must be in"),
+    ("cumsum:tau=2", "tau must be in"), ("cache-prior:lambda=-1", "lambda must be in"),
+    ("nope", "unknown routing")])
+def test_cli_bad_routing_exit_2(opt, msg):
+    out = _cli("router:n=8,layers=4,tokens=10,k=2,seed=0", "--policy", "lru", "--k", "8",
+               "--routing", opt, "--json")
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1 and msg in out.stderr
+    assert "Traceback" not in out.stderr
