@@ -1,11 +1,12 @@
-"""``paging opt TRACE (--k K | --budget-gb G) [--method belady|ilp|flow|lp|foo] [--costs FILE]
-[--sizes FILE] [--dist] [--json]``: the offline optimum, unit-cost or weighted."""
+"""``paging opt TRACE (--k K | --budget-gb G) [--method belady|ilp|flow|lp|foo|upper]
+[--costs FILE] [--sizes FILE] [--dist] [--routing-flex j=J[,m=M]] [--json]``: the offline
+optimum, unit-cost or weighted, or with routing flexibility."""
 
 from __future__ import annotations
 
 from paging.commands.common import add_trace_args, format_table, load_from_args
 
-METHODS = ("belady", "ilp", "flow", "lp", "foo")
+METHODS = ("belady", "ilp", "flow", "lp", "foo", "upper")
 
 
 def add_parser(sub) -> None:
@@ -29,6 +30,12 @@ def add_parser(sub) -> None:
                    help="belady (default for unit costs), ilp, flow (default with --costs or "
                         "--sizes), lp or foo (bounds)")
     p.add_argument("--dist", action="store_true", help="per-layer partition (OPT-DIST)")
+    p.add_argument("--routing-flex", metavar="j=J[,m=M]", default=None,
+                   help="the fewest misses when the router may deviate: keep each (token, layer)'s "
+                        "top J experts, fill the other slots with any expert of rank < M (or an "
+                        "original one; without M any expert of the layer); needs router scores. "
+                        "--method ilp (exact), lp (lower bound), upper (fast feasible routing); "
+                        "default: exact on small instances, else the upper bound and LP bound")
     p.add_argument("--time-limit", type=float, default=300.0,
                    help="seconds allowed to the ILP solver per instance (default 300)")
     p.add_argument("--json", action="store_true", help="print one JSON list of results")
@@ -42,6 +49,11 @@ def run(args) -> int:
     if (args.k is None) == (args.budget_gb is None):
         raise PagingError("give exactly one of --k (pages) or --budget-gb (bytes)")
     weighted = args.costs is not None or args.sizes is not None or args.budget_gb is not None
+    if args.routing_flex is not None:
+        return _flex(args, weighted)
+    if args.method == "upper":
+        raise PagingError("--method upper is the routing-flexible upper bound; it needs "
+                          "--routing-flex j=J[,m=M]")
     method = args.method or ("flow" if weighted else "belady")
     if method == "belady" and weighted:
         raise PagingError("--method belady is optimal for unit costs and sizes only; use "
@@ -110,3 +122,32 @@ def _weighted_row(trace, args, method, name, k, costs, sizes, budget) -> dict:
         row.update(lower=res.lower, upper=res.upper, exact=res.exact,
                    bytes_fetched=res.bytes_fetched)
     return row
+
+
+def _flex(args, weighted: bool) -> int:
+    """``--routing-flex``: :func:`paging.offline.routing_flex.opt_routing_flex` per sequence."""
+    from paging.cli import print_json
+    from paging.errors import PagingError
+    from paging.offline.routing_flex import opt_routing_flex, parse_flex
+
+    spec = parse_flex(args.routing_flex)
+    if weighted or args.dist or args.k is None:
+        raise PagingError("--routing-flex takes --k (unit costs, one shared cache): not "
+                          "--budget-gb, --costs, --sizes or --dist")
+    method = args.method or "auto"
+    if method not in ("ilp", "lp", "upper", "auto"):
+        raise PagingError(f"--routing-flex computes with --method ilp, lp or upper, not {method}")
+    rows = []
+    for trace in load_from_args(args):
+        for k in args.k:
+            r = opt_routing_flex(trace, k, spec, method=method, time_limit=args.time_limit)
+            rows.append({"trace": trace.name, "policy": "opt-routing-flex", "routing_flex": str(spec),
+                         "method": r.method, "k": k, "exact": r.exact, "misses": r.misses,
+                         "lower": r.lower, "upper": r.upper, "belady": r.belady,
+                         "groups": r.groups, "requests": r.requests})
+    if args.json:
+        print_json(rows)
+    else:
+        print(format_table(rows, ["trace", "routing_flex", "k", "method", "misses", "lower",
+                                  "upper", "belady", "exact"]))
+    return 0

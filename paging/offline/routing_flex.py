@@ -176,15 +176,17 @@ class FlexInstance:
 def flex_instance(trace: Trace, spec: FlexSpec | str) -> FlexInstance:
     """The allowed routings of ``trace`` under ``spec`` (see the module docstring).
 
-    Needs a routing trace: the token and the rank of every request (the readers of routing logs
-    and the generators keep them); a trace of bare page ids has no routing to deviate from.
+    Needs router scores: gate scores or logits, with the token and the rank of every request
+    (routing logs and the ``router:`` generator have them); a trace of bare page ids, or a
+    synthetic top-K without scores, has no ranking to deviate from.
     """
     if isinstance(spec, str):
         spec = parse_flex(spec)
-    if trace.token is None or trace.rank is None:
-        raise PagingError(f"trace {trace.name}: --routing-flex needs a routing trace (the token "
-                          "and rank of every request, as routing logs and generators give); "
-                          "this one has bare page ids")
+    if trace.token is None or trace.rank is None or (
+            trace.score is None and getattr(trace, "logits", None) is None):
+        raise PagingError(f"trace {trace.name}: --routing-flex needs router scores (gate scores "
+                          "or logits with the token and rank of every request, as routing logs "
+                          "and the router: generator give); this trace has none")
     lay = trace.layout
     n = lay.n_experts
     logits = getattr(trace, "logits", None)
@@ -257,6 +259,8 @@ class FlexResult:
     lower: float | None
     upper: int | None
     belady: int
+    groups: int
+    requests: int
     choice: list[tuple[int, ...]] | None = field(default=None, repr=False)
 
 
@@ -432,14 +436,17 @@ def _check_k(inst: FlexInstance, k: int) -> int:
 
 
 def opt_routing_flex(trace: Trace, k: int, spec: FlexSpec | str, *, method: str = "auto",
-                     time_limit: float = 60, auto_limit: int = 20_000) -> FlexResult:
+                     time_limit: float = 60, auto_limit: int = 20_000,
+                     lp_bound: bool | None = None) -> FlexResult:
     """The fewest misses of ``trace`` with a cache of ``k`` pages when the router may deviate as
     ``spec`` allows (see the module docstring).
 
     ``method``: ``"ilp"`` (exact, CBC), ``"lp"`` (the LP lower bound only), ``"upper"`` (the fast
     feasible routing only), ``"auto"`` (default: the exact program when the instance has at most
-    ``auto_limit`` potential uses, else the upper bound with the LP bound when that is small
-    enough too, else the upper bound alone).
+    ``auto_limit`` potential uses, else the upper bound). With ``"upper"`` (and ``"auto"`` falling
+    back to it) the LP lower bound is added when ``lp_bound`` is True, or, by default, when the
+    instance has at most 5·``auto_limit`` potential uses (it takes seconds there, the upper
+    bound well under one); ``exact`` is then True when the two meet.
 
     Examples
     --------
@@ -449,7 +456,8 @@ def opt_routing_flex(trace: Trace, k: int, spec: FlexSpec | str, *, method: str 
 
     >>> from paging.layout import Layout
     >>> from paging.trace import from_routing
-    >>> t = from_routing([[[0], [0]], [[1], [1]], [[0], [1]]], Layout(2, 2), "groups")
+    >>> t = from_routing([[[0], [0]], [[1], [1]], [[0], [1]]], Layout(2, 2), "groups",
+    ...                  scores=[[[1.0], [1.0]]] * 3)
     >>> r = opt_routing_flex(t, 2, "j=0")
     >>> (r.belady, r.misses, r.method)
     (4, 2, 'ilp')
@@ -459,19 +467,20 @@ def opt_routing_flex(trace: Trace, k: int, spec: FlexSpec | str, *, method: str 
     inst = flex_instance(trace, spec)
     k = _check_k(inst, k)
     belady = belady_misses(inst, inst.original_choice(), k)
+    G, N = inst.n_groups, int(sum(len(o) for o in inst.original))
     size = sum(len(m) + len(a) for m, a in zip(inst.must, inst.allowed, strict=True))
     if method == "auto":
         method = "ilp" if size <= auto_limit else "upper"
     if method == "ilp":
         value, choice = flex_program(inst, k, time_limit=time_limit)
         misses = int(round(value))
-        return FlexResult(misses, "ilp", True, float(misses), misses, belady, choice)
+        return FlexResult(misses, "ilp", True, float(misses), misses, belady, G, N, choice)
     if method == "lp":
         value, _ = flex_program(inst, k, relax=True, time_limit=time_limit)
-        return FlexResult(None, "lp", False, value, None, belady)
+        return FlexResult(None, "lp", False, value, None, belady, G, N)
     upper, choice = flex_upper(inst, k)
     lower = None
-    if size <= 5 * auto_limit:
+    if lp_bound or (lp_bound is None and size <= 5 * auto_limit):
         lower, _ = flex_program(inst, k, relax=True, time_limit=time_limit)
     exact = lower is not None and np.ceil(lower - 1e-6) >= upper
-    return FlexResult(upper, "upper", bool(exact), lower, upper, belady, choice)
+    return FlexResult(upper, "upper", bool(exact), lower, upper, belady, G, N, choice)

@@ -39,4 +39,29 @@ def test_belady_and_routing_levels(rows):
                and r["policy"] != "belady"]
         assert opt <= min(std)
         # every routed row keeps at most the original mass and pruning loses the most
-        assert all(float(r["retained_mass"]) <= 1.0 + 1e-12 for r in pr)
+        assert all(float(r["retained_mass"]) <= 1.0 + 1e-12 for r in pr
+                   if r["policy"] != "opt-flex")
+
+
+def test_flex_opt_line(rows):
+    """The routing-flexible OPT line (j=1, upper bound): a feasible routing's Belady count, so
+    at most Belady on the original requests; recomputed here; the exact optimum (ILP) is at or
+    below it; and no online routing with the same allowed sets (top-1 kept: every method but
+    pruning and max-rank j=0) beats the exact optimum."""
+    from paging.offline.routing_flex import opt_routing_flex
+
+    for panel in {int(r["panel"]) for r in rows if r["kind"] == "pareto"}:
+        pr = [r for r in rows if int(r["panel"]) == panel and r["kind"] == "pareto"]
+        (flex,) = [r for r in pr if r["policy"] == "opt-flex"]
+        opt = next(int(r["misses"]) for r in pr if r["policy"] == "belady")
+        assert int(flex["misses"]) <= opt
+        if not flex["source"].startswith("router:"):
+            continue
+        tr = load(flex["source"], expand="groups")[0]
+        k = int(flex["k"])
+        assert opt_routing_flex(tr, k, "j=1", method="upper").misses == int(flex["misses"])
+        exact = opt_routing_flex(tr, k, "j=1", method="ilp").misses
+        assert exact <= int(flex["misses"])
+        same_sets = [int(r["misses"]) for r in pr if r["policy"] not in ("belady", "opt-flex")
+                     and r["method"] != "pruning" and r["param"] != "j=0"]
+        assert same_sets and exact <= min(same_sets)
