@@ -18,13 +18,13 @@ def _generated():
 
 def test_pages_come_from_the_registries():
     from paging.commands.figs import FIGURES
-    from paging.policies import POLICY_NAMES
+    from paging.policies import MODEL_POLICIES, POLICY_NAMES
     from proofs import MODULES
 
     g = _generated()
     policies = g.policies_page()
     rows = [line for line in policies.splitlines() if line.startswith("| `")]
-    assert [r.split("`")[1] for r in rows] == list(POLICY_NAMES)
+    assert [r.split("`")[1] for r in rows] == list(POLICY_NAMES) + list(MODEL_POLICIES)
     lru = next(r for r in rows if r.startswith("| `lru` |"))
     assert lru.split(" | ")[1:7] == ["", "", "", "", "yes", ""]  # kernel only
     theory = g.theory_page()
