@@ -9,9 +9,9 @@ PROXY, not perplexity). Standard routing is the point at mass 1; Belady on the o
 requests is a horizontal line, and so is the routing-flexible offline optimum with j = 1 (top-1
 kept, any expert of the layer in the other slots: the allowed sets of every method here but
 Pruning and Max-Rank j = 0), drawn at its fast upper bound (:mod:`paging.offline.routing_flex`:
-a feasible routing scored by Belady; the exact optimum is at or below it; the LP bound of ``paging opt
---routing-flex j=1`` meets it on the synthetic panels and is 2 misses below it on the Mixtral
-panel: 722 vs 724).
+a feasible routing scored by Belady; the exact optimum is at or below it; the LP bound of
+``paging opt --routing-flex j=1`` meets it on the synthetic panels and is 2 misses below it on
+the Mixtral panel: 722 vs 724).
 
 Panels: the first 128 tokens of the longest Mixtral-8x7B HumanEval sequence (top-2 gate
 weights only, renormalised: ranks beyond 2 unknown, see :mod:`paging.routing`), and SYNTHETIC
@@ -154,8 +154,9 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                 "against the per-layer cache size",
         "policies": list(POLICIES), "lambdas": list(LAMBDAS), "taus": list(TAUS),
         "thresholds": list(THRESHOLDS), "k_pareto": "half of the pages", "expand": "groups",
-        "quick": quick, "panels": panels, "flex_opt": f"routing-flexible OPT with {FLEX} (top-1 kept, any expert of the layer "
-                    "in the other slots): the fast upper bound (a feasible routing scored by "
+        "quick": quick, "panels": panels,
+        "flex_opt": f"routing-flexible OPT with {FLEX} (top-1 kept, any expert of the layer in "
+                    "the other slots): the fast upper bound (a feasible routing scored by "
                     "Belady), so the true optimum is at or below the line",
     })
     log(f"wrote {csv_path}")

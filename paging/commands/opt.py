@@ -141,8 +141,9 @@ def _flex(args, weighted: bool) -> int:
     for trace in load_from_args(args):
         for k in args.k:
             r = opt_routing_flex(trace, k, spec, method=method, time_limit=args.time_limit)
-            rows.append({"trace": trace.name, "policy": "opt-routing-flex", "routing_flex": str(spec),
-                         "method": r.method, "k": k, "exact": r.exact, "misses": r.misses,
+            rows.append({"trace": trace.name, "policy": "opt-routing-flex",
+                         "routing_flex": str(spec), "method": r.method, "k": k,
+                         "exact": r.exact, "misses": r.misses,
                          "lower": r.lower, "upper": r.upper, "belady": r.belady,
                          "groups": r.groups, "requests": r.requests})
     if args.json:
