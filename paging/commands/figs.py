@@ -3,7 +3,7 @@
 Runs the scripts of ``experiments/`` (:mod:`experiments.run_all`): each computes a CSV (and a
 JSON of its parameters and seeds) and draws PNG + PDF from it, into ``paper_figs/`` by default.
 The figures drawn from real traces (those whose module sets ``REAL_TRACES = True``: fig4, fig5,
-predictions) read the shipped traces under $PAGING_TRACES, or the files given with --trace;
+predictions, ...) read the shipped traces under $PAGING_TRACES, or the files given with --trace;
 without either they are skipped with a one-line message.
 """
 
@@ -23,6 +23,7 @@ FIGURES = {
     "zipmoe": "experiments.fig_zipmoe",
     "predictions": "experiments.fig_predictions",
     "routing": "experiments.fig_routing",
+    "specmd": "experiments.fig_specmd",
 }
 DEFAULT_OUT = "paper_figs"
 
