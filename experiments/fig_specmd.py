@@ -6,8 +6,9 @@ ones, the cost model's timeline (:func:`paging.cost.timeline.timeline_run`):
 (a) ``collisions`` / ``collisions-layer`` (SpecMD Figs. 4/8 and 5/9): misses and collision
     misses (a miss on a page evicted earlier in the same forward pass) of FLD, score-based (SB),
     LRU and Least-Stale with a cache of 1 %, 5 % and 25 % of the n·ℓ experts (k pages, at least
-    K), no prefetching, on every sequence of the Mixtral decode log (rounds mode). The per-layer
-    collision counts are recounted here from the run's eviction log and hit mask
+    K), no prefetching, on every sequence of the Mixtral decode log (groups mode: the K experts
+    of a token and layer are requested together and a forward pass is a token, as in SpecMD).
+    The per-layer collision counts are recounted here from the run's eviction log and hit mask
     (:func:`collisions_by_layer`), not read from the simulator.
 (b) ``prefetch`` (Fig. 6): prefetch precision, recall, hit rate and the synchronous overhead
     (stall time of the timeline: time spent waiting on transfers) for the predictors
@@ -28,7 +29,7 @@ ones, the cost model's timeline (:func:`paging.cost.timeline.timeline_run`):
     ``link-5gbps``, at SpecMD's 4.35 GB (43 experts at int4) and at 5 % and 25 % of the experts.
 
 No sampling of tokens: every request of every sequence is simulated (the whole figure takes
-about 30 s, most of it compiling kernels). Everything is deterministic (the oracle's seed is 0).
+about 15 s, most of it compiling kernels). Everything is deterministic (the oracle's seed is 0).
 
 Run: ``python -m experiments.fig_specmd [--out DIR] [--quick] [--trace PATH ...]``.
 """
@@ -181,15 +182,16 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     """Compute ``out_dir/fig_specmd.csv`` (+ JSON); None when no real trace is available."""
     from paging.cost import budget_bytes, get_model, get_precision, page_sizes
     from paging.cost.timeline import batch_prefill
+    from paging.io import load
     from paging.simulate import simulate
 
     log = progress or common.Progress(NAME)
     sources = common.sources_or_skip(traces, DEFAULT_SOURCES, log)
     if sources is None:
         return None
-    seqs = []  # (source, trace)
+    seqs = []  # (source, trace): groups mode, SpecMD's view (a pass = a token)
     for source in sources:
-        for tr in common.load_sequences(source):
+        for tr in load(source, expand="groups"):
             if quick:
                 tr = _quick_cut(tr, QUICK_TOKENS)
             if tr.n_requests:
@@ -283,7 +285,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         "miss_handlers": list(MISS_HANDLERS), "miss_setting": MISS_SETTING,
         "table2": {"configs": [c[0] for c in TABLE2_CONFIGS], "precision": TABLE2_PRECISION,
                    "budgets": ["4.35 GB", "5% of experts", "25% of experts"]},
-        "order": "collisions: rounds mode, no prefetch; timed panels: batched prefill "
+        "order": "collisions: groups mode, no prefetch; timed panels: batched prefill "
                  "(paging.cost.timeline.batch_prefill)",
         "sampling": f"none (quick: prefill + {QUICK_TOKENS} decode tokens)" if quick else
                     "none: every request of every sequence",

@@ -12,6 +12,7 @@ import pytest
 
 from experiments import common, fig_specmd
 from paging.cli import main
+from paging.io import load
 from paging.simulate import simulate
 
 SPEC = "router:n=6,layers=4,tokens=40,k=2,seed=3"  # synthetic, with gate scores
@@ -37,7 +38,7 @@ def _collisions_by_brute_force(trace, k, policy):
 @pytest.mark.parametrize("policy", ["lru", "fld", "least-stale", "score-based"])
 @pytest.mark.parametrize("k", [2, 5, 12])
 def test_collisions_by_layer_match_the_simulator(policy, k):
-    trace = common.load_sequences(SPEC)[0]
+    trace = load(SPEC, expand="groups")[0]
     if policy == "score-based" and trace.score is None:
         pytest.skip("the generator gives no scores")
     r, brute = _collisions_by_brute_force(trace, k, policy)
@@ -49,7 +50,7 @@ def test_collisions_by_layer_match_the_simulator(policy, k):
 
 
 def test_capacity_is_a_share_of_the_experts_at_least_k():
-    trace = common.load_sequences(SPEC)[0]
+    trace = load(SPEC, expand="groups")[0]
     assert [fig_specmd._capacity(p, trace) for p in (1, 5, 25)] == [2, 2, 6]
 
 
@@ -63,7 +64,7 @@ def test_figure_on_a_synthetic_trace(tmp_path, monkeypatch):
                                                      ("csv", "json", "png", "pdf")}
     rows = common.read_csv(tmp_path / "fig_specmd.csv")
     assert {r["panel"] for r in rows} == {"collisions", "collisions-layer"}
-    trace = fig_specmd._quick_cut(common.load_sequences(SPEC)[0], fig_specmd.QUICK_TOKENS)
+    trace = fig_specmd._quick_cut(load(SPEC, expand="groups")[0], fig_specmd.QUICK_TOKENS)
     tot = [r for r in rows if r["panel"] == "collisions"]
     assert len(tot) == len(fig_specmd.CAPACITIES) * (len(fig_specmd.COLLISION_POLICIES)
                                                      - (trace.score is None))
