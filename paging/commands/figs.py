@@ -3,8 +3,9 @@
 Runs the scripts of ``experiments/`` (:mod:`experiments.run_all`): each computes a CSV (and a
 JSON of its parameters and seeds) and draws PNG + PDF from it, into ``paper_figs/`` by default.
 The figures drawn from real traces (those whose module sets ``REAL_TRACES = True``: fig4, fig5,
-cost, zipmoe, predictions, routing, learned) read the shipped traces under $PAGING_TRACES, or
-the files given with --trace; without either they are skipped with a one-line message.
+cost, zipmoe, predictions, routing, learned, specmd) read the shipped traces under
+$PAGING_TRACES, or the files given with --trace; without either they are skipped with a one-line
+message.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ FIGURES = {
     "predictions": "experiments.fig_predictions",
     "routing": "experiments.fig_routing",
     "learned": "experiments.fig_learned",
+    "specmd": "experiments.fig_specmd",
 }
 DEFAULT_OUT = "paper_figs"
 
