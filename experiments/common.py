@@ -116,8 +116,10 @@ class Progress:
         self.t0 = time.perf_counter()
 
     def __call__(self, message: str) -> None:
+        from paging.progress import write
+
         stream = self.stream or sys.stderr
-        stream.write(f"[{self.tag:<6} {time.perf_counter() - self.t0:7.1f}s] {message}\n")
+        write(f"[{self.tag:<6} {time.perf_counter() - self.t0:7.1f}s] {message}", stream)
         stream.flush()
 
 

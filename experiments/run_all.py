@@ -51,8 +51,13 @@ def _check_sources(traces: Sequence[str]) -> None:
 
 
 def run_figures(only: Sequence[str] | None = None, out_dir: str = DEFAULT_OUT,
-                quick: bool = False, traces: Sequence[str] | None = None) -> dict[str, list]:
-    """Compute and plot the selected figures; return name -> written files ([] if skipped)."""
+                quick: bool = False, traces: Sequence[str] | None = None,
+                progress: bool | None = None) -> dict[str, list]:
+    """Compute and plot the selected figures; return name -> written files ([] if skipped).
+    Besides the one-line log of each step, a bar over the figures when stderr is a terminal
+    (``progress``: force it on or off)."""
+    from paging import progress as pbar
+
     mods = modules(_select(only))
     log = common.Progress("figs")
     if traces:
@@ -64,16 +69,20 @@ def run_figures(only: Sequence[str] | None = None, out_dir: str = DEFAULT_OUT,
     log(f"making {', '.join(mods)} into {out}/" + (" (quick)" if quick else ""))
     t_all = time.perf_counter()
     written: dict[str, list] = {}
-    for name, mod in mods.items():
-        t0 = time.perf_counter()
-        kw = {"traces": traces} if mod.REAL_TRACES else {}
-        csv_path = mod.compute(out, quick=quick, **kw)
-        if csv_path is None:
-            written[name] = []
-            continue
-        files = [Path(csv_path), *mod.plot(csv_path, out)]
-        written[name] = files
-        log(f"{name}: {', '.join(f.name for f in files)} in {time.perf_counter() - t0:.1f}s")
+    with pbar.bar(len(mods), "figs", unit="fig", show=progress) as bar:
+        for name, mod in mods.items():
+            bar.set_postfix_str(name)
+            t0 = time.perf_counter()
+            kw = {"traces": traces} if mod.REAL_TRACES else {}
+            csv_path = mod.compute(out, quick=quick, **kw)
+            bar.update()
+            if csv_path is None:
+                written[name] = []
+                continue
+            files = [Path(csv_path), *mod.plot(csv_path, out)]
+            written[name] = files
+            log(f"{name}: {', '.join(f.name for f in files)} in "
+                f"{time.perf_counter() - t0:.1f}s")
     skipped = [n for n, f in written.items() if not f]
     log(f"done in {time.perf_counter() - t_all:.1f}s"
         + (f"; skipped {', '.join(skipped)} (see above)" if skipped else ""))

@@ -37,7 +37,6 @@ The one-pass curves are checked against per-k simulation in ``tests/unit/test_mr
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -137,13 +136,11 @@ def _layer_curves(trace: Trace, spec) -> np.ndarray:
 
 
 def _progress_bar(progress, total: int, work: int, desc: str):
-    from tqdm import tqdm
+    from paging import progress as pbar
 
-    if progress is None:
-        show = work >= _PROGRESS_WORK and sys.stderr.isatty()
-    else:
-        show = bool(progress)
-    return tqdm(total=total, desc=desc, unit="k", disable=not show, leave=False)
+    if progress is None:  # small traces finish before a bar is worth drawing
+        progress = None if work >= _PROGRESS_WORK else False
+    return pbar.bar(total, desc, unit="k", show=progress)
 
 
 def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress) -> np.ndarray:

@@ -47,7 +47,6 @@ import json
 import math
 import os
 import re
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -602,7 +601,7 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
     dict
         ``{"out", "cells", "ran", "skipped"}``.
     """
-    from tqdm import tqdm
+    from paging import progress as pbar
 
     spec = load_spec(spec_path)
     tasks = plan(spec)
@@ -617,11 +616,9 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
         skipped += len(keys) - left
         if left:
             todo.append(t)
-    show = sys.stderr.isatty() if progress is None else progress
     new = 0
     with _executor(scheduler, workers, processes) as submit, \
-            tqdm(total=n_cells - skipped, desc="sweep", unit="cell", disable=not show,
-                 leave=False) as bar:
+            pbar.bar(n_cells - skipped, "sweep", unit="cell", show=progress) as bar:
         last, pending = time.monotonic(), 0
         for got in (submit(todo) if todo else ()):
             fresh = [r for r in got if _key(r) not in done]

@@ -62,7 +62,7 @@ def run(args) -> int:
 
     name = make_policy(args.policy).name  # fail on a bad name before loading anything
     traces = load_from_args(args)
-    doc = curve_report(traces, name, seed=args.seed)
+    doc = curve_report(traces, name, seed=args.seed, progress=False if args.json else None)
     if args.json:
         print_json(doc)
         return 0

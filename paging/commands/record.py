@@ -68,12 +68,10 @@ def run(args) -> int:
         (model, tokenizer), label = load_model(args.model), args.model
     ids = tokenize(prompts, tokenizer, model.config.vocab_size, args.prompts)
 
-    from tqdm import tqdm
+    from paging import progress as pbar
 
-    show = sys.stderr.isatty() and not args.json
     stats = RecordStats()
-    with tqdm(total=len(ids), desc="record", unit="prompt", disable=not show,
-              leave=False) as bar:
+    with pbar.bar(len(ids), "record", unit="prompt", show=False if args.json else None) as bar:
         write_recording(record_routing(model, ids, args.max_new_tokens,
                                        dataset_name(args.prompts), stats, bar), args.out)
     summary = {"out": str(args.out), "model": label, "model_type": model.config.model_type,

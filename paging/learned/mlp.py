@@ -146,10 +146,11 @@ class AdamW:
 
 
 def fit(net: MLP, X: np.ndarray, y: np.ndarray, *, epochs: int, batch: int, seed: int,
-        lr: float = 1e-3, weight_decay: float = 1e-2) -> list[float]:
+        lr: float = 1e-3, weight_decay: float = 1e-2, on_epoch=None) -> list[float]:
     """Minibatch AdamW on the MSE loss; the row order of every epoch is a permutation drawn from
-    ``default_rng(seed)``. Returns the mean training loss of each epoch. Deterministic: the same
-    data, sizes and seed give bit-identical weights."""
+    ``default_rng(seed)``. Returns the mean training loss of each epoch; ``on_epoch(loss)`` is
+    called after each (for a progress bar). Deterministic: the same data, sizes and seed give
+    bit-identical weights."""
     rng = np.random.default_rng(seed)
     opt = AdamW(lr=lr, weight_decay=weight_decay)
     history = []
@@ -163,4 +164,6 @@ def fit(net: MLP, X: np.ndarray, y: np.ndarray, *, epochs: int, batch: int, seed
             opt.step(net, gW, gb)
             total += loss * idx.size
         history.append(total / max(n, 1))
+        if on_epoch is not None:
+            on_epoch(history[-1])
     return history

@@ -69,19 +69,23 @@ class _LabelledBelady(Belady):
         return v
 
 
-def belady_dataset(traces, k: int, *, seed: int = 0,
-                   negatives: int = NEGATIVES) -> tuple[np.ndarray, np.ndarray]:
+def belady_dataset(traces, k: int, *, seed: int = 0, negatives: int = NEGATIVES,
+                   progress: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Rows (X, y) from Belady's evictions at cache size k on every trace (see the module
-    docstring). Deterministic under ``seed``."""
+    docstring). Deterministic under ``seed``. ``progress``: a bar over the sequences
+    (:mod:`paging.progress`; None = when stderr is a terminal)."""
+    from paging import progress as pbar
     from paging.simulate import simulate
 
     rng = np.random.default_rng(seed)
     X, y = [], []
-    for tr in traces:
-        pol = _LabelledBelady(negatives, rng)
-        simulate(tr, pol, k, engine="reference")
-        X += pol.X
-        y += pol.y
+    with pbar.bar(len(traces), "label (Belady)", unit="seq", show=progress) as bar:
+        for tr in traces:
+            pol = _LabelledBelady(negatives, rng)
+            simulate(tr, pol, k, engine="reference")
+            X += pol.X
+            y += pol.y
+            bar.update()
     if not X:
         raise PagingError(f"no evictions at k={k} in the training sequences: nothing to learn "
                           "(choose a smaller k or longer sequences)")
@@ -90,10 +94,13 @@ def belady_dataset(traces, k: int, *, seed: int = 0,
 
 def train_flashmoe(traces, k: int = 200, *, seed: int = 0, epochs: int = EPOCHS,
                    hidden: int = HIDDEN, batch: int = BATCH,
-                   negatives: int = NEGATIVES) -> FlashMoEModel:
+                   negatives: int = NEGATIVES, progress: bool | None = None) -> FlashMoEModel:
     """Train FlashMoE's network (3 linear layers, SiLU, MSE, AdamW lr 1e-3, decay 1e-2) on
     Belady's evictions at cache size ``k`` over ``traces`` (all of one layout). Deterministic:
-    the same traces and arguments give bit-identical weights."""
+    the same traces and arguments give bit-identical weights. ``progress``: bars over the
+    labelled sequences and the epochs (None = when stderr is a terminal)."""
+    from paging import progress as pbar
+
     traces = list(traces)
     if not traces:
         raise PagingError("train flashmoe: give at least one training sequence")
@@ -103,9 +110,14 @@ def train_flashmoe(traces, k: int = 200, *, seed: int = 0, epochs: int = EPOCHS,
             raise PagingError(f"train flashmoe: all sequences must share one layout; "
                               f"{tr.name} has {tr.layout.n_layers} x {tr.layout.n_experts}, "
                               f"{traces[0].name} {lay.n_layers} x {lay.n_experts}")
-    X, y = belady_dataset(traces, k, seed=seed, negatives=negatives)
+    X, y = belady_dataset(traces, k, seed=seed, negatives=negatives, progress=progress)
     net = MLP.init((2, hidden, hidden, 1), seed=seed)
-    history = fit(net, X, y, epochs=epochs, batch=batch, seed=seed)
+    with pbar.bar(epochs, "train", unit="epoch", show=progress) as bar:
+        def tick(loss: float) -> None:
+            bar.set_postfix(loss=f"{loss:.4g}", refresh=False)
+            bar.update()
+
+        history = fit(net, X, y, epochs=epochs, batch=batch, seed=seed, on_epoch=tick)
     meta = {"k": int(k), "seed": int(seed), "epochs": int(epochs), "hidden": int(hidden),
             "batch": int(batch), "negatives": int(negatives), "rows": int(X.shape[0]),
             "final_loss": round(float(history[-1]), 8) if history else None,

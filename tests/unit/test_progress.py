@@ -1,0 +1,86 @@
+"""Progress bars of the long commands (paging.progress): drawn on stderr when it is a terminal
+or when forced, silent otherwise (pipes, logs, tests, --json), and never mixed into stdout."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+from paging import progress
+from paging.cli import main
+from paging.generators import zipf
+from paging.learned.train import train_flashmoe
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_showing_follows_the_terminal(monkeypatch):
+    monkeypatch.setattr(sys, "stderr", io.StringIO())
+    assert not progress.showing()
+    assert progress.showing(True) and not progress.showing(False)
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+    assert progress.showing() and not progress.showing(False)
+
+
+def test_a_bar_is_drawn_only_on_a_terminal(monkeypatch):
+    for stream, drawn in ((io.StringIO(), False), (_Terminal(), True)):
+        monkeypatch.setattr(sys, "stderr", stream)
+        with progress.bar(3, "work", unit="step") as b:
+            for _ in range(3):
+                b.update()
+        assert ("work" in stream.getvalue()) is drawn
+
+
+def test_log_lines_go_above_the_bar(monkeypatch):
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    with progress.bar(2, "work") as b:
+        progress.write("a line")
+        b.update(2)
+    assert "a line\n" in term.getvalue()
+
+
+def test_training_draws_label_and_epoch_bars_on_a_terminal(monkeypatch):
+    tr = zipf(n=4, layers=3, tokens=60, a=1.0, seed=0)
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    train_flashmoe([tr], 5, seed=0, epochs=2, hidden=8)
+    out = term.getvalue()
+    assert "label (Belady)" in out and "train" in out and "epoch" in out
+    quiet = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    train_flashmoe([tr], 5, seed=0, epochs=2, hidden=8)
+    assert quiet.getvalue() == ""
+
+
+def test_figs_bar_on_a_terminal_and_log_lines_intact(tmp_path, monkeypatch):
+    from experiments.run_all import run_figures
+
+    term = _Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    written = run_figures(only=["coupon"], out_dir=str(tmp_path), quick=True)
+    assert written["coupon"]
+    out = term.getvalue()
+    assert "fig" in out and "coupon:" in out
+    # every log line is whole: "[figs ...] coupon: ..." starts a line of its own
+    assert any(line.lstrip("\r").startswith("[figs") and "coupon:" in line
+               for line in out.splitlines())
+
+
+def test_mrc_bar_on_a_terminal_but_not_under_json(monkeypatch, capsys):
+    import paging.mrc
+
+    # FIFO is not a stack policy: its curve is one run per k, with a bar past a work threshold
+    monkeypatch.setattr(paging.mrc, "_PROGRESS_WORK", 0)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    spec = "zipf:n=4,layers=3,tokens=200,a=1.0,seed=0"
+    assert main(["mrc", spec, "--policy", "fifo"]) == 0
+    assert "mrc fifo" in capsys.readouterr().err
+    assert main(["mrc", spec, "--policy", "fifo", "--json"]) == 0
+    cap = capsys.readouterr()
+    json.loads(cap.out)  # stdout is one JSON document
+    assert "mrc fifo" not in cap.err
