@@ -318,6 +318,8 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
     prefill phase comes back in groups mode with ``batch`` all ones. Gate scores, when the trace
     has them, follow the requests; a prefill request's score is the sum of the scores of the
     prompt tokens it serves (the gate mass it carries: what Score-Based eviction accumulates).
+    ``meta`` gains ``batched_prefill`` (True) and ``prefill_tokens`` (the prompt's length, which
+    a prefetcher may use: :meth:`paging.predict.prefetch.Prefetcher.target_k`).
     """
     lay = trace.layout
     L = lay.n_layers
@@ -368,6 +370,7 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
     meta = dict(trace.meta)
     meta["phase_bounds"] = {"prefill": [0, n_pre], "decode": [n_pre, n_pre + dp.size]}
     meta["batched_prefill"] = True
+    meta["prefill_tokens"] = int(np.unique(tok[:hi]).size) if hi else 0
     score_out = None if score is None else (np.concatenate([*out_g, dg]) if n_pre else dg)
     t = Trace(lay, pages_out, steps_out, trace.name, token_out, rank_out, score_out, "groups",
               meta)

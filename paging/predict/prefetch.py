@@ -44,7 +44,8 @@ Predictors (``--prefetch NAME[:opts]``)
 Strategies (``--prefetch-strategy``)
 ------------------------------------
 ``topk:overfetch=F`` (F >= 1; default 1)
-    The round(K·F) best-scored proposed experts (K = the trace's top-K; SpecMD uses F = 1,
+    The round(K·F) best-scored proposed experts (K = the trace's top-K, or K x the prompt's
+    tokens, at most n, for a layer of a batched prefill pass; SpecMD uses F = 1,
     1.5, 2: "with overfetch factor 1.5, OLMoE prefetches 12 experts instead of 8"); ties to the
     lower expert id.
 ``percentile:p=P`` (0 < P < 100; default 80)
@@ -73,7 +74,12 @@ def _tokens(trace: Trace) -> np.ndarray:
 
 
 def trace_topk(trace: Trace) -> int:
-    """K of the trace: largest rank + 1, or the largest group (1 in rounds mode without ranks)."""
+    """K of the trace: the model's top-K when the reader recorded it (``meta["top_k"]``; a
+    batched prefill groups up to n experts of a layer, so its ranks and group sizes exceed K),
+    else the largest rank + 1, or the largest group (1 in rounds mode without ranks)."""
+    K = trace.meta.get("top_k")
+    if isinstance(K, (int, np.integer)) and not isinstance(K, bool) and K >= 1:
+        return int(K)
     if trace.rank is not None and trace.rank.size:
         return int(trace.rank.max()) + 1
     if trace.n_requests == 0:
@@ -323,12 +329,13 @@ class TopK:
         order = np.lexsort((np.arange(scores.size), -scores))  # score desc, then id asc
         return [int(e) for e in order[:m] if scores[e] > 0]
 
-    def select_all(self, scores: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+    def select_all(self, scores: np.ndarray, K) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`select` of every row of ``scores`` (G, n): ``(rows, experts)`` in row order,
-        each row's experts in selection order."""
-        m = int(math.floor(K * self.overfetch + 0.5))
-        order = np.argsort(-scores, axis=1, kind="stable")[:, :m]  # desc, ties to lower id
-        keep = np.take_along_axis(scores, order, axis=1) > 0
+        each row's experts in selection order. ``K``: one int, or one per row."""
+        m = np.floor(np.asarray(K, dtype=np.float64) * self.overfetch + 0.5).astype(np.int64)
+        order = np.argsort(-scores, axis=1, kind="stable")  # desc, ties to lower id
+        first = np.arange(scores.shape[1])[None, :] < np.reshape(m, (-1, 1))  # the m best
+        keep = first & (np.take_along_axis(scores, order, axis=1) > 0)
         return np.nonzero(keep)[0], order[keep]
 
     def spec(self):
@@ -348,8 +355,8 @@ class Percentile:
         order = np.lexsort((np.arange(scores.size), -scores))
         return [int(e) for e in order if scores[e] > cut and scores[e] > 0]
 
-    def select_all(self, scores: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`select` of every row (see :meth:`TopK.select_all`)."""
+    def select_all(self, scores: np.ndarray, K) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`select` of every row (see :meth:`TopK.select_all`; K is not used)."""
         if scores.shape[0] == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
         cut = np.percentile(scores, self.p, axis=1)[:, None]
@@ -400,7 +407,7 @@ class Prefetcher:
         truth[inv, trace.pages % n] = True
         actual = truth[inv[hi]]
         scores = np.asarray(pred.score_matrix(lo, hi, token, layer, actual), dtype=np.float64)
-        rows, experts = self.strategy.select_all(scores, self.K)
+        rows, experts = self.strategy.select_all(scores, self.target_k(trace, hi))
         self.predicted = int(rows.size)
         self.predicted_right = int(actual[rows, experts].sum())
         self.actual = int(actual.sum())
@@ -408,6 +415,19 @@ class Prefetcher:
         self.start = np.searchsorted(rows, np.arange(lo.size + 1)).tolist()
         self.batch_of = dict(zip(lo.tolist(), range(lo.size), strict=True))
         self.requests = trace.pages.tolist()
+
+    def target_k(self, trace: Trace, hi: np.ndarray) -> np.ndarray:
+        """K of each batch's target (the request at ``hi``): the trace's top-K, except for the
+        targets inside a batched prefill pass (:func:`paging.cost.timeline.batch_prefill`),
+        where a layer's group serves every prompt token: top-K x prompt tokens, at most n
+        (the prompt length is known to the server before routing; the experts are not)."""
+        Ks = np.full(hi.size, self.K, dtype=np.int64)
+        pre = int(trace.meta.get("prefill_tokens") or 0) if trace.meta.get("batched_prefill") \
+            else 0
+        if pre > 0 and hi.size:
+            end = int((trace.meta.get("phase_bounds") or {}).get("prefill", [0, 0])[1])
+            Ks[hi < end] = min(trace.layout.n_experts, self.K * pre)
+        return Ks
 
     def after_group(self, sim, lo: int, hi: int) -> None:
         """Group ``lo..hi-1`` was served: prefetch the planned pages of its batch."""

@@ -449,3 +449,41 @@ def test_select_all_equals_select_row_by_row(strat):
     rows, ex = strat.select_all(s, 2)
     want = [(g, e) for g in range(200) for e in strat.select(s[g], 2)]
     assert list(zip(rows.tolist(), ex.tolist(), strict=True)) == want
+
+
+@pytest.mark.parametrize("strat", [TopK(1.0), TopK(1.5), Percentile(80)])
+def test_select_all_takes_one_k_per_row(strat):
+    rng = np.random.default_rng(6)
+    s = rng.random((50, 8))
+    Ks = rng.integers(1, 9, size=50)
+    rows, ex = strat.select_all(s, Ks)
+    want = [(g, e) for g in range(50) for e in strat.select(s[g], int(Ks[g]))]
+    assert list(zip(rows.tolist(), ex.tolist(), strict=True)) == want
+
+
+def test_batched_prefill_targets_take_k_times_the_prompt():
+    """ℓ=2, n=4, top-2, a prompt of 3 tokens then 2 decode tokens. Batched, the prefill pass
+    is 2 groups (one per layer, every distinct expert of the prompt there) and the decode part
+    4 groups of 2. The prefill's layer-1 target may need 2·3 = 6 > n experts: K = n = 4; the
+    decode targets K = 2 (not the 4 of the largest group, nor its rank + 1)."""
+    from paging.cost.timeline import batch_prefill
+
+    experts = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]],
+                        [[0, 1], [1, 2]], [[3, 0], [2, 3]]])
+    raw = from_routing(experts, Layout(4, 2), expand="groups")
+    raw.meta.update(top_k=2, phase_bounds={"prefill": [0, 12], "decode": [12, 20]})
+    tr, batch = batch_prefill(raw)
+    assert tr.meta["prefill_tokens"] == 3
+    # the prefill pass: layer 0's prompt experts {0,1},{1,2},{2,3} in order of first use, then
+    # layer 1's {2,3},{3,0},{0,1} (pages 4 + e)
+    assert tr.pages[:8].tolist() == [0, 1, 2, 3, 6, 7, 4, 5]
+    pf = Prefetcher(Oracle(), TopK(1.0))
+    pf.reset(tr, 0)
+    # batches follow every group but the last: targets = the first request of groups 2..6
+    lo = np.flatnonzero(np.r_[True, tr.steps[1:] != tr.steps[:-1]])
+    hi = np.r_[lo[1:], tr.n_requests]
+    Ks = pf.target_k(tr, hi[:-1])
+    assert Ks.tolist() == [4, 2, 2, 2, 2]
+    # the perfect oracle then prefetches exactly each target's experts: precision = recall = 1
+    r = simulate(tr, "lru", 8, prefetch=pf)
+    assert r.extra["prefetch_precision"] == 1.0 == r.extra["prefetch_recall"]
