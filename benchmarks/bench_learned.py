@@ -1,0 +1,48 @@
+"""Requests/s of the learned and designed eviction policies (issue 11) next to LRU, on
+``zipf(n=8, layers=32, tokens=T, seed=0)`` (T = 62,500: the 2M-request benchmark trace; its
+layout is Mixtral's, so the shipped FlashMoE model applies, and it was not trained on it).
+
+Run: ``python benchmarks/bench_learned.py [--tokens T] [--k K ...]``. One measurement per
+configuration (wall clock, after a warm-up on a small trace). ``flashmoe`` scores the k
+candidates of each eviction in one batched forward pass (numpy/BLAS): for small matrices,
+``OPENBLAS_NUM_THREADS=1`` is faster on a busy machine (measured: README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from paging import generators
+from paging.policies import make_policy
+from paging.simulate import simulate
+
+POLICIES = (("lru", "fast"), ("lru", "reference"), ("llru", "auto"), ("token-hazard", "auto"),
+            ("flashmoe", "auto"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tokens", type=int, default=62500)
+    ap.add_argument("--k", type=int, action="append", default=None)
+    ap.add_argument("--only", action="append", default=None, metavar="POLICY")
+    a = ap.parse_args()
+    tr = generators.zipf(n=8, layers=32, tokens=a.tokens, seed=0)
+    small = generators.zipf(n=8, layers=32, tokens=50, seed=0)
+    for name, engine in POLICIES:
+        simulate(small, make_policy(name), 43, engine=engine)  # compile, load the model
+    print(f"{tr.n_requests} requests")
+    for k in a.k or [64]:
+        for name, engine in POLICIES:
+            if a.only and name not in a.only:
+                continue
+            t0 = time.perf_counter()
+            r = simulate(tr, make_policy(name), k, engine=engine)
+            dt = time.perf_counter() - t0
+            label = f"{name} ({engine})" if engine != "auto" else name
+            print(f"k={k:<4d} {label:22s} {tr.n_requests / dt:14,.0f} requests/s  "
+                  f"({dt:8.1f} s, {r.misses} misses)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
