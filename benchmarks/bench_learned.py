@@ -17,8 +17,8 @@ from paging import generators
 from paging.policies import make_policy
 from paging.simulate import simulate
 
-POLICIES = (("lru", "fast"), ("lru", "reference"), ("llru", "auto"), ("token-hazard", "auto"),
-            ("flashmoe", "auto"))
+POLICIES = (("lru", "fast"), ("lru", "reference"), ("llru", "auto"), ("lfu", "auto"),
+            ("token-hazard", "auto"), ("flashmoe", "auto"))
 
 
 def main() -> None:

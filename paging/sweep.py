@@ -126,6 +126,7 @@ class Task:
     caps: tuple[tuple[int | None, float | None], ...]
     curve: bool = False
     routing: str = "standard"
+    base: str = "."  # the spec file's folder, for a transition:train=FILE path
 
 
 # -- the spec ------------------------------------------------------------------------------------
@@ -314,6 +315,7 @@ def plan(spec: Spec) -> list[Task]:
     from paging.errors import check_k
     from paging.io import trace_sizes
     from paging.mrc import curve_method
+    from paging.predict.prefetch import check_training
 
     tasks = []
     for source in spec.traces:
@@ -324,10 +326,11 @@ def plan(spec: Spec) -> list[Task]:
                 raise PagingError("the trace holds no sequence; nothing to simulate", source)
             for k in spec.k:
                 check_k(k, seqs[0].layout.n_pages)
-            if len(seqs) < 2 and any(_transition(p) and "train=" not in p
-                                     for p in spec.prefetch):
-                raise PagingError("prefetch transition learns on the file's other sequences and "
-                                  "this one has one: give transition:train=FILE", source)
+            for p in spec.prefetch:
+                try:
+                    check_training(p, len(seqs))
+                except PagingError as e:
+                    raise PagingError(e.message, source) from None
             for i, tr in enumerate(seqs):
                 if spec.budget_gb and spec.model == (None,) and trace_sizes(tr) is None:
                     raise PagingError(f"budget_gb needs page sizes: give model = [...], or a "
@@ -354,7 +357,8 @@ def plan(spec: Spec) -> list[Task]:
                                         cv = curve and p is None and mh is None
                                         groups = [tuple(caps)] if cv else [(c,) for c in caps]
                                         tasks += [Task(source, path, i, expand, policy, seed, m,
-                                                       q, h, p, st, mh, g, cv, routing)
+                                                       q, h, p, st, mh, g, cv, routing,
+                                                       spec.base)
                                                   for g in groups]
     return tasks
 
@@ -426,20 +430,19 @@ def _prefetcher(task: Task, trace):
     ``paging simulate`` does), or None."""
     if task.prefetch is None:
         return None
-    from paging.predict.prefetch import Prefetcher, make_predictor, make_strategy
+    from paging.predict.prefetch import (
+        Prefetcher,
+        make_predictor,
+        make_strategy,
+        training_file,
+        training_set,
+    )
 
-    train = None
-    if _transition(task.prefetch):
-        from paging.options import parse_spec
-
-        _, opts = parse_spec(task.prefetch)
-        train = (list(_traces(str(_resolve(opts["train"], ".")), task.expand)) if "train" in opts
-                 else [t for t in _traces(task.path, task.expand) if t is not trace])
+    file = training_file(task.prefetch)
+    train = training_set(task.prefetch, trace, _traces(task.path, task.expand),
+                         None if file is None else _traces(_resolve(file, task.base),
+                                                           task.expand))
     return Prefetcher(make_predictor(task.prefetch, train), make_strategy(task.prefetch_strategy))
-
-
-def _transition(prefetch: str | None) -> bool:
-    return prefetch is not None and prefetch.strip().lower().startswith("transition")
 
 
 def run_tasks(tasks: list[Task]) -> list[dict]:

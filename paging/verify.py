@@ -176,8 +176,7 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
                            dtype=np.int64).reshape(-1, 2).tolist():
         pf_out.setdefault(t, []).append(v)
     if result.extra is not None and "prefetches" in result.extra and \
-            result.extra["prefetches"] != sum(map(len,
-                                                                              pf_ins.values())):
+            result.extra["prefetches"] != sum(map(len, pf_ins.values())):
         fail("the prefetch count does not match the prefetch log")
 
     resident: dict[int, int] = {}  # page -> the room it occupies

@@ -136,26 +136,20 @@ class _SpecMD:
             if self.miss is not None and self.miss.needs_ranks and t.rank is None:
                 raise PagingError(f"--miss {self.miss.spec()} reads expert ranks and {t.name} "
                                   "has none")
-        if self.pred_spec and self.pred_spec.strip().lower().startswith("transition"):
-            from paging.options import parse_spec
+        from paging.predict.prefetch import check_training, training_file
 
-            _, opts = parse_spec(self.pred_spec)
-            if "train" in opts:
-                from paging.io import load
+        check_training(self.pred_spec, len(traces))
+        if training_file(self.pred_spec) is not None:
+            from paging.io import load
 
-                self._train = list(load(opts["train"], expand=self.args.expand))
-            elif len(traces) < 2:
-                raise PagingError("--prefetch transition learns on training sequences: the "
-                                  "file has one sequence, give transition:train=FILE")
+            self._train = load(training_file(self.pred_spec), expand=self.args.expand)
 
     def prefetcher(self, trace, traces):
         if self.pred_spec is None:
             return None
-        from paging.predict.prefetch import Prefetcher, make_predictor
+        from paging.predict.prefetch import Prefetcher, make_predictor, training_set
 
-        train = self._train
-        if train is None and self.pred_spec.strip().lower().startswith("transition"):
-            train = [t for t in traces if t is not trace]  # the file's other sequences
+        train = training_set(self.pred_spec, trace, traces, self._train)
         return Prefetcher(make_predictor(self.pred_spec, train), self.strategy)
 
     def handler(self, trace, costs):

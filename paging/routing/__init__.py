@@ -418,7 +418,7 @@ class RoutedRun:
         g = Group(z, tok, experts, None if self._tscore is None else self._tscore[lo:hi],
                   None if self.trace.logits is None else self.trace.logits[tok, z], n)
         part = sim.parts[sim.part_of[base]]
-        cached = {p - base for p in part if base <= p < base + n}
+        cached = {e for e in range(n) if base + e in part}  # O(n), not O(k)
         chosen = self.router.route(g, cached)
         if not 1 <= len(chosen) <= hi - lo or len(set(chosen)) != len(chosen) \
                 or any(not 0 <= e < n for e in chosen):

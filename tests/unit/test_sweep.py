@@ -191,6 +191,34 @@ miss = ["fetch", "drop:rank=1"]
     assert all(r["prefetches"] > 0 for r in rows if r["prefetch"])
 
 
+def test_transition_trains_as_in_simulate(tmp_path, capsys):
+    """A generated spec is one sequence: transition without train=FILE is refused before any
+    run; with train=FILE (a path next to the spec) the cells equal paging simulate's."""
+    from paging.io import load, write
+
+    one = "zipf:n=4,layers=3,tokens=40,topk=2,seed=1"
+    with pytest.raises(Exception) as e:
+        run_sweep(spec_file(tmp_path, f'traces = ["{one}"]\npolicies = ["lru"]\nk = [5]\n'
+                                      'expand = ["groups"]\nprefetch = ["transition"]\n'),
+                  tmp_path / "t.csv", workers=0)
+    assert "give transition:train=FILE" in e.value.message and e.value.file == one
+    assert not (tmp_path / "t.csv").exists()
+    write(load("zipf:n=4,layers=3,tokens=60,topk=2,seed=9", expand="groups"),
+          tmp_path / "train.npz")
+    spec = spec_file(tmp_path, f'traces = ["{one}"]\npolicies = ["lru"]\nk = [5, 7]\n'
+                               'expand = ["groups"]\nprefetch = ["transition:train=train.npz"]\n')
+    run_sweep(spec, tmp_path / "t.csv", workers=0)
+    rows = read_table(tmp_path / "t.csv")
+    for r in rows:
+        assert main(["simulate", one, "--policy", "lru", "--k", str(r["k"]), "--expand",
+                     "groups", "--prefetch", f"transition:train={tmp_path / 'train.npz'}",
+                     "--json"]) == 0
+        (d,) = json.loads(capsys.readouterr().out)
+        assert (r["misses"], r["prefetches"], r["prefetch_useful"]) == (
+            d["misses"], d["prefetches"], d["prefetch_useful"])
+    assert all(r["prefetches"] > 0 for r in rows)
+
+
 def test_routing_key_adds_routed_cells(tmp_path):
     text = ('traces = ["router:n=8,layers=4,tokens=40,k=2,seed=0"]\npolicies = ["lru"]\n'
             'k = [12, 16]\nexpand = ["groups"]\nrouting = ["standard", "max-rank:j=1"]\n')
