@@ -81,7 +81,7 @@ class FlashMoE(_History):
     hygiene, not security).
 
     Cost: O(1) per hit or insert; per eviction one forward pass, O(k·h²) with h = 128
-    (measured on one idle core: 0.22 ms at k = 64, 1.3 ms at k = 200; benchmarks/README.md).
+    (requests/s on the 2M-request trace: benchmarks/README.md, ``bench_learned.py``).
     Labels and training: :mod:`paging.learned.train`.
     """
 
