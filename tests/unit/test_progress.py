@@ -50,7 +50,7 @@ def test_training_draws_label_and_epoch_bars_on_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stderr", term)
     train_flashmoe([tr], 5, seed=0, epochs=2, hidden=8)
     out = term.getvalue()
-    assert "label (Belady)" in out and "train" in out and "epoch" in out
+    assert "label (Belady)" in out and "seq/s" in out and "epoch/s" in out
     quiet = io.StringIO()
     monkeypatch.setattr(sys, "stderr", quiet)
     train_flashmoe([tr], 5, seed=0, epochs=2, hidden=8)
@@ -65,7 +65,11 @@ def test_figs_bar_on_a_terminal_and_log_lines_intact(tmp_path, monkeypatch):
     written = run_figures(only=["coupon"], out_dir=str(tmp_path), quick=True)
     assert written["coupon"]
     out = term.getvalue()
-    assert "fig" in out and "coupon:" in out
+    assert "0/1 [" in out and "fig/s" in out  # the bar over the figures
+    quiet = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    run_figures(only=["coupon"], out_dir=str(tmp_path / "q"), quick=True)
+    assert "fig/s" not in quiet.getvalue() and "coupon:" in quiet.getvalue()  # log lines only
     # every log line is whole: "[figs ...] coupon: ..." starts a line of its own
     assert any(line.lstrip("\r").startswith("[figs") and "coupon:" in line
                for line in out.splitlines())
