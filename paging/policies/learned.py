@@ -167,9 +167,9 @@ class ExpectedNextUse(_History):
       the candidate with the largest E is evicted, ties to the largest page id.
 
     With γ = 1 and equal layer distances this is LFU within a layer; d adds LLRU's "the layer
-    just served goes first". ``gamma`` is the one tuned parameter; the registered ``enu`` uses
-    ``gamma=1.0`` (chosen on granite, and on Mixtral it is worse than LLRU: see the
-    leave-one-sequence-out table in the report / ``experiments/fig_learned.py``).
+    just served goes first". ``gamma`` is the one tuned parameter; the README's comparison
+    uses ``gamma=1.0`` (chosen on granite; on Mixtral it is worse than LLRU). Not registered:
+    kept, with its tests, as the earlier designed attempt that ``token-hazard`` replaced.
 
     Cost: O(1) per hit or insert; O(k) numpy work per eviction.
     """
