@@ -4,7 +4,7 @@ Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru
 marking, llru, least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
 layered-landlord, score-based and lhu (SpecMD App. B), the adaptive arc and lecar, the
 prediction-based blind-oracle, predictive-marker, lmarker and robust-blind-oracle, the designed
-token-hazard (issue 11), and lru-dist,
+token-hazard and token-decay (issue 11), and lru-dist,
 ..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
 """
 
@@ -18,6 +18,7 @@ from paging.policies.adaptive import ARC, LeCaR
 from paging.policies.base import CacheView, Context, Policy, PriorityPolicy
 from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
 from paging.policies.dist import PerLayer
+from paging.policies.decay import TokenDecay
 from paging.policies.hazard import TokenHazard
 from paging.policies.layered import FLD, LLRU, LeastStale
 from paging.policies.learned import FlashMoE
@@ -34,7 +35,7 @@ BASE_POLICIES: dict[str, Callable[[], Policy]] = {
     cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, FLD, Belady,
                               GreedyDual, Landlord, GDSF, LayeredLandlord, ScoreBased, LHU,
                               ARC, LeCaR, BlindOracle, PredictiveMarker, LMarker,
-                              RobustBlindOracle, TokenHazard)
+                              RobustBlindOracle, TokenHazard, TokenDecay)
 }
 
 REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
@@ -136,4 +137,4 @@ __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "MODEL_POLICIES", "make_
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
            "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
            "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR", "BlindOracle",
-           "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard", "FlashMoE"]
+           "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard", "TokenDecay", "FlashMoE"]

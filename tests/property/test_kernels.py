@@ -58,7 +58,8 @@ def check_all_k(trace, name: str, seed: int) -> None:
 #: if simple)
 REFERENCE_ONLY = {f"{name}{suffix}" for name in ("score-based", "arc", "lecar", "blind-oracle",
                                                  "predictive-marker", "lmarker",
-                                                 "robust-blind-oracle", "token-hazard")
+                                                 "robust-blind-oracle", "token-hazard",
+                                                 "token-decay")
                   for suffix in ("", "-dist")}
 
 
