@@ -1,15 +1,16 @@
 """Learned and designed eviction on the real traces: misses against the cache size k.
 
-Issue 11, item 4 (second figure): the best new online policy, ``token-hazard``
-(:class:`paging.policies.hazard.TokenHazard`), next to LRU, LLRU, LRU-DIST, LFU and OPT
+Issue 11, item 4 (second figure): the designed online policies, ``token-decay`` (the best one,
+:class:`paging.policies.decay.TokenDecay`) and ``token-hazard`` (the first attempt,
+:class:`paging.policies.hazard.TokenHazard`), next to LRU, LLRU, LRU-DIST, LFU and OPT
 (Belady), on EVERY sequence of the shipped real traces (the Mixtral 8x7B files — HumanEval
 problems 0 and 1, and problem 0 with its prefill — and granite's three prompts), expanded into
 rounds (Sec. 5.1), at the cache sizes ``K_VALUES`` (k = 200 is the issue's target size; sizes
 above a layout's page count are dropped).
 
 Where :func:`paging.mrc.miss_curve` has an exact one-pass route (LRU, LLRU, LFU, Belady:
-stack algorithms; LRU-DIST: per-layer curves) the misses come from it; ``token-hazard`` (no
-stack property) is simulated once per k. Every policy here is deterministic: no seed enters
+stack algorithms; LRU-DIST: per-layer curves) the misses come from it; the designed policies (no
+stack property) are simulated once per k. Every policy here is deterministic: no seed enters
 the numbers (``SEED`` is recorded for form).
 
 FlashMoE's learned policy is **not** in the figure: the shipped model
@@ -20,8 +21,10 @@ layout, and training one held-out model per sequence and then running its refere
 
 ``fig_learned.csv``: one row per sequence, policy and k (misses, misses / OPT, how each was
 computed). ``fig_learned.json``: parameters, sources, and the summary at k = 200 (per sequence:
-the best of the plotted online baselines and token-hazard's change against it; the issue's 5%
-target is judged against the full baseline set in the README's table, not here). The plot is
+the best of the plotted online baselines, each designed policy's change against it, and the
+headroom of token-decay's rule: its clairvoyant variant with the rest of the current token, or
+also the next token, revealed, :func:`paging.policies.decay.headroom`; the issue's 5% target is
+judged against the full baseline set in the README's table, not here). The plot is
 drawn from the CSV alone.
 
 Run: ``python -m experiments.fig_learned [--out DIR] [--quick] [--trace PATH ...]``.
@@ -44,11 +47,14 @@ DEFAULT_SOURCES = (
     "mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl",
     "granite-3.0-1b-a400m-instruct/moe_expert_trace.json",
 )
-POLICIES = ("token-hazard", "lru", "llru", "lru-dist", "lfu", "belady")
-BASELINES = ("lru", "llru", "lru-dist", "lfu")  # the online policies drawn next to token-hazard
-LABELS = {"token-hazard": "token-hazard", "lru": "LRU", "llru": "LLRU", "lru-dist": "LRU-DIST",
+DESIGNED = ("token-decay", "token-hazard")  # issue 11's designed policies, best first
+POLICIES = DESIGNED + ("lru", "llru", "lru-dist", "lfu", "belady")
+BASELINES = ("lru", "llru", "lru-dist", "lfu")  # the online policies drawn next to them
+LABELS = {"token-decay": "token-decay", "token-hazard": "token-hazard", "lru": "LRU",
+          "llru": "LLRU", "lru-dist": "LRU-DIST",
           "lfu": "LFU", "belady": "OPT (Belady)"}
-STYLE = {"token-hazard": ("tab:red", "-", "o"), "lru": ("black", ":", "s"),
+STYLE = {"token-decay": ("tab:red", "-", "o"), "token-hazard": ("tab:orange", "-", "x"),
+         "lru": ("black", ":", "s"),
          "llru": ("tab:blue", "--", "^"), "lru-dist": ("tab:cyan", "--", "v"),
          "lfu": ("tab:green", "-.", "D"), "belady": ("grey", "-", None)}
 K_TARGET = 200
@@ -89,19 +95,39 @@ def misses_at(trace, policy: str, ks: Sequence[int]) -> tuple[dict[int, int], st
 def summarize(rows: list[dict], k: int = K_TARGET) -> list[dict]:
     """Per sequence at size ``k``: OPT, the best of the PLOTTED online baselines (``BASELINES``;
     not the full set of issue 11 item 5, which adds FIFO, FWF, Marking, FLD, Least-Stale, ARC,
-    LeCaR and the -dist variants: see the README's table), token-hazard and its relative change
-    against that baseline (negative = fewer misses)."""
+    LeCaR and the -dist variants: see the README's table), and for each designed policy
+    (``DESIGNED``, key ``token_decay``, ``token_hazard``) its misses and relative change against
+    that baseline (``change_token_decay``, ...; negative = fewer misses)."""
     out = []
     for panel in sorted({int(r["panel"]) for r in rows}):
         at = {r["policy"]: r for r in rows if int(r["panel"]) == panel and int(r["k"]) == k}
-        if "token-hazard" not in at:
+        if not all(p in at for p in DESIGNED):
             continue
         best = min(BASELINES, key=lambda p: (int(at[p]["misses"]), p))
-        th, b = int(at["token-hazard"]["misses"]), int(at[best]["misses"])
-        out.append({"panel": panel, "trace": at[best]["trace"], "k": k,
-                    "opt": int(at["belady"]["misses"]), "best_plotted": best,
-                    "best_plotted_misses": b, "token_hazard": th,
-                    "change": round(th / b - 1.0, 6)})
+        b = int(at[best]["misses"])
+        s = {"panel": panel, "trace": at[best]["trace"], "k": k,
+             "opt": int(at["belady"]["misses"]), "best_plotted": best, "best_plotted_misses": b}
+        for p in DESIGNED:
+            m, key = int(at[p]["misses"]), p.replace("-", "_")
+            s[key], s[f"change_{key}"] = m, round(m / b - 1.0, 6)
+        out.append(s)
+    return out
+
+
+def headroom_at(traces: dict, summary: list[dict]) -> list[dict]:
+    """For each summarized sequence: token-decay's misses with the rest of the current token
+    (``lookahead0``) or also the next token (``lookahead1``) revealed
+    (:func:`paging.policies.decay.headroom`), and their change against the best plotted
+    baseline: what predicting within the token, or the next token, could be worth to its rule."""
+    from paging.policies.decay import headroom
+
+    out = []
+    for s in summary:
+        h = headroom(traces[s["panel"]], s["k"])
+        b = s["best_plotted_misses"]
+        out.append({"panel": s["panel"], "trace": s["trace"], "k": s["k"], **h,
+                    **{f"change_{a}": round(h[a] / b - 1.0, 6)
+                       for a in ("lookahead0", "lookahead1")}})
     return out
 
 
@@ -115,7 +141,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     if sources is None:
         return None
     ks = tuple(ks if ks is not None else (QUICK["ks"] if quick else K_VALUES))
-    rows, seqs, panel = [], [], 0
+    rows, seqs, panel, by_panel = [], [], 0, {}
     for source in sources:
         for trace in common.load_sequences(source):
             limit = QUICK["rounds"] * trace.layout.n_layers
@@ -134,12 +160,14 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                               ratio=m[k] / opt[k] if opt[k] else None, method=method)
                          for k in grid]
             seqs.append(dict(common.sequence_record(trace), panel=panel, ks=grid))
+            by_panel[panel] = trace
             log(f"panel {panel}: {trace.name} ({trace.n_requests} requests, k={grid})")
             panel += 1
     out = Path(out_dir)
     csv_path = common.write_csv(out / f"{NAME}.csv", COLUMNS, rows,
                                 sort_by=("panel", "policy", "k"))
     summary = summarize(common.read_csv(csv_path))
+    headroom = headroom_at(by_panel, summary)
     common.write_json(common.params_path(csv_path), {
         "figure": NAME,
         "what": "misses against k on every sequence of the real traces (issue 11, item 4)",
@@ -148,11 +176,14 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         "quick_rounds": QUICK["rounds"] if quick else None,
         "flashmoe": FLASHMOE_NOTE,
         "sources": [common.source_record(s) for s in sources], "sequences": seqs,
-        "summary_k200": summary,
+        "summary_k200": summary, "headroom_k200": headroom,
     })
-    for s in summary:
-        log(f"k={s['k']} {s['trace']}: token-hazard {s['token_hazard']} vs "
-            f"{s['best_plotted']} {s['best_plotted_misses']} ({s['change']:+.1%}), OPT {s['opt']}")
+    for s, h in zip(summary, headroom, strict=True):
+        log(f"k={s['k']} {s['trace']}: token-decay {s['token_decay']} "
+            f"({s['change_token_decay']:+.1%}), token-hazard {s['token_hazard']} "
+            f"({s['change_token_hazard']:+.1%}) vs {s['best_plotted']} "
+            f"{s['best_plotted_misses']}; lookahead 0/1 {h['lookahead0']}/{h['lookahead1']}; "
+            f"OPT {s['opt']}")
     log(f"wrote {csv_path}")
     return csv_path
 
@@ -176,7 +207,7 @@ def plot(csv_path, out_dir) -> list[Path]:
             ks, ms = zip(*pts, strict=True)
             color, ls, marker = STYLE[p]
             ax.plot(ks, ms, ls, color=color, marker=marker, ms=4,
-                    lw=2.0 if p == "token-hazard" else 1.2, label=LABELS[p])
+                    lw=2.0 if p in DESIGNED else 1.2, label=LABELS[p])
         r0 = sub[0]
         if any(int(r["k"]) == K_TARGET for r in sub):
             ax.axvline(K_TARGET, color="grey", lw=0.6, ls=":")
@@ -188,7 +219,7 @@ def plot(csv_path, out_dir) -> list[Path]:
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     axes[0][0].legend(fontsize=7)
-    fig.suptitle("token-hazard vs online baselines and OPT on the real traces "
+    fig.suptitle("token-decay and token-hazard vs online baselines and OPT on the real traces "
                  "(FlashMoE omitted: no held-out model)", fontsize=9)
     paths = common.save_figure(fig, out_dir, NAME)
     plt.close(fig)

@@ -1,5 +1,5 @@
 """experiments/fig_learned.py (``paging figs --only learned``): misses against k for
-token-hazard, LRU, LLRU, LRU-DIST, LFU and OPT, each number recomputed here independently."""
+token-decay, token-hazard, LRU, LLRU, LRU-DIST, LFU and OPT, each number recomputed here independently."""
 
 from __future__ import annotations
 
@@ -49,10 +49,11 @@ def test_synthetic_trace_is_deterministic_and_exact(tmp_path, monkeypatch):
     _check_rows(rows, {trace.name: trace})
     methods = {r["policy"]: r["method"] for r in rows}
     assert methods["token-hazard"] == "simulate" and methods["lru"] == "stack"
+    assert methods["token-decay"] == "simulate"
     assert methods["belady"] == "stack" and methods["lru-dist"] == "per-layer"
     params = json.loads(common.params_path(a).read_text())
     assert "FlashMoE not plotted" in params["flashmoe"]
-    assert params["summary_k200"] == []  # no k = 200 on a 24-page layout
+    assert params["summary_k200"] == [] == params["headroom_k200"]  # no k = 200 on 24 pages
     files = fig_learned.plot(a, tmp_path / "a")
     assert [f.suffix for f in files] == [".png", ".pdf"]
     assert all(f.stat().st_size > 1000 for f in files)
@@ -69,18 +70,21 @@ def test_k_grid():
 
 def test_summary_picks_the_best_plotted_baseline():
     rows = [{"panel": "0", "trace": "t", "k": "200", "policy": p, "misses": str(m)}
-            for p, m in (("token-hazard", 95), ("lru", 120), ("llru", 100), ("lru-dist", 110),
-                         ("lfu", 100), ("belady", 50))]
+            for p, m in (("token-decay", 93), ("token-hazard", 95), ("lru", 120), ("llru", 100),
+                         ("lru-dist", 110), ("lfu", 100), ("belady", 50))]
     (s,) = fig_learned.summarize(rows)
     assert (s["best_plotted"], s["best_plotted_misses"], s["opt"]) == ("lfu", 100, 50)
-    assert s["change"] == pytest.approx(-0.05)
+    assert (s["token_decay"], s["token_hazard"]) == (93, 95)
+    assert s["change_token_decay"] == pytest.approx(-0.07)
+    assert s["change_token_hazard"] == pytest.approx(-0.05)
 
 
-# token-hazard at k = 200 on the shipped Mixtral sequences: the golden numbers of
-# tests/unit/test_token_hazard.py (GOLDEN_K200), and OPT's from the README's table
-GOLDEN = {"humaneval_2_routing.jsonl#problem_id=0": (961, 433),
-          "humaneval_2_routing.jsonl#problem_id=1": (2432, 961),
-          "humaneval_p0_prefill_decode_raw.jsonl#problem_id=0": (1076, 484)}
+# token-hazard and token-decay at k = 200 on the shipped Mixtral sequences: the golden numbers
+# of tests/unit/test_token_hazard.py and test_token_decay.py (GOLDEN_K200), and OPT's from the
+# README's table
+GOLDEN = {"humaneval_2_routing.jsonl#problem_id=0": (961, 884, 433),
+          "humaneval_2_routing.jsonl#problem_id=1": (2432, 2276, 961),
+          "humaneval_p0_prefill_decode_raw.jsonl#problem_id=0": (1076, 1027, 484)}
 
 
 @needs_traces
@@ -91,13 +95,24 @@ def test_mixtral_golden_numbers_at_k200(tmp_path):
     rows = common.read_csv(path)
     at = {(r["trace"], r["policy"], int(r["k"])): int(r["misses"]) for r in rows}
     assert {r["trace"] for r in rows} == set(GOLDEN)
-    for name, (th, opt) in GOLDEN.items():
+    for name, (th, td, opt) in GOLDEN.items():
         assert at[(name, "token-hazard", 200)] == th
+        assert at[(name, "token-decay", 200)] == td
         assert at[(name, "belady", 200)] == opt
     # spot-check the one-pass curves against simulate on the shortest sequence
     t = next(t for t in load(srcs[0], expand="rounds") if t.name.endswith("problem_id=0"))
     for p in ("lru", "llru", "lru-dist", "lfu", "belady"):
         assert at[(t.name, p, 200)] == simulate(t, p, 200).misses
-    summary = json.loads(common.params_path(path).read_text())["summary_k200"]
+    params = json.loads(common.params_path(path).read_text())
+    summary = params["summary_k200"]
     assert [(s["best_plotted"], s["best_plotted_misses"]) for s in summary] == \
         [("llru", 899), ("lfu", 2621), ("llru", 1008)]
+    # the headroom of token-decay's rule, recomputed with the clairvoyant variant directly
+    from paging.policies.decay import TokenDecayLookahead
+    traces = {t.name: t for src in srcs for t in load(src, expand="rounds")}
+    for h in params["headroom_k200"]:
+        assert h["token-decay"] == at[(h["trace"], "token-decay", 200)]
+        for a in (0, 1):
+            assert h[f"lookahead{a}"] == simulate(traces[h["trace"]], TokenDecayLookahead(a),
+                                                  200).misses
+    assert [h["lookahead1"] for h in params["headroom_k200"]] == [734, 1789, 860]

@@ -42,7 +42,7 @@ def test_decay_trades_recency_for_frequency(lam, victim):
     # N = 1 + λ + λ² + λ³; in token 4 nothing is used yet (p = λ·D / (λ·N + 1)), and with one
     # visit per token, the layer's being served now, no visit is left (a0 = 0).
     trace = from_pages([0, 0, 0, 1, 2], Layout(3, 1))
-    pol = Spy(lam=lam, horizon=1)
+    pol = Spy(lam=lam, horizon=1, long=None, prior=0)  # one memory, raw frequencies
     res = _run(trace, 2, pol)
     D0 = lam ** 3 + lam ** 2 + lam   # used in tokens 0, 1, 2; decayed 3, 2, 1 times
     D1 = 1.0                          # used in token 3
@@ -60,7 +60,7 @@ def test_within_token_chance_by_hand():
     # Tokens {0,1}, {0,2}, then page 3 in round 0 of token 2 evicts one of 0, 1, 2.
     trace = from_routing(np.array([[[0, 1]], [[0, 2]], [[3, 0]]]), Layout(4, 1), expand="rounds")
     assert trace.pages.tolist() == [0, 1, 0, 2, 3, 0]
-    pol = Spy()  # λ = 0.95, horizon 2
+    pol = Spy(long=None, prior=0)  # λ = 0.95, horizon 2, one memory, raw frequencies
     res = _run(trace, 3, pol)
     lam = 0.95
     N = 1 + lam                                # two tokens ended
@@ -84,13 +84,34 @@ def test_a_page_used_in_this_token_waits_for_the_next():
     # L1 e1); k = 3: request 4 (page 4 = L1 e1) evicts one of pages 0, 3, 1. In the first token
     # N = 0 (h = 0, a0 = 0) and every candidate is used: p = 1, P(unused) = 0 for all three;
     # layer distance decides: layer 1 (the current one) is visited again in ℓ = 2 steps,
-    # layer 0 in 1: page 3 goes.
+    # layer 0 in 1: page 3 goes. With the defaults (two memories, prior 2) the three are equal
+    # too (none below 1), and the same page goes.
     trace = from_routing(np.array([[[0, 1], [0, 1]]]), Layout(3, 2), expand="rounds")
     assert trace.pages.tolist() == [0, 3, 1, 4]
-    pol = Spy()
+    pol = Spy(long=None, prior=0)
     res = _run(trace, 3, pol)
     assert pol.seen[0][1].tolist() == [0.0, 0.0, 0.0]
     assert res.evictions.tolist() == [[3, 3]]
+    pol = Spy()
+    assert _run(trace, 3, pol).evictions.tolist() == [[3, 3]]
+    assert len(set(pol.seen[0][1].tolist())) == 1 and 0 < pol.seen[0][1][0] < 1
+
+
+def test_memories_are_weighted_by_their_log_loss():
+    # one layer of 2 experts, one request per token: 0, 0, 0, then 1 (k = 2: no eviction).
+    # Tokens 0 and 1 end without a loss (the first two tokens train); when token 2 ends, with
+    # D0 = 1 + λ, D1 = 0, N = 1 + λ and the mean page's rate B = D0 / (2N) = 1/2, each memory
+    # predicts π(0) = (D0 + 2·B) / (N + 2), π(1) = (0 + 2·B) / (N + 2) = 1 − π(0); token 2 used
+    # page 0 only: loss = −log π(0) − log(1 − π(1)) = −2·log π(0).
+    trace = from_pages([0, 0, 0, 1], Layout(2, 1))
+    pol = TokenDecay()
+    _run(trace, 2, pol)
+    short = (1.95 + 1.0) / (1.95 + 2.0)   # λ = 0.95: 2.95 / 3.95
+    long_ = (2.0 + 1.0) / (2.0 + 2.0)     # λ = 1: 3/4
+    assert pol.loss == pytest.approx([-2 * np.log(short), -2 * np.log(long_)], abs=1e-12)
+    w = np.array([short ** 2, long_ ** 2])
+    assert pol.weights() == pytest.approx(w / w.sum(), abs=1e-12)
+    assert pol.ended == 3 and pol.n_decayed == pytest.approx([1 + 0.95 + 0.95 ** 2, 3.0])
 
 
 def test_lookahead_sees_the_next_token():
@@ -112,7 +133,10 @@ def test_lookahead_sees_the_next_token():
     ({"lam": 1.5}, r"lam must be in \(0, 1\]"),
     ({"lam": float("nan")}, r"lam must be in \(0, 1\]"),
     ({"horizon": 0}, "horizon must be an integer >= 1"),
-    ({"horizon": "x"}, "lam must be a number and horizon an integer"),
+    ({"long": 0}, r"long must be in \(0, 1\]"),
+    ({"prior": -1}, "prior must be a finite number >= 0"),
+    ({"prior": float("inf")}, "prior must be a finite number >= 0"),
+    ({"horizon": "x"}, "must be numbers and horizon an integer"),
 ])
 def test_bad_parameters(kw, msg):
     with pytest.raises(PagingError, match=msg):
@@ -133,12 +157,12 @@ def test_registered_with_dist_and_deterministic():
 # k = 200, rounds expansion: computed once with this package; every run verified. The README's
 # held-out table (issue 11, item 5) quotes these numbers.
 GOLDEN_K200 = {
-    ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 0): 887,
-    ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 1): 2254,
-    ("mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl", 0): 1028,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 0): 11618,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 1): 10042,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 2): 10042,
+    ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 0): 884,
+    ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 1): 2276,
+    ("mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl", 0): 1027,
+    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 0): 11621,
+    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 1): 9957,
+    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 2): 10087,
 }
 
 
@@ -149,3 +173,13 @@ def test_golden_real_traces(src, i):
 
     trace = load(os.path.join(TRACES, src), expand="rounds")[i]
     assert _run(trace, 200, TokenDecay()).misses == GOLDEN_K200[(src, i)]
+
+
+def test_leave_one_sequence_out_choice_by_hand():
+    from experiments.select_token_decay import loso
+
+    results = {(0.9, 1): [90, 100, 100], (0.95, 2): [100, 90, 95]}
+    # held out 0: the others' mean changes are 0 and -0.075 -> (0.95, 2), which makes 100 there;
+    # held out 1: -0.05 and -0.025 -> (0.9, 1); held out 2: -0.05 each -> the smaller point
+    assert loso(results, [100, 100, 100]) == [(0, (0.95, 2), 100), (1, (0.9, 1), 100),
+                                              (2, (0.9, 1), 100)]
