@@ -17,8 +17,8 @@ from paging.offline.belady import Belady
 from paging.policies.adaptive import ARC, LeCaR
 from paging.policies.base import CacheView, Context, Policy, PriorityPolicy
 from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
-from paging.policies.dist import PerLayer
 from paging.policies.decay import TokenDecay
+from paging.policies.dist import PerLayer
 from paging.policies.hazard import TokenHazard
 from paging.policies.layered import FLD, LLRU, LeastStale
 from paging.policies.learned import FlashMoE
@@ -137,4 +137,5 @@ __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "MODEL_POLICIES", "make_
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
            "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
            "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR", "BlindOracle",
-           "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard", "TokenDecay", "FlashMoE"]
+           "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard", "TokenDecay",
+           "FlashMoE"]

@@ -1,5 +1,6 @@
 """experiments/fig_learned.py (``paging figs --only learned``): misses against k for
-token-decay, token-hazard, LRU, LLRU, LRU-DIST, LFU and OPT, each number recomputed here independently."""
+token-decay, token-hazard, LRU, LLRU, LRU-DIST, LFU and OPT, each number recomputed here
+independently."""
 
 from __future__ import annotations
 
