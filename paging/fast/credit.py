@@ -4,7 +4,8 @@ Landlord (:mod:`paging.policies.weighted`).
 Each partition keeps its inflation value L and every cached page its credit H(p) = L + c(p),
 set at the page's last request. GreedyDual, Landlord and GDSF evict the smallest
 (H, last request index) from an indexed binary min-heap per partition (O(log k) per request);
-credits only grow on a hit, so a hit sifts down. Layered Landlord evicts the smallest
+a hit re-places the page in its heap (its credit usually grows, but with pinned groups L can
+fall, and a hit's credit with it). Layered Landlord evicts the smallest
 (H, −R, −D, last request) where R and D are LLRU's (they change with the current step), so it
 scans the partition's resident pages: O(k) per eviction.
 
@@ -175,10 +176,13 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
             credit[p] = h
             last[p] = t
             last_step[p] = s
-            if not scan:  # the credit grew: sift down
+            if not scan:  # re-place the page: its credit usually grew (sift down), but it can
+                # shrink when L fell (a pinned page of smallest credit forced a larger victim,
+                # then that page went at a smaller L): sift up first
                 hk[base + i] = h
                 ht[base + i] = t
-                _sift_down(hk, ht, hp, pos, base, hs[q], i)
+                _sift_up(hk, ht, hp, pos, base, i)
+                _sift_down(hk, ht, hp, pos, base, hs[q], pos[p])
             continue
         misses += 1
         page_miss[p] += 1
