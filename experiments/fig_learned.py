@@ -125,7 +125,8 @@ def headroom_at(traces: dict, summary: list[dict]) -> list[dict]:
     for s in summary:
         h = headroom(traces[s["panel"]], s["k"])
         b = s["best_plotted_misses"]
-        out.append({"panel": s["panel"], "trace": s["trace"], "k": s["k"], **h,
+        out.append({"panel": s["panel"], "trace": s["trace"], "k": s["k"],
+                    "token-decay": s["token_decay"], **h,
                     **{f"change_{a}": round(h[a] / b - 1.0, 6)
                        for a in ("lookahead0", "lookahead1")}})
     return out

@@ -10,7 +10,7 @@ the smallest mean relative change against the best baseline on the five OTHER se
 chosen (ties: the smaller (lam, horizon)), and its result on the held-out sequence is reported.
 The README's table is this script's output.
 
-Run: ``python -m experiments.select_token_decay [--trace PATH ...] [--k K]`` (~2 minutes; needs
+Run: ``python -m experiments.select_token_decay [--trace PATH ...] [--k K]`` (~3 minutes; needs
 the real traces: ``PAGING_TRACES`` or ``--trace``).
 """
 

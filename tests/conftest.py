@@ -23,3 +23,10 @@ TRACES = os.environ.get("PAGING_TRACES")
 needs_traces = pytest.mark.skipif(not TRACES, reason="PAGING_TRACES is not set (real traces "
                                   "live in ../shared/traces; make test sets it when present)")
 
+
+def real_sequence(src: str, i: int, expand: str = "rounds"):
+    """Sequence ``i`` of the real trace file ``src`` (a path under ``PAGING_TRACES``)."""
+    from paging.io import load
+
+    return load(os.path.join(TRACES, src), expand=expand)[i]
+

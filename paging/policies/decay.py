@@ -19,10 +19,11 @@ from __future__ import annotations
 import numpy as np
 
 from paging.errors import PagingError
-from paging.policies.base import CacheView, Context, Policy
+from paging.policies.base import CacheView, Context
+from paging.policies.tokens import TokenPolicy
 
 
-class TokenDecay(Policy):
+class TokenDecay(TokenPolicy):
     """Evict the candidate least likely to be requested before the end of the next ``horizon``
     tokens, with per-page usage probabilities from exponentially decayed token counts: a short
     memory (decay ``lam``) and a long one (``long``, 1 = every token weighs the same, LFU over
@@ -93,18 +94,11 @@ class TokenDecay(Policy):
     def reset(self, ctx: Context) -> None:
         super().reset(ctx)
         P, M = ctx.layout.n_pages, len(self.lams)
-        self._layer_of = np.arange(P) // ctx.layout.n_experts
-        if ctx.token is not None:
-            self._token, self.visits = ctx.token, max(int(ctx.visits), 1)
-        else:
-            self._token, self.visits = None, 1
         self.decayed = np.zeros((M, P))      # D_jq after the last ended token
         self.n_decayed = np.zeros(M)         # N_j
+        self.total = np.zeros(M)             # Σ_q D_jq
         self.loss = np.zeros(M)              # L_j
-        self.ended = 0                       # tokens ended
-        self.used = np.zeros(P, dtype=bool)  # used in the current token
-        self.tok_id = None                   # the current token's id (ctx.token) or walk
-        self.t_start = 0                     # layer clock at the current token's first request
+        self.n_used = 0                      # pages used in the current token
 
     def probs(self, D: np.ndarray, N: np.ndarray, total: np.ndarray) -> np.ndarray:
         """π_j for the rows of D (memories x pages) given N_j and Σ_q D_jq (``total``)."""
@@ -121,64 +115,32 @@ class TokenDecay(Policy):
 
     def _end_token(self) -> None:
         D, N = self.decayed, self.n_decayed
-        if self.ended >= 2:
-            q = np.clip(self.probs(D, N, D.sum(1)), 1e-4, 1.0 - 1e-4)
+        if self.n_tok >= 2:  # the first two tokens only train
+            q = np.clip(self.probs(D, N, self.total), 1e-4, 1.0 - 1e-4)
             u = self.used
             self.loss -= np.log(q[:, u]).sum(1) + np.log1p(-q[:, ~u]).sum(1)
         D *= self.lams[:, None]
         D[:, self.used] += 1.0
         self.n_decayed = self.lams * N + 1.0
-        self.ended += 1
+        self.total = D.sum(1)
 
-    def _advance(self, t: int) -> None:
-        """Start request t's token if it is a new one (also before an eviction: the victim is
-        chosen before the requested page is inserted)."""
-        s = int(self.ctx.steps[t])
-        tok = int(self._token[t]) if self._token is not None else s // self.ctx.layout.n_layers
-        if tok != self.tok_id:
-            if self.tok_id is not None:
-                self._end_token()
-            self.tok_id, self.t_start = tok, s
-            self.used[:] = False
+    def _start_token(self) -> None:
+        self.n_used = 0
 
     def _touch(self, t: int, page: int) -> None:
         self._advance(t)
-        self.used[page] = True
-
-    def on_hit(self, t, page):
-        self._touch(t, page)
-
-    def on_insert(self, t, page):
-        self._touch(t, page)
+        if not self.used[page]:
+            self.used[page] = True
+            self.n_used += 1
 
     def p_unused(self, t: int, cands: np.ndarray) -> np.ndarray:
         """P(candidate not requested before the end of token current + horizon)."""
-        L, K = self.ctx.layout.n_layers, self.visits
-        s = int(self.ctx.steps[t])
-        rnd, c = (s - self.t_start) // L, s % L
         w, lams = self.weights(), self.lams[:, None]
-        D, N, used = self.decayed, self.n_decayed, self.used
-        h = w @ self.probs(D[:, cands], N, D.sum(1))
-        after = lams * D[:, cands] + used[cands]
-        p = w @ self.probs(after, self.lams * N + 1.0, self.lams * D.sum(1) + used.sum())
-        rem = np.clip(K - rnd - 1 + (self._layer_of[cands] > c), 0, K)
-        a0 = np.clip(h * rem / K / np.maximum(1.0 - h * (K - rem) / K, 1e-12), 0.0, 1.0)
-        a0[used[cands]] = 0.0
-        return (1.0 - a0) * (1.0 - p) ** self.horizon
-
-    def rank(self, t: int, cands: np.ndarray) -> np.ndarray:
-        """Candidates' eviction order, the victim last: (P(unused) at 1e-9, layer distance,
-        page id), ascending."""
-        L = self.ctx.layout.n_layers
-        c = int(self.ctx.steps[t]) % L
-        key = np.rint(self.p_unused(t, cands) * 1e9)
-        dist = (self._layer_of[cands] - c - 1) % L
-        return np.lexsort((cands, dist, key))  # the last key is the primary one
-
-    def victim(self, t: int, page: int, cache: CacheView) -> int:
-        self._advance(t)
-        cands = np.fromiter(cache.candidates, dtype=np.int64)
-        return int(cands[self.rank(t, cands)[-1]])
+        D, N = self.decayed, self.n_decayed
+        h = w @ self.probs(D[:, cands], N, self.total)
+        after = lams * D[:, cands] + self.used[cands]
+        p = w @ self.probs(after, self.lams * N + 1.0, self.lams * self.total + self.n_used)
+        return (1.0 - self.within_token(t, cands, h)) * (1.0 - p) ** self.horizon
 
 
 class TokenDecayLookahead(TokenDecay):
@@ -205,7 +167,7 @@ class TokenDecayLookahead(TokenDecay):
         # end[i]: index one past the last request of the token lookahead tokens after i's
         starts = np.flatnonzero(np.r_[True, tok[1:] != tok[:-1]])
         which = np.searchsorted(starts, np.arange(n), side="right") - 1
-        nxt = np.r_[starts, n, np.full(self.lookahead + 1, n)]
+        nxt = np.r_[starts, np.full(self.lookahead + 1, n)]
         self._end = nxt[which + self.lookahead + 1]
         self._next = np.full(ctx.layout.n_pages, n, dtype=np.int64)
 
@@ -222,12 +184,10 @@ class TokenDecayLookahead(TokenDecay):
 
 
 def headroom(trace, k: int, lookaheads=(0, 1)) -> dict[str, int]:
-    """Misses of ``token-decay`` and of :class:`TokenDecayLookahead` at each ``lookahead`` on
-    one trace at size k: how much knowing the current (0) or also the next (1) token's routing
-    would be worth to this eviction rule."""
+    """Misses of :class:`TokenDecayLookahead` at each ``lookahead`` on one trace at size k
+    (``{"lookahead0": ..., "lookahead1": ...}``): next to token-decay's own misses, how much
+    knowing the current (0) or also the next (1) token's routing would be worth to its rule."""
     from paging.simulate import simulate
 
-    out = {"token-decay": simulate(trace, TokenDecay(), k).misses}
-    for a in lookaheads:
-        out[f"lookahead{a}"] = simulate(trace, TokenDecayLookahead(a), k).misses
-    return out
+    return {f"lookahead{a}": simulate(trace, TokenDecayLookahead(a), k).misses
+            for a in lookaheads}

@@ -13,12 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from paging.errors import PagingError
-from paging.policies.base import CacheView, Context, Policy
+from paging.policies.base import Context
+from paging.policies.tokens import TokenPolicy
 
 _NEVER = -(1 << 40)  # token index of a page never requested: its age is the cap
 
 
-class TokenHazard(Policy):
+class TokenHazard(TokenPolicy):
     """Evict the candidate least likely to be requested before the end of the next ``horizon``
     tokens, probabilities from per-page hazard rates learned online from the run itself.
 
@@ -86,23 +87,13 @@ class TokenHazard(Policy):
 
     def reset(self, ctx: Context) -> None:
         super().reset(ctx)
-        lay = ctx.layout
-        P, A1, L = lay.n_pages, self.max_age + 1, lay.n_layers
-        self._layer_of = np.arange(P) // lay.n_experts
-        if ctx.token is not None:
-            self._token, self.visits = ctx.token, max(int(ctx.visits), 1)
-        else:
-            self._token, self.visits = None, 1
+        P, A1, L = ctx.layout.n_pages, self.max_age + 1, ctx.layout.n_layers
         self.last_tok = np.full(P, _NEVER, dtype=np.int64)   # token count at q's last use
         self.before = self.last_tok.copy()                   # ... as of the current token's start
-        self.used = np.zeros(P, dtype=bool)                   # used in the current token
         self.ev = np.zeros((P, A1))                           # events per (page, age)
         self.tr = np.zeros((P, A1))                           # trials per (page, age)
         self.ev_layer = np.zeros((L, A1))
         self.tr_layer = np.zeros((L, A1))
-        self.tok_id = None   # the current token's id (ctx.token) or walk (steps // ℓ)
-        self.n_tok = -1      # tokens started so far - 1: the current token's index
-        self.t_start = 0     # layer clock at the current token's first request
 
     # -- bookkeeping -------------------------------------------------------------------------
     def _end_token(self) -> None:
@@ -118,29 +109,12 @@ class TokenHazard(Policy):
             np.add.at(self.tr_layer, (z, age), 1.0)
             np.add.at(self.ev_layer, (z, age), hit)
 
-    def _advance(self, t: int) -> None:
-        """Start request t's token if it is a new one (called before an eviction too: the
-        victim is chosen before the requested page is inserted)."""
-        s = int(self.ctx.steps[t])
-        tok = int(self._token[t]) if self._token is not None else s // self.ctx.layout.n_layers
-        if tok != self.tok_id:
-            if self.n_tok >= 0:
-                self._end_token()
-            self.n_tok += 1
-            self.tok_id, self.t_start = tok, s
-            self.before[:] = self.last_tok
-            self.used[:] = False
+    def _start_token(self) -> None:
+        self.before[:] = self.last_tok
 
     def _touch(self, t: int, page: int) -> None:
-        self._advance(t)
-        self.used[page] = True
+        super()._touch(t, page)
         self.last_tok[page] = self.n_tok
-
-    def on_hit(self, t, page):
-        self._touch(t, page)
-
-    def on_insert(self, t, page):
-        self._touch(t, page)
 
     # -- the decision ------------------------------------------------------------------------
     def hazards(self, cands: np.ndarray) -> np.ndarray:
@@ -152,34 +126,14 @@ class TokenHazard(Policy):
 
     def p_unused(self, t: int, cands: np.ndarray) -> np.ndarray:
         """P(candidate not requested before the end of token current + horizon)."""
-        L = self.ctx.layout.n_layers
-        K = self.visits
-        m = len(cands)
-        rows = np.arange(m)
+        rows = np.arange(len(cands))
         h = self.hazards(cands)
-        s = int(self.ctx.steps[t])
-        u, c = s - self.t_start, s % L
-        z = self._layer_of[cands]
         used = self.used[cands]
         age_before = np.minimum(self.n_tok - 1 - self.before[cands], self.max_age)
         age = np.where(used, 0, np.minimum(age_before + 1, self.max_age))
-        not_later = np.ones(m)
+        not_later = np.ones(len(cands))
         for _ in range(self.horizon):
             not_later *= 1.0 - h[rows, age]
             age = np.minimum(age + 1, self.max_age)
-        h0 = h[rows, age_before]
-        rem = np.clip(K - (u // L) - 1 + (z > c), 0, K)
-        done = K - rem
-        a0 = np.clip(h0 * rem / K / np.maximum(1.0 - h0 * done / K, 1e-12), 0.0, 1.0)
-        a0[used] = 0.0  # fact 1: not again at its layer within this token
+        a0 = self.within_token(t, cands, h[rows, age_before])
         return (1.0 - a0) * not_later
-
-    def victim(self, t: int, page: int, cache: CacheView) -> int:
-        self._advance(t)
-        cands = np.fromiter(cache.candidates, dtype=np.int64)
-        L = self.ctx.layout.n_layers
-        c = int(self.ctx.steps[t]) % L
-        key = np.rint(self.p_unused(t, cands) * 1e9)
-        dist = (self._layer_of[cands] - c - 1) % L
-        order = np.lexsort((cands, dist, key))  # last key is primary
-        return int(cands[order[-1]])

@@ -437,9 +437,14 @@ class Prefetcher:
             sim.prefetch_group(self.pages[a:b], keep=self.requests[lo:hi])
 
 
+def _learns(spec: str | None) -> bool:
+    """Whether predictor ``spec`` is ``transition`` (the one that trains on sequences)."""
+    return spec is not None and spec.strip().lower().startswith("transition")
+
+
 def training_file(spec: str | None) -> str | None:
     """The ``train=FILE`` of a ``transition`` predictor spec, else None."""
-    if spec is None or not spec.strip().lower().startswith("transition"):
+    if not _learns(spec):
         return None
     return parse_spec(spec, "prefetch predictor")[1].get("train")
 
@@ -447,8 +452,7 @@ def training_file(spec: str | None) -> str | None:
 def check_training(spec: str | None, n_sequences: int) -> None:
     """``transition`` without ``train=FILE`` learns on the file's other sequences: refuse a
     file of one sequence before any run."""
-    if spec is not None and spec.strip().lower().startswith("transition") \
-            and training_file(spec) is None and n_sequences < 2:
+    if _learns(spec) and training_file(spec) is None and n_sequences < 2:
         raise PagingError("prefetch transition learns on training sequences other than the one "
                           "simulated: the file has one sequence, give transition:train=FILE")
 
@@ -457,7 +461,7 @@ def training_set(spec: str | None, trace: Trace, sequences, train_file=None):
     """The training sequences of predictor ``spec`` for a run on ``trace``: None unless it is
     ``transition``; the sequences of its ``train=FILE`` (``train_file``, already read), else the
     other sequences of ``sequences`` (the simulated one never trains its own predictor)."""
-    if spec is None or not spec.strip().lower().startswith("transition"):
+    if not _learns(spec):
         return None
     if train_file is not None:
         return list(train_file)

@@ -3,11 +3,9 @@ lookahead diagnostic, bad input, and the golden numbers on the real traces (veri
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-from conftest import TRACES, needs_traces
+from conftest import needs_traces, real_sequence
 
 from paging import Layout, from_pages, from_routing, simulate
 from paging.errors import PagingError
@@ -111,7 +109,9 @@ def test_memories_are_weighted_by_their_log_loss():
     assert pol.loss == pytest.approx([-2 * np.log(short), -2 * np.log(long_)], abs=1e-12)
     w = np.array([short ** 2, long_ ** 2])
     assert pol.weights() == pytest.approx(w / w.sum(), abs=1e-12)
-    assert pol.ended == 3 and pol.n_decayed == pytest.approx([1 + 0.95 + 0.95 ** 2, 3.0])
+    assert pol.n_tok == 3 and pol.n_used == 1  # token 3 holds page 1
+    assert pol.n_decayed == pytest.approx([1 + 0.95 + 0.95 ** 2, 3.0], abs=1e-12)
+    assert pol.total == pytest.approx(pol.n_decayed, abs=1e-12)  # one page used per token
 
 
 def test_lookahead_sees_the_next_token():
@@ -169,9 +169,7 @@ GOLDEN_K200 = {
 @needs_traces
 @pytest.mark.parametrize("src, i", sorted(GOLDEN_K200))
 def test_golden_real_traces(src, i):
-    from paging.io import load
-
-    trace = load(os.path.join(TRACES, src), expand="rounds")[i]
+    trace = real_sequence(src, i)
     assert _run(trace, 200, TokenDecay()).misses == GOLDEN_K200[(src, i)]
 
 

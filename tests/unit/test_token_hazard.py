@@ -3,11 +3,9 @@ golden numbers on the real traces (independently verified runs)."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
-from conftest import TRACES, needs_traces
+from conftest import needs_traces, real_sequence
 
 from paging import Layout, from_pages, from_routing, simulate
 from paging.errors import PagingError
@@ -109,8 +107,6 @@ GOLDEN_K200 = {
 @needs_traces
 @pytest.mark.parametrize("src, i", sorted(GOLDEN_K200))
 def test_golden_real_traces(src, i):
-    from paging.io import load
-
-    trace = load(os.path.join(TRACES, src), expand="rounds")[i]
+    trace = real_sequence(src, i)
     _, res = _run(trace, 200)
     assert res.misses == GOLDEN_K200[(src, i)]
