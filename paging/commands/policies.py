@@ -38,6 +38,7 @@ REFERENCES = {
     "robust-blind-oracle": "Wei, APPROX 2020; Fiat et al. 1991",
     "token-hazard": "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2",
     "token-decay": "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2",
+    "token-match": "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2",
     "flashmoe": "Kim et al., FlashMoE, arXiv 2025, Sec. 3.2, Alg. 1",
 }
 

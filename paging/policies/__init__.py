@@ -4,7 +4,7 @@ Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru
 marking, llru, least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
 layered-landlord, score-based and lhu (SpecMD App. B), the adaptive arc and lecar, the
 prediction-based blind-oracle, predictive-marker, lmarker and robust-blind-oracle, the designed
-token-hazard and token-decay (issue 11), and lru-dist,
+token-hazard, token-decay and token-match (issue 11), and lru-dist,
 ..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
 """
 
@@ -22,6 +22,7 @@ from paging.policies.dist import PerLayer
 from paging.policies.hazard import TokenHazard
 from paging.policies.layered import FLD, LLRU, LeastStale
 from paging.policies.learned import FlashMoE
+from paging.policies.match import TokenMatch
 from paging.policies.predictive import (
     BlindOracle,
     LMarker,
@@ -35,7 +36,7 @@ BASE_POLICIES: dict[str, Callable[[], Policy]] = {
     cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, FLD, Belady,
                               GreedyDual, Landlord, GDSF, LayeredLandlord, ScoreBased, LHU,
                               ARC, LeCaR, BlindOracle, PredictiveMarker, LMarker,
-                              RobustBlindOracle, TokenHazard, TokenDecay)
+                              RobustBlindOracle, TokenHazard, TokenDecay, TokenMatch)
 }
 
 REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
@@ -138,4 +139,4 @@ __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "MODEL_POLICIES", "make_
            "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
            "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR", "BlindOracle",
            "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard", "TokenDecay",
-           "FlashMoE"]
+           "TokenMatch", "FlashMoE"]

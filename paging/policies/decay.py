@@ -64,8 +64,9 @@ class TokenDecay(TokenPolicy):
     prior were fixed by design (a stationary layered Zipf trace, where a short memory alone is
     6-20% worse than LFU: README); (lam, horizon) was chosen on the six shipped real sequences by
     leave-one-sequence-out over lam ∈ {0.8, 0.9, 0.95, 0.98} x horizon ∈ {1, 2, 4}
-    (``python -m experiments.select_token_decay``: the choice made on the five other sequences
-    is (0.95, 2) for five held-out sequences and (0.9, 4) for Mixtral's HumanEval problem 1).
+    (``python -m experiments.select_designed --policy token-decay``: the choice made on the five
+    other sequences is (0.95, 2) for five held-out sequences and (0.9, 4) for Mixtral's
+    HumanEval problem 1).
     ``long=None, prior=0`` is the single short memory with raw frequencies.
 
     Cost: O(1) per hit or insert, O(nℓ) numpy work once per token, O(k) per eviction.

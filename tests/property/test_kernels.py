@@ -59,7 +59,7 @@ def check_all_k(trace, name: str, seed: int) -> None:
 REFERENCE_ONLY = {f"{name}{suffix}" for name in ("score-based", "arc", "lecar", "blind-oracle",
                                                  "predictive-marker", "lmarker",
                                                  "robust-blind-oracle", "token-hazard",
-                                                 "token-decay")
+                                                 "token-decay", "token-match")
                   for suffix in ("", "-dist")}
 
 

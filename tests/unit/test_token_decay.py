@@ -174,7 +174,7 @@ def test_golden_real_traces(src, i):
 
 
 def test_leave_one_sequence_out_choice_by_hand():
-    from experiments.select_token_decay import loso
+    from experiments.select_designed import loso
 
     results = {(0.9, 1): [90, 100, 100], (0.95, 2): [100, 90, 95]}
     # held out 0: the others' mean changes are 0 and -0.075 -> (0.95, 2), which makes 100 there;

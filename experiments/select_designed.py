@@ -1,0 +1,109 @@
+"""The designed policies' hyper-parameters by leave-one-sequence-out, and their held-out tables
+(issue 11, item 5).
+
+For every sequence of the shipped real traces (the same six as ``fig_learned``, rounds
+expansion) at k = 200: the misses of every existing online policy (``BASELINES``: LRU, FIFO, LFU,
+FWF, Marking, LLRU, FLD, Least-Stale, ARC, LeCaR and their ``-dist`` variants; Marking and
+LeCaR with seed 0) and of the designed policy on its grid (``GRIDS``: ``token-decay`` over
+(lam, horizon), ``token-match`` over (neighbours, shrink); their other parameters at their
+defaults). Leave-one-sequence-out: for each held-out sequence, the grid point with the smallest
+mean relative change against the best baseline on the five OTHER sequences is chosen (ties: the
+smaller point), and its result on the held-out sequence is reported, next to the registered
+default's. The README's tables are this script's output.
+
+Run: ``python -m experiments.select_designed --policy token-match [--trace PATH ...] [--k K]``
+(token-match ~4 minutes, token-decay ~3; needs the real traces: ``PAGING_TRACES`` or
+``--trace``). Point ``--trace`` at routing traces of your own for a held-out check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+
+from experiments import common
+from experiments.fig_learned import DEFAULT_SOURCES
+from paging.errors import PagingError
+
+BASELINES = tuple(f"{p}{d}" for p in ("lru", "fifo", "lfu", "fwf", "marking", "llru", "fld",
+                                      "least-stale", "arc", "lecar") for d in ("", "-dist"))
+# policy: (parameter names, grid, registered default)
+GRIDS = {
+    "token-decay": (("lam", "horizon"), tuple(itertools.product((0.8, 0.9, 0.95, 0.98),
+                                                                (1, 2, 4))), (0.95, 2)),
+    "token-match": (("neighbours", "shrink"), tuple(itertools.product((1, 3, 5), (1.0, 4.0))),
+                    (3, 1.0)),
+}
+SEED = 0
+
+
+def loso(results: dict, best: Sequence[int]) -> list[tuple]:
+    """Leave-one-sequence-out choice. ``results[point]``: misses per sequence; ``best[i]``: the
+    best baseline's misses on sequence i. Returns, per held-out sequence i, the point chosen on
+    the others and its held-out misses: ``(i, point, misses)``."""
+    n = len(best)
+    out = []
+    for i in range(n):
+        score = {g: float(np.mean([m[j] / best[j] - 1.0 for j in range(n) if j != i]))
+                 for g, m in results.items()}
+        g = min(score, key=lambda g: (score[g], g))
+        out.append((i, g, results[g][i]))
+    return out
+
+
+def make(policy: str, point: tuple):
+    """The designed policy at a grid point."""
+    from paging.policies.decay import TokenDecay
+    from paging.policies.match import TokenMatch
+
+    names = GRIDS[policy][0]
+    return {"token-decay": TokenDecay, "token-match": TokenMatch}[policy](**dict(zip(names, point)))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--policy", choices=sorted(GRIDS), default="token-match")
+    ap.add_argument("--trace", action="append", default=None, metavar="PATH")
+    ap.add_argument("--k", type=int, default=200)
+    a = ap.parse_args(argv)
+    try:
+        return _run(a)
+    except PagingError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _run(a) -> int:
+    from paging.simulate import simulate
+
+    sources = common.sources_or_skip(a.trace, DEFAULT_SOURCES, print)
+    if sources is None:
+        return 0
+    names, grid, default = GRIDS[a.policy]
+    seqs = [t for s in sources for t in common.load_sequences(s)]
+    base = [{p: simulate(t, p, a.k, seed=SEED).misses for p in BASELINES} for t in seqs]
+    best = [min(b.items(), key=lambda kv: (kv[1], kv[0])) for b in base]
+    opt = [simulate(t, "belady", a.k).misses for t in seqs]
+    results = {g: [simulate(t, make(a.policy, g), a.k).misses for t in seqs] for g in grid}
+    print(f"{a.policy}, k = {a.k}; grid {names}: misses per sequence")
+    for g, m in results.items():
+        print(f"  {g}: {m}")
+    dflt = ", ".join(f"{n}={v}" for n, v in zip(names, default))
+    print(f"| sequence | best existing (misses) | chosen on the others | {a.policy} (held out) "
+          f"| change | default ({dflt}) | change | OPT |")
+    print("|---|---|---|---|---|---|---|---|")
+    for i, g, m in loso(results, [b for _, b in best]):
+        name, b = best[i]
+        d = results[default][i]
+        chosen = ", ".join(f"{n}={v}" for n, v in zip(names, g))
+        print(f"| {seqs[i].name} | {name} {b:,} | {chosen} | {m:,} | {m / b - 1.0:+.1%} | "
+              f"{d:,} | {d / b - 1.0:+.1%} | {opt[i]:,} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
