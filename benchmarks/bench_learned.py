@@ -18,7 +18,8 @@ from paging.policies import make_policy
 from paging.simulate import simulate
 
 POLICIES = (("lru", "fast"), ("lru", "reference"), ("llru", "auto"), ("lfu", "auto"),
-            ("token-hazard", "auto"), ("token-decay", "auto"), ("flashmoe", "auto"))
+            ("token-hazard", "auto"), ("token-decay", "auto"), ("token-match", "auto"),
+            ("flashmoe", "auto"))
 
 
 def main() -> None:

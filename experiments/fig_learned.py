@@ -1,8 +1,9 @@
 """Learned and designed eviction on the real traces: misses against the cache size k.
 
-Issue 11, item 4 (second figure): the designed online policies, ``token-decay`` (the best one,
-:class:`paging.policies.decay.TokenDecay`) and ``token-hazard`` (the first attempt,
-:class:`paging.policies.hazard.TokenHazard`), next to LRU, LLRU, LRU-DIST, LFU and OPT
+Issue 11, item 4 (second figure): the designed online policies, ``token-match`` (the best one,
+:class:`paging.policies.match.TokenMatch`) and ``token-decay`` (the one it builds on,
+:class:`paging.policies.decay.TokenDecay`; the first attempt, ``token-hazard``, is in the README
+only), next to LRU, LLRU, LRU-DIST, LFU and OPT
 (Belady), on EVERY sequence of the shipped real traces (the Mixtral 8x7B files — HumanEval
 problems 0 and 1, and problem 0 with its prefill — and granite's three prompts), expanded into
 rounds (Sec. 5.1), at the cache sizes ``K_VALUES`` (k = 200 is the issue's target size; sizes
@@ -47,13 +48,13 @@ DEFAULT_SOURCES = (
     "mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl",
     "granite-3.0-1b-a400m-instruct/moe_expert_trace.json",
 )
-DESIGNED = ("token-decay", "token-hazard")  # issue 11's designed policies, best first
+DESIGNED = ("token-match", "token-decay")  # issue 11's designed policies, best first
 POLICIES = DESIGNED + ("lru", "llru", "lru-dist", "lfu", "belady")
 BASELINES = ("lru", "llru", "lru-dist", "lfu")  # the online policies drawn next to them
-LABELS = {"token-decay": "token-decay", "token-hazard": "token-hazard", "lru": "LRU",
+LABELS = {"token-match": "token-match", "token-decay": "token-decay", "lru": "LRU",
           "llru": "LLRU", "lru-dist": "LRU-DIST",
           "lfu": "LFU", "belady": "OPT (Belady)"}
-STYLE = {"token-decay": ("tab:red", "-", "o"), "token-hazard": ("tab:orange", "-", "x"),
+STYLE = {"token-match": ("tab:red", "-", "o"), "token-decay": ("tab:orange", "-", "x"),
          "lru": ("black", ":", "s"),
          "llru": ("tab:blue", "--", "^"), "lru-dist": ("tab:cyan", "--", "v"),
          "lfu": ("tab:green", "-.", "D"), "belady": ("grey", "-", None)}
@@ -96,7 +97,7 @@ def summarize(rows: list[dict], k: int = K_TARGET) -> list[dict]:
     """Per sequence at size ``k``: OPT, the best of the PLOTTED online baselines (``BASELINES``;
     not the full set of issue 11 item 5, which adds FIFO, FWF, Marking, FLD, Least-Stale, ARC,
     LeCaR and the -dist variants: see the README's table), and for each designed policy
-    (``DESIGNED``, key ``token_decay``, ``token_hazard``) its misses and relative change against
+    (``DESIGNED``, key ``token_match``, ``token_decay``) its misses and relative change against
     that baseline (``change_token_decay``, ...; negative = fewer misses)."""
     out = []
     for panel in sorted({int(r["panel"]) for r in rows}):
@@ -180,9 +181,9 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         "summary_k200": summary, "headroom_k200": headroom,
     })
     for s, h in zip(summary, headroom, strict=True):
-        log(f"k={s['k']} {s['trace']}: token-decay {s['token_decay']} "
-            f"({s['change_token_decay']:+.1%}), token-hazard {s['token_hazard']} "
-            f"({s['change_token_hazard']:+.1%}) vs {s['best_plotted']} "
+        log(f"k={s['k']} {s['trace']}: token-match {s['token_match']} "
+            f"({s['change_token_match']:+.1%}), token-decay {s['token_decay']} "
+            f"({s['change_token_decay']:+.1%}) vs {s['best_plotted']} "
             f"{s['best_plotted_misses']}; lookahead 0/1 {h['lookahead0']}/{h['lookahead1']}; "
             f"OPT {s['opt']}")
     log(f"wrote {csv_path}")
@@ -220,7 +221,7 @@ def plot(csv_path, out_dir) -> list[Path]:
     for ax in list(axes.flat)[len(panels):]:
         ax.set_visible(False)
     axes[0][0].legend(fontsize=7)
-    fig.suptitle("token-decay and token-hazard vs online baselines and OPT on the real traces "
+    fig.suptitle("token-match and token-decay vs online baselines and OPT on the real traces "
                  "(FlashMoE omitted: no held-out model)", fontsize=9)
     paths = common.save_figure(fig, out_dir, NAME)
     plt.close(fig)

@@ -60,8 +60,8 @@ def make(policy: str, point: tuple):
     from paging.policies.decay import TokenDecay
     from paging.policies.match import TokenMatch
 
-    names = GRIDS[policy][0]
-    return {"token-decay": TokenDecay, "token-match": TokenMatch}[policy](**dict(zip(names, point)))
+    cls = {"token-decay": TokenDecay, "token-match": TokenMatch}[policy]
+    return cls(**dict(zip(GRIDS[policy][0], point, strict=True)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -92,14 +92,14 @@ def _run(a) -> int:
     print(f"{a.policy}, k = {a.k}; grid {names}: misses per sequence")
     for g, m in results.items():
         print(f"  {g}: {m}")
-    dflt = ", ".join(f"{n}={v}" for n, v in zip(names, default))
+    dflt = ", ".join(f"{n}={v}" for n, v in zip(names, default, strict=True))
     print(f"| sequence | best existing (misses) | chosen on the others | {a.policy} (held out) "
           f"| change | default ({dflt}) | change | OPT |")
     print("|---|---|---|---|---|---|---|---|")
     for i, g, m in loso(results, [b for _, b in best]):
         name, b = best[i]
         d = results[default][i]
-        chosen = ", ".join(f"{n}={v}" for n, v in zip(names, g))
+        chosen = ", ".join(f"{n}={v}" for n, v in zip(names, g, strict=True))
         print(f"| {seqs[i].name} | {name} {b:,} | {chosen} | {m:,} | {m / b - 1.0:+.1%} | "
               f"{d:,} | {d / b - 1.0:+.1%} | {opt[i]:,} |")
     return 0

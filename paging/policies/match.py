@@ -30,9 +30,9 @@ BETAS = np.linspace(0.0, 1.0, 5)  # the mixing weights the posterior chooses amo
 
 
 class TokenMatch(TokenDecay):
-    """:class:`~paging.policies.decay.TokenDecay` whose usage probabilities are mixed with a
-    successor-matching predictor of the routing: the tokens that followed the past tokens whose
-    routing overlaps the current token's most.
+    """Token-decay's eviction rule, its usage probabilities mixed with a successor-matching
+    predictor of the routing: the tokens that followed the past tokens whose routing overlaps
+    the current token's most (a subclass of :class:`~paging.policies.decay.TokenDecay`).
 
     Layered model of Angelopoulos et al., "Cache Management for Mixture-of-Experts LLMs" (2025),
     Sec. 2 (ℓ layers x n experts, page = layer·n + expert), top-K tokens expanded into K rounds

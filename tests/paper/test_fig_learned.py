@@ -1,5 +1,5 @@
 """experiments/fig_learned.py (``paging figs --only learned``): misses against k for
-token-decay, token-hazard, LRU, LLRU, LRU-DIST, LFU and OPT, each number recomputed here
+token-match, token-decay, LRU, LLRU, LRU-DIST, LFU and OPT, each number recomputed here
 independently."""
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def test_synthetic_trace_is_deterministic_and_exact(tmp_path, monkeypatch):
     assert sorted({int(r["k"]) for r in rows}) == [4, 8, 12, 16, 20, 24]
     _check_rows(rows, {trace.name: trace})
     methods = {r["policy"]: r["method"] for r in rows}
-    assert methods["token-hazard"] == "simulate" and methods["lru"] == "stack"
+    assert methods["token-match"] == "simulate" and methods["lru"] == "stack"
     assert methods["token-decay"] == "simulate"
     assert methods["belady"] == "stack" and methods["lru-dist"] == "per-layer"
     params = json.loads(common.params_path(a).read_text())
@@ -71,21 +71,21 @@ def test_k_grid():
 
 def test_summary_picks_the_best_plotted_baseline():
     rows = [{"panel": "0", "trace": "t", "k": "200", "policy": p, "misses": str(m)}
-            for p, m in (("token-decay", 93), ("token-hazard", 95), ("lru", 120), ("llru", 100),
+            for p, m in (("token-match", 93), ("token-decay", 95), ("lru", 120), ("llru", 100),
                          ("lru-dist", 110), ("lfu", 100), ("belady", 50))]
     (s,) = fig_learned.summarize(rows)
     assert (s["best_plotted"], s["best_plotted_misses"], s["opt"]) == ("lfu", 100, 50)
-    assert (s["token_decay"], s["token_hazard"]) == (93, 95)
-    assert s["change_token_decay"] == pytest.approx(-0.07)
-    assert s["change_token_hazard"] == pytest.approx(-0.05)
+    assert (s["token_match"], s["token_decay"]) == (93, 95)
+    assert s["change_token_match"] == pytest.approx(-0.07)
+    assert s["change_token_decay"] == pytest.approx(-0.05)
 
 
-# token-hazard and token-decay at k = 200 on the shipped Mixtral sequences: the golden numbers
-# of tests/unit/test_token_hazard.py and test_token_decay.py (GOLDEN_K200), and OPT's from the
+# token-match and token-decay at k = 200 on the shipped Mixtral sequences: the golden numbers
+# of tests/unit/test_token_match.py and test_token_decay.py (GOLDEN_K200), and OPT's from the
 # README's table
-GOLDEN = {"humaneval_2_routing.jsonl#problem_id=0": (961, 884, 433),
-          "humaneval_2_routing.jsonl#problem_id=1": (2432, 2276, 961),
-          "humaneval_p0_prefill_decode_raw.jsonl#problem_id=0": (1076, 1027, 484)}
+GOLDEN = {"humaneval_2_routing.jsonl#problem_id=0": (852, 884, 433),
+          "humaneval_2_routing.jsonl#problem_id=1": (2096, 2276, 961),
+          "humaneval_p0_prefill_decode_raw.jsonl#problem_id=0": (1037, 1027, 484)}
 
 
 @needs_traces
@@ -96,8 +96,8 @@ def test_mixtral_golden_numbers_at_k200(tmp_path):
     rows = common.read_csv(path)
     at = {(r["trace"], r["policy"], int(r["k"])): int(r["misses"]) for r in rows}
     assert {r["trace"] for r in rows} == set(GOLDEN)
-    for name, (th, td, opt) in GOLDEN.items():
-        assert at[(name, "token-hazard", 200)] == th
+    for name, (tm, td, opt) in GOLDEN.items():
+        assert at[(name, "token-match", 200)] == tm
         assert at[(name, "token-decay", 200)] == td
         assert at[(name, "belady", 200)] == opt
     # spot-check the one-pass curves against simulate on the shortest sequence

@@ -59,7 +59,8 @@ def test_theorem2_runs_every_deterministic_online_policy(rows):
             "landlord", "gdsf", "layered-landlord", "lhu", "arc", "blind-oracle",
             "robust-blind-oracle", "token-hazard", "token-decay", "token-match"]
     # blind-oracle and robust-blind-oracle run with their default (online) predictor;
-    # token-hazard, token-decay and token-match with their leave-one-sequence-out defaults (no scores needed)
+    # token-hazard, token-decay and token-match with their registered defaults (no scores
+    # needed)
     assert listed == base + [f"{name}-dist" for name in base]
 
 

@@ -70,7 +70,7 @@ def test_no_match_without_overlap_or_history():
     pol = Spy()
     _run(trace, 1, pol)
     by_token = {}
-    for tok, used, m_cur, _ in pol.seen:
+    for tok, _, m_cur, _ in pol.seen:
         by_token.setdefault(tok, m_cur)
     # T0-T2: fewer than two ended tokens, or (T2) the match made from T1 = {1, 4} against T0 =
     # {0, 3}, which do not overlap
