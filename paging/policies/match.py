@@ -27,6 +27,7 @@ from paging.policies.base import Context
 from paging.policies.decay import TokenDecay
 
 BETAS = np.linspace(0.0, 1.0, 5)  # the mixing weights the posterior chooses among
+BETA_OFF = 1e-9  # a posterior mean β below this is taken as 0 (no match is made at evictions)
 
 
 class TokenMatch(TokenDecay):
@@ -52,7 +53,8 @@ class TokenMatch(TokenDecay):
     π_β = β·π_M + (1 − β)·π with β the posterior mean over β ∈ {0, 1/4, 1/2, 3/4, 1}, each β
     paying the log-loss of its prediction of every ended token from the third on (the prediction
     of token T made from the whole token T − 1, π clipped to [1e-4, 1 − 1e-4]), weights
-    ∝ exp(−loss). Where the routing does not repeat (a stationary Zipf trace) β = 0 wins and the
+    ∝ exp(−loss); a mean below 1e-9 (``BETA_OFF``) is taken as 0, and no match is then made at
+    evictions. Where the routing does not repeat (a stationary Zipf trace) β = 0 wins and the
     policy is token-decay; on the real traces β near 1 wins.
 
     *Decision* (token-decay's, with π_β): at an eviction during token T, for a candidate q,
@@ -101,9 +103,11 @@ class TokenMatch(TokenDecay):
         self._m_next_at = -1
 
     def beta(self) -> float:
-        """The mixing weight: the posterior mean of β over :data:`BETAS`."""
+        """The mixing weight: the posterior mean of β over :data:`BETAS`, or 0 below
+        :data:`BETA_OFF`."""
         w = np.exp(-(self.beta_loss - self.beta_loss.min()))
-        return float(w @ BETAS / w.sum())
+        b = float(w @ BETAS / w.sum())
+        return b if b >= BETA_OFF else 0.0
 
     def match(self) -> np.ndarray | None:
         """M(u) for u = the current token's pages so far (all of them at its end), or None."""
@@ -124,7 +128,7 @@ class TokenMatch(TokenDecay):
 
     def mixed(self, dec: np.ndarray, m: np.ndarray | None, beta: float) -> np.ndarray:
         """π_β from token-decay's π (``dec``) and a match ``m`` over the same pages."""
-        if m is None:
+        if m is None or beta == 0.0:
             return dec
         k, c = self.neighbours, self.shrink
         return beta * (k * m + c * dec) / (k + c) + (1.0 - beta) * dec
@@ -159,7 +163,7 @@ class TokenMatch(TokenDecay):
         D, N = self.decayed, self.n_decayed
         h = self.mixed(w @ self.probs(D[:, cands], N, self.total),
                        None if self.m_cur is None else self.m_cur[cands], beta)
-        if self._m_next_at != self.n_used:
+        if beta > 0.0 and self._m_next_at != self.n_used:  # (beta = 0: mixed ignores it)
             self._m_next, self._m_next_at = self.match() if self.n_used else None, self.n_used
         after = lams * D[:, cands] + self.used[cands]
         p = self.mixed(w @ self.probs(after, self.lams * N + 1.0,
