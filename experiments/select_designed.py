@@ -11,9 +11,12 @@ mean relative change against the best baseline on the five OTHER sequences is ch
 smaller point), and its result on the held-out sequence is reported, next to the registered
 default's. The README's tables are this script's output.
 
-Run: ``python -m experiments.select_designed --policy token-match [--trace PATH ...] [--k K]``
-(token-match ~4 minutes, token-decay ~3; needs the real traces: ``PAGING_TRACES`` or
-``--trace``). Point ``--trace`` at routing traces of your own for a held-out check.
+``--drop F`` first removes each token of every sequence with probability F (seed 0, whole
+tokens): a lossy recording, like the raw prefill+decode file, which lost 124 of its 218 tokens.
+
+Run: ``python -m experiments.select_designed --policy token-match [--trace PATH ...] [--k K]
+[--drop F]`` (token-match ~4 minutes, token-decay ~3; needs the real traces: ``PAGING_TRACES``
+or ``--trace``). Point ``--trace`` at routing traces of your own for a held-out check.
 """
 
 from __future__ import annotations
@@ -55,6 +58,23 @@ def loso(results: dict, best: Sequence[int]) -> list[tuple]:
     return out
 
 
+def drop_tokens(trace, frac: float, seed: int = SEED):
+    """``trace`` (rounds expansion of a top-K routing table, whole tokens) without the tokens a
+    seeded coin with probability ``frac`` removes, the kept ones in their order."""
+    from paging import from_routing
+
+    L, n = trace.layout.n_layers, trace.layout.n_experts
+    K = common.top_k(trace)
+    T = trace.n_requests // (L * K)
+    if trace.is_grouped or T * L * K != trace.n_requests:
+        raise PagingError(f"trace {trace.name}: --drop needs whole top-{K} tokens in rounds")
+    pages = np.asarray(trace.pages).reshape(T, K, L)
+    routing = (pages - np.arange(L) * n).transpose(0, 2, 1)  # tokens x layers x K
+    keep = np.random.default_rng(seed).random(T) >= frac
+    return from_routing(routing[keep], trace.layout, expand="rounds",
+                        name=f"{trace.name}~drop{frac:g}", meta=dict(trace.meta, top_k=K))
+
+
 def make(policy: str, point: tuple):
     """The designed policy at a grid point."""
     from paging.policies.decay import TokenDecay
@@ -69,7 +89,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--policy", choices=sorted(GRIDS), default="token-match")
     ap.add_argument("--trace", action="append", default=None, metavar="PATH")
     ap.add_argument("--k", type=int, default=200)
+    ap.add_argument("--drop", type=float, default=0.0, metavar="F",
+                    help="remove each token with probability F first (seed 0)")
     a = ap.parse_args(argv)
+    if not 0.0 <= a.drop < 1.0:
+        ap.error(f"--drop must be in [0, 1), got {a.drop}")
     try:
         return _run(a)
     except PagingError as e:
@@ -85,11 +109,14 @@ def _run(a) -> int:
         return 0
     names, grid, default = GRIDS[a.policy]
     seqs = [t for s in sources for t in common.load_sequences(s)]
+    if a.drop:
+        seqs = [drop_tokens(t, a.drop) for t in seqs]
     base = [{p: simulate(t, p, a.k, seed=SEED).misses for p in BASELINES} for t in seqs]
     best = [min(b.items(), key=lambda kv: (kv[1], kv[0])) for b in base]
     opt = [simulate(t, "belady", a.k).misses for t in seqs]
     results = {g: [simulate(t, make(a.policy, g), a.k).misses for t in seqs] for g in grid}
-    print(f"{a.policy}, k = {a.k}; grid {names}: misses per sequence")
+    drop = f", tokens dropped with probability {a.drop:g}" if a.drop else ""
+    print(f"{a.policy}, k = {a.k}{drop}; grid {names}: misses per sequence")
     for g, m in results.items():
         print(f"  {g}: {m}")
     dflt = ", ".join(f"{n}={v}" for n, v in zip(names, default, strict=True))

@@ -184,3 +184,20 @@ GOLDEN_K200 = {
 def test_golden_real_traces(src, i):
     trace = real_sequence(src, i)
     assert _run(trace, 200, TokenMatch()).misses == GOLDEN_K200[(src, i)]
+
+
+def test_drop_tokens_keeps_whole_tokens_in_order():
+    from experiments.select_designed import drop_tokens
+
+    rng = np.random.default_rng(1)
+    routing = np.stack([np.stack([rng.choice(4, 2, replace=False) for _ in range(3)])
+                        for _ in range(20)])
+    trace = from_routing(routing, Layout(4, 3), expand="rounds", meta={"top_k": 2})
+    keep = np.random.default_rng(0).random(20) >= 0.5  # the coin drop_tokens flips (seed 0)
+    got = drop_tokens(trace, 0.5)
+    want = from_routing(routing[keep], Layout(4, 3), expand="rounds")
+    assert 0 < keep.sum() < 20
+    assert np.array_equal(got.pages, want.pages) and np.array_equal(got.steps, want.steps)
+    assert np.array_equal(drop_tokens(trace, 0.0).pages, trace.pages)
+    with pytest.raises(PagingError, match="whole top-2 tokens"):
+        drop_tokens(trace.head(5), 0.5)
