@@ -10,10 +10,10 @@ from the sequence of tokens: the tokens whose routing best overlaps the current 
 followed by some tokens; their routing is the prediction for the next one (a nearest-neighbour
 successor predictor, like prediction by partial matching over routing sets). Generated text
 repeats (code, lists, greedy decoding), and a repeated context repeats its routing. The related
-systems idea is MoE-Infinity's (Xue et al., 2024, "MoE-Infinity: Offloading-Efficient MoE Model
-Serving") matching of a request's expert-activation matrix against recorded ones to prioritize
-prefetching and caching; it is not among ``../shared/papers`` and the rule here is this
-package's own (per token, successors, mixed into token-decay's probabilities).
+systems idea is MoE-Infinity's (Xue et al., arXiv:2401.14361, 2024): expert activation matrices
+of requests matched against a collection of recorded ones to predict later activations and
+guide prefetching and eviction. That paper is not among ``../shared/papers``; the rule here is
+this package's own (per token, successors, mixed into token-decay's probabilities).
 
 The README ("Learned and learning-augmented eviction") has the held-out table.
 """
@@ -55,7 +55,8 @@ class TokenMatch(TokenDecay):
     of token T made from the whole token T − 1, π clipped to [1e-4, 1 − 1e-4]), weights
     ∝ exp(−loss); a mean below 1e-9 (``BETA_OFF``) is taken as 0, and no match is then made at
     evictions. Where the routing does not repeat (a stationary Zipf trace) β = 0 wins and the
-    policy is token-decay; on the real traces β near 1 wins.
+    policy is token-decay; on the shipped real sequences β ends at 1/2 or 3/4 at k = 200 (1/4 on
+    the lossy prefill+decode recording).
 
     *Decision* (token-decay's, with π_β): at an eviction during token T, for a candidate q,
     h = π_β(q) for T (the match made from the whole of T − 1) feeds the within-token chance a0,
