@@ -70,6 +70,10 @@ def drop_tokens(trace, frac: float, seed: int = SEED):
         raise PagingError(f"trace {trace.name}: --drop needs whole top-{K} tokens in rounds")
     pages = np.asarray(trace.pages).reshape(T, K, L)
     routing = (pages - np.arange(L) * n).transpose(0, 2, 1)  # tokens x layers x K
+    if not np.array_equal(from_routing(routing, trace.layout, expand="rounds").pages,
+                          trace.pages):
+        raise PagingError(f"trace {trace.name}: --drop needs whole top-{K} tokens in rounds "
+                          f"(each round walking layers 0..{L - 1})")
     keep = np.random.default_rng(seed).random(T) >= frac
     return from_routing(routing[keep], trace.layout, expand="rounds",
                         name=f"{trace.name}~drop{frac:g}", meta=dict(trace.meta, top_k=K))

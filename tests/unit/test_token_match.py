@@ -201,3 +201,6 @@ def test_drop_tokens_keeps_whole_tokens_in_order():
     assert np.array_equal(drop_tokens(trace, 0.0).pages, trace.pages)
     with pytest.raises(PagingError, match="whole top-2 tokens"):
         drop_tokens(trace.head(5), 0.5)
+    shuffled = from_routing(routing[:, ::-1], Layout(4, 3), expand="groups", meta={"top_k": 2})
+    with pytest.raises(PagingError, match="whole top-2 tokens"):
+        drop_tokens(shuffled, 0.5)  # groups, not rounds
