@@ -93,6 +93,7 @@ def test_mixing_weight_by_hand():
     dec = pol.weights() @ pol.probs(pol.decayed, pol.n_decayed, pol.total)
     u = pol.used.copy()
     assert np.flatnonzero(u).tolist() == [1, 4]
+    assert pol.m_cur.tolist() == [0, 1, 0, 0, 1, 0]  # T1, the successor of T0
     pol._end_token()
     expect = []
     for b in BETAS:
