@@ -40,7 +40,7 @@ def take_float(opts: dict, key: str, default, what: str, lo=None, hi=None,
     raw = opts.pop(key)
     try:
         v = float(raw)
-    except ValueError:
+    except (TypeError, ValueError):
         raise PagingError(f"{what}: {key}={raw!r} is not a number") from None
     bad = (v != v or (lo is not None and (v <= lo if lo_open else v < lo))
            or (hi is not None and (v >= hi if hi_open else v > hi)))
@@ -58,7 +58,7 @@ def take_int(opts: dict, key: str, default, what: str, lo: int | None = None) ->
     raw = opts.pop(key)
     try:
         v = int(raw)
-    except ValueError:
+    except (TypeError, ValueError):
         raise PagingError(f"{what}: {key}={raw!r} is not an integer") from None
     if lo is not None and v < lo:
         raise PagingError(f"{what}: {key} must be an integer >= {lo}, got {raw}")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.options import take_float, take_int
 from paging.policies.base import CacheView, Context
 from paging.policies.tokens import TokenPolicy
 
@@ -76,19 +76,12 @@ class TokenDecay(TokenPolicy):
 
     def __init__(self, lam: float = 0.95, horizon: int = 2, long: float | None = 1.0,
                  prior: float = 2.0):
-        try:
-            lam, horizon, prior = float(lam), int(horizon), float(prior)
-            long = None if long is None else float(long)
-        except (TypeError, ValueError):
-            raise PagingError(f"token-decay: lam, long and prior must be numbers and horizon an "
-                              f"integer, got {lam!r}, {long!r}, {prior!r}, {horizon!r}") from None
-        for what, v in (("lam", lam), ("long", lam if long is None else long)):
-            if not 0.0 < v <= 1.0:
-                raise PagingError(f"token-decay: {what} must be in (0, 1], got {v}")
-        if horizon < 1:
-            raise PagingError(f"token-decay: horizon must be an integer >= 1, got {horizon}")
-        if not 0.0 <= prior < np.inf:
-            raise PagingError(f"token-decay: prior must be a finite number >= 0, got {prior}")
+        opts, what = {"lam": lam, "horizon": horizon, "long": long, "prior": prior}, self.name
+        lam = take_float(opts, "lam", None, what, lo=0.0, lo_open=True, hi=1.0)
+        horizon = take_int(opts, "horizon", None, what, lo=1)
+        long = None if long is None else take_float(opts, "long", None, what, lo=0.0,
+                                                    lo_open=True, hi=1.0)
+        prior = take_float(opts, "prior", None, what, lo=0.0, hi=np.inf, hi_open=True)
         self.lam, self.horizon, self.long, self.prior = lam, horizon, long, prior
         self.lams = np.array([lam] if long is None else [lam, long])
 
@@ -155,9 +148,8 @@ class TokenDecayLookahead(TokenDecay):
 
     def __init__(self, lookahead: int = 0, **kw):
         super().__init__(**kw)
-        if int(lookahead) < 0:
-            raise PagingError(f"token-decay lookahead must be >= 0, got {lookahead}")
-        self.lookahead = int(lookahead)
+        self.lookahead = take_int({"lookahead": lookahead}, "lookahead", None,
+                                  "token-decay-lookahead", lo=0)
         self.name = f"token-decay-lookahead{self.lookahead}"
 
     def reset(self, ctx: Context) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.options import take_float, take_int
 from paging.policies.base import Context
 from paging.policies.tokens import TokenPolicy
 
@@ -72,18 +72,11 @@ class TokenHazard(TokenPolicy):
     name = "token-hazard"
 
     def __init__(self, horizon: int = 2, alpha: float = 0.5, max_age: int = 8):
-        try:
-            horizon, alpha, max_age = int(horizon), float(alpha), int(max_age)
-        except (TypeError, ValueError):
-            raise PagingError(f"token-hazard: horizon and max_age must be integers and alpha a "
-                              f"number, got {horizon!r}, {alpha!r}, {max_age!r}") from None
-        if horizon < 1:
-            raise PagingError(f"token-hazard: horizon must be an integer >= 1, got {horizon}")
-        if not alpha > 0.0 or not np.isfinite(alpha):
-            raise PagingError(f"token-hazard: alpha must be a finite number > 0, got {alpha}")
-        if max_age < 1:
-            raise PagingError(f"token-hazard: max_age must be an integer >= 1, got {max_age}")
-        self.horizon, self.alpha, self.max_age = horizon, alpha, max_age
+        opts = {"horizon": horizon, "alpha": alpha, "max_age": max_age}
+        self.horizon = take_int(opts, "horizon", None, self.name, lo=1)
+        self.alpha = take_float(opts, "alpha", None, self.name, lo=0.0, lo_open=True,
+                                hi=np.inf, hi_open=True)
+        self.max_age = take_int(opts, "max_age", None, self.name, lo=1)
 
     def reset(self, ctx: Context) -> None:
         super().reset(ctx)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.options import take_float, take_int
 from paging.policies.base import Context
 from paging.policies.decay import TokenDecay
 
@@ -78,18 +78,10 @@ class TokenMatch(TokenDecay):
     def __init__(self, neighbours: int = 3, shrink: float = 1.0, window: int = 1024,
                  **decay):
         super().__init__(**decay)
-        try:
-            neighbours, window, shrink = int(neighbours), int(window), float(shrink)
-        except (TypeError, ValueError):
-            raise PagingError(f"token-match: neighbours and window must be integers and shrink a "
-                              f"number, got {neighbours!r}, {window!r}, {shrink!r}") from None
-        if neighbours < 1:
-            raise PagingError(f"token-match: neighbours must be >= 1, got {neighbours}")
-        if window < 2:
-            raise PagingError(f"token-match: window must be >= 2 tokens, got {window}")
-        if not 0.0 <= shrink < np.inf:
-            raise PagingError(f"token-match: shrink must be a finite number >= 0, got {shrink}")
-        self.neighbours, self.shrink, self.window = neighbours, shrink, window
+        opts, what = {"neighbours": neighbours, "window": window, "shrink": shrink}, self.name
+        self.neighbours = take_int(opts, "neighbours", None, what, lo=1)
+        self.window = take_int(opts, "window", None, what, lo=2)
+        self.shrink = take_float(opts, "shrink", None, what, lo=0.0, hi=np.inf, hi_open=True)
 
     def reset(self, ctx: Context) -> None:
         super().reset(ctx)

@@ -81,8 +81,7 @@ def test_summary_picks_the_best_plotted_baseline():
 
 
 # token-match and token-decay at k = 200 on the shipped Mixtral sequences: the golden numbers
-# of tests/unit/test_token_match.py and test_token_decay.py (GOLDEN_K200), and OPT's from the
-# README's table
+# of tests/unit/test_designed_policies.py (GOLDEN_K200), and OPT's from the README's table
 GOLDEN = {"humaneval_2_routing.jsonl#problem_id=0": (852, 884, 433),
           "humaneval_2_routing.jsonl#problem_id=1": (2096, 2276, 961),
           "humaneval_p0_prefill_decode_raw.jsonl#problem_id=0": (1037, 1027, 484)}

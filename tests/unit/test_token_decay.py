@@ -1,15 +1,14 @@
 """Token-Decay (paging/policies/decay.py): probabilities and decisions by hand, the clairvoyant
-lookahead diagnostic, bad input, and the golden numbers on the real traces (verified runs)."""
+lookahead diagnostic, and bad input (registration and golden numbers: test_designed_policies.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import needs_traces, real_sequence
 
 from paging import Layout, from_pages, from_routing, simulate
 from paging.errors import PagingError
-from paging.policies import POLICY_NAMES, make_policy
+from paging.policies import POLICY_NAMES
 from paging.policies.decay import TokenDecay, TokenDecayLookahead
 from paging.verify import verify
 
@@ -126,58 +125,22 @@ def test_lookahead_sees_the_next_token():
     assert _run(trace, 2, TokenDecayLookahead(0)).misses == 4
     assert TokenDecayLookahead(1).clairvoyant and not TokenDecay().clairvoyant
     assert not any(n.startswith("token-decay-lookahead") for n in POLICY_NAMES)
+    with pytest.raises(PagingError, match=r"^token-decay-lookahead: lookahead must be an "
+                                          r"integer >= 0, got -1$"):
+        TokenDecayLookahead(-1)
 
 
 @pytest.mark.parametrize("kw, msg", [
-    ({"lam": 0}, r"lam must be in \(0, 1\]"),
-    ({"lam": 1.5}, r"lam must be in \(0, 1\]"),
-    ({"lam": float("nan")}, r"lam must be in \(0, 1\]"),
-    ({"horizon": 0}, "horizon must be an integer >= 1"),
-    ({"long": 0}, r"long must be in \(0, 1\]"),
-    ({"prior": -1}, "prior must be a finite number >= 0"),
-    ({"prior": float("inf")}, "prior must be a finite number >= 0"),
-    ({"horizon": "x"}, "must be numbers and horizon an integer"),
+    ({"lam": 0}, r"^token-decay: lam must be in \(0.0, 1.0\], got 0$"),
+    ({"lam": 1.5}, r"^token-decay: lam must be in \(0.0, 1.0\], got 1.5$"),
+    ({"lam": float("nan")}, r"^token-decay: lam must be in \(0.0, 1.0\], got nan$"),
+    ({"horizon": 0}, r"^token-decay: horizon must be an integer >= 1, got 0$"),
+    ({"long": 0}, r"^token-decay: long must be in \(0.0, 1.0\], got 0$"),
+    ({"prior": -1}, r"^token-decay: prior must be in \[0.0, inf\), got -1$"),
+    ({"prior": float("inf")}, r"^token-decay: prior must be in \[0.0, inf\), got inf$"),
+    ({"horizon": "x"}, r"^token-decay: horizon='x' is not an integer$"),
+    ({"prior": None}, r"^token-decay: prior=None is not a number$"),
 ])
 def test_bad_parameters(kw, msg):
     with pytest.raises(PagingError, match=msg):
         TokenDecay(**kw)
-
-
-def test_registered_with_dist_and_deterministic():
-    assert make_policy("token-decay").name == "token-decay"
-    assert make_policy("token-decay-dist").name == "token-decay-dist"
-    trace = from_routing(np.random.default_rng(0).integers(0, 4, (30, 3, 1)), Layout(4, 3))
-    for name in ("token-decay", "token-decay-dist"):
-        a = simulate(trace, name, 5, record=True)
-        b = simulate(trace, name, 5, record=True)
-        verify(trace, a)
-        assert np.array_equal(a.hit_mask, b.hit_mask)
-
-
-# k = 200, rounds expansion: computed once with this package; every run verified. The README's
-# held-out table (issue 11, item 5) quotes these numbers.
-GOLDEN_K200 = {
-    ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 0): 884,
-    ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 1): 2276,
-    ("mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl", 0): 1027,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 0): 11621,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 1): 9957,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 2): 10087,
-}
-
-
-@needs_traces
-@pytest.mark.parametrize("src, i", sorted(GOLDEN_K200))
-def test_golden_real_traces(src, i):
-    trace = real_sequence(src, i)
-    assert _run(trace, 200, TokenDecay()).misses == GOLDEN_K200[(src, i)]
-
-
-def test_leave_one_sequence_out_choice_by_hand():
-    from experiments.select_designed import loso
-
-    results = {(0.9, 1): [90, 100, 100], (0.95, 2): [100, 90, 95]}
-    # held out 0: the others' mean changes are 0 and -0.075 -> (0.95, 2), which makes 100 there;
-    # held out 1: -0.05 and -0.025 -> (0.9, 1); held out 2: -0.05 each -> the smaller point
-    assert loso(results, [100, 100, 100]) == [(0, (0.95, 2), 100), (1, (0.9, 1), 100),
-                                              (2, (0.9, 1), 100)]

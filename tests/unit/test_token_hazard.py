@@ -1,15 +1,13 @@
-"""Token-Hazard (paging/policies/hazard.py): hazards and decisions by hand, bad input, and the
-golden numbers on the real traces (independently verified runs)."""
+"""Token-Hazard (paging/policies/hazard.py): hazards and decisions by hand, and bad input
+(registration and golden numbers: test_designed_policies.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import needs_traces, real_sequence
 
 from paging import Layout, from_pages, from_routing, simulate
 from paging.errors import PagingError
-from paging.policies import make_policy
 from paging.policies.hazard import TokenHazard
 from paging.verify import verify
 
@@ -73,40 +71,13 @@ def test_lru_like_on_persistent_and_frequency_like_on_popular_pages():
 
 
 @pytest.mark.parametrize("kw, msg", [
-    ({"horizon": 0}, "horizon must be an integer >= 1"),
-    ({"alpha": float("nan")}, "alpha must be a finite number > 0"),
-    ({"alpha": 0}, "alpha must be a finite number > 0"),
-    ({"max_age": 0}, "max_age must be an integer >= 1"),
-    ({"horizon": "x"}, "must be integers"),
+    ({"horizon": 0}, r"^token-hazard: horizon must be an integer >= 1, got 0$"),
+    ({"alpha": float("nan")}, r"^token-hazard: alpha must be in \(0.0, inf\), got nan$"),
+    ({"alpha": 0}, r"^token-hazard: alpha must be in \(0.0, inf\), got 0$"),
+    ({"alpha": float("inf")}, r"^token-hazard: alpha must be in \(0.0, inf\), got inf$"),
+    ({"max_age": 0}, r"^token-hazard: max_age must be an integer >= 1, got 0$"),
+    ({"horizon": "x"}, r"^token-hazard: horizon='x' is not an integer$"),
 ])
 def test_bad_parameters(kw, msg):
     with pytest.raises(PagingError, match=msg):
         TokenHazard(**kw)
-
-
-def test_registered_with_dist():
-    assert make_policy("token-hazard").name == "token-hazard"
-    trace = from_routing(np.random.default_rng(0).integers(0, 4, (30, 3, 1)), Layout(4, 3))
-    a = simulate(trace, "token-hazard", 5, record=True)
-    b = simulate(trace, "token-hazard", 5, record=True)
-    verify(trace, a)
-    assert np.array_equal(a.hit_mask, b.hit_mask)
-
-
-# k = 200, rounds expansion: computed once with this package; every run verified
-GOLDEN_K200 = {
-    ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 0): 961,
-    ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 1): 2432,
-    ("mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl", 0): 1076,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 0): 11521,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 1): 10519,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 2): 10302,
-}
-
-
-@needs_traces
-@pytest.mark.parametrize("src, i", sorted(GOLDEN_K200))
-def test_golden_real_traces(src, i):
-    trace = real_sequence(src, i)
-    _, res = _run(trace, 200)
-    assert res.misses == GOLDEN_K200[(src, i)]

@@ -1,17 +1,15 @@
 """Token-Match (paging/policies/match.py): the successor match and its mixing weight by hand,
-the stationary case (it is token-decay there), bad input, and the golden numbers on the real
-traces (verified runs)."""
+the stationary case (it is token-decay there), and bad input (registration and golden numbers:
+test_designed_policies.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import needs_traces, real_sequence
 
 from paging import Layout, from_routing, simulate
 from paging.errors import PagingError
 from paging.generators import parse_spec
-from paging.policies import POLICY_NAMES, make_policy
 from paging.policies.decay import TokenDecay
 from paging.policies.match import BETAS, TokenMatch
 from paging.verify import verify
@@ -131,12 +129,13 @@ def test_repeated_routing_is_matched(k):
 
 
 @pytest.mark.parametrize("kw, msg", [
-    ({"neighbours": 0}, "neighbours must be >= 1"),
-    ({"window": 1}, "window must be >= 2 tokens"),
-    ({"shrink": -1}, "shrink must be a finite number >= 0"),
-    ({"shrink": float("nan")}, "shrink must be a finite number >= 0"),
-    ({"neighbours": "x"}, "must be integers and shrink a number"),
-    ({"lam": 2}, r"token-decay: lam must be in \(0, 1\]"),
+    ({"neighbours": 0}, r"^token-match: neighbours must be an integer >= 1, got 0$"),
+    ({"window": 1}, r"^token-match: window must be an integer >= 2, got 1$"),
+    ({"shrink": -1}, r"^token-match: shrink must be in \[0.0, inf\), got -1$"),
+    ({"shrink": float("nan")}, r"^token-match: shrink must be in \[0.0, inf\), got nan$"),
+    ({"neighbours": "x"}, r"^token-match: neighbours='x' is not an integer$"),
+    ({"window": None}, r"^token-match: window=None is not an integer$"),
+    ({"lam": 2}, r"^token-match: lam must be in \(0.0, 1.0\], got 2$"),
 ])
 def test_bad_parameters(kw, msg):
     with pytest.raises(PagingError, match=msg):
@@ -155,53 +154,3 @@ def test_window_bounds_the_history():
     assert nxt == [0, 1, 0, 0, 1, 0]  # T2 -> T3 = {1, 4}
     assert m_cur is None              # made at the end of T3: T2 = {0, 5} does not overlap it
     assert pol.hist.shape == (6, 2)
-
-
-def test_registered_with_dist_and_deterministic():
-    assert "token-match" in POLICY_NAMES and "token-match-dist" in POLICY_NAMES
-    assert make_policy("token-match").name == "token-match"
-    trace = from_routing(np.random.default_rng(0).integers(0, 4, (40, 3, 1)), Layout(4, 3))
-    for name in ("token-match", "token-match-dist"):
-        a = simulate(trace, name, 5, record=True)
-        b = simulate(trace, name, 5, record=True)
-        verify(trace, a)
-        assert np.array_equal(a.hit_mask, b.hit_mask)
-
-
-# k = 200, rounds expansion: computed once with this package; every run verified. The README's
-# held-out table (issue 11, item 5) quotes these numbers.
-GOLDEN_K200 = {
-    ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 0): 852,
-    ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 1): 2096,
-    ("mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl", 0): 1037,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 0): 10600,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 1): 9663,
-    ("granite-3.0-1b-a400m-instruct/moe_expert_trace.json", 2): 9381,
-}
-
-
-@needs_traces
-@pytest.mark.parametrize("src, i", sorted(GOLDEN_K200))
-def test_golden_real_traces(src, i):
-    trace = real_sequence(src, i)
-    assert _run(trace, 200, TokenMatch()).misses == GOLDEN_K200[(src, i)]
-
-
-def test_drop_tokens_keeps_whole_tokens_in_order():
-    from experiments.select_designed import drop_tokens
-
-    rng = np.random.default_rng(1)
-    routing = np.stack([np.stack([rng.choice(4, 2, replace=False) for _ in range(3)])
-                        for _ in range(20)])
-    trace = from_routing(routing, Layout(4, 3), expand="rounds", meta={"top_k": 2})
-    keep = np.random.default_rng(0).random(20) >= 0.5  # the coin drop_tokens flips (seed 0)
-    got = drop_tokens(trace, 0.5)
-    want = from_routing(routing[keep], Layout(4, 3), expand="rounds")
-    assert 0 < keep.sum() < 20
-    assert np.array_equal(got.pages, want.pages) and np.array_equal(got.steps, want.steps)
-    assert np.array_equal(drop_tokens(trace, 0.0).pages, trace.pages)
-    with pytest.raises(PagingError, match="whole top-2 tokens"):
-        drop_tokens(trace.head(5), 0.5)
-    shuffled = from_routing(routing[:, ::-1], Layout(4, 3), expand="groups", meta={"top_k": 2})
-    with pytest.raises(PagingError, match="whole top-2 tokens"):
-        drop_tokens(shuffled, 0.5)  # groups, not rounds
