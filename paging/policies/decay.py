@@ -92,7 +92,6 @@ class TokenDecay(TokenPolicy):
         self.n_decayed = np.zeros(M)         # N_j
         self.total = np.zeros(M)             # Σ_q D_jq
         self.loss = np.zeros(M)              # L_j
-        self.n_used = 0                      # pages used in the current token
 
     def probs(self, D: np.ndarray, N: np.ndarray, total: np.ndarray) -> np.ndarray:
         """π_j for the rows of D (memories x pages) given N_j and Σ_q D_jq (``total``)."""
@@ -118,22 +117,19 @@ class TokenDecay(TokenPolicy):
         self.n_decayed = self.lams * N + 1.0
         self.total = D.sum(1)
 
-    def _start_token(self) -> None:
-        self.n_used = 0
-
-    def _touch(self, t: int, page: int) -> None:
-        self._advance(t)
-        if not self.used[page]:
-            self.used[page] = True
-            self.n_used += 1
-
-    def p_unused(self, t: int, cands: np.ndarray) -> np.ndarray:
-        """P(candidate not requested before the end of token current + horizon)."""
+    def use_probs(self, cands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(h, p) of each candidate: its mixed usage probability for the current token (as of
+        its start) and for the next one (the current token counted as ended now)."""
         w, lams = self.weights(), self.lams[:, None]
         D, N = self.decayed, self.n_decayed
         h = w @ self.probs(D[:, cands], N, self.total)
         after = lams * D[:, cands] + self.used[cands]
         p = w @ self.probs(after, self.lams * N + 1.0, self.lams * self.total + self.n_used)
+        return h, p
+
+    def p_unused(self, t: int, cands: np.ndarray) -> np.ndarray:
+        """P(candidate not requested before the end of token current + horizon)."""
+        h, p = self.use_probs(cands)
         return (1.0 - self.within_token(t, cands, h)) * (1.0 - p) ** self.horizon
 
 

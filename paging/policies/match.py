@@ -139,27 +139,19 @@ class TokenMatch(TokenDecay):
         self.m_cur = self.match()  # the whole token's match: the prediction for the next one
 
     def _start_token(self) -> None:
-        super()._start_token()
         self.sim[:] = 0
         self.pending.clear()
         self._m_next, self._m_next_at = None, -1
 
-    def _touch(self, t: int, page: int) -> None:
-        self._advance(t)
-        if not self.used[page]:
-            self.pending.append(page)
-        super()._touch(t, page)
+    def _first_use(self, page: int) -> None:
+        self.pending.append(page)
 
-    def p_unused(self, t: int, cands: np.ndarray) -> np.ndarray:
-        """P(candidate not requested before the end of token current + horizon)."""
-        w, lams, beta = self.weights(), self.lams[:, None], self.beta()
-        D, N = self.decayed, self.n_decayed
-        h = self.mixed(w @ self.probs(D[:, cands], N, self.total),
-                       None if self.m_cur is None else self.m_cur[cands], beta)
+    def use_probs(self, cands: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Token-decay's (h, p), each mixed with its match: h with the one made from the whole
+        previous token, p with the one made from the current token's pages so far."""
+        h, p = super().use_probs(cands)
+        beta = self.beta()
         if beta > 0.0 and self._m_next_at != self.n_used:  # (beta = 0: mixed ignores it)
             self._m_next, self._m_next_at = self.match() if self.n_used else None, self.n_used
-        after = lams * D[:, cands] + self.used[cands]
-        p = self.mixed(w @ self.probs(after, self.lams * N + 1.0,
-                                      self.lams * self.total + self.n_used),
-                       None if self._m_next is None else self._m_next[cands], beta)
-        return (1.0 - self.within_token(t, cands, h)) * (1.0 - p) ** self.horizon
+        return (self.mixed(h, None if self.m_cur is None else self.m_cur[cands], beta),
+                self.mixed(p, None if self._m_next is None else self._m_next[cands], beta))

@@ -20,11 +20,13 @@ from paging.policies.base import CacheView, Context, Policy
 class TokenPolicy(Policy):
     """Base of the token-aware policies: subclasses give :meth:`p_unused` (the probability that a
     candidate is not requested before some horizon; the largest is evicted) and may hook
-    :meth:`_end_token` (token ``n_tok`` has just ended) and :meth:`_start_token`.
+    :meth:`_end_token` (token ``n_tok`` has just ended), :meth:`_start_token` and
+    :meth:`_first_use` (a page's first request in the current token).
 
     State after :meth:`reset`: ``n_tok`` (the current token's index, −1 before the first
-    request; also the number of tokens ended), ``used`` (pages used in the current token),
-    ``t_start`` (the layer clock at its first request), ``visits`` (K) and ``_layer_of``.
+    request; also the number of tokens ended), ``used`` (pages used in the current token) and
+    ``n_used`` (how many), ``t_start`` (the layer clock at its first request), ``visits`` (K)
+    and ``_layer_of``.
     """
 
     def reset(self, ctx: Context) -> None:
@@ -36,6 +38,7 @@ class TokenPolicy(Policy):
         else:
             self._token, self.visits = None, 1
         self.used = np.zeros(P, dtype=bool)  # used in the current token
+        self.n_used = 0      # pages used in the current token
         self.tok_id = None   # the current token's id (ctx.token) or walk (steps // ℓ)
         self.n_tok = -1      # the current token's index
         self.t_start = 0     # layer clock at the current token's first request
@@ -45,6 +48,10 @@ class TokenPolicy(Policy):
 
     def _start_token(self) -> None:
         """Token ``n_tok`` starts (before ``used`` is cleared)."""
+
+    def _first_use(self, page: int) -> None:
+        """``page`` is requested for the first time in the current token (``used`` and
+        ``n_used`` already count it)."""
 
     def _advance(self, t: int) -> None:
         """Start request t's token if it is a new one (also called before an eviction: the
@@ -58,10 +65,14 @@ class TokenPolicy(Policy):
             self.tok_id, self.t_start = tok, s
             self._start_token()
             self.used[:] = False
+            self.n_used = 0
 
     def _touch(self, t: int, page: int) -> None:
         self._advance(t)
-        self.used[page] = True
+        if not self.used[page]:
+            self.used[page] = True
+            self.n_used += 1
+            self._first_use(page)
 
     def on_hit(self, t, page):
         self._touch(t, page)
