@@ -30,13 +30,12 @@ def main() -> None:
     a = ap.parse_args()
     tr = generators.zipf(n=8, layers=32, tokens=a.tokens, seed=0)
     small = generators.zipf(n=8, layers=32, tokens=50, seed=0)
-    for name, engine in POLICIES:
+    chosen = [(name, engine) for name, engine in POLICIES if not a.only or name in a.only]
+    for name, engine in chosen:
         simulate(small, make_policy(name), 43, engine=engine)  # compile, load the model
     print(f"{tr.n_requests} requests")
     for k in a.k or [64]:
-        for name, engine in POLICIES:
-            if a.only and name not in a.only:
-                continue
+        for name, engine in chosen:
             t0 = time.perf_counter()
             r = simulate(tr, make_policy(name), k, engine=engine)
             dt = time.perf_counter() - t0

@@ -102,7 +102,7 @@ def test_online(name, engine, trace, cut, k, data):
     tail = np.array([data.draw(st.integers(0, n - 1)) for _ in range(N - c)], dtype=np.int64)
     pages = trace.pages.copy()
     pages[c:] = (trace.steps[c:] % trace.layout.n_layers) * n + tail
-    # same layer clock and token structure (token-hazard and token-decay read ctx.token),
+    # same layer clock and token structure (the designed token-* policies read ctx.token),
     # other experts
     other = Trace(trace.layout, pages, trace.steps, "alt", token=trace.token, rank=trace.rank,
                   expand="rounds", meta=trace.meta)

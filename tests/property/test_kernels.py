@@ -166,8 +166,6 @@ def test_exact_type_checks():
         simulate(tr, MyLRU(), 2, engine="fast")
 
 
-
-
 @pytest.mark.parametrize("name", ["greedy-dual", "landlord", "gdsf"])
 def test_a_hit_can_lower_a_credit(name):
     """Found by hypothesis: in groups mode a pinned page of smallest credit forces a victim of

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from paging.cli import main
+from paging.errors import PagingError
 from paging.simulate import simulate
 from paging.sweep import load_spec, read_table, run_sweep
 
@@ -125,7 +126,7 @@ def test_budget_from_cache_trace_sizes(tmp_path):
      "sweeps do not support yet", 4),
 ])
 def test_bad_specs(tmp_path, text, message, line):
-    with pytest.raises(Exception) as e:
+    with pytest.raises(PagingError) as e:
         load_spec(spec_file(tmp_path, text))
     assert message in e.value.message and e.value.line == line
 
@@ -197,7 +198,7 @@ def test_transition_trains_as_in_simulate(tmp_path, capsys):
     from paging.io import load, write
 
     one = "zipf:n=4,layers=3,tokens=40,topk=2,seed=1"
-    with pytest.raises(Exception) as e:
+    with pytest.raises(PagingError) as e:
         run_sweep(spec_file(tmp_path, f'traces = ["{one}"]\npolicies = ["lru"]\nk = [5]\n'
                                       'expand = ["groups"]\nprefetch = ["transition"]\n'),
                   tmp_path / "t.csv", workers=0)
