@@ -139,10 +139,11 @@ class _SpecMD:
         from paging.predict.prefetch import check_training, training_file
 
         check_training(self.pred_spec, len(traces))
-        if training_file(self.pred_spec) is not None:
+        file = training_file(self.pred_spec)
+        if file is not None:
             from paging.io import load
 
-            self._train = load(training_file(self.pred_spec), expand=self.args.expand)
+            self._train = load(file, expand=self.args.expand)
 
     def prefetcher(self, trace, traces):
         if self.pred_spec is None:

@@ -1,6 +1,7 @@
 """Issue 11's designed policies together (token-hazard, token-decay, token-match): registered
-with their -dist variants and deterministic, their golden numbers on the real traces (verified
-runs), and the held-out selection script (experiments/select_designed.py) by hand."""
+with their -dist variants and deterministic, their bad parameters, their golden numbers on the
+real traces (verified runs), and the held-out selection script (experiments/select_designed.py)
+by hand."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from conftest import needs_traces, real_sequence
 
 from paging import Layout, from_routing, simulate
 from paging.errors import PagingError
-from paging.policies import POLICY_NAMES, make_policy
+from paging.policies import BASE_POLICIES, POLICY_NAMES, make_policy
 from paging.verify import verify
 
 DESIGNED = ("token-hazard", "token-decay", "token-match")
@@ -37,6 +38,36 @@ def test_registered_and_deterministic(name):
     b = simulate(trace, name, 5, record=True)
     verify(trace, a)
     assert np.array_equal(a.hit_mask, b.hit_mask)
+
+
+# each bad parameter gives one line: "NAME: " and this message (the regex after it)
+@pytest.mark.parametrize("name, kw, msg", [
+    ("token-decay", {"lam": 0}, r"lam must be in \(0.0, 1.0\], got 0"),
+    ("token-decay", {"lam": 1.5}, r"lam must be in \(0.0, 1.0\], got 1.5"),
+    ("token-decay", {"lam": float("nan")}, r"lam must be in \(0.0, 1.0\], got nan"),
+    ("token-decay", {"horizon": 0}, r"horizon must be an integer >= 1, got 0"),
+    ("token-decay", {"long": 0}, r"long must be in \(0.0, 1.0\], got 0"),
+    ("token-decay", {"prior": -1}, r"prior must be in \[0.0, inf\), got -1"),
+    ("token-decay", {"prior": float("inf")}, r"prior must be in \[0.0, inf\), got inf"),
+    ("token-decay", {"horizon": "x"}, r"horizon='x' is not an integer"),
+    ("token-decay", {"prior": None}, r"prior=None is not a number"),
+    ("token-match", {"neighbours": 0}, r"neighbours must be an integer >= 1, got 0"),
+    ("token-match", {"window": 1}, r"window must be an integer >= 2, got 1"),
+    ("token-match", {"shrink": -1}, r"shrink must be in \[0.0, inf\), got -1"),
+    ("token-match", {"shrink": float("nan")}, r"shrink must be in \[0.0, inf\), got nan"),
+    ("token-match", {"neighbours": "x"}, r"neighbours='x' is not an integer"),
+    ("token-match", {"window": None}, r"window=None is not an integer"),
+    ("token-match", {"lam": 2}, r"lam must be in \(0.0, 1.0\], got 2"),
+    ("token-hazard", {"horizon": 0}, r"horizon must be an integer >= 1, got 0"),
+    ("token-hazard", {"alpha": float("nan")}, r"alpha must be in \(0.0, inf\), got nan"),
+    ("token-hazard", {"alpha": 0}, r"alpha must be in \(0.0, inf\), got 0"),
+    ("token-hazard", {"alpha": float("inf")}, r"alpha must be in \(0.0, inf\), got inf"),
+    ("token-hazard", {"max_age": 0}, r"max_age must be an integer >= 1, got 0"),
+    ("token-hazard", {"horizon": "x"}, r"horizon='x' is not an integer"),
+])
+def test_bad_parameters(name, kw, msg):
+    with pytest.raises(PagingError, match=rf"^{name}: {msg}$"):
+        BASE_POLICIES[name](**kw)
 
 
 @needs_traces

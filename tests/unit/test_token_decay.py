@@ -1,5 +1,6 @@
 """Token-Decay (paging/policies/decay.py): probabilities and decisions by hand, the clairvoyant
-lookahead diagnostic, and bad input (registration and golden numbers: test_designed_policies.py)."""
+lookahead diagnostic and its bad input (registration, bad parameters and golden numbers:
+test_designed_policies.py)."""
 
 from __future__ import annotations
 
@@ -128,19 +129,3 @@ def test_lookahead_sees_the_next_token():
     with pytest.raises(PagingError, match=r"^token-decay-lookahead: lookahead must be an "
                                           r"integer >= 0, got -1$"):
         TokenDecayLookahead(-1)
-
-
-@pytest.mark.parametrize("kw, msg", [
-    ({"lam": 0}, r"^token-decay: lam must be in \(0.0, 1.0\], got 0$"),
-    ({"lam": 1.5}, r"^token-decay: lam must be in \(0.0, 1.0\], got 1.5$"),
-    ({"lam": float("nan")}, r"^token-decay: lam must be in \(0.0, 1.0\], got nan$"),
-    ({"horizon": 0}, r"^token-decay: horizon must be an integer >= 1, got 0$"),
-    ({"long": 0}, r"^token-decay: long must be in \(0.0, 1.0\], got 0$"),
-    ({"prior": -1}, r"^token-decay: prior must be in \[0.0, inf\), got -1$"),
-    ({"prior": float("inf")}, r"^token-decay: prior must be in \[0.0, inf\), got inf$"),
-    ({"horizon": "x"}, r"^token-decay: horizon='x' is not an integer$"),
-    ({"prior": None}, r"^token-decay: prior=None is not a number$"),
-])
-def test_bad_parameters(kw, msg):
-    with pytest.raises(PagingError, match=msg):
-        TokenDecay(**kw)

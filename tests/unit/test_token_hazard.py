@@ -1,5 +1,5 @@
-"""Token-Hazard (paging/policies/hazard.py): hazards and decisions by hand, and bad input
-(registration and golden numbers: test_designed_policies.py)."""
+"""Token-Hazard (paging/policies/hazard.py): hazards and decisions by hand (registration, bad
+parameters and golden numbers: test_designed_policies.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 from paging import Layout, from_pages, from_routing, simulate
-from paging.errors import PagingError
 from paging.policies.hazard import TokenHazard
 from paging.verify import verify
 
@@ -68,16 +67,3 @@ def test_lru_like_on_persistent_and_frequency_like_on_popular_pages():
     # page 0 is never evicted after its first request
     assert 0 not in res.evictions[:, 1].tolist()
     assert res.misses == 1 + (len(pages) // 2)
-
-
-@pytest.mark.parametrize("kw, msg", [
-    ({"horizon": 0}, r"^token-hazard: horizon must be an integer >= 1, got 0$"),
-    ({"alpha": float("nan")}, r"^token-hazard: alpha must be in \(0.0, inf\), got nan$"),
-    ({"alpha": 0}, r"^token-hazard: alpha must be in \(0.0, inf\), got 0$"),
-    ({"alpha": float("inf")}, r"^token-hazard: alpha must be in \(0.0, inf\), got inf$"),
-    ({"max_age": 0}, r"^token-hazard: max_age must be an integer >= 1, got 0$"),
-    ({"horizon": "x"}, r"^token-hazard: horizon='x' is not an integer$"),
-])
-def test_bad_parameters(kw, msg):
-    with pytest.raises(PagingError, match=msg):
-        TokenHazard(**kw)

@@ -1,6 +1,6 @@
 """Token-Match (paging/policies/match.py): the successor match and its mixing weight by hand,
-the stationary case (it is token-decay there), and bad input (registration and golden numbers:
-test_designed_policies.py)."""
+the stationary case (it is token-decay there) and the window (registration, bad parameters and
+golden numbers: test_designed_policies.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from paging import Layout, from_routing, simulate
-from paging.errors import PagingError
 from paging.generators import parse_spec
 from paging.policies.decay import TokenDecay
 from paging.policies.match import BETAS, TokenMatch
@@ -126,20 +125,6 @@ def test_repeated_routing_is_matched(k):
     pol = TokenMatch()
     assert _run(trace, k, pol).misses < _run(trace, k, TokenDecay()).misses
     assert pol.beta() > 0.999
-
-
-@pytest.mark.parametrize("kw, msg", [
-    ({"neighbours": 0}, r"^token-match: neighbours must be an integer >= 1, got 0$"),
-    ({"window": 1}, r"^token-match: window must be an integer >= 2, got 1$"),
-    ({"shrink": -1}, r"^token-match: shrink must be in \[0.0, inf\), got -1$"),
-    ({"shrink": float("nan")}, r"^token-match: shrink must be in \[0.0, inf\), got nan$"),
-    ({"neighbours": "x"}, r"^token-match: neighbours='x' is not an integer$"),
-    ({"window": None}, r"^token-match: window=None is not an integer$"),
-    ({"lam": 2}, r"^token-match: lam must be in \(0.0, 1.0\], got 2$"),
-])
-def test_bad_parameters(kw, msg):
-    with pytest.raises(PagingError, match=msg):
-        TokenMatch(**kw)
 
 
 def test_window_bounds_the_history():
