@@ -106,12 +106,17 @@ class TokenDecay(TokenPolicy):
         w = np.exp(-(self.loss - self.loss.min()))
         return w / w.sum()
 
-    def _end_token(self) -> None:
-        D, N = self.decayed, self.n_decayed
-        if self.n_tok >= 2:  # the first two tokens only train
-            q = np.clip(self.probs(D, N, self.total), 1e-4, 1.0 - 1e-4)
+    def _score(self, pi: np.ndarray) -> None:
+        """Each memory pays the log-loss of its prediction ``pi`` (memories x pages) of the token
+        that has just ended; the first two tokens only train."""
+        if self.n_tok >= 2:
+            q = np.clip(pi, 1e-4, 1.0 - 1e-4)
             u = self.used
             self.loss -= np.log(q[:, u]).sum(1) + np.log1p(-q[:, ~u]).sum(1)
+
+    def _end_token(self) -> None:
+        D, N = self.decayed, self.n_decayed
+        self._score(self.probs(D, N, self.total))
         D *= self.lams[:, None]
         D[:, self.used] += 1.0
         self.n_decayed = self.lams * N + 1.0

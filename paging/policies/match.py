@@ -126,13 +126,19 @@ class TokenMatch(TokenDecay):
         k, c = self.neighbours, self.shrink
         return beta * (k * m + c * dec) / (k + c) + (1.0 - beta) * dec
 
-    def _end_token(self) -> None:
+    def _score(self, pi: np.ndarray) -> None:
+        """Each β pays the log-loss of its mixed prediction of the token that has just ended
+        (token-decay's, with the weights before its memories pay, and the match made from the
+        token before), then token-decay's memories pay theirs."""
         if self.n_tok >= 2 and self.m_cur is not None:
-            dec = self.weights() @ self.probs(self.decayed, self.n_decayed, self.total)
+            dec = self.weights() @ pi
             u = self.used
             for i, b in enumerate(BETAS):
                 x = np.clip(self.mixed(dec, self.m_cur, b), 1e-4, 1.0 - 1e-4)
                 self.beta_loss[i] -= np.log(x[u]).sum() + np.log1p(-x[~u]).sum()
+        super()._score(pi)
+
+    def _end_token(self) -> None:
         super()._end_token()
         self.hist[:, self.n_hist % self.window] = self.used
         self.n_hist += 1
