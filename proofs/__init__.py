@@ -16,9 +16,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-from proofs.ledger import Erratum, LedgerRow
+from proofs.ledger import Erratum, LedgerRow, PowerCheck
 
-__all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "run_ledger", "format_ledger",
+__all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "PowerCheck", "run_ledger", "format_ledger",
            "ledger_json", "exit_status", "main"]
 
 MODULES = (*(f"proofs.theorem{i}" for i in range(1, 6)), "proofs.greedy_dual",

@@ -32,6 +32,21 @@ class Erratum:
 
 
 @dataclass
+class PowerCheck:
+    """A deliberately wrong variant of a row's claim that the row's own checks must reject.
+
+    ``fails`` is True when the wrong variant was rejected (as it must be): a row whose power
+    check does not fail cannot tell a true claim from a false one on its grid, so its verdict
+    is not evidence. ``detail`` says where it failed (the witness) or why it did not.
+    """
+
+    name: str           # e.g. "bound with k-2 in place of k-l+1"
+    description: str    # what was changed and why it must fail
+    fails: bool         # the wrong variant was rejected on the row's grid
+    detail: str = ""
+
+
+@dataclass
 class LedgerRow:
     theorem: str
     statement: str
@@ -43,6 +58,7 @@ class LedgerRow:
     notes: str = ""
     corrected_statement: str = ""
     holds_corrected: bool | None = None
+    power_checks: list[PowerCheck] = field(default_factory=list)
 
     @property
     def stands(self) -> bool:
