@@ -48,7 +48,10 @@ from paging.fast.common import is_grouped
 from paging.fast.stack import (
     BELADY,
     FLD,
+    FLD_CYCLIC,
     LEAST_STALE,
+    LEAST_STALE_LAYER,
+    LEAST_STALE_UP,
     LFU,
     LLRU,
     lru_stack_hist,
@@ -61,6 +64,8 @@ __all__ = ["miss_curve", "miss_curves", "curve_method"]
 
 _PRIORITY_KIND = {
     ("list", lists.LLRU): LLRU, ("list", lists.FLD): FLD, ("list", lists.LEAST_STALE): LEAST_STALE,
+    ("list", lists.FLD_CYCLIC): FLD_CYCLIC, ("list", lists.LEAST_STALE_LAYER): LEAST_STALE_LAYER,
+    ("list", lists.LEAST_STALE_UP): LEAST_STALE_UP,
     ("heap", heaps.LFU): LFU, ("heap", heaps.BELADY): BELADY,
 }
 # a sweep of at least this many simulated requests shows a progress bar on a terminal

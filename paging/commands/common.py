@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 
-def add_trace_args(p: argparse.ArgumentParser, *, expand: bool = True) -> None:
-    p.add_argument("trace", metavar="TRACE",
+def add_trace_args(p: argparse.ArgumentParser, *, expand: bool = True,
+                   many: bool = False) -> None:
+    p.add_argument("trace", metavar="TRACE", nargs="+" if many else None,
                    help="a trace file (.jsonl, .json, .npz, .csv, libCacheSim .oracleGeneral "
                         "or .libcachesim.csv, .txt with one id per line; relative paths are also "
                         "tried under $PAGING_TRACES) or a generator spec such as "
@@ -30,12 +31,15 @@ def add_trace_args(p: argparse.ArgumentParser, *, expand: bool = True) -> None:
 
 
 def load_from_args(args: argparse.Namespace):
-    """The traces named by ``args.trace`` (a list of :class:`~paging.trace.Trace`)."""
+    """The traces named by ``args.trace`` (a list of :class:`~paging.trace.Trace`; the
+    sequences of every file in order when ``args.trace`` is a list)."""
     from paging.io import load
 
-    return load(args.trace, expand=getattr(args, "expand", "rounds"), strict=args.strict,
-                phase=args.phase, n_experts=args.n_experts, n_layers=args.layers,
-                format=getattr(args, "format", None))
+    sources = args.trace if isinstance(args.trace, list) else [args.trace]
+    return [t for src in sources
+            for t in load(src, expand=getattr(args, "expand", "rounds"), strict=args.strict,
+                          phase=args.phase, n_experts=args.n_experts, n_layers=args.layers,
+                          format=getattr(args, "format", None))]
 
 
 def format_table(rows: list[dict], cols: list[str]) -> str:

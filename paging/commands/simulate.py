@@ -21,6 +21,12 @@ requests, seeing the cache; the JSON adds ``routing``, ``routing_note``, ``retai
 ``top1_changed``, ``kl`` and ``slots`` (the trace's requests; ``requests`` counts the served
 ones). A routed run reads the trace in groups mode (``--expand rounds`` with K > 1 is refused).
 ``--routing standard`` (the default) is today's run.
+
+Warm caches (:mod:`paging.warm`): ``--warm`` runs the sequences of every TRACE given, in order
+(or shuffled by ``--warm-seed S``), back to back through one cache and one policy state; each
+sequence gets its own row (``position``, ``misses``, ``prefill_misses``, and with ``--model`` its
+``ttft_ms``, ``tokens_per_s``) and a last row (``warm_total: true``) sums the run. Without
+``--warm`` every sequence starts from an empty cache, as before.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ def add_parser(sub) -> None:
                        description="Simulate each sequence of TRACE from an empty cache for every "
                        "policy and cache size given. With --model, sizes and fetch times come "
                        "from the cost model and the latency timeline is reported too.")
-    add_trace_args(p)
+    add_trace_args(p, many=True)
     p.add_argument("--policy", action="append", required=True, metavar="NAME",
                    help="policy name (repeatable): lru, fifo, lfu, fwf, marking, llru, "
                         "least-stale, fld, belady, greedy-dual, landlord, gdsf, "
@@ -44,6 +50,9 @@ def add_parser(sub) -> None:
     cap.add_argument("--budget-gb", action="append", type=float, metavar="G",
                      help="cache size in GB (1 GB = 1e9 bytes; needs --sizes or --model; "
                           "repeatable)")
+    cap.add_argument("--budget-pct", action="append", type=float, metavar="P",
+                     help="cache size as P %% of the model's 16-bit bytes, SpecMD's capacity "
+                          "(needs --model; repeatable; 5 %% of mixtral-8x7b = 4.67e9 bytes)")
     w = p.add_argument_group("weighted paging")
     w.add_argument("--costs", metavar="FILE", help="fetch cost of every page id: a JSON list or "
                    "a .npy (weighted policies read them; the result's cost sums them)")
@@ -83,6 +92,13 @@ def add_parser(sub) -> None:
                         "max-rank:j=J[,m=M], cumsum:tau=T[,j=J], cache-prior:lambda=L[,j=J]; "
                         "reads the trace in groups mode")
     p.set_defaults(expand=None)  # rounds, or groups for a routed run
+    wm = p.add_argument_group("warm caches")
+    wm.add_argument("--warm", action="store_true",
+                    help="run the sequences of every TRACE back to back through one cache and "
+                         "one policy state (default: each from an empty cache)")
+    wm.add_argument("--warm-seed", type=int, default=None, metavar="S",
+                    help="with --warm: the sequences in an order drawn from seed S (default: "
+                         "file order)")
     p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--engine", choices=("auto", "reference", "fast"), default="auto",
                    help="compiled kernel when available (auto), or the reference loop")
@@ -172,16 +188,17 @@ def _read(path, n_pages: int, kind: str):
 def run(args) -> int:
     from paging.cli import print_json
     from paging.cost import budget_bytes
-    from paging.cost.setup import PREFETCH_TIMING_FIELDS, CostSetup
+    from paging.cost.setup import CostSetup
     from paging.errors import PagingError, check_k
     from paging.policies import make_policy
-    from paging.simulate import simulate
 
     for name in args.policy:  # fail before any work on a bad name
         make_policy(name)
-    if bool(args.k) == bool(args.budget_gb):
-        raise PagingError("give the cache size as --k K (pages) or --budget-gb G (bytes), "
-                          "not both and not neither")
+    if bool(args.k) == bool(args.budget_gb or args.budget_pct):
+        raise PagingError("give the cache size as --k K (pages) or --budget-gb G / "
+                          "--budget-pct P (bytes), not both and not neither")
+    if args.budget_pct and not args.model:
+        raise PagingError("--budget-pct is a share of the model's bytes: it needs --model")
     if args.model and (args.costs or args.sizes):
         raise PagingError("--model gives the sizes and fetch costs; drop --costs/--sizes (or "
                           "--model)")
@@ -189,13 +206,26 @@ def run(args) -> int:
         raise PagingError("--precision, --hardware and --host-gb need --model")
     if args.prefill == "batched" and not args.model:
         raise PagingError("--prefill batched is a timing option: it needs --model")
+    if args.warm_seed is not None and not args.warm:
+        raise PagingError("--warm-seed orders the sequences of a warm run: it needs --warm")
     budgets = [budget_bytes(g) for g in args.budget_gb or []]
     cm = (CostSetup.from_names(args.model, args.precision, args.hardware, args.host_gb)
           if args.model else None)
+    if args.budget_pct:
+        from paging.cost import share_budget
+
+        budgets += [share_budget(cm.model, pct) for pct in args.budget_pct]
     spec = _SpecMD(args, cm)
     from paging.routing import make_router
 
     router = make_router(args.routing)
+    if args.warm:
+        from paging.predict.prefetch import training_file
+
+        if args.prefetch and args.prefetch.strip().lower().startswith("transition") \
+                and training_file(args.prefetch) is None:
+            raise PagingError("--warm simulates every sequence of the traces: prefetch "
+                              "transition needs transition:train=FILE (sequences not simulated)")
     if router is not None:
         if args.expand == "rounds":
             raise PagingError(f"--routing {args.routing} decides per (token, layer) group: use "
@@ -217,59 +247,108 @@ def run(args) -> int:
     for k in args.k or []:
         check_k(k, traces[0].layout.n_pages if traces else None)
     rows = []
-    for trace in traces:
-        P = trace.layout.n_pages
-        batch = None
-        if cm is not None:
-            costs, sizes = cm.weights(trace)
-            if args.prefill == "batched":
-                from paging.cost.timeline import batch_prefill
+    runs = [(t, None) for t in traces]
+    if args.warm:
+        from paging.warm import concat, order
 
-                trace, batch = batch_prefill(trace)
+        seqs = order(traces, args.warm_seed)
+        if cm is not None and args.prefill == "batched":
+            from paging.cost.timeline import batch_prefill
+
+            runs = [concat(*zip(*[batch_prefill(t) for t in seqs], strict=True))]
         else:
-            costs = None if args.costs is None else _read(args.costs, P, "costs")
-            sizes = None if args.sizes is None else _read(args.sizes, P, "sizes")
-            if sizes is None and args.budget_gb:  # a cache trace's own object sizes
-                from paging.io import trace_sizes
-
-                sizes = trace_sizes(trace)
-        caps = [dict(k=k) for k in args.k or []] + [dict(budget=b) for b in budgets]
-        for name in args.policy:
-            for cap in caps:
-                if spec.on:
-                    res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
-                                   seed=args.seed, engine=args.engine,
-                                   record=True if cm else False,
-                                   prefetch=spec.prefetcher(trace, traces),
-                                   miss=spec.handler(trace, costs), **cap)
-                else:
-                    res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
-                                   seed=args.seed, engine=args.engine,
-                                   record="hits" if cm else False, routing=router, **cap)
-                row = res.to_dict()
-                if cm is not None:
-                    from paging.cost.timeline import timeline_run
-
-                    tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
-                                      hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
-                                      batch=batch)
-                    row.update(cm.timed_fields(res, tm))
-                    if spec.on:
-                        row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
-                rows.append(row)
+            runs = [(concat(seqs)[0], None)]
+    for trace, batch in runs:
+        rows += _run_one(args, trace, batch, traces, cm, spec, router, budgets)
     if args.json:
         print_json(rows)
         return 0
     cols = ["trace", "policy", "k" if args.k else "budget_bytes", "requests", "misses", "hits",
             "miss_ratio"]
-    if costs is not None or cm is not None:
+    if args.costs is not None or cm is not None:
         cols.append("cost")
+    if args.warm:
+        cols[1:1] = ["position"]
+        if any("prefill_misses" in r for r in rows):
+            cols.append("prefill_misses")
     if router is not None:
         cols += ["retained_mass", "top1_changed", "kl"]
     if cm is not None:
         cols += ["capacity", "time_ms", "stall_fraction", "tokens_per_s"]
-        if any(r["ttft_ms"] is not None for r in rows):
+        if any(r.get("ttft_ms") is not None for r in rows):
             cols.append("ttft_ms")
     print(format_table([{c: ("" if r.get(c) is None else r.get(c)) for c in cols}
                         for r in rows], cols))
     return 0
+
+
+def _run_one(args, trace, batch, traces, cm, spec, router, budgets) -> list[dict]:
+    """Every policy and capacity on one sequence (or one warm run's joined trace)."""
+    from paging.cost.setup import PREFETCH_TIMING_FIELDS
+    from paging.simulate import simulate
+
+    rows = []
+    P = trace.layout.n_pages
+    warm = bool(trace.meta.get("warm"))
+    if cm is not None:
+        costs, sizes = cm.weights(trace)
+        if args.prefill == "batched" and not warm:
+            from paging.cost.timeline import batch_prefill
+
+            trace, batch = batch_prefill(trace)
+    else:
+        costs = None if args.costs is None else _read(args.costs, P, "costs")
+        sizes = None if args.sizes is None else _read(args.sizes, P, "sizes")
+        if sizes is None and args.budget_gb:  # a cache trace's own object sizes
+            from paging.io import trace_sizes
+
+            sizes = trace_sizes(trace)
+    record = True if (cm and spec.on) else ("hits" if (cm or warm) else False)
+    caps = [dict(k=k) for k in args.k or []] + [dict(budget=b) for b in budgets]
+    for name in args.policy:
+        for cap in caps:
+            if spec.on:
+                res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
+                               seed=args.seed, engine=args.engine, record=record,
+                               prefetch=spec.prefetcher(trace, traces),
+                               miss=spec.handler(trace, costs), **cap)
+            else:
+                res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
+                               seed=args.seed, engine=args.engine, record=record,
+                               routing=router, **cap)
+            row = res.to_dict()
+            tm = None
+            if cm is not None:
+                from paging.cost.timeline import timeline_run
+
+                tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
+                                  hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
+                                  batch=batch)
+                row.update(cm.timed_fields(res, tm))
+                if spec.on:
+                    row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
+            if warm:
+                rows += _warm_rows(trace, res, row, tm)
+            else:
+                rows.append(row)
+    return rows
+
+
+def _warm_rows(trace, res, row, tm) -> list[dict]:
+    """One row per sequence of a warm run (its counts and, timed, its TTFT and decode rate),
+    then the run's own row marked ``warm_total``."""
+    from paging.warm import split
+
+    per_time = tm.per_sequence if tm is not None else None
+    out = []
+    for i, seq in enumerate(split(trace, res)):
+        r = {k: row[k] for k in ("policy", "k", "budget_bytes", "capacity") if k in row}
+        r.update(seq, warm=True, warm_total=False, miss_ratio=seq["misses"] / seq["requests"]
+                 if seq["requests"] else 0.0)
+        if per_time is not None:
+            r.update({f: per_time[i][f] for f in ("ttft_ms", "decode_ms", "decode_tokens",
+                                                  "tpot_ms", "tokens_per_s", "start_ms",
+                                                  "end_ms")})
+        out.append(r)
+    out.append(dict(row, warm=True, warm_total=True))
+    return out

@@ -152,6 +152,30 @@ def budget_bytes(gb: float) -> int:
     return int(Decimal(str(gb)) * 10**9)
 
 
+def model_bytes(model: Model, precision: Precision | str = "bf16") -> int:
+    """Bytes of the whole model with its experts at ``precision`` and the non-expert
+    parameters at 16 bits: ``ℓ·n·expert_bytes + 2·non_expert_params``. At bf16 this is
+    SpecMD's "full model size" (Table 3: 86.99 GiB for Mixtral-8x7B, read as GiB like every
+    Table 3 size in :mod:`paging.cost.presets`)."""
+    q = _precision(precision)
+    return model.n_layers * model.n_experts * model.expert_bytes(q) + 2 * model.non_expert_params
+
+
+def share_budget(model: Model, pct: float) -> int:
+    """SpecMD's capacity "1%, 5%, or 25% of full model size" (Sec. 5.1) in bytes: ``pct`` % of
+    :func:`model_bytes` at 16 bits, rounded down. One unit throughout: bytes of the 16-bit
+    model as the presets compute it (Table 3's GB are GiB), so 5 % of Mixtral is 4.67e9 bytes
+    (the paper's "at most 21GB and as few as 0.8GB for Mixtral" are 25 % and 1 %).
+
+    >>> from paging.cost.presets import get_model
+    >>> share_budget(get_model("mixtral-8x7b"), 5)
+    4670240063
+    """
+    if isinstance(pct, bool) or not isinstance(pct, numbers.Real) or not 0 < pct <= 100:
+        raise PagingError(f"the capacity share must be a percentage in (0, 100], got {pct!r}")
+    return int(Decimal(str(pct)) * model_bytes(model, "bf16") // 100)
+
+
 def capacity_pages(budget: int, model: Model, precision: Precision | str) -> int:
     """How many whole experts fit in ``budget`` bytes: ``budget // expert_bytes``."""
     _nonneg("budget", budget, integer=True)

@@ -50,7 +50,7 @@ from paging.trace import Trace
 
 @njit(cache=True, nogil=True)
 def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page, first,
-              comp, comp1, lay, lay1, mark):
+              comp, comp1, lay, lay1, marks):
     """Replay the groups on the two streams.
 
     ``kind[r]``: 0 hit, 1 fetched miss, 2 dropped, 3 substituted; ``used[r]`` the page that
@@ -60,10 +60,11 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
     issued + 1, non-decreasing) moves page ``pf_page[i]`` at the run's precision. Expert
     compute is ``comp[r]`` (or ``comp1`` when ``comp`` is empty), non-expert time ``lay[r]``
     (or ``lay1``) charged when ``first[r]`` (every request when ``first`` is empty). Returns
-    ``(total, at_mark, stall_ms, copy_busy_ms, bytes_moved, late)``: the compute stream's final
-    time, its time when the group holding request ``mark - 1`` ends (the prefill's end; 0 when
-    ``mark`` is 0), the stall, the copy stream's busy time, the bytes moved and the prefetched
-    pages whose first use waited for their transfer."""
+    ``(total, at_marks, stall_ms, copy_busy_ms, bytes_moved, late)``: the compute stream's final
+    time, its time when the group holding request ``marks[m] - 1`` ends for every mark (the
+    ends of prefills and of sequences; non-decreasing, 0 for a mark of 0), the stall, the copy
+    stream's busy time, the bytes moved and the prefetched pages whose first use waited for
+    their transfer."""
     n = steps.size
     c = 0.0  # compute stream free at
     x = 0.0  # copy stream free at
@@ -71,7 +72,10 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
     busy = 0.0
     nbytes = 0
     late = 0
-    at_mark = 0.0
+    at_marks = np.zeros(marks.size)
+    m = 0
+    while m < marks.size and marks[m] <= 0:
+        m += 1
     ready = np.zeros(fetch_ms.size)  # when each page's last transfer lands
     fresh = np.zeros(fetch_ms.size, dtype=np.bool_)  # prefetched and not yet used
     all_first = first.size == 0
@@ -119,10 +123,11 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
             fresh[p] = True
             k += 1
         x = land
-        if i < mark <= j:
-            at_mark = c
+        while m < marks.size and marks[m] <= j:
+            at_marks[m] = c
+            m += 1
         i = j
-    return c, at_mark, stall, busy, nbytes, late
+    return c, at_marks, stall, busy, nbytes, late
 
 
 @dataclass
@@ -143,6 +148,10 @@ class Timing:
     tpot_ms: float | None
     tokens_per_s: float | None
     prefetch_late: int | None = None
+    #: a warm run (:mod:`paging.warm`): one record per sequence, in run order, with its
+    #: ``start_ms`` / ``end_ms`` on the run's clock, ``ttft_ms`` (None without a prefill),
+    #: ``decode_ms``, ``decode_tokens``, ``tpot_ms`` and ``tokens_per_s``; None for a cold run
+    per_sequence: list | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -200,16 +209,13 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
     tok, first = _tokens_and_first(trace)
     comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b if batch is not None
                                             else None, N)
-    bounds = trace.meta.get("phase_bounds") or {}
-    pre = bounds.get("prefill")
-    has_prefill = pre is not None and pre[1] > pre[0]
+    marks, _ = _marks(trace)
     none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
-    total, at_pre, stall, busy, nbytes, _ = _timeline(
+    total, at_marks, stall, busy, nbytes, _ = _timeline(
         trace.steps, (~mask).view(np.int8), trace.pages, np.asarray(fetch_ms, dtype=np.float64),
         np.asarray(sizes, dtype=np.int64), none_f, none_i, none_i, none_i,
-        np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1,
-        int(pre[1]) if has_prefill else 0)
-    return _timing(trace, tok, total, at_pre, stall, busy, nbytes, None)
+        np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1, marks)
+    return _timing(trace, tok, total, at_marks, stall, busy, nbytes, None)
 
 
 def _compute_times(model, precision, hardware, batch, N):
@@ -231,26 +237,72 @@ def _compute_times(model, precision, hardware, batch, N):
     return comp, comp1, lay, lay1
 
 
-def _timing(trace, tok, total, at_pre, stall, busy, nbytes, late) -> Timing:
-    N = trace.n_requests
+def _marks(trace: Trace) -> tuple[np.ndarray, bool]:
+    """Requests at which the timeline reads its clock: the prefill's end for a cold run; for a
+    warm run (:mod:`paging.warm`) every sequence's prefill end and end. Also: whether the
+    (cold) trace has a prefill."""
+    if trace.meta.get("warm"):
+        out = []
+        for rec in trace.meta["warm"]:
+            pre = (rec.get("phase_bounds") or {}).get("prefill")
+            out += [int(pre[1]) if pre and pre[1] > pre[0] else int(rec["start"]),
+                    int(rec["end"])]
+        return np.asarray(out, dtype=np.int64), False
     bounds = trace.meta.get("phase_bounds") or {}
     pre = bounds.get("prefill")
     has_prefill = pre is not None and pre[1] > pre[0]
-    if has_prefill:
-        ttft = float(at_pre)
-        dec = bounds.get("decode", [pre[1], N])
-        dec_tokens = _n_distinct(tok[dec[0]:dec[1]])
-    else:
-        ttft = None
-        dec_tokens = _n_distinct(tok)
-    decode_ms = total - (ttft or 0.0)
+    return np.asarray([int(pre[1])] if has_prefill else [], dtype=np.int64), has_prefill
+
+
+def _rates(decode_ms: float, dec_tokens: int) -> tuple[float | None, float | None]:
     tpot = decode_ms / dec_tokens if dec_tokens else None
     tps = dec_tokens / (decode_ms / 1e3) if dec_tokens and decode_ms > 0 else None
+    return tpot, tps
+
+
+def _per_sequence(trace, tok, at_marks) -> list[dict]:
+    out, t0 = [], 0.0
+    for i, rec in enumerate(trace.meta["warm"]):
+        pre = (rec.get("phase_bounds") or {}).get("prefill")
+        has_pre = bool(pre and pre[1] > pre[0])
+        t_pre, t_end = float(at_marks[2 * i]), float(at_marks[2 * i + 1])
+        a = int(pre[1]) if has_pre else int(rec["start"])
+        dec_tokens = _n_distinct(tok[a:int(rec["end"])])
+        decode_ms = t_end - (t_pre if has_pre else t0)
+        tpot, tps = _rates(decode_ms, dec_tokens)
+        out.append({"trace": rec["name"], "position": i, "start_ms": t0, "end_ms": t_end,
+                    "ttft_ms": t_pre - t0 if has_pre else None, "decode_ms": decode_ms,
+                    "decode_tokens": dec_tokens, "tpot_ms": tpot, "tokens_per_s": tps})
+        t0 = t_end
+    return out
+
+
+def _timing(trace, tok, total, at_marks, stall, busy, nbytes, late) -> Timing:
+    N = trace.n_requests
+    per = None
+    if trace.meta.get("warm"):
+        per = _per_sequence(trace, tok, at_marks)
+        ttfts = [r["ttft_ms"] for r in per if r["ttft_ms"] is not None]
+        ttft = sum(ttfts) if ttfts else None  # the run's time spent in prefills
+        dec_tokens = sum(r["decode_tokens"] for r in per)
+        decode_ms = sum(r["decode_ms"] for r in per)
+    else:
+        bounds = trace.meta.get("phase_bounds") or {}
+        pre = bounds.get("prefill")
+        if pre is not None and pre[1] > pre[0]:
+            ttft = float(at_marks[0])
+            dec = bounds.get("decode", [pre[1], N])
+            dec_tokens = _n_distinct(tok[dec[0]:dec[1]])
+        else:
+            ttft = None
+            dec_tokens = _n_distinct(tok)
+        decode_ms = total - (ttft or 0.0)
+    tpot, tps = _rates(decode_ms, dec_tokens)
     return Timing(time_ms=total, compute_ms=total - stall, stall_ms=stall,
                   stall_fraction=stall / total if total else 0.0, copy_busy_ms=busy,
                   bytes_moved=int(nbytes), ttft_ms=ttft, decode_ms=decode_ms,
                   decode_tokens=dec_tokens, tpot_ms=tpot, tokens_per_s=tps,
-                  prefetch_late=None if late is None else int(late))
+                  prefetch_late=None if late is None else int(late), per_sequence=per)
 
 
 def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: np.ndarray,
@@ -294,14 +346,12 @@ def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: 
     pf = ev["prefetched"]
     tok, first = _tokens_and_first(trace)
     comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b, N)
-    bounds = trace.meta.get("phase_bounds") or {}
-    pre = bounds.get("prefill")
-    has_prefill = pre is not None and pre[1] > pre[0]
-    total, at_pre, stall, busy, nbytes, late = _timeline(
+    marks, _ = _marks(trace)
+    total, at_marks, stall, busy, nbytes, late = _timeline(
         trace.steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf[:, 0].copy(),
         pf[:, 1].copy(), np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1,
-        int(pre[1]) if has_prefill else 0)
-    return _timing(trace, tok, total, at_pre, stall, busy, nbytes, late)
+        marks)
+    return _timing(trace, tok, total, at_marks, stall, busy, nbytes, late)
 
 
 def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:

@@ -43,14 +43,23 @@ def _plans() -> dict[type, tuple[str, int]]:
         from paging.fast import credit, heaps, lists
         from paging.offline.belady import Belady
         from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
-        from paging.policies.layered import FLD, LLRU, LeastStale
+        from paging.policies.layered import (
+            FLD,
+            LLRU,
+            FLDCyclic,
+            LeastStale,
+            LeastStaleLayer,
+            LeastStaleUpcoming,
+        )
         from paging.policies.scored import LHU
         from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
 
         _PLANS.update({
             LRU: (_LIST, lists.LRU), FIFO: (_LIST, lists.FIFO), FWF: (_LIST, lists.FWF),
             LLRU: (_LIST, lists.LLRU), FLD: (_LIST, lists.FLD),
-            LeastStale: (_LIST, lists.LEAST_STALE),
+            LeastStale: (_LIST, lists.LEAST_STALE), FLDCyclic: (_LIST, lists.FLD_CYCLIC),
+            LeastStaleLayer: (_LIST, lists.LEAST_STALE_LAYER),
+            LeastStaleUpcoming: (_LIST, lists.LEAST_STALE_UP),
             LFU: (_HEAP, heaps.LFU),
             # LHU counts level-0 uses; kernels run only the default path (one level), where
             # every use is at level 0 and LHU's order is LFU's (count, then LRU)

@@ -1,4 +1,5 @@
-"""Kernels on intrusive doubly linked lists: LRU, FIFO, FWF, LLRU, FLD and Least-Stale.
+"""Kernels on intrusive doubly linked lists: LRU, FIFO, FWF, LLRU, FLD and Least-Stale (both
+readings of the last two, :mod:`paging.policies.layered`).
 
 The lists are threaded through two arrays indexed by page id (``nxt``, ``prv``), so a hit, an
 insertion and an eviction cost O(1) and no hashing is needed: page ids are dense in 0..nℓ-1.
@@ -11,9 +12,10 @@ maximum (:mod:`paging.policies.classic`, :mod:`paging.policies.layered`):
   groups mode.
 * FWF: every unpinned page of the partition, oldest insertion first (the reference evicts
   ``cache.candidates`` in insertion order).
-* LLRU, FLD, Least-Stale (shared cache): one recency list per layer. Inside a layer the three
-  keys order pages by recency alone — D and the layer distance are the same for every page of
-  a layer because its steps are all ≡ layer (mod ℓ), and R and staleness only grow with age —
+* LLRU, FLD, Least-Stale (shared cache): one recency list per layer. Inside a layer these
+  keys order pages by recency alone — D, the layer distance and *left* are the same for every
+  page of a layer because its steps are all ≡ layer (mod ℓ), and R and staleness only grow with
+  age —
   so the victim is the best of the ℓ per-layer tails: O(ℓ) per miss, O(1) per hit.
 * For the same reason LLRU-DIST, FLD-DIST and Least-Stale-DIST, whose partitions are single
   layers, evict exactly as LRU-DIST; :mod:`paging.fast` runs them with the LRU kind.
@@ -26,7 +28,7 @@ from numba import njit
 
 from paging.fast.common import buffers, is_grouped
 
-LRU, FIFO, FWF, LLRU, FLD, LEAST_STALE = 0, 1, 2, 3, 4, 5
+LRU, FIFO, FWF, LLRU, FLD, LEAST_STALE, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP = range(9)
 
 
 @njit(cache=True, nogil=True)
@@ -181,6 +183,21 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
                             best = key
                             victim = v
                 elif kind == FLD:
+                    # the largest |layer - c|; of two layers at one distance the one behind
+                    c = s - now_pass * L
+                    for dd in range(L - 1, -1, -1):
+                        for side in range(2):
+                            zz = c - dd if side == 0 else c + dd
+                            if zz < 0 or zz >= L or (side == 1 and dd == 0):
+                                continue
+                            victim = tail[zz]
+                            while victim >= 0 and pin[victim] == s:
+                                victim = prv[victim]
+                            if victim >= 0:
+                                break
+                        if victim >= 0:
+                            break
+                elif kind == FLD_CYCLIC:
                     # the layer furthest ahead of the current one: (c-1) mod ℓ first, c last
                     c = s - now_pass * L
                     for dd in range(L - 1, -1, -1):
@@ -192,7 +209,43 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
                             victim = prv[victim]
                         if victim >= 0:
                             break
-                else:  # LEAST_STALE: the lowest layer holding a stale page, else the lowest
+                elif kind == LEAST_STALE or kind == LEAST_STALE_UP:
+                    # left layers (z < c; z <= c for LEAST_STALE_UP) before the rest; in each,
+                    # the lowest layer whose oldest unpinned page is stale, else the lowest
+                    # layer with a page
+                    c = s - now_pass * L
+                    if kind == LEAST_STALE_UP:
+                        c += 1
+                    first_left = -1
+                    stale_right = -1
+                    first_right = -1
+                    for zz in range(L):
+                        v = tail[zz]
+                        while v >= 0 and pin[v] == s:
+                            v = prv[v]
+                        if v < 0:
+                            continue
+                        if zz < c:
+                            if last_pass[v] < now_pass:
+                                victim = v
+                                break
+                            if first_left < 0:
+                                first_left = v
+                        else:
+                            if first_left >= 0:
+                                break
+                            if stale_right < 0 and last_pass[v] < now_pass:
+                                stale_right = v
+                            if first_right < 0:
+                                first_right = v
+                    if victim < 0:
+                        if first_left >= 0:
+                            victim = first_left
+                        elif stale_right >= 0:
+                            victim = stale_right
+                        else:
+                            victim = first_right
+                else:  # LEAST_STALE_LAYER: the lowest layer holding a stale page, else the lowest
                     first = -1
                     for zz in range(L):
                         v = tail[zz]

@@ -15,7 +15,32 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-LLRU, FLD, LEAST_STALE, LFU, BELADY = 0, 1, 2, 3, 4
+LLRU, FLD, LEAST_STALE, LFU, BELADY, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP = range(8)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _priority(kind, z, c, t, L, n, stride, last_y, stale, static):
+    """Eviction priority (larger = evicted first) of a page of layer ``z`` at time ``t``
+    (current layer ``c``), last requested at ``last_y``; scalars only (no array arguments,
+    so the inlined call costs nothing)."""
+    if kind == LLRU:
+        r = c - z
+        r = r + L if r < 0 else r
+        return t - last_y - r + (L - r if r > 0 else 0)
+    if kind == FLD:
+        d = z - c if z >= c else c - z
+        return (2 * d + (1 if z < c else 0)) * stride + n - last_y
+    if kind == FLD_CYCLIC:
+        r = z - c
+        r = r + L if r < 0 else r
+        return r * stride + n - last_y
+    if kind == LEAST_STALE or kind == LEAST_STALE_UP:
+        left = z < c or (kind == LEAST_STALE_UP and z == c)
+        q = (2 if left else 0) + (1 if stale else 0)
+        return (q * L + L - 1 - z) * stride + n - last_y
+    if kind == LEAST_STALE_LAYER:
+        return ((L if stale else 0) + L - 1 - z) * stride + n - last_y
+    return static
 
 
 @njit(cache=True, nogil=True)
@@ -102,7 +127,8 @@ def priority_stack_hist(pages, next_use, n_experts, n_layers, kind):
 
     * LLRU: R·ℓ + D with d = t − last, R = d // ℓ, D = (−d) mod ℓ; d mod ℓ is
       (t − layer) mod ℓ because a page of layer z is only requested at steps ≡ z;
-    * FLD: ((layer − t) mod ℓ, −last);  Least-Stale: (stale, −layer, −last);
+    * FLD: (|layer − c|, layer < c, −last); FLD-cyclic: ((layer − c) mod ℓ, −last);
+    * Least-Stale: (layer < c, stale, −layer, −last) (layer ≤ c: -upcoming); -layer: (stale, −layer, −last);
     * LFU: (−count, −last);  Belady: (next use, page).
     """
     n = pages.size
@@ -136,37 +162,15 @@ def priority_stack_hist(pages, next_use, n_experts, n_layers, kind):
             stack[0] = x
             # priority of the carry
             y = carry
-            if kind == LLRU:
-                r = c - layer_of[y]
-                r = r + L if r < 0 else r
-                cp = t - last[y] - r + (L - r if r > 0 else 0)
-            elif kind == FLD:
-                r = layer_of[y] - c
-                r = r + L if r < 0 else r
-                cp = r * stride + n - last[y]
-            elif kind == LEAST_STALE:
-                st = L if lpass[y] < now_pass else 0
-                cp = (st + L - 1 - layer_of[y]) * stride + n - last[y]
-            else:
-                cp = sprio[y]
+            cp = _priority(kind, layer_of[y], c, t, L, n, stride, last[y], lpass[y] < now_pass,
+                           sprio[y])
             i = 1
             while i < depth:
                 y = stack[i]
                 if y == x:
                     break
-                if kind == LLRU:
-                    r = c - layer_of[y]
-                    r = r + L if r < 0 else r
-                    py = t - last[y] - r + (L - r if r > 0 else 0)
-                elif kind == FLD:
-                    r = layer_of[y] - c
-                    r = r + L if r < 0 else r
-                    py = r * stride + n - last[y]
-                elif kind == LEAST_STALE:
-                    st = L if lpass[y] < now_pass else 0
-                    py = (st + L - 1 - layer_of[y]) * stride + n - last[y]
-                else:
-                    py = sprio[y]
+                py = _priority(kind, layer_of[y], c, t, L, n, stride, last[y],
+                               lpass[y] < now_pass, sprio[y])
                 # y is the victim of cache size i+1 when py > cp; the other page stays at
                 # depth i+1 (branch-free: the outcome is data-dependent and unpredictable)
                 sw = py > cp

@@ -1,4 +1,5 @@
-"""Layer-aware policies: LLRU (Angelopoulos et al., Sec. 4), FLD and Least-Stale (SpecMD).
+"""Layer-aware policies: LLRU (Angelopoulos et al., Sec. 4), FLD and Least-Stale (SpecMD), each
+SpecMD policy in the paper's reading and in the package's earlier one (issue 19).
 
 All three read the layer clock ``steps`` of the trace (:mod:`paging.trace`): in rounds mode
 ``steps[t] = t``, the paper's time; in groups mode all K requests of a (token, layer) group share
@@ -42,14 +43,42 @@ class LLRU(PriorityPolicy):
 
 
 class FLD(PriorityPolicy):
-    """Furthest Layer Distance (SpecMD App. B, after Tang et al. 2024).
+    """Furthest Layer Distance (SpecMD App. B, after Tang et al. 2024), the paper's reading.
 
-    Evict the candidate whose layer is furthest ahead of the current layer c in the forward
-    order: distance (layer(p) − c) mod ℓ, largest first; pages of the current layer have
-    distance 0 and go last. Ties (same layer): least recently used (oldest request index).
+    SpecMD: "This policy computes the distance between each cached expert's layer and the
+    current inference layer, evicting experts from the farthest layers first." The distance is
+    the plain |layer(p) − c| (c: the layer of the current request), largest first; pages of
+    the current layer have distance 0 and go last. Ties between the two layers at the same
+    distance (c − d behind, c + d ahead): the layer behind goes first, since the forward pass
+    still needs the one ahead. Within a layer: least recently used (oldest request index).
+
+    Reading note: the distance could also be counted forward around the layer cycle,
+    (layer(p) − c) mod ℓ (the next pass needs layer 0 after layer ℓ − 1). That reading is
+    :class:`FLDCyclic` (``fld-cyclic``, this package's ``fld`` before issue 19). On the Mixtral
+    decode log (groups mode) the plain distance gives the paper's "performed only slightly
+    better than LRU" (Sec. 5.2); the cyclic one collides far less than LRU (README, SpecMD).
     """
 
     name = "fld"
+
+    def evict_key(self, t, page):
+        L = self.ctx.layout.n_layers
+        c = int(self.ctx.steps[t]) % L
+        z = page // self.ctx.layout.n_experts
+        return (abs(z - c), z < c, -self.last[page])
+
+
+class FLDCyclic(PriorityPolicy):
+    """Furthest Layer Distance, cyclic reading (this package's ``fld`` before issue 19).
+
+    Evict the candidate whose layer is furthest ahead of the current layer c in the forward
+    order around the layer cycle: distance (layer(p) − c) mod ℓ, largest first; pages of the
+    current layer have distance 0 and go last. Ties (same layer): least recently used (oldest
+    request index). SpecMD's sentence ("the distance between each cached expert's layer and
+    the current inference layer") reads more naturally as the plain distance (:class:`FLD`).
+    """
+
+    name = "fld-cyclic"
 
     def evict_key(self, t, page):
         L = self.ctx.layout.n_layers
@@ -58,22 +87,89 @@ class FLD(PriorityPolicy):
 
 
 class LeastStale(PriorityPolicy):
-    """Least-Stale without prefetching (SpecMD, Sec. 4.2).
+    """Least-Stale without prefetching (SpecMD, Sec. 4.2), the paper's reading with *left*.
+
+    The sentences implemented (SpecMD Sec. 4.2, 5.2, App. A.3):
+
+    * "An expert is considered *stale* if it was accessed in a previous forward cycle;
+      otherwise, it is *current*, meaning it is used in the current pass or selected by
+      prefetching." (a prefetch counts as a use: :meth:`PriorityPolicy.on_prefetch`)
+    * "We describe an expert as *left* if it appears earlier than the current execution point
+      in layer-expert order."
+    * "Least-Stale maintains near-zero collisions across all layers by only evicting stale
+      left-layer experts." / "our Least-Stale policy prioritizes removing experts from
+      already-processed layers while protecting experts needed for upcoming layers."
+    * "Eviction prioritizes stale experts [...] Experts in the current queue are evicted only
+      to prevent out-of-memory errors. Within each queue, experts follow FIFO ordering based on
+      layer position."
+
+    The full order, first evicted first: (1) *left* experts (layer < c, the current layer)
+    before the others, because the paper protects "experts needed for upcoming layers" and
+    evicts from "already-processed layers"; (2) within left and within the rest, *stale* before
+    *current* (the two queues); (3) the lowest layer first ("FIFO ordering based on layer
+    position": in a pass the lower layer was entered first); (4) least recently used. So a
+    stale left expert goes first, a current expert of a layer still ahead last. Forward pass:
+    ``steps // ℓ`` (one round in rounds mode, one token in groups mode).
+
+    Reading notes. *Left* is taken at layer granularity: the experts of the current layer are
+    not left (they are at the execution point; in groups mode the running group is pinned). The
+    finer "layer-expert order" reading (an expert of the current layer with a smaller id is
+    also left) differs only for the current layer's unrequested experts; App. A.3's "protecting
+    experts needed for upcoming layers" counts all of them as evictable
+    (:class:`LeastStaleUpcoming`, ``least-stale-upcoming``). Without the left/right
+    test (stale first, then lowest layer) the policy is :class:`LeastStaleLayer`
+    (``least-stale-layer``, this package's ``least-stale`` before issue 19), which on traces
+    whose passes walk every layer in order equals LRU whenever the cache holds less than one
+    pass. On the Mixtral decode log in groups mode this reading cuts LRU's collision misses
+    8.5x at 5 % of the experts (README, SpecMD reproduction; the paper: 2.6-8.6x).
+    """
+
+    name = "least-stale"
+    #: whether the current layer's experts count as *left* (:class:`LeastStaleUpcoming`)
+    current_is_left = False
+
+    def evict_key(self, t, page):
+        L = self.ctx.layout.n_layers
+        s = int(self.ctx.steps[t])
+        z = page // self.ctx.layout.n_experts
+        c = s % L
+        stale = self.last_step[page] // L < s // L
+        left = z < c or (self.current_is_left and z == c)
+        return (left, stale, -z, -self.last[page])
+
+
+class LeastStaleUpcoming(LeastStale):
+    """Least-Stale, App. A.3's reading: protect only the experts of *upcoming* layers.
+
+    SpecMD App. A.3: "our Least-Stale policy prioritizes removing experts from already-processed
+    layers while protecting experts needed for upcoming layers." Read this way, the current
+    layer's cached experts that the running group does not use (the group itself is pinned) are
+    evicted with the left ones: they are not needed before the next pass. The order is
+    :class:`LeastStale`'s with *left* = layer ≤ c. Sec. 4's "earlier than the current execution
+    point" reads as layer < c (:class:`LeastStale`); the two differ only in where the current
+    layer's other experts go. Which one reproduces SpecMD's numbers: README, SpecMD reproduction.
+    """
+
+    name = "least-stale-upcoming"
+    current_is_left = True
+
+
+class LeastStaleLayer(PriorityPolicy):
+    """Least-Stale without the *left* test (this package's ``least-stale`` before issue 19).
 
     A cached expert is *stale* if its last request was in an earlier forward pass, *current*
     otherwise. Stale experts are evicted before current ones ("Experts in the current queue are
     evicted only to prevent out-of-memory errors"); within each queue "experts follow FIFO
     ordering based on layer position": the lowest layer goes first, and within a layer the
-    least recently used (oldest request index).
+    least recently used (oldest request index). It ignores SpecMD's *left* ("only evicting
+    stale left-layer experts"): early in a pass its lowest stale layer is one still ahead.
+    The paper's reading is :class:`LeastStale`.
 
-    Forward pass: ``steps // ℓ``, i.e. one round (a walk over the ℓ layers) in rounds mode and
-    one token in groups mode. Reading note: ordering the stale queue by insertion time instead
-    of layer would make Least-Stale identical to LRU when there is no prefetching (each pass
-    requests layers in order), so the layer-position reading is the one that defines a policy
-    of its own here.
+    Forward pass: ``steps // ℓ``. Ordering the stale queue by insertion time instead of layer
+    would make it identical to LRU when there is no prefetching.
     """
 
-    name = "least-stale"
+    name = "least-stale-layer"
 
     def evict_key(self, t, page):
         L = self.ctx.layout.n_layers

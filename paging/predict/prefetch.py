@@ -63,6 +63,7 @@ import numpy as np
 
 from paging.errors import PagingError
 from paging.options import no_more, parse_spec, take_float, take_int
+from paging.warm import prefill_ranges
 from paging.trace import Trace
 
 PREDICTORS = ("oracle", "previous-token", "transition", "frequency")
@@ -420,13 +421,11 @@ class Prefetcher:
         """K of each batch's target (the request at ``hi``): the trace's top-K, except for the
         targets inside a batched prefill pass (:func:`paging.cost.timeline.batch_prefill`),
         where a layer's group serves every prompt token: top-K x prompt tokens, at most n
-        (the prompt length is known to the server before routing; the experts are not)."""
+        (the prompt length is known to the server before routing; the experts are not). A warm
+        run (:mod:`paging.warm`) has one such pass per sequence."""
         Ks = np.full(hi.size, self.K, dtype=np.int64)
-        pre = int(trace.meta.get("prefill_tokens") or 0) if trace.meta.get("batched_prefill") \
-            else 0
-        if pre > 0 and hi.size:
-            end = int((trace.meta.get("phase_bounds") or {}).get("prefill", [0, 0])[1])
-            Ks[hi < end] = min(trace.layout.n_experts, self.K * pre)
+        for start, end, tokens in prefill_ranges(trace):  # one per sequence of a warm run
+            Ks[(hi >= start) & (hi < end)] = min(trace.layout.n_experts, self.K * tokens)
         return Ks
 
     def after_group(self, sim, lo: int, hi: int) -> None:

@@ -9,6 +9,7 @@ import pytest
 
 from paging import Layout, from_pages, from_routing, simulate
 from paging.policies import make_policy
+from paging.policies.base import Context
 from paging.verify import verify
 
 BELADY_STRING = [1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5]
@@ -89,22 +90,83 @@ def test_fwf_flushes_whole_cache():
     assert res.misses == 5
 
 
-def test_fld_evicts_the_layer_furthest_ahead():
-    # l = 4, n = 1 (pages = layers 0..3), k = 3; 0 1 2 3: at t=3 (layer 3) the distances
-    # (layer - 3) mod 4 are 1, 2, 3 for pages 0, 1, 2 -> evict page 2
+@pytest.mark.parametrize("engine", ["reference", "fast"])
+def test_fld_two_readings_of_the_layer_distance(engine):
+    # l = 4, n = 1 (pages = layers 0..3), k = 3; 0 1 2 3: at t=3 (layer 3) the plain distances
+    # |layer - 3| are 3, 2, 1 for pages 0, 1, 2 -> fld evicts page 0; the cyclic distances
+    # (layer - 3) mod 4 are 1, 2, 3 -> fld-cyclic evicts page 2
     trace = from_pages([0, 1, 2, 3], Layout(1, 4))
-    assert simulate(trace, "fld", 3, record=True).evictions.tolist() == [[3, 2]]
+    assert simulate(trace, "fld", 3, record=True, engine=engine).evictions.tolist() == [[3, 0]]
+    assert simulate(trace, "fld-cyclic", 3, record=True,
+                    engine=engine).evictions.tolist() == [[3, 2]]
 
 
-def test_least_stale_prefers_stale_then_lowest_layer():
+@pytest.mark.parametrize("engine", ["reference", "fast"])
+def test_fld_ties_evict_the_layer_behind(engine):
+    # l = 3, n = 2 (layers {0,1} {2,3} {4,5}), k = 3; 0 2 4 | 0 3: at t=4 (page 3, layer 1) the
+    # cache is {0 (layer 0, last t=3), 2 (layer 1), 4 (layer 2, last t=2)}: pages 0 and 4 are
+    # both at distance 1; the layer behind (0) goes first although page 4 is older
+    trace = from_pages([0, 2, 4, 0, 3], Layout(2, 3))
+    assert simulate(trace, "fld", 3, record=True, engine=engine).evictions.tolist() == [[4, 0]]
+    assert simulate(trace, "lru", 3, record=True, engine=engine).evictions.tolist() == [[4, 2]]
+
+
+@pytest.mark.parametrize("engine", ["reference", "fast"])
+def test_least_stale_readings_differ_on_left_and_current(engine):
+    # l = 4, n = 2 (layers {0,1} {2,3} {4,5} {6,7}), k = 3; pages 0 2 4 6 | 0 2.
+    # t=3 (page 6, pass 0, layer 3): cache {0,2,4} all current; every reading evicts the lowest
+    # layer, page 0. t=4 (page 0, pass 1, layer 0): {2,4,6} all stale, none left: page 2.
+    # t=5 (page 2, pass 1, layer 1): cache {4 (stale, layer 2), 6 (stale, layer 3),
+    # 0 (current, layer 0: left)}: least-stale and least-stale-upcoming evict the left page 0;
+    # least-stale-layer (no left test) and LRU evict the lowest stale layer's page 4.
+    trace = from_pages([0, 2, 4, 6, 0, 2], Layout(2, 4))
+    ev = {p: simulate(trace, p, 3, record=True, engine=engine).evictions.tolist()
+          for p in ("least-stale", "least-stale-upcoming", "least-stale-layer", "lru")}
+    assert ev["least-stale"] == ev["least-stale-upcoming"] == [[3, 0], [4, 2], [5, 0]]
+    assert ev["least-stale-layer"] == ev["lru"] == [[3, 0], [4, 2], [5, 4]]
+
+
+@pytest.mark.parametrize("engine", ["reference", "fast"])
+def test_least_stale_readings_differ_on_the_current_layer(engine):
+    # l = 3, n = 2, k = 3; 0 2 4 | 0 3: at t=4 (page 3, pass 1, layer 1) the cache is
+    # {0 (current, layer 0), 2 (stale, layer 1), 4 (stale, layer 2)}. least-stale (left:
+    # layer < 1) evicts the current left page 0; least-stale-upcoming (layer <= 1 evictable
+    # first, stale before current) and least-stale-layer (stale, lowest layer) evict page 2.
+    trace = from_pages([0, 2, 4, 0, 3], Layout(2, 3))
+    ev = {p: simulate(trace, p, 3, record=True, engine=engine).evictions.tolist()
+          for p in ("least-stale", "least-stale-upcoming", "least-stale-layer")}
+    assert ev == {"least-stale": [[4, 0]], "least-stale-upcoming": [[4, 2]],
+                  "least-stale-layer": [[4, 2]]}
+
+
+def test_least_stale_layer_prefers_stale_then_lowest_layer():
     # l = 2, n = 3: pages layer0 {0,1,2}, layer1 {3,4,5}; k = 3.
     # rounds (= passes): [0 3] [1 4] [2 ...]. At t=3 (page 4, pass 1), cache {0,3,1}:
     # 0 and 3 are stale (pass 0), 1 current; lowest layer first -> evict 0.
     trace = from_pages([0, 3, 1, 4, 2, 5], Layout(3, 2))
-    res = simulate(trace, "least-stale", 3, record=True, engine="reference")
+    res = simulate(trace, "least-stale-layer", 3, record=True, engine="reference")
     assert res.evictions.tolist()[0] == [3, 0]
     # t=4 (page 2, pass 2), cache {3,1,4}: all stale; layer0 page 1 goes first
     assert res.evictions.tolist()[1] == [4, 1]
+
+
+def test_least_stale_counts_a_prefetched_expert_as_current():
+    # SpecMD: current = "used in the current pass or selected by prefetching". l = 3, n = 2,
+    # k = 3, pages 0 2 4 | 0 3 as above, but page 4 prefetched at t=3 (after page 0 of pass 1):
+    # at t=4 the cache {0, 2, 4} has 0 current (left), 2 stale, 4 current (prefetched, right):
+    # page 4's key says current, page 2's stale, and the left page 0 is still the victim.
+    pol = make_policy("least-stale")
+    trace = from_pages([0, 2, 4, 0, 3], Layout(2, 3))
+    ctx = Context(layout=trace.layout, capacity=3, rng=np.random.default_rng(0),
+                  steps=trace.steps, n_requests=len(trace.pages))
+    pol.reset(ctx)
+    for t, p in enumerate([0, 2, 4]):
+        pol.on_insert(t, p)
+    pol.on_hit(3, 0)
+    pol.on_prefetch(3, 4)
+    assert pol.evict_key(4, 4)[1] is False  # prefetched in pass 1: current, not stale
+    assert pol.evict_key(4, 2)[1] is True
+    assert max((0, 2, 4), key=lambda q: pol.evict_key(4, q)) == 0
 
 
 def test_marking_is_seeded_and_uses_one_draw_per_eviction():

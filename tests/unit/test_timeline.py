@@ -37,8 +37,9 @@ def test_stream_schedule_by_hand():
     args = (np.array([0, 0, 1]), np.array([1, 0, 1], np.int8), np.array([0, 1, 2]),
             np.array([5.0, 0.0, 2.0]), np.array([10, 20, 30]), none_f, none_i, none_i, none_i,
             np.zeros(0, bool), np.array([1.0, 1.0, 1.0]), 0.0, np.array([0.5, 0.0, 0.5]), 0.0)
-    total, at_mark, stall, busy, nbytes, late = _timeline(*args, 2)
-    assert (total, at_mark) == (10.0, 6.5)  # group 0 (requests 0, 1) ends at 6.5
+    total, at_marks, stall, busy, nbytes, late = _timeline(*args, np.array([2, 3]))
+    # group 0 (requests 0, 1) ends at 6.5, group 1 (request 2) at 10
+    assert total == 10.0 and at_marks.tolist() == [6.5, 10.0]
     assert stall == 6.0 and busy == 7.0 and nbytes == 10 + 30 and late == 0
 
 
@@ -50,7 +51,7 @@ def test_transfers_queue_on_one_copy_stream():
     total, _, stall, busy, _, _ = _timeline(
         np.zeros(3, np.int64), np.ones(3, np.int8), np.arange(3), np.full(3, 2.0),
         np.ones(3, np.int64), none_f, none_i, none_i, none_i, np.zeros(0, bool), none_f, 1.0,
-        none_f, 0.0, 0)
+        none_f, 0.0, none_i)
     assert total == 7.0 and stall == 4.0 and busy == 6.0
 
 

@@ -1,0 +1,160 @@
+"""Warm caches: the sequences of a trace run back to back through one cache and one policy state.
+
+SpecMD measures its TTFT on a server whose expert cache is still warm from the previous request;
+every run of this package was cold (each sequence from an empty cache). Warm is a property of the
+run, not a second loop: :func:`concat` joins the sequences into one trace — each sequence starts
+a new forward pass, its steps and tokens shifted past the previous one's — and the one simulator
+(:func:`paging.simulate.simulate`) replays it like any trace. ``meta["warm"]`` keeps each
+sequence's bounds, so :func:`split` turns the run's hit mask into per-sequence counts and the
+timeline (:mod:`paging.cost.timeline`) reports each sequence's TTFT and decode rate, the copy
+stream carrying over from one request to the next (a prefetch still in flight at the end of a
+request delays the next one, as on a server).
+
+The order is the file order, or a permutation drawn from a seed (:func:`order`). Every earlier
+number is a cold run and stays one: warm runs only when asked for (``--warm``, ``warm=True``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.trace import Trace
+
+__all__ = ["concat", "order", "split", "sequence_bounds", "prefill_ranges"]
+
+
+def order(traces: Sequence[Trace], seed: int | None = None) -> list[Trace]:
+    """The sequences in file order (``seed=None``) or in the order of
+    ``numpy.random.default_rng(seed).permutation``."""
+    traces = list(traces)
+    if seed is None:
+        return traces
+    perm = np.random.default_rng(seed).permutation(len(traces))
+    return [traces[i] for i in perm.tolist()]
+
+
+def concat(traces: Sequence[Trace], batches: Sequence[np.ndarray | None] | None = None
+           ) -> tuple[Trace, np.ndarray | None]:
+    """One trace of ``traces`` back to back, and the joined ``batch`` counts (or None).
+
+    Every sequence must have the layout and expansion of the first and end with its forward
+    pass complete (its last request on the last layer), so that the next one opens a new pass
+    on layer 0. Steps and tokens of sequence i are shifted past sequence i−1's; ranks, scores
+    and logits follow when every sequence has them. ``meta["warm"]`` lists, per sequence, its
+    ``name``, request range ``[start, end)``, its ``phase_bounds`` shifted to the joined trace
+    (absent when it has none) and ``prefill_tokens`` (a :func:`~paging.cost.timeline.
+    batch_prefill` trace's prompt length, else 0). ``batches`` (one array or None per
+    sequence: the tokens each request serves) are joined the same way.
+    """
+    traces = list(traces)
+    if not traces:
+        raise PagingError("a warm run needs at least one sequence")
+    first = traces[0]
+    lay, mode = first.layout, first.expand
+    L = lay.n_layers
+    parts: dict[str, list] = {"pages": [], "steps": [], "token": [], "rank": [], "score": [],
+                              "logits": []}
+    seqs, step0, tok0, start = [], 0, 0, 0
+    has = {f: all(getattr(t, f) is not None for t in traces) for f in ("rank", "score",
+                                                                       "logits")}
+    for i, t in enumerate(traces):
+        if (t.layout.n_experts, t.layout.n_layers) != (lay.n_experts, lay.n_layers):
+            raise PagingError(f"warm: sequence {t.name} has {t.layout.n_layers} layers x "
+                              f"{t.layout.n_experts} experts, expected {L} x {lay.n_experts} "
+                              f"(those of {first.name})")
+        if t.expand != mode:
+            raise PagingError(f"warm: sequence {t.name} is in {t.expand} mode, expected {mode}")
+        n = t.n_requests
+        if n and int(t.steps[-1]) % L != L - 1 and i < len(traces) - 1:
+            raise PagingError(f"warm: sequence {t.name} ends on layer {int(t.steps[-1]) % L}, "
+                              f"expected its last forward pass complete (layer {L - 1})")
+        tok = t.token if t.token is not None else t.passes
+        parts["pages"].append(t.pages)
+        parts["steps"].append(t.steps + step0)
+        parts["token"].append(tok + tok0)
+        for f in ("rank", "score"):
+            if has[f]:
+                parts[f].append(getattr(t, f))
+        if has["logits"]:
+            rows = int(tok.max()) + 1 if n else 0
+            parts["logits"].append(np.asarray(t.logits)[:rows])
+        rec = {"name": t.name, "start": start, "end": start + n,
+               "prefill_tokens": int(t.meta.get("prefill_tokens") or 0)
+               if t.meta.get("batched_prefill") else 0}
+        bounds = t.meta.get("phase_bounds")
+        if bounds:
+            rec["phase_bounds"] = {k: [int(a) + start, int(b) + start] for k, (a, b)
+                                   in bounds.items()}
+        seqs.append(rec)
+        if n:
+            step0 += (int(t.steps[-1]) // L + 1) * L
+            tok0 += int(tok.max()) + 1
+        start += n
+
+    def join(f):
+        return np.concatenate(parts[f]) if parts[f] else np.zeros(0, np.int64)
+
+    meta = {"warm": seqs, "warm_of": [t.name for t in traces], "top_k": first.meta.get("top_k")}
+    if any(t.meta.get("batched_prefill") for t in traces):
+        meta["batched_prefill"] = True
+    logits = np.concatenate(parts["logits"]) if has["logits"] else None
+    name = f"warm({len(traces)}: {first.name} ... {traces[-1].name})" if len(traces) > 1 \
+        else f"warm({first.name})"
+    out = Trace(lay, join("pages"), join("steps"), name, join("token"),
+                join("rank") if has["rank"] else None, join("score") if has["score"] else None,
+                mode, meta, logits)
+    batch = None
+    if batches is not None and any(b is not None for b in batches):
+        batch = np.concatenate([np.ones(t.n_requests, np.int64) if b is None
+                                else np.asarray(b, np.int64) for t, b in zip(traces, batches,
+                                                                            strict=True)])
+    return out, batch
+
+
+def sequence_bounds(trace: Trace) -> list[dict]:
+    """``meta["warm"]`` of a joined trace; for any other trace one record spanning it."""
+    if trace.meta.get("warm"):
+        return trace.meta["warm"]
+    rec = {"name": trace.name, "start": 0, "end": trace.n_requests,
+           "prefill_tokens": int(trace.meta.get("prefill_tokens") or 0)
+           if trace.meta.get("batched_prefill") else 0}
+    if trace.meta.get("phase_bounds"):
+        rec["phase_bounds"] = trace.meta["phase_bounds"]
+    return [rec]
+
+
+def prefill_ranges(trace: Trace) -> list[tuple[int, int, int]]:
+    """``(start, end, prompt tokens)`` of every batched prefill pass in ``trace`` (one per
+    sequence of a joined trace; none unless the trace was made by ``batch_prefill``)."""
+    if not trace.meta.get("batched_prefill"):
+        return []
+    out = []
+    for rec in sequence_bounds(trace):
+        pre = (rec.get("phase_bounds") or {}).get("prefill")
+        if pre and pre[1] > pre[0] and rec["prefill_tokens"] > 0:
+            out.append((int(pre[0]), int(pre[1]), int(rec["prefill_tokens"])))
+    return out
+
+
+def split(trace: Trace, result) -> list[dict]:
+    """Per-sequence counts of a run on a joined trace: ``trace`` (the sequence's name),
+    ``position`` (0-based, in run order), ``requests``, ``misses``, ``hits`` and, for a sequence
+    with a prefill phase, ``prefill_misses``. Needs the run's hit mask."""
+    if result.hit_mask is None:
+        raise PagingError("per-sequence counts need a recorded run (simulate(..., "
+                          "record=True or 'hits'))")
+    hit = np.asarray(result.hit_mask, dtype=bool)
+    out = []
+    for i, rec in enumerate(sequence_bounds(trace)):
+        a, b = rec["start"], rec["end"]
+        h = int(hit[a:b].sum())
+        row = {"trace": rec["name"], "position": i, "requests": b - a, "hits": h,
+               "misses": b - a - h}
+        pre = (rec.get("phase_bounds") or {}).get("prefill")
+        if pre:
+            row["prefill_misses"] = int(pre[1] - pre[0] - hit[pre[0]:pre[1]].sum())
+        out.append(row)
+    return out
