@@ -9,13 +9,13 @@ from paging.cost.arith import (
     TIER_SSD,
     budget_bytes,
     capacity_pages,
-    model_bytes,
-    share_budget,
     expert_compute_ms,
+    model_bytes,
     non_expert_ms,
     page_costs,
     page_sizes,
     place_by_frequency,
+    share_budget,
     transfer_ms,
 )
 from paging.cost.presets import (
@@ -34,7 +34,8 @@ from paging.cost.sources import Source
 
 __all__ = [
     "HARDWARE", "MODELS", "PRECISIONS", "SOURCES", "TIER_HOST", "TIER_SSD", "Hardware", "Model",
-    "Precision", "Source", "budget_bytes", "capacity_pages", "model_bytes", "share_budget", "expert_compute_ms", "get_hardware",
+    "Precision", "Source", "budget_bytes", "capacity_pages", "model_bytes", "share_budget",
+    "expert_compute_ms", "get_hardware",
     "get_model", "get_precision", "non_expert_ms", "page_costs", "page_sizes",
     "place_by_frequency", "transfer_ms",
 ]

@@ -128,7 +128,8 @@ def priority_stack_hist(pages, next_use, n_experts, n_layers, kind):
     * LLRU: R·ℓ + D with d = t − last, R = d // ℓ, D = (−d) mod ℓ; d mod ℓ is
       (t − layer) mod ℓ because a page of layer z is only requested at steps ≡ z;
     * FLD: (|layer − c|, layer < c, −last); FLD-cyclic: ((layer − c) mod ℓ, −last);
-    * Least-Stale: (layer < c, stale, −layer, −last) (layer ≤ c: -upcoming); -layer: (stale, −layer, −last);
+    * Least-Stale: (layer < c, stale, −layer, −last), with layer ≤ c for -upcoming;
+      Least-Stale-layer: (stale, −layer, −last);
     * LFU: (−count, −last);  Belady: (next use, page).
     """
     n = pages.size

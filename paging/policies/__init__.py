@@ -1,11 +1,11 @@
 """The policy registry: lower-case names -> policy factories.
 
 Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru, fifo, lfu, fwf,
-marking, llru, least-stale, least-stale-upcoming, least-stale-layer, fld, fld-cyclic, belady, the weighted greedy-dual, landlord, gdsf and
-layered-landlord, score-based and lhu (SpecMD App. B), the adaptive arc and lecar, the
-prediction-based blind-oracle, predictive-marker, lmarker and robust-blind-oracle, the designed
-token-hazard, token-decay and token-match (issue 11), and lru-dist,
-..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
+marking, llru, least-stale, least-stale-upcoming, least-stale-layer, fld, fld-cyclic, belady,
+the weighted greedy-dual, landlord, gdsf and layered-landlord, score-based and lhu (SpecMD
+App. B), the adaptive arc and lecar, the prediction-based blind-oracle, predictive-marker,
+lmarker and robust-blind-oracle, the designed token-hazard, token-decay and token-match
+(issue 11), and lru-dist, ..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
 """
 
 from __future__ import annotations

@@ -63,8 +63,8 @@ import numpy as np
 
 from paging.errors import PagingError
 from paging.options import no_more, parse_spec, take_float, take_int
-from paging.warm import prefill_ranges
 from paging.trace import Trace
+from paging.warm import prefill_ranges
 
 PREDICTORS = ("oracle", "previous-token", "transition", "frequency")
 STRATEGIES = ("topk", "percentile")
