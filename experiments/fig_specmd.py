@@ -4,10 +4,12 @@ Four panels, all from the one simulator (:func:`paging.simulate.simulate`) and, 
 ones, the cost model's timeline (:func:`paging.cost.timeline.timeline_run`):
 
 (a) ``collisions`` / ``collisions-layer`` (SpecMD Figs. 4/8 and 5/9): misses and collision
-    misses (a miss on a page evicted earlier in the same forward pass) of FLD, score-based (SB),
-    LRU and Least-Stale with a cache of 1 %, 5 % and 25 % of the n·ℓ experts (k pages, at least
-    K), no prefetching, on every sequence of the Mixtral decode log (groups mode: the K experts
-    of a token and layer are requested together and a forward pass is a token, as in SpecMD).
+    misses (a miss on a page evicted earlier in the same forward pass) of FLD (plain and cyclic
+    distance), score-based (SB), LRU and Least-Stale (the paper's left rule, App. A.3's
+    upcoming-layers reading and the earlier layer-only reading) with a cache of 1 %, 5 % and
+    25 % of the model's 16-bit bytes in int4 experts (9, 47, 235 for Mixtral; at least K), no
+    prefetching, on every sequence of the Mixtral decode log and the granite trace (groups mode:
+    the K experts of a token and layer are requested together and a pass is a token).
     The per-layer collision counts are recounted here from the run's eviction log and hit mask
     (:func:`collisions_by_layer`), not read from the simulator.
 (b) ``prefetch`` (Fig. 6): prefetch precision, recall, hit rate and the synchronous overhead
@@ -21,12 +23,16 @@ ones, the cost model's timeline (:func:`paging.cost.timeline.timeline_run`):
     ``fetch-priority`` (int8 -> int4 -> int2, default score cuts), ``drop:rank=1`` and
     ``substitute``: quality proxies (dropped gate mass, substituted requests, share of groups
     whose top-1 changed, share of fetches below int8) against TTFT and tokens/s. LRU, no
-    prefetching, int8 (the paper's Mixtral setting for Fig. 7) at SpecMD's 4.35 GB budget.
+    prefetching, int8 (the paper's Mixtral setting for Fig. 7) at 5 % of the model.
 (d) ``table2`` (Table 2): TTFT of LRU-based configurations and the same with Least-Stale
-    dropped in: Eliseev & Mazur (speculative prefetch, here ``transition`` top-k 1.0, LRU,
-    fetch), MixtureCache without its routing change (no prefetch, LRU, fetch; routed runs are
-    not timed by the cost model) and a perfect-oracle prefetcher, on ``mixtral-8x7b`` int4,
-    ``link-5gbps``, at SpecMD's 4.35 GB (43 experts at int4) and at 5 % and 25 % of the experts.
+    dropped in (both readings): Eliseev & Mazur (a per-layer LRU with speculative prefetch,
+    here ``transition`` top-k 1.0), MixtureCache without its routing change (no prefetch, LRU;
+    routed runs are not timed by the cost model) and a perfect-oracle prefetcher, on
+    ``mixtral-8x7b`` int4, ``link-5gbps``, at 1 %, 5 % and 25 % of the model's 16-bit bytes,
+    cold (an empty cache) and warm (the dump served right after the decode log's problem 1).
+(e) ``prompt``: TTFT against the prompt's length (the dump's first 8, 16, 32 and all prompt
+    tokens, then its decode), LRU and Least-Stale without prefetch, per-layer LRU and
+    Least-Stale with transition prefetch, cold and warm, 5 %.
 
 No sampling of tokens: every request of every sequence is simulated (the whole figure takes
 about 15 s, most of it compiling kernels). Everything is deterministic (the oracle's seed is 0).
@@ -49,12 +55,19 @@ REAL_TRACES = True
 DEFAULT_SOURCES = (
     "mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl",
     "mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl",
+    "granite-3.0-1b-a400m-instruct/moe_expert_trace.json",
 )
+#: the cost-model preset of each trace layout (layers, experts): capacities are shares of its
+#: 16-bit bytes (SpecMD Sec. 5.1, "1%, 5%, or 25% of full model size")
+LAYOUT_MODELS = {(32, 8): "mixtral-8x7b", (24, 32): "granite-3.0-1b-a400m"}
+COLLISION_PRECISION = "int4"  # the experts held in the cache (SpecMD Table 1's "4bit")
 MODEL = "mixtral-8x7b"
 MIXTRAL_LAYOUT = (32, 8)
 HARDWARE = "link-5gbps"
-CAPACITIES = (1, 5, 25)  # % of the n·ℓ experts
-COLLISION_POLICIES = ("fld", "score-based", "lru", "least-stale")
+CAPACITIES = (1, 5, 25)  # % of the model's 16-bit bytes (experts of its layout otherwise)
+#: both readings of FLD and Least-Stale (paging.policies.layered), the paper's first
+COLLISION_POLICIES = ("fld", "fld-cyclic", "score-based", "lru", "least-stale",
+                      "least-stale-upcoming", "least-stale-layer")
 PREFETCHERS = (  # (predictor, strategy)
     ("oracle:precision=1,recall=1,seed=0", "topk:overfetch=1"),
     ("oracle:precision=0.8,recall=0.8,seed=0", "topk:overfetch=1"),
@@ -67,17 +80,25 @@ PREFETCHERS = (  # (predictor, strategy)
 )
 PREFETCH_SETTING = {"policy": "lru", "capacity_pct": 5, "precision": "int4"}
 MISS_HANDLERS = ("fetch", "fetch-lowest-bit", "fetch-priority", "drop:rank=1", "substitute")
-MISS_SETTING = {"policy": "lru", "precision": "int8", "budget_gb": 4.35}
-SPECMD_BUDGET_GB = 4.35
-TABLE2_CONFIGS = (  # (name, prefetch predictor or None, strategy)
-    ("Eliseev '23 (transition prefetch)", "transition", "topk:overfetch=1"),
-    ("MixtureCache '25 without routing change (no prefetch)", None, None),
-    ("perfect oracle prefetch", "oracle:precision=1,recall=1,seed=0", "topk:overfetch=1"),
+MISS_SETTING = {"policy": "lru", "precision": "int8", "capacity_pct": 5}
+TABLE2_CONFIGS = (  # (name, its own eviction, prefetch predictor or None, strategy)
+    # Eliseev & Mazur 2023 evict within a layer's group of cached experts: a per-layer LRU
+    ("Eliseev '23 (per-layer LRU, transition prefetch)", "lru-dist", "transition",
+     "topk:overfetch=1"),
+    ("MixtureCache '25 without routing change (LRU, no prefetch)", "lru", None, None),
+    ("perfect oracle prefetch (LRU)", "lru", "oracle:precision=1,recall=1,seed=0",
+     "topk:overfetch=1"),
 )
+#: Least-Stale dropped in (Table 2): the paper's reading and App. A.3's
+TABLE2_LS = ("least-stale", "least-stale-upcoming")
+PROMPT_TOKENS = (8, 16, 32, None)  # the prompt-length sweep of TTFT; None: the whole prompt
+PROMPT_CONFIGS = (("lru", None), ("least-stale", None), ("lru-dist", "transition"),
+                  ("least-stale", "transition"))
 TABLE2_PRECISION = "int4"
 QUICK_TOKENS = 8
 COLUMNS = ("panel", "source", "trace", "precision", "hardware", "capacity_pct", "capacity",
-           "budget_gb", "config", "policy", "prefetch", "strategy", "miss", "layer", "requests",
+           "budget_gb", "config", "policy", "prefetch", "strategy", "miss", "warm",
+           "prompt_tokens", "layer", "requests",
            "misses", "hits", "hit_rate", "collision_misses", "collision_rate", "prefetches",
            "prefetch_useful", "prefetch_late", "prefetch_precision", "prefetch_recall",
            "dropped", "dropped_mass", "dropped_mass_share", "substituted", "top1_changed_share",
@@ -126,8 +147,47 @@ def _quick_cut(trace, tokens: int):
 
 
 def _capacity(pct: float, trace) -> int:
-    """k for ``pct`` % of the n·ℓ experts, at least K (a group must fit)."""
-    return max(common.top_k(trace), round(pct / 100 * trace.layout.n_pages))
+    """k for SpecMD's ``pct`` % capacity: the int4 experts that fit in ``pct`` % of the 16-bit
+    bytes of the trace's model (:func:`paging.cost.share_budget`) when its layout is a
+    preset's, else ``pct`` % of the n·ℓ experts; at least K (a group must fit)."""
+    from paging.cost import capacity_pages, get_model, share_budget
+
+    name = LAYOUT_MODELS.get((trace.layout.n_layers, trace.layout.n_experts))
+    if name is None:
+        k = round(pct / 100 * trace.layout.n_pages)
+    else:
+        m = get_model(name)
+        k = capacity_pages(share_budget(m, pct), m, COLLISION_PRECISION)
+    return min(trace.layout.n_pages, max(common.top_k(trace), k))
+
+
+def _prompt_prefix(trace, tokens: int):
+    """The sequence with only its first ``tokens`` prompt tokens (then its whole decode):
+    what a shorter prompt would have routed, as far as this recording says."""
+    from paging.trace import Trace
+
+    tok = np.asarray(trace.token if trace.token is not None else trace.passes)
+    bounds = trace.meta.get("phase_bounds") or {}
+    pre = int(bounds.get("prefill", [0, 0])[1])
+    n_prompt = int(np.unique(tok[:pre]).size) if pre else 0
+    if not pre or tokens >= n_prompt:
+        return trace
+    first = np.unique(tok[:pre])[tokens]
+    keep = (tok < first) | (np.arange(tok.size) >= pre)
+    new_tok = np.unique(tok[keep], return_inverse=True)[1].astype(np.int64)
+    L = trace.layout.n_layers
+    layers = np.asarray(trace.layers)[keep]
+    steps = new_tok * L + layers if trace.expand == "groups" else np.arange(int(keep.sum()))
+    cut = int(np.count_nonzero(keep[:pre]))
+    meta = {k: v for k, v in trace.meta.items() if k not in ("rows", "phases")}
+    meta["phase_bounds"] = {"prefill": [0, cut], "decode": [cut, int(keep.sum())]}
+    meta["prompt_tokens"] = tokens
+
+    def sel(a):
+        return None if a is None else np.asarray(a)[keep]
+
+    return Trace(trace.layout, trace.pages[keep], steps, f"{trace.name} (prompt {tokens})",
+                 new_tok, sel(trace.rank), sel(trace.score), trace.expand, meta)
 
 
 def _prefetcher(spec, strategy, train):
@@ -139,12 +199,15 @@ def _prefetcher(spec, strategy, train):
                       make_strategy(strategy))
 
 
-def _timed(trace, batch, policy, *, precision, budget, prefetch=None, miss=None):
-    """One run on the cost model: counters and timeline fields."""
+def _timed(trace, batch, policy, *, precision, budget, prefetch=None, miss=None, before=()):
+    """One run on the cost model: counters and timeline fields. ``before``: sequences served
+    first through the same cache (a warm run, :mod:`paging.warm`); the fields then describe
+    ``trace`` alone (its misses, TTFT and decode rate; prefetch counters are left out)."""
     from paging.cost import get_hardware, get_model, get_precision, page_costs, page_sizes
-    from paging.cost.timeline import timeline_run
+    from paging.cost.timeline import batch_prefill, timeline_run
     from paging.miss import cascade_weights, make_miss
     from paging.simulate import simulate
+    from paging.warm import concat, split
 
     model, hw, prec = get_model(MODEL), get_hardware(HARDWARE), get_precision(precision)
     tiers = np.zeros(trace.layout.n_pages, np.int8)
@@ -152,17 +215,28 @@ def _timed(trace, batch, policy, *, precision, budget, prefetch=None, miss=None)
     handler = make_miss(miss, precision) if miss not in (None, "fetch") else None
     if handler is not None and handler.uses_levels:
         handler = cascade_weights(handler, model, hw, tiers)
-    r = simulate(trace, policy, budget=budget, costs=fetch, sizes=sizes, record=True,
+    run, run_batch = trace, batch
+    if before:
+        run, run_batch = concat([*(batch_prefill(t)[0] for t in before), trace],
+                                [*(batch_prefill(t)[1] for t in before), batch])
+    r = simulate(run, policy, budget=budget, costs=fetch, sizes=sizes, record=True,
                  prefetch=prefetch, miss=handler)
-    tm = timeline_run(trace, r, model=model, precision=prec, hardware=hw, fetch_ms=fetch,
-                      sizes=sizes, batch=batch)
+    tm = timeline_run(run, r, model=model, precision=prec, hardware=hw, fetch_ms=fetch,
+                      sizes=sizes, batch=run_batch)
+    base = {"capacity": budget // int(sizes[0]), "budget_gb": budget / 1e9}
+    if before:
+        seq, t = split(run, r)[-1], tm.per_sequence[-1]
+        return dict(base, warm="yes", requests=seq["requests"], misses=seq["misses"],
+                    hits=seq["hits"], hit_rate=seq["hits"] / seq["requests"],
+                    ttft_ms=t["ttft_ms"], tokens_per_s=t["tokens_per_s"],
+                    decode_tokens=t["decode_tokens"])
     x = r.extra or {}
     levels = x.get("fetch_levels") or {}
     low = sum(int(v) for v in list(levels.values())[1:])  # keys in level order, level 0 first
     mass = float(np.sum(trace.score)) if trace.score is not None else 0.0
     dm = x.get("dropped_mass") or 0.0
-    return {"capacity": budget // int(sizes[0]), "budget_gb": budget / 1e9,
-            "requests": r.requests, "misses": r.misses, "hits": r.hits,
+    return dict(base, **{
+            "warm": "no", "requests": r.requests, "misses": r.misses, "hits": r.hits,
             "hit_rate": r.hits / r.requests if r.requests else 0.0,
             "collision_misses": r.collision_misses,
             "collision_rate": r.collision_misses / r.requests if r.requests else 0.0,
@@ -174,13 +248,13 @@ def _timed(trace, batch, policy, *, precision, budget, prefetch=None, miss=None)
             "dropped_mass_share": dm / mass if mass else 0.0,
             "substituted": r.substituted, "top1_changed_share": x.get("top1_changed_share", 0.0),
             "low_precision_fetches": low, "stall_ms": tm.stall_ms, "ttft_ms": tm.ttft_ms,
-            "tokens_per_s": tm.tokens_per_s, "decode_tokens": tm.decode_tokens}
+            "tokens_per_s": tm.tokens_per_s, "decode_tokens": tm.decode_tokens})
 
 
 def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False,
             progress=None) -> Path | None:
     """Compute ``out_dir/fig_specmd.csv`` (+ JSON); None when no real trace is available."""
-    from paging.cost import budget_bytes, get_model, get_precision, page_sizes
+    from paging.cost import get_model, share_budget
     from paging.cost.timeline import batch_prefill
     from paging.io import load
     from paging.simulate import simulate
@@ -200,8 +274,9 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     # (a) collision misses, no prefetching, k pages
     for source, tr in seqs:
         runs.append(dict(common.sequence_record(tr), source=source))
-        if "phase_bounds" in tr.meta and tr.meta["phase_bounds"].get("prefill", [0, 0])[1]:
-            continue  # the decode log only: a prefill pass is timed in (b)-(d)
+        if (tr.layout.n_layers, tr.layout.n_experts) == MIXTRAL_LAYOUT and \
+                (tr.meta.get("phase_bounds") or {}).get("prefill", [0, 0])[1]:
+            continue  # Mixtral: the decode log only; the dump's prefill is timed in (b)-(e)
         base = {"source": source, "trace": tr.name}
         for pct in CAPACITIES:
             k = _capacity(pct, tr)
@@ -223,16 +298,21 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     # (b)-(d): the Mixtral sequences, batched prefill, on the cost model
     mix = [(s, t) for s, t in seqs if (t.layout.n_layers, t.layout.n_experts) == MIXTRAL_LAYOUT]
     model = get_model(MODEL)
+    decode_only = [t for _, t in mix
+                   if not (t.meta.get("phase_bounds") or {}).get("prefill", [0, 0])[1]]
     for source, tr in mix:
         if not (tr.meta.get("phase_bounds") or {}).get("prefill", [0, 0])[1]:
             continue  # TTFT needs a prefill: the prefill+decode dump
         train = [t for _, t in mix if t is not tr]
+        # warm: the previous request is the decode log's last sequence (another problem); a
+        # learned predictor then trains on the decode sequences it does not simulate
+        before = decode_only[-1:]
+        train_warm = [t for t in train if not any(t is b for b in before)]
         trace, batch = batch_prefill(tr)
         base = {"source": source, "trace": tr.name, "hardware": HARDWARE}
 
-        def bud(pct, q, tr=tr):
-            return int(round(pct / 100 * tr.layout.n_pages)) * int(
-                page_sizes(model, get_precision(q))[0])
+        def bud(pct):
+            return share_budget(model, pct)
 
         q = PREFETCH_SETTING["precision"]
         for spec, strat in PREFETCHERS:
@@ -240,7 +320,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                 log("  prefetch: transition skipped (no other sequence to fit it on)")
                 continue
             out = _timed(trace, batch, PREFETCH_SETTING["policy"], precision=q,
-                         budget=bud(PREFETCH_SETTING["capacity_pct"], q),
+                         budget=bud(PREFETCH_SETTING["capacity_pct"]),
                          prefetch=_prefetcher(spec, strat, train))
             rows.append(dict(base, **out, panel="prefetch", precision=q,
                              capacity_pct=PREFETCH_SETTING["capacity_pct"],
@@ -249,24 +329,44 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         q = MISS_SETTING["precision"]
         for miss in MISS_HANDLERS:
             out = _timed(trace, batch, MISS_SETTING["policy"], precision=q,
-                         budget=budget_bytes(MISS_SETTING["budget_gb"]), miss=miss)
-            rows.append(dict(base, **out, panel="miss", precision=q, config="SpecMD budget",
+                         budget=bud(MISS_SETTING["capacity_pct"]), miss=miss)
+            rows.append(dict(base, **out, panel="miss", precision=q,
+                             capacity_pct=MISS_SETTING["capacity_pct"],
+                             config=f"{MISS_SETTING['capacity_pct']}% of the model",
                              policy=MISS_SETTING["policy"], miss=miss))
         q = TABLE2_PRECISION
-        budgets = [("SpecMD 4.35 GB", budget_bytes(SPECMD_BUDGET_GB))] + [
-            (f"{p}% of experts", bud(p, q)) for p in (5, 25)]
-        for label, budget in budgets:
-            for cname, spec, strat in TABLE2_CONFIGS:
-                if spec == "transition" and not train:
-                    continue
-                for pol in ("lru", "least-stale"):
-                    out = _timed(trace, batch, pol, precision=q, budget=budget,
-                                 prefetch=_prefetcher(spec, strat, train))
-                    pct = {"SpecMD 4.35 GB": ""}.get(label, label.split("%")[0])
-                    rows.append(dict(base, **out, panel="table2", precision=q,
-                                     capacity_pct=pct, config=f"{cname} @ {label}", policy=pol,
-                                     prefetch=spec or "", strategy=strat or "", miss="fetch"))
-            log(f"  table2 at {label}: done")
+        for pct in CAPACITIES:
+            for cname, own, spec, strat in TABLE2_CONFIGS:
+                for warm in (False, True):
+                    tr_set = train_warm if warm else train
+                    if spec == "transition" and not tr_set:
+                        continue
+                    for pol in (own, *TABLE2_LS):
+                        out = _timed(trace, batch, pol, precision=q, budget=bud(pct),
+                                     prefetch=_prefetcher(spec, strat, tr_set),
+                                     before=tuple(before) if warm else ())
+                        rows.append(dict(base, **out, panel="table2", precision=q,
+                                         capacity_pct=pct, config=f"{cname} @ {pct}%",
+                                         policy=pol, prefetch=spec or "", strategy=strat or "",
+                                         miss="fetch"))
+            log(f"  table2 at {pct}%: done")
+        # TTFT against the prompt's length (the first 8, 16, 32, all prompt tokens), 5 %
+        for m in PROMPT_TOKENS:
+            sub = tr if m is None else _prompt_prefix(tr, m)
+            tb, bb = batch_prefill(sub)
+            n_prompt = int(sub.meta.get("prompt_tokens") or tb.meta.get("prefill_tokens") or 0)
+            for pol, spec in PROMPT_CONFIGS:
+                for warm in (False, True):
+                    tr_set = train_warm if warm else train
+                    if spec == "transition" and not tr_set:
+                        continue
+                    out = _timed(tb, bb, pol, precision=q, budget=bud(5),
+                                 prefetch=_prefetcher(spec, "topk:overfetch=1", tr_set),
+                                 before=tuple(before) if warm else ())
+                    rows.append(dict(base, **out, panel="prompt", precision=q, capacity_pct=5,
+                                     policy=pol, prefetch=spec or "", miss="fetch",
+                                     prompt_tokens=n_prompt))
+        log("  prompt-length sweep: done")
     if not rows:
         log("skipped: no sequence to plot")
         return None
@@ -284,7 +384,13 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         "prefetchers": [list(p) for p in PREFETCHERS], "prefetch_setting": PREFETCH_SETTING,
         "miss_handlers": list(MISS_HANDLERS), "miss_setting": MISS_SETTING,
         "table2": {"configs": [c[0] for c in TABLE2_CONFIGS], "precision": TABLE2_PRECISION,
-                   "budgets": ["4.35 GB", "5% of experts", "25% of experts"]},
+                   "least_stale": list(TABLE2_LS),
+                   "budgets_pct_of_16bit_model": list(CAPACITIES)},
+        "capacity": "pct % of the model's 16-bit bytes (paging.cost.share_budget; Table 3's "
+                    "GB read as GiB), int4 experts; other layouts: pct % of the n*l experts",
+        "warm": "the dump's request served after the decode log's last sequence (problem 1) "
+                "through the same cache; transition then trains on problem 0 only",
+        "prompt_tokens": [m or "all" for m in PROMPT_TOKENS],
         "order": "collisions: groups mode, no prefetch; timed panels: batched prefill "
                  "(paging.cost.timeline.batch_prefill)",
         "sampling": f"none (quick: prefill + {QUICK_TOKENS} decode tokens)" if quick else
@@ -300,10 +406,12 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
 def summarize(rows, log) -> None:
     """The README's numbers: collision rates, prefetch points, miss handlers, Table 2."""
     col = [r for r in rows if r["panel"] == "collisions"]
-    for pct in CAPACITIES:
-        parts = []
+    for src, pct in dict.fromkeys((r["source"], r["capacity_pct"]) for r in col):
+        k = next(r["capacity"] for r in col if (r["source"], r["capacity_pct"]) == (src, pct))
+        parts = [f"{src.split('/')[0]} k={k}"]
         for pol in COLLISION_POLICIES:
-            sel = [r for r in col if r["capacity_pct"] == pct and r["policy"] == pol]
+            sel = [r for r in col if r["capacity_pct"] == pct and r["policy"] == pol
+                   and r["source"] == src]
             if sel:
                 req = sum(r["requests"] for r in sel)
                 parts.append(f"{pol} {sum(r['collision_misses'] for r in sel) / req:.2%} "
@@ -319,111 +427,140 @@ def summarize(rows, log) -> None:
                 f"dropped mass share {r['dropped_mass_share']:.4f}, "
                 f"substituted {r['substituted']}, "
                 f"low-precision fetches {r['low_precision_fetches']}/{r['misses']}")
-        elif r["panel"] == "table2":
-            log(f"table2 {r['config']} {r['policy']}: TTFT {r['ttft_ms']:.0f} ms, "
+        elif r["panel"] in ("table2", "prompt"):
+            log(f"{r['panel']} {r.get('config') or r.get('prompt_tokens')} {r['policy']} "
+                f"{r.get('prefetch') or ''} warm={r['warm']}: TTFT {r['ttft_ms']:.0f} ms, "
                 f"{r['tokens_per_s']:.3f} tok/s, misses {r['misses']}")
 
 
 def plot(csv_path, out_dir) -> list[Path]:
     """fig_specmd.png/.pdf from the CSV alone: (a) collision and total miss rates per policy and
-    capacity, (a') per-layer collision rates, (b) prefetch hit rate vs stall, (c) miss handlers'
-    proxy vs TTFT, (d) Table 2 TTFT bars."""
+    capacity, per trace family, (a') per-layer collision rates at 5 %, (b) prefetch precision vs
+    recall and hit rate vs stall, (c) miss handlers' proxy vs TTFT, (d) Table 2 TTFT at 5 %,
+    cold and warm, (e) TTFT against the prompt's length."""
     plt = common.pyplot()
     rows = common.read_csv(csv_path)
-    fig, axes = plt.subplots(2, 3, figsize=(16, 8.5), layout="constrained")
-    labels = {"fld": "FLD", "score-based": "SB", "lru": "LRU", "least-stale": "LS"}
-    colors = {"fld": "tab:green", "score-based": "tab:purple", "lru": "tab:blue",
-              "least-stale": "tab:red"}
+    fig, axes = plt.subplots(2, 4, figsize=(21, 9), layout="constrained")
+    labels = {"fld": "FLD", "fld-cyclic": "FLD (cyclic)", "score-based": "SB", "lru": "LRU",
+              "least-stale": "LS (left)", "least-stale-upcoming": "LS (upcoming)",
+              "least-stale-layer": "LS (layer only)", "lru-dist": "per-layer LRU"}
+    colors = {"fld": "tab:green", "fld-cyclic": "tab:olive", "score-based": "tab:purple",
+              "lru": "tab:blue", "least-stale": "tab:red", "least-stale-upcoming": "tab:orange",
+              "least-stale-layer": "tab:brown", "lru-dist": "tab:cyan"}
 
     def f(r, c):
         return float(r[c]) if r[c] != "" else np.nan
 
     col = [r for r in rows if r["panel"] == "collisions"]
-    ax = axes[0, 0]
-    caps = sorted({int(r["capacity_pct"]) for r in col})
-    pols = [p for p in COLLISION_POLICIES if any(r["policy"] == p for r in col)]
-    w = 0.8 / max(1, len(pols))
-    for i, pol in enumerate(pols):
-        tot, cm = [], []
-        for c in caps:
-            sel = [r for r in col if r["policy"] == pol and int(r["capacity_pct"]) == c]
-            req = sum(f(r, "requests") for r in sel) or np.nan
-            tot.append(sum(f(r, "misses") for r in sel) / req)
-            cm.append(sum(f(r, "collision_misses") for r in sel) / req)
-        x = np.arange(len(caps)) + (i - (len(pols) - 1) / 2) * w
-        ax.bar(x, tot, w, color="lightgrey", edgecolor=colors[pol])
-        ax.bar(x, cm, w, color=colors[pol], label=labels[pol])
-    ax.set_xticks(np.arange(len(caps)), [f"{c}%" for c in caps])
-    ax.set_xlabel("capacity (% of the n·ℓ experts)")
-    ax.set_ylabel("rate per request (grey: all misses)")
-    ax.set_title("(a) collision misses (SpecMD Figs. 4/8)", fontsize=9)
-    ax.legend(fontsize=7)
-    lay = [r for r in rows if r["panel"] == "collisions-layer"]
-    ax = axes[0, 1]
+    families = list(dict.fromkeys(r["source"].split("/")[0] for r in col))
+    for ax, fam in zip((axes[0, 0], axes[0, 1]), families[:2] or [None], strict=False):
+        sel_f = [r for r in col if r["source"].split("/")[0] == fam]
+        caps = sorted({int(r["capacity_pct"]) for r in sel_f})
+        pols = [p for p in COLLISION_POLICIES if any(r["policy"] == p for r in sel_f)]
+        w = 0.8 / max(1, len(pols))
+        for i, pol in enumerate(pols):
+            tot, cm = [], []
+            for c in caps:
+                sel = [r for r in sel_f if r["policy"] == pol and int(r["capacity_pct"]) == c]
+                req = sum(f(r, "requests") for r in sel) or np.nan
+                tot.append(sum(f(r, "misses") for r in sel) / req)
+                cm.append(sum(f(r, "collision_misses") for r in sel) / req)
+            x = np.arange(len(caps)) + (i - (len(pols) - 1) / 2) * w
+            ax.bar(x, tot, w, color="lightgrey", edgecolor=colors[pol])
+            ax.bar(x, cm, w, color=colors[pol], label=labels[pol])
+        ks = {c: next(r["capacity"] for r in sel_f if int(r["capacity_pct"]) == c) for c in caps}
+        ax.set_xticks(np.arange(len(caps)), [f"{c}%\n(k={ks[c]})" for c in caps])
+        ax.set_xlabel("capacity (% of the 16-bit model, in int4 experts)")
+        ax.set_ylabel("rate per request (grey: all misses)")
+        ax.set_title(f"(a) collision misses (Figs. 4/8): {fam}", fontsize=9)
+        ax.legend(fontsize=6, ncol=2)
+    lay = [r for r in rows if r["panel"] == "collisions-layer"
+           and r["source"].split("/")[0] == (families[0] if families else None)
+           and int(r["capacity_pct"]) == 5]
+    ax = axes[0, 2]
     reqs = {}
     for r in col:
-        key = (r["policy"], r["capacity_pct"])
+        key = (r["policy"], r["capacity_pct"], r["source"].split("/")[0])
         reqs[key] = reqs.get(key, 0) + f(r, "requests")
-    for c, ls in zip(caps, ("-", "--", ":"), strict=False):
-        for pol in pols:
-            sel = [r for r in lay if r["policy"] == pol and int(r["capacity_pct"]) == c]
-            if not sel:
-                continue
-            L = max(int(r["layer"]) for r in sel) + 1
-            y = np.zeros(L)
-            for r in sel:
-                y[int(r["layer"])] += f(r, "collision_misses")
-            y /= reqs[(pol, str(c))] / L  # per layer: collisions / requests of the layer
-            ax.plot(range(L), y, ls=ls, color=colors[pol],
-                    label=f"{labels[pol]} {c}%" if c == caps[0] or pol == pols[0] else None)
+    for pol in COLLISION_POLICIES:
+        sel = [r for r in lay if r["policy"] == pol]
+        if not sel:
+            continue
+        L = max(int(r["layer"]) for r in sel) + 1
+        y = np.zeros(L)
+        for r in sel:
+            y[int(r["layer"])] += f(r, "collision_misses")
+        y /= reqs[(pol, "5", families[0])] / L  # per layer: collisions / requests of the layer
+        ax.plot(range(L), y, color=colors[pol], label=labels[pol])
     ax.set_xlabel("layer")
     ax.set_ylabel("collision rate (per request of the layer)")
-    ax.set_title("(a') per-layer collisions (Figs. 5/9); - 1%, -- 5%, : 25%", fontsize=9)
+    ax.set_title(f"(a') per-layer collisions at 5% (Figs. 5/9): {families[0] if families else ''}",
+                 fontsize=9)
     ax.legend(fontsize=6, ncol=2)
     pre = [r for r in rows if r["panel"] == "prefetch"]
-    ax = axes[0, 2]
-    for r in pre:
-        ax.plot(f(r, "prefetch_recall"), f(r, "prefetch_precision"), "o")
-        ax.annotate(f"{r['prefetch'].split(',seed')[0]} {r['strategy']}", (f(r, "prefetch_recall"),
-                    f(r, "prefetch_precision")), fontsize=5)
-    ax.set_xlabel("prefetch recall")
-    ax.set_ylabel("prefetch precision")
-    ax.set_title("(b) prefetch precision vs recall (Fig. 6 left), LRU 5%, int4", fontsize=9)
-    ax = axes[1, 0]
-    for r in pre:
-        ax.plot(f(r, "stall_ms") / 1e3, f(r, "hit_rate"), "s")
-        ax.annotate(f"{r['prefetch'].split(',seed')[0]} {r['strategy']}",
-                    (f(r, "stall_ms") / 1e3, f(r, "hit_rate")), fontsize=5)
-    ax.set_xlabel("synchronous overhead: stall time (s)")
-    ax.set_ylabel("hit rate")
-    ax.set_title("(b) hit rate vs synchronous overhead (Fig. 6 right)", fontsize=9)
+    markers = "ovs^Dp*hX<>"
+    for ax, (xc, yc, xs) in ((axes[0, 3], ("prefetch_recall", "prefetch_precision", 1.0)),
+                            (axes[1, 0], ("stall_ms", "hit_rate", 1e3))):
+        for i, r in enumerate(pre):
+            ax.plot(f(r, xc) / xs, f(r, yc), markers[i % len(markers)], ls="none",
+                    label=f"{r['prefetch'].split(',seed')[0]} {r['strategy']}")
+        ax.legend(fontsize=5)
+    axes[0, 3].set_xlabel("prefetch recall")
+    axes[0, 3].set_ylabel("prefetch precision")
+    axes[0, 3].set_title("(b) prefetch precision vs recall (Fig. 6 left), LRU 5%, int4",
+                         fontsize=9)
+    axes[1, 0].set_xlabel("synchronous overhead: stall time (s)")
+    axes[1, 0].set_ylabel("hit rate")
+    axes[1, 0].set_title("(b) hit rate vs synchronous overhead (Fig. 6 right)", fontsize=9)
     ms = [r for r in rows if r["panel"] == "miss"]
     ax = axes[1, 1]
-    for r in ms:
+    for i, r in enumerate(ms):
         req = f(r, "requests")
         proxy = (f(r, "dropped") + f(r, "substituted") + f(r, "low_precision_fetches")) / req
-        ax.plot(f(r, "ttft_ms") / 1e3, proxy, "D")
-        ax.annotate(r["miss"], (f(r, "ttft_ms") / 1e3, proxy), fontsize=6)
+        ax.plot(f(r, "ttft_ms") / 1e3, proxy, markers[i % len(markers)], ls="none",
+                label=r["miss"])
+    ax.legend(fontsize=6)
     ax.set_xlabel("TTFT (s)")
     ax.set_ylabel("degraded requests / requests (dropped, substituted, < int8)")
-    ax.set_title("(c) miss handlers: quality proxy vs speed (Fig. 7), LRU int8 4.35 GB",
-                 fontsize=9)
-    t2 = [r for r in rows if r["panel"] == "table2"]
+    ax.set_title("(c) miss handlers: quality proxy vs speed (Fig. 7), LRU int8 5%", fontsize=9)
+    t2 = [r for r in rows if r["panel"] == "table2" and r["capacity_pct"] == "5"]
     ax = axes[1, 2]
     cfgs = list(dict.fromkeys(r["config"] for r in t2))
-    for i, pol in enumerate(("lru", "least-stale")):
-        y = [np.mean([f(r, "ttft_ms") for r in t2 if r["config"] == c and r["policy"] == pol])
-             for c in cfgs]
-        ax.barh(np.arange(len(cfgs)) + (i - 0.5) * 0.4, np.asarray(y) / 1e3, 0.4,
-                color=colors[pol], label=labels[pol])
-    ax.set_yticks(np.arange(len(cfgs)), [c.replace(" @ ", "\n@ ") for c in cfgs], fontsize=5)
+    bars = [(c, w) for c in cfgs for w in ("no", "yes")]
+    pols = list(dict.fromkeys(r["policy"] for r in t2))
+    h = 0.8 / max(1, len(pols))
+    for i, pol in enumerate(pols):
+        y = [next((f(r, "ttft_ms") for r in t2 if (r["config"], r["warm"]) == b
+                   and r["policy"] == pol), np.nan) for b in bars]
+        ax.barh(np.arange(len(bars)) + (i - (len(pols) - 1) / 2) * h, np.asarray(y) / 1e3, h,
+                color=colors.get(pol, "grey"), label=labels.get(pol, pol))
+    ax.set_yticks(np.arange(len(bars)), [f"{c.split(' (')[0]}, {'warm' if w == 'yes' else 'cold'}"
+                                         for c, w in bars], fontsize=6)
     ax.set_xlabel("TTFT (s)")
-    ax.set_title("(d) Table 2: Least-Stale in LRU configs (int4, 5 GB/s)", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.set_title("(d) Table 2 at 5%: own eviction vs Least-Stale (int4, 5 GB/s)", fontsize=9)
+    ax.legend(fontsize=6)
+    pr = [r for r in rows if r["panel"] == "prompt"]
+    ax = axes[1, 3]
+    for pol, spec in dict.fromkeys((r["policy"], r["prefetch"]) for r in pr):
+        for warm, ls in (("no", "--"), ("yes", "-")):
+            sel = sorted((int(r["prompt_tokens"]), f(r, "ttft_ms")) for r in pr
+                         if (r["policy"], r["prefetch"], r["warm"]) == (pol, spec, warm))
+            if sel:
+                ax.plot(*zip(*[(x, y / 1e3) for x, y in sel], strict=True), ls=ls,
+                        marker="s" if spec else "o",
+                        color=colors.get(pol, "grey") if not spec else
+                        {"least-stale": "darkred", "lru-dist": "tab:cyan"}.get(pol, "black"),
+                        label=f"{labels.get(pol, pol)}{' + ' + spec if spec else ''}, "
+                              f"{'warm' if warm == 'yes' else 'cold'}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("prompt tokens")
+    ax.set_ylabel("TTFT (s)")
+    ax.set_title("(e) TTFT vs prompt length, 5%, int4 (dashed: cold)", fontsize=9)
+    ax.legend(fontsize=5)
     for a in axes.flat:
         a.grid(alpha=0.3)
-    fig.suptitle("SpecMD on the Mixtral traces (cost model + timeline; quality proxies only)",
-                 fontsize=10)
+    fig.suptitle("SpecMD on the Mixtral and granite traces (cost model + timeline; quality "
+                 "proxies only)", fontsize=10)
     paths = common.save_figure(fig, out_dir, NAME)
     plt.close(fig)
     return paths

@@ -110,15 +110,17 @@ def test_perfect_oracle_with_free_transfers_never_stalls():
     assert tm.bytes_moved == 7 * (res.misses + res.extra["prefetches"])
 
 
-def test_prefetch_is_current_for_least_stale_and_not_a_request_for_lfu():
+@pytest.mark.parametrize("name, victim", [("least-stale-layer", 3), ("least-stale", 1)])
+def test_prefetch_is_current_for_least_stale_and_not_a_request_for_lfu(name, victim):
     """Layout n=3, ℓ=2 (layer 0: pages 0,1,2; layer 1: pages 3,4,5), rounds mode, k=3.
     t0: 0 (pass 0), t1: 3 (pass 0), t2: 1 (pass 1), all misses with room. Then prefetch 4
     (layer 1 of pass 1): full cache, pinned {1 (just served), 4}; candidates 0 and 3 are both
-    stale (pass 0), Least-Stale evicts the lower layer: 0. t3: page 5 misses; candidates
-    3 (stale), 1 (current, t2), 4 (prefetched after t2: last_step 2, pass 1, current):
-    the stale 3 goes."""
+    stale (pass 0) and neither is left of layer 0: both readings evict the lower layer, 0.
+    t3: page 5 (layer 1) misses; candidates 3 (stale), 1 (current, t2, layer 0: left of layer
+    1), 4 (prefetched after t2: last_step 2, pass 1, current): least-stale-layer evicts the
+    stale 3, least-stale (the paper's left rule) the left page 1."""
     lay = Layout(3, 2)
-    pol = make_policy("least-stale")
+    pol = make_policy(name)
     sim = Simulation(lay, pol, 3, steps=np.arange(4), record=True)
     for p in (0, 3, 1):
         sim.serve(p)
@@ -126,7 +128,8 @@ def test_prefetch_is_current_for_least_stale_and_not_a_request_for_lfu():
     assert pol.last_step[4] == 2 and pol.inserted[4] == 2 and pol.count[4] == 0
     assert sim.evictions == [] and sim.pf_evictions == [(3, 0)]
     sim.serve(5)
-    assert sim.evictions == [(3, 3)] and sorted(sim.resident) == [1, 4, 5]
+    assert sim.evictions == [(3, victim)] and sorted(sim.resident) == sorted({1, 3, 4, 5}
+                                                                             - {victim})
     res = sim.result()
     assert res.extra is None  # a bare Simulation is not an extended run unless told
 

@@ -55,7 +55,8 @@ def test_theorem2_runs_every_deterministic_online_policy(rows):
     # score-based(-dist) (reads gate scores, which the adversary's sequences do not have);
     # the weighted ones run with unit costs
     listed = rows[2].notes.split("policies: ", 1)[1].split(". ", 1)[0].split(", ")
-    base = ["lru", "fifo", "lfu", "fwf", "llru", "least-stale", "fld", "greedy-dual",
+    base = ["lru", "fifo", "lfu", "fwf", "llru", "least-stale", "least-stale-upcoming",
+            "least-stale-layer", "fld", "fld-cyclic", "greedy-dual",
             "landlord", "gdsf", "layered-landlord", "lhu", "arc", "blind-oracle",
             "robust-blind-oracle", "token-hazard", "token-decay", "token-match"]
     # blind-oracle and robust-blind-oracle run with their default (online) predictor;
