@@ -16,8 +16,10 @@ about 4.4x more, :func:`paging.cost.arith.transfer_ms`), where GreedyDual, Landl
 Landlord weigh the costs and LRU does not; the offline bound is the exact weighted optimum
 (min-cost flow, :func:`paging.offline.weighted.opt_weighted`).
 
-The SpecMD comparison (README, "Reproduction: the MoE cost model"): budget 4.35 GB (5 % of
-Mixtral's 16-bit size), int4, ``link-5gbps``, on the prefill+decode dump: TTFT and tokens/s.
+The SpecMD comparison (README, "Reproduction: the MoE cost model"): budget 5 % of Mixtral's
+16-bit size (:func:`paging.cost.share_budget`: 4.67e9 bytes, Table 3's GB read as GiB like
+every preset; 47 int4 experts), int4, ``link-5gbps``, on the prefill+decode dump: TTFT and
+tokens/s.
 
 Run: ``python -m experiments.fig_cost [--out DIR] [--quick] [--trace PATH ...]``.
 """
@@ -51,7 +53,7 @@ TWO_TIER = {"model": "mixtral-8x7b", "precision": "int4", "hardware": "pcie4",
             "host_fraction": 0.5}
 TWO_TIER_POLICIES = ("lru", "llru", "greedy-dual", "layered-landlord")
 SPECMD = {"model": "mixtral-8x7b", "precisions": ("int4", "int8"), "hardware": "link-5gbps",
-          "budget_gb": 4.35}
+          "capacity_pct": 5}
 N_BUDGETS, QUICK_BUDGETS = 14, 4
 QUICK_TOKENS = 12
 COLUMNS = ("panel", "model", "source", "trace", "precision", "hardware", "tiers", "budget_gb",
@@ -116,6 +118,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         page_costs,
         page_sizes,
         place_by_frequency,
+        share_budget,
     )
 
     log = progress or common.Progress(NAME)
@@ -150,7 +153,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                                          capacity=budget // int(sizes[0]), policy=pol, **out))
             if name == SPECMD["model"]:
                 hw = get_hardware(SPECMD["hardware"])
-                budget = budget_bytes(SPECMD["budget_gb"])
+                budget = share_budget(model, SPECMD["capacity_pct"])
                 for q in SPECMD["precisions"]:
                     prec = get_precision(q)
                     sizes = page_sizes(model, prec)
@@ -159,7 +162,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                         out = _run(trace, batch, model, prec, hw, budget, pol, fetch, sizes)
                         specmd.append(dict(base, panel="specmd", precision=q,
                                            hardware=hw.name, tiers="host",
-                                           budget_gb=SPECMD["budget_gb"],
+                                           budget_gb=budget / 1e9,
                                            capacity=budget // int(sizes[0]), policy=pol, **out))
             if name == TWO_TIER["model"]:
                 prec, hw = get_precision(TWO_TIER["precision"]), get_hardware(TWO_TIER["hardware"])
