@@ -14,11 +14,18 @@ sequence x policy x cache size x seed x options, and one row of the output table
     prefetch  = ["none", "oracle:precision=0.8,recall=0.8", "transition"]   # optional
     prefetch_strategy = ["topk:overfetch=1", "percentile:p=80"]            # optional
     miss      = ["fetch", "drop:rank=1"]                                   # optional
+    warm      = [false, true]         # default [false]; true: a file's sequences back to back
 
 ``prefetch``, ``prefetch_strategy`` and ``miss`` are ``paging simulate``'s ``--prefetch``,
 ``--prefetch-strategy`` and ``--miss`` (``"none"`` = no prefetcher; ``transition`` learns on the
 file's other sequences, as in ``simulate``). The precision cascades (``fetch-lowest-bit``,
 ``fetch-priority``) are not swept yet.
+
+``warm = [true]`` (or ``paging sweep --warm`` when the spec has no ``warm`` key) runs the
+sequences of each file back to back through one cache and one policy state
+(:mod:`paging.warm`): one run per file, one row per sequence (``position``, ``prefill_misses``
+and, with a model, that request's own TTFT and decode rate). A warm ``transition`` prefetcher
+needs ``transition:train=FILE`` (every sequence of the file is simulated).
 
 A trace path is tried as given, under ``$PAGING_TRACES``, then next to the spec file. Every file
 holds one or more sequences; each sequence is a cell of its own (column ``trace``, as in
@@ -55,10 +62,11 @@ from paging.errors import PagingError
 
 #: The keys a sweep spec may hold.
 SPEC_KEYS = ("traces", "policies", "k", "budget_gb", "seeds", "expand", "model", "precision",
-             "hardware", "routing", "prefetch", "prefetch_strategy", "miss")
+             "hardware", "routing", "prefetch", "prefetch_strategy", "miss", "warm")
 #: Identify a cell (sorted in this order).
 KEY_COLUMNS = ("source", "trace", "policy", "expand", "model", "precision", "hardware",
-               "prefetch", "prefetch_strategy", "miss", "seed", "routing", "k", "budget_gb")
+               "prefetch", "prefetch_strategy", "miss", "seed", "routing", "warm", "k",
+               "budget_gb")
 _TIMING = (("time_ms", "float"), ("stall_ms", "float"), ("stall_fraction", "float"),
            ("ttft_ms", "float"), ("tpot_ms", "float"), ("tokens_per_s", "float"),
            ("decode_tokens", "int"), ("bytes_moved", "int"), ("copy_busy_ms", "float"))
@@ -71,7 +79,8 @@ COLUMNS = (("source", "str"), ("trace", "str"), ("policy", "str"), ("expand", "s
            ("collision_misses", "int"), ("bypasses", "int"), ("per_layer_misses", "list"),
            ("cost", "float"), ("bytes_fetched", "int"), ("budget_bytes", "int"),
            ("capacity", "int"), ("routing", "str"), ("retained_mass", "float"),
-           ("top1_changed", "float"), ("kl", "float")) + _TIMING + (
+           ("top1_changed", "float"), ("kl", "float"), ("warm", "bool"), ("position", "int"),
+           ("prefill_misses", "int")) + _TIMING + (
     # prefetching and miss handling (null on default runs)
     ("prefetches", "int"), ("prefetch_useful", "int"), ("prefetch_wasted", "int"),
     ("prefetch_precision", "float"), ("prefetch_recall", "float"), ("prefetch_late", "int"),
@@ -102,6 +111,7 @@ class Spec:
     miss: tuple[str | None, ...]
     base: str  # the spec file's folder, for relative trace paths
     routing: tuple[str, ...] = ("standard",)
+    warm: tuple[bool, ...] = (False,)
 
 
 @dataclass(frozen=True)
@@ -127,6 +137,13 @@ class Task:
     curve: bool = False
     routing: str = "standard"
     base: str = "."  # the spec file's folder, for a transition:train=FILE path
+    warm: bool = False  # seq is -1: every sequence of the file, back to back
+
+
+def task_names(task: Task) -> list[str]:
+    """The sequences whose rows ``task`` makes: its own, or every one of a warm task's file."""
+    seqs = _traces(task.path, task.expand)
+    return [t.name for t in seqs] if task.warm else [seqs[task.seq].name]
 
 
 # -- the spec ------------------------------------------------------------------------------------
@@ -162,9 +179,10 @@ def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None)
     return tuple(float(x) if kind == "num" else x for x in vals)
 
 
-def load_spec(path: str | os.PathLike) -> Spec:
+def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
     """Read and validate a sweep spec (TOML). Every problem is one :class:`PagingError` naming
-    the file and, where it can, the line."""
+    the file and, where it can, the line. ``warm``: the default of the ``warm`` key
+    (``paging sweep --warm``)."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -247,10 +265,19 @@ def load_spec(path: str | os.PathLike) -> Spec:
     if routed and (prefetch != (None,) or miss != (None,)):
         raise PagingError("routing with prefetch or miss = [...] is not supported (as in "
                           "paging simulate)", file, _line_of(text, "routing"))
+    warm_vals = doc.get("warm", [warm])
+    warm_vals = warm_vals if isinstance(warm_vals, list) else [warm_vals]
+    if not warm_vals or not all(isinstance(w, bool) for w in warm_vals) \
+            or len(set(warm_vals)) != len(warm_vals):
+        raise PagingError(f"warm must be true, false or a list of distinct booleans, got "
+                          f"{doc.get('warm')!r}", file, _line_of(text, "warm"))
+    if True in warm_vals and routed:
+        raise PagingError("warm with routing = [...] is not supported in sweeps", file,
+                          _line_of(text, "warm"))
     return Spec(traces, tuple(p.lower() for p in policies), ks,
                 _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
                 hardware, prefetch, strategy, miss, str(Path(path).resolve().parent),
-                tuple(r.strip().lower() for r in routing))
+                tuple(r.strip().lower() for r in routing), tuple(warm_vals))
 
 
 def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
@@ -315,7 +342,7 @@ def plan(spec: Spec) -> list[Task]:
     from paging.errors import check_k
     from paging.io import trace_sizes
     from paging.mrc import curve_method
-    from paging.predict.prefetch import check_training
+    from paging.predict.prefetch import _learns, check_training, training_file
 
     tasks = []
     for source in spec.traces:
@@ -331,6 +358,13 @@ def plan(spec: Spec) -> list[Task]:
                     check_training(p, len(seqs))
                 except PagingError as e:
                     raise PagingError(e.message, source) from None
+                if True in spec.warm and _learns(p) and training_file(p) is None:
+                    raise PagingError("warm simulates every sequence of the file: prefetch "
+                                      "transition needs transition:train=FILE", source)
+            if True in spec.warm:
+                tasks += _warm_tasks(spec, source, path, expand)
+            if False not in spec.warm:
+                continue
             for i, tr in enumerate(seqs):
                 if spec.budget_gb and spec.model == (None,) and trace_sizes(tr) is None:
                     raise PagingError(f"budget_gb needs page sizes: give model = [...], or a "
@@ -363,11 +397,24 @@ def plan(spec: Spec) -> list[Task]:
     return tasks
 
 
+def _warm_tasks(spec: Spec, source: str, path: str, expand: str) -> list[Task]:
+    """One task per policy x seed x options x capacity running every sequence of ``path`` back
+    to back (no miss curves: a warm run is one simulation)."""
+    extras = list(dict.fromkeys((p, st if p is not None else None, m) for p in spec.prefetch
+                                for st in spec.prefetch_strategy for m in spec.miss))
+    caps = [(k, None) for k in spec.k] + [(None, g) for g in spec.budget_gb]
+    return [Task(source, path, -1, expand, policy, seed, m, q, h, p, st, mh, (c,), False,
+                 "standard", spec.base, True)
+            for policy in spec.policies for seed in spec.seeds for m in spec.model
+            for q in spec.precision for h in spec.hardware for p, st, mh in extras
+            for c in caps]
+
+
 def cell_keys(task: Task, name: str) -> list[tuple]:
     """The key tuples (:data:`KEY_COLUMNS`) of the cells of ``task`` (sequence ``name``)."""
     return [(task.source, name, task.policy, task.expand, task.model, task.precision,
              task.hardware, task.prefetch, task.prefetch_strategy, task.miss, task.seed,
-             task.routing, k, g) for k, g in task.caps]
+             task.routing, task.warm, k, g) for k, g in task.caps]
 
 
 # -- one task ------------------------------------------------------------------------------------
@@ -385,6 +432,8 @@ def run_task(task: Task) -> list[dict]:
     from paging.io import trace_sizes
     from paging.simulate import simulate
 
+    if task.warm:
+        return _run_warm(task)
     trace = _traces(task.path, task.expand)[task.seq]
     if task.curve:
         from paging.mrc import miss_curve
@@ -422,6 +471,49 @@ def run_task(task: Task) -> list[dict]:
             fields.update(cm.timed_fields(res, tm))
             fields["prefetch_late"] = tm.prefetch_late
         rows.append(_row(task, trace.name, k, g, "simulate", fields))
+    return rows
+
+
+def _run_warm(task: Task) -> list[dict]:
+    """A warm task: the file's sequences joined (:func:`paging.warm.concat`), one run per
+    capacity, one row per sequence."""
+    from paging.cost import budget_bytes
+    from paging.io import trace_sizes
+    from paging.simulate import simulate
+    from paging.warm import concat, split
+
+    trace, _ = concat(_traces(task.path, task.expand))
+    cm = costs = None
+    sizes = trace_sizes(trace)
+    if task.model is not None:
+        from paging.cost.setup import CostSetup
+
+        cm = CostSetup.from_names(task.model, task.precision, task.hardware)
+        costs, sizes = cm.weights(trace)
+    extended = task.prefetch is not None or task.miss is not None
+    rows = []
+    for k, g in task.caps:
+        cap = {"k": k} if k is not None else {"budget": budget_bytes(g)}
+        res = simulate(trace, task.policy, costs=costs, sizes=sizes, seed=task.seed,
+                       record=True if (cm and extended) else "hits",
+                       prefetch=_prefetcher(task, trace), miss=task.miss, **cap)
+        common = {f: v for f, v in res.to_dict().items()
+                  if f in ("budget_bytes", "capacity")}
+        per_time = None
+        if cm is not None:
+            from paging.cost.timeline import timeline_run
+
+            tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
+                              hardware=cm.hardware, fetch_ms=costs, sizes=sizes)
+            common["capacity"] = cm.timed_fields(res, tm).get("capacity")
+            per_time = tm.per_sequence
+        for i, seq in enumerate(split(trace, res)):
+            fields = dict(common, **seq, miss_ratio=seq["misses"] / seq["requests"]
+                          if seq["requests"] else 0.0)
+            if per_time is not None:
+                fields.update({f: per_time[i][f] for f in ("ttft_ms", "tpot_ms",
+                                                           "tokens_per_s", "decode_tokens")})
+            rows.append(_row(task, seq["trace"], k, g, "simulate", fields))
     return rows
 
 
@@ -476,6 +568,8 @@ def _coerce(value, kind: str):
         return float(value)
     if kind == "list":
         return [int(x) for x in (json.loads(value) if isinstance(value, str) else value)]
+    if kind == "bool":
+        return value if isinstance(value, bool) else str(value).lower() == "true"
     return str(value)
 
 
@@ -526,7 +620,7 @@ def write_table(rows: list[dict], out: str | os.PathLike) -> None:
             import pyarrow.parquet as pq
 
             types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(),
-                     "list": pa.list_(pa.int64())}
+                     "list": pa.list_(pa.int64()), "bool": pa.bool_()}
             schema = pa.schema([(c, types[k]) for c, k in COLUMNS])
             pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
 
@@ -576,7 +670,7 @@ def _executor(scheduler: str | None, workers: int, processes: bool):
 
 def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
               scheduler: str | None = None, workers: int = 1, processes: bool = False,
-              progress: bool | None = None, on_batch=None) -> dict:
+              progress: bool | None = None, on_batch=None, warm: bool = False) -> dict:
     """Run the sweep of ``spec_path`` into ``out`` (see the module docstring).
 
     Parameters
@@ -598,6 +692,8 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
         A progress bar on stderr; None shows it when stderr is a terminal.
     on_batch : callable, optional
         Called with the number of rows written after every batch (tests interrupt here).
+    warm : bool
+        The default of the spec's ``warm`` key (``paging sweep --warm``).
 
     Returns
     -------
@@ -606,14 +702,14 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
     """
     from paging import progress as pbar
 
-    spec = load_spec(spec_path)
+    spec = load_spec(spec_path, warm=warm)
     tasks = plan(spec)
     rows = read_table(out) if Path(out).exists() else []
     done = {_key(r) for r in rows}
     todo = []
     n_cells = skipped = 0
     for t in tasks:
-        keys = cell_keys(t, _traces(t.path, t.expand)[t.seq].name)
+        keys = [key for name in task_names(t) for key in cell_keys(t, name)]
         n_cells += len(keys)
         left = sum(k not in done for k in keys)
         skipped += len(keys) - left

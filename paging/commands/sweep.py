@@ -33,6 +33,9 @@ def add_parser(sub) -> None:
     p.add_argument("--processes", action="store_true",
                    help="local workers are processes instead of threads of one process (for "
                         "policies without a compiled kernel, whose Python loop holds the GIL)")
+    p.add_argument("--warm", action="store_true",
+                   help="run each file's sequences back to back through one cache (warm = "
+                        "[true] unless the spec sets warm)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object {"out", "cells", "ran", "skipped"}; no progress '
                         "bar")
@@ -53,7 +56,8 @@ def run(args) -> int:
         positive_int("--workers", args.workers, minimum=0)
     workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, 8)
     summary = run_sweep(args.spec, args.out, scheduler=args.scheduler, workers=workers,
-                        processes=args.processes, progress=False if args.json else None)
+                        processes=args.processes, progress=False if args.json else None,
+                        warm=args.warm)
     if args.json:
         print_json(summary)
     else:

@@ -237,3 +237,39 @@ def test_routing_key_adds_routed_cells(tmp_path):
         load_spec_text = text.replace('expand = ["groups"]\n', "")
         run_sweep(spec_file(tmp_path, load_spec_text), tmp_path / "x.parquet", workers=0)
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_warm_key_runs_a_files_sequences_back_to_back(tmp_path, capsys):
+    from paging.io import load, write
+    from paging.warm import concat, split
+
+    seqs = [load(f"zipf:n=4,layers=3,tokens={t},seed={s}")[0] for t, s in ((30, 1), (20, 2))]
+    seqs = [type(t)(t.layout, t.pages, t.steps, f"s{i}", t.token, t.rank, t.score, t.expand,
+                    t.meta) for i, t in enumerate(seqs)]
+    write(seqs, tmp_path / "two.npz")
+    text = ('traces = ["two.npz"]\npolicies = ["lru", "llru"]\nk = [4, 6]\n'
+            'warm = [false, true]\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "w.csv", workers=0)
+    rows = read_table(tmp_path / "w.csv")
+    assert len(rows) == 2 * 2 * 2 * 2  # policies x k x warm x sequences
+    joined, _ = concat(load(str(tmp_path / "two.npz")))
+    for r in rows:
+        if r["warm"]:
+            res = simulate(joined, r["policy"], r["k"], record="hits")
+            seq = split(joined, res)[r["position"]]
+            assert (r["trace"], r["misses"], r["requests"]) == (seq["trace"], seq["misses"],
+                                                                seq["requests"])
+        else:
+            (tr,) = [t for t in load(str(tmp_path / "two.npz")) if t.name == r["trace"]]
+            assert r["misses"] == simulate(tr, r["policy"], r["k"]).misses
+            assert r["position"] is None
+    # the first sequence is the same warm or cold; --warm on the command line = warm = [true]
+    first = {(r["policy"], r["k"], r["warm"]): r["misses"] for r in rows if r["trace"] == "s0"}
+    assert all(first[(p, k, True)] == first[(p, k, False)] for p, k, _ in first)
+    spec2 = spec_file(tmp_path, text.replace("warm = [false, true]\n", ""))
+    assert main(["sweep", str(spec2), "--out", str(tmp_path / "c.csv"), "--workers", "0",
+                 "--warm", "--json"]) == 0
+    capsys.readouterr()
+    assert {r["warm"] for r in read_table(tmp_path / "c.csv")} == {True}
+    with pytest.raises(PagingError, match="warm must be true, false"):
+        load_spec(spec_file(tmp_path, text.replace("[false, true]", '"yes"')))
