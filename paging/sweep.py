@@ -11,6 +11,7 @@ sequence x policy x cache size x seed x options, and one row of the output table
     expand    = ["rounds"]            # default ["rounds"]
     model     = ["mixtral-8x7b"]      # optional, with precision = [...] and hardware = [...]
     routing   = ["standard", "cache-prior:lambda=0.5"]   # default ["standard"]; needs groups
+                                      # (Δavg runs over the file's sequences, as in simulate)
     prefetch  = ["none", "oracle:precision=0.8,recall=0.8", "transition"]   # optional
     prefetch_strategy = ["topk:overfetch=1", "percentile:p=80"]            # optional
     miss      = ["fetch", "drop:rank=1"]                                   # optional
@@ -411,8 +412,8 @@ def run_task(task: Task) -> list[dict]:
         cap = {"k": k} if k is not None else {"budget": budget_bytes(g)}
         res = simulate(trace, task.policy, costs=costs, sizes=sizes, seed=task.seed,
                        record=(True if extended else "hits") if cm else False,
-                       prefetch=_prefetcher(task, trace), miss=task.miss, routing=task.routing,
-                       **cap)
+                       prefetch=_prefetcher(task, trace), miss=task.miss,
+                       routing=_router(task), **cap)
         fields = res.to_dict()
         if cm is not None:
             from paging.cost.timeline import timeline_run
@@ -423,6 +424,14 @@ def run_task(task: Task) -> list[dict]:
             fields["prefetch_late"] = tm.prefetch_late
         rows.append(_row(task, trace.name, k, g, "simulate", fields))
     return rows
+
+
+def _router(task: Task):
+    """The routing hook of one cell: fresh, primed with the file's earlier sequences (Cache-
+    Prior's Δavg runs over the sequences of a run, as ``paging simulate`` does), or None."""
+    from paging.routing import router_for_run
+
+    return router_for_run(task.routing, _traces(task.path, task.expand)[:task.seq])
 
 
 def _prefetcher(task: Task, trace):

@@ -20,10 +20,15 @@ cumsum:tau=T[,j=J]|cache-prior:lambda=L[,j=J]`` changes which experts each (toke
 requests, seeing the cache; the JSON adds ``routing``, ``routing_note``, ``retained_mass``,
 ``top1_changed``, ``kl`` and ``slots`` (the trace's requests; ``requests`` counts the served
 ones). A routed run reads the trace in groups mode (``--expand rounds`` with K > 1 is refused).
-``--routing standard`` (the default) is today's run.
+``--routing standard`` (the default) is today's run. Cache-Prior's Δavg runs over the
+sequences of the file in order (``delta=run``, the paper's "over sequences and tokens"; each
+sequence still starts from an empty cache); ``cache-prior:...,delta=sequence`` restarts it at
+every sequence.
 """
 
 from __future__ import annotations
+
+import copy
 
 from paging.commands.common import add_trace_args, format_table, load_from_args
 
@@ -80,7 +85,8 @@ def add_parser(sub) -> None:
                          "substitute")
     p.add_argument("--routing", metavar="R[:opts]", default=None,
                    help="cache-aware routing: standard (default), pruning:j=J, "
-                        "max-rank:j=J[,m=M], cumsum:tau=T[,j=J], cache-prior:lambda=L[,j=J]; "
+                        "max-rank:j=J[,m=M], cumsum:tau=T[,j=J], "
+                        "cache-prior:lambda=L[,j=J][,delta=run|sequence]; "
                         "reads the trace in groups mode")
     p.set_defaults(expand=None)  # rounds, or groups for a routed run
     p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
@@ -212,8 +218,13 @@ def run(args) -> int:
     traces = load_from_args(args)
     spec.check(traces)
     if router is not None:
+        check = make_router(args.routing)
         for t in traces:  # J > K and what the trace does not know: refused before any run
-            router.reset(t)
+            check.reset(t)
+    # the routing state a run carries from one sequence to the next (Cache-Prior's Δavg runs
+    # "over sequences and tokens"): each run on a sequence gets a copy primed with the earlier
+    # sequences of the file (it does not depend on the cache, so every policy and size shares it)
+    carry = make_router(args.routing)
     for k in args.k or []:
         check_k(k, traces[0].layout.n_pages if traces else None)
     rows = []
@@ -245,7 +256,9 @@ def run(args) -> int:
                 else:
                     res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
                                    seed=args.seed, engine=args.engine,
-                                   record="hits" if cm else False, routing=router, **cap)
+                                   record="hits" if cm else False,
+                                   routing=None if carry is None else copy.deepcopy(carry),
+                                   **cap)
                 row = res.to_dict()
                 if cm is not None:
                     from paging.cost.timeline import timeline_run
@@ -257,6 +270,8 @@ def run(args) -> int:
                     if spec.on:
                         row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
                 rows.append(row)
+        if carry is not None:
+            carry.prime([trace])
     if args.json:
         print_json(rows)
         return 0

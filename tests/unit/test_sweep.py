@@ -237,3 +237,24 @@ def test_routing_key_adds_routed_cells(tmp_path):
         load_spec_text = text.replace('expand = ["groups"]\n', "")
         run_sweep(spec_file(tmp_path, load_spec_text), tmp_path / "x.parquet", workers=0)
     assert not (tmp_path / "x.parquet").exists()
+
+
+def test_cache_prior_cells_carry_delta_over_the_file(tmp_path):
+    """A routed sweep cell of a file's second sequence runs with Cache-Prior's Δavg primed by
+    the first sequence, as ``paging simulate`` does (delta=run); delta=sequence restarts it."""
+    from paging.generators import router
+    from paging.io import write_npz
+    from paging.routing import router_for_run
+
+    a = router(8, 4, 40, k=2, seed=11, expand="groups", name="a", sigma=4.0)
+    b = router(8, 4, 40, k=2, seed=12, expand="groups", name="b")
+    write_npz([a, b], tmp_path / "ab.npz")
+    text = (f'traces = ["{tmp_path / "ab.npz"}"]\npolicies = ["lru"]\nk = [8]\n'
+            'expand = ["groups"]\nrouting = ["cache-prior:lambda=0.4", '
+            '"cache-prior:lambda=0.4,delta=sequence"]\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "cp.parquet", workers=0)
+    got = {(r["trace"], r["routing"]): r["misses"] for r in read_table(tmp_path / "cp.parquet")}
+    run, seq = "cache-prior:lambda=0.4", "cache-prior:lambda=0.4,delta=sequence"
+    assert got[("b", run)] == simulate(b, "lru", 8, routing=router_for_run(run, [a])).misses
+    assert got[("b", seq)] == simulate(b, "lru", 8, routing=run).misses != got[("b", run)]
+    assert got[("a", run)] == got[("a", seq)] == simulate(a, "lru", 8, routing=run).misses
