@@ -73,7 +73,8 @@ def add_parser(sub) -> None:
     sp = p.add_argument_group("SpecMD: prefetching and miss handling (reference loop)")
     sp.add_argument("--prefetch", metavar="PREDICTOR[:opts]", default=None,
                     help="prefetch the next layer's experts after each group: "
-                         "oracle[:precision=P,recall=R,seed=S], previous-token, frequency, "
+                         "oracle[:precision=P,recall=R,seed=S,rounding=stochastic|nearest], "
+                         "previous-token, frequency, "
                          "transition[:train=FILE] (default training set: the file's other "
                          "sequences)")
     sp.add_argument("--prefetch-strategy", metavar="S", default=None,
