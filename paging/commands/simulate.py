@@ -5,7 +5,11 @@ one number per page id, or a ``.npy``) give the pages' fetch costs and sizes; ``
 counts the cache in bytes instead of pages. ``--model M --precision Q --hardware H`` take sizes
 and fetch times from the cost model (:mod:`paging.cost`) and add the latency timeline
 (:mod:`paging.cost.timeline`): ``capacity``, ``stall_ms``, ``time_ms``, ``tokens_per_s`` and the
-other timing fields in the JSON.
+other timing fields in the JSON. Timing sensitivity (:mod:`paging.cost.timeline`):
+``--token-overhead-ms MS`` (a fixed time per token on the compute stream) and
+``--prefetch-streams 2`` (prefetches on a concurrent copy stream; ``--prefetch-link
+shared|separate``: the link's bandwidth split between the streams, or not); the JSON then
+carries the options given. Their defaults leave every number as before.
 
 SpecMD's phases of the loop (:mod:`paging.predict.prefetch`, :mod:`paging.miss`):
 ``--prefetch PREDICTOR[:opts]`` (oracle, previous-token, transition, frequency),
@@ -70,6 +74,17 @@ def add_parser(sub) -> None:
                    help="prefill order: token by token as read (default, the paging model's), "
                         "or batched as a real prefill runs it (one pass over the layers, each "
                         "distinct expert once per layer; groups mode)")
+    m.add_argument("--token-overhead-ms", type=float, default=None, metavar="MS",
+                   help="fixed time per token (forward pass) on the compute stream, for "
+                        "sensitivity (default 0; a batched prefill is one pass)")
+    m.add_argument("--prefetch-streams", type=int, choices=(1, 2), default=None,
+                   help="copy streams: 1 (default; prefetches queue behind demand transfers) "
+                        "or 2 (prefetches on a concurrent stream of their own; needs "
+                        "--prefetch)")
+    m.add_argument("--prefetch-link", choices=("shared", "separate"), default=None,
+                   help="with --prefetch-streams 2: the two streams split the link's bandwidth "
+                        "while both transfer (shared, default) or each has full bandwidth "
+                        "(separate, an upper bound)")
     sp = p.add_argument_group("SpecMD: prefetching and miss handling (reference loop)")
     sp.add_argument("--prefetch", metavar="PREDICTOR[:opts]", default=None,
                     help="prefetch the next layer's experts after each group: "
@@ -170,6 +185,29 @@ class _SpecMD:
         return cascade_weights(self.miss, cm.model, cm.hardware, cm.tiers(trace))
 
 
+def _timing_options(args) -> dict:
+    """``--token-overhead-ms``, ``--prefetch-streams`` and ``--prefetch-link`` as keyword
+    arguments of :func:`paging.cost.timeline.timeline_run` (only those given), checked before
+    any work."""
+    from paging.cost.timeline import timeline_options
+    from paging.errors import PagingError
+
+    given = {k: v for k, v in (("token_overhead_ms", args.token_overhead_ms),
+                               ("prefetch_streams", args.prefetch_streams),
+                               ("prefetch_link", args.prefetch_link)) if v is not None}
+    if given and not args.model:
+        raise PagingError("--token-overhead-ms, --prefetch-streams and --prefetch-link are "
+                          "timing options: they need --model")
+    if given.get("prefetch_streams") == 2 and args.prefetch is None:
+        raise PagingError("--prefetch-streams 2 puts prefetches on a stream of their own: it "
+                          "needs --prefetch")
+    if "prefetch_link" in given and given.get("prefetch_streams") != 2:
+        raise PagingError("--prefetch-link says how two copy streams share the link: it needs "
+                          "--prefetch-streams 2")
+    timeline_options(**given)
+    return given
+
+
 def _read(path, n_pages: int, kind: str):
     from paging.io.weights import read_weights
 
@@ -196,6 +234,7 @@ def run(args) -> int:
         raise PagingError("--precision, --hardware and --host-gb need --model")
     if args.prefill == "batched" and not args.model:
         raise PagingError("--prefill batched is a timing option: it needs --model")
+    timing = _timing_options(args)
     budgets = [budget_bytes(g) for g in args.budget_gb or []]
     cm = (CostSetup.from_names(args.model, args.precision, args.hardware, args.host_gb)
           if args.model else None)
@@ -266,8 +305,9 @@ def run(args) -> int:
 
                     tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
                                       hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
-                                      batch=batch)
+                                      batch=batch, **timing)
                     row.update(cm.timed_fields(res, tm))
+                    row.update(timing)  # only the options given (default output unchanged)
                     if spec.on:
                         row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
                 rows.append(row)
