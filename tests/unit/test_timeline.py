@@ -366,3 +366,71 @@ def test_cli_timing_options_bad_input(capsys, tmp_path, extra, msg):
                *extra, "--json"])
     cap = capsys.readouterr()
     assert rc == 2 and cap.out == "" and cap.err.count("\n") == 1 and msg in cap.err
+
+
+def test_timing_sensitivity_rows_are_one_run_replayed(tmp_path):
+    """paging.cost.sensitivity: per configuration one verified run, its timeline replayed per
+    variant (same misses; "today" = the default timeline; the batched prefill is one pass, so
+    an overhead o adds exactly o to TTFT; a run without prefetches is the same on 2 streams)."""
+    from paging.cost.sensitivity import timing_sensitivity
+    from paging.predict.prefetch import Prefetcher, make_predictor
+
+    model = get_model(str(_tiny_model_file(tmp_path)))
+    meta = {"phase_bounds": {"prefill": [0, 4], "decode": [4, 12]}}
+    routing = np.array([[[0], [1]], [[2], [1]], [[0], [2]], [[1], [0]], [[2], [2]], [[0], [1]]])
+    tr = from_routing(routing, LAY, expand="groups", meta=meta)
+    configs = {"oracle": {"policy": "lru", "prefetch": "oracle:precision=1,recall=1,seed=0",
+                          "strategy": "topk:overfetch=1"},
+               "none": {"policy": "least-stale", "prefetch": None}}
+    rows = timing_sensitivity(tr, budget=2 * int(page_sizes(model, get_precision("int4"))[0]),
+                              configs=configs, token_overhead_ms=(3.0,), model=str(
+                                  _tiny_model_file(tmp_path)))
+    assert [r["variant"] for r in rows] == ["today", "+3 ms/token", "2 streams, shared link",
+                                            "2 streams, separate links"] * 2
+    q, h = get_precision("int4"), get_hardware("link-5gbps")
+    bt, batch = batch_prefill(tr)
+    fetch, sizes = page_costs(model, q, h, np.zeros(6, np.int8)), page_sizes(model, q)
+    res = simulate(bt, "lru", budget=2 * int(sizes[0]), costs=fetch, sizes=sizes, record=True,
+                   prefetch=Prefetcher(make_predictor("oracle:precision=1,recall=1,seed=0")))
+    kw = dict(model=model, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes, batch=batch)
+    for r, opts in zip(rows[:4], ({}, {"token_overhead_ms": 3.0}, {"prefetch_streams": 2},
+                                  {"prefetch_streams": 2, "prefetch_link": "separate"}),
+                       strict=True):
+        tm = timeline_run(bt, res, **kw, **opts)
+        assert (r["misses"], r["ttft_ms"], r["tokens_per_s"]) == (res.misses, tm.ttft_ms,
+                                                                 tm.tokens_per_s)
+    assert rows[1]["ttft_ms"] == pytest.approx(rows[0]["ttft_ms"] + 3.0)
+    none = rows[4:]
+    assert none[2]["time_ms"] == none[3]["time_ms"] == none[0]["time_ms"]
+    with pytest.raises(Exception, match="give policy"):
+        timing_sensitivity(tr, budget=10**9, configs={"x": {"prefetch": None}},
+                           model=str(_tiny_model_file(tmp_path)))
+
+
+@needs_traces
+def test_timing_sensitivity_on_mixtral():
+    """Config#1 (transition top-k 1.0, LRU) at SpecMD's 4.35 GB, int4, 5 GB/s on the
+    prefill+decode dump: "today" is fig_specmd's Eliseev '23 row (1,269 misses, 0.504
+    tokens/s, TTFT 5,076 ms). The decode is link-bound: a per-token overhead hides behind
+    transfers in flight (same tokens/s, TTFT + o), a second stream sharing the link changes
+    almost nothing, separate links (twice the bandwidth for prefetches) raise the rate."""
+    from paging.cost import budget_bytes
+    from paging.cost.sensitivity import timing_sensitivity
+    from paging.io import load
+
+    root = "mixtral-8x7b-instruct-vllm/"
+    tr = load(root + "humaneval_p0_prefill_decode_raw.jsonl", expand="groups")[0]
+    train = load(root + "humaneval_2_routing.jsonl", expand="groups")
+    rows = timing_sensitivity(tr, budget=budget_bytes(4.35), train=train,
+                              token_overhead_ms=(20.0,))
+    c1 = {r["variant"]: r for r in rows if r["config"] == "Config#1"}
+    today = c1["today"]
+    assert today["misses"] == 1269 and round(today["tokens_per_s"], 3) == 0.504
+    assert round(today["ttft_ms"]) == 5076
+    assert c1["+20 ms/token"]["ttft_ms"] == pytest.approx(today["ttft_ms"] + 20.0)
+    assert c1["+20 ms/token"]["tokens_per_s"] == pytest.approx(today["tokens_per_s"],
+                                                               rel=1e-3)
+    assert c1["2 streams, shared link"]["tokens_per_s"] == pytest.approx(
+        today["tokens_per_s"], rel=1e-2)
+    assert c1["2 streams, separate links"]["tokens_per_s"] > 1.5 * today["tokens_per_s"]
+    assert {r["config"] for r in rows} == {"Config#1", "Config#5"}
