@@ -6,11 +6,15 @@ against the cost model's formulas on a preset, and the command line (JSON fields
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
 import pytest
 from conftest import needs_traces
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import topk_traces
 
 from paging import Layout, from_routing, simulate
 from paging.cli import main
@@ -434,3 +438,41 @@ def test_timing_sensitivity_on_mixtral():
         today["tokens_per_s"], rel=1e-2)
     assert c1["2 streams, separate links"]["tokens_per_s"] > 1.5 * today["tokens_per_s"]
     assert {r["config"] for r in rows} == {"Config#1", "Config#5"}
+
+
+@functools.lru_cache(maxsize=1)
+def _tiny_model():
+    return get_model(str(_tiny_model_file()))  # one temporary file for every example
+
+
+@settings(max_examples=40, deadline=None)
+@given(trace=topk_traces(max_tokens=8), k=st.integers(1, 10),
+       fetch=st.lists(st.floats(0.0, 20.0), min_size=15, max_size=15),
+       pred=st.sampled_from(["oracle:precision=0.5,recall=0.5,seed=3", "oracle",
+                             "previous-token", "frequency"]),
+       overhead=st.floats(0.0, 5.0))
+def test_stream_options_properties(trace, k, fetch, pred, overhead):
+    """On random runs with prefetching: a second stream on a separate link never makes a run
+    slower than one stream (every transfer starts no later); with a shared link the link
+    moves at most its bandwidth, so the run is no faster than the separate one; without any
+    prefetch the three are the same; the per-token overhead never shortens a run."""
+    from paging.predict.prefetch import Prefetcher, make_predictor
+
+    P = trace.layout.n_pages
+    costs = np.asarray(fetch[:P] + [1.0] * max(0, P - 15))
+    m, q, h = _tiny_model(), get_precision("int4"), get_hardware("link-5gbps")
+    res = simulate(trace, "lru", k, record=True, prefetch=Prefetcher(make_predictor(pred)))
+    kw = dict(model=m, precision=q, hardware=h, fetch_ms=costs, sizes=np.ones(P, np.int64))
+    one = timeline_run(trace, res, **kw, token_overhead_ms=overhead)
+    sep = timeline_run(trace, res, **kw, token_overhead_ms=overhead, prefetch_streams=2,
+                       prefetch_link="separate")
+    shr = timeline_run(trace, res, **kw, token_overhead_ms=overhead, prefetch_streams=2)
+    eps = 1e-9 * (1 + one.time_ms)
+    assert sep.time_ms <= one.time_ms + eps
+    assert sep.time_ms <= shr.time_ms + eps
+    assert one.bytes_moved == sep.bytes_moved == shr.bytes_moved
+    assert one.copy_busy_ms == pytest.approx(sep.copy_busy_ms) == pytest.approx(
+        shr.copy_busy_ms)
+    if res.extra["prefetches"] == 0:
+        assert one.time_ms == sep.time_ms == shr.time_ms
+    assert timeline_run(trace, res, **kw).time_ms <= one.time_ms + eps
