@@ -11,10 +11,12 @@ sequence x policy x cache size x seed x options, and one row of the output table
     expand    = ["rounds"]            # default ["rounds"]
     model     = ["mixtral-8x7b"]      # optional, with precision = [...] and hardware = [...]
     routing   = ["standard", "cache-prior:lambda=0.5"]   # default ["standard"]; needs groups
+                                      # (Δavg runs over the file's sequences, as in simulate)
     prefetch  = ["none", "oracle:precision=0.8,recall=0.8", "transition"]   # optional
     prefetch_strategy = ["topk:overfetch=1", "percentile:p=80"]            # optional
     miss      = ["fetch", "drop:rank=1"]                                   # optional
     warm      = [false, true]         # default [false]; true: a file's sequences back to back
+    timeline  = ["default", "token_overhead_ms=5", "prefetch_streams=2,prefetch_link=shared"]
 
 ``prefetch``, ``prefetch_strategy`` and ``miss`` are ``paging simulate``'s ``--prefetch``,
 ``--prefetch-strategy`` and ``--miss`` (``"none"`` = no prefetcher; ``transition`` learns on the
@@ -26,6 +28,13 @@ sequences of each file back to back through one cache and one policy state
 (:mod:`paging.warm`): one run per file, one row per sequence (``position``, ``prefill_misses``
 and, with a model, that request's own TTFT and decode rate). A warm ``transition`` prefetcher
 needs ``transition:train=FILE`` (every sequence of the file is simulated).
+
+``timeline`` (needs ``model``) sweeps the latency timeline's sensitivity options
+(:mod:`paging.cost.timeline`; ``paging simulate``'s ``--token-overhead-ms``,
+``--prefetch-streams``, ``--prefetch-link``): each value is ``"default"`` or
+``KEY=VALUE[,KEY=VALUE...]`` over ``token_overhead_ms``, ``prefetch_streams`` (1 or 2) and
+``prefetch_link`` (shared or separate); the column ``timeline`` holds the options in a fixed
+order (null for the default timeline, so earlier tables' cells keep their keys).
 
 A trace path is tried as given, under ``$PAGING_TRACES``, then next to the spec file. Every file
 holds one or more sequences; each sequence is a cell of its own (column ``trace``, as in
@@ -62,10 +71,12 @@ from paging.errors import PagingError
 
 #: The keys a sweep spec may hold.
 SPEC_KEYS = ("traces", "policies", "k", "budget_gb", "seeds", "expand", "model", "precision",
-             "hardware", "routing", "prefetch", "prefetch_strategy", "miss", "warm")
+             "hardware", "routing", "prefetch", "prefetch_strategy", "miss", "timeline",
+             "warm")
 #: Identify a cell (sorted in this order).
 KEY_COLUMNS = ("source", "trace", "policy", "expand", "model", "precision", "hardware",
-               "prefetch", "prefetch_strategy", "miss", "seed", "routing", "warm", "k",
+               "prefetch", "prefetch_strategy", "miss", "seed", "routing", "timeline", "warm",
+               "k",
                "budget_gb")
 _TIMING = (("time_ms", "float"), ("stall_ms", "float"), ("stall_fraction", "float"),
            ("ttft_ms", "float"), ("tpot_ms", "float"), ("tokens_per_s", "float"),
@@ -73,7 +84,7 @@ _TIMING = (("time_ms", "float"), ("stall_ms", "float"), ("stall_fraction", "floa
 #: Every column of the table and its type.
 COLUMNS = (("source", "str"), ("trace", "str"), ("policy", "str"), ("expand", "str"),
            ("model", "str"), ("precision", "str"), ("hardware", "str"), ("prefetch", "str"),
-           ("prefetch_strategy", "str"), ("miss", "str"), ("seed", "int"),
+           ("prefetch_strategy", "str"), ("miss", "str"), ("seed", "int"), ("timeline", "str"),
            ("k", "int"), ("budget_gb", "float"), ("method", "str"), ("requests", "int"),
            ("misses", "int"), ("hits", "int"), ("miss_ratio", "float"),
            ("collision_misses", "int"), ("bypasses", "int"), ("per_layer_misses", "list"),
@@ -111,6 +122,7 @@ class Spec:
     miss: tuple[str | None, ...]
     base: str  # the spec file's folder, for relative trace paths
     routing: tuple[str, ...] = ("standard",)
+    timeline: tuple[str | None, ...] = (None,)
     warm: tuple[bool, ...] = (False,)
 
 
@@ -137,6 +149,7 @@ class Task:
     curve: bool = False
     routing: str = "standard"
     base: str = "."  # the spec file's folder, for a transition:train=FILE path
+    timeline: str | None = None  # the timeline's options (None: the default timeline)
     warm: bool = False  # seq is -1: every sequence of the file, back to back
 
 
@@ -274,10 +287,71 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
     if True in warm_vals and routed:
         raise PagingError("warm with routing = [...] is not supported in sweeps", file,
                           _line_of(text, "warm"))
+    timeline = _timeline_key(doc, file, text, model, prefetch)
     return Spec(traces, tuple(p.lower() for p in policies), ks,
                 _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
                 hardware, prefetch, strategy, miss, str(Path(path).resolve().parent),
-                tuple(r.strip().lower() for r in routing), tuple(warm_vals))
+                tuple(r.strip().lower() for r in routing), timeline, tuple(warm_vals))
+
+
+_TIMELINE_KEYS = ("token_overhead_ms", "prefetch_streams", "prefetch_link")
+
+
+def timeline_kwargs(value: str | None) -> dict:
+    """The keyword arguments of :func:`paging.cost.timeline.timeline_run` in a ``timeline``
+    value (``None`` or ``"default"``: none), checked; a bad value is a PagingError."""
+    from paging.cost.timeline import timeline_options
+
+    if value is None or value.strip().lower() == "default":
+        return {}
+    out: dict = {}
+    for item in value.split(","):
+        key, eq, val = (x.strip() for x in item.partition("="))
+        key = key.lower()
+        if not eq or key not in _TIMELINE_KEYS or not val:
+            raise PagingError(f"timeline {value!r}: expected default or KEY=VALUE[,...] with "
+                              f"KEY one of {', '.join(_TIMELINE_KEYS)}")
+        if key in out:
+            raise PagingError(f"timeline {value!r}: {key} given twice")
+        try:
+            out[key] = (float(val) if key == "token_overhead_ms" else
+                        int(val) if key == "prefetch_streams" else val.lower())
+        except ValueError:
+            raise PagingError(f"timeline {value!r}: {key} must be a number, got {val!r}") \
+                from None
+    if "prefetch_link" in out and out.get("prefetch_streams") != 2:
+        raise PagingError(f"timeline {value!r}: prefetch_link needs prefetch_streams=2")
+    timeline_options(**out)
+    return out
+
+
+def _canonical_timeline(value: str) -> str | None:
+    """A ``timeline`` value in a fixed order of keys (None for the default timeline)."""
+    kw = timeline_kwargs(value)
+    if not kw:
+        return None
+    return ",".join(f"{k}={kw[k]:g}" if k == "token_overhead_ms" else f"{k}={kw[k]}"
+                    for k in _TIMELINE_KEYS if k in kw)
+
+
+def _timeline_key(doc: dict, file: str, text: str, model: tuple, prefetch: tuple) -> tuple:
+    """The ``timeline`` key: canonical values (None = default), needing ``model`` (and
+    ``prefetch`` for a second prefetch stream)."""
+    vals = _as_list(doc, "timeline", "str", file, text, default=["default"])
+    try:
+        out = tuple(_canonical_timeline(v) for v in vals)
+    except PagingError as e:
+        raise PagingError(e.message, file, _line_of(text, "timeline")) from None
+    if len(set(out)) != len(out):
+        raise PagingError(f"timeline lists the same options twice ({list(vals)})", file,
+                          _line_of(text, "timeline"))
+    if any(v is not None for v in out) and model == (None,):
+        raise PagingError("timeline options need model = [...] (the latency timeline)", file,
+                          _line_of(text, "timeline"))
+    if any(v is not None and "prefetch_streams=2" in v for v in out) and prefetch == (None,):
+        raise PagingError("timeline prefetch_streams=2 puts prefetches on a stream of their "
+                          "own: it needs prefetch = [...]", file, _line_of(text, "timeline"))
+    return out
 
 
 def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
@@ -387,12 +461,14 @@ def plan(spec: Spec) -> list[Task]:
                                 for h in spec.hardware:
                                     caps = ([(k, None) for k in spec.k]
                                             + [(None, g) for g in spec.budget_gb])
-                                    for p, st, mh in extras:
+                                    for (p, st, mh), tl in itertools.product(
+                                            extras, spec.timeline if m is not None
+                                            else (None,)):
                                         cv = curve and p is None and mh is None
                                         groups = [tuple(caps)] if cv else [(c,) for c in caps]
                                         tasks += [Task(source, path, i, expand, policy, seed, m,
                                                        q, h, p, st, mh, g, cv, routing,
-                                                       spec.base)
+                                                       spec.base, tl)
                                                   for g in groups]
     return tasks
 
@@ -404,17 +480,17 @@ def _warm_tasks(spec: Spec, source: str, path: str, expand: str) -> list[Task]:
                                 for st in spec.prefetch_strategy for m in spec.miss))
     caps = [(k, None) for k in spec.k] + [(None, g) for g in spec.budget_gb]
     return [Task(source, path, -1, expand, policy, seed, m, q, h, p, st, mh, (c,), False,
-                 "standard", spec.base, True)
+                 "standard", spec.base, timeline=tl, warm=True)
             for policy in spec.policies for seed in spec.seeds for m in spec.model
             for q in spec.precision for h in spec.hardware for p, st, mh in extras
-            for c in caps]
+            for tl in (spec.timeline if m is not None else (None,)) for c in caps]
 
 
 def cell_keys(task: Task, name: str) -> list[tuple]:
     """The key tuples (:data:`KEY_COLUMNS`) of the cells of ``task`` (sequence ``name``)."""
     return [(task.source, name, task.policy, task.expand, task.model, task.precision,
              task.hardware, task.prefetch, task.prefetch_strategy, task.miss, task.seed,
-             task.routing, task.warm, k, g) for k, g in task.caps]
+             task.routing, task.timeline, task.warm, k, g) for k, g in task.caps]
 
 
 # -- one task ------------------------------------------------------------------------------------
@@ -460,14 +536,15 @@ def run_task(task: Task) -> list[dict]:
         cap = {"k": k} if k is not None else {"budget": budget_bytes(g)}
         res = simulate(trace, task.policy, costs=costs, sizes=sizes, seed=task.seed,
                        record=(True if extended else "hits") if cm else False,
-                       prefetch=_prefetcher(task, trace), miss=task.miss, routing=task.routing,
-                       **cap)
+                       prefetch=_prefetcher(task, trace), miss=task.miss,
+                       routing=_router(task), **cap)
         fields = res.to_dict()
         if cm is not None:
             from paging.cost.timeline import timeline_run
 
             tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
-                              hardware=cm.hardware, fetch_ms=costs, sizes=sizes)
+                              hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
+                              **timeline_kwargs(task.timeline))
             fields.update(cm.timed_fields(res, tm))
             fields["prefetch_late"] = tm.prefetch_late
         rows.append(_row(task, trace.name, k, g, "simulate", fields))
@@ -504,7 +581,8 @@ def _run_warm(task: Task) -> list[dict]:
             from paging.cost.timeline import timeline_run
 
             tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
-                              hardware=cm.hardware, fetch_ms=costs, sizes=sizes)
+                              hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
+                              **timeline_kwargs(task.timeline))
             common["capacity"] = cm.timed_fields(res, tm).get("capacity")
             per_time = tm.per_sequence
         for i, seq in enumerate(split(trace, res)):
@@ -515,6 +593,14 @@ def _run_warm(task: Task) -> list[dict]:
                                                            "tokens_per_s", "decode_tokens")})
             rows.append(_row(task, seq["trace"], k, g, "simulate", fields))
     return rows
+
+
+def _router(task: Task):
+    """The routing hook of one cell: fresh, primed with the file's earlier sequences (Cache-
+    Prior's Δavg runs over the sequences of a run, as ``paging simulate`` does), or None."""
+    from paging.routing import router_for_run
+
+    return router_for_run(task.routing, _traces(task.path, task.expand)[:task.seq])
 
 
 def _prefetcher(task: Task, trace):

@@ -5,7 +5,11 @@ one number per page id, or a ``.npy``) give the pages' fetch costs and sizes; ``
 counts the cache in bytes instead of pages. ``--model M --precision Q --hardware H`` take sizes
 and fetch times from the cost model (:mod:`paging.cost`) and add the latency timeline
 (:mod:`paging.cost.timeline`): ``capacity``, ``stall_ms``, ``time_ms``, ``tokens_per_s`` and the
-other timing fields in the JSON.
+other timing fields in the JSON. Timing sensitivity (:mod:`paging.cost.timeline`):
+``--token-overhead-ms MS`` (a fixed time per token on the compute stream) and
+``--prefetch-streams 2`` (prefetches on a concurrent copy stream; ``--prefetch-link
+shared|separate``: the link's bandwidth split between the streams, or not); the JSON then
+carries the options given. Their defaults leave every number as before.
 
 SpecMD's phases of the loop (:mod:`paging.predict.prefetch`, :mod:`paging.miss`):
 ``--prefetch PREDICTOR[:opts]`` (oracle, previous-token, transition, frequency),
@@ -20,7 +24,10 @@ cumsum:tau=T[,j=J]|cache-prior:lambda=L[,j=J]`` changes which experts each (toke
 requests, seeing the cache; the JSON adds ``routing``, ``routing_note``, ``retained_mass``,
 ``top1_changed``, ``kl`` and ``slots`` (the trace's requests; ``requests`` counts the served
 ones). A routed run reads the trace in groups mode (``--expand rounds`` with K > 1 is refused).
-``--routing standard`` (the default) is today's run.
+``--routing standard`` (the default) is today's run. Cache-Prior's Δavg runs over the
+sequences of the file in order (``delta=run``, the paper's "over sequences and tokens"; each
+sequence still starts from an empty cache); ``cache-prior:...,delta=sequence`` restarts it at
+every sequence.
 
 Warm caches (:mod:`paging.warm`): ``--warm`` runs the sequences of every TRACE given, in order
 (or shuffled by ``--warm-seed S``), back to back through one cache and one policy state; each
@@ -30,6 +37,8 @@ sequence gets its own row (``position``, ``misses``, ``prefill_misses``, and wit
 """
 
 from __future__ import annotations
+
+import copy
 
 from paging.commands.common import add_trace_args, format_table, load_from_args
 
@@ -74,10 +83,22 @@ def add_parser(sub) -> None:
                    help="prefill order: token by token as read (default, the paging model's), "
                         "or batched as a real prefill runs it (one pass over the layers, each "
                         "distinct expert once per layer; groups mode)")
+    m.add_argument("--token-overhead-ms", type=float, default=None, metavar="MS",
+                   help="fixed time per token (forward pass) on the compute stream, for "
+                        "sensitivity (default 0; a batched prefill is one pass)")
+    m.add_argument("--prefetch-streams", type=int, choices=(1, 2), default=None,
+                   help="copy streams: 1 (default; prefetches queue behind demand transfers) "
+                        "or 2 (prefetches on a concurrent stream of their own; needs "
+                        "--prefetch)")
+    m.add_argument("--prefetch-link", choices=("shared", "separate"), default=None,
+                   help="with --prefetch-streams 2: the two streams split the link's bandwidth "
+                        "while both transfer (shared, default) or each has full bandwidth "
+                        "(separate, an upper bound)")
     sp = p.add_argument_group("SpecMD: prefetching and miss handling (reference loop)")
     sp.add_argument("--prefetch", metavar="PREDICTOR[:opts]", default=None,
                     help="prefetch the next layer's experts after each group: "
-                         "oracle[:precision=P,recall=R,seed=S], previous-token, frequency, "
+                         "oracle[:precision=P,recall=R,seed=S,rounding=stochastic|nearest], "
+                         "previous-token, frequency, "
                          "transition[:train=FILE] (default training set: the file's other "
                          "sequences)")
     sp.add_argument("--prefetch-strategy", metavar="S", default=None,
@@ -89,7 +110,8 @@ def add_parser(sub) -> None:
                          "substitute")
     p.add_argument("--routing", metavar="R[:opts]", default=None,
                    help="cache-aware routing: standard (default), pruning:j=J, "
-                        "max-rank:j=J[,m=M], cumsum:tau=T[,j=J], cache-prior:lambda=L[,j=J]; "
+                        "max-rank:j=J[,m=M], cumsum:tau=T[,j=J], "
+                        "cache-prior:lambda=L[,j=J][,delta=run|sequence]; "
                         "reads the trace in groups mode")
     p.set_defaults(expand=None)  # rounds, or groups for a routed run
     wm = p.add_argument_group("warm caches")
@@ -179,6 +201,29 @@ class _SpecMD:
         return cascade_weights(self.miss, cm.model, cm.hardware, cm.tiers(trace))
 
 
+def _timing_options(args) -> dict:
+    """``--token-overhead-ms``, ``--prefetch-streams`` and ``--prefetch-link`` as keyword
+    arguments of :func:`paging.cost.timeline.timeline_run` (only those given), checked before
+    any work."""
+    from paging.cost.timeline import timeline_options
+    from paging.errors import PagingError
+
+    given = {k: v for k, v in (("token_overhead_ms", args.token_overhead_ms),
+                               ("prefetch_streams", args.prefetch_streams),
+                               ("prefetch_link", args.prefetch_link)) if v is not None}
+    if given and not args.model:
+        raise PagingError("--token-overhead-ms, --prefetch-streams and --prefetch-link are "
+                          "timing options: they need --model")
+    if given.get("prefetch_streams") == 2 and args.prefetch is None:
+        raise PagingError("--prefetch-streams 2 puts prefetches on a stream of their own: it "
+                          "needs --prefetch")
+    if "prefetch_link" in given and given.get("prefetch_streams") != 2:
+        raise PagingError("--prefetch-link says how two copy streams share the link: it needs "
+                          "--prefetch-streams 2")
+    timeline_options(**given)
+    return given
+
+
 def _read(path, n_pages: int, kind: str):
     from paging.io.weights import read_weights
 
@@ -208,6 +253,7 @@ def run(args) -> int:
         raise PagingError("--prefill batched is a timing option: it needs --model")
     if args.warm_seed is not None and not args.warm:
         raise PagingError("--warm-seed orders the sequences of a warm run: it needs --warm")
+    timing = _timing_options(args)
     budgets = [budget_bytes(g) for g in args.budget_gb or []]
     cm = (CostSetup.from_names(args.model, args.precision, args.hardware, args.host_gb)
           if args.model else None)
@@ -242,8 +288,9 @@ def run(args) -> int:
     traces = load_from_args(args)
     spec.check(traces)
     if router is not None:
+        check = make_router(args.routing)
         for t in traces:  # J > K and what the trace does not know: refused before any run
-            router.reset(t)
+            check.reset(t)
     for k in args.k or []:
         check_k(k, traces[0].layout.n_pages if traces else None)
     rows = []
@@ -258,8 +305,15 @@ def run(args) -> int:
             runs = [concat(*zip(*[batch_prefill(t) for t in seqs], strict=True))]
         else:
             runs = [(concat(seqs)[0], None)]
+    # the routing state a run carries from one sequence to the next (Cache-Prior's Δavg runs
+    # "over sequences and tokens"): each cold run on a sequence gets a copy primed with the
+    # earlier sequences of the file (it does not depend on the cache, so every policy and size
+    # shares it); a warm run is one run, whose hook carries it by itself
+    carry = make_router(args.routing)
     for trace, batch in runs:
-        rows += _run_one(args, trace, batch, traces, cm, spec, router, budgets)
+        rows += _run_one(args, trace, batch, traces, cm, spec, carry, budgets, timing)
+        if carry is not None:
+            carry.prime([trace])
     if args.json:
         print_json(rows)
         return 0
@@ -282,7 +336,7 @@ def run(args) -> int:
     return 0
 
 
-def _run_one(args, trace, batch, traces, cm, spec, router, budgets) -> list[dict]:
+def _run_one(args, trace, batch, traces, cm, spec, carry, budgets, timing) -> list[dict]:
     """Every policy and capacity on one sequence (or one warm run's joined trace)."""
     from paging.cost.setup import PREFETCH_TIMING_FIELDS
     from paging.simulate import simulate
@@ -315,7 +369,7 @@ def _run_one(args, trace, batch, traces, cm, spec, router, budgets) -> list[dict
             else:
                 res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
                                seed=args.seed, engine=args.engine, record=record,
-                               routing=router, **cap)
+                               routing=None if carry is None else copy.deepcopy(carry), **cap)
             row = res.to_dict()
             tm = None
             if cm is not None:
@@ -323,8 +377,9 @@ def _run_one(args, trace, batch, traces, cm, spec, router, budgets) -> list[dict
 
                 tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
                                   hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
-                                  batch=batch)
+                                  batch=batch, **timing)
                 row.update(cm.timed_fields(res, tm))
+                row.update(timing)  # only the options given (default output unchanged)
                 if spec.on:
                     row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
             if warm:

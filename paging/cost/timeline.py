@@ -31,6 +31,35 @@ charges time by the cost model (:mod:`paging.cost.arith`):
 Without prefetching and with the default miss handling the numbers are exactly those of the
 demand-only replay (:func:`timeline` runs the same kernel as before).
 
+Sensitivity options (:func:`timeline`, :func:`timeline_run`, ``paging simulate
+--token-overhead-ms``, ``--prefetch-streams``, ``--prefetch-link``); their defaults leave every
+number as it was:
+
+* **per-token overhead** (``token_overhead_ms``, default 0): a fixed time charged on the
+  compute stream once per token, when the token's first group starts (before its non-expert
+  work): whatever a real engine spends per forward pass outside the modelled layers (kernel
+  launches, the framework, sampling). A token is a value of the trace's token column: a decode
+  token, a prompt token of a token-by-token prefill, or the one pass of a batched prefill
+  (:func:`batch_prefill`), so TTFT gains one overhead with a batched prefill and each decode
+  token one (TPOT grows by exactly the overhead when nothing waits on a transfer). It counts as
+  compute, not stall. No paper gives a value: it is an input for sensitivity, not a constant.
+* **prefetch streams** (``prefetch_streams``, default 1). SpecMD's watchdog "issu[es]
+  non-blocking CUDA transfers when space allows" (App. A.3) and the prefetch loop "operates
+  asynchronously" (Sec. 3.1.4). With 1, prefetches queue on the demand transfers' FIFO copy
+  stream behind the group's demand misses (a demand miss waits for every prefetch queued
+  before it). With 2, prefetches go on a second copy stream of their own, so a demand miss
+  never queues behind a prefetch; a group's prefetches are still issued when its demand
+  transfers have landed (Algorithm 1: "Phase 3: Prefetch submission" follows phase 2, where
+  fetch "blocks until the expert loads"), as with one stream. ``prefetch_link``:
+  ``"shared"`` (default with 2 streams) — the two streams share the link's bandwidth: while
+  both transfer, each moves at half the link's rate (a fluid, processor-sharing split; the
+  assumption is that the link, not the DMA engines, is the bottleneck and that it is split
+  evenly between two concurrent copies);
+  ``"separate"`` — each stream moves at the full rate whatever the other does (an upper bound
+  on what a second stream can gain, as if prefetches had a link of their own). A page
+  prefetched and still in flight makes its first use wait (``prefetch_late``) as before.
+  ``copy_busy_ms`` stays the sum of the transfer times at full bandwidth.
+
 Reported: time to first token (the prefill phase, when the trace has one), decode time, time per
 output token and tokens/s, stall time and its fraction of the total, bytes moved.
 Cost: O(N) in a compiled loop (the timeline adds a fraction of a simulated run's time).
@@ -51,7 +80,17 @@ from paging.trace import Trace
 @njit(cache=True, nogil=True)
 def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page, first,
               comp, comp1, lay, lay1, marks):
-    """Replay the groups on the two streams.
+    """The default replay (:func:`_timeline_ext` without a per-token overhead, one copy
+    stream): the arguments and results of :func:`_timeline_ext`."""
+    return _timeline_ext(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page,
+                         first, comp, comp1, lay, lay1, marks, np.zeros(0, np.bool_), 0.0, 1,
+                         True)
+
+
+@njit(cache=True, nogil=True)
+def _timeline_ext(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page, first,
+                  comp, comp1, lay, lay1, marks, new_token, overhead, streams, shared):
+    """Replay the groups on the streams.
 
     ``kind[r]``: 0 hit, 1 fetched miss, 2 dropped, 3 substituted; ``used[r]`` the page that
     serves request r (the substitute for kind 3). A fetched miss moves ``req_ms[r]`` /
@@ -64,7 +103,17 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
     time, its time when the group holding request ``marks[m] - 1`` ends for every mark (the
     ends of prefills and of sequences; non-decreasing, 0 for a mark of 0), the stall, the copy
     stream's busy time, the bytes moved and the prefetched pages whose first use waited for
-    their transfer."""
+    their transfer.
+
+    ``overhead`` ms go on the compute stream when a group opens a new token (``new_token[r]``
+    at its first request; nothing when ``new_token`` is empty or ``overhead`` is 0).
+    ``streams`` = 1: demand transfers and prefetches share one FIFO copy stream (the default);
+    2: prefetches go on a second copy stream (:func:`timeline_run`), the link's bandwidth
+    split evenly while both streams transfer (``shared``) or not (each at full speed)."""
+    if streams == 2:
+        return _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at,
+                            pf_page, first, comp, comp1, lay, lay1, marks, new_token, overhead,
+                            shared)
     n = steps.size
     c = 0.0  # compute stream free at
     x = 0.0  # copy stream free at
@@ -87,6 +136,8 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
         j = i + 1
         while j < n and steps[j] == steps[i]:
             j += 1
+        if overhead > 0.0 and new_token.size and new_token[i]:
+            c += overhead
         for r in range(i, j):
             if all_first or first[r]:
                 c += lay[r] if lay.size else lay1
@@ -123,6 +174,176 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
             fresh[p] = True
             k += 1
         x = land
+        while m < marks.size and marks[m] <= j:
+            at_marks[m] = c
+            m += 1
+        i = j
+    return c, at_marks, stall, busy, nbytes, late
+
+
+@njit(cache=True, nogil=True)
+def _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page, first,
+                 comp, comp1, lay, lay1, marks, new_token, overhead, shared):
+    """:func:`_timeline_ext` with prefetches on a second copy stream (module docstring,
+    "prefetch streams"). The prefetch stream is a FIFO of the prefetches issued so far
+    (``qh`` .. ``k`` − 1, the head with ``rem`` ms of work left at full bandwidth) simulated up
+    to time ``pt``. Per group: advance it alone to the group's start t0; run the group's
+    demand transfers (issued at t0 on the demand stream) against it — with ``shared``, each
+    stream moves at half speed while both transfer (a fluid, processor-sharing split of one
+    link), else the demand stream at full speed and the prefetch stream unaffected; queue the
+    group's prefetches when its demand transfers have landed (SpecMD's Algorithm 1 submits
+    them in phase 3, after phase 2's blocking fetches; the one-stream replay queues them
+    behind the same transfers); then, when a hit needs a prefetch still queued, advance the
+    prefetch stream alone until it lands (no demand transfer runs then: the next group's
+    start is later)."""
+    n = steps.size
+    c = 0.0
+    xd = 0.0  # demand stream free at
+    stall = 0.0
+    busy = 0.0
+    nbytes = 0
+    late = 0
+    at_marks = np.zeros(marks.size)
+    m = 0
+    while m < marks.size and marks[m] <= 0:
+        m += 1
+    P = fetch_ms.size
+    ready = np.zeros(P)  # when each page's latest transfer lands (inf: still queued)
+    fresh = np.zeros(P, dtype=np.bool_)
+    last = np.full(P, -1, np.int64)  # the page's latest prefetch (-1: none pending)
+    dland = np.zeros(n)  # landing time of each demand transfer of the current group
+    all_first = first.size == 0
+    per_request = req_ms.size > 0
+    npf = pf_at.size
+    k = 0  # prefetches queued so far
+    qh = 0  # head of the prefetch stream's queue
+    rem = 0.0  # work left on the head (ms at full bandwidth)
+    pt = 0.0  # the prefetch stream is simulated up to pt
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and steps[j] == steps[i]:
+            j += 1
+        if overhead > 0.0 and new_token.size and new_token[i]:
+            c += overhead
+        for r in range(i, j):
+            if all_first or first[r]:
+                c += lay[r] if lay.size else lay1
+        t0 = c
+        # the prefetch stream alone up to t0
+        while qh < k and pt + rem <= t0:
+            pt += rem
+            q = pf_page[qh]
+            if last[q] == qh:
+                ready[q] = pt
+                last[q] = -1
+            qh += 1
+            if qh < k:
+                rem = fetch_ms[pf_page[qh]]
+        if qh < k:
+            rem -= t0 - pt
+        pt = t0
+        # the group's demand transfers, issued at t0, against the prefetch stream
+        tau = xd if xd > t0 else t0  # (free by t0: the compute stream waited for it)
+        for r in range(i, j):
+            if kind[r] != 1:
+                continue
+            p = used[r]
+            w = req_ms[r] if per_request else fetch_ms[p]
+            busy += w
+            nbytes += req_bytes[r] if per_request else sizes[p]
+            if not shared:
+                tau += w
+            else:
+                while w > 0.0:
+                    if qh < k:  # both streams move at half speed
+                        if w <= rem:
+                            tau += 2.0 * w
+                            rem -= w
+                            w = 0.0
+                            if rem <= 0.0:
+                                q = pf_page[qh]
+                                if last[q] == qh:
+                                    ready[q] = tau
+                                    last[q] = -1
+                                qh += 1
+                                if qh < k:
+                                    rem = fetch_ms[pf_page[qh]]
+                        else:
+                            tau += 2.0 * rem
+                            w -= rem
+                            q = pf_page[qh]
+                            if last[q] == qh:
+                                ready[q] = tau
+                                last[q] = -1
+                            qh += 1
+                            if qh < k:
+                                rem = fetch_ms[pf_page[qh]]
+                    else:
+                        tau += w
+                        w = 0.0
+            dland[r] = tau
+        xd = tau
+        # this group's prefetches join the queue when its demand transfers have landed
+        # (Algorithm 1: phase 3 follows phase 2, where a fetch blocks until the expert loads)
+        if shared:
+            if tau > pt:
+                pt = tau  # the stream moved along with the demand transfers up to tau
+        else:  # the stream alone up to tau
+            while qh < k and pt + rem <= tau:
+                pt += rem
+                q = pf_page[qh]
+                if last[q] == qh:
+                    ready[q] = pt
+                    last[q] = -1
+                qh += 1
+                if qh < k:
+                    rem = fetch_ms[pf_page[qh]]
+            if qh < k:
+                rem -= tau - pt
+            pt = tau
+        while k < npf and pf_at[k] <= j:
+            q = pf_page[k]
+            if qh == k:
+                rem = fetch_ms[q]
+            busy += fetch_ms[q]
+            nbytes += sizes[q]
+            ready[q] = np.inf
+            last[q] = k
+            fresh[q] = True
+            k += 1
+        for r in range(i, j):  # resident (or substitute) experts first, each once it has landed
+            if kind[r] == 0 or kind[r] == 3:
+                u = used[r]
+                if npf:
+                    if last[u] >= 0:  # its prefetch is still queued: run the stream alone
+                        while last[u] >= 0:
+                            pt += rem
+                            q = pf_page[qh]
+                            if last[q] == qh:
+                                ready[q] = pt
+                                last[q] = -1
+                            qh += 1
+                            if qh < k:
+                                rem = fetch_ms[pf_page[qh]]
+                    if ready[u] > c:
+                        stall += ready[u] - c
+                        c = ready[u]
+                        if fresh[u]:
+                            late += 1
+                    fresh[u] = False
+                c += comp[r] if comp.size else comp1
+        for r in range(i, j):  # each missing expert runs once its transfer has landed
+            if kind[r] == 1:
+                p = used[r]
+                land = dland[r]
+                ready[p] = land
+                last[p] = -1
+                fresh[p] = False
+                if land > c:
+                    stall += land - c
+                    c = land
+                c += comp[r] if comp.size else comp1
         while m < marks.size and marks[m] <= j:
             at_marks[m] = c
             m += 1
@@ -175,8 +396,43 @@ def _n_distinct(a: np.ndarray) -> int:
     return int(np.unique(a).size)
 
 
+#: prefetch copy streams a timeline may have, and how two of them share the link
+PREFETCH_STREAMS = (1, 2)
+PREFETCH_LINKS = ("shared", "separate")
+
+
+def timeline_options(token_overhead_ms=0.0, prefetch_streams=1,
+                     prefetch_link="shared") -> tuple[float, int, bool]:
+    """Validate the sensitivity options (module docstring): ``(overhead, streams, shared)``,
+    or a one-line :class:`PagingError`."""
+    import math
+
+    try:
+        ov = float(token_overhead_ms)
+    except (TypeError, ValueError):
+        ov = math.nan
+    if not (math.isfinite(ov) and ov >= 0):
+        raise PagingError(f"the per-token overhead must be a finite number of ms >= 0, got "
+                          f"{token_overhead_ms!r}")
+    if isinstance(prefetch_streams, bool) or prefetch_streams not in PREFETCH_STREAMS:
+        raise PagingError(f"prefetch streams must be 1 (one copy stream) or 2 (a second, "
+                          f"concurrent one for prefetches), got {prefetch_streams!r}")
+    if prefetch_link not in PREFETCH_LINKS:
+        raise PagingError(f"prefetch link must be shared or separate, got {prefetch_link!r}")
+    return ov, int(prefetch_streams), prefetch_link == "shared"
+
+
+def _new_token(tok: np.ndarray, overhead: float) -> np.ndarray:
+    """Whether each request opens a new token (empty when there is no overhead to charge)."""
+    if overhead <= 0 or tok.size == 0:
+        return np.zeros(0, bool)
+    return np.r_[True, tok[1:] != tok[:-1]]
+
+
 def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
-             fetch_ms: np.ndarray, sizes: np.ndarray, batch: np.ndarray | None = None) -> Timing:
+             fetch_ms: np.ndarray, sizes: np.ndarray, batch: np.ndarray | None = None,
+             token_overhead_ms: float = 0.0, prefetch_streams: int = 1,
+             prefetch_link: str = "shared") -> Timing:
     """Replay a recorded run on the cost model's streams (see the module docstring).
 
     Parameters
@@ -194,11 +450,15 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
         Bytes of every page id (:func:`paging.cost.arith.page_sizes`).
     batch : numpy.ndarray, optional
         Tokens served by each request (default 1; :func:`batch_prefill` gives the counts).
+    token_overhead_ms, prefetch_streams, prefetch_link
+        The sensitivity options of the module docstring (defaults: today's timeline; a run
+        without prefetches is the same with 1 or 2 streams).
 
     Returns
     -------
     Timing
     """
+    ov, streams, shared = timeline_options(token_overhead_ms, prefetch_streams, prefetch_link)
     N = trace.n_requests
     mask = np.asarray(hit_mask, dtype=bool)
     if mask.shape != (N,):
@@ -211,10 +471,11 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
                                             else None, N)
     marks, _ = _marks(trace)
     none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
-    total, at_marks, stall, busy, nbytes, _ = _timeline(
+    total, at_marks, stall, busy, nbytes, _ = _timeline_ext(
         trace.steps, (~mask).view(np.int8), trace.pages, np.asarray(fetch_ms, dtype=np.float64),
         np.asarray(sizes, dtype=np.int64), none_f, none_i, none_i, none_i,
-        np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1, marks)
+        np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1, marks,
+        _new_token(np.asarray(tok), ov), ov, streams, shared)
     return _timing(trace, tok, total, at_marks, stall, busy, nbytes, None)
 
 
@@ -306,19 +567,26 @@ def _timing(trace, tok, total, at_marks, stall, busy, nbytes, late) -> Timing:
 
 
 def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: np.ndarray,
-                 sizes: np.ndarray, batch: np.ndarray | None = None) -> Timing:
+                 sizes: np.ndarray, batch: np.ndarray | None = None,
+                 token_overhead_ms: float = 0.0, prefetch_streams: int = 1,
+                 prefetch_link: str = "shared") -> Timing:
     """The timeline of a recorded :class:`~paging.result.Result`: :func:`timeline` on its hit
     mask for a default run; for a run with a prefetcher or a miss handler (``result.events``,
-    ``simulate(..., record=True)``), the replay with prefetches on the copy stream, ready
-    times, dropped and substituted requests and per-level fetches (module docstring).
-    ``prefetch_late`` counts the prefetches whose first use had to wait for their transfer.
+    ``simulate(..., record=True)``), the replay with prefetches on the copy stream (or their
+    own, ``prefetch_streams=2``), ready times, dropped and substituted requests and per-level
+    fetches (module docstring). ``prefetch_late`` counts the prefetches whose first use had to
+    wait for their transfer. ``token_overhead_ms``, ``prefetch_streams`` and ``prefetch_link``:
+    the sensitivity options of the module docstring (defaults: today's numbers).
     """
+    ov, streams, shared = timeline_options(token_overhead_ms, prefetch_streams, prefetch_link)
     if result.hit_mask is None:
         raise PagingError("the timeline needs a recorded run (simulate(..., record=True))")
     ev = result.events
     if ev is None:
         return timeline(trace, result.hit_mask, model=model, precision=precision,
-                        hardware=hardware, fetch_ms=fetch_ms, sizes=sizes, batch=batch)
+                        hardware=hardware, fetch_ms=fetch_ms, sizes=sizes, batch=batch,
+                        token_overhead_ms=ov, prefetch_streams=streams,
+                        prefetch_link=prefetch_link)
     N = trace.n_requests
     mask = np.asarray(result.hit_mask, dtype=bool)
     if mask.shape != (N,):
@@ -347,10 +615,10 @@ def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: 
     tok, first = _tokens_and_first(trace)
     comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b, N)
     marks, _ = _marks(trace)
-    total, at_marks, stall, busy, nbytes, late = _timeline(
+    total, at_marks, stall, busy, nbytes, late = _timeline_ext(
         trace.steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf[:, 0].copy(),
         pf[:, 1].copy(), np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1,
-        marks)
+        marks, _new_token(np.asarray(tok), ov), ov, streams, shared)
     return _timing(trace, tok, total, at_marks, stall, busy, nbytes, late)
 
 

@@ -22,13 +22,25 @@ and A the experts the trace actually requests at the target (token, layer),
 
 Predictors (``--prefetch NAME[:opts]``)
 ---------------------------------------
-``oracle:precision=P,recall=R,seed=S``
+``oracle:precision=P,recall=R,seed=S[,rounding=stochastic|nearest]``
     Reads the future (it is the oracle). Noise model, per batch, with A the true set (a
-    experts): keep m = round(R·a) experts of A drawn uniformly without replacement, and add
-    f = min(n − a, round(m·(1 − P)/P)) experts outside A drawn uniformly without replacement
-    (f = 0 when m = 0); the proposed experts get scores 1 + u with u ~ U[0, 1) (a random order
-    for strategies that cut the list), the others 0. P = R = 1 proposes exactly A. Draws come
-    from ``numpy.random.default_rng(S)`` in batch order.
+    experts) and one draw u ~ U[0, 1): keep m = sround(R·a, u) experts of A and propose
+    s = sround(R·a/P, u) experts in all, i.e. add f = min(n − a, s − m) experts outside A,
+    each set drawn uniformly without replacement, where sround(x, u) = ⌊x⌋ + [u < x − ⌊x⌋] is
+    stochastic rounding (``rounding=stochastic``, the default). So E[m] = R·a and
+    E[m + f] = R·a/P exactly: summed over many batches the measured recall Σm/Σa and
+    precision Σm/Σ(m + f) equal R and P up to sampling error (the counts are unbiased; their
+    variance per batch is at most 1/4, below a binomial's). Rounding m and s with the same u
+    keeps s >= m (R·a/P >= R·a) and s within one expert of R·a/P: with P = R, s = a, so the
+    strategy ``topk:overfetch=1`` (K = a) never cuts the proposal. The cap n − a (too few
+    other experts for a low P) is the only bias: the measured precision is then above P.
+    ``rounding=nearest`` is the first model, kept under its name: m = round(R·a),
+    f = min(n − a, round(m·(1 − P)/P)) (f = 0 when m = 0), rounded per batch; on top-2
+    traces it is biased (P = R = 0.8: m = round(1.6) = 2 always and f = round(0.4999…) = 0,
+    so it measures precision 1 and recall near 1). The proposed experts get scores 1 + v with
+    v ~ U[0, 1) (a random order for strategies that cut the list), the others 0. P = R = 1
+    proposes exactly A under both. Draws come from ``numpy.random.default_rng(S)`` in batch
+    order.
 ``previous-token``
     The experts the target layer used for the previous token (score 1 each).
 ``transition``
@@ -124,49 +136,68 @@ class Predictor:
         return self.name
 
 
+#: how the oracle turns R·a and R·a/P into whole numbers of experts (module docstring)
+ORACLE_ROUNDINGS = ("stochastic", "nearest")
+
+
+def _sround(x: float, u: float) -> int:
+    """Stochastic rounding of ``x`` >= 0 with the uniform draw ``u``: ⌊x⌋ + [u < x − ⌊x⌋]."""
+    f = math.floor(x)
+    return int(f) + (1 if u < x - f else 0)
+
+
 class Oracle(Predictor):
     name = "oracle"
 
-    def __init__(self, precision: float = 1.0, recall: float = 1.0, seed: int = 0):
+    def __init__(self, precision: float = 1.0, recall: float = 1.0, seed: int = 0,
+                 rounding: str = "stochastic"):
+        if rounding not in ORACLE_ROUNDINGS:
+            raise PagingError(f"oracle: rounding must be stochastic or nearest, got {rounding!r}")
         self.precision, self.recall, self.seed = float(precision), float(recall), int(seed)
+        self.rounding = rounding
 
     def reset(self, trace, rng):
         super().reset(trace, rng)
         self.rng = np.random.default_rng(self.seed)  # the oracle's noise has its own seed
 
+    def _counts(self, a: int, n_other: int) -> tuple[int, int]:
+        """``(m, f)``: true experts kept and others added for a target of ``a`` true experts
+        (draws u first under stochastic rounding)."""
+        R, P = self.recall, self.precision
+        if self.rounding == "nearest":
+            m = int(math.floor(R * a + 0.5))
+            f = 0 if m == 0 else min(n_other, int(math.floor(m * (1 - P) / P + 0.5)))
+            return m, f
+        u = float(self.rng.random())
+        m = _sround(R * a, u)
+        return m, min(n_other, max(0, _sround(R * a / P, u) - m))
+
+    def _propose(self, out, act, others) -> None:
+        """Write one batch's scores into ``out`` (a row), from the true and the other experts."""
+        rng = self.rng
+        m, f = self._counts(act.size, others.size)
+        keep = rng.choice(act, size=m, replace=False) if m else act[:0]
+        extra = rng.choice(others, size=f, replace=False) if f else others[:0]
+        chosen = np.concatenate([keep, extra]).astype(np.int64)
+        out[chosen] = 1.0 + rng.random(chosen.size)
+
     def scores(self, lo, hi, token, layer, actual):
         out = np.zeros(self.n)
-        a = actual.size
-        m = int(math.floor(self.recall * a + 0.5))
-        keep = self.rng.choice(actual, size=m, replace=False) if m else actual[:0]
-        others = np.setdiff1d(np.arange(self.n), actual)
-        f = 0 if m == 0 else min(others.size,
-                                 int(math.floor(m * (1 - self.precision) / self.precision + 0.5)))
-        extra = self.rng.choice(others, size=f, replace=False) if f else others[:0]
-        chosen = np.concatenate([keep, extra]).astype(np.int64)
-        out[chosen] = 1.0 + self.rng.random(chosen.size)
+        self._propose(out, np.asarray(actual), np.setdiff1d(np.arange(self.n), actual))
         return out
 
     def score_matrix(self, lo, hi, token, layer, actual):
         """:meth:`scores` batch by batch (the same draws in the same order), with the true and
         the other experts read off ``actual`` instead of set operations."""
         out = np.zeros((lo.size, self.n))
-        rng, recall, precision = self.rng, self.recall, self.precision
         for g in range(lo.size):
             row = actual[g]
-            act, others = np.flatnonzero(row), np.flatnonzero(~row)
-            a = act.size
-            m = int(math.floor(recall * a + 0.5))
-            keep = rng.choice(act, size=m, replace=False) if m else act[:0]
-            f = 0 if m == 0 else min(others.size,
-                                     int(math.floor(m * (1 - precision) / precision + 0.5)))
-            extra = rng.choice(others, size=f, replace=False) if f else others[:0]
-            chosen = np.concatenate([keep, extra]).astype(np.int64)
-            out[g, chosen] = 1.0 + rng.random(chosen.size)
+            self._propose(out[g], np.flatnonzero(row), np.flatnonzero(~row))
         return out
 
     def spec(self):
-        return f"oracle:precision={self.precision:g},recall={self.recall:g},seed={self.seed}"
+        return (f"oracle:precision={self.precision:g},recall={self.recall:g},seed={self.seed}"
+                + ("" if self.rounding == "stochastic" else f",rounding={self.rounding}"))
 
 
 class PreviousToken(Predictor):
@@ -475,8 +506,12 @@ def make_predictor(spec: str, train: list[Trace] | None = None) -> Predictor:
         p = take_float(opts, "precision", 1.0, what, lo=0.0, hi=1.0, lo_open=True)
         r = take_float(opts, "recall", 1.0, what, lo=0.0, hi=1.0)
         s = take_int(opts, "seed", 0, what, lo=0)
-        no_more(opts, what, "precision=P, recall=R, seed=S")
-        return Oracle(p, r, s)
+        rounding = opts.pop("rounding", "stochastic").lower()
+        if rounding not in ORACLE_ROUNDINGS:
+            raise PagingError(f"{what}: rounding must be stochastic or nearest, got "
+                              f"{rounding!r}")
+        no_more(opts, what, "precision=P, recall=R, seed=S, rounding=stochastic|nearest")
+        return Oracle(p, r, s, rounding)
     if name == "previous-token":
         no_more(opts, what, "no options")
         return PreviousToken()

@@ -24,10 +24,19 @@ Hooks (spec ``NAME[:key=value,...]``, :func:`make_router`):
     reaches T (0 < T <= 1), then max-rank with that M. NOTE: the issue paraphrases this as
     "keep experts until the cumulative probability reaches T, fill the rest from the cache";
     we follow the paper's algorithm, where a larger T allows deeper promotion.
-``cache-prior:lambda=L[,j=J]``
+``cache-prior:lambda=L[,j=J][,delta=run|sequence]``
     Eq. 9-10: ``z' = z + L·Δavg·m̃`` with m̃ the cached experts plus the top J, Δavg the running
-    average (over the tokens seen so far, this one included) of max(z) − min(z) in this layer;
-    serve the top-K of z' (ties by original rank). L >= 0 (the paper sweeps [0, 1]).
+    average of max(z) − min(z) in this layer; serve the top-K of z' (ties by original rank).
+    L >= 0 (the paper sweeps [0, 1]). The paper: Δavg is "the range in logits for this layer
+    that we estimate using a running average over sequences and tokens" (Sec. 3.3, Eq. 10).
+    ``delta=run`` (the default, the paper's reading): the average runs over every (token,
+    layer) group routed so far in the run, this one included, across the sequences of the run
+    in order; ``delta=sequence`` (this package's first reading, kept under its name): the
+    average restarts at every sequence. The two differ only on a run of several sequences.
+    One :class:`CachePrior` instance is one run: it keeps Δavg across the ``simulate`` calls it
+    is given; :func:`router_for_run` gives a fresh hook primed with the sequences run before
+    (Δavg depends only on the trace's logits, never on the cache, so priming is exact; the CLI
+    and the sweep use it).
 
 What is known. With full logits (``Trace.logits``) every hook is the paper's. With only the
 top-K gate scores (the Mixtral logs, renormalised over the top 2) the ranks beyond K and the
@@ -38,7 +47,12 @@ tail probabilities are unknown, and the hooks say so in :attr:`Router.note`:
 * cumsum: the cumulative sum runs over the known scores; renormalised top-K scores reach any
   T <= 1 within K experts, so M <= K and cumsum routes exactly as standard;
 * cache-prior: an unknown expert's logit is taken as its upper bound, the K-th known logit
-  (z = log score), and Δavg is the known logits' range;
+  (z = log score), and Δavg is the known logits' range. On a top-2 trace (the Mixtral logs)
+  with J = 1 this makes λ irrelevant: the top-1 and every cached expert get the same bonus
+  λ·Δavg > 0, a cached expert's boosted logit (the 2nd logit + λ·Δavg) beats an uncached
+  2nd expert's (the 2nd logit) whatever λ > 0, so the hook serves the top-1 and then the best
+  ranked cached expert, exactly ``max-rank:j=1`` (tested); λ = 0 is standard routing. Only
+  J = 0 leaves λ a role there (a cached expert then has to beat the top-1's logit gap);
 * quality: an expert outside the original top K has unknown weight, counted as 0 (the lost mass
   is the replaced expert's probability).
 
@@ -61,10 +75,14 @@ from paging.errors import PagingError
 from paging.options import no_more, parse_spec, take_float, take_int
 
 __all__ = ["Router", "Standard", "Pruning", "MaxRank", "Cumsum", "CachePrior", "Group",
-           "make_router", "ROUTERS", "quality", "KL_EPS", "RoutedRun"]
+           "make_router", "router_for_run", "groups_of", "ROUTERS", "quality", "KL_EPS",
+           "RoutedRun", "DELTA_SCOPES"]
 
 #: smoothing of the KL proxy (share of the uniform distribution mixed into both weightings)
 KL_EPS = 0.01
+#: what Cache-Prior's running average Δavg runs over: the whole run (the paper's "over sequences
+#: and tokens", the default) or each sequence alone (the first reading)
+DELTA_SCOPES = ("run", "sequence")
 
 
 class Group:
@@ -138,6 +156,10 @@ class Router:
 
     def route(self, g: Group, cached: set[int]) -> list[int]:
         raise NotImplementedError
+
+    def prime(self, traces) -> None:
+        """Carry into this hook the running state that routing ``traces`` (sequences run
+        before, in order, in the same run) would leave; only Cache-Prior's Δavg has any."""
 
 
 class Standard(Router):
@@ -243,22 +265,52 @@ class Cumsum(MaxRank):
 
 
 class CachePrior(Router):
-    """Eq. 9-10: re-rank by ``z + λ·Δavg·m̃``; the weights stay the original ones."""
+    """Eq. 9-10: re-rank by ``z + λ·Δavg·m̃``; the weights stay the original ones.
+
+    ``delta``: ``"run"`` (default) keeps Δavg's running sums across every sequence this
+    instance routes, as the paper's "running average over sequences and tokens" (Sec. 3.3);
+    ``"sequence"`` restarts them at each sequence (:meth:`reset`), the first reading."""
 
     name = "cache-prior"
 
-    def __init__(self, lam: float, j: int = 1):
-        self.lam, self.j = lam, j
+    def __init__(self, lam: float, j: int = 1, delta: str = "run"):
+        if delta not in DELTA_SCOPES:
+            raise PagingError(f"cache-prior: delta must be one of {', '.join(DELTA_SCOPES)}, "
+                              f"got {delta!r}")
+        self.lam, self.j, self.delta = lam, j, delta
+        self._range_sum: list[float] | None = None
+        self._range_n: list[int] = []
 
     def spec(self):
-        return f"cache-prior:lambda={self.lam:g},j={self.j}"
+        return f"cache-prior:lambda={self.lam:g},j={self.j}" + (
+            "" if self.delta == "run" else f",delta={self.delta}")
 
     def reset(self, trace):
         super().reset(trace)
         _check_j(self, trace, lo=0)
         L = trace.layout.n_layers
-        self._range_sum = [0.0] * L
-        self._range_n = [0] * L
+        if self._range_sum is not None and self.delta == "run" and len(self._range_sum) != L:
+            raise PagingError(f"routing {self.spec()}: Δavg runs over the sequences of a run, "
+                              f"and {trace.name} has {L} layers where the earlier ones had "
+                              f"{len(self._range_sum)}; route it in a run of its own")
+        if self._range_sum is None or self.delta == "sequence":
+            self._range_sum = [0.0] * L
+            self._range_n = [0] * L
+
+    def _range(self, g) -> float:
+        """max(z) − min(z) of the group's layer row (the known logits without full logits)."""
+        z = self.logits_of(g)
+        zl = z if g.logits is not None else z[g.experts]
+        return float(zl.max() - zl.min())
+
+    def prime(self, traces):
+        """Add the logit ranges of every group of ``traces`` (in order) to Δavg's running sums,
+        exactly as routing them would (the range does not depend on the cache)."""
+        for tr in traces:
+            self.reset(tr)
+            for g in groups_of(tr):
+                self._range_sum[g.layer] += self._range(g)
+                self._range_n[g.layer] += 1
 
     def logits_of(self, g) -> np.ndarray:
         """The layer's logits; without them, log of the known scores and, for every other
@@ -273,9 +325,8 @@ class CachePrior(Router):
 
     def route(self, g, cached):
         z = self.logits_of(g)
-        zl = z if g.logits is not None else z[g.experts]
         L = g.layer
-        self._range_sum[L] += float(zl.max() - zl.min())
+        self._range_sum[L] += self._range(g)
         self._range_n[L] += 1
         delta = self._range_sum[L] / self._range_n[L]  # Eq. 10, running average
         order = np.asarray(g.order())
@@ -286,6 +337,38 @@ class CachePrior(Router):
         rank = np.empty(g.n, dtype=np.int64)
         rank[order] = np.arange(g.n)
         return np.lexsort((rank, -zz))[:g.K].tolist()  # by z' then by original rank
+
+
+def groups_of(trace):
+    """The trace's (token, layer) groups as :class:`Group` objects, in order (what the routing
+    phase builds before asking a hook; groups are runs of equal steps)."""
+    n, L = trace.layout.n_experts, trace.layout.n_layers
+    steps = trace.steps.tolist()
+    pages = trace.pages.tolist()
+    token = trace.token.tolist() if trace.token is not None else None
+    score = None if trace.score is None else trace.score.tolist()
+    lo, N = 0, len(steps)
+    while lo < N:
+        hi = lo + 1
+        while hi < N and steps[hi] == steps[lo]:
+            hi += 1
+        z = steps[lo] % L
+        tok = token[lo] if token is not None else steps[lo] // L
+        logits = None if trace.logits is None else trace.logits[tok, z]
+        yield Group(z, tok, [p - z * n for p in pages[lo:hi]],
+                    None if score is None else score[lo:hi], logits, n)
+        lo = hi
+
+
+def router_for_run(spec, earlier=()) -> Router | None:
+    """A fresh routing hook (:func:`make_router`) for one sequence of a run, primed with the
+    sequences run before it in the same run (``earlier``, in order): Cache-Prior's Δavg then
+    runs over the whole run (``delta=run``, the paper's reading) even though each sequence is
+    simulated from its own cache. None for standard routing."""
+    r = make_router(spec)
+    if r is not None and earlier:
+        r.prime(list(earlier))
+    return r
 
 
 def _check_j(router, trace, lo: int) -> int:
@@ -302,7 +385,7 @@ ROUTERS = {
     "pruning": "pruning:j=J",
     "max-rank": "max-rank:j=J[,m=M]",
     "cumsum": "cumsum:tau=T[,j=J]",
-    "cache-prior": "cache-prior:lambda=L[,j=J]",
+    "cache-prior": "cache-prior:lambda=L[,j=J][,delta=run|sequence]",
 }
 
 
@@ -341,8 +424,11 @@ def make_router(spec) -> Router | None:
         if math.isinf(lam):
             raise PagingError(f"{what}: lambda must be finite")
         j = take_int(opts, "j", 1, what, lo=0)
-        no_more(opts, what, "lambda, j")
-        return CachePrior(lam, j)
+        delta = opts.pop("delta", "run").lower()
+        if delta not in DELTA_SCOPES:
+            raise PagingError(f"{what}: delta must be run or sequence, got {delta!r}")
+        no_more(opts, what, "lambda, j, delta")
+        return CachePrior(lam, j, delta)
     raise PagingError(f"unknown routing {name!r}; expected one of {', '.join(ROUTERS.values())}")
 
 

@@ -15,7 +15,16 @@ from paging.errors import PagingError
 from paging.generators import parse_spec, router
 from paging.io import load, write_npz
 from paging.layout import Layout
-from paging.routing import CachePrior, Cumsum, Group, MaxRank, Pruning, quality
+from paging.routing import (
+    CachePrior,
+    Cumsum,
+    Group,
+    MaxRank,
+    Pruning,
+    make_router,
+    quality,
+    router_for_run,
+)
 from paging.simulate import simulate
 from paging.trace import from_routing
 from paging.verify import verify
@@ -255,3 +264,108 @@ def test_cli_bad_routing_exit_2(opt, msg):
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1 and msg in out.stderr
     assert "Traceback" not in out.stderr
+
+
+# -- Δavg over the sequences of a run (Eq. 10: "a running average over sequences and tokens") ----
+def _one_group(logits, experts=(0, 1), name="seq"):
+    return from_routing(np.array([[list(experts)]]), Layout(len(logits), 1), "groups",
+                        logits=np.array([[logits]], dtype=float), name=name)
+
+
+def test_cache_prior_delta_runs_over_the_sequences_of_a_run():
+    seq_a = _one_group([1.0, 0.0, 0.0, 0.0, -1.0], name="a")  # range 2
+    seq_b = _one_group(list(LOGITS), name="b")                 # range 4
+    g_b = _g()  # sequence b's group: logits 3, 2, 1, 0, −1, top-2 = {0, 1}, expert 2 cached
+    # delta=run: Δavg at b = (2 + 4) / 2 = 3; λ = 0.3 → bonus 0.9: z'(2) = 1.9 < 2 → standard
+    run = CachePrior(0.3, 1)
+    run.reset(seq_a)
+    run.route(_g([1.0, 0.0, 0.0, 0.0, -1.0]), set())
+    run.reset(seq_b)
+    assert run.route(g_b, {2}) == [0, 1]
+    assert run._range_sum == [6.0] and run._range_n == [2]
+    # delta=sequence: Δavg restarts at b: 4 → bonus 1.2: z'(2) = 2.2 > 2 → expert 2 served
+    seq = CachePrior(0.3, 1, delta="sequence")
+    seq.reset(seq_a)
+    seq.route(_g([1.0, 0.0, 0.0, 0.0, -1.0]), set())
+    seq.reset(seq_b)
+    assert seq.route(g_b, {2}) == [0, 2]
+    assert seq._range_sum == [4.0] and seq._range_n == [1]
+    # priming with the earlier sequence (no routing of it) leaves the same running sums
+    primed = make_router("cache-prior:lambda=0.3")
+    primed.prime([seq_a])
+    primed.reset(seq_b)
+    assert primed.route(g_b, {2}) == [0, 1]
+    assert router_for_run("cache-prior:lambda=0.3", [seq_a])._range_sum == [2.0]
+    assert make_router("cache-prior:lambda=0.3,delta=sequence").spec() == \
+        "cache-prior:lambda=0.3,j=1,delta=sequence"
+    assert make_router("cache-prior:lambda=0.3").spec() == "cache-prior:lambda=0.3,j=1"
+
+
+def test_priming_equals_routing_the_earlier_sequences(tmp_path):
+    """A run over two sequences: routing the first through the same hook, or priming a fresh
+    hook with it, gives the second sequence the same Δavg, hence the same run; the CLI (one
+    file, two sequences) reports exactly that, and delta=sequence reports the fresh-hook run.
+    The first sequence's logits are wider (σ = 4), so carrying its ranges raises the second's
+    Δavg: more bias, fewer misses, less mass than restarting."""
+    a = router(8, 4, 40, k=2, seed=11, expand="groups", name="a", sigma=4.0)
+    b = router(8, 4, 40, k=2, seed=12, expand="groups", name="b")
+    hook = CachePrior(0.4, 1)
+    simulate(a, "lru", 8, routing=hook)
+    carried = simulate(b, "lru", 8, routing=hook, record=True)
+    verify(b, carried)
+    primed = simulate(b, "lru", 8, routing=router_for_run("cache-prior:lambda=0.4", [a]))
+    assert carried.to_dict() == primed.to_dict()
+    fresh = simulate(b, "lru", 8, routing="cache-prior:lambda=0.4")
+    assert carried.misses < fresh.misses
+    assert carried.extra["retained_mass"] < fresh.extra["retained_mass"]
+    write_npz([a, b], tmp_path / "ab.npz")
+    rows = {}
+    for d in ("run", "sequence"):
+        out = _cli(str(tmp_path / "ab.npz"), "--policy", "lru", "--k", "8", "--routing",
+                   f"cache-prior:lambda=0.4,delta={d}", "--json")
+        assert out.returncode == 0, out.stderr
+        rows[d] = json.loads(out.stdout)
+    assert [r["misses"] for r in rows["run"]] == \
+        [simulate(a, "lru", 8, routing="cache-prior:lambda=0.4").misses, carried.misses]
+    assert [r["misses"] for r in rows["sequence"]] == \
+        [simulate(a, "lru", 8, routing="cache-prior:lambda=0.4").misses, fresh.misses]
+    assert rows["run"][1]["retained_mass"] == carried.extra["retained_mass"]
+
+
+def test_cache_prior_bad_delta():
+    with pytest.raises(PagingError, match="delta must be run or sequence"):
+        make_router("cache-prior:lambda=0.3,delta=token")
+
+
+# -- λ on full logits, and what a top-2 trace leaves of it -------------------------------------
+def test_lambda_changes_decisions_on_full_logits():
+    """On a full-logit trace (the router: generator) λ = 0.01, 0.5 and 1 route differently:
+    more bias, fewer misses and less retained mass."""
+    tr = router(8, 4, 200, k=2, seed=5, expand="groups")
+    got = {lam: simulate(tr, "lru", 12, routing=f"cache-prior:lambda={lam}")
+           for lam in (0.01, 0.5, 1.0)}
+    misses = [got[lam].misses for lam in (0.01, 0.5, 1.0)]
+    mass = [got[lam].extra["retained_mass"] for lam in (0.01, 0.5, 1.0)]
+    assert misses[0] > misses[1] > misses[2]
+    assert mass[0] > mass[1] > mass[2]
+    assert mass[0] < 1.0 and misses[0] < simulate(tr, "lru", 12).misses
+
+
+def test_top2_scores_only_cache_prior_is_max_rank_for_every_lambda():
+    """Without logits (top-2 gate scores only, as the Mixtral logs) the unknown experts get the
+    2nd logit, so with J = 1 every λ > 0 serves what max-rank:j=1 serves (module docstring);
+    λ matters with J = 0."""
+    import dataclasses
+
+    full = router(8, 4, 120, k=2, seed=2, expand="groups")
+    sc = full.score.reshape(-1, 2)
+    scores = (sc / sc.sum(axis=1, keepdims=True)).ravel()  # renormalised over the top 2
+    tr = dataclasses.replace(full, logits=None, score=scores)
+    mr = simulate(tr, "lru", 10, routing="max-rank:j=1", record=True)
+    for lam in (0.01, 0.5, 1.0):
+        cp = simulate(tr, "lru", 10, routing=f"cache-prior:lambda={lam}", record=True)
+        assert np.array_equal(cp.events["served_pages"], mr.events["served_pages"])
+        assert cp.extra["retained_mass"] == mr.extra["retained_mass"]
+    j0 = {lam: simulate(tr, "lru", 10, routing=f"cache-prior:lambda={lam},j=0").misses
+          for lam in (0.01, 1.0)}
+    assert j0[0.01] != j0[1.0]

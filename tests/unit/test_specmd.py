@@ -5,6 +5,7 @@ paging.predict.prefetch, paging.cost.timeline)."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -173,18 +174,74 @@ def test_strategies_by_hand():
 
 
 def test_oracle_noise_model():
-    """Recall 0.5 on K=2 keeps round(1) = 1 true expert; precision 0.5 adds round(1·1) = 1
-    false one; P = R = 1 proposes exactly the truth."""
+    """Recall 0.5 on K=2: R·a = 1 and R·a/P = 2 are whole, so every rounding keeps 1 true
+    expert and proposes 2 in all; P = R = 1 proposes exactly the truth."""
     tr = generators.zipf(n=8, layers=2, tokens=3, seed=0, topk=2, expand="groups")
-    o = Oracle(0.5, 0.5, seed=1)
-    o.reset(tr, None)
     actual = np.array([2, 5])
-    s = o.scores(0, 2, 0, 1, actual)
-    chosen = np.flatnonzero(s > 0)
-    assert chosen.size == 2 and np.isin(chosen, actual).sum() == 1
+    for rounding in ("stochastic", "nearest"):
+        o = Oracle(0.5, 0.5, seed=1, rounding=rounding)
+        o.reset(tr, None)
+        for _ in range(20):
+            chosen = np.flatnonzero(o.scores(0, 2, 0, 1, actual) > 0)
+            assert chosen.size == 2 and np.isin(chosen, actual).sum() == 1
     exact = Oracle(1, 1)
     exact.reset(tr, None)
     assert np.flatnonzero(exact.scores(0, 2, 0, 1, actual) > 0).tolist() == [2, 5]
+
+
+def test_oracle_stochastic_rounding_by_hand():
+    """P = R = 0.8 on a = 2 of n = 8: R·a = 1.6 and R·a/P = 2 (whole), so with the batch's
+    draw u: m = 1 + [u < 0.6] true experts and s = 2 in all (one other expert when m = 1).
+    P = 0.5, R = 0.75, a = 2: R·a = 1.5, R·a/P = 3: m = 1 + [u < 0.5], s = 3."""
+    from paging.predict.prefetch import _sround
+
+    assert [_sround(1.6, u) for u in (0.0, 0.59, 0.61, 0.99)] == [2, 2, 1, 1]
+    assert _sround(2.0, 0.999) == 2 and _sround(0.3, 0.2) == 1 and _sround(0.3, 0.3) == 0
+    tr = generators.zipf(n=8, layers=2, tokens=3, seed=0, topk=2, expand="groups")
+    for (P, R), s_size in (((0.8, 0.8), 2), ((0.5, 0.75), 3)):
+        m_hi = R * 2 - 1  # the fraction of R·a, as computed
+        o = Oracle(P, R, seed=4)
+        o.reset(tr, None)
+        twin = np.random.default_rng(4)  # the oracle's stream: u, then the two choices, ...
+        for _ in range(30):
+            u = twin.random()
+            chosen = np.flatnonzero(o.scores(0, 2, 0, 1, np.array([2, 5])) > 0)
+            m = 1 + (u < m_hi)
+            assert chosen.size == s_size and np.isin(chosen, [2, 5]).sum() == m
+            twin.choice(np.array([2, 5]), size=m, replace=False)
+            if s_size > m:
+                twin.choice(np.array([0, 1, 3, 4, 6, 7]), size=s_size - m, replace=False)
+            twin.random(s_size)
+
+
+@pytest.mark.parametrize("P, R", [(0.8, 0.8), (0.5, 0.5), (0.9, 0.6), (0.6, 0.9), (1.0, 0.7),
+                                  (0.7, 1.0)])
+def test_oracle_measured_precision_and_recall_are_the_requested_ones(P, R):
+    """Over ~4,000 batches (top-2, n = 8, no cut by the strategy) the measured precision and
+    recall equal P and R within 4 standard errors. The bound: recall's numerator Σm is a sum
+    over batches of stochastic roundings of R·a, each of variance <= that of a binomial
+    (a, R) (a whole-number variable of mean x has variance >= frac(x)(1 − frac(x)), which the
+    stochastic rounding attains), so SE(R̂) <= sqrt(R(1 − R)/Σa); likewise for precision
+    with Σ(m + f) proposed experts. P or R = 1 is met exactly. The first model (rounding per
+    batch to the nearest) misses P = R = 0.8 by far: precision 1."""
+    tr = generators.zipf(n=8, layers=4, tokens=1000, seed=3, topk=2, expand="groups")
+    pf = Prefetcher(make_predictor(f"oracle:precision={P},recall={R},seed=7"),
+                    make_strategy("topk:overfetch=4"))  # K·F = 8 = n: nothing cut
+    pf.reset(tr, 0)
+    p_hat, r_hat = pf.predicted_right / pf.predicted, pf.predicted_right / pf.actual
+    assert pf.actual > 7000
+    assert abs(r_hat - R) <= 4 * math.sqrt(R * (1 - R) / pf.actual)
+    assert abs(p_hat - P) <= 4 * math.sqrt(P * (1 - P) / pf.predicted)
+    assert (r_hat == 1.0) == (R == 1.0) and (p_hat == 1.0) == (P == 1.0)
+    again = Prefetcher(make_predictor(f"oracle:precision={P},recall={R},seed=7"),
+                       make_strategy("topk:overfetch=4"))
+    again.reset(tr, 0)
+    assert again.pages == pf.pages  # the seed fixes every draw
+    if (P, R) == (0.8, 0.8):
+        old = Prefetcher(make_predictor("oracle:precision=0.8,recall=0.8,seed=7,"
+                                        "rounding=nearest"), make_strategy("topk:overfetch=4"))
+        old.reset(tr, 0)
+        assert old.predicted_right == old.predicted and old.predicted == old.actual
 
 
 def test_transition_learns_on_other_sequences_only():

@@ -124,6 +124,14 @@ def test_budget_from_cache_trace_sizes(tmp_path):
      "rank must be an integer >= 1", 4),
     (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmiss = ["fetch-priority"]\n',
      "sweeps do not support yet", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\ntimeline = ["token_overhead_ms=1"]\n',
+     "need model", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmodel = ["mixtral-8x7b"]\n'
+     'timeline = ["prefetch_streams=2"]\n', "needs prefetch", 5),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmodel = ["mixtral-8x7b"]\n'
+     'timeline = ["token_overhead_ms=-2"]\n', "overhead must be", 5),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmodel = ["mixtral-8x7b"]\n'
+     'timeline = ["speed=2"]\n', "KEY one of", 5),
 ])
 def test_bad_specs(tmp_path, text, message, line):
     with pytest.raises(PagingError) as e:
@@ -273,3 +281,57 @@ def test_warm_key_runs_a_files_sequences_back_to_back(tmp_path, capsys):
     assert {r["warm"] for r in read_table(tmp_path / "c.csv")} == {True}
     with pytest.raises(PagingError, match="warm must be true, false"):
         load_spec(spec_file(tmp_path, text.replace("[false, true]", '"yes"')))
+
+
+def test_cache_prior_cells_carry_delta_over_the_file(tmp_path):
+    """A routed sweep cell of a file's second sequence runs with Cache-Prior's Δavg primed by
+    the first sequence, as ``paging simulate`` does (delta=run); delta=sequence restarts it."""
+    from paging.generators import router
+    from paging.io import write_npz
+    from paging.routing import router_for_run
+
+    a = router(8, 4, 40, k=2, seed=11, expand="groups", name="a", sigma=4.0)
+    b = router(8, 4, 40, k=2, seed=12, expand="groups", name="b")
+    write_npz([a, b], tmp_path / "ab.npz")
+    text = (f'traces = ["{tmp_path / "ab.npz"}"]\npolicies = ["lru"]\nk = [8]\n'
+            'expand = ["groups"]\nrouting = ["cache-prior:lambda=0.4", '
+            '"cache-prior:lambda=0.4,delta=sequence"]\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "cp.parquet", workers=0)
+    got = {(r["trace"], r["routing"]): r["misses"] for r in read_table(tmp_path / "cp.parquet")}
+    run, seq = "cache-prior:lambda=0.4", "cache-prior:lambda=0.4,delta=sequence"
+    assert got[("b", run)] == simulate(b, "lru", 8, routing=router_for_run(run, [a])).misses
+    assert got[("b", seq)] == simulate(b, "lru", 8, routing=run).misses != got[("b", run)]
+    assert got[("a", run)] == got[("a", seq)] == simulate(a, "lru", 8, routing=run).misses
+
+
+def test_timeline_key_passes_the_options_to_the_timeline(tmp_path):
+    """timeline = [...] sweeps the latency timeline's options: each cell equals simulate +
+    timeline_run with them; "default" is the null key (today's timeline)."""
+    from paging.cost.setup import CostSetup
+    from paging.cost.timeline import timeline_run
+    from paging.io import load
+    from paging.predict.prefetch import Prefetcher, make_predictor
+    from paging.sweep import timeline_kwargs
+
+    src = "zipf:n=8,layers=32,tokens=20,topk=2,seed=3"
+    text = (f'traces = ["{src}"]\npolicies = ["lru"]\nk = [40]\nexpand = ["groups"]\n'
+            'model = ["mixtral-8x7b"]\nprecision = ["int4"]\n'
+            'prefetch = ["oracle:precision=0.5,recall=0.5,seed=1"]\n'
+            'timeline = ["default", "token_overhead_ms=5", '
+            '"prefetch_link=separate, prefetch_streams=2"]\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "t.csv", workers=0)
+    rows = read_table(tmp_path / "t.csv")
+    assert sorted((r["timeline"] or "") for r in rows) == [
+        "", "prefetch_streams=2,prefetch_link=separate", "token_overhead_ms=5"]
+    (tr,) = load(src, expand="groups")
+    cm = CostSetup.from_names("mixtral-8x7b", "int4")
+    costs, sizes = cm.weights(tr)
+    res = simulate(tr, "lru", 40, costs=costs, sizes=sizes, record=True, prefetch=Prefetcher(
+        make_predictor("oracle:precision=0.5,recall=0.5,seed=1")))
+    for r in rows:
+        tm = timeline_run(tr, res, model=cm.model, precision=cm.precision,
+                          hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
+                          **timeline_kwargs(r["timeline"]))
+        assert (r["misses"], r["time_ms"], r["stall_ms"]) == (res.misses, tm.time_ms,
+                                                              tm.stall_ms)
+    assert len({r["time_ms"] for r in rows}) == 3

@@ -6,11 +6,15 @@ against the cost model's formulas on a preset, and the command line (JSON fields
 
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
 import pytest
 from conftest import needs_traces
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import topk_traces
 
 from paging import Layout, from_routing, simulate
 from paging.cli import main
@@ -197,3 +201,289 @@ def test_mixtral_prefill_batched_end_to_end(capsys):
     # tokens) + 35 decode tokens x 32 layers x 2 experts
     assert row["requests"] == 256 + 35 * 64
     assert row["ttft_ms"] > 0 and row["tokens_per_s"] > 0
+
+
+# -- sensitivity options: per-token overhead, a second prefetch stream ------------------------
+from paging.cost.timeline import _timeline_ext, timeline_options, timeline_run  # noqa: E402
+
+STEPS4 = np.arange(4)  # two tokens x two layers, one request per group
+NEW_TOKEN = np.array([True, False, True, False])
+
+
+def _one_mark(res):
+    """A kernel's result with its clock readings for one mark as a number (0.0 for none)."""
+    total, at_marks, *rest = res
+    return (total, float(at_marks[0]) if at_marks.size else 0.0, *rest)
+
+
+def _marks(mark):
+    return np.array([mark] if mark else [], np.int64)
+
+
+def _ext(kind, fetch, pf_at, pf_page, *, lay=0.0, overhead=0.0, streams=1, shared=True,
+         mark=0):
+    none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
+    return _one_mark(_timeline_ext(
+        STEPS4, np.array(kind, np.int8), np.arange(4), np.asarray(fetch, float),
+        np.full(len(fetch), 10, np.int64), none_f, none_i, np.array(pf_at, np.int64),
+        np.array(pf_page, np.int64), np.zeros(0, bool), none_f, 1.0, none_f, lay, _marks(mark),
+        NEW_TOKEN, overhead, streams, shared))
+
+
+def test_token_overhead_by_hand():
+    """Token 0 = groups 0, 1; token 1 = groups 2, 3; non-expert 0.5, expert 1 ms; request 0
+    misses (3 ms), request 3 misses (4 ms); overhead o = 2 ms at each token's first group.
+    o = 0: g0 0.5 -> lands 3.5 (stall 3) -> 4.5; g1 5.0 -> 6.0; g2 6.5 -> 7.5; g3 8.0 -> lands
+    12 (stall 4) -> 13. o = 2: g0 2.5 -> lands 5.5 -> 6.5; g1 7 -> 8; g2 8 + 2 + 0.5 = 10.5 ->
+    11.5; g3 12 -> lands 16 -> 17. The end of token 0 (mark 2): 6.0 and 8.0."""
+    fetch = [3.0, 0.0, 0.0, 4.0]
+    kind = [1, 0, 0, 1]
+    t0 = _ext(kind, fetch, [], [], lay=0.5, mark=2)
+    t2 = _ext(kind, fetch, [], [], lay=0.5, overhead=2.0, mark=2)
+    assert t0[:3] == (13.0, 6.0, 7.0)
+    assert t2[:3] == (17.0, 8.0, 7.0)  # total, end of token 0, stall (unchanged)
+    assert _one_mark(_timeline_ext(
+        STEPS4, np.array(kind, np.int8), np.arange(4), np.array(fetch), np.full(4, 10, np.int64),
+        np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
+        np.zeros(0, bool), np.zeros(0), 1.0, np.zeros(0), 0.5, _marks(2), np.zeros(0, bool),
+        2.0, 1, True))[:2] == (13.0, 6.0)  # no token starts given: nothing charged
+    # the default kernel is the extended one with no overhead and one stream
+    none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
+    assert _one_mark(_timeline(STEPS4, np.array(kind, np.int8), np.arange(4), np.array(fetch),
+                               np.full(4, 10, np.int64), none_f, none_i, none_i, none_i,
+                               np.zeros(0, bool), none_f, 1.0, none_f, 0.5, _marks(2))) == t0
+
+
+# pages 0..4: request r serves page r; page 4 is a prefetch never used (6 ms), the others 4 ms
+FETCH5 = [4.0, 4.0, 4.0, 4.0, 6.0]
+KIND5 = [1, 0, 1, 0]  # 0 misses, 1 hits (prefetched after g0), 2 misses, 3 hits (after g2)
+PF_AT, PF_PAGE = [1, 2, 3], [1, 4, 3]  # after g0: page 1; after g1: page 4; after g2: page 3
+
+
+def test_one_copy_stream_by_hand():
+    """Expert 1 ms, no non-expert work. g0: 0 lands 4 (stall 4), c 5; page 1 queued behind:
+    lands 8. g1: hit on 1 waits 5 -> 8 (late), c 9; page 4 queued: lands 14. g2: 2 waits
+    behind page 4: lands 18 (stall 9), c 19; page 3 lands 22. g3: hit on 3 waits 19 -> 22
+    (late), c 23. Stall 4 + 3 + 9 + 3 = 19."""
+    total, _, stall, busy, nbytes, late = _ext(KIND5, FETCH5, PF_AT, PF_PAGE)
+    assert (total, stall, busy, nbytes, late) == (23.0, 19.0, 22.0, 50, 2)
+
+
+def test_second_prefetch_stream_by_hand():
+    """The same run with prefetches on their own stream, issued when the group's demand has
+    landed. Separate link: g0: 0 lands 4, c 5; page 1 from 4: lands 8. g1: hit on 1 waits
+    5 -> 8, c 9; page 4, queued at 5 behind page 1, runs 8 -> 14. g2: 2 on the demand
+    stream 9 -> 13 (stall 4), c 14; page 3 queued at 13 behind page 4: 14 -> 18.
+    g3: hit on 3 waits 14 -> 18, c 19. Stall 4 + 3 + 4 + 4 = 15.
+    Shared link: g0, g1 as before (never two transfers at once), c 9 after g1, page 4 in
+    flight 8 -> (5 ms left at 9). g2: 2 and page 4 split the link: 2 needs 4 ms of work, page
+    4 has 5 left: both at half speed, 2 lands at 9 + 8 = 17 (stall 8), page 4 has 1 left;
+    c 18; page 3 queued at 17. g3: page 4 lands 18, page 3 18 -> 22; hit waits 18 -> 22,
+    c 23. Stall 4 + 3 + 8 + 4 = 19 (the link is as busy as with one stream)."""
+    sep = _ext(KIND5, FETCH5, PF_AT, PF_PAGE, streams=2, shared=False)
+    shr = _ext(KIND5, FETCH5, PF_AT, PF_PAGE, streams=2, shared=True)
+    assert (sep[0], sep[2], sep[3], sep[4], sep[5]) == (19.0, 15.0, 22.0, 50, 2)
+    assert (shr[0], shr[2], shr[3], shr[4], shr[5]) == (23.0, 19.0, 22.0, 50, 2)
+
+
+def test_concurrent_demand_and_prefetch_share_the_link_by_hand():
+    """A demand miss issued while a long prefetch is in flight, shared link: g0 hits (c 1) and
+    prefetches page 4 (6 ms) from 0; g1 misses page 1 (4 ms) at 1: page 4 has 5 left, both at
+    half speed: page 1 lands at 1 + 8 = 9 (page 4 has 1 left), c 10; page 4 lands at 10. One
+    stream: page 1 waits for page 4 (lands 6), lands 10, c 11. Separate: lands 5, c 6."""
+    kind, fetch = [0, 1, 0, 0], [4.0, 4.0, 4.0, 4.0, 6.0]
+    one = _ext(kind, fetch, [1], [4])
+    shr = _ext(kind, fetch, [1], [4], streams=2, shared=True)
+    sep = _ext(kind, fetch, [1], [4], streams=2, shared=False)
+    # g2, g3 hit: +2 ms after g1
+    assert (one[0], shr[0], sep[0]) == (13.0, 12.0, 8.0)
+    assert (one[2], shr[2], sep[2]) == (9.0, 8.0, 4.0)
+
+
+def test_options_default_to_todays_numbers_and_bad_values():
+    from paging.generators import zipf
+    from paging.predict.prefetch import Oracle, Prefetcher
+
+    tr = zipf(n=8, layers=4, tokens=12, seed=0, topk=2, expand="groups")
+    m, q, h = get_model("mixtral-8x7b"), get_precision("int4"), get_hardware("link-5gbps")
+    fetch, sizes = np.full(32, 19.8), np.full(32, 99)
+    kw = dict(model=m, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes)
+    plain = simulate(tr, "lru", 6, record=True)
+    pf = simulate(tr, "lru", 6, record=True, prefetch=Prefetcher(Oracle(0.5, 0.5, seed=1)))
+    for res in (plain, pf):
+        base = timeline_run(tr, res, **kw)
+        assert timeline_run(tr, res, **kw, token_overhead_ms=0.0, prefetch_streams=1) == base
+        more = timeline_run(tr, res, **kw, token_overhead_ms=1.5)
+        if res is plain:  # demand only: everything shifts, 12 tokens x 1.5 ms
+            assert more.time_ms == pytest.approx(base.time_ms + 12 * 1.5)
+            assert more.stall_ms == pytest.approx(base.stall_ms)
+        else:  # prefetches in flight overlap the overhead: less stall, at most 18 ms more
+            assert base.time_ms < more.time_ms <= base.time_ms + 12 * 1.5 + 1e-9
+            assert more.stall_ms < base.stall_ms
+    # without prefetches a second stream changes nothing
+    assert timeline_run(tr, plain, **kw, prefetch_streams=2) == timeline_run(tr, plain, **kw)
+    two = timeline_run(tr, pf, **kw, prefetch_streams=2, prefetch_link="separate")
+    assert two.time_ms <= timeline_run(tr, pf, **kw).time_ms
+    for bad, msg in ((dict(token_overhead_ms=-1), "overhead"),
+                     (dict(token_overhead_ms=float("nan")), "overhead"),
+                     (dict(prefetch_streams=3), "prefetch streams"),
+                     (dict(prefetch_link="fast"), "shared or separate")):
+        with pytest.raises(Exception, match=msg):
+            timeline_options(**bad)
+
+
+def test_cli_timing_options(capsys):
+    """--token-overhead-ms and --prefetch-streams reach the timeline (the JSON equals
+    timeline_run with the same options, and carries the options); given at their defaults
+    they change no number."""
+    from paging.cost.setup import CostSetup
+    from paging.io import load
+    from paging.predict.prefetch import Prefetcher, make_predictor
+
+    spec = "zipf:n=8,layers=32,tokens=30,seed=4,topk=2"
+    base = ["simulate", spec, "--policy", "lru", "--k", "40", "--model", "mixtral-8x7b",
+            "--precision", "int4", "--expand", "groups", "--prefetch",
+            "oracle:precision=0.5,recall=0.5,seed=1", "--json"]
+    assert main(base) == 0
+    plain = capsys.readouterr().out
+    assert main(base + ["--prefetch-streams", "1", "--token-overhead-ms", "0"]) == 0
+    same = json.loads(capsys.readouterr().out)[0]
+    assert {k: v for k, v in same.items() if k not in ("prefetch_streams",
+                                                       "token_overhead_ms")} \
+        == json.loads(plain)[0]
+    assert main(base + ["--token-overhead-ms", "2.5", "--prefetch-streams", "2",
+                        "--prefetch-link", "separate"]) == 0
+    row = json.loads(capsys.readouterr().out)[0]
+    assert (row["token_overhead_ms"], row["prefetch_streams"], row["prefetch_link"]) == \
+        (2.5, 2, "separate")
+    tr = load(spec, expand="groups")[0]
+    cm = CostSetup.from_names("mixtral-8x7b", "int4")
+    costs, sizes = cm.weights(tr)
+    res = simulate(tr, "lru", 40, costs=costs, sizes=sizes, record=True, prefetch=Prefetcher(
+        make_predictor("oracle:precision=0.5,recall=0.5,seed=1")))
+    tm = timeline_run(tr, res, model=cm.model, precision=cm.precision, hardware=cm.hardware,
+                      fetch_ms=costs, sizes=sizes, token_overhead_ms=2.5, prefetch_streams=2,
+                      prefetch_link="separate")
+    assert row["time_ms"] == tm.time_ms and row["stall_ms"] == tm.stall_ms
+    assert row["time_ms"] != json.loads(plain)[0]["time_ms"]
+
+
+@pytest.mark.parametrize("extra,msg", [
+    (["--token-overhead-ms", "1"], "need --model"),
+    (["--model", "tiny", "--token-overhead-ms", "-1"], "overhead must be"),
+    (["--model", "tiny", "--prefetch-streams", "2"], "needs --prefetch"),
+    (["--model", "tiny", "--prefetch-link", "separate"], "needs --prefetch-streams 2"),
+    (["--model", "tiny", "--prefetch-streams", "3"], "invalid choice"),
+])
+def test_cli_timing_options_bad_input(capsys, tmp_path, extra, msg):
+    extra = [str(_tiny_model_file(tmp_path)) if x == "tiny" else x for x in extra]
+    rc = main(["simulate", "cyclic:n=3,layers=2,rounds=3", "--policy", "lru", "--k", "2",
+               *extra, "--json"])
+    cap = capsys.readouterr()
+    assert rc == 2 and cap.out == "" and cap.err.count("\n") == 1 and msg in cap.err
+
+
+def test_timing_sensitivity_rows_are_one_run_replayed(tmp_path):
+    """paging.cost.sensitivity: per configuration one verified run, its timeline replayed per
+    variant (same misses; "today" = the default timeline; the batched prefill is one pass, so
+    an overhead o adds exactly o to TTFT; a run without prefetches is the same on 2 streams)."""
+    from paging.cost.sensitivity import timing_sensitivity
+    from paging.predict.prefetch import Prefetcher, make_predictor
+
+    model = get_model(str(_tiny_model_file(tmp_path)))
+    meta = {"phase_bounds": {"prefill": [0, 4], "decode": [4, 12]}}
+    routing = np.array([[[0], [1]], [[2], [1]], [[0], [2]], [[1], [0]], [[2], [2]], [[0], [1]]])
+    tr = from_routing(routing, LAY, expand="groups", meta=meta)
+    configs = {"oracle": {"policy": "lru", "prefetch": "oracle:precision=1,recall=1,seed=0",
+                          "strategy": "topk:overfetch=1"},
+               "none": {"policy": "least-stale", "prefetch": None}}
+    rows = timing_sensitivity(tr, budget=2 * int(page_sizes(model, get_precision("int4"))[0]),
+                              configs=configs, token_overhead_ms=(3.0,), model=str(
+                                  _tiny_model_file(tmp_path)))
+    assert [r["variant"] for r in rows] == ["today", "+3 ms/token", "2 streams, shared link",
+                                            "2 streams, separate links"] * 2
+    q, h = get_precision("int4"), get_hardware("link-5gbps")
+    bt, batch = batch_prefill(tr)
+    fetch, sizes = page_costs(model, q, h, np.zeros(6, np.int8)), page_sizes(model, q)
+    res = simulate(bt, "lru", budget=2 * int(sizes[0]), costs=fetch, sizes=sizes, record=True,
+                   prefetch=Prefetcher(make_predictor("oracle:precision=1,recall=1,seed=0")))
+    kw = dict(model=model, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes, batch=batch)
+    for r, opts in zip(rows[:4], ({}, {"token_overhead_ms": 3.0}, {"prefetch_streams": 2},
+                                  {"prefetch_streams": 2, "prefetch_link": "separate"}),
+                       strict=True):
+        tm = timeline_run(bt, res, **kw, **opts)
+        assert (r["misses"], r["ttft_ms"], r["tokens_per_s"]) == (res.misses, tm.ttft_ms,
+                                                                 tm.tokens_per_s)
+    assert rows[1]["ttft_ms"] == pytest.approx(rows[0]["ttft_ms"] + 3.0)
+    none = rows[4:]
+    assert none[2]["time_ms"] == none[3]["time_ms"] == none[0]["time_ms"]
+    with pytest.raises(Exception, match="give policy"):
+        timing_sensitivity(tr, budget=10**9, configs={"x": {"prefetch": None}},
+                           model=str(_tiny_model_file(tmp_path)))
+
+
+@needs_traces
+def test_timing_sensitivity_on_mixtral():
+    """Config#1 (transition top-k 1.0, LRU) at SpecMD's 4.35 GB, int4, 5 GB/s on the
+    prefill+decode dump: "today" is fig_specmd's Eliseev '23 row (1,269 misses, 0.504
+    tokens/s, TTFT 5,076 ms). The decode is link-bound: a per-token overhead hides behind
+    transfers in flight (same tokens/s, TTFT + o), a second stream sharing the link changes
+    almost nothing, separate links (twice the bandwidth for prefetches) raise the rate."""
+    from paging.cost import budget_bytes
+    from paging.cost.sensitivity import timing_sensitivity
+    from paging.io import load
+
+    root = "mixtral-8x7b-instruct-vllm/"
+    tr = load(root + "humaneval_p0_prefill_decode_raw.jsonl", expand="groups")[0]
+    train = load(root + "humaneval_2_routing.jsonl", expand="groups")
+    rows = timing_sensitivity(tr, budget=budget_bytes(4.35), train=train,
+                              token_overhead_ms=(20.0,))
+    c1 = {r["variant"]: r for r in rows if r["config"] == "Config#1"}
+    today = c1["today"]
+    assert today["misses"] == 1269 and round(today["tokens_per_s"], 3) == 0.504
+    assert round(today["ttft_ms"]) == 5076
+    assert c1["+20 ms/token"]["ttft_ms"] == pytest.approx(today["ttft_ms"] + 20.0)
+    assert c1["+20 ms/token"]["tokens_per_s"] == pytest.approx(today["tokens_per_s"],
+                                                               rel=1e-3)
+    assert c1["2 streams, shared link"]["tokens_per_s"] == pytest.approx(
+        today["tokens_per_s"], rel=1e-2)
+    assert c1["2 streams, separate links"]["tokens_per_s"] > 1.5 * today["tokens_per_s"]
+    assert {r["config"] for r in rows} == {"Config#1", "Config#5"}
+
+
+@functools.lru_cache(maxsize=1)
+def _tiny_model():
+    return get_model(str(_tiny_model_file()))  # one temporary file for every example
+
+
+@settings(max_examples=40, deadline=None)
+@given(trace=topk_traces(max_tokens=8), k=st.integers(1, 10),
+       fetch=st.lists(st.floats(0.0, 20.0), min_size=15, max_size=15),
+       pred=st.sampled_from(["oracle:precision=0.5,recall=0.5,seed=3", "oracle",
+                             "previous-token", "frequency"]),
+       overhead=st.floats(0.0, 5.0))
+def test_stream_options_properties(trace, k, fetch, pred, overhead):
+    """On random runs with prefetching: a second stream on a separate link never makes a run
+    slower than one stream (every transfer starts no later); with a shared link the link
+    moves at most its bandwidth, so the run is no faster than the separate one; without any
+    prefetch the three are the same; the per-token overhead never shortens a run."""
+    from paging.predict.prefetch import Prefetcher, make_predictor
+
+    P = trace.layout.n_pages
+    costs = np.asarray(fetch[:P] + [1.0] * max(0, P - 15))
+    m, q, h = _tiny_model(), get_precision("int4"), get_hardware("link-5gbps")
+    res = simulate(trace, "lru", k, record=True, prefetch=Prefetcher(make_predictor(pred)))
+    kw = dict(model=m, precision=q, hardware=h, fetch_ms=costs, sizes=np.ones(P, np.int64))
+    one = timeline_run(trace, res, **kw, token_overhead_ms=overhead)
+    sep = timeline_run(trace, res, **kw, token_overhead_ms=overhead, prefetch_streams=2,
+                       prefetch_link="separate")
+    shr = timeline_run(trace, res, **kw, token_overhead_ms=overhead, prefetch_streams=2)
+    eps = 1e-9 * (1 + one.time_ms)
+    assert sep.time_ms <= one.time_ms + eps
+    assert sep.time_ms <= shr.time_ms + eps
+    assert one.bytes_moved == sep.bytes_moved == shr.bytes_moved
+    assert one.copy_busy_ms == pytest.approx(sep.copy_busy_ms) == pytest.approx(
+        shr.copy_busy_ms)
+    if res.extra["prefetches"] == 0:
+        assert one.time_ms == sep.time_ms == shr.time_ms
+    assert timeline_run(trace, res, **kw).time_ms <= one.time_ms + eps
