@@ -92,12 +92,14 @@ TABLE2_CONFIGS = (  # (name, its own eviction, prefetch predictor or None, strat
 #: Least-Stale dropped in (Table 2): the paper's reading and App. A.3's
 TABLE2_LS = ("least-stale", "least-stale-upcoming")
 PROMPT_TOKENS = (8, 16, 32, None)  # the prompt-length sweep of TTFT; None: the whole prompt
+#: per-token overheads tried in panel (f) (no paper gives one: assumptions to see their effect)
+SENSITIVITY_OVERHEADS_MS = (5.0, 20.0)
 PROMPT_CONFIGS = (("lru", None), ("least-stale", None), ("lru-dist", "transition"),
                   ("least-stale", "transition"))
 TABLE2_PRECISION = "int4"
 QUICK_TOKENS = 8
 COLUMNS = ("panel", "source", "trace", "precision", "hardware", "capacity_pct", "capacity",
-           "budget_gb", "config", "policy", "prefetch", "strategy", "miss", "warm",
+           "budget_gb", "config", "policy", "prefetch", "strategy", "miss", "warm", "variant",
            "prompt_tokens", "layer", "requests",
            "misses", "hits", "hit_rate", "collision_misses", "collision_rate", "prefetches",
            "prefetch_useful", "prefetch_late", "prefetch_precision", "prefetch_recall",
@@ -367,6 +369,17 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                                      policy=pol, prefetch=spec or "", miss="fetch",
                                      prompt_tokens=n_prompt))
         log("  prompt-length sweep: done")
+        # (f) the timeline's own assumptions: a per-token overhead, a second prefetch stream
+        from paging.cost.sensitivity import timing_sensitivity
+
+        for r in timing_sensitivity(tr, budget=bud(5), train=train,
+                                    token_overhead_ms=SENSITIVITY_OVERHEADS_MS):
+            rows.append(dict(base, panel="sensitivity", precision="int4", capacity_pct=5,
+                             config=r["config"], policy=r["policy"], prefetch=r["prefetch"],
+                             strategy=r["strategy"], variant=r["variant"], warm="no",
+                             misses=r["misses"], ttft_ms=r["ttft_ms"],
+                             tokens_per_s=r["tokens_per_s"], stall_ms=r["stall_ms"]))
+        log("  timeline sensitivity: done")
     if not rows:
         log("skipped: no sequence to plot")
         return None
@@ -440,7 +453,10 @@ def plot(csv_path, out_dir) -> list[Path]:
     cold and warm, (e) TTFT against the prompt's length."""
     plt = common.pyplot()
     rows = common.read_csv(csv_path)
-    fig, axes = plt.subplots(2, 4, figsize=(21, 9), layout="constrained")
+    fig, grid = plt.subplots(3, 3, figsize=(17, 14), layout="constrained")
+    # panel order: (a) Mixtral, (a) granite, (a'), (b) P/R, (b) hit/stall, (c), (d), (e), (f)
+    axes = np.array([[grid[0, 0], grid[0, 1], grid[0, 2], grid[1, 0]],
+                     [grid[1, 1], grid[1, 2], grid[2, 0], grid[2, 1]]])
     labels = {"fld": "FLD", "fld-cyclic": "FLD (cyclic)", "score-based": "SB", "lru": "LRU",
               "least-stale": "LS (left)", "least-stale-upcoming": "LS (upcoming)",
               "least-stale-layer": "LS (layer only)", "lru-dist": "per-layer LRU"}
@@ -538,7 +554,9 @@ def plot(csv_path, out_dir) -> list[Path]:
                                          for c, w in bars], fontsize=6)
     ax.set_xlabel("TTFT (s)")
     ax.set_title("(d) Table 2 at 5%: own eviction vs Least-Stale (int4, 5 GB/s)", fontsize=9)
-    ax.legend(fontsize=6)
+    if t2:
+        ax.set_xlim(0, 1.45 * max(f(r, "ttft_ms") for r in t2) / 1e3)
+        ax.legend(fontsize=6, loc="center right")
     pr = [r for r in rows if r["panel"] == "prompt"]
     ax = axes[1, 3]
     for pol, spec in dict.fromkeys((r["policy"], r["prefetch"]) for r in pr):
@@ -557,7 +575,23 @@ def plot(csv_path, out_dir) -> list[Path]:
     ax.set_ylabel("TTFT (s)")
     ax.set_title("(e) TTFT vs prompt length, 5%, int4 (dashed: cold)", fontsize=9)
     ax.legend(fontsize=5)
-    for a in axes.flat:
+    sens = [r for r in rows if r["panel"] == "sensitivity"]
+    ax = grid[2, 2]
+    variants = list(dict.fromkeys(r["variant"] for r in sens))
+    cfgs = list(dict.fromkeys(r["config"] for r in sens))
+    h = 0.8 / max(1, len(cfgs))
+    for i, cfg in enumerate(cfgs):
+        y = [next((f(r, "tokens_per_s") for r in sens if (r["config"], r["variant"]) ==
+                   (cfg, v)), np.nan) for v in variants]
+        ax.barh(np.arange(len(variants)) + (i - (len(cfgs) - 1) / 2) * h, y, h,
+                color=("tab:cyan", "tab:red")[i % 2],
+                label=f"{cfg} ({next(r['policy'] for r in sens if r['config'] == cfg)})")
+    ax.set_yticks(np.arange(len(variants)), variants, fontsize=7)
+    ax.set_xlabel("decode tokens/s")
+    ax.set_title("(f) timeline assumptions: Config#1 and #5 at 5%, cold", fontsize=9)
+    if sens:
+        ax.legend(fontsize=6)
+    for a in grid.flat:
         a.grid(alpha=0.3)
     fig.suptitle("SpecMD on the Mixtral and granite traces (cost model + timeline; quality "
                  "proxies only)", fontsize=10)

@@ -11,7 +11,8 @@ so every row of a configuration has the same misses and prefetches and differs o
 SpecMD's Table 1 configurations, as this package stands in for them (:data:`SPECMD_CONFIGS`):
 
 * ``Config#1`` "Spec, LRU, Fetch, Stnd" (Eliseev & Mazur's speculative prefetch with an LRU
-  cache): the ``transition`` predictor, ``topk:overfetch=1``, policy ``lru``;
+  cache): the ``transition`` predictor, ``topk:overfetch=1``, policy ``lru-dist`` (their
+  offloading code evicts within a layer's group of cached experts: a per-layer LRU);
 * ``Config#5`` "Score, LS, Fetch, Stnd" (score-based prefetch, Least-Stale eviction): the
   ``transition`` predictor's scores cut at the 80th percentile (``percentile:p=80``, "prefetch
   all experts above a configurable percentile threshold (the default is 80th percentile)",
@@ -19,13 +20,13 @@ SpecMD's Table 1 configurations, as this package stands in for them (:data:`SPEC
 
 Our predictors read no hidden states, so ``transition`` (layer-to-layer co-activation counts
 fitted on other sequences) stands in for the paper's next-layer gate; the policies are the
-registry's names, so a caller who reads "LRU" as the per-layer LRU of Eliseev & Mazur's code
-passes ``{"Config#1": {..., "policy": "lru-dist"}}``.
+registry's names, so a caller who reads Config#1's "LRU" as the global LRU passes
+``{"Config#1": {..., "policy": "lru"}}``.
 
 Use (the figure script)::
 
     from paging.cost.sensitivity import timing_sensitivity
-    rows = timing_sensitivity(trace, train=other_sequences, budget=budget_bytes(4.35),
+    rows = timing_sensitivity(trace, train=other_sequences, budget=share_budget(model, 5),
                               token_overhead_ms=(5.0, 20.0))
 
 Each row: ``config, policy, prefetch, strategy, variant, token_overhead_ms, prefetch_streams,
@@ -43,7 +44,8 @@ __all__ = ["SPECMD_CONFIGS", "timing_variants", "timing_sensitivity"]
 
 #: SpecMD Table 1's Config#1 and Config#5 in this package's terms (module docstring)
 SPECMD_CONFIGS: dict[str, dict[str, str]] = {
-    "Config#1": {"policy": "lru", "prefetch": "transition", "strategy": "topk:overfetch=1"},
+    "Config#1": {"policy": "lru-dist", "prefetch": "transition",
+                 "strategy": "topk:overfetch=1"},
     "Config#5": {"policy": "least-stale", "prefetch": "transition",
                  "strategy": "percentile:p=80"},
 }

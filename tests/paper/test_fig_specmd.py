@@ -98,11 +98,12 @@ def test_real_traces_quick(tmp_path):
     csv = fig_specmd.compute(tmp_path, quick=True, progress=lambda *_: None)
     rows = common.read_csv(csv)
     panels = {r["panel"] for r in rows}
-    assert panels == {"collisions", "collisions-layer", "prefetch", "miss", "table2", "prompt"}
+    assert panels == {"collisions", "collisions-layer", "prefetch", "miss", "table2", "prompt",
+                      "sensitivity"}
     assert {r["source"].split("/")[0] for r in rows if r["panel"] == "collisions"} == {
         "mixtral-8x7b-instruct-vllm", "granite-3.0-1b-a400m-instruct"}
     for r in rows:
-        if r["panel"] in ("prefetch", "miss", "table2", "prompt"):
+        if r["panel"] in ("prefetch", "miss", "table2", "prompt"):  # not "sensitivity"
             req, hits, misses = int(r["requests"]), int(r["hits"]), int(r["misses"])
             other = 0 if r["warm"] == "yes" else int(r["dropped"]) + int(r["substituted"])
             assert req == hits + misses + other
