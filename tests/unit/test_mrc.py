@@ -23,7 +23,8 @@ from paging.policies import LRU, POLICY_NAMES, register
 from paging.simulate import simulate
 from paging.trace import from_pages, from_routing
 
-ONE_PASS = ["lru", "llru", "lfu", "fld", "least-stale", "belady"]
+ONE_PASS = ["lru", "llru", "lfu", "fld", "fld-cyclic", "least-stale", "least-stale-upcoming",
+            "least-stale-layer", "belady"]
 
 
 def per_k(trace, name, seed=0):
@@ -53,7 +54,8 @@ def test_fifo_curve_shows_beladys_anomaly():
 
 
 def test_layer_aware_policies_are_lru_on_one_layer():
-    for name in ("llru", "fld", "least-stale"):
+    for name in ("llru", "fld", "fld-cyclic", "least-stale", "least-stale-upcoming",
+                 "least-stale-layer"):
         assert miss_curve(ANOMALY, name).tolist() == [12, 12, 10, 8, 5, 5], name
 
 
