@@ -24,6 +24,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from experiments.registry import add_arguments
 from paging.io.atomic import atomic_path
 
 TRACES_ENV = "PAGING_TRACES"
@@ -257,8 +258,6 @@ def save_figure(fig, out_dir: str | os.PathLike, stem: str) -> list[Path]:
 def figure_parser(module) -> argparse.ArgumentParser:
     """``python -m experiments.figX``: the options of ``paging figs`` without ``--only`` (and
     without ``--trace`` unless the figure is drawn from real traces)."""
-    from paging.commands.figs import add_arguments
-
     first_paragraph = " ".join((module.__doc__ or "").strip().split("\n\n")[0].split())
     p = argparse.ArgumentParser(prog=f"python -m experiments.{module.NAME}",
                                 description=first_paragraph)

@@ -25,7 +25,7 @@ README gives its one held-out number).
 computed). ``fig_learned.json``: parameters, sources, and the summary at k = 200 (per sequence:
 the best of the plotted online baselines, each designed policy's change against it, and the
 headroom of token-decay's rule: its clairvoyant variant with the rest of the current token, or
-also the next token, revealed, :func:`paging.policies.decay.headroom`; the issue's 5% target is
+also the next token, revealed, :func:`headroom`; the issue's 5% target is
 judged against the full baseline set in the README's table, not here). The plot is
 drawn from the CSV alone.
 
@@ -116,12 +116,23 @@ def summarize(rows: list[dict], k: int = K_TARGET) -> list[dict]:
     return out
 
 
+def headroom(trace, k: int, lookaheads=(0, 1)) -> dict[str, int]:
+    """Misses of :class:`~paging.policies.decay.TokenDecayLookahead` at each ``lookahead`` on
+    one trace at size k (``{"lookahead0": ..., "lookahead1": ...}``): next to token-decay's own
+    misses, how much knowing the current (0) or also the next (1) token's routing would be
+    worth to its rule."""
+    from paging.policies.decay import TokenDecayLookahead
+    from paging.simulate import simulate
+
+    return {f"lookahead{a}": simulate(trace, TokenDecayLookahead(a), k).misses
+            for a in lookaheads}
+
+
 def headroom_at(traces: dict, summary: list[dict]) -> list[dict]:
     """For each summarized sequence: token-decay's misses with the rest of the current token
     (``lookahead0``) or also the next token (``lookahead1``) revealed
-    (:func:`paging.policies.decay.headroom`), and their change against the best plotted
+    (:func:`headroom`), and their change against the best plotted
     baseline: what predicting within the token, or the next token, could be worth to its rule."""
-    from paging.policies.decay import headroom
 
     out = []
     for s in summary:

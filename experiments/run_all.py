@@ -1,6 +1,6 @@
 """Make every figure: ``python -m experiments.run_all`` (= ``paging figs``).
 
-For each figure of the registry :data:`paging.commands.figs.FIGURES`: compute its CSV (+ JSON of
+For each figure of the registry :data:`experiments.registry.FIGURES`: compute its CSV (+ JSON of
 parameters and seeds), then draw PNG + PDF from the CSV, into ``paper_figs/`` by default. The
 figures drawn from real traces (modules with ``REAL_TRACES = True``: fig4, fig5) need
 $PAGING_TRACES or ``--trace``; without them they are skipped with a one-line message and the
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from experiments import common
-from paging.commands.figs import DEFAULT_OUT, FIGURES, add_arguments
+from experiments.registry import DEFAULT_OUT, FIGURES, add_arguments
 from paging.errors import PagingError
 
 

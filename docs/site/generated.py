@@ -6,7 +6,7 @@
   module's docstring (the theorem, its source, what is checked; running the ledger is
   ``paging proofs``);
 * ``figures.md``: one section per entry of the figure registry,
-  :data:`paging.commands.figs.FIGURES`, with the script's docstring.
+  :data:`experiments.registry.FIGURES`, with the script's docstring.
 
 Nothing is copied by hand: a new policy, ledger row or figure shows up at the next build.
 """
@@ -64,11 +64,11 @@ def theory_page() -> str:
 
 
 def figures_page() -> str:
-    from paging.commands.figs import FIGURES
+    from experiments.registry import FIGURES
 
     return _module_sections(
         "Figures",
-        "Generated from the figure registry `paging.commands.figs.FIGURES`: "
+        "Generated from the figure registry `experiments.registry.FIGURES`: "
         "`paging figs --only NAME` (or `make figs` for all) writes each figure's PNG, PDF and "
         "the CSV it is drawn from into `paper_figs/`.",
         [(f"`{name}`", module) for name, module in FIGURES.items()])

@@ -18,11 +18,11 @@ from paging.cost.arith import (
     share_budget,
     transfer_ms,
 )
+from paging.cost.catalog import SOURCES
 from paging.cost.presets import (
     HARDWARE,
     MODELS,
     PRECISIONS,
-    SOURCES,
     Hardware,
     Model,
     Precision,

@@ -46,6 +46,8 @@ import numbers
 from dataclasses import dataclass
 from fractions import Fraction
 
+from paging.cost.arith import expert_compute_ms
+from paging.cost.presets import get_precision
 from paging.cost.sources import Source
 from paging.errors import PagingError, positive_int
 
@@ -143,8 +145,6 @@ class ZipParams:
 
 
 def _bf16(precision) -> None:
-    from paging.cost.presets import get_precision
-
     q = get_precision(precision) if isinstance(precision, str) else precision
     if q.bits != BF16_BITS or q.group_size or q.row_scale_bytes:
         raise PagingError(f"ZipMoE's pools split BF16 weights into exponent and sign-mantissa "
@@ -220,8 +220,6 @@ def pool_times(model, hardware, params: ZipParams | None = None,
     >>> round(t.u, 6), round(t.v, 6), round(t.c, 6)  # 58720256 B / 3.5 GB/s
     (16.777216, 1.006633, 8.388608)
     """
-    from paging.cost.arith import expert_compute_ms
-
     params = params or ZipParams()
     _bf16(precision)
     s = model.expert_bytes(precision)

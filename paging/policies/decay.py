@@ -11,7 +11,7 @@ learning-augmented eviction") has the held-out table: the target is **not** met.
 :class:`TokenDecayLookahead` is a clairvoyant diagnostic, not registered: the same ranking with
 the requests of the next ``lookahead`` tokens (0: the rest of the current one) revealed. It
 measures how much an eviction rule of this kind could gain from predicting the current or the
-next token's routing (``paging.policies.decay.headroom``, shown in the README).
+next token's routing (``experiments.fig_learned.headroom``, shown in the README).
 """
 
 from __future__ import annotations
@@ -175,13 +175,3 @@ class TokenDecayLookahead(TokenDecay):
         order = self.rank(t, cands)
         soon = self._next[cands[order]] < self._end[t]
         return int(cands[order][~soon][-1] if (~soon).any() else cands[order[-1]])
-
-
-def headroom(trace, k: int, lookaheads=(0, 1)) -> dict[str, int]:
-    """Misses of :class:`TokenDecayLookahead` at each ``lookahead`` on one trace at size k
-    (``{"lookahead0": ..., "lookahead1": ...}``): next to token-decay's own misses, how much
-    knowing the current (0) or also the next (1) token's routing would be worth to its rule."""
-    from paging.simulate import simulate
-
-    return {f"lookahead{a}": simulate(trace, TokenDecayLookahead(a), k).misses
-            for a in lookaheads}

@@ -26,6 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from paging.errors import PagingError
+from paging.fast.heaps import BELADY, heap_kernel
 
 __all__ = ["Predictor", "OraclePredictor", "FrequencyPredictor", "PREDICTORS", "make_predictor",
            "register_predictor", "opt_from_next_use"]
@@ -53,11 +54,10 @@ def opt_from_next_use(next_use: np.ndarray, k: int) -> int:
     """Belady's (OPT's) miss count with a cache of ``k`` pages, from the next-use array alone.
 
     Request t and ``next_use[t]`` belong to the same page, so the chains of ``next_use`` are
-    the pages; relabelling them 0..m-1 gives a single-layer trace that the Belady kernel runs.
+    the pages; relabelling them 0..m-1 gives a single-layer trace that the Belady kernel runs
+    (:func:`paging.fast.heaps.heap_kernel`, the one behind ``simulate(trace, "belady", k)``).
     Cost: O(N) (one Python pass to label the chains) plus the kernel.
     """
-    from paging import Layout, from_pages, simulate
-
     nu = np.asarray(next_use, dtype=np.int64)
     N = nu.size
     if N == 0:
@@ -75,8 +75,9 @@ def opt_from_next_use(next_use: np.ndarray, k: int) -> int:
     m = int(firsts.size)
     if k >= m:
         return m
-    trace = from_pages(np.array(lab, dtype=np.int64), Layout(m, 1))
-    return int(simulate(trace, "belady", int(k)).misses)
+    pages = np.array(lab, dtype=np.int64)
+    return int(heap_kernel(pages, np.arange(N, dtype=np.int64), nu, np.ones(m, np.int64), m, 1,
+                           np.array([int(k)], np.int64), False, BELADY, 0)[0])
 
 
 class OraclePredictor(Predictor):

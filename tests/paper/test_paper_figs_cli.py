@@ -9,8 +9,8 @@ import math
 import pytest
 
 from experiments import common, fig_coupon, run_all
+from experiments.registry import FIGURES
 from paging.cli import main
-from paging.commands.figs import FIGURES
 
 
 def test_unknown_figure_is_one_error_line(capsys):

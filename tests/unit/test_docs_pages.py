@@ -17,7 +17,7 @@ def _generated():
 
 
 def test_pages_come_from_the_registries():
-    from paging.commands.figs import FIGURES
+    from experiments.registry import FIGURES
     from paging.policies import MODEL_POLICIES, POLICY_NAMES
     from proofs import MODULES
 
