@@ -189,6 +189,7 @@ def poisson_binomial(q: Sequence) -> list:
     Bernoulli(q_r) trials succeed), h = 0..|q|. Generic arithmetic: Fractions give exact
     values. O(|q|²).
 
+    >>> from fractions import Fraction
     >>> poisson_binomial([Fraction(1, 2), Fraction(1, 3)])
     [Fraction(1, 3), Fraction(1, 2), Fraction(1, 6)]
     """
