@@ -38,8 +38,6 @@ sequence gets its own row (``position``, ``misses``, ``prefill_misses``, and wit
 
 from __future__ import annotations
 
-import copy
-
 from paging.commands.common import add_trace_args, format_table, load_from_args
 
 
@@ -128,79 +126,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-class _SpecMD:
-    """--prefetch, --prefetch-strategy and --miss, parsed before any work (bad input: exit 2)."""
-
-    def __init__(self, args, cm):
-        from paging.errors import PagingError
-        from paging.miss import make_miss
-        from paging.predict.prefetch import make_predictor, make_strategy
-
-        self.args, self.cm = args, cm
-        if args.prefetch_strategy is not None and args.prefetch is None:
-            raise PagingError("--prefetch-strategy needs --prefetch")
-        self.pred_spec = args.prefetch
-        self.strategy = make_strategy(args.prefetch_strategy) if args.prefetch else None
-        if args.prefetch:
-            make_predictor(args.prefetch)  # parse now
-        prec = cm.precision.name if cm is not None else None
-        self.miss = make_miss(args.miss, prec)
-        if self.miss is not None and self.miss.uses_levels:
-            if cm is None:
-                raise PagingError(f"--miss {self.miss.name} needs the sizes of its precisions: "
-                                  "give --model (and --precision for level 0)")
-            if self.miss.levels[0] != cm.precision.name:
-                raise PagingError(f"--miss {self.miss.name}: the first level "
-                                  f"({self.miss.levels[0]}) must be --precision "
-                                  f"({cm.precision.name})")
-            if args.k:
-                raise PagingError(f"--miss {self.miss.name} mixes precisions: give the cache "
-                                  "as --budget-gb, not --k")
-        self.on = args.prefetch is not None or self.miss is not None
-        self._train = None
-
-    def check(self, traces) -> None:
-        """Refuse what the traces cannot support (scores, ranks) before any work."""
-        from paging.errors import PagingError
-        from paging.policies import make_policy
-
-        for t in traces:
-            for name in self.args.policy:
-                if make_policy(name).needs_scores and t.score is None:
-                    raise PagingError(f"{name} reads gate scores and {t.name} has none")
-            if self.miss is not None and self.miss.needs_scores and t.score is None:
-                raise PagingError(f"--miss {self.miss.spec()} reads gate scores and {t.name} "
-                                  "has none")
-            if self.miss is not None and self.miss.needs_ranks and t.rank is None:
-                raise PagingError(f"--miss {self.miss.spec()} reads expert ranks and {t.name} "
-                                  "has none")
-        from paging.predict.prefetch import check_training, training_file
-
-        check_training(self.pred_spec, len(traces))
-        file = training_file(self.pred_spec)
-        if file is not None:
-            from paging.io import load
-
-            self._train = load(file, expand=self.args.expand)
-
-    def prefetcher(self, trace, traces):
-        if self.pred_spec is None:
-            return None
-        from paging.predict.prefetch import Prefetcher, make_predictor, training_set
-
-        train = training_set(self.pred_spec, trace, traces, self._train)
-        return Prefetcher(make_predictor(self.pred_spec, train), self.strategy)
-
-    def handler(self, trace, costs):
-        if self.miss is None or not self.miss.uses_levels:
-            return self.miss
-
-        from paging.miss import cascade_weights
-
-        cm = self.cm
-        return cascade_weights(self.miss, cm.model, cm.hardware, cm.tiers(trace))
-
-
 def _timing_options(args) -> dict:
     """``--token-overhead-ms``, ``--prefetch-streams`` and ``--prefetch-link`` as keyword
     arguments of :func:`paging.cost.timeline.timeline_run` (only those given), checked before
@@ -233,9 +158,10 @@ def _read(path, n_pages: int, kind: str):
 def run(args) -> int:
     from paging.cli import print_json
     from paging.cost import budget_bytes
-    from paging.cost.setup import CostSetup
     from paging.errors import PagingError, check_k
     from paging.policies import make_policy
+    from paging.run import RunSpec
+    from paging.run import run as execute
 
     for name in args.policy:  # fail before any work on a bad name
         make_policy(name)
@@ -253,67 +179,43 @@ def run(args) -> int:
         raise PagingError("--prefill batched is a timing option: it needs --model")
     if args.warm_seed is not None and not args.warm:
         raise PagingError("--warm-seed orders the sequences of a warm run: it needs --warm")
+    if args.prefetch_strategy is not None and args.prefetch is None:
+        raise PagingError("--prefetch-strategy needs --prefetch")
     timing = _timing_options(args)
     budgets = [budget_bytes(g) for g in args.budget_gb or []]
-    cm = (CostSetup.from_names(args.model, args.precision, args.hardware, args.host_gb)
-          if args.model else None)
+    base = dict(model=args.model, precision=args.precision, hardware=args.hardware,
+                host_gb=args.host_gb, prefill=args.prefill, prefetch=args.prefetch,
+                prefetch_strategy=args.prefetch_strategy, miss=args.miss,
+                routing=args.routing, warm=args.warm, warm_seed=args.warm_seed,
+                timeline=timing, engine=args.engine, seed=args.seed)
+    probe = RunSpec(args.policy[0], k=1, **base)  # the options alone, checked before loading
+    cm = probe.cost_setup()
     if args.budget_pct:
         from paging.cost import share_budget
 
         budgets += [share_budget(cm.model, pct) for pct in args.budget_pct]
-    spec = _SpecMD(args, cm)
-    from paging.routing import make_router
-
-    router = make_router(args.routing)
-    if args.warm:
-        from paging.predict.prefetch import training_file
-
-        if args.prefetch and args.prefetch.strip().lower().startswith("transition") \
-                and training_file(args.prefetch) is None:
-            raise PagingError("--warm simulates every sequence of the traces: prefetch "
-                              "transition needs transition:train=FILE (sequences not simulated)")
-    if router is not None:
-        if args.expand == "rounds":
-            raise PagingError(f"--routing {args.routing} decides per (token, layer) group: use "
-                              "--expand groups (the default with --routing)")
-        if spec.on or cm is not None:
-            raise PagingError("--routing cannot be combined with --prefetch, --miss or --model "
-                              "in this version (routed timings are not modelled)")
-        for name in args.policy:
-            if make_policy(name).clairvoyant:
-                raise PagingError(f"--policy {name} is clairvoyant; with --routing the served "
-                                  "requests depend on the cache, so they are not known ahead")
+    _check_options(args, probe)
     if args.expand is None:
-        args.expand = "groups" if router is not None else "rounds"
+        args.expand = "groups" if probe.routed else "rounds"
     traces = load_from_args(args)
-    spec.check(traces)
-    if router is not None:
-        check = make_router(args.routing)
-        for t in traces:  # J > K and what the trace does not know: refused before any run
-            check.reset(t)
     for k in args.k or []:
         check_k(k, traces[0].layout.n_pages if traces else None)
+    P = traces[0].layout.n_pages if traces else 0
+    costs = None if args.costs is None else _read(args.costs, P, "costs")
+    sizes = None if args.sizes is None else _read(args.sizes, P, "sizes")
+    caps = [dict(k=k) for k in args.k or []] + [dict(budget=b) for b in budgets]
+    specs = [RunSpec(name, **cap, **base, costs=costs, sizes=sizes)
+             for name in args.policy for cap in caps]
+    for spec in specs:  # every check before any run
+        spec.check(traces)
     rows = []
-    runs = [(t, None) for t in traces]
     if args.warm:
-        from paging.warm import concat, order
-
-        seqs = order(traces, args.warm_seed)
-        if cm is not None and args.prefill == "batched":
-            from paging.cost.timeline import batch_prefill
-
-            runs = [concat(*zip(*[batch_prefill(t) for t in seqs], strict=True))]
-        else:
-            runs = [(concat(seqs)[0], None)]
-    # the routing state a run carries from one sequence to the next (Cache-Prior's Δavg runs
-    # "over sequences and tokens"): each cold run on a sequence gets a copy primed with the
-    # earlier sequences of the file (it does not depend on the cache, so every policy and size
-    # shares it); a warm run is one run, whose hook carries it by itself
-    carry = make_router(args.routing)
-    for trace, batch in runs:
-        rows += _run_one(args, trace, batch, traces, cm, spec, carry, budgets, timing)
-        if carry is not None:
-            carry.prime([trace])
+        for spec in specs:
+            rows += execute(spec, traces, check=False)
+    else:  # sequence by sequence, as before
+        for i in range(len(traces)):
+            for spec in specs:
+                rows += execute(spec, traces, only=[i], check=False)
     if args.json:
         print_json(rows)
         return 0
@@ -325,7 +227,7 @@ def run(args) -> int:
         cols[1:1] = ["position"]
         if any("prefill_misses" in r for r in rows):
             cols.append("prefill_misses")
-    if router is not None:
+    if probe.routed:
         cols += ["retained_mass", "top1_changed", "kl"]
     if cm is not None:
         cols += ["capacity", "time_ms", "stall_fraction", "tokens_per_s"]
@@ -336,74 +238,45 @@ def run(args) -> int:
     return 0
 
 
-def _run_one(args, trace, batch, traces, cm, spec, carry, budgets, timing) -> list[dict]:
-    """Every policy and capacity on one sequence (or one warm run's joined trace)."""
-    from paging.cost.setup import PREFETCH_TIMING_FIELDS
-    from paging.simulate import simulate
+def _check_options(args, probe) -> None:
+    """What the options say of each other (the traces are checked by RunSpec.check)."""
+    from paging.errors import PagingError
+    from paging.policies import make_policy
+    from paging.routing import make_router
 
-    rows = []
-    P = trace.layout.n_pages
-    warm = bool(trace.meta.get("warm"))
-    if cm is not None:
-        costs, sizes = cm.weights(trace)
-        if args.prefill == "batched" and not warm:
-            from paging.cost.timeline import batch_prefill
+    handler = probe._miss()  # parses --miss
+    if args.prefetch:
+        from paging.predict.prefetch import make_predictor, make_strategy
 
-            trace, batch = batch_prefill(trace)
-    else:
-        costs = None if args.costs is None else _read(args.costs, P, "costs")
-        sizes = None if args.sizes is None else _read(args.sizes, P, "sizes")
-        if sizes is None and args.budget_gb:  # a cache trace's own object sizes
-            from paging.io import trace_sizes
+        make_strategy(args.prefetch_strategy)
+        make_predictor(args.prefetch)  # parse now
+    cm = probe.cost_setup()
+    if handler is not None and handler.uses_levels:
+        if cm is None:
+            raise PagingError(f"--miss {handler.name} needs the sizes of its precisions: "
+                              "give --model (and --precision for level 0)")
+        if handler.levels[0] != cm.precision.name:
+            raise PagingError(f"--miss {handler.name}: the first level "
+                              f"({handler.levels[0]}) must be --precision "
+                              f"({cm.precision.name})")
+        if args.k:
+            raise PagingError(f"--miss {handler.name} mixes precisions: give the cache "
+                              "as --budget-gb, not --k")
+    if args.warm:
+        from paging.predict.prefetch import _learns, training_file
 
-            sizes = trace_sizes(trace)
-    record = True if (cm and spec.on) else ("hits" if (cm or warm) else False)
-    caps = [dict(k=k) for k in args.k or []] + [dict(budget=b) for b in budgets]
-    for name in args.policy:
-        for cap in caps:
-            if spec.on:
-                res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
-                               seed=args.seed, engine=args.engine, record=record,
-                               prefetch=spec.prefetcher(trace, traces),
-                               miss=spec.handler(trace, costs), **cap)
-            else:
-                res = simulate(trace, name.lower(), costs=costs, sizes=sizes,
-                               seed=args.seed, engine=args.engine, record=record,
-                               routing=None if carry is None else copy.deepcopy(carry), **cap)
-            row = res.to_dict()
-            tm = None
-            if cm is not None:
-                from paging.cost.timeline import timeline_run
-
-                tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
-                                  hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
-                                  batch=batch, **timing)
-                row.update(cm.timed_fields(res, tm))
-                row.update(timing)  # only the options given (default output unchanged)
-                if spec.on:
-                    row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
-            if warm:
-                rows += _warm_rows(trace, res, row, tm)
-            else:
-                rows.append(row)
-    return rows
-
-
-def _warm_rows(trace, res, row, tm) -> list[dict]:
-    """One row per sequence of a warm run (its counts and, timed, its TTFT and decode rate),
-    then the run's own row marked ``warm_total``."""
-    from paging.warm import split
-
-    per_time = tm.per_sequence if tm is not None else None
-    out = []
-    for i, seq in enumerate(split(trace, res)):
-        r = {k: row[k] for k in ("policy", "k", "budget_bytes", "capacity") if k in row}
-        r.update(seq, warm=True, warm_total=False, miss_ratio=seq["misses"] / seq["requests"]
-                 if seq["requests"] else 0.0)
-        if per_time is not None:
-            r.update({f: per_time[i][f] for f in ("ttft_ms", "decode_ms", "decode_tokens",
-                                                  "tpot_ms", "tokens_per_s", "start_ms",
-                                                  "end_ms")})
-        out.append(r)
-    out.append(dict(row, warm=True, warm_total=True))
-    return out
+        if _learns(args.prefetch) and training_file(args.prefetch) is None:
+            raise PagingError("--warm simulates every sequence of the traces: prefetch "
+                              "transition needs transition:train=FILE (sequences not simulated)")
+    make_router(args.routing)  # parses --routing
+    if probe.routed:
+        if args.expand == "rounds":
+            raise PagingError(f"--routing {args.routing} decides per (token, layer) group: use "
+                              "--expand groups (the default with --routing)")
+        if probe.extended or cm is not None:
+            raise PagingError("--routing cannot be combined with --prefetch, --miss or --model "
+                              "in this version (routed timings are not modelled)")
+        for name in args.policy:
+            if make_policy(name).clairvoyant:
+                raise PagingError(f"--policy {name} is clairvoyant; with --routing the served "
+                                  "requests depend on the cache, so they are not known ahead")

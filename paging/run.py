@@ -1,0 +1,304 @@
+"""The one run recipe: a :class:`RunSpec` describes a run once; :func:`run` executes it.
+
+A run is a policy at one capacity on the sequences of a trace, with everything the loop can add
+around it — the cost model's sizes and fetch times, a batched prefill, prefetching, miss
+handling, cache-aware routing, a warm cache across the sequences, the latency timeline and its
+options — and its result is the rows of ``paging simulate --json``. ``paging simulate``,
+``paging sweep``, the SpecMD figure and the timing-sensitivity study build RunSpecs; nothing
+else puts a run together (DESIGN.md, "One run recipe").
+
+What the spec cannot know alone (whether the sequences carry gate scores or ranks for the miss
+handler or the policy, whether a learned predictor has sequences to learn from) is checked by
+:meth:`RunSpec.check` against the sequences, once, before anything runs.
+
+Cold runs simulate every sequence from an empty cache; a learned prefetch predictor
+(``transition``) trains on the other sequences (or on ``train``), never on the simulated one;
+Cache-Prior's Δavg runs over the sequences in order (each sequence's hook is primed with the
+earlier ones). A warm run (:mod:`paging.warm`) is one run over the sequences joined, in order or
+shuffled by ``warm_seed``: a row per sequence (``warm: true``, ``position``) and the run's own
+row last (``warm_total: true``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from paging.errors import PagingError
+
+__all__ = ["RunSpec", "run"]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run, described once.
+
+    Parameters
+    ----------
+    policy : str
+        A registered policy name (:func:`paging.policies.make_policy`).
+    k, budget : int
+        The capacity: ``k`` pages, or ``budget`` bytes (exactly one).
+    model, precision, hardware, host_gb
+        The cost model (:class:`paging.cost.setup.CostSetup`): page sizes and fetch times, and
+        the latency timeline. Without ``model``, ``costs`` and ``sizes`` (arrays per page id)
+        may be given directly, or a cache trace's own object sizes are used with a budget.
+    prefill : {"tokens", "batched"}
+        Replay the prefill token by token, or as one batched pass
+        (:func:`paging.cost.timeline.batch_prefill`; needs ``model``).
+    prefetch, prefetch_strategy, miss, routing : str
+        The specs of ``paging simulate --prefetch/--prefetch-strategy/--miss/--routing``.
+    warm, warm_seed
+        Run the sequences back to back through one cache (shuffled by ``warm_seed``).
+    timeline : mapping
+        Options of :func:`paging.cost.timeline.timeline_run` (``token_overhead_ms``,
+        ``prefetch_streams``, ``prefetch_link``); only those given appear in the rows.
+    engine, seed
+        As :func:`paging.simulate.simulate`.
+    """
+
+    policy: str
+    k: int | None = None
+    budget: int | None = None
+    model: str | None = None
+    precision: str | None = None
+    hardware: str | None = None
+    host_gb: float | None = None
+    costs: np.ndarray | None = field(default=None, compare=False, repr=False)
+    sizes: np.ndarray | None = field(default=None, compare=False, repr=False)
+    prefill: str = "tokens"
+    prefetch: str | None = None
+    prefetch_strategy: str | None = None
+    miss: str | None = None
+    routing: str | None = None
+    warm: bool = False
+    warm_seed: int | None = None
+    timeline: Mapping = field(default_factory=dict)
+    engine: str = "auto"
+    seed: int = 0
+
+    # -- validation -----------------------------------------------------------------------
+    def __post_init__(self) -> None:
+        from paging.policies import make_policy
+
+        make_policy(self.policy)  # a bad name fails here, before any work
+        if (self.k is None) == (self.budget is None):
+            raise PagingError("give exactly one capacity: k (pages) or a byte budget")
+        if self.prefetch_strategy is not None and self.prefetch is None:
+            raise PagingError("a prefetch strategy needs a prefetch predictor")
+        if self.prefill not in ("tokens", "batched"):
+            raise PagingError(f"prefill must be tokens or batched, got {self.prefill!r}")
+        if self.prefill == "batched" and self.model is None:
+            raise PagingError("a batched prefill is a timing option: it needs a model")
+        if self.timeline and self.model is None:
+            raise PagingError("the timeline's options need a model")
+        if self.warm_seed is not None and not self.warm:
+            raise PagingError("warm_seed orders the sequences of a warm run: it needs warm")
+
+    @property
+    def routed(self) -> bool:
+        return self.routing is not None and self.routing.strip().lower() != "standard"
+
+    @property
+    def extended(self) -> bool:
+        """A prefetcher or a miss handler other than fetch: the reference loop's phases."""
+        return self.prefetch is not None or self._miss() is not None
+
+    def cost_setup(self):
+        """The :class:`~paging.cost.setup.CostSetup` of ``model`` (None without one)."""
+        if self.model is None:
+            return None
+        from paging.cost.setup import CostSetup
+
+        return CostSetup.from_names(self.model, self.precision, self.hardware, self.host_gb)
+
+    def _miss(self):
+        from paging.miss import make_miss
+
+        cm = self.cost_setup()
+        return make_miss(self.miss, cm.precision.name if cm is not None else None)
+
+    def check(self, traces: Sequence, train=None) -> None:
+        """Refuse, before any run, what ``traces`` cannot support: a policy or miss handler
+        that reads gate scores or ranks the sequences lack, a learned predictor with nothing to
+        learn from, a routing hook the sequences cannot feed."""
+        from paging.policies import make_policy
+        from paging.predict.prefetch import _learns, check_training, training_file
+
+        pol = make_policy(self.policy)
+        handler = self._miss()
+        for t in traces:
+            if pol.needs_scores and t.score is None:
+                raise PagingError(f"{self.policy} reads gate scores and {t.name} has none")
+            if handler is not None and handler.needs_scores and t.score is None:
+                raise PagingError(f"--miss {handler.spec()} reads gate scores and {t.name} "
+                                  "has none")
+            if handler is not None and handler.needs_ranks and t.rank is None:
+                raise PagingError(f"--miss {handler.spec()} reads expert ranks and {t.name} "
+                                  "has none")
+        if train is None:
+            check_training(self.prefetch, len(traces))
+            if self.warm and _learns(self.prefetch) and training_file(self.prefetch) is None:
+                raise PagingError("--warm simulates every sequence of the traces: prefetch "
+                                  "transition needs transition:train=FILE (sequences not "
+                                  "simulated)")
+        if self.routed:
+            from paging.routing import make_router
+
+            hook = make_router(self.routing)
+            for t in traces:  # J > K and what the trace does not know
+                hook.reset(t)
+
+
+def run(spec: RunSpec, traces: Sequence, *, train=None, only: Sequence[int] | None = None,
+        check: bool = True) -> list[dict]:
+    """Execute ``spec`` on the sequences ``traces``; the rows of ``paging simulate --json``.
+
+    ``train``: the training sequences of a learned prefetch predictor (default: its
+    ``train=FILE``, else the other sequences of ``traces``). ``only``: the indices of the
+    sequences to simulate cold (default all; the others still train predictors and prime the
+    routing hook). ``check``: run :meth:`RunSpec.check` first.
+    """
+    traces = list(traces)
+    if check:
+        spec.check(traces, train)
+    if spec.warm:
+        return _run_warm(spec, traces, train)
+    rows = []
+    for i in (range(len(traces)) if only is None else only):
+        rows += _run_sequence(spec, traces[i], traces, train, earlier=traces[:i])
+    return rows
+
+
+def _training(spec: RunSpec, trace, traces, train):
+    from paging.predict.prefetch import _learns, training_file, training_set
+
+    if not _learns(spec.prefetch):
+        return None
+    if train is not None:
+        return list(train)
+    file = training_file(spec.prefetch)
+    loaded = None
+    if file is not None:
+
+        loaded = _load_train(file, trace.expand)
+    return training_set(spec.prefetch, trace, traces, loaded)
+
+
+def _load_train(file: str, expand: str):
+    from paging.io import load
+
+    return load(file, expand=expand)
+
+
+def _weights(spec: RunSpec, cm, trace):
+    """``(costs, sizes)`` of the run's pages."""
+    if cm is not None:
+        return cm.weights(trace)
+    sizes = spec.sizes
+    if sizes is None and spec.budget is not None:  # a cache trace's own object sizes
+        from paging.io import trace_sizes
+
+        sizes = trace_sizes(trace)
+    return spec.costs, sizes
+
+
+def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher, routing):
+    from paging.simulate import simulate
+
+    handler = spec._miss()
+    if handler is not None and handler.uses_levels:
+        from paging.miss import cascade_weights
+
+        handler = cascade_weights(handler, cm.model, cm.hardware, cm.tiers(trace))
+    extended = prefetcher is not None or handler is not None
+    record = True if (cm is not None and extended) else ("hits" if (cm is not None or warm)
+                                                        else False)
+    cap = {"k": spec.k} if spec.k is not None else {"budget": spec.budget}
+    if extended:
+        return simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
+                        engine=spec.engine, record=record, prefetch=prefetcher, miss=handler,
+                        **cap)
+    return simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
+                    engine=spec.engine, record=record, routing=routing, **cap)
+
+
+def _prefetcher(spec: RunSpec, trace, traces, train):
+    if spec.prefetch is None:
+        return None
+    from paging.predict.prefetch import Prefetcher, make_predictor, make_strategy
+
+    return Prefetcher(make_predictor(spec.prefetch, _training(spec, trace, traces, train)),
+                      make_strategy(spec.prefetch_strategy))
+
+
+def _timed(spec: RunSpec, cm, trace, res, costs, sizes, batch, row: dict):
+    """The timeline's fields added to ``row``; the :class:`~paging.cost.timeline.Timing`."""
+    if cm is None:
+        return None
+    from paging.cost.setup import PREFETCH_TIMING_FIELDS
+    from paging.cost.timeline import timeline_run
+
+    tm = timeline_run(trace, res, model=cm.model, precision=cm.precision, hardware=cm.hardware,
+                      fetch_ms=costs, sizes=sizes, batch=batch, **dict(spec.timeline))
+    row.update(cm.timed_fields(res, tm))
+    row.update(dict(spec.timeline))  # only the options given (default output unchanged)
+    if res.extra is not None:
+        row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
+    return tm
+
+
+def _run_sequence(spec: RunSpec, trace, traces, train, earlier) -> list[dict]:
+    """One sequence from an empty cache."""
+    from paging.routing import router_for_run
+
+    cm = spec.cost_setup()
+    costs, sizes = _weights(spec, cm, trace)
+    batch = None
+    sim_trace = trace
+    if spec.prefill == "batched":
+        from paging.cost.timeline import batch_prefill
+
+        sim_trace, batch = batch_prefill(trace)
+    routing = router_for_run(spec.routing, earlier) if spec.routed else None
+    res = _simulate(spec, cm, sim_trace, costs, sizes, warm=False,
+                    prefetcher=_prefetcher(spec, trace, traces, train), routing=routing)
+    row = res.to_dict()
+    _timed(spec, cm, sim_trace, res, costs, sizes, batch, row)
+    return [row]
+
+
+def _run_warm(spec: RunSpec, traces, train) -> list[dict]:
+    """The sequences back to back through one cache: a row per sequence, then the run's."""
+    from paging.routing import make_router
+    from paging.warm import concat, order, split
+
+    seqs = order(traces, spec.warm_seed)
+    if spec.prefill == "batched":
+        from paging.cost.timeline import batch_prefill
+
+        joined, batch = concat(*zip(*[batch_prefill(t) for t in seqs], strict=True))
+    else:
+        (joined, _), batch = concat(seqs), None
+    cm = spec.cost_setup()
+    costs, sizes = _weights(spec, cm, joined)
+    res = _simulate(spec, cm, joined, costs, sizes, warm=True,
+                    prefetcher=_prefetcher(spec, joined, traces, train),
+                    routing=make_router(spec.routing) if spec.routed else None)
+    row = res.to_dict()
+    tm = _timed(spec, cm, joined, res, costs, sizes, batch, row)
+    per_time = tm.per_sequence if tm is not None else None
+    out = []
+    for i, seq in enumerate(split(joined, res)):
+        r = {f: row[f] for f in ("policy", "k", "budget_bytes", "capacity") if f in row}
+        r.update(seq, warm=True, warm_total=False, miss_ratio=seq["misses"] / seq["requests"]
+                 if seq["requests"] else 0.0)
+        if per_time is not None:
+            r.update({f: per_time[i][f] for f in ("ttft_ms", "decode_ms", "decode_tokens",
+                                                  "tpot_ms", "tokens_per_s", "start_ms",
+                                                  "end_ms")})
+        out.append(r)
+    out.append(dict(row, warm=True, warm_total=True))
+    return out
