@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paging.errors import PagingError
+from paging.run import RunSpec, run
 
 #: The keys a sweep spec may hold.
 SPEC_KEYS = ("traces", "policies", "k", "budget_gb", "seeds", "expand", "model", "precision",
@@ -503,10 +504,9 @@ def _row(task: Task, name: str, k, g, method: str, fields: dict) -> dict:
 
 
 def run_task(task: Task) -> list[dict]:
-    """The rows of ``task``'s cells (runs on a Dask worker, or in-process)."""
-    from paging.cost import budget_bytes
+    """The rows of ``task``'s cells (runs on a Dask worker, or in-process): each cell a
+    :class:`~paging.run.RunSpec` run by :func:`paging.run.run`, or read off a miss curve."""
     from paging.io import trace_sizes
-    from paging.simulate import simulate
 
     if task.warm:
         return _run_warm(task)
@@ -523,104 +523,47 @@ def run_task(task: Task) -> list[dict]:
                 "requests": n, "misses": m, "hits": n - m, "miss_ratio": m / n if n else 0.0,
                 "bypasses": 0, "cost": float(m)}))
         return rows
-    cm = costs = None
-    sizes = trace_sizes(trace)
-    if task.model is not None:
-        from paging.cost.setup import CostSetup
-
-        cm = CostSetup.from_names(task.model, task.precision, task.hardware)
-        costs, sizes = cm.weights(trace)
-    extended = task.prefetch is not None or task.miss is not None
+    seqs = _traces(task.path, task.expand)
+    sizes = trace_sizes(trace) if task.model is None else None
     rows = []
     for k, g in task.caps:
-        cap = {"k": k} if k is not None else {"budget": budget_bytes(g)}
-        res = simulate(trace, task.policy, costs=costs, sizes=sizes, seed=task.seed,
-                       record=(True if extended else "hits") if cm else False,
-                       prefetch=_prefetcher(task, trace), miss=task.miss,
-                       routing=_router(task), **cap)
-        fields = res.to_dict()
-        if cm is not None:
-            from paging.cost.timeline import timeline_run
-
-            tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
-                              hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
-                              **timeline_kwargs(task.timeline))
-            fields.update(cm.timed_fields(res, tm))
-            fields["prefetch_late"] = tm.prefetch_late
-        rows.append(_row(task, trace.name, k, g, "simulate", fields))
+        for fields in run(_run_spec(task, k, g, sizes), seqs, train=_train(task),
+                          only=[task.seq], check=False):
+            fields.setdefault("prefetch_late", None)
+            rows.append(_row(task, trace.name, k, g, "simulate", fields))
     return rows
+
+
+def _run_spec(task: Task, k, g, sizes=None) -> RunSpec:
+    """The :class:`~paging.run.RunSpec` of one cell of ``task``."""
+    from paging.cost import budget_bytes
+
+    return RunSpec(task.policy, k=k, budget=None if g is None else budget_bytes(g),
+                   model=task.model, precision=task.precision, hardware=task.hardware,
+                   prefetch=task.prefetch, prefetch_strategy=task.prefetch_strategy,
+                   miss=task.miss, routing=task.routing, warm=task.warm,
+                   timeline=timeline_kwargs(task.timeline), seed=task.seed, sizes=sizes)
+
+
+def _train(task: Task):
+    """The training sequences of a ``transition:train=FILE`` predictor (FILE next to the spec),
+    else None (the file's other sequences)."""
+    from paging.predict.prefetch import training_file
+
+    file = training_file(task.prefetch)
+    return None if file is None else _traces(_resolve(file, task.base), task.expand)
 
 
 def _run_warm(task: Task) -> list[dict]:
-    """A warm task: the file's sequences joined (:func:`paging.warm.concat`), one run per
+    """A warm task: the file's sequences back to back (:mod:`paging.warm`), one run per
     capacity, one row per sequence."""
-    from paging.cost import budget_bytes
-    from paging.io import trace_sizes
-    from paging.simulate import simulate
-    from paging.warm import concat, split
-
-    trace, _ = concat(_traces(task.path, task.expand))
-    cm = costs = None
-    sizes = trace_sizes(trace)
-    if task.model is not None:
-        from paging.cost.setup import CostSetup
-
-        cm = CostSetup.from_names(task.model, task.precision, task.hardware)
-        costs, sizes = cm.weights(trace)
-    extended = task.prefetch is not None or task.miss is not None
+    seqs = _traces(task.path, task.expand)
     rows = []
     for k, g in task.caps:
-        cap = {"k": k} if k is not None else {"budget": budget_bytes(g)}
-        res = simulate(trace, task.policy, costs=costs, sizes=sizes, seed=task.seed,
-                       record=True if (cm and extended) else "hits",
-                       prefetch=_prefetcher(task, trace), miss=task.miss, **cap)
-        common = {f: v for f, v in res.to_dict().items()
-                  if f in ("budget_bytes", "capacity")}
-        per_time = None
-        if cm is not None:
-            from paging.cost.timeline import timeline_run
-
-            tm = timeline_run(trace, res, model=cm.model, precision=cm.precision,
-                              hardware=cm.hardware, fetch_ms=costs, sizes=sizes,
-                              **timeline_kwargs(task.timeline))
-            common["capacity"] = cm.timed_fields(res, tm).get("capacity")
-            per_time = tm.per_sequence
-        for i, seq in enumerate(split(trace, res)):
-            fields = dict(common, **seq, miss_ratio=seq["misses"] / seq["requests"]
-                          if seq["requests"] else 0.0)
-            if per_time is not None:
-                fields.update({f: per_time[i][f] for f in ("ttft_ms", "tpot_ms",
-                                                           "tokens_per_s", "decode_tokens")})
-            rows.append(_row(task, seq["trace"], k, g, "simulate", fields))
+        for fields in run(_run_spec(task, k, g), seqs, train=_train(task), check=False):
+            if not fields["warm_total"]:
+                rows.append(_row(task, fields["trace"], k, g, "simulate", fields))
     return rows
-
-
-def _router(task: Task):
-    """The routing hook of one cell: fresh, primed with the file's earlier sequences (Cache-
-    Prior's Δavg runs over the sequences of a run, as ``paging simulate`` does), or None."""
-    from paging.routing import router_for_run
-
-    return router_for_run(task.routing, _traces(task.path, task.expand)[:task.seq])
-
-
-def _prefetcher(task: Task, trace):
-    """A fresh prefetcher for one run (``transition`` learns on the file's other sequences, as
-    ``paging simulate`` does), or None."""
-    if task.prefetch is None:
-        return None
-    from paging.predict.prefetch import (
-        Prefetcher,
-        make_predictor,
-        make_strategy,
-        training_file,
-        training_set,
-    )
-
-    file = training_file(task.prefetch)
-    train = training_set(task.prefetch, trace, _traces(task.path, task.expand),
-                         None if file is None else _traces(_resolve(file, task.base),
-                                                           task.expand))
-    return Prefetcher(make_predictor(task.prefetch, train), make_strategy(task.prefetch_strategy))
 
 
 def run_tasks(tasks: list[Task]) -> list[dict]:
