@@ -69,8 +69,6 @@ def budgets_gb(total_bytes: int, n: int) -> list[float]:
 
 
 def _sequences(source: str, quick: bool):
-    from paging.cost.timeline import batch_prefill
-
     for trace in common.load_sequences(source):
         if quick and trace.n_requests:  # the prefill (if any) and a few decode tokens
             tokens = trace.token if trace.token is not None else trace.passes
@@ -82,27 +80,33 @@ def _sequences(source: str, quick: bool):
                 if bounds:  # head() drops the phase bounds of the full sequence
                     trace.meta["phase_bounds"] = {"prefill": [0, pre], "decode": [pre, cut]}
         if trace.n_requests:
-            yield batch_prefill(trace)
+            yield trace
 
 
-def _run(trace, batch, model, precision, hardware, budget, policy, fetch, sizes,
+def _run(seq, model, precision, hardware, budget, policy, fetch, sizes,
          opt_weighted=False) -> dict:
-    from paging.cost.timeline import timeline
-    from paging.simulate import simulate
-
+    """One policy on one sequence (batched prefill) as a :class:`~paging.run.RunSpec`; the
+    offline weighted optimum (not a policy: a schedule from the min-cost flow) is timed on the
+    same timeline."""
     if opt_weighted:
+        from paging.cost.timeline import batch_prefill, timeline
         from paging.offline.weighted import opt_weighted as solve
 
+        trace, batch = batch_prefill(seq)
         res = solve(trace, budget=budget, costs=fetch, sizes=sizes, method="flow")
-        mask, misses, cost = res.hit_mask, res.misses, res.cost
-    else:
-        r = simulate(trace, policy, budget=budget, costs=fetch, sizes=sizes, record="hits")
-        mask, misses, cost = r.hit_mask, r.misses, r.cost
-    tm = timeline(trace, mask, model=model, precision=precision, hardware=hardware,
-                  fetch_ms=fetch, sizes=sizes, batch=batch)
-    return {"requests": trace.n_requests, "misses": misses, "fetch_ms": cost,
-            "tokens_per_s": tm.tokens_per_s, "ttft_ms": tm.ttft_ms,
-            "stall_fraction": tm.stall_fraction, "decode_tokens": tm.decode_tokens}
+        tm = timeline(trace, res.hit_mask, model=model, precision=precision, hardware=hardware,
+                      fetch_ms=fetch, sizes=sizes, batch=batch)
+        return {"requests": trace.n_requests, "misses": res.misses, "fetch_ms": res.cost,
+                "tokens_per_s": tm.tokens_per_s, "ttft_ms": tm.ttft_ms,
+                "stall_fraction": tm.stall_fraction, "decode_tokens": tm.decode_tokens}
+    from paging.run import RunSpec, run
+
+    (r,) = run(RunSpec(policy, budget=budget, model=model.name, precision=precision.name,
+                       hardware=hardware.name, costs=fetch, sizes=sizes, prefill="batched"),
+               [seq], check=False)
+    return {"requests": r["requests"], "misses": r["misses"], "fetch_ms": r["cost"],
+            "tokens_per_s": r["tokens_per_s"], "ttft_ms": r["ttft_ms"],
+            "stall_fraction": r["stall_fraction"], "decode_tokens": r["decode_tokens"]}
 
 
 def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False,
@@ -120,6 +124,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         place_by_frequency,
         share_budget,
     )
+    from paging.cost.timeline import batch_prefill
 
     log = progress or common.Progress(NAME)
     sources = common.sources_or_skip(traces, DEFAULT_SOURCES, log)
@@ -128,7 +133,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     n_budgets = QUICK_BUDGETS if quick else N_BUDGETS
     rows, specmd, runs = [], [], []
     for source in sources:
-        for trace, batch in _sequences(source, quick):
+        for trace in _sequences(source, quick):
             lay = trace.layout
             name = MODEL_OF_LAYOUT.get((lay.n_layers, lay.n_experts))
             if name is None:
@@ -136,7 +141,8 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                     f"{lay.n_experts} experts; skipped")
                 continue
             model = get_model(name)
-            runs.append(dict(common.sequence_record(trace), source=source, model=name))
+            runs.append(dict(common.sequence_record(batch_prefill(trace)[0]), source=source,
+                             model=name))  # the sequence as simulated
             base = {"model": name, "source": source, "trace": trace.name}
             for q in PRECISIONS.get(name, DEFAULT_PRECISIONS):
                 prec, hw = get_precision(q), get_hardware(HARDWARE)
@@ -147,7 +153,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                     if budget < int(sizes[0]) * lay.n_layers:  # DIST needs one slot per layer
                         continue
                     for pol in (*POLICIES, OPT):
-                        out = _run(trace, batch, model, prec, hw, budget, pol, fetch, sizes)
+                        out = _run(trace, model, prec, hw, budget, pol, fetch, sizes)
                         rows.append(dict(base, panel="one tier", precision=q, hardware=HARDWARE,
                                          tiers="host", budget_gb=gb,
                                          capacity=budget // int(sizes[0]), policy=pol, **out))
@@ -159,7 +165,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                     sizes = page_sizes(model, prec)
                     fetch = page_costs(model, prec, hw, np.zeros(lay.n_pages, np.int8))
                     for pol in (*POLICIES, OPT):
-                        out = _run(trace, batch, model, prec, hw, budget, pol, fetch, sizes)
+                        out = _run(trace, model, prec, hw, budget, pol, fetch, sizes)
                         specmd.append(dict(base, panel="specmd", precision=q,
                                            hardware=hw.name, tiers="host",
                                            budget_gb=budget / 1e9,
@@ -167,7 +173,8 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
             if name == TWO_TIER["model"]:
                 prec, hw = get_precision(TWO_TIER["precision"]), get_hardware(TWO_TIER["hardware"])
                 sizes = page_sizes(model, prec)
-                freq = np.bincount(trace.pages, minlength=lay.n_pages)
+                # the placement counts requests as served (one per expert in the prefill pass)
+                freq = np.bincount(batch_prefill(trace)[0].pages, minlength=lay.n_pages)
                 tiers = place_by_frequency(freq, int(TWO_TIER["host_fraction"] * lay.n_pages))
                 fetch = page_costs(model, prec, hw, tiers)
                 for gb in budgets_gb(int(sizes.sum()), n_budgets):
@@ -175,12 +182,12 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                     if budget < int(sizes[0]) * lay.n_experts:  # a group must fit
                         continue
                     for pol in (*TWO_TIER_POLICIES, "opt-weighted"):
-                        out = _run(trace, batch, model, prec, hw, budget, pol, fetch, sizes,
+                        out = _run(trace, model, prec, hw, budget, pol, fetch, sizes,
                                    opt_weighted=pol == "opt-weighted")
                         rows.append(dict(base, panel="two tiers", precision=prec.name,
                                          hardware=hw.name, tiers="host+ssd", budget_gb=gb,
                                          capacity=budget // int(sizes[0]), policy=pol, **out))
-            log(f"  {trace.name}: {trace.n_requests} requests ({name})")
+            log(f"  {trace.name}: {runs[-1]['requests']} requests ({name})")
     if not rows:
         log("skipped: no sequence with a model preset")
         return None

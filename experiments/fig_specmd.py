@@ -192,65 +192,47 @@ def _prompt_prefix(trace, tokens: int):
                  new_tok, sel(trace.rank), sel(trace.score), trace.expand, meta)
 
 
-def _prefetcher(spec, strategy, train):
-    from paging.predict.prefetch import Prefetcher, make_predictor, make_strategy
-
-    if spec is None:
-        return None
-    return Prefetcher(make_predictor(spec, train if spec == "transition" else None),
-                      make_strategy(strategy))
-
-
-def _timed(trace, batch, policy, *, precision, budget, prefetch=None, miss=None, before=()):
-    """One run on the cost model: counters and timeline fields. ``before``: sequences served
+def _timed(seq, policy, *, precision, budget, prefetch=None, strategy=None, train=None,
+           miss=None, before=()):
+    """One run of ``seq`` (batched prefill) on the cost model, as a
+    :class:`~paging.run.RunSpec`: counters and timeline fields. ``before``: sequences served
     first through the same cache (a warm run, :mod:`paging.warm`); the fields then describe
-    ``trace`` alone (its misses, TTFT and decode rate; prefetch counters are left out)."""
-    from paging.cost import get_hardware, get_model, get_precision, page_costs, page_sizes
-    from paging.cost.timeline import batch_prefill, timeline_run
-    from paging.miss import cascade_weights, make_miss
-    from paging.simulate import simulate
-    from paging.warm import concat, split
+    ``seq`` alone (its misses, TTFT and decode rate; prefetch counters are left out)."""
+    from paging.cost.timeline import batch_prefill
+    from paging.run import RunSpec, run
 
-    model, hw, prec = get_model(MODEL), get_hardware(HARDWARE), get_precision(precision)
-    tiers = np.zeros(trace.layout.n_pages, np.int8)
-    sizes, fetch = page_sizes(model, prec), page_costs(model, prec, hw, tiers)
-    handler = make_miss(miss, precision) if miss not in (None, "fetch") else None
-    if handler is not None and handler.uses_levels:
-        handler = cascade_weights(handler, model, hw, tiers)
-    run, run_batch = trace, batch
+    spec = RunSpec(policy, budget=budget, model=MODEL, precision=precision, hardware=HARDWARE,
+                   prefill="batched", prefetch=prefetch, prefetch_strategy=strategy, miss=miss,
+                   warm=bool(before))
+    rows = run(spec, [*before, seq], train=train if prefetch == "transition" else None)
+    base = {"capacity": rows[-1]["capacity"], "budget_gb": budget / 1e9}
     if before:
-        run, run_batch = concat([*(batch_prefill(t)[0] for t in before), trace],
-                                [*(batch_prefill(t)[1] for t in before), batch])
-    r = simulate(run, policy, budget=budget, costs=fetch, sizes=sizes, record=True,
-                 prefetch=prefetch, miss=handler)
-    tm = timeline_run(run, r, model=model, precision=prec, hardware=hw, fetch_ms=fetch,
-                      sizes=sizes, batch=run_batch)
-    base = {"capacity": budget // int(sizes[0]), "budget_gb": budget / 1e9}
-    if before:
-        seq, t = split(run, r)[-1], tm.per_sequence[-1]
-        return dict(base, warm="yes", requests=seq["requests"], misses=seq["misses"],
-                    hits=seq["hits"], hit_rate=seq["hits"] / seq["requests"],
-                    ttft_ms=t["ttft_ms"], tokens_per_s=t["tokens_per_s"],
-                    decode_tokens=t["decode_tokens"])
-    x = r.extra or {}
-    levels = x.get("fetch_levels") or {}
+        r = next(r for r in rows if r.get("position") == len(before))
+        return dict(base, warm="yes", requests=r["requests"], misses=r["misses"],
+                    hits=r["hits"], hit_rate=r["hits"] / r["requests"], ttft_ms=r["ttft_ms"],
+                    tokens_per_s=r["tokens_per_s"], decode_tokens=r["decode_tokens"])
+    (r,) = rows
+    levels = r.get("fetch_levels") or {}
     low = sum(int(v) for v in list(levels.values())[1:])  # keys in level order, level 0 first
-    mass = float(np.sum(trace.score)) if trace.score is not None else 0.0
-    dm = x.get("dropped_mass") or 0.0
+    score = batch_prefill(seq)[0].score  # the gate mass of the requests as served
+    mass = float(np.sum(score)) if score is not None else 0.0
+    dm = r.get("dropped_mass") or 0.0
+    req = r["requests"]
     return dict(base, **{
-            "warm": "no", "requests": r.requests, "misses": r.misses, "hits": r.hits,
-            "hit_rate": r.hits / r.requests if r.requests else 0.0,
-            "collision_misses": r.collision_misses,
-            "collision_rate": r.collision_misses / r.requests if r.requests else 0.0,
-            "prefetches": x.get("prefetches", 0), "prefetch_useful": x.get("prefetch_useful", 0),
-            "prefetch_late": getattr(tm, "prefetch_late", 0),
-            "prefetch_precision": x.get("prefetch_precision", ""),
-            "prefetch_recall": x.get("prefetch_recall", ""),
-            "dropped": r.dropped, "dropped_mass": dm,
+            "warm": "no", "requests": req, "misses": r["misses"], "hits": r["hits"],
+            "hit_rate": r["hits"] / req if req else 0.0,
+            "collision_misses": r["collision_misses"],
+            "collision_rate": r["collision_misses"] / req if req else 0.0,
+            "prefetches": r.get("prefetches", 0), "prefetch_useful": r.get("prefetch_useful", 0),
+            "prefetch_late": r.get("prefetch_late"),
+            "prefetch_precision": r.get("prefetch_precision", ""),
+            "prefetch_recall": r.get("prefetch_recall", ""),
+            "dropped": r.get("dropped", 0), "dropped_mass": dm,
             "dropped_mass_share": dm / mass if mass else 0.0,
-            "substituted": r.substituted, "top1_changed_share": x.get("top1_changed_share", 0.0),
-            "low_precision_fetches": low, "stall_ms": tm.stall_ms, "ttft_ms": tm.ttft_ms,
-            "tokens_per_s": tm.tokens_per_s, "decode_tokens": tm.decode_tokens})
+            "substituted": r.get("substituted", 0),
+            "top1_changed_share": r.get("top1_changed_share", 0.0),
+            "low_precision_fetches": low, "stall_ms": r["stall_ms"], "ttft_ms": r["ttft_ms"],
+            "tokens_per_s": r["tokens_per_s"], "decode_tokens": r["decode_tokens"]})
 
 
 def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False,
@@ -310,7 +292,6 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         # learned predictor then trains on the decode sequences it does not simulate
         before = decode_only[-1:]
         train_warm = [t for t in train if not any(t is b for b in before)]
-        trace, batch = batch_prefill(tr)
         base = {"source": source, "trace": tr.name, "hardware": HARDWARE}
 
         def bud(pct):
@@ -321,16 +302,16 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
             if spec == "transition" and not train:
                 log("  prefetch: transition skipped (no other sequence to fit it on)")
                 continue
-            out = _timed(trace, batch, PREFETCH_SETTING["policy"], precision=q,
-                         budget=bud(PREFETCH_SETTING["capacity_pct"]),
-                         prefetch=_prefetcher(spec, strat, train))
+            out = _timed(tr, PREFETCH_SETTING["policy"], precision=q,
+                         budget=bud(PREFETCH_SETTING["capacity_pct"]), prefetch=spec,
+                         strategy=strat, train=train)
             rows.append(dict(base, **out, panel="prefetch", precision=q,
                              capacity_pct=PREFETCH_SETTING["capacity_pct"],
                              policy=PREFETCH_SETTING["policy"], prefetch=spec, strategy=strat,
                              miss="fetch"))
         q = MISS_SETTING["precision"]
         for miss in MISS_HANDLERS:
-            out = _timed(trace, batch, MISS_SETTING["policy"], precision=q,
+            out = _timed(tr, MISS_SETTING["policy"], precision=q,
                          budget=bud(MISS_SETTING["capacity_pct"]), miss=miss)
             rows.append(dict(base, **out, panel="miss", precision=q,
                              capacity_pct=MISS_SETTING["capacity_pct"],
@@ -344,8 +325,8 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                     if spec == "transition" and not tr_set:
                         continue
                     for pol in (own, *TABLE2_LS):
-                        out = _timed(trace, batch, pol, precision=q, budget=bud(pct),
-                                     prefetch=_prefetcher(spec, strat, tr_set),
+                        out = _timed(tr, pol, precision=q, budget=bud(pct), prefetch=spec,
+                                     strategy=strat, train=tr_set,
                                      before=tuple(before) if warm else ())
                         rows.append(dict(base, **out, panel="table2", precision=q,
                                          capacity_pct=pct, config=f"{cname} @ {pct}%",
@@ -355,15 +336,15 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         # TTFT against the prompt's length (the first 8, 16, 32, all prompt tokens), 5 %
         for m in PROMPT_TOKENS:
             sub = tr if m is None else _prompt_prefix(tr, m)
-            tb, bb = batch_prefill(sub)
-            n_prompt = int(sub.meta.get("prompt_tokens") or tb.meta.get("prefill_tokens") or 0)
+            n_prompt = int(sub.meta.get("prompt_tokens")
+                           or batch_prefill(sub)[0].meta.get("prefill_tokens") or 0)
             for pol, spec in PROMPT_CONFIGS:
                 for warm in (False, True):
                     tr_set = train_warm if warm else train
                     if spec == "transition" and not tr_set:
                         continue
-                    out = _timed(tb, bb, pol, precision=q, budget=bud(5),
-                                 prefetch=_prefetcher(spec, "topk:overfetch=1", tr_set),
+                    out = _timed(sub, pol, precision=q, budget=bud(5), prefetch=spec,
+                                 strategy="topk:overfetch=1" if spec else None, train=tr_set,
                                  before=tuple(before) if warm else ())
                     rows.append(dict(base, **out, panel="prompt", precision=q, capacity_pct=5,
                                      policy=pol, prefetch=spec or "", miss="fetch",

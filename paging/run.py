@@ -28,7 +28,24 @@ import numpy as np
 
 from paging.errors import PagingError
 
-__all__ = ["RunSpec", "run"]
+__all__ = ["RunSpec", "Outcome", "run", "execute"]
+
+
+@dataclass
+class Outcome:
+    """One simulated run as :func:`execute` leaves it: the trace as simulated (batched prefill,
+    or the warm run's joined sequences), its :class:`~paging.result.Result`, the weights and
+    batch the timeline read, the :class:`~paging.cost.timeline.Timing` (None without a model)
+    and the rows it gave. A caller that replays the timeline under other options (the
+    timing-sensitivity study) starts from here instead of simulating again."""
+
+    trace: object
+    result: object
+    costs: object
+    sizes: object
+    batch: object
+    timing: object
+    rows: list
 
 
 @dataclass(frozen=True)
@@ -43,8 +60,9 @@ class RunSpec:
         The capacity: ``k`` pages, or ``budget`` bytes (exactly one).
     model, precision, hardware, host_gb
         The cost model (:class:`paging.cost.setup.CostSetup`): page sizes and fetch times, and
-        the latency timeline. Without ``model``, ``costs`` and ``sizes`` (arrays per page id)
-        may be given directly, or a cache trace's own object sizes are used with a budget.
+        the latency timeline. ``costs`` and ``sizes`` (arrays per page id) given directly take
+        the place of the model's (a tier placement of one's own, or weights without a model);
+        without either, a cache trace's own object sizes are used with a budget.
     prefill : {"tokens", "batched"}
         Replay the prefill token by token, or as one batched pass
         (:func:`paging.cost.timeline.batch_prefill`; needs ``model``).
@@ -57,6 +75,9 @@ class RunSpec:
         ``prefetch_streams``, ``prefetch_link``); only those given appear in the rows.
     engine, seed
         As :func:`paging.simulate.simulate`.
+    verify : bool
+        Record every run in full and check it with :func:`paging.verify.verify` (capacity,
+        every request served, misses matching the eviction log).
     """
 
     policy: str
@@ -78,6 +99,7 @@ class RunSpec:
     timeline: Mapping = field(default_factory=dict)
     engine: str = "auto"
     seed: int = 0
+    verify: bool = False
 
     # -- validation -----------------------------------------------------------------------
     def __post_init__(self) -> None:
@@ -161,15 +183,21 @@ def run(spec: RunSpec, traces: Sequence, *, train=None, only: Sequence[int] | No
     sequences to simulate cold (default all; the others still train predictors and prime the
     routing hook). ``check``: run :meth:`RunSpec.check` first.
     """
+    return [row for out in execute(spec, traces, train=train, only=only, check=check)
+            for row in out.rows]
+
+
+def execute(spec: RunSpec, traces: Sequence, *, train=None, only: Sequence[int] | None = None,
+            check: bool = True) -> list[Outcome]:
+    """:func:`run`, keeping each simulated run's :class:`Outcome` (one per sequence cold, one
+    for a warm run)."""
     traces = list(traces)
     if check:
         spec.check(traces, train)
     if spec.warm:
-        return _run_warm(spec, traces, train)
-    rows = []
-    for i in (range(len(traces)) if only is None else only):
-        rows += _run_sequence(spec, traces[i], traces, train, earlier=traces[:i])
-    return rows
+        return [_run_warm(spec, traces, train)]
+    return [_run_sequence(spec, traces[i], traces, train, earlier=traces[:i])
+            for i in (range(len(traces)) if only is None else only)]
 
 
 def _training(spec: RunSpec, trace, traces, train):
@@ -196,7 +224,9 @@ def _load_train(file: str, expand: str):
 def _weights(spec: RunSpec, cm, trace):
     """``(costs, sizes)`` of the run's pages."""
     if cm is not None:
-        return cm.weights(trace)
+        costs, sizes = cm.weights(trace)
+        return (costs if spec.costs is None else spec.costs,
+                sizes if spec.sizes is None else spec.sizes)
     sizes = spec.sizes
     if sizes is None and spec.budget is not None:  # a cache trace's own object sizes
         from paging.io import trace_sizes
@@ -214,15 +244,21 @@ def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher,
 
         handler = cascade_weights(handler, cm.model, cm.hardware, cm.tiers(trace))
     extended = prefetcher is not None or handler is not None
-    record = True if (cm is not None and extended) else ("hits" if (cm is not None or warm)
-                                                        else False)
+    record = True if (spec.verify or (cm is not None and extended)) else (
+        "hits" if (cm is not None or warm) else False)
     cap = {"k": spec.k} if spec.k is not None else {"budget": spec.budget}
     if extended:
-        return simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
-                        engine=spec.engine, record=record, prefetch=prefetcher, miss=handler,
-                        **cap)
-    return simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
-                    engine=spec.engine, record=record, routing=routing, **cap)
+        res = simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
+                       engine=spec.engine, record=record, prefetch=prefetcher, miss=handler,
+                       **cap)
+    else:
+        res = simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
+                       engine=spec.engine, record=record, routing=routing, **cap)
+    if spec.verify:
+        from paging.verify import verify
+
+        verify(trace, res, costs=costs, sizes=sizes)
+    return res
 
 
 def _prefetcher(spec: RunSpec, trace, traces, train):
@@ -250,7 +286,7 @@ def _timed(spec: RunSpec, cm, trace, res, costs, sizes, batch, row: dict):
     return tm
 
 
-def _run_sequence(spec: RunSpec, trace, traces, train, earlier) -> list[dict]:
+def _run_sequence(spec: RunSpec, trace, traces, train, earlier) -> Outcome:
     """One sequence from an empty cache."""
     from paging.routing import router_for_run
 
@@ -266,11 +302,11 @@ def _run_sequence(spec: RunSpec, trace, traces, train, earlier) -> list[dict]:
     res = _simulate(spec, cm, sim_trace, costs, sizes, warm=False,
                     prefetcher=_prefetcher(spec, trace, traces, train), routing=routing)
     row = res.to_dict()
-    _timed(spec, cm, sim_trace, res, costs, sizes, batch, row)
-    return [row]
+    tm = _timed(spec, cm, sim_trace, res, costs, sizes, batch, row)
+    return Outcome(sim_trace, res, costs, sizes, batch, tm, [row])
 
 
-def _run_warm(spec: RunSpec, traces, train) -> list[dict]:
+def _run_warm(spec: RunSpec, traces, train) -> Outcome:
     """The sequences back to back through one cache: a row per sequence, then the run's."""
     from paging.routing import make_router
     from paging.warm import concat, order, split
@@ -301,4 +337,4 @@ def _run_warm(spec: RunSpec, traces, train) -> list[dict]:
                                                   "end_ms")})
         out.append(r)
     out.append(dict(row, warm=True, warm_total=True))
-    return out
+    return Outcome(joined, res, costs, sizes, batch, tm, out)

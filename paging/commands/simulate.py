@@ -122,6 +122,10 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--engine", choices=("auto", "reference", "fast"), default="auto",
                    help="compiled kernel when available (auto), or the reference loop")
+    p.add_argument("--verify", action="store_true",
+                   help="record every run in full and check it independently (capacity never "
+                        "exceeded, every request served, misses = the eviction log); a failed "
+                        "check is an error")
     p.add_argument("--json", action="store_true", help="print one JSON list of results")
     p.set_defaults(func=run)
 
@@ -187,7 +191,7 @@ def run(args) -> int:
                 host_gb=args.host_gb, prefill=args.prefill, prefetch=args.prefetch,
                 prefetch_strategy=args.prefetch_strategy, miss=args.miss,
                 routing=args.routing, warm=args.warm, warm_seed=args.warm_seed,
-                timeline=timing, engine=args.engine, seed=args.seed)
+                timeline=timing, engine=args.engine, seed=args.seed, verify=args.verify)
     probe = RunSpec(args.policy[0], k=1, **base)  # the options alone, checked before loading
     cm = probe.cost_setup()
     if args.budget_pct:

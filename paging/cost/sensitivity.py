@@ -92,22 +92,10 @@ def timing_sensitivity(trace, *, budget: int, train=None,
 
     Every simulated run is checked by :func:`paging.verify.verify`.
     """
-    import numpy as np
-
-    from paging.cost import get_hardware, get_model, get_precision, page_costs, page_sizes
-    from paging.cost.timeline import batch_prefill, timeline_run
-    from paging.predict.prefetch import Prefetcher, make_predictor, make_strategy
-    from paging.simulate import simulate
-    from paging.verify import verify
+    from paging.cost.timeline import timeline_run
+    from paging.run import RunSpec, execute
 
     configs = SPECMD_CONFIGS if configs is None else configs
-    m, q, h = get_model(model), get_precision(precision), get_hardware(hardware)
-    m.check_layout(trace.layout, trace.name)
-    batch = None
-    if batched:
-        trace, batch = batch_prefill(trace)
-    tiers = np.zeros(trace.layout.n_pages, np.int8)
-    sizes, fetch = page_sizes(m, q), page_costs(m, q, h, tiers)
     variants = timing_variants(token_overhead_ms)
     rows = []
     for name, cfg in configs.items():
@@ -116,16 +104,18 @@ def timing_sensitivity(trace, *, budget: int, train=None,
             raise PagingError(f"configuration {name}: give policy, prefetch and strategy, "
                               f"got {sorted(cfg)}")
         spec = cfg.get("prefetch")
-        pf = None
-        if spec is not None:
-            pf = Prefetcher(make_predictor(spec, train), make_strategy(cfg.get("strategy")))
-        res = simulate(trace, cfg["policy"], budget=budget, costs=fetch, sizes=sizes,
-                       record=True, prefetch=pf)
-        verify(trace, res, costs=fetch, sizes=sizes)
+        run_spec = RunSpec(cfg["policy"], budget=budget, model=model, precision=precision,
+                           hardware=hardware, prefill="batched" if batched else "tokens",
+                           prefetch=spec, prefetch_strategy=cfg.get("strategy") if spec
+                           else None, verify=True)
+        run_spec.cost_setup().model.check_layout(trace.layout, trace.name)
+        (out,) = execute(run_spec, [trace], train=train if spec else None, check=False)
+        res, cm = out.result, run_spec.cost_setup()  # verified by the run (verify=True)
         x = res.extra or {}
-        for variant, opts in variants:
-            tm = timeline_run(trace, res, model=m, precision=q, hardware=h, fetch_ms=fetch,
-                              sizes=sizes, batch=batch, **opts)
+        for variant, opts in variants:  # the same run, its timeline replayed per option
+            tm = timeline_run(out.trace, res, model=cm.model, precision=cm.precision,
+                              hardware=cm.hardware, fetch_ms=out.costs, sizes=out.sizes,
+                              batch=out.batch, **opts)
             rows.append({
                 "config": name, "policy": cfg["policy"], "prefetch": spec or "",
                 "strategy": cfg.get("strategy") or "", "variant": variant,
