@@ -48,19 +48,22 @@ from __future__ import annotations
 import numpy as np
 
 from paging.errors import PagingError
+from paging.observers import DROP, FETCH, SUBSTITUTE, Observer
 from paging.options import no_more, parse_spec, take_float, take_int
 
-FETCH, DROP, SUBSTITUTE = 0, 1, 2
 MISS_NAMES = ("fetch", "fetch-lowest-bit", "fetch-priority", "drop", "substitute")
 #: the precision chain of a cascade: each level half the bits of the one before
 CHAIN = ("bf16", "int8", "int4", "int2")
 
 
-class MissHandler:
+class MissHandler(Observer):
     """Base class: fetch every miss at level 0. Subclasses override :meth:`decide`.
 
     ``levels`` names the precisions (level 0 first); :meth:`bind` gives their per-page sizes
-    and fetch costs (level 0 is the run's own ``sizes``/``costs``)."""
+    and fetch costs (level 0 is the run's own ``sizes``/``costs``). A handler is an
+    :class:`~paging.observers.Observer` of the run it serves: it reads the cache through the
+    run's read-only :class:`~paging.simulate.CacheState` and may count what it needs (the
+    substitute counts requests)."""
 
     name = "fetch"
     needs_scores = False
@@ -84,7 +87,10 @@ class MissHandler:
     def spec(self) -> str:
         return self.name
 
-    def decide(self, sim, t: int, page: int) -> tuple[int, int]:
+    def decide(self, state, t: int, page: int) -> tuple[int, int]:
+        """``(action, argument)`` for the miss of request ``t`` on ``page``: ``(FETCH,
+        level)``, ``(DROP, 0)`` or ``(SUBSTITUTE, page)``; ``state`` is the run's read-only
+        :class:`~paging.simulate.CacheState`."""
         return FETCH, 0
 
 
@@ -92,7 +98,7 @@ class FetchLowestBit(MissHandler):
     name = "fetch-lowest-bit"
     uses_levels = True
 
-    def decide(self, sim, t, page):
+    def decide(self, state, t, page):
         return FETCH, len(self.levels) - 1
 
     def spec(self):
@@ -113,8 +119,8 @@ class FetchPriority(MissHandler):
         if any(a <= b for a, b in zip(self.cuts, self.cuts[1:], strict=False)):
             raise PagingError("fetch-priority: cuts must decrease (c1 > c2 > ...)")
 
-    def decide(self, sim, t, page):
-        s = sim.score_at(t)
+    def decide(self, state, t, page):
+        s = state.score_at(t)
         level = 0
         for c in self.cuts:  # level = number of cuts above the score
             if s < c:
@@ -137,10 +143,10 @@ class Drop(MissHandler):
         self.needs_ranks = rank is not None
         self.needs_scores = score is not None
 
-    def decide(self, sim, t, page):
+    def decide(self, state, t, page):
         if self.rank is not None:
-            return (DROP, 0) if sim.rank_at(t) >= self.rank else (FETCH, 0)
-        return (DROP, 0) if sim.score_at(t) < self.score else (FETCH, 0)
+            return (DROP, 0) if state.rank_at(t) >= self.rank else (FETCH, 0)
+        return (DROP, 0) if state.score_at(t) < self.score else (FETCH, 0)
 
     def spec(self):
         return f"drop:rank={self.rank}" if self.rank is not None else f"drop:score={self.score:g}"
@@ -149,13 +155,20 @@ class Drop(MissHandler):
 class Substitute(MissHandler):
     name = "substitute"
 
-    def decide(self, sim, t, page):
-        n = sim.layout.n_experts
+    def start(self, state, record):
+        super().start(state, record)
+        self.requested = [0] * state.layout.n_pages  # requests of each page so far
+
+    def on_request(self, t, page):
+        self.requested[page] += 1
+
+    def decide(self, state, t, page):
+        n = state.layout.n_experts
         layer = page // n
-        res, pinned, req = sim.parts[sim.part_of[page]], sim.pinned, sim.requested
+        req = self.requested
         best, best_n = -1, -1
         for q in range(layer * n, layer * n + n):  # ascending ids: ties to the lower id
-            if q in res and q not in pinned and req[q] > best_n:
+            if state.evictable(q) and req[q] > best_n:
                 best, best_n = q, req[q]
         return (SUBSTITUTE, best) if best >= 0 else (FETCH, 0)
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from paging.errors import PagingError, check_k
 from paging.miss import DROP, FETCH, MissHandler
+from paging.observers import MissStats, Observer, PrefetchStats
 from paging.policies.base import CacheView, Context, Policy
 from paging.result import Result, build_result
 from paging.trace import Trace
@@ -187,16 +188,18 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
 
         routed = RoutedRun(trace, router, policy)
         clock = routed.buffers()
+    observers = []
+    if prefetch is not None or miss is not None:  # SpecMD's phases: their counts
+        if prefetch is not None:
+            prefetch.reset(trace, seed)  # the plan: every batch's proposals (no predictor
+            # reads the cache), with its precision/recall counts
+        observers = [PrefetchStats(*((prefetch.predicted, prefetch.predicted_right,
+                                      prefetch.actual) if prefetch is not None else ())),
+                     MissStats(miss)]
     sim = Simulation(trace.layout, policy, k, budget=budget, costs=costs, sizes=sizes,
                      seed=seed, record=level > 0,
                      next_use=trace.next_use if policy.clairvoyant else None, miss=miss,
-                     visits=token_visits(trace), **clock)
-    sim.extended = prefetch is not None or miss is not None
-    if prefetch is not None:
-        prefetch.reset(trace, seed)  # the plan: every batch's proposals (no predictor reads
-        sim.predicted = prefetch.predicted  # the cache), with its precision/recall counts
-        sim.predicted_right = prefetch.predicted_right
-        sim.actual = prefetch.actual
+                     visits=token_visits(trace), observers=observers, **clock)
     pages = trace.pages.tolist()
     N = len(pages)
     ends = _group_bounds(trace.steps).tolist()
@@ -220,6 +223,68 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
     return res
 
 
+class CacheState:
+    """What an extension may read of a run (miss handlers, routing hooks, observers): which
+    pages are cached, pinned or evictable, the requests' gate scores and ranks, the run's page
+    sizes and costs. Read-only: only the simulator changes the cache."""
+
+    __slots__ = ("_sim",)
+
+    def __init__(self, sim: Simulation):
+        self._sim = sim
+
+    @property
+    def layout(self):
+        return self._sim.layout
+
+    @property
+    def t(self) -> int:
+        """Requests served so far."""
+        return self._sim.t
+
+    @property
+    def pinned(self) -> frozenset:
+        return self._sim.pinned
+
+    @property
+    def sizes(self):
+        return self._sim.sizes
+
+    @property
+    def costs(self):
+        return self._sim.costs
+
+    @property
+    def has_scores(self) -> bool:
+        return self._sim._score is not None
+
+    def __contains__(self, page: int) -> bool:
+        return page in self._sim
+
+    def evictable(self, page: int) -> bool:
+        """Cached and not pinned: a page a substitute or a victim may be."""
+        return page in self._sim and page not in self._sim.pinned
+
+    def cached_in_layer(self, layer: int) -> list[int]:
+        """The cached experts (0..n-1) of ``layer``, ascending; O(n)."""
+        n = self._sim.layout.n_experts
+        base = layer * n
+        return [e for e in range(n) if base + e in self._sim]
+
+    def score_at(self, t: int) -> float:
+        return self._sim.score_at(t)
+
+    def rank_at(self, t: int) -> int:
+        return self._sim.rank_at(t)
+
+    def groups_served(self) -> int:
+        """(token, layer) groups served: requests of rank 0 (every request without ranks)."""
+        sim = self._sim
+        if sim._rank is None:
+            return sim.t
+        return sum(1 for r in sim._rank[:sim.t] if r == 0)
+
+
 class Simulation:
     """The reference loop, one request at a time.
 
@@ -233,12 +298,16 @@ class Simulation:
     would not make room (capacity 0, a page larger than the partition, or pinned pages filling
     it), the page is served without being cached (a bypass). With unit sizes this is exactly
     the page-count rule.
+
+    Extensions read the cache through :attr:`state` (a :class:`CacheState`); ``observers``
+    (:mod:`paging.observers`) watch the run and own the result fields they report (a run with
+    observers has ``Result.extra``).
     """
 
     def __init__(self, layout, policy: Policy, k: int | None, *, steps, budget: int | None = None,
                  costs=None, sizes=None, seed: int | None = 0, record: bool = False,
                  next_use=None, score=None, rank=None, miss: MissHandler | None = None,
-                 token=None, visits: int = 1):
+                 token=None, visits: int = 1, observers=()):
         P = layout.n_pages
         self.layout, self.policy, self.seed, self.record = layout, policy, seed, record
         self.costs = None if costs is None else as_costs(costs, P)
@@ -263,7 +332,6 @@ class Simulation:
         self._rank = None if rank is None else np.asarray(rank, dtype=np.int64).tolist()
         self.miss = miss
         self.levels: dict[int, int] = {}  # resident page -> precision level, when not 0
-        n_levels = 1
         if miss is not None and miss.uses_levels:
             if miss.level_sizes is None:
                 raise PagingError(f"{miss.name} needs the sizes and costs of its precisions "
@@ -271,9 +339,7 @@ class Simulation:
             if self.budget is None:
                 raise PagingError(f"{miss.name} mixes precisions: count the cache in bytes "
                                   "(a budget), not in pages")
-            n_levels = len(miss.level_sizes)
         self._level_size = None if miss is None else miss.level_sizes
-        self.level_misses = [[0] * P for _ in range(n_levels)]
         # a run counted in pages gives every page one slot, whatever its size in bytes
         self._size = [1] * P if self.budget is None else self.sizes.tolist()
         policy.reset(Context(
@@ -293,21 +359,13 @@ class Simulation:
         self.hit_mask: list[bool] = []
         self.evictions: list[tuple[int, int]] = []
         self.bypassed: list[int] = []
-        # SpecMD extensions (prefetching, miss handling): counters and their logs
-        self.requested = [0] * P if miss is not None else None
-        self.fetch_levels: list[int] | None = [] if record and n_levels > 1 else None
-        self.dropped = self.substituted = self.top1_changed = 0
-        self.dropped_mass = 0.0
-        self.replaced_ranks: dict[int, int] = {}
-        self.dropped_log: list[int] = []
-        self.substituted_log: list[tuple[int, int]] = []
-        self.prefetches = self.prefetch_useful = self.prefetch_wasted = 0
-        self.prefetch_skipped = self.prefetch_bytes = 0
-        self._pending: dict[int, None] = {}  # prefetched pages not yet requested
-        self.pf_log: list[tuple[int, int]] = []  # (next request index, page)
-        self.pf_evictions: list[tuple[int, int]] = []  # (next request index, victim)
-        self.predicted = self.predicted_right = self.actual = 0  # set-based precision/recall
-        self.extended = False  # True when a prefetcher or a miss handler was attached
+        self.state = CacheState(self)
+        # who hears the loop's events: the observers, and a miss handler that counts requests
+        self.observers: list[Observer] = list(observers)
+        watch = [*self.observers, *([miss] if isinstance(miss, Observer) else [])]
+        for ob in watch:
+            ob.start(self.state, record)
+        self._watch = tuple(watch)
 
     @property
     def resident(self) -> set[int]:
@@ -330,9 +388,11 @@ class Simulation:
         """Rank of request ``t`` in its top-K list (0 when the trace has no ranks)."""
         return 0 if self._rank is None else int(self._rank[t])
 
-    def _make_room(self, t: int, q: int, p: int, need: int, pinned, log) -> bool:
+    def _make_room(self, t: int, q: int, p: int, need: int, pinned,
+                   prefetching: bool = False) -> bool:
         """Evict victims of partition ``q`` until ``need`` more fits (the policy chooses); False
-        (nothing evicted) when no eviction can make room: the bypass rule."""
+        (nothing evicted) when no eviction can make room: the bypass rule. A request's
+        evictions go to the eviction log (recorded runs); a prefetch's to the observers."""
         res, cap, policy = self.parts[q], self.caps[q], self.policy
         if self.used[q] + need <= cap:
             return True
@@ -353,12 +413,11 @@ class Simulation:
                 self.evicted_pass[v] = now_pass
                 if self.levels:
                     self.levels.pop(v, None)
-                if v in self._pending:  # a prefetched page evicted before any request
-                    del self._pending[v]
-                    self.prefetch_wasted += 1
+                for ob in self._watch:
+                    ob.on_evict(t, v, prefetching)
                 policy.on_evict(t, v)
-                if log is not None:
-                    log.append((t if log is self.evictions else self.t, v))
+                if self.record and not prefetching:
+                    self.evictions.append((t, v))
         return True
 
     def serve(self, p: int) -> bool:
@@ -369,23 +428,23 @@ class Simulation:
         self.t += 1
         q = self.part_of[p]
         res = self.parts[q]
-        if self.requested is not None:
-            self.requested[p] += 1
+        watch = self._watch
+        for ob in watch:
+            ob.on_request(t, p)
         if p in res:
             if self.record:
                 self.hit_mask.append(True)
-            if self._pending and p in self._pending:  # first request of a prefetched page
-                del self._pending[p]
-                self.prefetch_useful += 1
+            for ob in watch:
+                ob.on_hit(t, p)
             policy.on_hit(t, p)
             return True
         if self.record:
             self.hit_mask.append(False)
         level = 0
         if self.miss is not None:
-            act, arg = self.miss.decide(self, t, p)
+            act, arg = self.miss.decide(self.state, t, p)
             if act != FETCH:
-                self._replaced(t, act, arg)
+                self._replaced(t, p, act, arg)
                 return False
             level = arg
         self.misses += 1
@@ -394,12 +453,9 @@ class Simulation:
         if self.evicted_pass[p] == now_pass:
             self.collisions += 1
         need = self._size[p] if level == 0 else self._level_size[level][p]
-        if level:
-            self.level_misses[level][p] += 1
-        if self.fetch_levels is not None:
-            self.fetch_levels.append(level)
-        if not self._make_room(t, q, p, need, self.pinned,
-                               self.evictions if self.record else None):
+        for ob in watch:
+            ob.on_fetch(t, p, level)
+        if not self._make_room(t, q, p, need, self.pinned):
             self.bypassed.append(t)  # no eviction can make room: serve without caching
             return False
         res[p] = need
@@ -409,27 +465,18 @@ class Simulation:
         policy.on_insert(t, p)
         return False
 
-    def _replaced(self, t: int, act: int, q: int) -> None:
-        """Count a dropped (``act`` = DROP) or substituted (SUBSTITUTE by page ``q``) request."""
-        r = self.rank_at(t)
-        self.replaced_ranks[r] = self.replaced_ranks.get(r, 0) + 1
-        if r == 0:
-            self.top1_changed += 1
-        if act == DROP:
-            self.dropped += 1
-            if self._score is not None:
-                self.dropped_mass += float(self._score[t])
-            if self.record:
-                self.dropped_log.append(t)
-            return
-        if q not in self.parts[self.part_of[q]] or q // self.layout.n_experts != \
-                self._steps[t] % self.layout.n_layers:
-            raise RuntimeError(f"{self.miss.name}: substitute {q} at t={t} is not a resident "
-                               "page of the requested layer")
-        self.substituted += 1
-        if self.record:
-            self.substituted_log.append((t, q))
-        self.policy.on_hit(t, q)
+    def _replaced(self, t: int, p: int, act: int, q: int) -> None:
+        """A request handled without fetching: dropped (``act`` = DROP) or served by the
+        resident substitute ``q`` of its layer (the policy sees a hit on ``q``)."""
+        if act != DROP:
+            if q not in self.parts[self.part_of[q]] or q // self.layout.n_experts != \
+                    self._steps[t] % self.layout.n_layers:
+                raise RuntimeError(f"{self.miss.name}: substitute {q} at t={t} is not a "
+                                   "resident page of the requested layer")
+        for ob in self._watch:
+            ob.on_replace(t, p, act, q)
+        if act != DROP:
+            self.policy.on_hit(t, q)
 
     def prefetch(self, page: int) -> bool:
         """Insert ``page`` without a request (SpecMD Algorithm 1, phase 3), after the last
@@ -437,9 +484,9 @@ class Simulation:
 
         Nothing happens when the page is resident. Room is made as for a miss (the policy's
         victims, the same pinning: the pages pinned now cannot be evicted); when no eviction
-        can make room the prefetch is skipped (counted in ``prefetch_skipped``). The page enters
-        at level 0 (the run's precision). The policy sees ``on_prefetch(t, page)``, ``t`` = the
-        last request served.
+        can make room the prefetch is skipped (observers hear ``on_prefetch_skipped``). The page
+        enters at level 0 (the run's precision). The policy sees ``on_prefetch(t, page)``, ``t``
+        = the last request served.
         """
         if self.t == 0:
             raise PagingError("a prefetch comes after a request: serve the first one first")
@@ -449,17 +496,14 @@ class Simulation:
             return False
         t = self.t - 1
         need = self._size[page]
-        if not self._make_room(t, q, page, need, self.pinned,
-                               self.pf_evictions if self.record else None):
-            self.prefetch_skipped += 1
+        if not self._make_room(t, q, page, need, self.pinned, prefetching=True):
+            for ob in self._watch:
+                ob.on_prefetch_skipped(t, page)
             return False
         res[page] = need
         self.used[q] += need
-        self.prefetches += 1
-        self.prefetch_bytes += int(self.sizes[page]) if self.sizes is not None else 1
-        self._pending[page] = None
-        if self.record:
-            self.pf_log.append((self.t, page))
+        for ob in self._watch:
+            ob.on_prefetch(t, page)
         self.policy.on_prefetch(t, page)
         return True
 
@@ -490,73 +534,14 @@ class Simulation:
             evictions=np.array(self.evictions, dtype=np.int64).reshape(-1, 2) if rec else None,
             bypassed=np.array(self.bypassed, dtype=np.int64) if rec else None,
         )
-        if not self.extended:
-            return res
-        res.dropped, res.substituted = self.dropped, self.substituted
-        if len(self.level_misses) > 1:  # mixed precisions: each fetch at its level's weights
-            res.cost, res.bytes_fetched = self._level_totals(res.page_misses)
-        self._pending_to_wasted()
-        groups = self._groups()
-        res.extra = {
-            "prefetches": self.prefetches,
-            "prefetch_useful": self.prefetch_useful,
-            "prefetch_wasted": self.prefetch_wasted,
-            "prefetch_skipped": self.prefetch_skipped,
-            "prefetch_bytes": self.prefetch_bytes,
-            "prefetch_precision": (self.predicted_right / self.predicted
-                                   if self.predicted else None),
-            "prefetch_recall": self.predicted_right / self.actual if self.actual else None,
-            "dropped": self.dropped,
-            "dropped_mass": self.dropped_mass if self._score is not None else None,
-            "substituted": self.substituted,
-            "replaced_ranks": {str(r): c for r, c in sorted(self.replaced_ranks.items())},
-            "top1_changed_share": self.top1_changed / groups if groups else 0.0,
-            "fetch_levels": ({(self.miss.levels[lv] if self.miss and self.miss.levels
-                               else str(lv)): c for lv, c in enumerate(self._level_counts())}),
-            "miss": "fetch" if self.miss is None else self.miss.spec(),
-        }
-        if rec:
-            res.events = {
-                "dropped": np.array(self.dropped_log, dtype=np.int64),
-                "substituted": np.array(self.substituted_log, dtype=np.int64).reshape(-1, 2),
-                "prefetched": np.array(self.pf_log, dtype=np.int64).reshape(-1, 2),
-                "prefetch_evictions": np.array(self.pf_evictions,
-                                               dtype=np.int64).reshape(-1, 2),
-                "fetch_levels": (None if self.fetch_levels is None
-                                 else np.array(self.fetch_levels, dtype=np.int64)),
-                "level_sizes": None if self._level_size is None else
-                [np.asarray(x, dtype=np.int64) for x in self._level_size],
-                "level_costs": None if self.miss is None or self.miss.level_costs is None
-                else list(self.miss.level_costs),
-            }
+        for ob in self.observers:
+            ob.finish(res)
         return res
 
-    def _pending_to_wasted(self) -> None:
-        """At the end of the run, prefetched pages never requested are wasted."""
-        self.prefetch_wasted += len(self._pending)
-        self._pending.clear()
-
-    def _groups(self) -> int:
-        """(token, layer) groups served: requests of rank 0 (every request without ranks)."""
-        if self._rank is None:
-            return self.t
-        return sum(1 for r in self._rank[:self.t] if r == 0)
-
-    def _level_counts(self) -> list[int]:
-        tot = sum(self.page_misses)
-        rest = [sum(x) for x in self.level_misses[1:]]
-        return [tot - sum(rest), *rest]
-
-    def _level_totals(self, page_misses: np.ndarray) -> tuple[float, int]:
-        """``(cost, bytes)`` of the fetches, each at its level's cost and size (exact sum)."""
-        from paging.result import exact_dot
-
-        lm = [np.array(x, dtype=np.int64) for x in self.level_misses[1:]]
-        c0 = np.asarray(page_misses, dtype=np.int64) - sum(lm)
-        counts = np.concatenate([c0, *lm])
-        costs = [unit_costs(c0.size) if self.costs is None else self.costs,
-                 *self.miss.level_costs[1:]]
-        sizes = [self.sizes, *[np.asarray(x) for x in self._level_size[1:]]]
-        cost = exact_dot(counts, np.concatenate(costs))
-        nbytes = int(np.dot(counts, np.concatenate(sizes).astype(np.int64)))
-        return cost, nbytes
+    def set_clock(self, t: int, step: int, rank: int, score: float | None = None) -> None:
+        """The routing phase (:class:`paging.routing.RoutedRun`) writes the clock of the request
+        it is about to serve as ``t``: what is served is known only as the run goes."""
+        self._steps[t] = step
+        self._rank[t] = rank
+        if score is not None:
+            self._score[t] = score

@@ -503,8 +503,7 @@ class RoutedRun:
         tok = self._token[lo]
         g = Group(z, tok, experts, None if self._tscore is None else self._tscore[lo:hi],
                   None if self.trace.logits is None else self.trace.logits[tok, z], n)
-        part = sim.parts[sim.part_of[base]]
-        cached = {e for e in range(n) if base + e in part}  # O(n), not O(k)
+        cached = set(sim.state.cached_in_layer(z))  # O(n), not O(k)
         chosen = self.router.route(g, cached)
         if not 1 <= len(chosen) <= hi - lo or len(set(chosen)) != len(chosen) \
                 or any(not 0 <= e < n for e in chosen):
@@ -519,12 +518,13 @@ class RoutedRun:
         t0 = sim.t
         for i, e in enumerate(chosen):
             t = t0 + i
-            self.steps[t] = sim._steps[t] = step
+            self.steps[t] = step
             self.token[t] = tok
             r = order.index(e) if (g.logits is not None or e in experts) else g.K
-            self.rank[t] = sim._rank[t] = r
+            self.rank[t] = r
             if self.score is not None:
-                self.score[t] = sim._score[t] = w.get(e, 0.0)
+                self.score[t] = w.get(e, 0.0)
+            sim.set_clock(t, step, r, None if self.score is None else float(self.score[t]))
         group = [base + e for e in chosen]
         self.served.extend(group)
         return group

@@ -22,7 +22,8 @@ from paging.cost.timeline import timeline, timeline_run
 from paging.errors import PagingError
 from paging.io import load, write
 from paging.layout import Layout
-from paging.miss import FetchPriority, make_miss
+from paging.miss import FETCH, FetchPriority, Substitute, make_miss
+from paging.observers import MissStats, PrefetchStats
 from paging.policies import make_policy
 from paging.predict.prefetch import (
     Frequency,
@@ -122,24 +123,32 @@ def test_prefetch_is_current_for_least_stale_and_not_a_request_for_lfu(name, vic
     stale 3, least-stale (the paper's left rule) the left page 1."""
     lay = Layout(3, 2)
     pol = make_policy(name)
-    sim = Simulation(lay, pol, 3, steps=np.arange(4), record=True)
+    stats = PrefetchStats()
+    sim = Simulation(lay, pol, 3, steps=np.arange(4), record=True, observers=[stats])
     for p in (0, 3, 1):
         sim.serve(p)
     assert sim.prefetch_group([4], keep=[1]) == 1
     assert pol.last_step[4] == 2 and pol.inserted[4] == 2 and pol.count[4] == 0
-    assert sim.evictions == [] and sim.pf_evictions == [(3, 0)]
+    assert sim.evictions == [] and stats.evictions == [(3, 0)]
     sim.serve(5)
     assert sim.evictions == [(3, victim)] and sorted(sim.resident) == sorted({1, 3, 4, 5}
                                                                              - {victim})
     res = sim.result()
-    assert res.extra is None  # a bare Simulation is not an extended run unless told
+    # the observer owns its fields: the prefetched 4 was never requested (wasted at the end)
+    assert res.extra == {"prefetches": 1, "prefetch_useful": 0, "prefetch_wasted": 1,
+                         "prefetch_skipped": 0, "prefetch_bytes": 1, "prefetch_precision": None,
+                         "prefetch_recall": None}
+    bare = Simulation(lay, make_policy(name), 3, steps=np.arange(1))
+    bare.serve(0)
+    assert bare.result().extra is None  # no observer, no extension fields
 
 
 def test_prefetch_skipped_when_nothing_can_be_evicted():
     lay = Layout(2, 2)
-    sim = Simulation(lay, make_policy("lru"), 1, steps=np.arange(2))
+    stats = PrefetchStats()
+    sim = Simulation(lay, make_policy("lru"), 1, steps=np.arange(2), observers=[stats])
     sim.serve(0)
-    assert sim.prefetch_group([2], keep=[0]) == 0 and sim.prefetch_skipped == 1
+    assert sim.prefetch_group([2], keep=[0]) == 0 and stats.skipped == 1
     with pytest.raises(PagingError, match="after a request"):
         Simulation(lay, make_policy("lru"), 1, steps=np.arange(2)).prefetch(2)
 
@@ -311,17 +320,23 @@ def test_substitute_picks_the_most_requested_resident_of_the_layer():
     assert r.extra["top1_changed_share"] == 3 / 5  # each request is its own top-1 group
     # with 0 and 1 cached (1 fetched by drop-free LRU first), the most requested one wins
     tr2 = scored(from_routing(np.array([[[1]], [[0]], [[0]], [[2]]]), Layout(4, 1)))
-    sim = Simulation(tr2.layout, make_policy("lru"), 3, steps=tr2.steps, score=tr2.score,
-                     rank=tr2.rank, miss=make_miss("substitute"))
-    for p in (1,):
-        sim.serve(p)
-    sim.miss = None  # fetch 0 (twice requested) without substituting, then substitute for 2
-    sim.serve(0)
-    sim.serve(0)
-    sim.miss = make_miss("substitute")
-    sim.serve(2)
-    assert sim.substituted_log == [] and sim.substituted == 1  # not recording: no log
-    assert sim.requested[:3] == [2, 1, 1]
+    class Later(Substitute):  # fetch until told to substitute
+        on = False
+
+        def decide(self, state, t, page):
+            return super().decide(state, t, page) if self.on else (FETCH, 0)
+
+    for record in (False, True):
+        handler = Later()
+        stats = MissStats(handler)
+        sim = Simulation(tr2.layout, make_policy("lru"), 3, steps=tr2.steps, score=tr2.score,
+                         rank=tr2.rank, miss=handler, observers=[stats], record=record)
+        for p in (1, 0, 0):  # fetch 1, then 0 (requested twice)
+            sim.serve(p)
+        handler.on = True
+        sim.serve(2)  # 0 and 1 cached: the more requested 0 substitutes
+        assert stats.substituted == 1 and handler.requested[:3] == [2, 1, 1]
+        assert stats.substituted_log == ([(3, 0)] if record else [])  # logged when recording
     verify(tr, r)
 
 
