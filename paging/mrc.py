@@ -36,6 +36,7 @@ The one-pass curves are checked against per-k simulation in ``tests/unit/test_mr
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -43,31 +44,30 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from paging import fast
-from paging.fast import heaps, lists
+from paging.fast import stack
 from paging.fast.common import is_grouped
-from paging.fast.stack import (
-    BELADY,
-    FLD,
-    FLD_CYCLIC,
-    LEAST_STALE,
-    LEAST_STALE_LAYER,
-    LEAST_STALE_UP,
-    LFU,
-    LLRU,
-    lru_stack_hist,
-    priority_stack_hist,
-)
+from paging.fast.stack import lru_stack_hist, priority_stack_hist
 from paging.trace import Trace, next_use
 from paging.weights import unit_sizes
 
 __all__ = ["miss_curve", "miss_curves", "curve_method"]
 
-_PRIORITY_KIND = {
-    ("list", lists.LLRU): LLRU, ("list", lists.FLD): FLD, ("list", lists.LEAST_STALE): LEAST_STALE,
-    ("list", lists.FLD_CYCLIC): FLD_CYCLIC, ("list", lists.LEAST_STALE_LAYER): LEAST_STALE_LAYER,
-    ("list", lists.LEAST_STALE_UP): LEAST_STALE_UP,
-    ("heap", heaps.LFU): LFU, ("heap", heaps.BELADY): BELADY,
-}
+
+
+@functools.cache
+def _stack_kinds() -> dict[tuple[str, int], str]:
+    """``(family, kind)`` of a kernel -> the one-pass curve of the policies that declare one
+    (``Policy.stack``: ``"LRU"`` for the Fenwick-tree stack distances, else a kind of
+    :mod:`paging.fast.stack`), from the registered policy classes."""
+    from paging.policies import BASE_POLICIES
+
+    out = {}
+    for cls in BASE_POLICIES.values():
+        own = vars(cls)
+        if own.get("kernel") and own.get("stack"):
+            out[fast.plan_of(own["kernel"])] = own["stack"]
+    return out
+
 # a sweep of at least this many simulated requests shows a progress bar on a terminal
 _PROGRESS_WORK = 20_000_000
 
@@ -82,7 +82,7 @@ def curve_method(trace: Trace, policy_name: str) -> str:
 
 
 def _is_stack(family: str, kind: int) -> bool:
-    return (family, kind) in _PRIORITY_KIND or (family == "list" and kind == lists.LRU)
+    return (family, kind) in _stack_kinds()
 
 
 def _method(trace: Trace, spec) -> str:
@@ -111,10 +111,11 @@ def _readonly(a: np.ndarray) -> np.ndarray:
 
 def _stack_hist(pages, nu, layout, spec) -> np.ndarray:
     family, kind, _ = spec
-    if family == "list" and kind == lists.LRU:
+    name = _stack_kinds()[(family, kind)]
+    if name == "LRU":
         return lru_stack_hist(pages, layout.n_pages)
     return priority_stack_hist(pages, nu, layout.n_experts, layout.n_layers,
-                               _PRIORITY_KIND[(family, kind)])
+                               getattr(stack, name))
 
 
 def _layer_curves(trace: Trace, spec) -> np.ndarray:

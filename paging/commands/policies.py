@@ -7,43 +7,10 @@ them), ``needs_predictor`` (the prediction-based policies; they accept ``NAME:PR
 ``has_kernel`` (:func:`paging.fast.has_kernel`: a compiled kernel reproduces it), ``weighted``
 (it reads the per-page costs or sizes: GreedyDual, Landlord, GDSF, Layered Landlord), ``dist``
 (a per-layer variant) and a one-line ``description`` (the first sentence of the class
-docstring) with its ``reference``.
+docstring) with its ``reference`` (the class's own ``reference`` attribute).
 """
 
 from __future__ import annotations
-
-#: Source of each base policy (the DIST variant inherits it). Kept short: the class docstrings
-#: carry the full citation.
-REFERENCES = {
-    "lru": "Sleator & Tarjan, CACM 1985",
-    "fifo": "Sleator & Tarjan, CACM 1985",
-    "lfu": "SpecMD App. B (perfect LFU)",
-    "fwf": "Sleator & Tarjan, CACM 1985",
-    "marking": "Fiat et al., J. Algorithms 1991",
-    "llru": "Angelopoulos et al., Sec. 4",
-    "least-stale": "SpecMD, Sec. 4 and 5.2 (left, then stale)",
-    "least-stale-upcoming": "SpecMD, App. A.3 (protect upcoming layers)",
-    "least-stale-layer": "SpecMD, Sec. 4 without 'left' (this package before issue 19)",
-    "fld": "SpecMD App. B (plain layer distance)",
-    "fld-cyclic": "SpecMD App. B, cyclic distance (this package before issue 19)",
-    "belady": "Belady, IBM Sys. J. 1966",
-    "greedy-dual": "Young, Algorithmica 1994",
-    "landlord": "Young, Algorithmica 2002",
-    "gdsf": "Cherkasova, HP Labs HPL-98-69R1, 1998",
-    "layered-landlord": "this package (Landlord with LLRU ties)",
-    "score-based": "Zhu et al., arXiv:2508.18983, 2025; SpecMD App. B",
-    "lhu": "Tang et al. (HOBBIT), arXiv:2411.01433, 2024; SpecMD App. B",
-    "arc": "Megiddo & Modha, FAST 2003",
-    "lecar": "Vietri et al., HotStorage 2018",
-    "blind-oracle": "Wei, APPROX 2020",
-    "predictive-marker": "Lykouris & Vassilvitskii, ICML 2018",
-    "lmarker": "Rohatgi, SODA 2020",
-    "robust-blind-oracle": "Wei, APPROX 2020; Fiat et al. 1991",
-    "token-hazard": "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2",
-    "token-decay": "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2",
-    "token-match": "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2",
-    "flashmoe": "Kim et al., FlashMoE, arXiv 2025, Sec. 3.2, Alg. 1",
-}
 
 
 def add_parser(sub) -> None:
@@ -84,7 +51,6 @@ def describe(name: str) -> dict:
     pol = make_policy(name)
     dist = isinstance(pol, PerLayer)
     proto = pol.factory() if dist else pol
-    base = proto.name.partition(":")[0]
     import sys
 
     desc = _first_sentence(type(proto).__doc__
@@ -103,7 +69,7 @@ def describe(name: str) -> dict:
         "weighted": isinstance(proto, GreedyDual) or bool(getattr(proto, "weighted", False)),
         "dist": dist,
         "description": desc,
-        "reference": REFERENCES.get(base, ""),
+        "reference": type(proto).reference,
     }
 
 

@@ -30,72 +30,39 @@ from paging.fast.lists import list_kernel
 from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
-__all__ = ["run", "plan", "has_kernel", "run_misses", "marking_draws", "needs_next_use",
+__all__ = ["run", "plan", "plan_of", "has_kernel", "run_misses", "marking_draws", "needs_next_use",
            "record_level"]
 
-# family, kind of the base policies (keys: the policy classes, filled lazily to avoid a cycle)
 _LIST, _HEAP, _MARK, _CREDIT = "list", "heap", "marking", "credit"
-_PLANS: dict[type, tuple[str, int]] = {}
 
 
-def _plans() -> dict[type, tuple[str, int]]:
-    if not _PLANS:
-        from paging.fast import credit, heaps, lists
-        from paging.offline.belady import Belady
-        from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
-        from paging.policies.layered import (
-            FLD,
-            LLRU,
-            FLDCyclic,
-            LeastStale,
-            LeastStaleLayer,
-            LeastStaleUpcoming,
-        )
-        from paging.policies.scored import LHU
-        from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
+def plan_of(spec: str) -> tuple[str, int]:
+    """``"family:KIND"`` (a policy class's ``kernel``) as ``(family, kind)``."""
+    from paging.fast import credit, heaps, lists, marking
 
-        _PLANS.update({
-            LRU: (_LIST, lists.LRU), FIFO: (_LIST, lists.FIFO), FWF: (_LIST, lists.FWF),
-            LLRU: (_LIST, lists.LLRU), FLD: (_LIST, lists.FLD),
-            LeastStale: (_LIST, lists.LEAST_STALE), FLDCyclic: (_LIST, lists.FLD_CYCLIC),
-            LeastStaleLayer: (_LIST, lists.LEAST_STALE_LAYER),
-            LeastStaleUpcoming: (_LIST, lists.LEAST_STALE_UP),
-            LFU: (_HEAP, heaps.LFU),
-            # LHU counts level-0 uses; kernels run only the default path (one level), where
-            # every use is at level 0 and LHU's order is LFU's (count, then LRU)
-            LHU: (_HEAP, heaps.LFU), Belady: (_HEAP, heaps.BELADY), Marking: (_MARK, 0),
-            GreedyDual: (_CREDIT, credit.GREEDY_DUAL), Landlord: (_CREDIT, credit.LANDLORD),
-            GDSF: (_CREDIT, credit.GDSF), LayeredLandlord: (_CREDIT, credit.LAYERED),
-        })
-    return _PLANS
+    family, _, kind = spec.partition(":")
+    module = {_LIST: lists, _HEAP: heaps, _CREDIT: credit, _MARK: marking}.get(family)
+    if module is None or not hasattr(module, kind):
+        raise ValueError(f"unknown kernel {spec!r}: expected family:KIND of paging.fast")
+    return family, int(getattr(module, kind))
 
 
 def plan(policy) -> tuple[str, int, bool] | None:
     """``(family, kind, dist)`` of the kernel that reproduces ``policy``, or None.
 
-    Exact type checks: a subclass of a built-in policy may override any hook, so it has no
-    kernel. ``PerLayer`` qualifies when its factory builds an exact built-in class; LLRU, FLD
-    and Least-Stale then evict as LRU inside a layer (:mod:`paging.fast.lists`).
+    The policy class declares it (:attr:`paging.policies.base.Policy.kernel`, and
+    ``dist_kernel`` for its per-layer variant), read from the class's own namespace: a
+    subclass of a built-in policy may override any hook, so it has a kernel only when it
+    declares one itself. ``PerLayer`` qualifies when its factory builds a class with a kernel.
     """
-    from paging.fast import credit, lists
     from paging.policies.dist import PerLayer
 
-    plans = _plans()
     if type(policy) is PerLayer:
-        proto = policy.factory()
-        found = plans.get(type(proto))
-        if found is None:
-            return None
-        family, kind = found
-        if family == _LIST and kind >= lists.LLRU:
-            kind = lists.LRU
-        if family == _CREDIT and kind == credit.LAYERED:
-            kind = credit.LANDLORD  # inside one layer LLRU's order is LRU's, Landlord's tie
-        return family, kind, True
-    found = plans.get(type(policy))
-    if found is None:
-        return None
-    return found[0], found[1], False
+        own = vars(type(policy.factory()))
+        spec = own.get("dist_kernel") or own.get("kernel")
+        return None if spec is None else (*plan_of(spec), True)
+    spec = vars(type(policy)).get("kernel")
+    return None if spec is None else (*plan_of(spec), False)
 
 
 def has_kernel(policy) -> bool:

@@ -19,6 +19,8 @@ from numba import njit
 
 from paging.fast.common import buffers, is_grouped
 
+#: the one kind of this family (``Policy.kernel = "marking:MARKING"``)
+MARKING = 0
 
 @njit(cache=True, nogil=True)
 def _add(tree, i, delta):

@@ -15,6 +15,10 @@ from paging.policies.base import PriorityPolicy
 
 class Belady(PriorityPolicy):
     name = "belady"
+    order = 120  # place in the registry (paging policies)
+    kernel = "heap:BELADY"
+    stack = "BELADY"
+    reference = "Belady, IBM Sys. J. 1966"
     clairvoyant = True
 
     def evict_key(self, t, page):

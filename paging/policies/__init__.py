@@ -39,14 +39,32 @@ from paging.policies.predictive import (
 from paging.policies.scored import LHU, ScoreBased
 from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
 
+
+def _discover() -> list[type]:
+    """The policy classes of the package's modules (and Belady's, in :mod:`paging.offline`):
+    every :class:`Policy` subclass that declares its own ``name`` and is ``registered``, in
+    ``order``, then module and definition order. Adding a policy is adding its class to a
+    module of :mod:`paging.policies`; nothing here lists it."""
+    import importlib
+    import pkgutil
+
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__))
+    modules = [importlib.import_module(f"{__name__}.{m}") for m in names]
+    modules.append(importlib.import_module("paging.offline.belady"))
+    found = []
+    for mod in modules:
+        for obj in vars(mod).values():
+            if (isinstance(obj, type) and issubclass(obj, Policy) and obj is not Policy
+                    and obj.__module__ == mod.__name__ and "name" in vars(obj)
+                    and obj.registered):
+                found.append(obj)
+    return sorted(found, key=lambda cls: cls.order)
+
+
+_CLASSES = _discover()
+
 BASE_POLICIES: dict[str, Callable[[], Policy]] = {
-    cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, LeastStaleUpcoming,
-                              LeastStaleLayer,
-                              FLD, FLDCyclic, Belady,
-                              GreedyDual, Landlord, GDSF, LayeredLandlord, ScoreBased, LHU,
-                              ARC, LeCaR, BlindOracle, PredictiveMarker, LMarker,
-                              RobustBlindOracle, TokenHazard, TokenDecay, TokenMatch)
-}
+    cls.name: cls for cls in _CLASSES if not getattr(cls, "needs_model", False)}
 
 REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
 for _name, _cls in BASE_POLICIES.items():
@@ -59,7 +77,8 @@ POLICY_NAMES: tuple[str, ...] = tuple(REGISTRY)
 #: ``paging policies``, but kept out of ``POLICY_NAMES``: the generic contract tests and the
 #: ledger draw arbitrary layouts, for which no model exists (a model for another layout is
 #: refused); tests/unit/test_learned.py runs the contract checks on Mixtral's layout.
-MODEL_POLICIES: dict[str, Callable[..., Policy]] = {FlashMoE.name: FlashMoE}
+MODEL_POLICIES: dict[str, Callable[..., Policy]] = {
+    cls.name: cls for cls in _CLASSES if getattr(cls, "needs_model", False)}
 
 
 def _make_model_policy(key: str, spec: str, name: str) -> Policy:

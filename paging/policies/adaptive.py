@@ -58,6 +58,8 @@ class ARC(Policy):
     """
 
     name = "arc"
+    order = 190  # place in the registry (paging policies)
+    reference = "Megiddo & Modha, FAST 2003"
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
@@ -164,6 +166,8 @@ class LeCaR(Policy):
     """
 
     name = "lecar"
+    order = 200  # place in the registry (paging policies)
+    reference = "Vietri et al., HotStorage 2018"
     randomized = True
     LEARNING_RATE = 0.45
     DISCOUNT_BASE = 0.005

@@ -109,6 +109,26 @@ class Policy:
     #: True for policies that read the requests' gate scores (``ctx.score``): the simulator
     #: refuses a trace without scores (Score-Based eviction, Zhu et al. 2025)
     needs_scores: bool = False
+    #: the compiled kernel that reproduces this class, ``"family:KIND"`` of :mod:`paging.fast`
+    #: (family ``list``, ``heap``, ``credit`` or ``marking``; KIND a constant of that module),
+    #: or None (the reference loop only). Read from the class's own namespace: a subclass that
+    #: does not declare it again has no kernel (it may change any hook).
+    kernel: str | None = None
+    #: the kernel of the per-layer (``-dist``) variant when it differs from :attr:`kernel`
+    #: (inside one layer LLRU, FLD and Least-Stale evict as LRU)
+    dist_kernel: str | None = None
+    #: the kind of :mod:`paging.fast.stack`'s one-pass miss curve (Mattson's inclusion
+    #: property holds), or None (curves run per k)
+    stack: str | None = None
+    #: a short citation of the policy's source (the docstring has the full one)
+    reference: str = ""
+    #: the class is registered under its ``name`` (with a ``-dist`` variant) when its module
+    #: is a module of :mod:`paging.policies` and it declares ``name`` itself; False keeps a
+    #: diagnostic out of the registry
+    registered: bool = True
+    #: place in the registry's order (``paging policies``); classes without one follow, in
+    #: the order their modules and definitions come
+    order: float = float("inf")
 
     def partitions(self, layout: Layout, k: int) -> tuple[np.ndarray | None, np.ndarray]:
         """Partition of the page space and each part's capacity: ``(part_of_page, capacities)``.

@@ -20,6 +20,10 @@ class LRU(PriorityPolicy):
     """
 
     name = "lru"
+    order = 10  # place in the registry (paging policies)
+    kernel = "list:LRU"
+    stack = "LRU"
+    reference = "Sleator & Tarjan, CACM 1985"
 
     def evict_key(self, t, page):
         return -self.last[page]
@@ -29,6 +33,9 @@ class FIFO(PriorityPolicy):
     """First In First Out: evict the candidate inserted earliest (hits do not refresh)."""
 
     name = "fifo"
+    order = 20  # place in the registry (paging policies)
+    kernel = "list:FIFO"
+    reference = "Sleator & Tarjan, CACM 1985"
 
     def evict_key(self, t, page):
         return -self.inserted[page]
@@ -44,6 +51,10 @@ class LFU(PriorityPolicy):
     """
 
     name = "lfu"
+    order = 30  # place in the registry (paging policies)
+    kernel = "heap:LFU"
+    stack = "LFU"
+    reference = "SpecMD App. B (perfect LFU)"
 
     def evict_key(self, t, page):
         return (-self.count[page], -self.last[page])
@@ -57,6 +68,9 @@ class FWF(Policy):
     """
 
     name = "fwf"
+    order = 40  # place in the registry (paging policies)
+    kernel = "list:FWF"
+    reference = "Sleator & Tarjan, CACM 1985"
 
     def victims(self, t, page, cache: CacheView):
         return cache.candidates
@@ -72,6 +86,9 @@ class Marking(Policy):
     """
 
     name = "marking"
+    order = 50  # place in the registry (paging policies)
+    kernel = "marking:MARKING"
+    reference = "Fiat et al., J. Algorithms 1991"
     randomized = True
 
     def reset(self, ctx):

@@ -70,6 +70,8 @@ class TokenHazard(TokenPolicy):
     """
 
     name = "token-hazard"
+    order = 250  # place in the registry (paging policies)
+    reference = "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2"
 
     def __init__(self, horizon: int = 2, alpha: float = 0.5, max_age: int = 8):
         opts = {"horizon": horizon, "alpha": alpha, "max_age": max_age}

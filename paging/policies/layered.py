@@ -34,6 +34,11 @@ class LLRU(PriorityPolicy):
     """
 
     name = "llru"
+    order = 60  # place in the registry (paging policies)
+    kernel = "list:LLRU"
+    dist_kernel = "list:LRU"
+    stack = "LLRU"
+    reference = "Angelopoulos et al., Sec. 4"
 
     def evict_key(self, t, page):
         now = int(self.ctx.steps[t])
@@ -60,6 +65,11 @@ class FLD(PriorityPolicy):
     """
 
     name = "fld"
+    order = 100  # place in the registry (paging policies)
+    kernel = "list:FLD"
+    dist_kernel = "list:LRU"
+    stack = "FLD"
+    reference = "SpecMD App. B (plain layer distance)"
 
     def evict_key(self, t, page):
         L = self.ctx.layout.n_layers
@@ -79,6 +89,11 @@ class FLDCyclic(PriorityPolicy):
     """
 
     name = "fld-cyclic"
+    order = 110  # place in the registry (paging policies)
+    kernel = "list:FLD_CYCLIC"
+    dist_kernel = "list:LRU"
+    stack = "FLD_CYCLIC"
+    reference = "SpecMD App. B, cyclic distance (this package before issue 19)"
 
     def evict_key(self, t, page):
         L = self.ctx.layout.n_layers
@@ -125,6 +140,11 @@ class LeastStale(PriorityPolicy):
     """
 
     name = "least-stale"
+    order = 70  # place in the registry (paging policies)
+    kernel = "list:LEAST_STALE"
+    dist_kernel = "list:LRU"
+    stack = "LEAST_STALE"
+    reference = "SpecMD, Sec. 4 and 5.2 (left, then stale)"
     #: whether the current layer's experts count as *left* (:class:`LeastStaleUpcoming`)
     current_is_left = False
 
@@ -151,6 +171,11 @@ class LeastStaleUpcoming(LeastStale):
     """
 
     name = "least-stale-upcoming"
+    order = 80  # place in the registry (paging policies)
+    kernel = "list:LEAST_STALE_UP"
+    dist_kernel = "list:LRU"
+    stack = "LEAST_STALE_UP"
+    reference = "SpecMD, App. A.3 (protect upcoming layers)"
     current_is_left = True
 
 
@@ -170,6 +195,11 @@ class LeastStaleLayer(PriorityPolicy):
     """
 
     name = "least-stale-layer"
+    order = 90  # place in the registry (paging policies)
+    kernel = "list:LEAST_STALE_LAYER"
+    dist_kernel = "list:LRU"
+    stack = "LEAST_STALE_LAYER"
+    reference = "SpecMD, Sec. 4 without 'left' (this package before issue 19)"
 
     def evict_key(self, t, page):
         L = self.ctx.layout.n_layers

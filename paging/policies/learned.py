@@ -86,6 +86,7 @@ class FlashMoE(_History):
     """
 
     name = "flashmoe"
+    reference = "Kim et al., FlashMoE, arXiv 2025, Sec. 3.2, Alg. 1"
     needs_model = True
 
     def __init__(self, model=None):
@@ -175,6 +176,7 @@ class ExpectedNextUse(_History):
     """
 
     name = "enu"
+    registered = False  # a diagnostic (README, learned eviction), not a registered policy
 
     def __init__(self, gamma: float = 1.0, prior: float = 0.5):
         if not (0.0 < float(gamma) <= 1.0):

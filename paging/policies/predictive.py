@@ -84,6 +84,8 @@ class BlindOracle(PredictivePolicy):
     ALG ≤ OPT + 2η [Wei 2020]. Deterministic. Cost per request O(1), per eviction O(k)."""
 
     name = "blind-oracle"
+    order = 210  # place in the registry (paging policies)
+    reference = "Wei, APPROX 2020"
 
     def victim(self, t, page, cache: CacheView) -> int:
         self._see(t, page)
@@ -158,6 +160,8 @@ class PredictiveMarker(_MarkingBase):
     """
 
     name = "predictive-marker"
+    order = 220  # place in the registry (paging policies)
+    reference = "Lykouris & Vassilvitskii, ICML 2018"
 
     def victim(self, t, page, cache):
         unmarked, _ = self._unmarked(t, page, cache)
@@ -174,6 +178,8 @@ class LMarker(_MarkingBase):
     an empty cache). Randomized. Cost per eviction O(k)."""
 
     name = "lmarker"
+    order = 230  # place in the registry (paging policies)
+    reference = "Rohatgi, SODA 2020"
 
     def victim(self, t, page, cache):
         unmarked, stale = self._unmarked(t, page, cache)
@@ -205,6 +211,8 @@ class RobustBlindOracle(PredictivePolicy):
     """
 
     name = "robust-blind-oracle"
+    order = 240  # place in the registry (paging policies)
+    reference = "Wei, APPROX 2020; Fiat et al. 1991"
 
     def reset(self, ctx) -> None:
         super().reset(ctx)

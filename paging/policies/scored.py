@@ -20,6 +20,8 @@ class ScoreBased(PriorityPolicy):
     """
 
     name = "score-based"
+    order = 170  # place in the registry (paging policies)
+    reference = "Zhu et al., arXiv:2508.18983, 2025; SpecMD App. B"
     needs_scores = True
 
     def reset(self, ctx):
@@ -48,6 +50,10 @@ class LHU(PriorityPolicy):
     """
 
     name = "lhu"
+    order = 180  # place in the registry (paging policies)
+    kernel = "heap:LFU"
+    stack = "LFU"
+    reference = "Tang et al. (HOBBIT), arXiv:2411.01433, 2024; SpecMD App. B"
 
     def reset(self, ctx):
         super().reset(ctx)

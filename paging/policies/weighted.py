@@ -49,6 +49,9 @@ class GreedyDual(Policy):
     """
 
     name = "greedy-dual"
+    order = 130  # place in the registry (paging policies)
+    kernel = "credit:GREEDY_DUAL"
+    reference = "Young, Algorithmica 1994"
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
@@ -91,6 +94,9 @@ class Landlord(GreedyDual):
     """
 
     name = "landlord"
+    order = 140  # place in the registry (paging policies)
+    kernel = "credit:LANDLORD"
+    reference = "Young, Algorithmica 2002"
 
     def rate(self, page):
         return float(self.ctx.costs[page]) / float(self.ctx.sizes[page])
@@ -104,6 +110,9 @@ class GDSF(GreedyDual):
     """
 
     name = "gdsf"
+    order = 150  # place in the registry (paging policies)
+    kernel = "credit:GDSF"
+    reference = "Cherkasova, HP Labs HPL-98-69R1, 1998"
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
@@ -149,6 +158,10 @@ class LayeredLandlord(Landlord):
     """
 
     name = "layered-landlord"
+    order = 160  # place in the registry (paging policies)
+    kernel = "credit:LAYERED"
+    dist_kernel = "credit:LANDLORD"
+    reference = "this package (Landlord with LLRU ties)"
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
