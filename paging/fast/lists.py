@@ -29,6 +29,9 @@ from numba import njit
 from paging.fast.common import buffers, is_grouped
 
 LRU, FIFO, FWF, LLRU, FLD, LEAST_STALE, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP = range(9)
+#: the kinds whose victim depends on the layer (one recency list per layer, a page's last step
+#: and pass kept); a new kind that is not layered needs nothing here
+LAYERED = (LLRU, FLD, LEAST_STALE, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP)
 
 
 @njit(cache=True, nogil=True)
@@ -46,7 +49,11 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
-    per_layer_lists = dist or kind >= LLRU
+    layered = False
+    for z in LAYERED:
+        if kind == z:
+            layered = True
+    per_layer_lists = dist or layered
     nl = L if per_layer_lists else 1
     nxt = np.full(P, -1, np.int64)
     prv = np.full(P, -1, np.int64)
@@ -67,7 +74,6 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
     n_byp = 0
     grouped = is_grouped(steps)
     move = kind != FIFO and kind != FWF
-    layered = kind >= LLRU
     prev_s = -1
     now_pass = 0
     g_start = 0
