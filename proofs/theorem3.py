@@ -89,8 +89,8 @@ def check() -> LedgerRow:
                                                  f"prefixes, e.g. {naive_opt[:2]}"),
         PowerCheck(name="Belady passed off as LRU", description="the miss-every-request check run "
                    "on Belady (k >= 2) instead of LRU must find a hit",
-                   fails=bool(other_hits), detail=f"Belady hits on {len(other_hits)} prefixes, e.g. "
-                                                f"{other_hits[:2]}"),
+                   fails=bool(other_hits),
+                   detail=f"Belady hits on {len(other_hits)} prefixes, e.g. {other_hits[:2]}"),
     ]
     errata = [
         Erratum(
