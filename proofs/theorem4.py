@@ -236,8 +236,9 @@ def check() -> LedgerRow:
                                "place of ρ: some online policy must fall below it by more "
                                f"than {Z} s.e.",
                    fails=bool(cover_rejected_sim),
-                   detail=f"{len(cover_rejected_sim)} (point, policy) below, e.g. "
-                          f"{cover_rejected_sim[:3]}"),
+                   detail=f"{len(cover_rejected_sim)} (point, policy) below, e.g. (n, ℓ, "
+                          "policy, ratio, E[T]/n) = "
+                          f"{[c for c in cover_rejected_sim if c[1] >= 2][:3]}"),
         PowerCheck(name="stated bound + 1/1000",
                    description="ρ(n, ℓ) >= max(H_n, log(ℓ)/(6n)) + 1/1000 on the exact grid "
                                "with ℓ >= 2",
