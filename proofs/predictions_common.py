@@ -181,3 +181,38 @@ def predictor_family(trace, seed: int = 0) -> list[tuple[str, Predictor]]:
             ("random", RandomPredictor(seed)),
             ("reversed", ReversedPredictor()),
             ("frequency (online)", FrequencyPredictor())]
+
+
+class PerturbedPredictor(_ClairvoyantTable):
+    """The true next arrivals plus a fixed perturbation vector (η_ℓ1 = Σ|delta|)."""
+
+    def __init__(self, delta, name: str = "perturbed"):
+        self.delta = np.asarray(delta, dtype=np.float64)
+        self.name = name
+
+    def table(self, nu, N):
+        return nu + self.delta
+
+
+#: An 8-request pattern over 4 pages (k = 2) where moving one prediction by 1 (request 0,
+#: page 3: next arrival 5 predicted 6) costs BlindOracle one miss more than OPT, in every copy
+#: when the pattern is repeated on fresh pages: found by a seeded search (4,000 patterns of 6-15
+#: requests, 3 copies each, one ±1/±2 perturbation per copy), in which no perturbation cost
+#: more than one miss per unit of error.
+TIGHT_PATTERN = (3, 1, 1, 0, 2, 3, 0, 2)
+TIGHT_K = 2
+TIGHT_AT = 0
+
+
+def tight_instance(copies: int = 10):
+    """``(trace, predictor, η)``: :data:`TIGHT_PATTERN` repeated ``copies`` times on disjoint
+    pages (the cache's old pages are never requested again, so every copy starts afresh for
+    both BlindOracle and OPT), one +1 error per copy: η_ℓ1 = copies, and BlindOracle pays one
+    miss per copy over OPT."""
+    m = max(TIGHT_PATTERN) + 1
+    L = len(TIGHT_PATTERN)
+    pages = np.concatenate([np.asarray(TIGHT_PATTERN) + j * m for j in range(copies)])
+    delta = np.zeros(pages.size)
+    delta[TIGHT_AT + L * np.arange(copies)] = 1.0
+    trace = from_pages(pages, Layout(m * copies, 1))
+    return trace, PerturbedPredictor(delta, f"tight:+1 x{copies}"), float(copies)
