@@ -1,7 +1,8 @@
 """The policy registry: lower-case names -> policy factories.
 
 Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru, fifo, lfu, fwf,
-marking, llru, least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
+marking, llru, llru-latest (Definition 2's D read so that the current layer goes first),
+least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
 layered-landlord, score-based and lhu (SpecMD App. B), the adaptive arc and lecar, the
 prediction-based blind-oracle, predictive-marker, lmarker and robust-blind-oracle, the designed
 token-hazard, token-decay and token-match (issue 11), and lru-dist,
@@ -20,7 +21,7 @@ from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
 from paging.policies.decay import TokenDecay
 from paging.policies.dist import PerLayer
 from paging.policies.hazard import TokenHazard
-from paging.policies.layered import FLD, LLRU, LeastStale
+from paging.policies.layered import FLD, LLRU, LeastStale, LLRULatest
 from paging.policies.learned import FlashMoE
 from paging.policies.match import TokenMatch
 from paging.policies.predictive import (
@@ -33,7 +34,8 @@ from paging.policies.scored import LHU, ScoreBased
 from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
 
 BASE_POLICIES: dict[str, Callable[[], Policy]] = {
-    cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, FLD, Belady,
+    cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LLRULatest, LeastStale, FLD,
+                              Belady,
                               GreedyDual, Landlord, GDSF, LayeredLandlord, ScoreBased, LHU,
                               ARC, LeCaR, BlindOracle, PredictiveMarker, LMarker,
                               RobustBlindOracle, TokenHazard, TokenDecay, TokenMatch)
@@ -136,7 +138,7 @@ def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> 
 __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "MODEL_POLICIES", "make_policy",
            "policy_names", "register",
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
-           "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
-           "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR", "BlindOracle",
-           "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard", "TokenDecay",
-           "TokenMatch", "FlashMoE"]
+           "FWF", "Marking", "LLRU", "LLRULatest", "LeastStale", "FLD", "Belady", "GreedyDual",
+           "Landlord", "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR",
+           "BlindOracle", "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard",
+           "TokenDecay", "TokenMatch", "FlashMoE"]

@@ -70,6 +70,11 @@ def _inflate(monkeypatch, mod, attr: str, field: str, by):
     monkeypatch.setattr(mod, attr, fake)
 
 
+def _llru(monkeypatch, mod):
+    _shrink(monkeypatch, mod, NS=(2,), LAYERS=(2, 3))
+    _inflate(monkeypatch, mod, "simulate", "misses", lambda m: m + 10**6)
+
+
 def _greedy_dual(monkeypatch, mod):
     _shrink(monkeypatch, mod, LAYOUTS=[(2, 2)])
     _inflate(monkeypatch, mod, "simulate", "cost", lambda c: 100 * c + 1)
@@ -124,7 +129,7 @@ def _robust(monkeypatch, mod):
 
 BREAKERS = {
     "proofs.theorem1": _theorem1, "proofs.theorem2": _theorem2, "proofs.theorem3": _theorem3,
-    "proofs.theorem4": _theorem4, "proofs.theorem5": _theorem5,
+    "proofs.theorem4": _theorem4, "proofs.theorem5": _theorem5, "proofs.llru": _llru,
     "proofs.greedy_dual": _greedy_dual, "proofs.landlord_sizes": _landlord_sizes,
     "proofs.offline_bounds": _offline_bounds,
     "proofs.zipmoe_theorem31": _zipmoe31, "proofs.zipmoe_theorem32": _zipmoe32,
@@ -146,7 +151,7 @@ def test_breaking_the_check_turns_the_verdict(monkeypatch, name):
     assert not row.stands, name
 
 
-@pytest.mark.parametrize("name", ["proofs.greedy_dual", "proofs.landlord_sizes",
+@pytest.mark.parametrize("name", ["proofs.llru", "proofs.greedy_dual", "proofs.landlord_sizes",
                                   "proofs.offline_bounds"])
 def test_power_checks_fail_and_row_stands(name):
     row = importlib.import_module(name).check()
