@@ -21,6 +21,7 @@ REFERENCES = {
     "fwf": "Sleator & Tarjan, CACM 1985",
     "marking": "Fiat et al., J. Algorithms 1991",
     "llru": "Angelopoulos et al., Sec. 4",
+    "llru-latest": "Angelopoulos et al., Sec. 4, Def. 2 (other reading of D)",
     "least-stale": "SpecMD, Sec. 4",
     "fld": "SpecMD App. B",
     "belady": "Belady, IBM Sys. J. 1966",
