@@ -1,6 +1,8 @@
 """The one theorem ledger: every theorem the package checks, from any paper, one module each.
 
-Rows, in order: Theorems 1-5 of Angelopoulos et al. (``proofs.theoremN``); LLRU's tested bound
+Rows, in order: Theorems 1-5 of Angelopoulos et al. (``proofs.theoremN``); Theorem 4's corrected
+bound beyond the exact grid and in its log term's regime (``proofs.theorem4_regimes``); LLRU's
+tested bound
 and Definition 2's two readings (``proofs.llru``); weighted paging —
 GreedyDual/Landlord/Layered Landlord <= k·OPT_w (``proofs.greedy_dual``, Young 1994/2002),
 Landlord with sizes against the exact OPT_h of a smaller cache (``proofs.landlord_sizes``) and
@@ -24,7 +26,8 @@ from proofs.ledger import Erratum, LedgerRow, PowerCheck
 __all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "PowerCheck", "run_ledger", "format_ledger",
            "ledger_json", "exit_status", "main"]
 
-MODULES = (*(f"proofs.theorem{i}" for i in range(1, 6)), "proofs.llru", "proofs.greedy_dual",
+MODULES = (*(f"proofs.theorem{i}" for i in range(1, 6)), "proofs.theorem4_regimes", "proofs.llru",
+           "proofs.greedy_dual",
            "proofs.landlord_sizes", "proofs.offline_bounds", "proofs.zipmoe_theorem31",
            "proofs.zipmoe_theorem32",
            "proofs.predictions_blind_oracle", "proofs.predictions_marker",
