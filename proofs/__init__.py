@@ -1,6 +1,7 @@
 """The one theorem ledger: every theorem the package checks, from any paper, one module each.
 
-Rows, in order: Theorems 1-5 of Angelopoulos et al. (``proofs.theoremN``); Theorem 4's corrected
+Rows, in order: Theorems 1-5 of Angelopoulos et al. (``proofs.theoremN``), with Theorem 2's
+proof extended to every ℓ <= k < nℓ (``proofs.theorem2_general``) and Theorem 4's corrected
 bound beyond the exact grid and in its log term's regime (``proofs.theorem4_regimes``); LLRU's
 tested bound
 and Definition 2's two readings (``proofs.llru``); weighted paging —
@@ -26,7 +27,8 @@ from proofs.ledger import Erratum, LedgerRow, PowerCheck
 __all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "PowerCheck", "run_ledger", "format_ledger",
            "ledger_json", "exit_status", "main"]
 
-MODULES = (*(f"proofs.theorem{i}" for i in range(1, 6)), "proofs.theorem4_regimes", "proofs.llru",
+MODULES = ("proofs.theorem1", "proofs.theorem2", "proofs.theorem2_general", "proofs.theorem3",
+           "proofs.theorem4", "proofs.theorem4_regimes", "proofs.theorem5", "proofs.llru",
            "proofs.greedy_dual",
            "proofs.landlord_sizes", "proofs.offline_bounds", "proofs.zipmoe_theorem31",
            "proofs.zipmoe_theorem32",

@@ -138,8 +138,9 @@ def check() -> LedgerRow:
             problem="no hypothesis on k (or n), but the proof takes k = nℓ − 1; for k >= nℓ "
                     "every page fits, every lazy algorithm (LRU) misses only on first requests, "
                     "as OPT does, so Cr = 1 < k − ℓ + 1 whenever k >= ℓ + 1",
-            corrected="for k = nℓ − 1 (the proof's case): Cr >= k − ℓ + 1; for k >= nℓ: Cr = 1 "
-                      "(whether the bound extends to k < nℓ − 1 is not shown by this proof)",
+            corrected="for ℓ <= k < nℓ: Cr >= k − ℓ + 1 (the proof's k = nℓ − 1, and its "
+                      "counting extends unchanged below: row proofs.theorem2_general); for "
+                      "k >= nℓ: Cr = 1",
             verified=k_missing, grade="error",
             witness="LRU = OPT at k = nℓ on seeded Zipf sequences: " + "; ".join(
                 f"n={w['n']}, ℓ={w['layers']}, k={w['k']}: LRU {w['lru']} = OPT {w['opt']}, "

@@ -27,9 +27,8 @@ Checks in the verdict:
 
 No proof of ρ(n, ℓ) >= H_n for ℓ >= 2 is given here or in the paper (the paper's chain goes
 through E[T(n, ℓ)]/n, which the corrected argument does not reach): it is a numerical finding
-on the grid. Nor are Theorems 2 and 4 extended to k < nℓ − 1: both constructions use
-k = nℓ − 1 (exactly one page missing from the cache) and whether their proofs extend was not
-examined.
+on the grid. Theorem 4 is not extended to k < nℓ − 1 (its Yao value would need OPT's block law
+with nℓ − k pages missing); Theorem 2's proof is (:mod:`proofs.theorem2_general`).
 
 Power checks (same values): H_(n+1) in place of H_n must fail on the larger grid; the log term
 with constant 1 in place of 1/(6n) must fail at n = 2 for large ℓ (ρ(2, ℓ) grows like
@@ -164,8 +163,7 @@ def check() -> LedgerRow:
              f"({len(log_points)} points, n = 2, 3, ℓ up to 10^18): the log term is the larger "
              f"one at {len(log_active)} points, e.g. {log_active[:2]}, and ρ exceeds it by far "
              "(ρ(2, ℓ) ≈ 0.72·log ℓ against log(ℓ)/12). No proof of ρ >= H_n (ℓ >= 2) is "
-             "offered: a numerical finding. Theorems 2 and 4 for k < nℓ − 1: not examined "
-             "(both constructions need exactly one page missing).")
+             "offered: a numerical finding. Theorem 4 for k < nℓ − 1: not examined.")
     return LedgerRow(
         theorem="Theorem 4, corrected bound beyond the exact grid",
         statement="k = nℓ − 1, ℓ >= 2: ρ(n, ℓ) >= H_n (larger grid), and ρ(n, ℓ) >= "

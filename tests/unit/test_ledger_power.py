@@ -39,6 +39,11 @@ def _theorem2(monkeypatch, mod):
     monkeypatch.setattr(mod.adv, "additive_constant", lambda k, L: -10**6)
 
 
+def _theorem2_general(monkeypatch, mod):
+    _shrink(monkeypatch, mod, GRID=[(3, 1), (3, 2)], POLICIES=("lru", "fifo"))
+    monkeypatch.setattr(mod, "additive_constant", lambda k, L: -10**6)
+
+
 def _theorem3(monkeypatch, mod):
     _shrink(monkeypatch, mod, GRID=[(2, 1), (2, 2)])
     monkeypatch.setattr(mod.adv, "opt_formula", lambda N, k: -1)
@@ -147,7 +152,8 @@ def _robust(monkeypatch, mod):
 
 
 BREAKERS = {
-    "proofs.theorem1": _theorem1, "proofs.theorem2": _theorem2, "proofs.theorem3": _theorem3,
+    "proofs.theorem1": _theorem1, "proofs.theorem2": _theorem2,
+    "proofs.theorem2_general": _theorem2_general, "proofs.theorem3": _theorem3,
     "proofs.theorem4": _theorem4, "proofs.theorem5": _theorem5,
     "proofs.theorem4_regimes": _theorem4_regimes, "proofs.llru": _llru,
     "proofs.greedy_dual": _greedy_dual, "proofs.landlord_sizes": _landlord_sizes,
@@ -171,7 +177,8 @@ def test_breaking_the_check_turns_the_verdict(monkeypatch, name):
     assert not row.stands, name
 
 
-@pytest.mark.parametrize("name", ["proofs.theorem4_regimes", "proofs.llru",
+@pytest.mark.parametrize("name", ["proofs.theorem2_general", "proofs.theorem4_regimes",
+                                  "proofs.llru",
                                   "proofs.greedy_dual", "proofs.landlord_sizes",
                                   "proofs.offline_bounds"])
 def test_power_checks_fail_and_row_stands(name):
