@@ -119,7 +119,12 @@ def check() -> LedgerRow:
                       for (pol, pn), (r, e, _, _) in sorted(worst.items()))
     notes = (f"{points} runs. Consistency (mean PredictiveMarker ≤ 2·OPT at η = 0): "
              f"{consistent}. LMarker at η = 0: largest mean/OPT {worst_lm0:.3f} (reported only). "
-             f"Largest mean ALG/OPT per predictor (η-dependence, no verdict): {curve}.")
+             f"Largest mean ALG/OPT per predictor (η-dependence, no verdict): {curve}. "
+             "Sources: only the abstracts of Lykouris & Vassilvitskii (ICML 2018 / J. ACM "
+             "2021) and Rohatgi (arXiv:1910.12172) could be retrieved here, with no theorem "
+             "numbers or constants: the 2·OPT consistency constant is our reading, and the "
+             "O(1 + min(sqrt(η/OPT), log k)) and O(1 + min((η/OPT)/k, 1)·log k) bounds quoted "
+             "in Rohatgi's abstract are not checked.")
     return LedgerRow(theorem="Lykouris-Vassilvitskii 2018 / Rohatgi 2020 (marking with "
                              "predictions)", statement=STATEMENT,
                      grid=f"{len(instances()) + 1} traces (with the LFU adversary) x "
