@@ -1,14 +1,20 @@
 """The one theorem ledger: every theorem the package checks, from any paper, one module each.
 
-Rows, in order: Theorems 1-5 of Angelopoulos et al. (``proofs.theoremN``); weighted paging —
-GreedyDual/Landlord/Layered Landlord <= k·OPT_w (``proofs.greedy_dual``, Young 1994/2002) and
+Rows, in order: Theorems 1-5 of Angelopoulos et al. (``proofs.theoremN``), with Theorem 2's
+proof extended to every ℓ <= k < nℓ (``proofs.theorem2_general``) and Theorem 4's corrected
+bound beyond the exact grid and in its log term's regime (``proofs.theorem4_regimes``); LLRU's
+tested bound
+and Definition 2's two readings (``proofs.llru``); weighted paging —
+GreedyDual/Landlord/Layered Landlord <= k·OPT_w (``proofs.greedy_dual``, Young 1994/2002),
+Landlord with sizes against the exact OPT_h of a smaller cache (``proofs.landlord_sizes``) and
 the offline bounds LP <= ILP <= online, FOO-L <= ILP <= FOO-U (``proofs.offline_bounds``);
 ZipMoE's Theorems 3.1 and 3.2 (``proofs.zipmoe_theorem31``, ``proofs.zipmoe_theorem32``).
 Each module has ``check() -> LedgerRow`` (:mod:`proofs.ledger`). :func:`run_ledger` runs them
 in order; a ``check()`` that raises is reported as an *error* (counted as not holding).
 ``python -m proofs [--json]`` and ``paging proofs [--json]`` print the ledger; the exit
-status is 0 when every theorem *stands* (holds as printed or, where the ledger records that the
-printed statement fails, holds as corrected) and 1 otherwise.
+status is 0 when every theorem *stands* (every power check of its row fails, and it holds as
+printed or, where the ledger records that the printed statement fails, as corrected) and 1
+otherwise.
 """
 
 from __future__ import annotations
@@ -21,8 +27,11 @@ from proofs.ledger import Erratum, LedgerRow, PowerCheck
 __all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "PowerCheck", "run_ledger", "format_ledger",
            "ledger_json", "exit_status", "main"]
 
-MODULES = (*(f"proofs.theorem{i}" for i in range(1, 6)), "proofs.greedy_dual",
-           "proofs.offline_bounds", "proofs.zipmoe_theorem31", "proofs.zipmoe_theorem32",
+MODULES = ("proofs.theorem1", "proofs.theorem2", "proofs.theorem2_general", "proofs.theorem3",
+           "proofs.theorem4", "proofs.theorem4_regimes", "proofs.theorem5", "proofs.llru",
+           "proofs.greedy_dual",
+           "proofs.landlord_sizes", "proofs.offline_bounds", "proofs.zipmoe_theorem31",
+           "proofs.zipmoe_theorem32",
            "proofs.predictions_blind_oracle", "proofs.predictions_marker",
            "proofs.predictions_robust")
 
@@ -77,7 +86,8 @@ def ledger_json(entries: list[Entry]) -> list[dict]:
         else:
             d = {"theorem": e.theorem, "statement": "", "grid": "", "smallest_margin": None,
                  "holds": False, "witness": {}, "errata": [], "notes": e.error,
-                 "corrected_statement": "", "holds_corrected": None}
+                 "corrected_statement": "", "holds_corrected": None, "power_checks": [],
+                 "powered": False, "stands": False}
         d.update(module=e.module, status=e.status)
         out.append(d)
     return out
@@ -101,6 +111,9 @@ def format_ledger(entries: list[Entry]) -> str:
         r = e.row
         verdict = ("holds" if r.holds else "DOES NOT HOLD as printed; holds as corrected"
                    if r.holds_corrected else "DOES NOT HOLD")
+        if not r.powered:
+            verdict += ("; NOT EVIDENCE: no power check" if not r.power_checks else
+                        "; NOT EVIDENCE: a power check did not fail")
         lines = [f"{r.theorem}: {verdict}",
                  f"  statement:       {r.statement}",
                  f"  grid:            {r.grid}",
@@ -114,21 +127,36 @@ def format_ledger(entries: list[Entry]) -> str:
         if r.errata:
             lines.append(f"  errata ({len(r.errata)}):")
             for i, er in enumerate(r.errata, 1):
-                lines.append(f"    {i}. where:     {er.where}")
+                lines.append(f"    {i}. [{er.grade}] where: {er.where}")
                 lines.append(f"       printed:   {er.printed}")
                 lines.append(f"       problem:   {er.problem}")
                 lines.append(f"       corrected: {er.corrected}")
+                if er.witness:
+                    lines.append(f"       witness:   {er.witness}")
                 lines.append(f"       verified:  {er.verified}")
         else:
             lines.append("  errata:          none")
+        if r.power_checks:
+            lines.append(f"  power checks ({len(r.power_checks)}; each must fail):")
+            for i, pc in enumerate(r.power_checks, 1):
+                said = "fails (as it must)" if pc.fails else "DOES NOT FAIL"
+                lines.append(f"    {i}. {pc.name}: {said}")
+                lines.append(_indent(pc.description, "       "))
+                if pc.detail:
+                    lines.append(_indent(pc.detail, "       "))
+        else:
+            lines.append("  power checks:    none")
         if r.notes:
             lines.append("  notes:")
             lines.append(_indent(r.notes, "    "))
         blocks.append("\n".join(lines))
     held = sum(1 for e in entries if e.holds)
     stood = sum(1 for e in entries if e.stands)
+    powered = sum(1 for e in entries if e.status == "ok" and e.row.powered)
     blocks.append(f"{held} of {len(entries)} checked theorems hold as printed; {stood} of "
-                  f"{len(entries)} hold with the corrections recorded in the errata")
+                  f"{len(entries)} hold with the corrections recorded in the errata (and every "
+                  f"power check failing); {powered} of {len(entries)} rows' power checks all "
+                  "fail")
     return "\n\n".join(blocks)
 
 

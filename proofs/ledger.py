@@ -10,8 +10,19 @@ A row records what was checked numerically and whether it held:
   smallest margin (or the first violation);
 * ``errata``: steps of the printed proof that are wrong as printed, each with the corrected step;
 * ``corrected_statement`` / ``holds_corrected``: when the statement as printed fails somewhere
-  (``holds`` is False), the corrected statement that was checked instead and whether it held.
-  A theorem *stands* when it holds as printed or, failing that, as corrected.
+  (``holds`` is False), the corrected statement that was checked instead and whether it held;
+* ``power_checks``: deliberately wrong variants of the claim, each run through the row's own
+  checks on the row's own grid; every one must be rejected (``fails``), or the row's checks
+  could not tell a false claim from a true one there.
+
+A theorem *stands* when every power check fails (there is at least one) and the claim holds as
+printed or, failing that, as corrected. A row whose power check does not fail is reported as
+"NOT EVIDENCE" and does not stand, whatever ``holds`` says. ``holds`` is always computed from
+every check the row prints (no constant verdicts; ``tests/unit/test_ledger_power.py``).
+
+Errata carry a ``grade``: ``"error"`` (the statement as printed is false, or changes), ``"gap"``
+(the statement may be true but the printed proof does not show it), ``"typo"`` (a slip with
+an obvious intended reading; neither statement nor proof changes), each with its ``witness``.
 """
 
 from __future__ import annotations
@@ -21,6 +32,9 @@ from fractions import Fraction
 
 from adversaries.base import jsonable
 
+#: Erratum grades: the statement changes / the proof does not show it / a slip of notation.
+GRADES = ("error", "gap", "typo")
+
 
 @dataclass
 class Erratum:
@@ -29,6 +43,12 @@ class Erratum:
     problem: str        # why it is wrong (with a counterexample when there is one)
     corrected: str      # the corrected step
     verified: bool      # the corrected step was verified (sympy / exact arithmetic)
+    grade: str = "gap"  # "error" (statement changes), "gap" (proof does not show it), "typo"
+    witness: str = ""   # the instance / computation that shows the problem
+
+    def __post_init__(self):
+        if self.grade not in GRADES:
+            raise ValueError(f"erratum grade must be one of {GRADES}, got {self.grade!r}")
 
 
 @dataclass
@@ -61,11 +81,20 @@ class LedgerRow:
     power_checks: list[PowerCheck] = field(default_factory=list)
 
     @property
+    def powered(self) -> bool:
+        """At least one power check, and every one failed (the checks can tell)."""
+        return bool(self.power_checks) and all(bool(pc.fails) for pc in self.power_checks)
+
+    @property
     def stands(self) -> bool:
-        """Holds as printed, or else as corrected (see ``errata``)."""
-        return bool(self.holds) or bool(self.holds_corrected)
+        """Every power check failed, and the claim holds as printed or else as corrected (see
+        ``errata``)."""
+        return self.powered and (bool(self.holds) or bool(self.holds_corrected))
 
     def to_dict(self) -> dict:
         """JSON-ready: exact Fractions as ``"p/q"`` strings (the margin, witnesses), numpy
         scalars unwrapped, non-finite floats as strings (:func:`adversaries.base.jsonable`)."""
-        return jsonable(asdict(self), exact=True)
+        d = jsonable(asdict(self), exact=True)
+        d["powered"] = self.powered
+        d["stands"] = self.stands
+        return d

@@ -6,11 +6,17 @@ rounds of the proof's sequence (:func:`adversaries.theorem1.sequence`):
 1. OPT's cost is constant in R **iff** k >= n + ℓ − 1 (the number of distinct pages), so the
    proof's "if k > n + ℓ" is stronger than needed (erratum);
 2. a per-layer partition is forced to grow iff the attacked layer's share is below n, which for
-   the DIST shares (k // ℓ, +1 for the first k mod ℓ layers) happens iff k < nℓ;
+   the DIST shares (k // ℓ, +1 for the first k mod ℓ layers) happens iff k < nℓ: measured,
+   LRU-DIST's misses grow from R = 4n to R = 8n iff k < nℓ (every k in 1..nℓ);
 3. inside the window n + ℓ − 1 <= k < nℓ, every registered ``-dist`` policy (also randomized
    marking-dist and the offline belady-dist = OPT-DIST) satisfies
    A(σ_R) >= (ℓ − 1) + n + (n − s_z)(⌊R/n⌋ − 1) while OPT(σ_R) = n + ℓ − 1: the ratio grows
    linearly in R. The margin is A(σ_R) minus that lower bound.
+
+Power checks (through the same comparisons, on the same runs): the proof's printed condition
+"OPT constant iff k > n + ℓ" must be rejected by check 1; the growth window with k < nℓ − 1 in
+place of k < nℓ by check 2; a lower bound one miss per n rounds stronger,
+(n − s_z + 1)(⌊R/n⌋ − 1), by check 3 (some policy meets the bound with equality).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from adversaries import theorem1 as adv
 from paging.layout import Layout
 from paging.policies import make_policy, policy_names
 from paging.simulate import simulate
-from proofs.ledger import Erratum, LedgerRow
+from proofs.ledger import Erratum, LedgerRow, PowerCheck
 
 NS = (2, 3, 4)
 LAYERS = (2, 3, 4)
@@ -36,6 +42,10 @@ def check() -> LedgerRow:
     policies = _dist_policies()
     opt_iff_failures = []       # (n, ℓ, k) where "OPT constant iff k >= n+ℓ-1" fails
     growth_iff_failures = []    # (n, ℓ, k) where "some share < n iff k < nℓ" fails
+    grows_failures = []         # (n, ℓ, k) where "LRU-DIST grows from 4n to 8n iff k < nℓ" fails
+    printed_iff_failures = []   # power: "OPT constant iff k > n + ℓ" (the proof's sentence)
+    narrow_window_failures = []  # power: "LRU-DIST grows iff k < nℓ − 1"
+    stronger_bound_failures = []  # power: one more miss per n rounds
     best = None                 # (margin, witness)
     holds = True
     points = 0
@@ -51,8 +61,16 @@ def check() -> LedgerRow:
                 o1, o2 = simulate(t1, "belady", k).misses, simulate(t2, "belady", k).misses
                 if (o1 == o2) != (k >= lo):
                     opt_iff_failures.append((n, L, k))
+                if (o1 == o2) != (k > n + L):
+                    printed_iff_failures.append((n, L, k))
                 if (int(shares.min()) < n) != (k < n * L):
                     growth_iff_failures.append((n, L, k))
+                d1 = simulate(t1, make_policy("lru-dist"), k).misses
+                d2 = simulate(t2, make_policy("lru-dist"), k).misses
+                if (d2 > d1) != (k < n * L):
+                    grows_failures.append((n, L, k))
+                if (d2 > d1) != (k < n * L - 1):
+                    narrow_window_failures.append((n, L, k))
                 if not lo <= k < n * L:
                     continue
                 # inside the theorem's window: OPT is exactly the distinct-page count
@@ -64,13 +82,39 @@ def check() -> LedgerRow:
                         a = simulate(tr, make_policy(name), k, seed=0).misses
                         margin = a - adv.online_lower_bound(n, L, R, s)
                         points += 1
+                        if a < adv.online_lower_bound(n, L, R, s) + (R // n - 1):
+                            stronger_bound_failures.append((n, L, k, R, name))
                         if margin < 0:
                             holds = False
                         if best is None or margin < best[0]:
                             best = (margin, {"n": n, "layers": L, "k": k, "rounds": R,
                                              "policy": name, "online": a, "opt": o2,
                                              "share_z": s})
-    holds = holds and not opt_iff_failures and not growth_iff_failures
+    holds = holds and not opt_iff_failures and not growth_iff_failures and not grows_failures
+    power_checks = [
+        PowerCheck(
+            name="the proof's condition k > n + ℓ",
+            description="check 1 with 'OPT(σ_4n) = OPT(σ_8n) iff k > n + ℓ' (the printed "
+                        "sentence) in place of k >= n + ℓ − 1",
+            fails=bool(printed_iff_failures),
+            detail=f"rejected at {len(printed_iff_failures)} (n, ℓ, k), e.g. "
+                   f"{printed_iff_failures[:3]}"),
+        PowerCheck(
+            name="growth window k < nℓ − 1",
+            description="check 2 (LRU-DIST's misses grow from R = 4n to 8n) with k < nℓ − 1 in "
+                        "place of k < nℓ",
+            fails=bool(narrow_window_failures),
+            detail=f"rejected at {len(narrow_window_failures)} (n, ℓ, k), e.g. "
+                   f"{narrow_window_failures[:3]}"),
+        PowerCheck(
+            name="one more miss per n rounds",
+            description="check 3 with A(σ_R) >= ℓ − 1 + n + (n − s_z + 1)(⌊R/n⌋ − 1): the "
+                        "proof's bound is within one miss of some policy's count (smallest "
+                        "margin 1), so a bound stronger by one miss per n rounds must fail",
+            fails=bool(stronger_bound_failures),
+            detail=f"rejected on {len(stronger_bound_failures)} of {points} runs, e.g. "
+                   f"{stronger_bound_failures[:2]}"),
+    ]
     margin, witness = best
     errata = [
         Erratum(
@@ -83,11 +127,15 @@ def check() -> LedgerRow:
                     "the theorem's window but not by this sentence. Checked: OPT(σ_4n) = "
                     "OPT(σ_8n) iff k >= n + ℓ − 1 for every n, ℓ in {2,3,4}, k in 1..nℓ.",
             corrected="if k >= n + ℓ − 1, OPT stores all requested pages: OPT(σ) = n + ℓ − 1",
-            verified=not opt_iff_failures),
+            verified=not opt_iff_failures, grade="gap",
+            witness=f"n = 3, ℓ = 2: the window is 4 <= k < 6, and k = 4 = n + ℓ − 1, k = 5 = "
+                    f"n + ℓ are not covered by 'k > n + ℓ', yet OPT is constant in R there; "
+                    f"'k > n + ℓ' mispredicts at {len(printed_iff_failures)} (n, ℓ, k)"),
     ]
     notes = ("Window n + ℓ − 1 <= k < nℓ is exact: OPT constant iff k >= n + ℓ − 1, and a "
              "DIST share below n exists iff k < nℓ (failures: "
-             f"{len(opt_iff_failures)}, {len(growth_iff_failures)}); the window is non-empty "
+             f"{len(opt_iff_failures)}, {len(growth_iff_failures)}; LRU-DIST grows from 4n to 8n "
+             f"rounds iff k < nℓ, failures: {len(grows_failures)}); the window is non-empty "
              "iff (n − 1)(ℓ − 1) >= 1, i.e. n >= 2 and ℓ >= 2 as stated. The proof's 'at least "
              "one cache miss every n rounds' is an understatement: n − s_z misses per n rounds "
              "(LRU-DIST misses every layer-z request). "
@@ -98,7 +146,8 @@ def check() -> LedgerRow:
                   "(n − s_z)(⌊R/n⌋ − 1) and OPT(σ_R) = n + ℓ − 1 (R >= n), so A/OPT -> ∞",
         grid=f"n in {NS}, ℓ in {LAYERS}, k in 1..nℓ, R in {{4n, 8n}}, policies "
              f"{', '.join(policies)}",
-        smallest_margin=margin, holds=holds, witness=witness, errata=errata, notes=notes)
+        smallest_margin=margin, holds=holds, witness=witness, errata=errata, notes=notes,
+        power_checks=power_checks)
 
 
 if __name__ == "__main__":

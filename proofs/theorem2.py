@@ -12,6 +12,11 @@ theorem) for n in {2, 3, 4}, ℓ in {1, 2, 3, 4} with nℓ <= 16, and R in {1, 2
 * where the printed proof is loose: "A(σ) >= (k − ℓ + 1)·OPT(σ)" with no constant fails on
   short sequences; consecutive rounds may be identical (the missing page is the previous round's
   page of its layer); FWF's cache is not full at the start of most rounds.
+
+The statement has no hypothesis on k, but the proof uses k = nℓ − 1; for k >= nℓ every page fits
+and every lazy algorithm is 1-competitive, while k − ℓ + 1 can exceed 1 (erratum, witnessed by
+exact runs at k = nℓ). Power checks (same runs): the certificate with the additive constant one
+smaller, c − 1, and with the ratio one larger, k − ℓ + 2, must each fail somewhere.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 from adversaries import theorem2 as adv
+from paging.generators import zipf
 from paging.policies import policy_names
-from proofs.ledger import Erratum, LedgerRow
+from paging.simulate import simulate
+from proofs.ledger import Erratum, LedgerRow, PowerCheck
 
 GRID = [(n, L) for n in (2, 3, 4) for L in (1, 2, 3, 4) if n * L <= 16]
 
@@ -42,6 +49,7 @@ def check() -> LedgerRow:
     unchanged = None            # a run with two identical consecutive rounds
     not_full = None             # a run with many rounds starting with a non-full cache
     worst_additive = Fraction(0)
+    smaller_c, larger_g = [], []   # power: c − 1, and k − ℓ + 2, in place of c and k − ℓ + 1
     long_ratios = {}            # (n, ℓ) -> smallest ratio over policies at the longest R
     runs = 0
     for n, L in GRID:
@@ -57,6 +65,10 @@ def check() -> LedgerRow:
                 margin = a - (g * o - c)
                 if margin < 0:
                     holds = False
+                if a < g * o - (c - 1):
+                    smaller_c.append((n, L, R, name))
+                if R == lengths[-1] and a < (g + 1) * o - c:
+                    larger_g.append((n, L, R, name))
                 # ties: keep the largest k (the most informative tight point)
                 if best is None or (margin, -k) < (best[0], -best[1]["k"]):
                     best = (margin, {"n": n, "layers": L, "k": k, "rounds": R, "policy": name,
@@ -83,18 +95,29 @@ def check() -> LedgerRow:
                     long_ratios[key] = min(long_ratios.get(key, float("inf")), float(r.ratio))
     holds = holds and not step_failures
     margin, witness = best
+    # the missing hypothesis on k: at k = nℓ every page fits, so LRU = OPT on any sequence
+    big_k = []
+    for n, L in ((2, 1), (2, 2), (3, 2)):
+        tr = zipf(n=n, layers=L, tokens=200, a=1.0, seed=0)
+        k = n * L
+        lru, opt = simulate(tr, "lru", k).misses, simulate(tr, "belady", k).misses
+        big_k.append({"n": n, "layers": L, "k": k, "k-l+1": k - L + 1, "lru": lru, "opt": opt})
+    k_missing = all(w["lru"] == w["opt"] and w["k-l+1"] > 1 for w in big_k)
+    power_checks = [
+        PowerCheck(name="additive constant c − 1",
+                   description="the certificate with (k + 1)(k − ℓ) − 1 in place of "
+                               "(k + 1)(k − ℓ): the derived constant is attained, so it must "
+                               "fail",
+                   fails=bool(smaller_c),
+                   detail=f"rejected on {len(smaller_c)} of {runs} runs, e.g. {smaller_c[:2]}"),
+        PowerCheck(name="ratio k − ℓ + 2",
+                   description="A(σ) >= (k − ℓ + 2)·OPT(σ) − (k + 1)(k − ℓ): a ratio one larger "
+                               "than the theorem's must fail on the long runs",
+                   fails=bool(larger_g),
+                   detail=f"rejected on {len(larger_g)} long runs (R = 3k(k − ℓ + 1)), e.g. "
+                          f"{larger_g[:2]}"),
+    ]
     errata = [
-        Erratum(
-            where="proof of Theorem 2, last sentence",
-            printed="A(σ) >= (k − ℓ + 1)·OPT(σ)",
-            problem="false for short σ: the first rounds cost A and OPT the same compulsory "
-                    f"misses (witness {no_constant}). OPT's k compulsory misses are not spaced "
-                    "k − ℓ + 1 rounds apart; only its evicting misses are.",
-            corrected="A(σ) >= (k − ℓ + 1)·OPT(σ) − (k + 1)(k − ℓ): A makes >= k + 1 "
-                      "compulsory misses up to OPT's first eviction and >= 1 per round after "
-                      "it, OPT's evictions are >= k − ℓ + 1 rounds apart; enough for "
-                      "Cr >= k − ℓ + 1 by Definition 1",
-            verified=holds and no_constant is not None),
         Erratum(
             where="proof of Theorem 2, construction",
             printed="two consecutive rounds differ in exactly one request",
@@ -106,9 +129,28 @@ def check() -> LedgerRow:
             corrected="consecutive rounds differ in at most one request (the missing page, the "
                       "smallest id when several are missing); the counting only needs 'at most "
                       "one' and 'A misses at least once per round'",
-            verified=unchanged is not None and not step_failures),
+            verified=unchanged is not None and not step_failures, grade="gap",
+            witness=f"{unchanged}; {not_full}"),
+        Erratum(
+            where="Theorem 2 statement",
+            printed="For every value of ℓ, every deterministic layered paging algorithm has a "
+                    "competitive ratio at least k − ℓ + 1",
+            problem="no hypothesis on k (or n), but the proof takes k = nℓ − 1; for k >= nℓ "
+                    "every page fits, every lazy algorithm (LRU) misses only on first requests, "
+                    "as OPT does, so Cr = 1 < k − ℓ + 1 whenever k >= ℓ + 1",
+            corrected="for ℓ <= k < nℓ: Cr >= k − ℓ + 1 (the proof's k = nℓ − 1, and its "
+                      "counting extends unchanged below: row proofs.theorem2_general); for "
+                      "k >= nℓ: Cr = 1",
+            verified=k_missing, grade="error",
+            witness="LRU = OPT at k = nℓ on seeded Zipf sequences: " + "; ".join(
+                f"n={w['n']}, ℓ={w['layers']}, k={w['k']}: LRU {w['lru']} = OPT {w['opt']}, "
+                f"claimed ratio {w['k-l+1']}" for w in big_k)),
     ]
-    notes = (f"{runs} runs, {len(policies)} deterministic online policies: "
+    notes = ("Remark (not an erratum): the proof's last sentence 'A(σ) >= (k − ℓ + 1)·OPT(σ)' "
+             "holds only up to an additive constant (Definition 1 allows one): "
+             f"first witness without it {no_constant}; the constant (k + 1)(k − ℓ) is derived "
+             "and checked on every run. "
+             f"{runs} runs, {len(policies)} deterministic online policies: "
              f"{', '.join(policies)}. Proof steps checked on every run (A >= 1 miss per round; "
              "OPT's evicting misses >= k − ℓ + 1 rounds apart, the first in round >= k − ℓ + 1): "
              f"{len(step_failures)} failures. Largest measured ((k−ℓ+1)·OPT − A)/c = "
@@ -119,7 +161,8 @@ def check() -> LedgerRow:
         statement="k = nℓ − 1, every deterministic A: A(σ) >= (k − ℓ + 1)·OPT(σ) − (k + 1)(k − ℓ) "
                   "on the adaptive σ, so Cr(A) >= k − ℓ + 1",
         grid=f"(n, ℓ) in {GRID}, R in {{1, 2, k−ℓ+2, 3k(k−ℓ+1)}}",
-        smallest_margin=margin, holds=holds, witness=witness, errata=errata, notes=notes)
+        smallest_margin=margin, holds=holds, witness=witness, errata=errata, notes=notes,
+        power_checks=power_checks)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ from math import comb
 
 import numpy as np
 
-from proofs.ledger import Erratum, LedgerRow
+from proofs.ledger import Erratum, LedgerRow, PowerCheck
 
 NS = tuple(range(2, 65)) + (96, 128, 192, 256)
 CS = tuple(range(1, 1025)) + tuple(2**e for e in range(11, 101))
@@ -89,6 +89,8 @@ def grid_check(ns=NS, cs=CS) -> dict:
     min_markov = None     # E / (t*/2)
     min_corr = None       # E - (N-1)/2 log(C/log 2)
     violations = []
+    power_log = []        # power: max(N·H_N, 2·log C) in place of max(N·H_N, log(C)/6)
+    power_strict = []     # power: E[T] > N·H_N strictly (exact at C = 1)
     points = 0
     for n in ns:
         nh_exact = n * harmonic(n)
@@ -114,6 +116,10 @@ def grid_check(ns=NS, cs=CS) -> dict:
             tol = RTOL * float(en)
             if margin < -tol:
                 violations.append(wit)
+            if float(en) < max(nh, 2 * math.log(c)) * (1 - RTOL):
+                power_log.append((n, c))
+            if c == 1 and not margin > 0:
+                power_strict.append(n)
             if best is None or margin < best[0]:
                 best = (margin, wit)
             if c >= 2 and (best_c2 is None or margin < best_c2[0]):
@@ -137,7 +143,8 @@ def grid_check(ns=NS, cs=CS) -> dict:
                          and min_corr[0] >= 0)
     return {"points": points, "best": best, "best_c2": best_c2, "best_log": best_log,
             "log_from": log_from, "min_prob": min_prob, "min_markov": min_markov,
-            "min_corr": min_corr, "violations": violations, "proof_claims_hold": proof_claims_hold}
+            "min_corr": min_corr, "violations": violations, "proof_claims_hold": proof_claims_hold,
+            "power_log": power_log, "power_strict": power_strict}
 
 
 def exact_subgrid(ns=EXACT_NS, cs=EXACT_CS) -> dict:
@@ -241,7 +248,10 @@ def proof_steps(grid: dict) -> tuple[list[Step], list[Erratum]]:
                 "the case only in the application to Theorem 4, so the slip is harmless there)",
         corrected="P(T(N,C) >= t) = 1 − ∏_{i=1}^{C} P(T_i(N,1) < t) = 1 − P(T(N,1) < t)^C "
                   "(the C collectors are independent and identically distributed)",
-        verified=enum_ok))
+        verified=enum_ok, grade="typo",
+        witness="Theorem 5 has no ℓ; with C collectors the product has C factors; the corrected "
+                "form P(T(N,C) < t) = P(T(N,1) < t)^C checked by exhaustive enumeration at "
+                "(N, C, t) = (2,2,3), (2,2,5), (2,3,4), (3,2,4), (3,2,5)"))
 
     # Step 2: only the first coupon
     fc_ok = all(_first_coupon_bound(n, tt) for n in range(2, 7) for tt in range(0, 40))
@@ -334,9 +344,11 @@ CORRECTED_CHAIN = (
 
 def _log_term_text(log_from: dict[int, int]) -> str:
     """'N = 2 from C = 2^26, ...': where log(C)/6 is the larger term, from the grid points."""
-    def power(c: int) -> str:
-        return f"2^{c.bit_length() - 1}" if c > 1024 and c & (c - 1) == 0 else str(c)
-    return ", ".join(f"N = {n} from C = {power(c)}" for n, c in sorted(log_from.items()))
+    return ", ".join(f"N = {n} from C = {_power(c)}" for n, c in sorted(log_from.items()))
+
+
+def _power(c: int) -> str:
+    return f"2^{c.bit_length() - 1}" if c > 1024 and c & (c - 1) == 0 else str(c)
 
 
 def _at(pair) -> str:
@@ -356,9 +368,29 @@ def check() -> LedgerRow:
         if not st.valid and not st.erratum:
             errata.append(Erratum(where=f"{WHERE}, step '{st.name}'", printed=st.printed,
                                   problem=f"the check of this step failed: {st.how}",
-                                  corrected="(none found)", verified=False))
+                                  corrected="(none found)", verified=False, grade="gap"))
     margin, witness = g["best"]
-    holds = not g["violations"]
+    # every check printed feeds the verdict: the grid, the proof's intermediate claims, the exact
+    # sub-grid (E >= N·H_N in rationals, the series within RTOL of it), the proof steps
+    holds = (not g["violations"] and g["proof_claims_hold"] and ex["smallest"][0] >= 0
+             and ex["worst_rel_dev"] < RTOL
+             and all(st.valid for st in steps if not st.erratum)
+             and all(er.verified for er in errata))
+    power_checks = [
+        PowerCheck(name="log term 2·log C",
+                   description="the grid comparison with max(N·H_N, 2·log C) in place of "
+                               "max(N·H_N, log(C)/6): E[T(2, C)] ≈ log2(C) ≈ 1.44·log C, so a "
+                               "constant 2 must fail at N = 2 for large C",
+                   fails=bool(g["power_log"]),
+                   detail=f"fails at {len(g['power_log'])} points, e.g. (N, C) = "
+                          f"{[(n, _power(c)) for n, c in g['power_log'][:3]]}"),
+        PowerCheck(name="strict N·H_N at C = 1",
+                   description="E[T(N, C)] > N·H_N strictly: the exact comparison at C = 1 "
+                               "must reject it (E[T(N, 1)] = N·H_N)",
+                   fails=bool(g["power_strict"]),
+                   detail=f"rejected at N = {g['power_strict'][:5]}... "
+                          f"({len(g['power_strict'])} values)"),
+    ]
     if margin == 0 and witness["C"] == 1:
         witness = dict(witness, equality="E[T(N,1)] = N·H_N exactly (every N at C = 1)")
     notes = [
@@ -395,7 +427,8 @@ def check() -> LedgerRow:
         holds=holds,
         witness=witness,
         errata=errata,
-        notes="\n".join(notes))
+        notes="\n".join(notes),
+        power_checks=power_checks)
 
 
 if __name__ == "__main__":

@@ -8,8 +8,11 @@ redrawn until max f < 1). For each: q = :func:`~paging.zipmoe.hitmodel.selection
 the DP law = :func:`~paging.zipmoe.hitmodel.subset_distribution`, and an *independent*
 maximum-entropy solution (:func:`~paging.zipmoe.hitmodel.max_entropy_subsets`, classical IPF on
 the subsets). Compared: ``max |P_DP − P_maxent|``, entropies, and the DP law's marginals against f.
-Power checks: a different law with the same marginals (null-space perturbation) must have
-strictly lower entropy, and App. C's other reading q = f gives the wrong marginals.
+Power checks: a different law with the same marginals (null-space perturbation) passed off as the
+maximum-entropy law must be rejected (strictly lower entropy), and q = f (the inclusion
+probabilities themselves, capped at 1) passed off as Chen et al.'s q must be rejected by the
+marginal check. (App. C calls q "the normalized counterpart" of f but the same sentence says q
+comes from IPF, so q = f is not App. C's reading; the check is only a power check.)
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from paging.zipmoe import hitmodel as hm
-from proofs.ledger import Erratum, LedgerRow
+from proofs.ledger import Erratum, LedgerRow, PowerCheck
 
 SEED = 32
 TOL = 1e-9
@@ -64,8 +67,22 @@ def check() -> LedgerRow:
         w = w * f / hm._esp(list(w), 2)[2]
     printed_err = float(np.max(np.abs(np.array(hm.conditional_marginals(
         list(w / (1 + w)), 2)) - f)))
-    # power: strictly lower entropy, by more than the float noise of the agreement
-    holds = worst_diff < TOL and worst_marg < TOL and min_gap > 10 * max(worst_h, 1e-13)
+    holds = worst_diff < TOL and worst_marg < TOL and worst_h < TOL
+    power_checks = [
+        # strictly lower entropy, by more than the float noise of the agreement
+        PowerCheck(name="another law with the same marginals",
+                   description="a null-space perturbation of the DP law (same inclusion "
+                               "probabilities) passed off as the maximum-entropy law: its "
+                               "entropy must be strictly lower",
+                   fails=bool(power_runs) and min_gap > 10 * max(worst_h, 1e-13),
+                   detail=f"on {power_runs} instances, entropy lower by at least "
+                          f"{min_gap:.3e} nats (noise {worst_h:.2e})"),
+        PowerCheck(name="q = f passed off as Chen et al.'s q",
+                   description="the marginal check run with q = min(f, 1) in place of the "
+                               "IPF weights",
+                   fails=naive_err > 100 * TOL,
+                   detail=f"worst marginal error {naive_err:.3f} on the grid"),
+    ]
     errata = [
         Erratum(
             where="App. D, the update below Eq. 23 (modified IPF of Chen et al. 1994)",
@@ -75,27 +92,21 @@ def check() -> LedgerRow:
                     f"f = (0.9, 0.6, 0.3, 0.2), k = 2, the marginal error is {printed_err:.3f}",
             corrected="w_i^(t+1) <- w_i^(t) · f_i / f_i^(t), with f_i^(t) of Eq. 24 (Chen et "
                       "al.'s step; Eq. 24 defines f_i^(t) and the printed update never uses it)",
-            verified=worst_marg < TOL and printed_err > 0.01),
+            verified=worst_marg < TOL and printed_err > 0.01, grade="error",
+            witness=f"f = (0.9, 0.6, 0.3, 0.2), k = 2, 50 printed updates: marginal error "
+                    f"{printed_err:.3f}"),
         Erratum(
             where="App. D, Eq. 17 (KKT), first line",
             printed="−log P(S) − 1 + α + 1_{|S|≠k} + Σ λ_i = 0",
             problem="the multiplier is missing: the term is β_S·1_{|S|≠k}",
             corrected="−log P(S) − 1 + α + β_S·1_{|S|≠k} + Σ_{i∈S, |S|=k} λ_i = 0; Eq. 18 "
                       "follows unchanged",
-            verified=False),
-        Erratum(
-            where="App. C, definition of P_N ('its normalized counterpart')",
-            printed="q is the normalized counterpart of f",
-            problem="taking q = f (or any rescaling of f) does not give inclusion probabilities "
-                    f"f under conditioning: worst marginal error {naive_err:.3f} on the grid",
-            corrected="q_i = w_i/(1 + w_i) with Chen et al.'s weights (App. D), as the proof "
-                      "of Theorem 3.2 requires",
-            verified=naive_err > 0.01),
+            verified=False, grade="typo",
+            witness="text comparison (Eq. 18 needs β_S); no computation"),
     ]
     notes = (f"{runs} instances: max |P_DP − P_maxent| = {worst_diff:.2e}, max entropy "
              f"difference {worst_h:.2e} nats, max marginal error of the DP law {worst_marg:.2e}. "
-             f"Power: on {power_runs} instances a different law with the same marginals has "
-             f"entropy lower by at least {min_gap:.3e} nats. The theorem needs 0 < f_i < 1 and "
+             "The theorem needs 0 < f_i < 1 and "
              "sum f = k (Chen et al.'s existence condition); f_i in {0, 1} fixes the expert "
              "out or in.")
     return LedgerRow(
@@ -104,7 +115,7 @@ def check() -> LedgerRow:
                   "is the maximum-entropy law on k-subsets with inclusion probabilities f",
         grid=f"seed {SEED}: n = 3..8, k = 1..min(n − 1, 4), 3 random f each",
         smallest_margin=TOL - worst_diff, holds=bool(holds), witness=witness, errata=errata,
-        notes=notes)
+        notes=notes, power_checks=power_checks)
 
 
 if __name__ == "__main__":

@@ -7,17 +7,18 @@ import argparse
 
 def add_trace_args(p: argparse.ArgumentParser, *, expand: bool = True,
                    many: bool = False) -> None:
+    from paging.io import READ_FORMATS  # the format registry (loads the readers)
+
     p.add_argument("trace", metavar="TRACE", nargs="+" if many else None,
                    help="a trace file (.jsonl, .json, .npz, .csv, libCacheSim .oracleGeneral "
                         "or .libcachesim.csv, .txt with one id per line; relative paths are also "
                         "tried under $PAGING_TRACES) or a generator spec such as "
                         "zipf:n=8,layers=32,tokens=1000,a=1.0,h=0,seed=0")
     p.add_argument("--format", default=None, metavar="FMT",
-                   choices=("jsonl", "nested", "npz", "csv", "oracle-general", "libcachesim-csv",
-                            "text"),
-                   help="trace format, instead of detecting it: jsonl, nested, npz, csv, "
-                        "oracle-general, libcachesim-csv, text (the last three are cache traces: "
-                        "one layer of objects, or page ids with --n-experts and --layers)")
+                   choices=READ_FORMATS,
+                   help=f"trace format, instead of detecting it: {', '.join(READ_FORMATS)} "
+                        "(oracle-general, libcachesim-csv and text are cache traces: one layer "
+                        "of objects, or page ids with --n-experts and --layers)")
     if expand:
         p.add_argument("--expand", choices=("rounds", "groups"), default="rounds",
                        help="top-K expansion: the paper's rounds (default) or pinned groups")

@@ -17,6 +17,8 @@ def add_parser(subparsers) -> None:
     sub = p.add_subparsers(dest="trace_command", metavar="ACTION")
     sub.required = True
 
+    from paging.io import WRITE_FORMATS  # the format registry
+
     info = sub.add_parser("info", help="sequences, tokens, entropy and reuse of a trace")
     add_trace_args(info)
     info.add_argument("--json", action="store_true", help="print one JSON document")
@@ -26,7 +28,7 @@ def add_parser(subparsers) -> None:
                                           "oracleGeneral")
     add_trace_args(conv)
     conv.add_argument("out", metavar="OUT", help="output file")
-    conv.add_argument("--to", choices=("npz", "csv", "libcachesim-csv", "oracle-general"),
+    conv.add_argument("--to", choices=WRITE_FORMATS,
                       default=None, help="output format (default: from OUT's extension: .npz, "
                                          ".csv, .libcachesim.csv, .oracleGeneral or .bin)")
     conv.set_defaults(func=_convert)

@@ -44,14 +44,33 @@ from paging.io.cachetrace import (
     trace_sizes,
 )
 from paging.io.csvtrace import read_csv, write_csv
+from paging.io.formats import TraceFormat
 from paging.io.jsonl import DEFAULT_FIELDS, read_routing_jsonl
 from paging.io.libcachesim import ORACLE_GENERAL, write_libcachesim_csv, write_oracle_general
 from paging.io.nested import read_nested_json
 from paging.io.npz import read_npz, write_npz
 from paging.trace import Trace
 
-READ_FORMATS = ("jsonl", "nested", "npz", "csv", "oracle-general", "libcachesim-csv", "text")
-WRITE_FORMATS = ("npz", "csv", "libcachesim-csv", "oracle-general")
+
+def _discover_formats() -> dict[str, TraceFormat]:
+    """Every module of :mod:`paging.io` that declares ``TRACE_FORMATS``: name -> format, in
+    ``order`` (then module order). A new format is a new module; nothing here lists it."""
+    import importlib
+    import pkgutil
+
+    found = []
+    for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        found += getattr(importlib.import_module(f"{__name__}.{m.name}"), "TRACE_FORMATS", ())
+    return {f.name: f for f in sorted(found, key=lambda f: f.order)}
+
+
+#: the one registry of trace formats (:class:`~paging.io.formats.TraceFormat`)
+FORMATS: dict[str, TraceFormat] = _discover_formats()
+READ_FORMATS = tuple(FORMATS)
+WRITE_FORMATS = tuple(name for name, f in FORMATS.items() if f.write is not None)
+# the formats detect_format() knows by their contents; any other is known by its extensions
+# (or its sniff)
+_BUILT_IN = ("jsonl", "nested", "npz", "csv", "oracle-general", "libcachesim-csv", "text")
 _EXT = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".npz": "npz", ".csv": "csv",
         ".oraclegeneral": "oracle-general", ".bin": "oracle-general", ".txt": "text"}
 _WRITE_EXT = {".npz": "npz", ".csv": "csv", ".oraclegeneral": "oracle-general",
@@ -61,7 +80,7 @@ __all__ = ["load", "detect_format", "resolve_path", "write", "read_routing_jsonl
            "read_nested_json", "read_npz", "read_csv", "read_oracle_general",
            "read_libcachesim_csv", "read_text_ids", "trace_sizes", "write_npz", "write_csv",
            "write_libcachesim_csv", "write_oracle_general", "DEFAULT_FIELDS", "READ_FORMATS",
-           "WRITE_FORMATS"]
+           "WRITE_FORMATS", "FORMATS", "TraceFormat"]
 
 
 def resolve_path(source: str | os.PathLike) -> Path:
@@ -108,9 +127,13 @@ def detect_format(path: str | os.PathLike) -> str:
         raise PagingError("is a directory; expected a trace file", str(path))
     with open(p, "rb") as fh:
         head = fh.read(1 << 16)
+    name = p.name.lower()
+    for f in FORMATS.values():  # a format registered beyond the built-in ones
+        if f.name not in _BUILT_IN and (name.endswith(f.extensions) if f.extensions else False
+                                        or (f.sniff is not None and f.sniff(head))):
+            return f.name
     if head.startswith(b"PK\x03\x04"):
         return "npz"
-    name = p.name.lower()
     if name.endswith(".libcachesim.csv"):
         return "libcachesim-csv"
     ext = _EXT.get(p.suffix.lower())
@@ -210,10 +233,7 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
             raise PagingError("field names apply to routing-log JSONL only", str(path))
         kw = {"expand": expand, "strict": strict, "phase": phase, "n_experts": n_experts,
               "n_layers": n_layers}
-        reader = {"nested": read_nested_json, "npz": read_npz, "csv": read_csv,
-                  "oracle-general": read_oracle_general, "libcachesim-csv": read_libcachesim_csv,
-                  "text": read_text_ids}[fmt]
-        return reader(path, **kw)
+        return FORMATS[fmt].read(path, **kw)
     except OSError as e:
         raise PagingError(f"cannot read the file: {e.strerror or e}", str(path)) from None
 
@@ -226,9 +246,14 @@ def format_for(path: str | os.PathLike, to: str | None = None) -> str:
                               f"{', '.join(WRITE_FORMATS)}")
         return to
     name = Path(path).name.lower()
-    if name.endswith(".libcachesim.csv"):
-        return "libcachesim-csv"
+    for f in FORMATS.values():  # the longest matching extension wins (.libcachesim.csv)
+        for ext in sorted(f.extensions, key=len, reverse=True):
+            if f.write is not None and name.endswith(ext) and len(ext) > len(Path(name).suffix):
+                return f.name
     fmt = _WRITE_EXT.get(Path(path).suffix.lower())
+    if fmt is None:
+        fmt = next((f.name for f in FORMATS.values() if f.write is not None
+                    and f.name not in _BUILT_IN and name.endswith(f.extensions)), None)
     if fmt is None:
         raise PagingError(f"cannot tell the output format from the name {Path(path).name!r}; "
                           "use .npz, .csv, .libcachesim.csv, .oracleGeneral (or .bin), or pass "
@@ -241,10 +266,8 @@ def write(traces: Trace | Sequence[Trace], path: str | os.PathLike,
     """Write ``traces`` to ``path`` in format ``to`` (default: from the extension, see
     :func:`format_for`); returns the format used. Atomic: a failure leaves no file."""
     fmt = format_for(path, to)
-    writer = {"npz": write_npz, "csv": write_csv, "libcachesim-csv": write_libcachesim_csv,
-              "oracle-general": write_oracle_general}[fmt]
     try:
-        writer(traces, path)
+        FORMATS[fmt].write(traces, path)
     except OSError as e:
         raise PagingError(f"cannot write the file: {e.strerror or e}", str(path)) from None
     return fmt

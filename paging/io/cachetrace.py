@@ -46,7 +46,8 @@ import numpy as np
 from paging.errors import PagingError
 from paging.io._common import no_phases, read_text
 from paging.io._pages import build_trace
-from paging.io.libcachesim import ORACLE_GENERAL
+from paging.io.formats import TraceFormat
+from paging.io.libcachesim import ORACLE_GENERAL, write_libcachesim_csv, write_oracle_general
 from paging.layout import Layout
 from paging.trace import Trace
 
@@ -283,3 +284,15 @@ def read_text_ids(path: str | os.PathLike, *, expand: str = "rounds",
         return "", lines[i]
 
     return [_build(ids, None, layout, file, expand, where)]
+
+
+TRACE_FORMATS = (
+    TraceFormat("oracle-general", read_oracle_general, write_oracle_general,
+                extensions=(".oraclegeneral", ".bin"),
+                description="libCacheSim oracleGeneral (24-byte records)", order=50),
+    TraceFormat("libcachesim-csv", read_libcachesim_csv, write_libcachesim_csv,
+                extensions=(".libcachesim.csv",),
+                description="CSV cache trace, a header naming obj_id", order=60),
+    TraceFormat("text", read_text_ids, extensions=(".txt",),
+                description="one object id per line", order=70),
+)

@@ -30,6 +30,7 @@ from paging.errors import PagingError
 from paging.io._common import no_phases, read_text
 from paging.io._pages import as_list, build_trace, reexpand
 from paging.io.atomic import atomic_path
+from paging.io.formats import TraceFormat
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, Trace
 
@@ -204,3 +205,7 @@ def read_csv(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
                          lay, pages, steps, nm, *opt, mode, meta)
         traces.append(reexpand(tr, expand))
     return traces
+
+
+TRACE_FORMATS = (TraceFormat("csv", read_csv, write_csv, extensions=(".csv",),
+                             description="plain CSV, one request per row", order=40),)

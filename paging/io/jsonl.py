@@ -50,6 +50,7 @@ from paging.io._common import (
     read_text,
     seq_name,
 )
+from paging.io.formats import TraceFormat
 from paging.layout import Layout
 from paging.trace import Trace, from_routing
 
@@ -352,3 +353,8 @@ def _raw_trace(g: _Rows, layout: Layout, expand: str, strict: bool, phase: str, 
                 dropped_tokens=int(dropped.size), scores=scores is not None, phase=phase,
                 phases=phases, phase_bounds=bounds)
     return from_routing(table, layout, expand, scores, name, meta, logits)
+
+
+TRACE_FORMATS = (TraceFormat("jsonl", read_routing_jsonl, extensions=(".jsonl", ".ndjson"),
+                             description="routing log, one record per (sequence, token, layer); "
+                                         "or the raw prefill+decode dump", order=10),)

@@ -36,6 +36,7 @@ from paging.io._common import (
     read_text,
     seq_name,
 )
+from paging.io.formats import TraceFormat
 from paging.trace import Trace, from_routing
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -229,3 +230,7 @@ def read_nested_json(path: str | os.PathLike, *, expand: str = "rounds", strict:
     if not traces:
         raise fail("'prompts' is empty; expected at least one prompt", ("prompts",))
     return traces
+
+
+TRACE_FORMATS = (TraceFormat("nested", read_nested_json, extensions=(".json",),
+                             description="nested prefill/decode JSON", order=20),)

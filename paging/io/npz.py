@@ -26,6 +26,7 @@ from paging.errors import PagingError
 from paging.io._common import no_phases
 from paging.io._pages import as_list, build_trace, reexpand
 from paging.io.atomic import atomic_path
+from paging.io.formats import TraceFormat
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, Trace
 
@@ -167,3 +168,7 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
     if not traces:
         raise PagingError("the file holds no sequences", file)
     return traces
+
+
+TRACE_FORMATS = (TraceFormat("npz", read_npz, write_npz, extensions=(".npz",),
+                             description="the package's own multi-sequence .npz", order=30),)

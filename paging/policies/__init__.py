@@ -1,11 +1,12 @@
 """The policy registry: lower-case names -> policy factories.
 
 Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru, fifo, lfu, fwf,
-marking, llru, least-stale, least-stale-upcoming, least-stale-layer, fld, fld-cyclic, belady,
-the weighted greedy-dual, landlord, gdsf and layered-landlord, score-based and lhu (SpecMD
-App. B), the adaptive arc and lecar, the prediction-based blind-oracle, predictive-marker,
-lmarker and robust-blind-oracle, the designed token-hazard, token-decay and token-match
-(issue 11), and lru-dist, ..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
+marking, llru, llru-latest (Definition 2's D read so that the current layer goes first),
+least-stale, least-stale-upcoming, least-stale-layer, fld, fld-cyclic, belady, the weighted
+greedy-dual, landlord, gdsf and layered-landlord, score-based and lhu (SpecMD App. B), the
+adaptive arc and lecar, the prediction-based blind-oracle, predictive-marker, lmarker and
+robust-blind-oracle, the designed token-hazard, token-decay and token-match (issue 11), and
+lru-dist, ..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from paging.policies.layered import (
     LeastStale,
     LeastStaleLayer,
     LeastStaleUpcoming,
+    LLRULatest,
 )
 from paging.policies.learned import FlashMoE
 from paging.policies.match import TokenMatch
@@ -164,7 +166,8 @@ def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> 
 __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "MODEL_POLICIES", "make_policy",
            "policy_names", "register",
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
-           "FWF", "Marking", "LLRU", "LeastStale", "LeastStaleUpcoming", "LeastStaleLayer", "FLD",
+           "FWF", "Marking", "LLRU", "LLRULatest", "LeastStale", "LeastStaleUpcoming",
+           "LeastStaleLayer", "FLD",
            "FLDCyclic", "Belady", "GreedyDual", "Landlord",
            "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR", "BlindOracle",
            "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard", "TokenDecay",

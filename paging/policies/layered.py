@@ -47,6 +47,38 @@ class LLRU(PriorityPolicy):
         return ((now - tau) // L, (tau - now) % L, -self.last[page])
 
 
+class LLRULatest(LLRU):
+    """LLRU with the other reading of Definition 2's D: the current layer's pages go first.
+
+    Definition 2 calls D(p, t) "the number of requests needed before reaching the layer in
+    which p belongs" and LLRU evicts the largest, "pages ... whose layer will be requested the
+    latest"; Sec. 4 motivates it with "if a page of layer i is currently served, ... a more
+    reasonable choice is to evict a page of layer i-1 or even i". The printed formula
+    D = (τ − t) mod ℓ gives a page of the current layer i the value 0, so :class:`LLRU` (to the
+    letter) evicts it *last* in its round bucket, although its layer is the one requested
+    latest (ℓ requests ahead). Counting the requests after t until p's layer comes again,
+    ((τ − t − 1) mod ℓ) + 1 in 1..ℓ, and evicting the largest gives the order i, i − 1, ...,
+    i + 1 within a bucket: the page whose next request is furthest ahead when every page of
+    the bucket is requested once per round. Same R buckets, same ties (older request first).
+
+    Witness (a possible erratum, recorded in the README's theory section): pages 0 2 4 1 3 5
+    with n = 2, ℓ = 3, k = 5; at t = 5 pages 0, 2, 4 share R = 1 with printed D = 1, 2, 0:
+    ``llru`` evicts page 2 (layer 1, next requested at t = 7 if the round repeats) and keeps
+    page 4 (layer 2, next at t = 8); ``llru-latest`` evicts page 4. Also a stack algorithm (the
+    priority does not depend on k).
+    """
+
+    name = "llru-latest"
+    order = 65  # after llru
+    reference = "Angelopoulos et al., Sec. 4, Def. 2 (other reading of D)"
+
+    def evict_key(self, t, page):
+        now = int(self.ctx.steps[t])
+        tau = self.last_step[page]
+        L = self.ctx.layout.n_layers
+        return ((now - tau) // L, (tau - now - 1) % L, -self.last[page])
+
+
 class FLD(PriorityPolicy):
     """Furthest Layer Distance (SpecMD App. B, after Tang et al. 2024), the paper's reading.
 

@@ -142,8 +142,12 @@ class LayeredLandlord(Landlord):
     last victim). Landlord may evict *any* page whose credit has reached zero, i.e. any page of
     smallest H; this policy picks among them by LLRU's rule (Angelopoulos et al., Sec. 4,
     Def. 2): the largest last-round index R = ⌊(t − τ)/ℓ⌋, then the largest relative layer
-    distance D = (τ − t) mod ℓ (the layer served longest ago in the current round, whose next
-    request is furthest ahead), then the older request; t and τ are steps of the layer clock.
+    distance D = (τ − t) mod ℓ, then the older request; t and τ are steps of the layer clock.
+    D to the letter of Def. 2 puts the layer just served first (D = ℓ − 1) and the current
+    layer last (D = 0), although a page of the current layer is the one whose layer is next
+    requested furthest ahead (ℓ steps); ``llru-latest``
+    (:class:`~paging.policies.layered.LLRULatest`) is the other reading. Either way the victim
+    has zero credit, so the guarantee below does not depend on the reading.
 
     With unit costs and sizes, pages touched while L has the same value share one credit, so
     the policy becomes a deterministic marking algorithm: a page is "marked" once requested

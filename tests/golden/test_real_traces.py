@@ -183,3 +183,29 @@ def test_readers_match_a_naive_parser(real_traces):
         assert t.pages.tolist() == pages and t.meta["dropped_tokens"] == dropped
     for prompt, pages in naive.granite_rounds(os.path.join(root, GRANITE)).items():
         assert real_traces[f"moe_expert_trace.json#prompt={prompt}"].pages.tolist() == pages
+
+
+#: k = 200: llru (Definition 2 to the letter) and llru-latest (the current layer's pages first)
+#: on the five sequences above (the README's theory section quotes them, with the prefill+decode
+#: sequence: 1,008 / 1,007); every run verified.
+LLRU_READINGS_K200 = {
+    "humaneval_2_routing.jsonl#problem_id=0": (899, 897),
+    "humaneval_2_routing.jsonl#problem_id=1": (2752, 2748),
+    "moe_expert_trace.json#prompt=english_prose": (12454, 12461),
+    "moe_expert_trace.json#prompt=code": (15325, 15325),
+    "moe_expert_trace.json#prompt=math": (11555, 11581),
+}
+
+
+@needs_traces
+@pytest.mark.parametrize("name", sorted(LLRU_READINGS_K200))
+def test_llru_readings_golden(real_traces, name):
+    from paging.verify import verify
+
+    trace = real_traces[name]
+    got = []
+    for p in ("llru", "llru-latest"):
+        r = simulate(trace, p, 200, record=True)
+        verify(trace, r)
+        got.append(r.misses)
+    assert tuple(got) == LLRU_READINGS_K200[name]

@@ -16,19 +16,66 @@ def test_rows_are_in_the_ledger():
                                    "proofs.predictions_marker", "proofs.predictions_robust")
 
 
+@pytest.fixture(scope="module")
+def rows():
+    return {mod: mod.check() for mod in (predictions_blind_oracle, predictions_marker,
+                                         predictions_robust)}
+
+
 @pytest.mark.parametrize("mod", [predictions_blind_oracle, predictions_marker,
                                  predictions_robust])
-def test_row_holds(mod):
-    row = mod.check()
+def test_row_holds(rows, mod):
+    row = rows[mod]
     assert row.holds and row.stands, row
     assert row.smallest_margin >= 0 and row.witness
-    assert "Power check" in row.notes or "Power checks" in row.notes
+    assert row.power_checks and all(pc.fails for pc in row.power_checks)
 
 
-def test_blind_oracle_row_is_tight_at_eta_zero():
-    row = predictions_blind_oracle.check()
-    assert row.smallest_margin == 0 and row.witness["eta"] == 0.0
+def test_blind_oracle_row_is_tight_at_eta_zero(rows):
+    row = rows[predictions_blind_oracle]
+    assert row.smallest_margin == 0 and row.witness["eta_l1"] == 0.0
     assert row.witness["bo"] == row.witness["opt"]
+
+
+def test_blind_oracle_power_fails_at_positive_eta(rows):
+    """The row informs beyond η = 0: the constant 1/2 fails on the tight instance (η = 10,
+    BO − OPT = 10) and LRU passed off as BlindOracle fails at a small η > 0."""
+    small, lru = rows[predictions_blind_oracle].power_checks
+    assert small.fails and "'bo': 60, 'opt': 50, 'eta': 10.0" in small.detail
+    assert lru.fails and "'eta': 4.0" in lru.detail
+
+
+def test_tight_instance_by_hand():
+    """Pattern 3 1 1 0 2 3 0 2, k = 2, page 3's prediction at t = 0 is 6 instead of 5. At t = 3
+    (page 0) the cache holds 3 (pred. 6) and 1 (never again: pred. N): both evict 1. At t = 4
+    (page 2) the cache holds 3 (pred. 6, true 5) and 0 (pred. 6): a tie, broken toward the least
+    recently requested page 3, while OPT evicts 0 (next at 6). OPT then hits 3 at t = 5, misses
+    0 at t = 6 (evicting 3) and hits 2: misses at t = 0, 1, 3, 4, 6 (5). BlindOracle misses 3
+    at t = 5 (evicting 2, predicted 7, over 0, predicted 6), hits 0, misses 2 at t = 7: misses
+    at t = 0, 1, 3, 4, 5, 7 (6). One miss more for one unit of error."""
+    from paging.policies.predictive import BlindOracle
+    from proofs.predictions_common import Recording, eta_l1, tight_instance
+
+    tr, p, eta = tight_instance(copies=1)
+    rec = Recording(p)
+    r = simulate(tr, BlindOracle(predictor=rec), 2, record=True)
+    assert eta == eta_l1(rec, tr) == 1.0
+    assert r.evictions.tolist() == [[3, 1], [4, 3], [5, 2], [7, 3]]
+    assert (r.misses, simulate(tr, "belady", 2).misses) == (6, 5)
+
+
+def test_known_eta_predictors():
+    """Shifted by 2 on pages 0 1 0 1 (N = 4): the odd page's two requests are predicted 2 late,
+    η = 4; jitter with p = 1, w = 3 moves every prediction by 3: η = 3N."""
+    from paging import Layout, from_pages
+    from paging.policies.predictive import BlindOracle
+    from proofs.predictions_common import JitterPredictor, Recording, ShiftedPredictor, eta_l1
+
+    tr = from_pages([0, 1, 0, 1], Layout(2, 1))
+    for pred, eta in ((ShiftedPredictor(2, tr.pages), 4.0), (JitterPredictor(1.0, 3), 12.0)):
+        rec = Recording(pred)
+        simulate(tr, BlindOracle(predictor=rec), 1)
+        assert eta_l1(rec, tr) == eta
 
 
 def test_power_check_instances():

@@ -54,6 +54,22 @@ def test_llru_hand_example():
     assert opt.misses == 6 and opt.evictions.tolist() == [[5, 3]]
 
 
+def test_llru_latest_hand_example():
+    """Definition 2's other reading on the same sequence: at t = 5 (layer 2) pages 0, 2, 4 share
+    R = 1; (τ − t − 1) mod 3 = 0, 1, 2, so page 4 (layer 2, the current layer, next at t = 8)
+    goes first, where llru evicts page 2 (next at t = 7). Then t6 (0) and t7 (2) hit, t8 (4)
+    misses with R = 0 for 0, 2 and R = 1 for 1 (τ = 3), 3 (τ = 4), 5 (τ = 5): 5 has
+    (5 − 8 − 1) mod 3 = 2, the largest, so 5 goes: 7 misses, like llru."""
+    trace = from_pages(LLRU_SEQ, Layout(n_experts=2, n_layers=3))
+    res = simulate(trace, "llru-latest", 5, record=True)
+    assert res.evictions.tolist() == [[5, 4], [8, 5]]
+    assert res.misses == 7
+    verify(trace, res)
+    # inside one layer both readings are LRU: the -dist variants agree with lru-dist
+    assert (simulate(trace, "llru-latest-dist", 5).misses
+            == simulate(trace, "lru-dist", 5).misses)
+
+
 def test_llru_groups_mode_uses_the_group_clock():
     # l = 2, n = 3, top-2 groups: token0 layer0 {0,1}, layer1 {3,4}; token1 layer0 {2,0}.
     # steps 0,0,1,1,2,2; k = 4. Request 4 (page 2, step 2, layer 0) misses with cache

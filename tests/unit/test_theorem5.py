@@ -15,7 +15,7 @@ import proofs
 from paging.cli import main
 from paging.coupon import expected_cover_time_exact, harmonic
 from proofs import theorem5
-from proofs.ledger import LedgerRow
+from proofs.ledger import LedgerRow, PowerCheck
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +38,15 @@ def test_only_the_product_index_is_an_erratum(row):
     assert len(row.errata) == 1
     er = row.errata[0]
     assert "ℓ" in er.printed and "C" in er.corrected and er.verified
+    assert er.grade == "typo" and "enumeration" in er.witness
+
+
+def test_power_checks_fail(row):
+    # the log term with constant 2 fails at N = 2 for large C (E[T(2, C)] ≈ log2 C); the
+    # strict N·H_N fails at C = 1 for every N of the grid
+    names = [pc.name for pc in row.power_checks]
+    assert names == ["log term 2·log C", "strict N·H_N at C = 1"]
+    assert all(pc.fails for pc in row.power_checks) and row.stands
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +128,7 @@ def test_exact_subgrid_agrees_with_the_series():
 # -- the ledger runner ---------------------------------------------------------------------------
 
 def _fake(monkeypatch, name: str, holds: bool | None, raises: bool = False,
-          holds_corrected: bool | None = None) -> str:
+          holds_corrected: bool | None = None, power_fails: bool = True) -> str:
     full = f"proofs.fake_{name}"
     mod = types.ModuleType(full)
 
@@ -129,7 +138,8 @@ def _fake(monkeypatch, name: str, holds: bool | None, raises: bool = False,
         return LedgerRow(theorem=f"Theorem {name}", statement="s", grid="g",
                          smallest_margin=Fraction(1, 3), holds=holds, witness={"n": 1},
                          corrected_statement="c" if holds_corrected is not None else "",
-                         holds_corrected=holds_corrected)
+                         holds_corrected=holds_corrected,
+                         power_checks=[PowerCheck("wrong", "a wrong variant", power_fails)])
 
     mod.check = check
     monkeypatch.setitem(sys.modules, full, mod)
@@ -173,3 +183,17 @@ def test_ledger_runner_statuses_and_exit_code(monkeypatch, capsys):
     monkeypatch.setattr(proofs, "MODULES", (ok, unfixed))
     assert main(["proofs"]) == 1
     capsys.readouterr()
+
+    # a row that holds but whose power check does not fail is not evidence: it does not stand
+    weak = _fake(monkeypatch, "weak", True, power_fails=False)
+    monkeypatch.setattr(proofs, "MODULES", (ok, weak))
+    assert main(["proofs"]) == 1
+    out = capsys.readouterr().out
+    assert "Theorem weak: holds; NOT EVIDENCE: a power check did not fail" in out
+    assert "1. wrong: DOES NOT FAIL" in out
+    assert main(["proofs", "--json"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[1]["power_checks"] == [{"name": "wrong", "description": "a wrong variant",
+                                        "fails": False, "detail": ""}]
+    assert (rows[1]["holds"], rows[1]["powered"], rows[1]["stands"]) == (True, False, False)
+    assert (rows[0]["powered"], rows[0]["stands"]) == (True, True)

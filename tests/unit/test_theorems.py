@@ -46,7 +46,12 @@ def test_theorem2_margin_is_tight_and_constant_is_needed(rows):
     w = row.witness
     assert (w["n"], w["layers"], w["k"], w["rounds"]) == (4, 4, 15, 13)
     assert (w["online"], w["opt"], w["c"]) == (16, 16, 176)
-    assert "A(σ) >= (k − ℓ + 1)·OPT(σ)" == row.errata[0].printed
+    # the constant-free last sentence is a remark (Definition 1 allows the constant), not an
+    # erratum; the missing hypothesis on k is: at k = nℓ every page fits and LRU = OPT
+    assert "Remark (not an erratum)" in row.notes and "A(σ) >= (k − ℓ + 1)·OPT(σ)" in row.notes
+    assert [e.grade for e in row.errata] == ["gap", "error"]
+    assert row.errata[1].where == "Theorem 2 statement" and row.errata[1].verified
+    assert "n=2, ℓ=2, k=4: LRU 4 = OPT 4, claimed ratio 3" in row.errata[1].witness
 
 
 def test_theorem2_runs_every_deterministic_online_policy(rows):
@@ -55,14 +60,36 @@ def test_theorem2_runs_every_deterministic_online_policy(rows):
     # score-based(-dist) (reads gate scores, which the adversary's sequences do not have);
     # the weighted ones run with unit costs
     listed = rows[2].notes.split("policies: ", 1)[1].split(". ", 1)[0].split(", ")
-    base = ["lru", "fifo", "lfu", "fwf", "llru", "least-stale", "least-stale-upcoming",
-            "least-stale-layer", "fld", "fld-cyclic", "greedy-dual",
+    base = ["lru", "fifo", "lfu", "fwf", "llru", "llru-latest", "least-stale",
+            "least-stale-upcoming", "least-stale-layer", "fld", "fld-cyclic", "greedy-dual",
             "landlord", "gdsf", "layered-landlord", "lhu", "arc", "blind-oracle",
             "robust-blind-oracle", "token-hazard", "token-decay", "token-match"]
     # blind-oracle and robust-blind-oracle run with their default (online) predictor;
     # token-hazard, token-decay and token-match with their registered defaults (no scores
     # needed)
     assert listed == base + [f"{name}-dist" for name in base]
+
+
+@pytest.mark.parametrize("i", [1, 2, 3, 4])
+def test_power_checks_fail_and_rows_stand(rows, i):
+    row = rows[i]
+    assert row.power_checks and all(pc.fails for pc in row.power_checks), row.power_checks
+    assert row.powered and row.stands
+    assert all(e.grade in ("error", "gap", "typo") for e in row.errata)
+
+
+def test_theorem3_erratum_is_the_index_typo(rows):
+    (e,) = rows[3].errata
+    assert e.grade == "typo" and "0 mismatches" in e.witness
+    assert [pc.name for pc in rows[3].power_checks] == [
+        "ratio k + 1", "OPT = ⌈N/k⌉", "Belady passed off as LRU"]
+
+
+def test_theorem4_records_the_missing_k(rows):
+    e = rows[4].errata[2]
+    assert e.grade == "error" and e.verified
+    # k = 1 at ℓ = 2: every request misses for LRU and OPT alike (300 rounds, 600 requests)
+    assert "n=2, ℓ=2, k=1: LRU 600 = OPT 600" in e.witness
 
 
 def test_theorem3_witness_satisfies_the_opt_formula(rows):

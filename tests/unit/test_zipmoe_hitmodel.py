@@ -75,8 +75,12 @@ def test_ledger_row_theorem32_holds():
     from proofs.zipmoe_theorem32 import check
 
     row = check()
-    assert row.holds and row.smallest_margin > 0
+    assert row.holds and row.smallest_margin > 0 and row.stands
     assert any("f_i / f_i^(t)" in e.corrected and e.verified for e in row.errata)
+    # App. C's "normalized counterpart" is not an erratum (q comes from IPF in the same
+    # sentence); q = f survives only as a power check
+    assert not any("App. C" in e.where for e in row.errata)
+    assert [pc.fails for pc in row.power_checks] == [True, True]
 
 
 @needs_traces

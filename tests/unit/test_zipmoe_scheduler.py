@@ -60,8 +60,13 @@ def test_ledger_row_theorem31_holds():
     from proofs.zipmoe_theorem31 import check
 
     row = check()
-    assert row.holds and row.smallest_margin >= 0
+    assert row.holds and row.smallest_margin >= 0 and row.stands
     assert any("Lemma B.3" in e.where and e.verified for e in row.errata)
+    # the serial scheduler exceeds the bound on the constructed instance of the bound grid
+    (pc,) = row.power_checks
+    assert pc.fails and "serial 48 vs ALG 20" in pc.detail
+    # nothing printed as a ratio when nothing exceeded; no lower bound called an ILP
+    assert "0.000" not in row.notes and "(ILP" not in row.errata[0].problem
 
 
 @pytest.mark.parametrize("kw, msg", [

@@ -1,0 +1,213 @@
+"""Every ledger row's verdict depends on its checks, and every row carries power checks that fail.
+
+Two kinds of test:
+
+* *breaking*: for every module of :data:`proofs.MODULES`, break the row's underlying check (the
+  bound, the exact optimum, the simulated cost, the independent solution the row compares
+  with) by monkeypatching, on a smaller grid, and assert that the verdict turns: a row whose
+  ``holds`` were a constant, or computed from checks other than the one broken, fails here;
+* *power*: the rows not covered by the row-specific test files (``test_theorems.py``,
+  ``test_theorem5.py``, ``test_ledger_predictions.py``, ``test_zipmoe_*.py``) have power checks
+  that all fail, and a row stands only when they do.
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import proofs
+from proofs.ledger import Erratum, LedgerRow, PowerCheck
+
+
+def _shrink(monkeypatch, mod, **attrs):
+    for name, value in attrs.items():
+        monkeypatch.setattr(mod, name, value)
+
+
+def _theorem1(monkeypatch, mod):
+    _shrink(monkeypatch, mod, NS=(2,), LAYERS=(2, 3))
+    monkeypatch.setattr(mod.adv, "online_lower_bound", lambda *a: 10**9)
+
+
+def _theorem2(monkeypatch, mod):
+    _shrink(monkeypatch, mod, GRID=[(2, 2), (3, 2)])
+    monkeypatch.setattr(mod.adv, "additive_constant", lambda k, L: -10**6)
+
+
+def _theorem2_general(monkeypatch, mod):
+    _shrink(monkeypatch, mod, GRID=[(3, 1), (3, 2)], POLICIES=("lru", "fifo"))
+    monkeypatch.setattr(mod, "additive_constant", lambda k, L: -10**6)
+
+
+def _theorem3(monkeypatch, mod):
+    _shrink(monkeypatch, mod, GRID=[(2, 1), (2, 2)])
+    monkeypatch.setattr(mod.adv, "opt_formula", lambda N, k: -1)
+
+
+def _theorem4(monkeypatch, mod):
+    _shrink(monkeypatch, mod, NS=(2, 3), LAYERS=(1, 2), SIM_GRID=((2, 2),), SIM_REQUESTS=2000)
+    # the simulation's tolerance: every online policy now "falls below" ρ, so sim_ok is False
+    monkeypatch.setattr(mod, "Z", -1e9)
+
+
+def _theorem5(monkeypatch, mod):
+    import paging.coupon
+
+    _shrink(monkeypatch, mod, NS=(2, 3), CS=(1, 2, 2**40))
+    real = paging.coupon.expected_cover_times
+    # the grid's cover times halved (other callers of the function keep the real one)
+    monkeypatch.setattr(paging.coupon, "expected_cover_times",
+                        lambda n, cs, **kw: np.asarray(real(n, cs, **kw)) / 2)
+
+
+def _inflate(monkeypatch, mod, attr: str, field: str, by):
+    real = mod.simulate
+
+    class Inflated:
+        def __init__(self, r):
+            self._r = r
+            setattr(self, field, by(getattr(r, field)))
+
+        def __getattr__(self, name):
+            return getattr(self._r, name)
+
+    def fake(*a, **kw):
+        return Inflated(real(*a, **kw))
+
+    monkeypatch.setattr(mod, attr, fake)
+
+
+def _theorem4_regimes(monkeypatch, mod):
+    _shrink(monkeypatch, mod, EXACT_GRID=[(2, 2)], LARGE_NS=(2, 3), LARGE_LS=(2, 3, 32),
+            LOG_NS=(2,), LOG_LS=(10, 10**9))
+    # ρ of the package's series halved: the closed form disagrees and ρ >= H_n fails
+    real = mod.adv.yao_value
+    monkeypatch.setattr(mod.adv, "yao_value", lambda n, L, exact=None: real(n, L, exact) / 2)
+
+
+def _llru(monkeypatch, mod):
+    _shrink(monkeypatch, mod, NS=(2,), LAYERS=(2, 3))
+    real = mod.simulate
+    # OPT (Belady) unchanged, every other policy charged 2·misses + 1000k: k·OPT + k fails
+    monkeypatch.setattr(mod, "simulate", lambda tr, p, k, **kw: (
+        real(tr, p, k, **kw) if p == "belady" or kw.get("record")
+        else types.SimpleNamespace(misses=2 * real(tr, p, k, **kw).misses + k * 10**3)))
+
+
+def _greedy_dual(monkeypatch, mod):
+    _shrink(monkeypatch, mod, LAYOUTS=[(2, 2)])
+    _inflate(monkeypatch, mod, "simulate", "cost", lambda c: 100 * c + 1)
+
+
+def _landlord_sizes(monkeypatch, mod):
+    _shrink(monkeypatch, mod, LAYOUTS=[(2, 2)], TRIALS=2)
+    _inflate(monkeypatch, mod, "simulate", "cost", lambda c: 100 * c + 1)
+
+
+def _offline_bounds(monkeypatch, mod):
+    _shrink(monkeypatch, mod, LAYOUTS=[(2, 2)], TRIALS=2)
+    _inflate(monkeypatch, mod, "simulate", "cost", lambda c: -1.0)
+
+
+def _zipmoe31(monkeypatch, mod):
+    _shrink(monkeypatch, mod, EXACT_N=2, BOUND_N=5)
+    monkeypatch.setattr(mod.zs, "lower_bound", lambda inst: Fraction(1, 10**6))
+
+
+def _zipmoe32(monkeypatch, mod):
+    def uniform_law(f, k):
+        from itertools import combinations
+
+        subsets = list(combinations(range(len(f)), k))
+        return {S: 1 / len(subsets) for S in subsets}
+
+    monkeypatch.setattr(mod.hm, "max_entropy_subsets", uniform_law)
+
+
+def _small_grid(monkeypatch, mod, attr="grid"):
+    from proofs.predictions_common import grid
+
+    monkeypatch.setattr(mod, attr, lambda: grid()[:3])
+
+
+def _blind_oracle(monkeypatch, mod):
+    _small_grid(monkeypatch, mod)
+    real = mod.opt
+    monkeypatch.setattr(mod, "opt", lambda tr, k: real(tr, k) - 1)
+
+
+def _marker(monkeypatch, mod):
+    _small_grid(monkeypatch, mod, "_grid")
+    monkeypatch.setattr(mod, "opt", lambda tr, k: 1)
+
+
+def _robust(monkeypatch, mod):
+    _small_grid(monkeypatch, mod)
+    _inflate(monkeypatch, mod, "simulate", "misses", lambda m: m + 10**6)
+
+
+BREAKERS = {
+    "proofs.theorem1": _theorem1, "proofs.theorem2": _theorem2,
+    "proofs.theorem2_general": _theorem2_general, "proofs.theorem3": _theorem3,
+    "proofs.theorem4": _theorem4, "proofs.theorem5": _theorem5,
+    "proofs.theorem4_regimes": _theorem4_regimes, "proofs.llru": _llru,
+    "proofs.greedy_dual": _greedy_dual, "proofs.landlord_sizes": _landlord_sizes,
+    "proofs.offline_bounds": _offline_bounds,
+    "proofs.zipmoe_theorem31": _zipmoe31, "proofs.zipmoe_theorem32": _zipmoe32,
+    "proofs.predictions_blind_oracle": _blind_oracle, "proofs.predictions_marker": _marker,
+    "proofs.predictions_robust": _robust,
+}
+
+
+def test_every_ledger_module_is_broken_here():
+    assert set(BREAKERS) == set(proofs.MODULES)
+
+
+@pytest.mark.parametrize("name", list(BREAKERS))
+def test_breaking_the_check_turns_the_verdict(monkeypatch, name):
+    mod = importlib.import_module(name)
+    BREAKERS[name](monkeypatch, mod)
+    row = mod.check()
+    assert not row.holds, (name, row.witness)
+    assert not row.stands, name
+
+
+@pytest.mark.parametrize("name", ["proofs.theorem2_general", "proofs.theorem4_regimes",
+                                  "proofs.llru",
+                                  "proofs.greedy_dual", "proofs.landlord_sizes",
+                                  "proofs.offline_bounds"])
+def test_power_checks_fail_and_row_stands(name):
+    row = importlib.import_module(name).check()
+    assert row.holds and row.power_checks
+    assert all(pc.fails for pc in row.power_checks), row.power_checks
+    assert row.stands
+    assert row.to_dict()["power_checks"][0]["fails"] is True
+
+
+def _row(power, holds=True, holds_corrected=None) -> LedgerRow:
+    return LedgerRow(theorem="T", statement="s", grid="g", smallest_margin=0, holds=holds,
+                     witness={}, holds_corrected=holds_corrected, power_checks=power)
+
+
+def test_stands_needs_every_power_check_to_fail():
+    ok, weak = PowerCheck("a", "d", True), PowerCheck("b", "d", False)
+    assert _row([ok]).stands and _row([ok], False, True).stands
+    assert not _row([]).stands                       # no power check: not evidence
+    assert not _row([ok, weak]).stands               # one did not fail: not evidence
+    assert not _row([ok], False, False).stands
+    d = _row([ok, weak]).to_dict()
+    assert (d["powered"], d["stands"]) == (False, False)
+    assert [p["fails"] for p in d["power_checks"]] == [True, False]
+
+
+def test_erratum_grades():
+    e = Erratum("w", "p", "q", "c", True, grade="typo", witness="x")
+    assert e.grade == "typo"
+    assert Erratum("w", "p", "q", "c", True).grade == "gap"
+    with pytest.raises(ValueError, match="grade must be one of"):
+        Erratum("w", "p", "q", "c", True, grade="nit")
