@@ -1,6 +1,6 @@
 """Ledger row: BlindOracle with predictions of ℓ1 error η_ℓ1 (after Wei 2020).
 
-Statement checked: BO(σ) ≤ OPT(σ) + 2·η_ℓ1(σ), where η_ℓ1 = Σ_t |h_t − a_t| sums, over every
+Statement checked: BO(σ) ≤ OPT(σ) + 2·η_ℓ1(σ), where η_ℓ1 = Σ_t ``|h_t − a_t|`` sums, over every
 request t, the distance between the predicted next arrival h_t and the true one a_t (a_t = N
 when the page is not requested again; Lykouris & Vassilvitskii's ℓ1 error). Source: A. Wei,
 "Better and simpler learning-augmented online caching", APPROX 2020, arXiv:2005.13716.

@@ -31,6 +31,15 @@ def add_trace_args(p: argparse.ArgumentParser, *, expand: bool = True,
     p.add_argument("--layers", type=int, default=None, help="layers (default: from the file)")
 
 
+def policy_help() -> str:
+    """The registered policy names for a ``--policy`` help text (from the registry; `paging
+    policies` describes each)."""
+    from paging.policies import BASE_POLICIES, MODEL_POLICIES
+
+    return (", ".join([*BASE_POLICIES, *MODEL_POLICIES]) + ", and NAME-dist for the per-layer "
+            "variants (paging policies describes each)")
+
+
 def load_from_args(args: argparse.Namespace):
     """The traces named by ``args.trace`` (a list of :class:`~paging.trace.Trace`; the
     sequences of every file in order when ``args.trace`` is a list)."""

@@ -7,7 +7,7 @@ is simulated from an empty cache; with several sequences the top-level ``request
 
 from __future__ import annotations
 
-from paging.commands.common import add_trace_args, format_table, load_from_args
+from paging.commands.common import add_trace_args, format_table, load_from_args, policy_help
 
 
 def add_parser(sub) -> None:
@@ -17,8 +17,7 @@ def add_parser(sub) -> None:
                        "Least-Stale, Belady and their -dist variants, rounds mode).")
     add_trace_args(p)
     p.add_argument("--policy", required=True, metavar="NAME",
-                   help="policy name: lru, fifo, lfu, fwf, marking, llru, least-stale, fld, "
-                        "belady, and NAME-dist for the per-layer variants")
+                   help="policy name: " + policy_help())
     p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object {"policy", "requests", "k", "misses", ...}')

@@ -38,7 +38,7 @@ sequence gets its own row (``position``, ``misses``, ``prefill_misses``, and wit
 
 from __future__ import annotations
 
-from paging.commands.common import add_trace_args, format_table, load_from_args
+from paging.commands.common import add_trace_args, format_table, load_from_args, policy_help
 
 
 def add_parser(sub) -> None:
@@ -48,9 +48,7 @@ def add_parser(sub) -> None:
                        "from the cost model and the latency timeline is reported too.")
     add_trace_args(p, many=True)
     p.add_argument("--policy", action="append", required=True, metavar="NAME",
-                   help="policy name (repeatable): lru, fifo, lfu, fwf, marking, llru, "
-                        "least-stale, fld, belady, greedy-dual, landlord, gdsf, "
-                        "layered-landlord, and NAME-dist for the per-layer variants")
+                   help="policy name (repeatable): " + policy_help())
     cap = p.add_argument_group("cache size (one kind, repeatable)")
     cap.add_argument("--k", action="append", type=int, metavar="K",
                      help="cache size in pages (repeatable)")
