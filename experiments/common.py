@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from experiments.registry import add_arguments
+from paging.cli import guarded
 from paging.io.atomic import atomic_path
 
 TRACES_ENV = "PAGING_TRACES"
@@ -266,16 +267,14 @@ def figure_parser(module) -> argparse.ArgumentParser:
 
 
 def run_main(module, argv: Sequence[str] | None) -> int:
-    """``python -m experiments.figX``: compute the CSV, then plot it."""
-    from paging.errors import PagingError
-
+    """``python -m experiments.figX``: compute the CSV, then plot it (errors as ``paging``'s:
+    :func:`paging.cli.guarded`)."""
     args = figure_parser(module).parse_args(argv)
     kw = {"traces": args.trace} if module.REAL_TRACES else {}
-    try:
+
+    def go():
         csv_path = module.compute(args.out, quick=args.quick, **kw)
         if csv_path is not None:
             module.plot(csv_path, args.out)
-    except PagingError as e:
-        sys.stderr.write(f"error: {e.format()}\n")
-        return 2
-    return 0
+
+    return guarded(go)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from experiments import common
 from experiments.registry import DEFAULT_OUT, FIGURES, add_arguments
+from paging.cli import guarded
 from paging.errors import PagingError
 
 
@@ -94,12 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 description="Compute and draw every figure (= paging figs).")
     add_arguments(p)
     args = p.parse_args(argv)
-    try:
-        run_figures(only=args.only, out_dir=args.out, quick=args.quick, traces=args.trace)
-    except PagingError as e:
-        sys.stderr.write(f"error: {e.format()}\n")
-        return 2
-    return 0
+    return guarded(run_figures, args.only, args.out, args.quick, args.trace)
 
 
 if __name__ == "__main__":

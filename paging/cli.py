@@ -39,11 +39,12 @@ def print_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, allow_nan=False) + "\n")
 
 
-def main(argv: list[str] | None = None) -> int:
+def guarded(fn, *args) -> int:
+    """Run ``fn(*args)`` as a command: its return value (None = 0) is the exit status; a
+    :class:`PagingError` is one line on stderr and status 2, an interrupt 130. The one error
+    wrapper of every entry point (``paging``, ``python -m experiments.*``)."""
     try:
-        args = build_parser().parse_args(argv)
-        rc = args.func(args)
-        return int(rc or 0)
+        return int(fn(*args) or 0)
     except PagingError as e:
         sys.stderr.write(f"error: {e.format()}\n")
         return 2
@@ -52,6 +53,14 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    def go():
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+
+    return guarded(go)
 
 
 if __name__ == "__main__":
