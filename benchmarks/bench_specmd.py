@@ -13,9 +13,9 @@ import time
 from paging import generators
 from paging.predict.prefetch import (
     Frequency,
-    Oracle,
     Percentile,
     Prefetcher,
+    PrefetchOracle,
     PreviousToken,
     TopK,
     Transition,
@@ -34,10 +34,10 @@ def main() -> None:
     runs = [
         ("lru kernel", dict(engine="fast")),
         ("lru reference loop", dict(engine="reference")),
-        ("lru + oracle topk:1", dict(prefetch=Prefetcher(Oracle(), TopK(1.0)))),
+        ("lru + oracle topk:1", dict(prefetch=Prefetcher(PrefetchOracle(), TopK(1.0)))),
         ("lru + frequency percentile:80", dict(prefetch=Prefetcher(Frequency(),
                                                                    Percentile(80)))),
-        ("lru + oracle p=r=0.5 topk:1", dict(prefetch=Prefetcher(Oracle(0.5, 0.5, 1),
+        ("lru + oracle p=r=0.5 topk:1", dict(prefetch=Prefetcher(PrefetchOracle(0.5, 0.5, 1),
                                                                    TopK(1.0)))),
         ("lru + previous-token topk:1", dict(prefetch=Prefetcher(PreviousToken(), TopK(1.0)))),
         ("lru + transition topk:1.5", dict(prefetch=Prefetcher(Transition([train]),

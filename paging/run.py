@@ -264,9 +264,9 @@ def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher,
 def _prefetcher(spec: RunSpec, trace, traces, train):
     if spec.prefetch is None:
         return None
-    from paging.predict.prefetch import Prefetcher, make_predictor, make_strategy
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor, make_strategy
 
-    return Prefetcher(make_predictor(spec.prefetch, _training(spec, trace, traces, train)),
+    return Prefetcher(make_prefetch_predictor(spec.prefetch, _training(spec, trace, traces, train)),
                       make_strategy(spec.prefetch_strategy))
 
 

@@ -359,7 +359,7 @@ def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
     """``prefetch``, ``prefetch_strategy`` and ``miss`` (SpecMD's axes; ``paging simulate``'s
     options of the same names), parsed so that a bad value fails before anything runs."""
     from paging.miss import make_miss
-    from paging.predict.prefetch import make_predictor, make_strategy
+    from paging.predict.prefetch import make_prefetch_predictor, make_strategy
 
     prefetch = tuple(None if p.strip().lower() == "none" else p
                      for p in _as_list(doc, "prefetch", "str", file, text, default=["none"]))
@@ -369,7 +369,7 @@ def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
     try:
         for p in prefetch:
             if p is not None:
-                make_predictor(p)
+                make_prefetch_predictor(p)
         for st in strategy:
             make_strategy(st)
         for m in miss:

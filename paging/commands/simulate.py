@@ -248,10 +248,10 @@ def _check_options(args, probe) -> None:
 
     handler = probe._miss()  # parses --miss
     if args.prefetch:
-        from paging.predict.prefetch import make_predictor, make_strategy
+        from paging.predict.prefetch import make_prefetch_predictor, make_strategy
 
         make_strategy(args.prefetch_strategy)
-        make_predictor(args.prefetch)  # parse now
+        make_prefetch_predictor(args.prefetch)  # parse now
     cm = probe.cost_setup()
     if handler is not None and handler.uses_levels:
         if cm is None:

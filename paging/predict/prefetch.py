@@ -10,11 +10,11 @@ inserts the pages that are not resident (:meth:`paging.simulate.Simulation.prefe
 
 No built-in predictor reads the cache, so the whole run's proposals are computed before the run
 (:meth:`Prefetcher.reset` makes the *plan*: every batch's pages, in insertion order), by one
-array computation per predictor (:meth:`Predictor.score_matrix`) instead of a Python call per
-batch; the loop then only inserts them. :meth:`Predictor.observe` and :meth:`Predictor.scores`
-stay the per-batch definition (the base class's ``score_matrix`` calls them batch by batch, so a
-user predictor needs only those two), and a test checks every built-in ``score_matrix`` against
-them.
+array computation per predictor (:meth:`PrefetchPredictor.score_matrix`) instead of a Python
+call per batch; the loop then only inserts them. :meth:`PrefetchPredictor.observe` and
+:meth:`PrefetchPredictor.scores` stay the per-batch definition (the base class's
+``score_matrix`` calls them batch by batch, so a user predictor needs only those two), and a
+test checks every built-in ``score_matrix`` against them.
 
 Prediction quality is set-based and micro-averaged over the batches: with S the predicted set
 and A the experts the trace actually requests at the target (token, layer),
@@ -101,7 +101,7 @@ def trace_topk(trace: Trace) -> int:
                                                    True]))))
 
 
-class Predictor:
+class PrefetchPredictor:
     """Scores the experts of a target (token, layer). Subclasses override :meth:`scores`."""
 
     name = "predictor"
@@ -146,7 +146,7 @@ def _sround(x: float, u: float) -> int:
     return int(f) + (1 if u < x - f else 0)
 
 
-class Oracle(Predictor):
+class PrefetchOracle(PrefetchPredictor):
     name = "oracle"
 
     def __init__(self, precision: float = 1.0, recall: float = 1.0, seed: int = 0,
@@ -200,7 +200,7 @@ class Oracle(Predictor):
                 + ("" if self.rounding == "stochastic" else f",rounding={self.rounding}"))
 
 
-class PreviousToken(Predictor):
+class PreviousToken(PrefetchPredictor):
     name = "previous-token"
 
     def reset(self, trace, rng):
@@ -254,7 +254,7 @@ class PreviousToken(Predictor):
         return runs[src_of[hi]].astype(np.float64)
 
 
-class Frequency(Predictor):
+class Frequency(PrefetchPredictor):
     name = "frequency"
 
     def reset(self, trace, rng):
@@ -287,7 +287,7 @@ class Frequency(Predictor):
         return out
 
 
-class Transition(Predictor):
+class Transition(PrefetchPredictor):
     name = "transition"
 
     def __init__(self, train: list[Trace] | None = None, source: str | None = None):
@@ -404,7 +404,7 @@ class Percentile:
 class Prefetcher:
     """A predictor and a strategy, called by the loop after each group (see module docs)."""
 
-    def __init__(self, predictor: Predictor, strategy=None):
+    def __init__(self, predictor: PrefetchPredictor, strategy=None):
         self.predictor = predictor
         self.strategy = strategy if strategy is not None else TopK(1.0)
 
@@ -498,7 +498,7 @@ def training_set(spec: str | None, trace: Trace, sequences, train_file=None):
     return [t for t in sequences if t is not trace]
 
 
-def make_predictor(spec: str, train: list[Trace] | None = None) -> Predictor:
+def make_prefetch_predictor(spec: str, train: list[Trace] | None = None) -> PrefetchPredictor:
     """A predictor from ``NAME[:opts]`` (see the module docstring)."""
     what = f"prefetch predictor {spec!r}"
     name, opts = parse_spec(spec, "prefetch predictor")
@@ -511,7 +511,7 @@ def make_predictor(spec: str, train: list[Trace] | None = None) -> Predictor:
             raise PagingError(f"{what}: rounding must be stochastic or nearest, got "
                               f"{rounding!r}")
         no_more(opts, what, "precision=P, recall=R, seed=S, rounding=stochastic|nearest")
-        return Oracle(p, r, s, rounding)
+        return PrefetchOracle(p, r, s, rounding)
     if name == "previous-token":
         no_more(opts, what, "no options")
         return PreviousToken()

@@ -27,13 +27,13 @@ from paging.observers import MissStats, PrefetchStats
 from paging.policies import make_policy
 from paging.predict.prefetch import (
     Frequency,
-    Oracle,
     Percentile,
     Prefetcher,
+    PrefetchOracle,
     PreviousToken,
     TopK,
     Transition,
-    make_predictor,
+    make_prefetch_predictor,
     make_strategy,
 )
 from paging.simulate import Simulation, simulate
@@ -87,13 +87,13 @@ def test_score_based_refuses_a_trace_without_scores():
 # -- 2. prefetching ------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", [p for p in POLICIES if not p.endswith("-dist")])
 def test_perfect_oracle_and_two_layers_of_cache_leave_only_the_first_layers_misses(name):
-    """Oracle, precision = recall = 1; a cache of 2K pages (two layers' experts, K = 2). After
-    group (token 0, layer 0) is served (K misses, nothing can be predicted before it), every
+    """PrefetchOracle, precision = recall = 1; a cache of 2K pages (two layers' experts, K = 2).
+    After group (token 0, layer 0) is served (K misses, nothing can be predicted before it), every
     group's experts were prefetched while the previous group ran: the prefetch evicts only the
     group before it (the running group is pinned), so no later request misses. (Shared caches
     only: a DIST share of 4 // ℓ = 1 page cannot hold a layer's two experts.)"""
     tr = groups_trace(tokens=25)
-    res = simulate(tr, name, 4, record=True, prefetch=Prefetcher(Oracle(1.0, 1.0)))
+    res = simulate(tr, name, 4, record=True, prefetch=Prefetcher(PrefetchOracle(1.0, 1.0)))
     first = len(set(tr.pages[:2].tolist()))
     assert res.misses == first
     assert res.extra["prefetch_precision"] == res.extra["prefetch_recall"] == 1.0
@@ -105,7 +105,7 @@ def test_perfect_oracle_with_free_transfers_never_stalls():
     m, q, h = get_model("mixtral-8x7b"), get_precision("int4"), get_hardware("link-5gbps")
     fetch = np.zeros(tr.layout.n_pages)
     sizes = np.full(tr.layout.n_pages, 7)
-    res = simulate(tr, "lru", 4, record=True, prefetch=Prefetcher(Oracle(1.0, 1.0)))
+    res = simulate(tr, "lru", 4, record=True, prefetch=Prefetcher(PrefetchOracle(1.0, 1.0)))
     tm = timeline_run(tr, res, model=m, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes)
     assert tm.stall_ms == 0.0 and tm.prefetch_late == 0
     # bytes moved: the 2 demand misses and every prefetch, 7 bytes each
@@ -188,12 +188,12 @@ def test_oracle_noise_model():
     tr = generators.zipf(n=8, layers=2, tokens=3, seed=0, topk=2, expand="groups")
     actual = np.array([2, 5])
     for rounding in ("stochastic", "nearest"):
-        o = Oracle(0.5, 0.5, seed=1, rounding=rounding)
+        o = PrefetchOracle(0.5, 0.5, seed=1, rounding=rounding)
         o.reset(tr, None)
         for _ in range(20):
             chosen = np.flatnonzero(o.scores(0, 2, 0, 1, actual) > 0)
             assert chosen.size == 2 and np.isin(chosen, actual).sum() == 1
-    exact = Oracle(1, 1)
+    exact = PrefetchOracle(1, 1)
     exact.reset(tr, None)
     assert np.flatnonzero(exact.scores(0, 2, 0, 1, actual) > 0).tolist() == [2, 5]
 
@@ -209,7 +209,7 @@ def test_oracle_stochastic_rounding_by_hand():
     tr = generators.zipf(n=8, layers=2, tokens=3, seed=0, topk=2, expand="groups")
     for (P, R), s_size in (((0.8, 0.8), 2), ((0.5, 0.75), 3)):
         m_hi = R * 2 - 1  # the fraction of R·a, as computed
-        o = Oracle(P, R, seed=4)
+        o = PrefetchOracle(P, R, seed=4)
         o.reset(tr, None)
         twin = np.random.default_rng(4)  # the oracle's stream: u, then the two choices, ...
         for _ in range(30):
@@ -234,7 +234,7 @@ def test_oracle_measured_precision_and_recall_are_the_requested_ones(P, R):
     with Σ(m + f) proposed experts. P or R = 1 is met exactly. The first model (rounding per
     batch to the nearest) misses P = R = 0.8 by far: precision 1."""
     tr = generators.zipf(n=8, layers=4, tokens=1000, seed=3, topk=2, expand="groups")
-    pf = Prefetcher(make_predictor(f"oracle:precision={P},recall={R},seed=7"),
+    pf = Prefetcher(make_prefetch_predictor(f"oracle:precision={P},recall={R},seed=7"),
                     make_strategy("topk:overfetch=4"))  # K·F = 8 = n: nothing cut
     pf.reset(tr, 0)
     p_hat, r_hat = pf.predicted_right / pf.predicted, pf.predicted_right / pf.actual
@@ -242,12 +242,12 @@ def test_oracle_measured_precision_and_recall_are_the_requested_ones(P, R):
     assert abs(r_hat - R) <= 4 * math.sqrt(R * (1 - R) / pf.actual)
     assert abs(p_hat - P) <= 4 * math.sqrt(P * (1 - P) / pf.predicted)
     assert (r_hat == 1.0) == (R == 1.0) and (p_hat == 1.0) == (P == 1.0)
-    again = Prefetcher(make_predictor(f"oracle:precision={P},recall={R},seed=7"),
+    again = Prefetcher(make_prefetch_predictor(f"oracle:precision={P},recall={R},seed=7"),
                        make_strategy("topk:overfetch=4"))
     again.reset(tr, 0)
     assert again.pages == pf.pages  # the seed fixes every draw
     if (P, R) == (0.8, 0.8):
-        old = Prefetcher(make_predictor("oracle:precision=0.8,recall=0.8,seed=7,"
+        old = Prefetcher(make_prefetch_predictor("oracle:precision=0.8,recall=0.8,seed=7,"
                                         "rounding=nearest"), make_strategy("topk:overfetch=4"))
         old.reset(tr, 0)
         assert old.predicted_right == old.predicted and old.predicted == old.actual
@@ -279,7 +279,7 @@ def test_transition_learns_on_other_sequences_only():
        miss=st.sampled_from(["fetch", "drop:rank=1", "substitute", "drop:score=0.5"]))
 def test_counters_add_up_and_the_run_verifies(trace, k, seed, name, pred, strat, miss):
     trace = scored(trace)
-    pf = Prefetcher(make_predictor(pred), make_strategy(strat))
+    pf = Prefetcher(make_prefetch_predictor(pred), make_strategy(strat))
     r = simulate(trace, name, k, seed=seed, record=True, prefetch=pf, miss=miss)
     verify(trace, r)
     x = r.extra
@@ -290,7 +290,8 @@ def test_counters_add_up_and_the_run_verifies(trace, k, seed, name, pred, strat,
     if miss == "fetch":
         assert r.dropped == r.substituted == 0
     again = simulate(trace, name, k, seed=seed, record=True,
-                     prefetch=Prefetcher(make_predictor(pred), make_strategy(strat)), miss=miss)
+                     prefetch=Prefetcher(make_prefetch_predictor(pred), make_strategy(strat)),
+                     miss=miss)
     assert again.to_dict() == r.to_dict()
 
 
@@ -408,7 +409,7 @@ def test_late_prefetch_stalls_by_hand():
     c, a = expert_compute_ms(m, q, h, 1), non_expert_ms(m, h, 1)
     assert c + a < 10
     fetch, sizes = np.full(4, 10.0), np.full(4, 5)
-    r = simulate(tr, "lru", 2, record=True, prefetch=Prefetcher(Oracle()))
+    r = simulate(tr, "lru", 2, record=True, prefetch=Prefetcher(PrefetchOracle()))
     assert r.misses == 1 and r.extra["prefetches"] == 1
     tm = timeline_run(tr, r, model=m, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes)
     assert tm.prefetch_late == 1 and tm.bytes_moved == 10
@@ -494,18 +495,18 @@ def test_cli_bad_input_exits_2_with_one_line(capsys, argv, msg):
 def test_planned_scores_equal_the_per_batch_definition(pred, expand):
     """Every built-in ``score_matrix`` (array code, the plan of a run) equals the per-batch
     definition ``observe`` + ``scores`` called group by group, the base class's loop."""
-    from paging.predict.prefetch import Predictor, make_predictor
+    from paging.predict.prefetch import PrefetchPredictor, make_prefetch_predictor
 
     spec = "zipf:n=6,layers=4,tokens=40,seed={},topk=2"
     tr = load(spec.format(1), expand=expand)[0]
     train = load(spec.format(2), expand=expand)
     plans = []
     for vectorised in (True, False):
-        p = make_predictor(pred, train=train)
+        p = make_prefetch_predictor(pred, train=train)
         p.reset(tr, np.random.default_rng(0))
         pf = Prefetcher(p)
         if not vectorised:  # the base class's loop over observe/scores
-            p.score_matrix = Predictor.score_matrix.__get__(p)
+            p.score_matrix = PrefetchPredictor.score_matrix.__get__(p)
         seen = []
         orig = p.score_matrix
         p.score_matrix = lambda *a, _o=orig, _s=seen: _s.append(_o(*a)) or _s[-1]
@@ -552,7 +553,7 @@ def test_batched_prefill_targets_take_k_times_the_prompt():
     # the prefill pass: layer 0's prompt experts {0,1},{1,2},{2,3} in order of first use, then
     # layer 1's {2,3},{3,0},{0,1} (pages 4 + e)
     assert tr.pages[:8].tolist() == [0, 1, 2, 3, 6, 7, 4, 5]
-    pf = Prefetcher(Oracle(), TopK(1.0))
+    pf = Prefetcher(PrefetchOracle(), TopK(1.0))
     pf.reset(tr, 0)
     # batches follow every group but the last: targets = the first request of groups 2..6
     lo = np.flatnonzero(np.r_[True, tr.steps[1:] != tr.steps[:-1]])

@@ -169,7 +169,7 @@ def test_cli_json_summary(tmp_path, capsys):
 def test_prefetch_and_miss_keys_pass_through_to_simulate(tmp_path):
     from paging.io import load
     from paging.miss import make_miss
-    from paging.predict.prefetch import Prefetcher, make_predictor, make_strategy
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor, make_strategy
 
     two = "zipf:n=4,layers=3,tokens=40,topk=2,seed=1"
     spec = spec_file(tmp_path, f"""
@@ -189,7 +189,8 @@ miss = ["fetch", "drop:rank=1"]
     (tr,) = load(two, expand="groups")
     for r in rows:
         pf = (None if r["prefetch"] is None else
-              Prefetcher(make_predictor(r["prefetch"]), make_strategy(r["prefetch_strategy"])))
+              Prefetcher(make_prefetch_predictor(r["prefetch"]),
+                         make_strategy(r["prefetch_strategy"])))
         res = simulate(tr, r["policy"], r["k"], prefetch=pf, miss=make_miss(r["miss"]))
         d = res.to_dict()
         assert (r["misses"], r["hits"], r["method"]) == (res.misses, res.hits, "simulate")
@@ -310,7 +311,7 @@ def test_timeline_key_passes_the_options_to_the_timeline(tmp_path):
     from paging.cost.setup import CostSetup
     from paging.cost.timeline import timeline_run
     from paging.io import load
-    from paging.predict.prefetch import Prefetcher, make_predictor
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor
     from paging.sweep import timeline_kwargs
 
     src = "zipf:n=8,layers=32,tokens=20,topk=2,seed=3"
@@ -327,7 +328,7 @@ def test_timeline_key_passes_the_options_to_the_timeline(tmp_path):
     cm = CostSetup.from_names("mixtral-8x7b", "int4")
     costs, sizes = cm.weights(tr)
     res = simulate(tr, "lru", 40, costs=costs, sizes=sizes, record=True, prefetch=Prefetcher(
-        make_predictor("oracle:precision=0.5,recall=0.5,seed=1")))
+        make_prefetch_predictor("oracle:precision=0.5,recall=0.5,seed=1")))
     for r in rows:
         tm = timeline_run(tr, res, model=cm.model, precision=cm.precision,
                           hardware=cm.hardware, fetch_ms=costs, sizes=sizes,

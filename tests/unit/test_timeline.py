@@ -302,14 +302,14 @@ def test_concurrent_demand_and_prefetch_share_the_link_by_hand():
 
 def test_options_default_to_todays_numbers_and_bad_values():
     from paging.generators import zipf
-    from paging.predict.prefetch import Oracle, Prefetcher
+    from paging.predict.prefetch import Prefetcher, PrefetchOracle
 
     tr = zipf(n=8, layers=4, tokens=12, seed=0, topk=2, expand="groups")
     m, q, h = get_model("mixtral-8x7b"), get_precision("int4"), get_hardware("link-5gbps")
     fetch, sizes = np.full(32, 19.8), np.full(32, 99)
     kw = dict(model=m, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes)
     plain = simulate(tr, "lru", 6, record=True)
-    pf = simulate(tr, "lru", 6, record=True, prefetch=Prefetcher(Oracle(0.5, 0.5, seed=1)))
+    pf = simulate(tr, "lru", 6, record=True, prefetch=Prefetcher(PrefetchOracle(0.5, 0.5, seed=1)))
     for res in (plain, pf):
         base = timeline_run(tr, res, **kw)
         assert timeline_run(tr, res, **kw, token_overhead_ms=0.0, prefetch_streams=1) == base
@@ -338,7 +338,7 @@ def test_cli_timing_options(capsys):
     they change no number."""
     from paging.cost.setup import CostSetup
     from paging.io import load
-    from paging.predict.prefetch import Prefetcher, make_predictor
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor
 
     spec = "zipf:n=8,layers=32,tokens=30,seed=4,topk=2"
     base = ["simulate", spec, "--policy", "lru", "--k", "40", "--model", "mixtral-8x7b",
@@ -360,7 +360,7 @@ def test_cli_timing_options(capsys):
     cm = CostSetup.from_names("mixtral-8x7b", "int4")
     costs, sizes = cm.weights(tr)
     res = simulate(tr, "lru", 40, costs=costs, sizes=sizes, record=True, prefetch=Prefetcher(
-        make_predictor("oracle:precision=0.5,recall=0.5,seed=1")))
+        make_prefetch_predictor("oracle:precision=0.5,recall=0.5,seed=1")))
     tm = timeline_run(tr, res, model=cm.model, precision=cm.precision, hardware=cm.hardware,
                       fetch_ms=costs, sizes=sizes, token_overhead_ms=2.5, prefetch_streams=2,
                       prefetch_link="separate")
@@ -388,7 +388,7 @@ def test_timing_sensitivity_rows_are_one_run_replayed(tmp_path):
     variant (same misses; "today" = the default timeline; the batched prefill is one pass, so
     an overhead o adds exactly o to TTFT; a run without prefetches is the same on 2 streams)."""
     from paging.cost.sensitivity import timing_sensitivity
-    from paging.predict.prefetch import Prefetcher, make_predictor
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor
 
     model = get_model(str(_tiny_model_file(tmp_path)))
     meta = {"phase_bounds": {"prefill": [0, 4], "decode": [4, 12]}}
@@ -406,7 +406,7 @@ def test_timing_sensitivity_rows_are_one_run_replayed(tmp_path):
     bt, batch = batch_prefill(tr)
     fetch, sizes = page_costs(model, q, h, np.zeros(6, np.int8)), page_sizes(model, q)
     res = simulate(bt, "lru", budget=2 * int(sizes[0]), costs=fetch, sizes=sizes, record=True,
-                   prefetch=Prefetcher(make_predictor("oracle:precision=1,recall=1,seed=0")))
+                   prefetch=Prefetcher(make_prefetch_predictor("oracle:precision=1,recall=1,seed=0")))
     kw = dict(model=model, precision=q, hardware=h, fetch_ms=fetch, sizes=sizes, batch=batch)
     for r, opts in zip(rows[:4], ({}, {"token_overhead_ms": 3.0}, {"prefetch_streams": 2},
                                   {"prefetch_streams": 2, "prefetch_link": "separate"}),
@@ -467,12 +467,12 @@ def test_stream_options_properties(trace, k, fetch, pred, overhead):
     slower than one stream (every transfer starts no later); with a shared link the link
     moves at most its bandwidth, so the run is no faster than the separate one; without any
     prefetch the three are the same; the per-token overhead never shortens a run."""
-    from paging.predict.prefetch import Prefetcher, make_predictor
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor
 
     P = trace.layout.n_pages
     costs = np.asarray(fetch[:P] + [1.0] * max(0, P - 15))
     m, q, h = _tiny_model(), get_precision("int4"), get_hardware("link-5gbps")
-    res = simulate(trace, "lru", k, record=True, prefetch=Prefetcher(make_predictor(pred)))
+    res = simulate(trace, "lru", k, record=True, prefetch=Prefetcher(make_prefetch_predictor(pred)))
     kw = dict(model=m, precision=q, hardware=h, fetch_ms=costs, sizes=np.ones(P, np.int64))
     one = timeline_run(trace, res, **kw, token_overhead_ms=overhead)
     sep = timeline_run(trace, res, **kw, token_overhead_ms=overhead, prefetch_streams=2,
