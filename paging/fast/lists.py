@@ -29,9 +29,10 @@ from numba import njit
 from paging.fast.common import buffers, is_grouped
 
 LRU, FIFO, FWF, LLRU, FLD, LEAST_STALE, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP = range(9)
+LLRU_LATEST = 9
 #: the kinds whose victim depends on the layer (one recency list per layer, a page's last step
 #: and pass kept); a new kind that is not layered needs nothing here
-LAYERED = (LLRU, FLD, LEAST_STALE, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP)
+LAYERED = (LLRU, FLD, LEAST_STALE, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP, LLRU_LATEST)
 
 
 @njit(cache=True, nogil=True)
@@ -169,11 +170,12 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
                                 n_ev += 1
                         v = u
                     break
-                elif kind == LLRU:
+                elif kind == LLRU or kind == LLRU_LATEST:
                     # Def. 2: largest R = (t - τ) // ℓ, then largest D = (τ - t) mod ℓ, as one
-                    # number R·ℓ + D. A page of layer z is requested only at steps ≡ z (mod ℓ),
-                    # so (t - τ) mod ℓ = (c - z) mod ℓ needs no division; (R, D) differ across
-                    # layers, and inside a layer the oldest page has the largest R (the tail).
+                    # number R·ℓ + D (llru-latest: D = (τ - t - 1) mod ℓ = ℓ - 1 - r). A page
+                    # of layer z is requested only at steps ≡ z (mod ℓ), so (t - τ) mod ℓ =
+                    # (c - z) mod ℓ needs no division; (R, D) differ across layers, and inside
+                    # a layer the oldest page has the largest R (the tail).
                     c = s - now_pass * L
                     best = -1
                     for zz in range(L):
@@ -184,7 +186,10 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
                             continue
                         r = c - zz
                         r = r + L if r < 0 else r
-                        key = s - last_step[v] - r + (L - r if r > 0 else 0)
+                        if kind == LLRU:
+                            key = s - last_step[v] - r + (L - r if r > 0 else 0)
+                        else:
+                            key = s - last_step[v] - r + L - 1 - r
                         if key > best:
                             best = key
                             victim = v

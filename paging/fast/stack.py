@@ -16,6 +16,7 @@ import numpy as np
 from numba import njit
 
 LLRU, FLD, LEAST_STALE, LFU, BELADY, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP = range(8)
+LLRU_LATEST = 8
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -23,10 +24,12 @@ def _priority(kind, z, c, t, L, n, stride, last_y, stale, static):
     """Eviction priority (larger = evicted first) of a page of layer ``z`` at time ``t``
     (current layer ``c``), last requested at ``last_y``; scalars only (no array arguments,
     so the inlined call costs nothing)."""
-    if kind == LLRU:
+    if kind == LLRU or kind == LLRU_LATEST:
         r = c - z
         r = r + L if r < 0 else r
-        return t - last_y - r + (L - r if r > 0 else 0)
+        if kind == LLRU:
+            return t - last_y - r + (L - r if r > 0 else 0)
+        return t - last_y - r + L - 1 - r
     if kind == FLD:
         d = z - c if z >= c else c - z
         return (2 * d + (1 if z < c else 0)) * stride + n - last_y

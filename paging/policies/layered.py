@@ -69,6 +69,9 @@ class LLRULatest(LLRU):
     """
 
     name = "llru-latest"
+    kernel = "list:LLRU_LATEST"
+    dist_kernel = "list:LRU"
+    stack = "LLRU_LATEST"
     order = 65  # after llru
     reference = "Angelopoulos et al., Sec. 4, Def. 2 (other reading of D)"
 

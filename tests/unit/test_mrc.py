@@ -23,7 +23,8 @@ from paging.policies import LRU, POLICY_NAMES, register
 from paging.simulate import simulate
 from paging.trace import from_pages, from_routing
 
-ONE_PASS = ["lru", "llru", "lfu", "fld", "fld-cyclic", "least-stale", "least-stale-upcoming",
+ONE_PASS = ["lru", "llru", "llru-latest", "lfu", "fld", "fld-cyclic", "least-stale",
+            "least-stale-upcoming",
             "least-stale-layer", "belady"]
 
 
