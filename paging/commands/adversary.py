@@ -3,6 +3,11 @@
 Runs a lower-bound construction of :mod:`adversaries` against a policy and prints its
 certificate: the policy's misses, OPT's misses (Belady) on the same sequence, their ratio and
 the bound the theorem claims.
+
+``paging adversary search --policy P --n N --layers L --k K [--length T] [--budget S]
+[--restarts R] [--seeds M] [--seed S] [--json] [--out FILE]`` searches for the worst sequence
+instead (:mod:`adversaries.search`) and prints the best ratio found, its certificate and, with
+``--out``, writes the witness as a trace file.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ NAMES = {
                       "one layer)",
     "random-hk": "uniform requests over k + 1 pages, one layer (--layers 1, default "
                  "k = n - 1): E[A]/E[OPT] -> H_k",
+    "search": "search layered sequences for the largest ratio against any online policy "
+              "(simulated annealing with restarts; needs --policy and --k): a lower bound "
+              "found, with a verified certificate",
 }
 
 
@@ -50,8 +58,65 @@ def add_parser(sub) -> None:
                    help="seed of random sequences and randomized policies (default 0)")
     p.add_argument("--sequences", type=int, default=None,
                    help="independent sequences for theorem4 and random-hk (default 4)")
+    p.add_argument("--length", type=int, default=None,
+                   help="search: rounds of the sequence (default 64*k)")
+    p.add_argument("--budget", type=int, default=None,
+                   help="search: candidate evaluations (default 4000)")
+    p.add_argument("--restarts", type=int, default=None,
+                   help="search: annealing runs from random starts (default 6)")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="search: runs per candidate of a randomized policy (default 8)")
+    p.add_argument("--out", default=None, metavar="FILE",
+                   help="search: write the witness sequence as a trace file (.npz, .csv, ...)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
+
+
+SEARCH_ONLY = ("length", "budget", "restarts", "seeds", "out")
+
+
+def run_search(args) -> int:
+    """``paging adversary search``: the search, its certificate and the witness file."""
+    from adversaries.search import search
+    from paging import io
+    from paging.cli import print_json
+    from paging.errors import PagingError
+
+    for opt in ("rounds", "sequences"):
+        if getattr(args, opt) is not None:
+            raise PagingError(f"--{opt} does not apply to search (use --length for its rounds)")
+    if args.policy is None:
+        raise PagingError("adversary search needs --policy P")
+    if args.k is None:
+        raise PagingError("adversary search needs --k K")
+    if args.out is not None:
+        io.format_for(args.out)  # a bad file name fails before the search
+    res = search(args.policy, n=args.n, layers=args.layers, k=args.k, length=args.length,
+                 budget=args.budget, restarts=args.restarts, seed=args.seed, seeds=args.seeds,
+                 show=None if not args.json else False)
+    if args.out is not None:
+        io.write(res.trace, args.out)
+    d = res.to_dict(sequence=args.json)
+    if args.out is not None:
+        d["out"] = str(args.out)
+    if args.json:
+        print_json(d)
+        return 0
+    for key in ("policy", "n", "layers", "k", "length", "requests", "evaluations",
+                "online_misses", "opt_misses"):
+        print(f"{key:14s} {d[key]}")
+    exact = f"  ({d['ratio_exact']})" if d["ratio_exact"] else ""
+    print(f"{'ratio':14s} {d['ratio']:.6f}{exact}")
+    if d["ci95"] is not None:
+        print(f"{'ci95':14s} [{d['ci95'][0]:.6f}, {d['ci95'][1]:.6f}] over "
+              f"{len(d['certificate']['seeds'])} fresh seeds (search's own estimate "
+              f"{d['search_ratio']:.6f})")
+    print(f"{'certificate':14s} ALG and OPT (belady) re-simulated and verified")
+    print(f"{'witness':14s} " + " + ".join(f"{len(b['motif'])}-round motif x{b['reps']}"
+                                           for b in d["blocks"]) + " (last one repeated)")
+    if args.out is not None:
+        print(f"{'out':14s} {args.out}")
+    return 0
 
 
 def run(args) -> int:
@@ -59,6 +124,11 @@ def run(args) -> int:
     from paging.cli import print_json
     from paging.errors import PagingError
 
+    if args.name == "search":
+        return run_search(args)
+    for opt in SEARCH_ONLY:
+        if getattr(args, opt) is not None:
+            raise PagingError(f"--{opt} applies to search only, not {args.name}")
     policy = args.policy or ("lru-dist" if args.name == "theorem1" else "lru")
     kw = dict(n=args.n, layers=args.layers, rounds=args.rounds, k=args.k, seed=args.seed)
     if args.sequences is not None:
