@@ -4,7 +4,8 @@ Every base policy ``name`` also exists as ``name-dist`` (:class:`PerLayer`): lru
 marking, llru, least-stale, fld, belady, the weighted greedy-dual, landlord, gdsf and
 layered-landlord, score-based and lhu (SpecMD App. B), the adaptive arc and lecar, the
 prediction-based blind-oracle, predictive-marker, lmarker and robust-blind-oracle, the designed
-token-hazard, token-decay and token-match (issue 11), and lru-dist,
+token-hazard, token-decay and token-match (issue 11), robust-token-match (issue 24; and the
+generic ``robust:A,B``), and lru-dist,
 ..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
 """
 
@@ -29,6 +30,7 @@ from paging.policies.predictive import (
     PredictiveMarker,
     RobustBlindOracle,
 )
+from paging.policies.robust import Robust, RobustTokenMatch, parse_robust
 from paging.policies.scored import LHU, ScoreBased
 from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
 
@@ -36,7 +38,8 @@ BASE_POLICIES: dict[str, Callable[[], Policy]] = {
     cls.name: cls for cls in (LRU, FIFO, LFU, FWF, Marking, LLRU, LeastStale, FLD, Belady,
                               GreedyDual, Landlord, GDSF, LayeredLandlord, ScoreBased, LHU,
                               ARC, LeCaR, BlindOracle, PredictiveMarker, LMarker,
-                              RobustBlindOracle, TokenHazard, TokenDecay, TokenMatch)
+                              RobustBlindOracle, TokenHazard, TokenDecay, TokenMatch,
+                              RobustTokenMatch)
 }
 
 REGISTRY: dict[str, Callable[[], Policy]] = dict(BASE_POLICIES)
@@ -76,6 +79,13 @@ def make_policy(name: str) -> Policy:
     key, colon, spec = key.partition(":")
     if key in MODEL_POLICIES:
         return _make_model_policy(key, str(name).strip().partition(":")[2], name)
+    if key in ("robust", "robust-dist"):  # robust:A,B (paging.policies.robust)
+        if not colon:
+            raise PagingError(f"policy {name!r}: expected robust:A,B, e.g. robust:token-match,lru")
+        if key == "robust-dist":
+            parse_robust(spec, name)
+            return PerLayer(lambda: parse_robust(spec, name))
+        return parse_robust(spec, name)
     if colon:
         dist = key.endswith("-dist")
         base = key[:-len("-dist")] if dist else key
@@ -139,4 +149,4 @@ __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "MODEL_POLICIES", "make_
            "FWF", "Marking", "LLRU", "LeastStale", "FLD", "Belady", "GreedyDual", "Landlord",
            "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR", "BlindOracle",
            "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard", "TokenDecay",
-           "TokenMatch", "FlashMoE"]
+           "TokenMatch", "FlashMoE", "Robust", "RobustTokenMatch"]
