@@ -352,42 +352,11 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
     layout = Layout(n, layers)
     obj = Objective(pol, layout, k, run_seeds)
 
-    best = (-1.0, None, None)  # (ratio, genome, pages)
-    history = []
-    per = budget // restarts if budget else 0
-    children = ss_search.spawn(restarts)
     with progress.bar(total=max(budget, restarts), desc=f"search {pol.name}", unit="eval",
                       show=show) as pb:
-        for j, child in enumerate(children):
-            rng = np.random.default_rng(child)
-            genome = start if (j == 0 and start is not None) else \
-                random_genome(rng, n, layers, length, max_motif)
-            genome = [(np.asarray(m, dtype=np.int64).reshape(-1, layers), int(r))
-                      for m, r in genome]
-            pages = decode(genome, length, layers, n)
-            f = obj(pages)[0]
-            if f > best[0]:
-                best = (f, genome, pages)
-                history.append((obj.calls, f))
-            steps = per - 1 if j < restarts - 1 else budget - obj.calls
-            temp = T_START
-            decay = (T_END / T_START) ** (1.0 / max(steps, 1))
-            for _ in range(max(steps, 0)):
-                cand = mutate(genome, rng, n, layers, length, max_motif)
-                cpages = decode(cand, length, layers, n)
-                g = obj(cpages)[0]
-                d = math.log(g) - math.log(f)
-                if d >= 0 or rng.random() < math.exp(d / temp):
-                    genome, f = cand, g
-                    if f > best[0]:
-                        best = (f, genome, cpages)
-                        history.append((obj.calls, f))
-                        pb.set_postfix(best=f"{f:.4f}", refresh=False)
-                temp *= decay
-                pb.update(1)
-            if not per:
-                pb.update(1)
-
+        best, history = anneal(lambda pages: obj(pages)[0], n=n, layers=layers, length=length,
+                               budget=budget, restarts=restarts, seeds=ss_search,
+                               max_motif=max_motif, start=start, bar=pb)
     search_ratio, genome, pages = best
     trace = from_pages(pages, layout, name=f"search:{pol.name},n={n},layers={layers},k={k},"
                                            f"length={length},seed={seed}")
@@ -414,6 +383,76 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
         blocks=genome, history=history, certificate=cert)
 
 
+def anneal(evaluate, *, n: int, layers: int, length: int, budget: int, restarts: int,
+           seeds: np.random.SeedSequence, max_motif: int = MAX_MOTIF, start=None, bar=None):
+    """The search loop (module docstring): ``restarts`` annealing runs from random genomes,
+    ``budget`` calls of ``evaluate(pages) -> float`` (> 0) in all. Returns ``(best, history)``:
+    ``best = (value, genome, pages)`` and the improvements as ``(call, value)``."""
+    best = (-math.inf, None, None)
+    history = []
+    calls = 0
+    per = budget // restarts if budget else 0
+    for j, child in enumerate(seeds.spawn(restarts)):
+        rng = np.random.default_rng(child)
+        genome = start if (j == 0 and start is not None) else \
+            random_genome(rng, n, layers, length, max_motif)
+        genome = [(np.asarray(m, dtype=np.int64).reshape(-1, layers), int(r)) for m, r in genome]
+        pages = decode(genome, length, layers, n)
+        f = evaluate(pages)
+        calls += 1
+        if f > best[0]:
+            best = (f, genome, pages)
+            history.append((calls, f))
+        steps = per - 1 if j < restarts - 1 else budget - calls
+        temp = T_START
+        decay = (T_END / T_START) ** (1.0 / max(steps, 1))
+        for _ in range(max(steps, 0)):
+            cand = mutate(genome, rng, n, layers, length, max_motif)
+            cpages = decode(cand, length, layers, n)
+            g = evaluate(cpages)
+            calls += 1
+            d = math.log(max(g, 1e-12)) - math.log(max(f, 1e-12))
+            if d >= 0 or rng.random() < math.exp(d / temp):
+                genome, f = cand, g
+                if f > best[0]:
+                    best = (f, genome, cpages)
+                    history.append((calls, f))
+                    if bar is not None:
+                        bar.set_postfix(best=f"{f:.4f}", refresh=False)
+            temp *= decay
+            if bar is not None:
+                bar.update(1)
+        if not per and bar is not None:
+            bar.update(1)
+    return best, history
+
+
+def search_score(score, *, n: int, layers: int, length: int, budget: int = DEFAULT_BUDGET,
+                 restarts: int = DEFAULT_RESTARTS, seed: int = 0, max_motif: int = MAX_MOTIF,
+                 show: bool | None = None) -> tuple[float, Trace]:
+    """The same search for any score of a sequence: ``score(trace) -> float`` (> 0, larger is
+    worse for the claim under test), e.g. a policy's cost over a proven bound. Returns the best
+    score found and its trace. Deterministic scores only (the caller seeds its runs)."""
+    from paging import progress
+
+    layout = Layout(positive_int("n", n), positive_int("layers", layers))
+    memo: dict[bytes, float] = {}
+
+    def evaluate(pages):
+        key = pages.tobytes()
+        if key not in memo:
+            memo[key] = float(score(from_pages(pages, layout, name="search")))
+        return memo[key]
+
+    with progress.bar(total=max(budget, restarts), desc="search", unit="eval", show=show) as pb:
+        (value, _, pages), _ = anneal(evaluate, n=n, layers=layers, length=length,
+                                      budget=budget, restarts=max(1, min(restarts, budget or 1)),
+                                      seeds=np.random.SeedSequence(seed), max_motif=max_motif,
+                                      bar=pb)
+    return value, from_pages(pages, layout, name=f"search_score:n={n},layers={layers},"
+                                                 f"length={length},seed={seed}")
+
+
 def certify(trace: Trace, policy: str | Policy, k: int, seeds: list[int]) -> dict:
     """Re-simulate ALG (once per seed) and OPT (Belady) on ``trace`` through
     :func:`paging.simulate.simulate` with recording, and check every run with
@@ -433,5 +472,5 @@ def certify(trace: Trace, policy: str | Policy, k: int, seeds: list[int]) -> dic
             "verified": True, "opt": "belady"}
 
 
-__all__ = ["search", "certify", "SearchResult", "decode", "mutate", "random_genome",
-           "DEFAULT_BUDGET", "DEFAULT_RESTARTS"]
+__all__ = ["search", "search_score", "anneal", "certify", "SearchResult", "decode", "mutate",
+           "random_genome", "DEFAULT_BUDGET", "DEFAULT_RESTARTS"]

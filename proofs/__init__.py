@@ -24,7 +24,8 @@ __all__ = ["MODULES", "Entry", "Erratum", "LedgerRow", "PowerCheck", "run_ledger
 MODULES = (*(f"proofs.theorem{i}" for i in range(1, 6)), "proofs.greedy_dual",
            "proofs.offline_bounds", "proofs.zipmoe_theorem31", "proofs.zipmoe_theorem32",
            "proofs.predictions_blind_oracle", "proofs.predictions_marker",
-           "proofs.predictions_robust")
+           "proofs.predictions_robust", "proofs.adversary_search", "proofs.robust_combiner",
+           "proofs.adversary_empirical")
 
 
 @dataclass

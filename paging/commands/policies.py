@@ -40,6 +40,7 @@ REFERENCES = {
     "token-decay": "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2",
     "token-match": "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2",
     "flashmoe": "Kim et al., FlashMoE, arXiv 2025, Sec. 3.2, Alg. 1",
+    "robust-token-match": "this package (issue 24); after Fiat et al. 1991 and Wei, APPROX 2020",
 }
 
 

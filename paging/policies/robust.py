@@ -95,14 +95,16 @@ class Robust(Policy):
         super().reset(ctx)
         seeds = ctx.rng.integers(0, 2**63 - 1, size=2) if self.randomized else (0, 0)
         self.sims = []
-        for make, seed in ((self.make_a, seeds[0]), (self.make_b, seeds[1])):
-            self.sims.append(Simulation(
-                ctx.layout, make(), int(ctx.capacity), steps=ctx.steps, seed=int(seed),
-                next_use=ctx.next_use, score=ctx.score, token=ctx.token, visits=ctx.visits))
         self.leader = 0
         self.switches = 0
         self.last: dict[int, int] = {}
         self._t = -1
+        if int(ctx.capacity) < 1:  # a DIST layer with no slot: every request bypasses it,
+            return                 # no hook is ever called
+        for make, seed in ((self.make_a, seeds[0]), (self.make_b, seeds[1])):
+            self.sims.append(Simulation(
+                ctx.layout, make(), int(ctx.capacity), steps=ctx.steps, seed=int(seed),
+                next_use=ctx.next_use, score=ctx.score, token=ctx.token, visits=ctx.visits))
 
     def _see(self, t: int, page: int) -> None:
         """Advance both virtual caches by request ``t`` and update the leader (once per t)."""
