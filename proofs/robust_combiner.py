@@ -4,12 +4,13 @@ Statement (proved in :mod:`paging.policies.robust`'s docstring; the combining id
 al. 1991's and Wei 2020's, whose theorem texts were not reachable, see there):
 for deterministic A, B, a page-counted cache of k pages from empty, rounds expansion,
 
-    cost(Robust(A, B)) <= 2·min(cost(A), cost(B)) + k.
+    cost(Robust(A, B, margin=h)) <= 2·min(cost(A), cost(B)) + k + 2h.
 
 Checked exactly (integer miss counts; A and B re-simulated on their own, independently of the
 combiner's virtual caches, and every combiner run verified with :func:`paging.verify.verify`)
 on seeded random layered sequences (uniform, near-cyclic, skewed) over several layouts and
-every k with ℓ <= k < nℓ, for A in {token-match, token-decay, lfu, fwf} and B = lru, and on
+every k with ℓ <= k < nℓ, for A in {token-match, token-decay, lfu, fwf} and B = lru at h = 0,
+and token-match at h = 1 and h = k (robust-token-match), and on
 *searched* sequences: the adversary search (:mod:`adversaries.search`) run against the
 combiner itself (robust-token-match, robust:lfu,lru), against A alone (the sequences where
 the learned policy is worst, which are where the combiner must switch), and, with
@@ -33,7 +34,8 @@ from paging.trace import from_pages
 from paging.verify import verify
 from proofs.ledger import LedgerRow, PowerCheck
 
-STATEMENT = "robust:A,B (follow the leader, lazy eviction): ALG ≤ 2·min(A, B) + k"
+STATEMENT = ("robust:A,B,margin=h (follow the leader, lazy eviction): ALG ≤ 2·min(A, B) + k "
+             "+ 2h  (h = 0: 2·min + k; robust-token-match, h = k: 2·min + 3k)")
 LAYOUTS = ((2, 2), (3, 2), (2, 3), (4, 1))
 COMPONENTS = ("token-match", "token-decay", "lfu", "fwf")
 SEED = 24
@@ -80,14 +82,15 @@ def searched_sequences() -> list[tuple[str, object, int, tuple[str, ...]]]:
     return out
 
 
-def check_point(trace, k: int, a: str, b: str = "lru") -> dict:
-    comb = Robust(a, b)
+def check_point(trace, k: int, a: str, b: str = "lru", margin: int | str = 0) -> dict:
+    comb = Robust(a, b, margin=margin)
     res = simulate(trace, comb, k, record=True)
     verify(trace, res)
     ca, cb = simulate(trace, a, k).misses, simulate(trace, b, k).misses
     never = simulate(trace, NeverSwitch(a, b), k).misses
-    bound = 2 * min(ca, cb) + k
-    return {"k": k, "A": a, "B": b, "alg": int(res.misses), "cost_A": int(ca),
+    h = k if margin == "k" else margin
+    bound = 2 * min(ca, cb) + k + 2 * h
+    return {"k": k, "A": a, "B": b, "h": h, "alg": int(res.misses), "cost_A": int(ca),
             "cost_B": int(cb), "bound": int(bound), "margin": int(bound - res.misses),
             "switches": comb.switches, "never_switch": int(never),
             "never_margin": int(bound - never),
@@ -102,10 +105,14 @@ def check() -> LedgerRow:
         for k in range(L, n * L):
             for a in COMPONENTS:
                 points.append({"sequence": label, **check_point(trace, k, a)})
+            for margin in (1, "k"):  # robust-token-match is margin k
+                points.append({"sequence": label,
+                               **check_point(trace, k, "token-match", margin=margin)})
     n_random = len(points)
     for label, trace, k, comps in searched_sequences():
         for a in comps:
-            points.append({"sequence": label, **check_point(trace, k, a)})
+            for margin in (0, "k"):
+                points.append({"sequence": label, **check_point(trace, k, a, margin=margin)})
     worst = min(points, key=lambda p: p["margin"])
     holds = all(p["margin"] >= 0 and p["virtual_counts_agree"] for p in points)
     broken = [p for p in points if p["never_margin"] < 0]
@@ -119,7 +126,8 @@ def check() -> LedgerRow:
                 if broken else "never broken: the row's sequences cannot tell a combiner "
                                "from its A"))
     notes = (f"{n_random} random points ({len(LAYOUTS)} layouts x 3 kinds x every k in "
-             f"[l, nl) x A in {list(COMPONENTS)}, B = lru) and {len(points) - n_random} on "
+             f"[l, nl) x (A in {list(COMPONENTS)} at h = 0, token-match at h = 1 and k), "
+             f"B = lru) and {len(points) - n_random} on "
              f"searched sequences; at most {max(p['switches'] for p in points)} switches; "
              f"the virtual caches' counts equal independent runs of A and B everywhere: "
              f"{all(p['virtual_counts_agree'] for p in points)}.")

@@ -63,13 +63,15 @@ def instances(draw):
     return layered(ex, n, L), k
 
 
-@given(instances(), st.sampled_from(["lfu", "fwf", "fifo", "llru"]))
-def test_bound_two_min_plus_k(inst, a):
+@given(instances(), st.sampled_from(["lfu", "fwf", "fifo", "llru"]),
+       st.sampled_from([0, 1, 2, "k"]))
+def test_bound_two_min_plus_k_plus_two_margins(inst, a, margin):
     trace, k = inst
-    res = simulate(trace, Robust(a, "lru"), k, record=True)
+    res = simulate(trace, Robust(a, "lru", margin=margin), k, record=True)
     verify(trace, res)
     ca, cb = simulate(trace, a, k).misses, simulate(trace, "lru", k).misses
-    assert res.misses <= 2 * min(ca, cb) + k
+    h = k if margin == "k" else margin
+    assert res.misses <= 2 * min(ca, cb) + k + 2 * h
 
 
 @given(instances(), st.sampled_from(["lru", "fifo", "lfu", "llru"]))
@@ -84,9 +86,12 @@ def test_registered_names_and_specs():
     assert "robust-token-match" in POLICY_NAMES and "robust-token-match-dist" in POLICY_NAMES
     p = make_policy("robust-token-match")
     assert p.name == "robust-token-match" and not p.randomized and not p.clairvoyant
+    assert p.margin == "k"
     assert make_policy("robust:lfu,lru").name == "robust:lfu,lru"
     assert make_policy("robust:lecar,lru").randomized
     assert make_policy("robust-dist:lfu,lru").name == "robust-dist:lfu,lru"
+    assert make_policy("robust:lfu,lru,margin=k").name == "robust:lfu,lru,margin=k"
+    assert make_policy("robust:lfu,lru,margin=3").margin == 3
 
 
 @pytest.mark.parametrize("spec,msg", [
@@ -94,6 +99,8 @@ def test_registered_names_and_specs():
     ("robust:lru", "expected robust:A,B"),
     ("robust:lru,", "expected robust:A,B"),
     ("robust:lru,nope", "unknown policy"),
+    ("robust:lru,lfu,margin=-1", "margin must be an integer >= 0 or k"),
+    ("robust:lru,lfu,fifo", "expected robust:A,B"),
 ])
 def test_bad_specs(spec, msg):
     with pytest.raises(PagingError, match=msg):
