@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import needs_traces, real_sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -126,3 +127,17 @@ def test_rows_hold_and_their_power_checks_fail(mod):
     row = mod.check()
     assert row.holds and row.power_checks and all(c.fails for c in row.power_checks), row
     assert row.smallest_margin >= 0
+
+
+@needs_traces
+@pytest.mark.parametrize("name,golden,switches", [
+    ("robust-token-match", 852, 0),        # identical to token-match (GOLDEN_K200): no switch
+    ("robust:token-match,lru", 866, 4),    # margin 0 switches on small leads
+])
+def test_golden_mixtral_problem_0(name, golden, switches):
+    # README's held-out table (python -m experiments.robust_heldout), k = 200, rounds
+    trace = real_sequence("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 0)
+    pol = make_policy(name)
+    res = simulate(trace, pol, 200, record=True)
+    verify(trace, res)
+    assert (res.misses, pol.switches) == (golden, switches)
