@@ -170,8 +170,9 @@ def _factory(spec) -> Callable[[], Policy]:
 
 
 class RobustTokenMatch(Robust):
-    """``robust-token-match``: :class:`Robust` of token-match (A) and LRU (B) with margin h = k
-    (cost <= 2·min(token-match, LRU) + 3k on every sequence)."""
+    """Follow token-match or LRU, whichever has fewer misses, switching when more than k
+    behind: cost <= 2·min(token-match, LRU) + 3k on every sequence (``robust-token-match``,
+    :class:`Robust` with margin h = k)."""
 
     name = "robust-token-match"
 
