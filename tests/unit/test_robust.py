@@ -141,3 +141,21 @@ def test_golden_mixtral_problem_0(name, golden, switches):
     res = simulate(trace, pol, 200, record=True)
     verify(trace, res)
     assert (res.misses, pol.switches) == (golden, switches)
+
+
+def test_teeth_where_robust_blind_oracle_has_none():
+    """The predictions notebook's trace (zipf n=8, 8 layers, 400 tokens, seed 2; k = 16; OPT
+    1,124): at eta = 10^4 robust-blind-oracle stays with BlindOracle (2,402 misses; LRU 2,044)
+    because BlindOracle is never twice as bad; following the leader ends 5 misses above LRU.
+    At eta = 0 both follow BlindOracle = OPT."""
+    from paging.generators import zipf
+
+    trace = zipf(n=8, layers=8, tokens=400, a=1.0, seed=2)
+    for eta, bo, lru, ours in ((0, 1124, 2044, 1124), (10000, 2402, 2044, 2049)):
+        spec = f"blind-oracle:oracle:eta={eta},seed=1"
+        assert simulate(trace, spec, 16, seed=1).misses == bo
+        assert simulate(trace, f"robust-{spec}", 16, seed=1).misses == bo
+        assert simulate(trace, "lru", 16).misses == lru
+        res = simulate(trace, Robust(spec, "lru"), 16, seed=1, record=True)
+        verify(trace, res)
+        assert res.misses == ours <= 2 * min(bo, lru) + 16
