@@ -344,8 +344,8 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
     seed = positive_int("seed", seed, 0)
     max_motif = positive_int("max_motif", max_motif)
     randomized = bool(pol.randomized)
-    n_seeds = (DEFAULT_SEEDS if seeds is None else positive_int("seeds", seeds)) \
-        if randomized else 1
+    n_seeds = DEFAULT_SEEDS if seeds is None else positive_int("seeds", seeds)
+    n_seeds = n_seeds if randomized else 1  # a deterministic policy runs once
     root = np.random.SeedSequence(seed)
     ss_search, ss_runs, ss_cert = root.spawn(3)
     run_seeds = [int(x) for x in ss_runs.generate_state(n_seeds)]

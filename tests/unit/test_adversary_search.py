@@ -141,6 +141,8 @@ def test_certificate_matches_an_independent_simulation():
     (dict(n=0, layers=2, k=1), "n \\(experts per layer\\)"),
     (dict(n=2, layers=2, k=3, length=0), "length"),
     (dict(n=2, layers=2, k=3, budget=-1), "budget"),
+    (dict(n=2, layers=2, k=3, seeds=0), "seeds"),
+    (dict(n=2, layers=2, k=3, restarts=0), "restarts"),
 ])
 def test_bad_input_is_a_paging_error(kw, msg):
     with pytest.raises(PagingError, match=msg):
