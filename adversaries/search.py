@@ -89,7 +89,8 @@ class SearchResult:
     randomized one the mean misses over the certificate's fresh seeds divided by OPT, with
     ``ci`` its 95 % confidence interval (Student t over the seeds) and ``search_ratio`` the
     (upward-biased) estimate on the search's own seeds. ``certificate`` holds the re-simulated,
-    verified runs (:func:`paging.verify.verify`).
+    verified runs (:func:`paging.verify.verify`). Weighted searches (``costs`` set): the
+    ``*_misses`` fields hold fetch costs, OPT is the exact min-cost-flow optimum.
     """
 
     policy: str
@@ -112,6 +113,7 @@ class SearchResult:
     blocks: list = field(default_factory=list)
     history: list = field(default_factory=list)
     certificate: dict = field(default_factory=dict)
+    costs: np.ndarray | None = None
 
     def to_dict(self, sequence: bool = True) -> dict:
         d = {
@@ -127,6 +129,8 @@ class SearchResult:
             "method": "simulated annealing with random restarts over repeated layered motifs",
             "blocks": [{"motif": m.tolist(), "reps": int(r)} for m, r in self.blocks],
             "certificate": self.certificate,
+            "weighted": self.costs is not None,
+            "costs": None if self.costs is None else [float(x) for x in self.costs],
         }
         if sequence:
             d["sequence"] = self.trace.pages.tolist()
@@ -163,15 +167,28 @@ class Objective:
 
         return fast.run_misses(trace, self.opt_spec, self.k)
 
-    def __call__(self, pages: np.ndarray) -> tuple[float, float, int]:
-        """(ratio, mean ALG misses, OPT misses) of a page sequence."""
+    def weighted(self, trace: Trace, costs: np.ndarray) -> tuple[float, float]:
+        """(mean ALG cost, OPT cost) with page costs: OPT by min-cost flow (exact)."""
+        from paging.offline.weighted import opt_weighted
+        from paging.simulate import simulate
+
+        alg = float(np.mean([simulate(trace, self.policy, self.k, costs=costs, seed=s).cost
+                             for s in self.seeds]))
+        return alg, float(opt_weighted(trace, k=self.k, costs=costs, method="flow").cost)
+
+    def __call__(self, pages: np.ndarray, costs: np.ndarray | None = None
+                 ) -> tuple[float, float, float]:
+        """(ratio, mean ALG misses, OPT misses) of a page sequence (costs with ``costs``)."""
         self.calls += 1
-        key = pages.tobytes()
+        key = pages.tobytes() + (b"" if costs is None else costs.tobytes())
         hit = self.memo.get(key)
         if hit is None:
             trace = from_pages(pages, self.layout, name="search")
-            alg = float(np.mean([self.misses(trace, s) for s in self.seeds]))
-            hit = (alg, self.opt(trace))
+            if costs is not None:
+                hit = self.weighted(trace, costs)
+            else:
+                alg = float(np.mean([self.misses(trace, s) for s in self.seeds]))
+                hit = (alg, self.opt(trace))
             if len(self.memo) < 200_000:
                 self.memo[key] = hit
         alg, opt = hit
@@ -304,7 +321,7 @@ def _ci(values: list[float]) -> tuple[float, float]:
 def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | None = None,
            budget: int | None = None, restarts: int | None = None, seed: int = 0,
            seeds: int | None = None, max_motif: int = MAX_MOTIF, show: bool | None = None,
-           start=None) -> SearchResult:
+           start=None, max_cost: int = 0) -> SearchResult:
     """Search for the largest ALG/OPT over layered sequences of ``length`` rounds.
 
     Parameters
@@ -330,6 +347,10 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
         rediscovery tests and ledger rows never pass one.
     show : bool, optional
         Progress bar (default: when stderr is a terminal).
+    max_cost : int
+        0: unit costs (misses; OPT by Belady). C >= 2: weighted paging, the search also chooses
+        every page's fetch cost in 1..C (``--weighted --max-cost C``); ALG's cost is its total
+        fetch cost and OPT the exact min-cost-flow optimum (:mod:`paging.offline.flow`).
     """
     from paging import progress
 
@@ -343,6 +364,9 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
     restarts = max(1, min(restarts, budget)) if budget else restarts
     seed = positive_int("seed", seed, 0)
     max_motif = positive_int("max_motif", max_motif)
+    max_cost = positive_int("max_cost", max_cost, 0)
+    if max_cost == 1:
+        raise PagingError("max_cost must be 0 (unit costs) or >= 2 (weighted), got 1")
     randomized = bool(pol.randomized)
     n_seeds = DEFAULT_SEEDS if seeds is None else positive_int("seeds", seeds)
     n_seeds = n_seeds if randomized else 1  # a deterministic policy runs once
@@ -354,15 +378,15 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
 
     with progress.bar(total=max(budget, restarts), desc=f"search {pol.name}", unit="eval",
                       show=show) as pb:
-        best, history = anneal(lambda pages: obj(pages)[0], n=n, layers=layers, length=length,
+        best, history = anneal(lambda *a: obj(*a)[0], n=n, layers=layers, length=length,
                                budget=budget, restarts=restarts, seeds=ss_search,
-                               max_motif=max_motif, start=start, bar=pb)
-    search_ratio, genome, pages = best
+                               max_motif=max_motif, start=start, bar=pb, max_cost=max_cost)
+    search_ratio, genome, pages, costs = best
     trace = from_pages(pages, layout, name=f"search:{pol.name},n={n},layers={layers},k={k},"
                                            f"length={length},seed={seed}")
     cert_seeds = ([int(x) for x in ss_cert.generate_state(CERTIFICATE_SEEDS)] if randomized
                   else run_seeds)
-    cert = certify(trace, pol, k, cert_seeds)
+    cert = certify(trace, pol, k, cert_seeds, costs=costs)
     if randomized:
         vals = [a / cert["opt_misses"] for a in cert["online_misses"]]
         ratio: Fraction | float = float(np.mean(vals))
@@ -370,7 +394,8 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
         online = float(np.mean(cert["online_misses"]))
     else:
         online = cert["online_misses"][0]
-        ratio = Fraction(online, cert["opt_misses"])
+        ratio = Fraction(online).limit_denominator(10**9) / Fraction(cert["opt_misses"]) \
+            .limit_denominator(10**9)
         ci = None
         if float(ratio) != search_ratio:  # the certificate re-runs the search's own run
             raise AssertionError(f"certificate {ratio} disagrees with the search's "
@@ -380,42 +405,59 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
         restarts=restarts, seed=seed, randomized=randomized, trace=trace,
         online_misses=online, opt_misses=cert["opt_misses"], ratio=ratio,
         search_ratio=search_ratio, ci=ci, evaluations=obj.calls, distinct=len(obj.memo),
-        blocks=genome, history=history, certificate=cert)
+        blocks=genome, history=history, certificate=cert, costs=costs)
 
 
 def anneal(evaluate, *, n: int, layers: int, length: int, budget: int, restarts: int,
-           seeds: np.random.SeedSequence, max_motif: int = MAX_MOTIF, start=None, bar=None):
+           seeds: np.random.SeedSequence, max_motif: int = MAX_MOTIF, start=None, bar=None,
+           max_cost: int = 0):
     """The search loop (module docstring): ``restarts`` annealing runs from random genomes,
-    ``budget`` calls of ``evaluate(pages) -> float`` (> 0) in all. Returns ``(best, history)``:
-    ``best = (value, genome, pages)`` and the improvements as ``(call, value)``."""
-    best = (-math.inf, None, None)
+    ``budget`` calls of ``evaluate(pages) -> float`` (> 0) in all. With ``max_cost`` > 0 the
+    state also holds integer page costs in 1..max_cost (drawn uniformly at each restart; one in
+    five mutations redraws, doubles or halves one page's cost) and ``evaluate(pages, costs)``
+    is called. Returns ``(best, history)``: ``best = (value, genome, pages, costs)`` (costs None
+    without ``max_cost``) and the improvements as ``(call, value)``."""
+    best = (-math.inf, None, None, None)
     history = []
     calls = 0
     per = budget // restarts if budget else 0
+    P = n * layers
+
+    def value(pages, w):
+        return evaluate(pages) if w is None else evaluate(pages, w)
+
     for j, child in enumerate(seeds.spawn(restarts)):
         rng = np.random.default_rng(child)
         genome = start if (j == 0 and start is not None) else \
             random_genome(rng, n, layers, length, max_motif)
         genome = [(np.asarray(m, dtype=np.int64).reshape(-1, layers), int(r)) for m, r in genome]
+        w = rng.integers(1, max_cost + 1, size=P).astype(np.float64) if max_cost else None
         pages = decode(genome, length, layers, n)
-        f = evaluate(pages)
+        f = value(pages, w)
         calls += 1
         if f > best[0]:
-            best = (f, genome, pages)
+            best = (f, genome, pages, w)
             history.append((calls, f))
         steps = per - 1 if j < restarts - 1 else budget - calls
         temp = T_START
         decay = (T_END / T_START) ** (1.0 / max(steps, 1))
         for _ in range(max(steps, 0)):
-            cand = mutate(genome, rng, n, layers, length, max_motif)
+            cw = w
+            if max_cost and rng.random() < 0.2:
+                cand, cw = genome, w.copy()
+                p, u = int(rng.integers(P)), rng.random()
+                cw[p] = (float(rng.integers(1, max_cost + 1)) if u < 0.5
+                         else min(cw[p] * 2, max_cost) if u < 0.75 else max(cw[p] // 2, 1))
+            else:
+                cand = mutate(genome, rng, n, layers, length, max_motif)
             cpages = decode(cand, length, layers, n)
-            g = evaluate(cpages)
+            g = value(cpages, cw)
             calls += 1
             d = math.log(max(g, 1e-12)) - math.log(max(f, 1e-12))
             if d >= 0 or rng.random() < math.exp(d / temp):
-                genome, f = cand, g
+                genome, w, f = cand, cw, g
                 if f > best[0]:
-                    best = (f, genome, cpages)
+                    best = (f, genome, cpages, w)
                     history.append((calls, f))
                     if bar is not None:
                         bar.set_postfix(best=f"{f:.4f}", refresh=False)
@@ -445,7 +487,7 @@ def search_score(score, *, n: int, layers: int, length: int, budget: int = DEFAU
         return memo[key]
 
     with progress.bar(total=max(budget, restarts), desc="search", unit="eval", show=show) as pb:
-        (value, _, pages), _ = anneal(evaluate, n=n, layers=layers, length=length,
+        (value, _, pages, _), _ = anneal(evaluate, n=n, layers=layers, length=length,
                                       budget=budget, restarts=max(1, min(restarts, budget or 1)),
                                       seeds=np.random.SeedSequence(seed), max_motif=max_motif,
                                       bar=pb)
@@ -453,23 +495,34 @@ def search_score(score, *, n: int, layers: int, length: int, budget: int = DEFAU
                                                  f"length={length},seed={seed}")
 
 
-def certify(trace: Trace, policy: str | Policy, k: int, seeds: list[int]) -> dict:
+def certify(trace: Trace, policy: str | Policy, k: int, seeds: list[int],
+            costs: np.ndarray | None = None) -> dict:
     """Re-simulate ALG (once per seed) and OPT (Belady) on ``trace`` through
     :func:`paging.simulate.simulate` with recording, and check every run with
     :func:`paging.verify.verify` (a :class:`~paging.verify.VerificationError` if one is not a
-    feasible demand-paging run)."""
+    feasible demand-paging run). With ``costs``: ALG's total fetch cost, and OPT the exact
+    min-cost-flow optimum, checked to be at most Belady's cost under the same costs and at
+    most ALG's (a feasible schedule's cost bounds OPT from above)."""
     from paging.simulate import simulate
     from paging.verify import verify
 
-    opt = simulate(trace, "belady", k, record=True)
-    verify(trace, opt)
+    opt = simulate(trace, "belady", k, record=True, costs=costs)
+    verify(trace, opt, costs=costs)
     online = []
     for s in seeds:
-        res = simulate(trace, policy, k, seed=s, record=True)
-        verify(trace, res)
-        online.append(int(res.misses))
-    return {"opt_misses": int(opt.misses), "online_misses": online, "seeds": list(seeds),
-            "verified": True, "opt": "belady"}
+        res = simulate(trace, policy, k, seed=s, record=True, costs=costs)
+        verify(trace, res, costs=costs)
+        online.append(int(res.misses) if costs is None else float(res.cost))
+    if costs is None:
+        return {"opt_misses": int(opt.misses), "online_misses": online, "seeds": list(seeds),
+                "verified": True, "opt": "belady"}
+    from paging.offline.weighted import opt_weighted
+
+    flow = float(opt_weighted(trace, k=k, costs=costs, method="flow").cost)
+    if not flow <= min([float(opt.cost)] + online) + 1e-9:
+        raise AssertionError(f"the flow optimum {flow} exceeds a feasible schedule's cost")
+    return {"opt_misses": flow, "online_misses": online, "seeds": list(seeds),
+            "verified": True, "opt": "min-cost flow", "belady_cost": float(opt.cost)}
 
 
 __all__ = ["search", "search_score", "anneal", "certify", "SearchResult", "decode", "mutate",

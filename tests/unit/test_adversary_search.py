@@ -182,6 +182,11 @@ def test_cli_json_and_witness_file(tmp_path):
     (["search", "--policy", "lru", "--n", "2", "--layers", "2", "--k", "3", "--rounds", "3"],
      "--rounds does not apply"),
     (["theorem2", "--n", "2", "--layers", "2", "--budget", "3"], "applies to search only"),
+    (["theorem2", "--n", "2", "--layers", "2", "--weighted"], "applies to search only"),
+    (["search", "--policy", "lru", "--n", "2", "--layers", "2", "--k", "3", "--max-cost", "3"],
+     "--max-cost applies with --weighted"),
+    (["search", "--policy", "lru", "--n", "2", "--layers", "2", "--k", "3", "--weighted",
+      "--max-cost", "1"], "--max-cost must be an integer >= 2"),
     (["search", "--policy", "nope", "--n", "2", "--layers", "2", "--k", "3"], "unknown policy"),
 ])
 def test_cli_bad_input_one_line_exit_2(args, msg):
@@ -194,3 +199,30 @@ def test_cli_bad_out_name_leaves_no_file(tmp_path):
              "--out", str(tmp_path / "w.unknown"))
     assert p.returncode == 2 and "cannot tell the output format" in p.stderr
     assert not list(tmp_path.iterdir())
+
+
+def test_weighted_lru_is_not_k_competitive_and_greedy_dual_is():
+    # costs in 1..8 chosen by the search; OPT is the exact min-cost flow
+    lru = search("lru", n=2, layers=2, k=3, length=48, budget=1500, seed=0, max_cost=8)
+    gd = search("greedy-dual", n=2, layers=2, k=3, length=48, budget=1500, seed=0, max_cost=8)
+    assert lru.ratio > 3          # cost-blind: past k (it evicts the expensive pages)
+    assert 1 <= gd.ratio <= 3     # Young 1994: GreedyDual <= k·OPT_w from an empty cache
+    from paging.offline.weighted import opt_weighted
+
+    for r, name in ((lru, "lru"), (gd, "greedy-dual")):
+        assert r.costs is not None and set(r.costs) <= set(range(1, 9))
+        assert simulate(r.trace, name, 3, costs=r.costs).cost == r.online_misses
+        assert opt_weighted(r.trace, k=3, costs=r.costs).cost == r.opt_misses
+
+
+def test_cli_weighted_writes_the_costs(tmp_path):
+    out = tmp_path / "w.npz"
+    p = _cli("search", "--policy", "lru", "--n", "2", "--layers", "2", "--k", "3",
+             "--length", "24", "--budget", "200", "--weighted", "--max-cost", "4", "--json",
+             "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["weighted"] and json.loads((tmp_path / "w.npz.costs.json").read_text()) == \
+        d["costs"]
+    trace = io.load(out)[0]
+    assert simulate(trace, "lru", 3, costs=d["costs"]).cost == d["online_misses"]
