@@ -334,7 +334,7 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
     length : int, optional
         Rounds of the sequence (``length·layers`` requests); default 64·k.
     budget : int, optional
-        Candidate evaluations in all (default 3000); 0 evaluates the random start genomes only
+        Candidate evaluations in all (default 4000); 0 evaluates the random start genomes only
         (one per restart).
     restarts : int, optional
         Independent annealing runs from random genomes (default 6, at most ``budget``).
