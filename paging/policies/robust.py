@@ -130,9 +130,9 @@ class Robust(Policy):
         if t == self._t:
             return
         self._t = t
-        a, b = self.sims
-        a.serve(page)
-        b.serve(page)
+        for sim in self.sims:  # request t (a -dist partition sees only its layer's requests,
+            sim.t = t          # so the virtual runs are set to the run's clock, not counted)
+            sim.serve(page)
         self.last[page] = t
         other = 1 - self.leader
         if self.sims[self.leader].misses > self.sims[other].misses + self.h:
@@ -189,6 +189,7 @@ class NeverSwitch(Robust):
             return
         self._t = t
         for sim in self.sims:
+            sim.t = t
             sim.serve(page)
         self.last[page] = t
 

@@ -159,3 +159,16 @@ def test_teeth_where_robust_blind_oracle_has_none():
         res = simulate(trace, Robust(spec, "lru"), 16, seed=1, record=True)
         verify(trace, res)
         assert res.misses == ours <= 2 * min(bo, lru) + 16
+
+
+@pytest.mark.parametrize("a", ["token-match", "llru"])
+def test_dist_variant_runs_the_components_on_the_run_clock(a):
+    # a -dist partition sees only its layer's requests: its virtual runs must still read the
+    # layer clock (and tokens) at the true request index, or A combined with A stops being A
+    from paging.generators import zipf
+    from paging.policies import PerLayer
+
+    trace = zipf(n=8, layers=4, tokens=150, a=1.0, seed=1)
+    for k in (8, 12):
+        assert simulate(trace, PerLayer(lambda: Robust(a, a)), k).misses == \
+            simulate(trace, f"{a}-dist", k).misses
