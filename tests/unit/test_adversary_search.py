@@ -226,3 +226,14 @@ def test_cli_weighted_writes_the_costs(tmp_path):
         d["costs"]
     trace = io.load(out)[0]
     assert simulate(trace, "lru", 3, costs=d["costs"]).cost == d["online_misses"]
+
+
+def test_runs_for_every_registered_online_policy():
+    from paging.policies import policy_names
+
+    names = policy_names(clairvoyant=False, needs_scores=False)
+    assert "robust-token-match" in names and "token-match-dist" in names
+    for name in names:
+        res = search(name, n=3, layers=2, k=4, length=6, budget=4, restarts=2, seeds=2,
+                     show=False)
+        assert res.certificate["verified"] and res.ratio >= 1, name
