@@ -175,6 +175,9 @@ class RobustTokenMatch(Robust):
     :class:`Robust` with margin h = k)."""
 
     name = "robust-token-match"
+    # main's class-declared registry reads these (place after token-match's 270; the source)
+    order = 280
+    reference = "this package (issue 24); after Fiat et al. 1991 and Wei, APPROX 2020"
 
     def __init__(self):
         super().__init__("token-match", "lru", margin="k", name="robust-token-match")
