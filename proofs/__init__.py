@@ -33,7 +33,8 @@ MODULES = ("proofs.theorem1", "proofs.theorem2", "proofs.theorem2_general", "pro
            "proofs.landlord_sizes", "proofs.offline_bounds", "proofs.zipmoe_theorem31",
            "proofs.zipmoe_theorem32",
            "proofs.predictions_blind_oracle", "proofs.predictions_marker",
-           "proofs.predictions_robust")
+           "proofs.predictions_robust", "proofs.adversary_search", "proofs.robust_combiner",
+           "proofs.adversary_empirical")
 
 
 @dataclass

@@ -5,8 +5,9 @@ marking, llru, llru-latest (Definition 2's D read so that the current layer goes
 least-stale, least-stale-upcoming, least-stale-layer, fld, fld-cyclic, belady, the weighted
 greedy-dual, landlord, gdsf and layered-landlord, score-based and lhu (SpecMD App. B), the
 adaptive arc and lecar, the prediction-based blind-oracle, predictive-marker, lmarker and
-robust-blind-oracle, the designed token-hazard, token-decay and token-match (issue 11), and
-lru-dist, ..., belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
+robust-blind-oracle, the designed token-hazard, token-decay and token-match (issue 11),
+robust-token-match (issue 24; and the generic ``robust:A,B``), and lru-dist, ...,
+belady-dist (= OPT-DIST), ..., robust-blind-oracle-dist.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from paging.policies.predictive import (
     PredictiveMarker,
     RobustBlindOracle,
 )
+from paging.policies.robust import Robust, RobustTokenMatch, parse_robust
 from paging.policies.scored import LHU, ScoreBased
 from paging.policies.weighted import GDSF, GreedyDual, Landlord, LayeredLandlord
 
@@ -106,6 +108,13 @@ def make_policy(name: str) -> Policy:
     key, colon, spec = key.partition(":")
     if key in MODEL_POLICIES:
         return _make_model_policy(key, str(name).strip().partition(":")[2], name)
+    if key in ("robust", "robust-dist"):  # robust:A,B (paging.policies.robust)
+        if not colon:
+            raise PagingError(f"policy {name!r}: expected robust:A,B, e.g. robust:token-match,lru")
+        if key == "robust-dist":
+            parse_robust(spec, name)
+            return PerLayer(lambda: parse_robust(spec, name))
+        return parse_robust(spec, name)
     if colon:
         dist = key.endswith("-dist")
         base = key[:-len("-dist")] if dist else key
@@ -171,4 +180,4 @@ __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "MODEL_POLICIES", "make_
            "FLDCyclic", "Belady", "GreedyDual", "Landlord",
            "GDSF", "LayeredLandlord", "ScoreBased", "LHU", "ARC", "LeCaR", "BlindOracle",
            "PredictiveMarker", "LMarker", "RobustBlindOracle", "TokenHazard", "TokenDecay",
-           "TokenMatch", "FlashMoE"]
+           "TokenMatch", "FlashMoE", "Robust", "RobustTokenMatch"]

@@ -151,6 +151,40 @@ def _robust(monkeypatch, mod):
     _inflate(monkeypatch, mod, "simulate", "misses", lambda m: m + 10**6)
 
 
+def _adversary_search(monkeypatch, mod):
+    real = mod.search
+
+    class Weak:  # every search reports a hundredth of the ratio it found
+        def __init__(self, r):
+            self._r, self.ratio = r, r.ratio / 100
+
+        def __getattr__(self, name):
+            return getattr(self._r, name)
+
+    monkeypatch.setattr(mod, "search", lambda *a, **kw: Weak(real(*a, **kw)))
+
+
+def _robust_combiner(monkeypatch, mod):
+    real_rs, real_sim = mod.random_sequences, mod.simulate
+    monkeypatch.setattr(mod, "random_sequences", lambda rng: real_rs(rng)[:1])
+    monkeypatch.setattr(mod, "searched_sequences", lambda: [])
+    monkeypatch.setattr(mod, "verify", lambda *a, **kw: None)
+
+    def fake(trace, policy, *a, **kw):  # the combiner pays a million misses more
+        r = real_sim(trace, policy, *a, **kw)
+        if isinstance(policy, mod.Robust) and not isinstance(policy, mod.NeverSwitch):
+            r.misses += 10**6
+        return r
+
+    monkeypatch.setattr(mod, "simulate", fake)
+
+
+def _adversary_empirical(monkeypatch, mod):
+    monkeypatch.setattr(mod, "POLICIES", tuple(mod.POLICIES)[:2])
+    real = mod.resimulate
+    monkeypatch.setattr(mod, "resimulate", lambda res, name: real(res, name) + 1)
+
+
 BREAKERS = {
     "proofs.theorem1": _theorem1, "proofs.theorem2": _theorem2,
     "proofs.theorem2_general": _theorem2_general, "proofs.theorem3": _theorem3,
@@ -161,6 +195,8 @@ BREAKERS = {
     "proofs.zipmoe_theorem31": _zipmoe31, "proofs.zipmoe_theorem32": _zipmoe32,
     "proofs.predictions_blind_oracle": _blind_oracle, "proofs.predictions_marker": _marker,
     "proofs.predictions_robust": _robust,
+    "proofs.adversary_search": _adversary_search, "proofs.robust_combiner": _robust_combiner,
+    "proofs.adversary_empirical": _adversary_empirical,
 }
 
 

@@ -63,7 +63,8 @@ def test_theorem2_runs_every_deterministic_online_policy(rows):
     base = ["lru", "fifo", "lfu", "fwf", "llru", "llru-latest", "least-stale",
             "least-stale-upcoming", "least-stale-layer", "fld", "fld-cyclic", "greedy-dual",
             "landlord", "gdsf", "layered-landlord", "lhu", "arc", "blind-oracle",
-            "robust-blind-oracle", "token-hazard", "token-decay", "token-match"]
+            "robust-blind-oracle", "token-hazard", "token-decay", "token-match",
+            "robust-token-match"]
     # blind-oracle and robust-blind-oracle run with their default (online) predictor;
     # token-hazard, token-decay and token-match with their registered defaults (no scores
     # needed)
