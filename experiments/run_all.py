@@ -95,7 +95,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 description="Compute and draw every figure (= paging figs).")
     add_arguments(p)
     args = p.parse_args(argv)
-    return guarded(run_figures, args.only, args.out, args.quick, args.trace)
+    def go() -> int:
+        run_figures(only=args.only, out_dir=args.out, quick=args.quick, traces=args.trace)
+        return 0
+
+    return guarded(go)
 
 
 if __name__ == "__main__":
