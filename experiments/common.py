@@ -197,8 +197,8 @@ def load_sequences(source: str):
 
 
 def top_k(trace) -> int:
-    """K of a top-K trace (rounds per token); 1 when the trace does not say."""
-    return int(trace.meta.get("top_k", 1) or 1)
+    """K of a top-K trace (:attr:`paging.trace.Trace.top_k`)."""
+    return trace.top_k
 
 
 def model_of(trace, source: str) -> str:

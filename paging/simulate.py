@@ -171,7 +171,7 @@ def token_visits(trace) -> int:
     expansion (round r holds every layer's r-th expert), 1 in groups mode or without a top-K."""
     if trace.expand != "rounds" or trace.token is None:
         return 1
-    return max(int(trace.meta.get("top_k", 1) or 1), 1)
+    return trace.top_k
 
 
 def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,

@@ -71,11 +71,7 @@ def _tokens(trace: Trace) -> int:
 
 
 def _top_k(trace: Trace) -> int | None:
-    if "top_k" in trace.meta:
-        return int(trace.meta["top_k"])
-    if trace.rank is not None and trace.n_requests:
-        return int(trace.rank.max()) + 1
-    return 1 if trace.n_requests else None
+    return trace.top_k if trace.n_requests else None
 
 
 def _row(name: str, traces: Sequence[Trace]) -> dict:

@@ -186,6 +186,22 @@ class Trace:
         when there is none (the clairvoyant input of Belady's rule). O(N log N)."""
         return next_use(self.pages)
 
+    @cached_property
+    def top_k(self) -> int:
+        """K of the trace, the one definition every part of the package reads: the model's
+        top-K when the reader recorded it (``meta["top_k"]``; a batched prefill groups up to n
+        experts of a layer, so its ranks and group sizes exceed K), else the largest rank + 1,
+        else the largest group (1 in rounds mode without ranks, and for an empty trace)."""
+        K = self.meta.get("top_k")
+        if isinstance(K, (int, np.integer)) and not isinstance(K, bool) and K >= 1:
+            return int(K)
+        if self.rank is not None and self.rank.size:
+            return int(self.rank.max()) + 1
+        if self.n_requests == 0:
+            return 1
+        return int(np.max(np.diff(np.flatnonzero(np.r_[True, np.diff(self.steps) != 0,
+                                                       True]))))
+
     @property
     def is_grouped(self) -> bool:
         return self.n_requests > 0 and bool(np.any(np.diff(self.steps) == 0))

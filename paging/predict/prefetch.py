@@ -86,21 +86,6 @@ def _tokens(trace: Trace) -> np.ndarray:
     return np.asarray(trace.token if trace.token is not None else trace.passes, dtype=np.int64)
 
 
-def trace_topk(trace: Trace) -> int:
-    """K of the trace: the model's top-K when the reader recorded it (``meta["top_k"]``; a
-    batched prefill groups up to n experts of a layer, so its ranks and group sizes exceed K),
-    else the largest rank + 1, or the largest group (1 in rounds mode without ranks)."""
-    K = trace.meta.get("top_k")
-    if isinstance(K, (int, np.integer)) and not isinstance(K, bool) and K >= 1:
-        return int(K)
-    if trace.rank is not None and trace.rank.size:
-        return int(trace.rank.max()) + 1
-    if trace.n_requests == 0:
-        return 1
-    return int(np.max(np.diff(np.flatnonzero(np.r_[True, np.diff(trace.steps) != 0,
-                                                   True]))))
-
-
 class PrefetchPredictor:
     """Scores the experts of a target (token, layer). Subclasses override :meth:`scores`."""
 
@@ -423,7 +408,7 @@ class Prefetcher:
         pred = self.predictor
         pred.reset(trace, np.random.default_rng(seed))
         self.trace = trace
-        self.K = trace_topk(trace)
+        self.K = trace.top_k
         L, n = trace.layout.n_layers, trace.layout.n_experts
         N = trace.n_requests
         tok = _tokens(trace)
