@@ -361,25 +361,22 @@ def parse_spec(spec: str, expand: str = "rounds") -> list[Trace]:
     """The trace of a generator spec string (see the module docstring), as a one-element list
     like the file readers return. Unknown or missing keys, non-numeric or negative values, a NaN,
     or ``topk > n`` are a :class:`~paging.errors.PagingError` naming the spec."""
-    kind, _, rest = spec.strip().partition(":")
-    kind = kind.strip()
+    from paging.options import parse_spec as parse
+
+    kind = spec.strip().partition(":")[0].strip()
     if kind not in KINDS:
         raise PagingError(f"unknown generator {kind!r} in spec {spec!r}; expected one of "
                           f"{', '.join(KINDS)} (for example zipf:n=8,layers=32,tokens=1000)")
     schema = _SCHEMA[kind]
     expected = ", ".join(f"{k}{'' if req else ' (optional)'}" for k, (_, req) in schema.items())
+    try:  # the package's one spec grammar, NAME:key=value,...
+        _, opts = parse(spec, "spec")
+    except PagingError as e:
+        raise PagingError(f"{e.message}; expected {expected}") from None
     args: dict = {}
-    for item in rest.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        key, eq, val = (s.strip() for s in item.partition("="))
-        if not eq or not val:
-            raise PagingError(f"spec {spec!r}: {item!r} is not key=value; expected {expected}")
+    for key, val in opts.items():
         if key not in schema:
             raise PagingError(f"spec {spec!r}: unknown key {key!r}; {kind} takes {expected}")
-        if key in args:
-            raise PagingError(f"spec {spec!r}: {key} is given twice")
         typ = schema[key][0]
         if typ == "int":
             if not (val.isascii() and val.isdigit()):

@@ -49,9 +49,9 @@ import numpy as np
 
 from paging.errors import PagingError
 from paging.observers import DROP, FETCH, SUBSTITUTE, Observer
-from paging.options import no_more, parse_spec, take_float, take_int
+from paging.options import take_float, take_int
+from paging.registry import Registry
 
-MISS_NAMES = ("fetch", "fetch-lowest-bit", "fetch-priority", "drop", "substitute")
 #: the precision chain of a cascade: each level half the bits of the one before
 CHAIN = ("bf16", "int8", "int4", "int2")
 
@@ -199,44 +199,39 @@ def default_levels(precision: str | None, n: int) -> tuple[str, ...] | None:
     return out if len(out) == n else None
 
 
+def _fetch_priority(opts, what, precision=None) -> FetchPriority:
+    levels = _levels(opts, default_levels(precision, 3), what)
+    raw = opts.pop("cuts", None)
+    if raw is None:
+        cuts = (0.5, 0.25, 0.125)[:len(levels) - 1]
+    else:
+        try:
+            cuts = tuple(float(c) for c in raw.split("/"))
+        except ValueError:
+            raise PagingError(f"{what}: cuts={raw!r} are not numbers c1/c2/...") from None
+    return FetchPriority(levels, cuts)
+
+
+#: the miss handlers (``--miss``; :class:`paging.registry.Registry`); ``fetch`` builds None,
+#: today's path
+MISS_HANDLERS = Registry("miss handler")
+MISS_HANDLERS.add("fetch", lambda opts, what, precision=None: None)
+MISS_HANDLERS.add("fetch-lowest-bit", lambda opts, what, precision=None: FetchLowestBit(
+    _levels(opts, default_levels(precision, 2), what)), "levels=Q/Q'")
+MISS_HANDLERS.add("fetch-priority", _fetch_priority, "levels=Q/Q'/Q'', cuts=c1/c2")
+MISS_HANDLERS.add("drop", lambda opts, what, precision=None: Drop(
+    rank=take_int(opts, "rank", None, what, lo=1),
+    score=take_float(opts, "score", None, what, lo=0.0)), "rank=R or score=S")
+MISS_HANDLERS.add("substitute", lambda opts, what, precision=None: Substitute())
+MISS_NAMES = MISS_HANDLERS.names
+
+
 def make_miss(spec: str | MissHandler | None, precision: str | None = None) -> MissHandler | None:
     """A handler from ``NAME[:opts]`` (None or ``fetch``: None, today's path). ``precision`` is
     the run's precision (level 0 of a cascade's default levels)."""
     if spec is None or isinstance(spec, MissHandler):
         return spec
-    what = f"miss handler {spec!r}"
-    name, opts = parse_spec(spec, "miss handler")
-    if name == "fetch":
-        no_more(opts, what, "no options")
-        return None
-    if name == "fetch-lowest-bit":
-        d = default_levels(precision, 2)
-        levels = _levels(opts, d, what)
-        no_more(opts, what, "levels=Q/Q'")
-        return FetchLowestBit(levels)
-    if name == "fetch-priority":
-        d = default_levels(precision, 3)
-        levels = _levels(opts, d, what)
-        raw = opts.pop("cuts", None)
-        if raw is None:
-            cuts = (0.5, 0.25, 0.125)[:len(levels) - 1]
-        else:
-            try:
-                cuts = tuple(float(c) for c in raw.split("/"))
-            except ValueError:
-                raise PagingError(f"{what}: cuts={raw!r} are not numbers c1/c2/...") from None
-        no_more(opts, what, "levels=Q/Q'/Q'', cuts=c1/c2")
-        return FetchPriority(levels, cuts)
-    if name == "drop":
-        rank = take_int(opts, "rank", None, what, lo=1)
-        score = take_float(opts, "score", None, what, lo=0.0)
-        no_more(opts, what, "rank=R or score=S")
-        return Drop(rank=rank, score=score)
-    if name == "substitute":
-        no_more(opts, what, "no options")
-        return Substitute()
-    raise PagingError(f"unknown miss handler {name!r}; expected one of {', '.join(MISS_NAMES)} "
-                      "(drop:rank=R, drop:score=S)")
+    return MISS_HANDLERS.make(spec, precision=precision)
 
 
 def cascade_weights(handler: MissHandler, model, hardware, tiers) -> MissHandler:

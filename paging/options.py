@@ -22,6 +22,8 @@ def parse_spec(spec: str, what: str = "spec") -> tuple[str, dict[str, str]]:
     opts: dict[str, str] = {}
     if rest.strip():
         for item in rest.split(","):
+            if not item.strip():  # a trailing comma
+                continue
             key, eq, val = item.partition("=")
             key, val = key.strip().lower(), val.strip()
             if not eq or not key or not val:

@@ -302,18 +302,20 @@ def timeline_kwargs(value: str | None) -> dict:
     """The keyword arguments of :func:`paging.cost.timeline.timeline_run` in a ``timeline``
     value (``None`` or ``"default"``: none), checked; a bad value is a PagingError."""
     from paging.cost.timeline import timeline_options
+    from paging.options import parse_spec
 
     if value is None or value.strip().lower() == "default":
         return {}
+    bad = (f"timeline {value!r}: expected default or KEY=VALUE[,...] with KEY one of "
+           f"{', '.join(_TIMELINE_KEYS)}")
+    try:  # the package's one spec grammar, the name being "timeline"
+        _, opts = parse_spec(f"timeline:{value}", "timeline")
+    except PagingError as e:
+        raise PagingError(f"{bad} ({e.message})") from None
     out: dict = {}
-    for item in value.split(","):
-        key, eq, val = (x.strip() for x in item.partition("="))
-        key = key.lower()
-        if not eq or key not in _TIMELINE_KEYS or not val:
-            raise PagingError(f"timeline {value!r}: expected default or KEY=VALUE[,...] with "
-                              f"KEY one of {', '.join(_TIMELINE_KEYS)}")
-        if key in out:
-            raise PagingError(f"timeline {value!r}: {key} given twice")
+    for key, val in opts.items():
+        if key not in _TIMELINE_KEYS:
+            raise PagingError(bad)
         try:
             out[key] = (float(val) if key == "token_overhead_ms" else
                         int(val) if key == "prefetch_streams" else val.lower())

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from paging.errors import PagingError
 from paging.offline.belady import Belady
+from paging.options import parse_spec
 from paging.policies.adaptive import ARC, LeCaR
 from paging.policies.base import CacheView, Context, Policy, PriorityPolicy
 from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
@@ -89,10 +90,13 @@ def _make_model_policy(key: str, spec: str, name: str) -> Policy:
     """``flashmoe`` or ``flashmoe:model=FILE`` (the model file is read at the run's reset)."""
     if not spec:
         return MODEL_POLICIES[key]()
-    opt, eq, value = spec.partition("=")
-    if opt.strip() != "model" or not eq or not value.strip():
+    try:  # the package's one spec grammar
+        _, opts = parse_spec(f"{key}:{spec}", "policy")
+    except PagingError:
+        opts = {}
+    if set(opts) != {"model"}:
         raise PagingError(f"policy {name!r}: expected {key}:model=FILE, got option {spec!r}")
-    return MODEL_POLICIES[key](model=value.strip())
+    return MODEL_POLICIES[key](model=opts["model"])
 
 
 def make_policy(name: str) -> Policy:

@@ -27,6 +27,7 @@ import numpy as np
 
 from paging.errors import PagingError
 from paging.fast.heaps import BELADY, heap_kernel
+from paging.registry import Registry
 
 __all__ = ["Predictor", "OraclePredictor", "FrequencyPredictor", "PREDICTORS", "make_predictor",
            "register_predictor", "opt_from_next_use"]
@@ -136,22 +137,44 @@ class FrequencyPredictor(Predictor):
         return t + (t + 1) / c
 
 
-PREDICTORS: dict[str, Callable[..., Predictor]] = {
-    "oracle": OraclePredictor,
-    "frequency": FrequencyPredictor,
-}
-_OPTIONS = {"oracle": {"eta": float, "seed": int}, "frequency": {}}
+def _typed(key: str, factory: Callable[..., Predictor], kinds: dict[str, Callable]):
+    """A :class:`~paging.registry.Registry` builder of predictor ``key``: each option converted
+    by its type."""
+    def build(opts, what):
+        kwargs = {}
+        for k in list(opts):
+            if k not in kinds:
+                allowed = ", ".join(kinds) or "none"
+                raise PagingError(f"predictor {key}: unknown option {k!r} (allowed: {allowed})")
+            v = opts.pop(k)
+            try:
+                kwargs[k] = kinds[k](v)
+            except ValueError:
+                raise PagingError(f"predictor {key}: option {k}={v!r} is not a valid "
+                                  f"{kinds[k].__name__}") from None
+        return factory(**kwargs)
+    return build
+
+
+#: the next-arrival predictors (``NAME:PREDICTOR`` policy specs; a
+#: :class:`paging.registry.Registry`)
+PREDICTOR_REGISTRY = Registry("predictor")
+PREDICTOR_REGISTRY.add("oracle", _typed("oracle", OraclePredictor, {"eta": float, "seed": int}),
+                       "eta=E, seed=S")
+PREDICTOR_REGISTRY.add("frequency", _typed("frequency", FrequencyPredictor, {}))
+#: name -> factory (every registered predictor)
+PREDICTORS: dict[str, Callable[..., Predictor]] = {"oracle": OraclePredictor,
+                                                   "frequency": FrequencyPredictor}
 
 
 def register_predictor(name: str, factory: Callable[..., Predictor],
                        options: dict[str, Callable] | None = None) -> None:
     """Add a predictor (e.g. a learned one) under a new lower-case ``name``; ``options`` maps
     each accepted option to its type."""
-    key = name.lower()
-    if key in PREDICTORS:
-        raise PagingError(f"predictor {name!r} is already registered")
-    PREDICTORS[key] = factory
-    _OPTIONS[key] = dict(options or {})
+    kinds = dict(options or {})
+    PREDICTOR_REGISTRY.add(name, _typed(name.lower(), factory, kinds),
+                           ", ".join(kinds) or "no options")
+    PREDICTORS[name.lower()] = factory
 
 
 def make_predictor(spec: str | Predictor | None) -> Predictor:
@@ -161,21 +184,4 @@ def make_predictor(spec: str | Predictor | None) -> Predictor:
     """
     if isinstance(spec, Predictor):
         return spec
-    from paging.options import parse_spec
-
-    text = "frequency" if spec is None else str(spec).strip()
-    key, opts = parse_spec(text, "predictor")
-    if key not in PREDICTORS:
-        raise PagingError(f"unknown predictor {key!r}; expected one of {', '.join(PREDICTORS)}")
-    kinds = _OPTIONS.get(key, {})
-    kwargs = {}
-    for k, v in opts.items():
-        if k not in kinds:
-            allowed = ", ".join(kinds) or "none"
-            raise PagingError(f"predictor {key}: unknown option {k!r} (allowed: {allowed})")
-        try:
-            kwargs[k] = kinds[k](v)
-        except ValueError:
-            raise PagingError(f"predictor {key}: option {k}={v!r} is not a valid "
-                              f"{kinds[k].__name__}") from None
-    return PREDICTORS[key](**kwargs)
+    return PREDICTOR_REGISTRY.make("frequency" if spec is None else str(spec).strip())

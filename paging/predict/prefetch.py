@@ -74,12 +74,10 @@ import math
 import numpy as np
 
 from paging.errors import PagingError
-from paging.options import no_more, parse_spec, take_float, take_int
+from paging.options import parse_spec, take_float, take_int
+from paging.registry import Registry
 from paging.trace import Trace
 from paging.warm import prefill_ranges
-
-PREDICTORS = ("oracle", "previous-token", "transition", "frequency")
-STRATEGIES = ("topk", "percentile")
 
 
 def _tokens(trace: Trace) -> np.ndarray:
@@ -483,47 +481,40 @@ def training_set(spec: str | None, trace: Trace, sequences, train_file=None):
     return [t for t in sequences if t is not trace]
 
 
+def _oracle(opts, what, train=None) -> PrefetchOracle:
+    p = take_float(opts, "precision", 1.0, what, lo=0.0, hi=1.0, lo_open=True)
+    r = take_float(opts, "recall", 1.0, what, lo=0.0, hi=1.0)
+    s = take_int(opts, "seed", 0, what, lo=0)
+    rounding = opts.pop("rounding", "stochastic").lower()
+    if rounding not in ORACLE_ROUNDINGS:
+        raise PagingError(f"{what}: rounding must be stochastic or nearest, got {rounding!r}")
+    return PrefetchOracle(p, r, s, rounding)
+
+
+#: the prefetch predictors (``--prefetch``; :class:`paging.registry.Registry`)
+PREFETCH_PREDICTORS = Registry("prefetch predictor")
+PREFETCH_PREDICTORS.add("oracle", _oracle,
+                        "precision=P, recall=R, seed=S, rounding=stochastic|nearest")
+PREFETCH_PREDICTORS.add("previous-token", lambda opts, what, train=None: PreviousToken())
+PREFETCH_PREDICTORS.add("transition", lambda opts, what, train=None:
+                        Transition(train, source=opts.pop("train", None)), "train=FILE")
+PREFETCH_PREDICTORS.add("frequency", lambda opts, what, train=None: Frequency())
+
+#: the prefetch strategies (``--prefetch-strategy``)
+STRATEGY_REGISTRY = Registry("prefetch strategy")
+STRATEGY_REGISTRY.add("topk", lambda opts, what: TopK(
+    take_float(opts, "overfetch", 1.0, what, lo=1.0)), "overfetch=F")
+STRATEGY_REGISTRY.add("percentile", lambda opts, what: Percentile(
+    take_float(opts, "p", 80.0, what, lo=0.0, hi=100.0, lo_open=True, hi_open=True)), "p=P")
+PREDICTORS = PREFETCH_PREDICTORS.names
+STRATEGIES = STRATEGY_REGISTRY.names
+
+
 def make_prefetch_predictor(spec: str, train: list[Trace] | None = None) -> PrefetchPredictor:
-    """A predictor from ``NAME[:opts]`` (see the module docstring)."""
-    what = f"prefetch predictor {spec!r}"
-    name, opts = parse_spec(spec, "prefetch predictor")
-    if name == "oracle":
-        p = take_float(opts, "precision", 1.0, what, lo=0.0, hi=1.0, lo_open=True)
-        r = take_float(opts, "recall", 1.0, what, lo=0.0, hi=1.0)
-        s = take_int(opts, "seed", 0, what, lo=0)
-        rounding = opts.pop("rounding", "stochastic").lower()
-        if rounding not in ORACLE_ROUNDINGS:
-            raise PagingError(f"{what}: rounding must be stochastic or nearest, got "
-                              f"{rounding!r}")
-        no_more(opts, what, "precision=P, recall=R, seed=S, rounding=stochastic|nearest")
-        return PrefetchOracle(p, r, s, rounding)
-    if name == "previous-token":
-        no_more(opts, what, "no options")
-        return PreviousToken()
-    if name == "frequency":
-        no_more(opts, what, "no options")
-        return Frequency()
-    if name == "transition":
-        source = opts.pop("train", None)
-        no_more(opts, what, "train=FILE")
-        return Transition(train, source=source)
-    raise PagingError(f"unknown prefetch predictor {name!r}; expected one of "
-                      f"{', '.join(PREDICTORS)}")
+    """A predictor from ``NAME[:opts]`` (the module docstring; :data:`PREFETCH_PREDICTORS`)."""
+    return PREFETCH_PREDICTORS.make(spec, train=train)
 
 
 def make_strategy(spec: str | None):
     """A strategy from ``topk[:overfetch=F]`` or ``percentile[:p=P]`` (None: topk, F = 1)."""
-    if spec is None:
-        return TopK(1.0)
-    what = f"prefetch strategy {spec!r}"
-    name, opts = parse_spec(spec, "prefetch strategy")
-    if name == "topk":
-        f = take_float(opts, "overfetch", 1.0, what, lo=1.0)
-        no_more(opts, what, "overfetch=F")
-        return TopK(f)
-    if name == "percentile":
-        p = take_float(opts, "p", 80.0, what, lo=0.0, hi=100.0, lo_open=True, hi_open=True)
-        no_more(opts, what, "p=P")
-        return Percentile(p)
-    raise PagingError(f"unknown prefetch strategy {name!r}; expected topk:overfetch=F or "
-                      "percentile:p=P")
+    return TopK(1.0) if spec is None else STRATEGY_REGISTRY.make(spec)

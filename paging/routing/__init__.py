@@ -72,7 +72,8 @@ import math
 import numpy as np
 
 from paging.errors import PagingError
-from paging.options import no_more, parse_spec, take_float, take_int
+from paging.options import take_float, take_int
+from paging.registry import Registry
 
 __all__ = ["Router", "Standard", "Pruning", "MaxRank", "Cumsum", "CachePrior", "Group",
            "make_router", "router_for_run", "groups_of", "ROUTERS", "quality", "KL_EPS",
@@ -380,13 +381,45 @@ def _check_j(router, trace, lo: int) -> int:
     return K
 
 
-ROUTERS = {
-    "standard": "standard",
-    "pruning": "pruning:j=J",
-    "max-rank": "max-rank:j=J[,m=M]",
-    "cumsum": "cumsum:tau=T[,j=J]",
-    "cache-prior": "cache-prior:lambda=L[,j=J][,delta=run|sequence]",
-}
+def _pruning(opts, what) -> Pruning:
+    if "j" not in opts:
+        raise PagingError(f"{what}: give j=J (the number of top experts kept)")
+    return Pruning(take_int(opts, "j", None, what, lo=1))
+
+
+def _cumsum(opts, what) -> Cumsum:
+    if "tau" not in opts:
+        raise PagingError(f"{what}: give tau=T in (0, 1]")
+    tau = take_float(opts, "tau", None, what, lo=0.0, hi=1.0, lo_open=True)
+    return Cumsum(tau, take_int(opts, "j", 1, what, lo=0))
+
+
+def _cache_prior(opts, what) -> CachePrior:
+    if "lambda" not in opts:
+        raise PagingError(f"{what}: give lambda=L >= 0")
+    lam = take_float(opts, "lambda", None, what, lo=0.0)
+    if math.isinf(lam):
+        raise PagingError(f"{what}: lambda must be finite")
+    j = take_int(opts, "j", 1, what, lo=0)
+    delta = opts.pop("delta", "run").lower()
+    if delta not in DELTA_SCOPES:
+        raise PagingError(f"{what}: delta must be run or sequence, got {delta!r}")
+    return CachePrior(lam, j, delta)
+
+
+#: the routing hooks (``--routing``; :class:`paging.registry.Registry`); ``standard`` builds
+#: None (no hook: today's run, on the compiled kernel)
+ROUTING = Registry("routing")
+ROUTING.add("standard", lambda opts, what: None)
+ROUTING.add("pruning", _pruning, "j")
+ROUTING.add("max-rank", lambda opts, what: MaxRank(take_int(opts, "j", 1, what, lo=0),
+                                                   take_int(opts, "m", None, what, lo=1)),
+            "j, m")
+ROUTING.add("cumsum", _cumsum, "tau, j")
+ROUTING.add("cache-prior", _cache_prior, "lambda, j, delta")
+#: name -> usage (help texts)
+ROUTERS = {e.name: e.name if e.options == "no options" else f"{e.name}:{e.options}"
+           for e in ROUTING.entries.values()}
 
 
 def make_router(spec) -> Router | None:
@@ -394,42 +427,7 @@ def make_router(spec) -> Router | None:
     is today's, on the compiled kernel). Bad names and options are a one-line PagingError."""
     if spec is None or isinstance(spec, Router):
         return None if isinstance(spec, Standard) else spec
-    name, opts = parse_spec(spec, "routing")
-    what = f"routing {spec!r}"
-    if name == "standard":
-        no_more(opts, what, "no options")
-        return None
-    if name == "pruning":
-        if "j" not in opts:
-            raise PagingError(f"{what}: give j=J (the number of top experts kept)")
-        j = take_int(opts, "j", None, what, lo=1)
-        no_more(opts, what, "j")
-        return Pruning(j)
-    if name == "max-rank":
-        j = take_int(opts, "j", 1, what, lo=0)
-        m = take_int(opts, "m", None, what, lo=1)
-        no_more(opts, what, "j, m")
-        return MaxRank(j, m)
-    if name == "cumsum":
-        if "tau" not in opts:
-            raise PagingError(f"{what}: give tau=T in (0, 1]")
-        tau = take_float(opts, "tau", None, what, lo=0.0, hi=1.0, lo_open=True)
-        j = take_int(opts, "j", 1, what, lo=0)
-        no_more(opts, what, "tau, j")
-        return Cumsum(tau, j)
-    if name == "cache-prior":
-        if "lambda" not in opts:
-            raise PagingError(f"{what}: give lambda=L >= 0")
-        lam = take_float(opts, "lambda", None, what, lo=0.0)
-        if math.isinf(lam):
-            raise PagingError(f"{what}: lambda must be finite")
-        j = take_int(opts, "j", 1, what, lo=0)
-        delta = opts.pop("delta", "run").lower()
-        if delta not in DELTA_SCOPES:
-            raise PagingError(f"{what}: delta must be run or sequence, got {delta!r}")
-        no_more(opts, what, "lambda, j, delta")
-        return CachePrior(lam, j, delta)
-    raise PagingError(f"unknown routing {name!r}; expected one of {', '.join(ROUTERS.values())}")
+    return ROUTING.make(spec)
 
 
 def quality(g: Group, served: list[int]) -> tuple[float, bool, float]:
