@@ -21,6 +21,7 @@ row last (``warm_total: true``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -210,15 +211,17 @@ def _training(spec: RunSpec, trace, traces, train):
     file = training_file(spec.prefetch)
     loaded = None
     if file is not None:
-
         loaded = _load_train(file, trace.expand)
     return training_set(spec.prefetch, trace, traces, loaded)
 
 
-def _load_train(file: str, expand: str):
+@functools.lru_cache(maxsize=8)
+def _load_train(file: str, expand: str) -> tuple:
+    """The sequences of a ``transition:train=FILE`` (read once per process: every policy and
+    capacity of a command shares them; traces are read-only)."""
     from paging.io import load
 
-    return load(file, expand=expand)
+    return tuple(load(file, expand=expand))
 
 
 def _weights(spec: RunSpec, cm, trace):
