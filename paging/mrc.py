@@ -37,9 +37,11 @@ The one-pass curves are checked against per-k simulation in ``tests/unit/test_mr
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
+import sys
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import numpy as np
 
@@ -68,6 +70,8 @@ def _stack_kinds() -> dict[tuple[str, int], str]:
             out[fast.plan_of(own["kernel"])] = own["stack"]
     return out
 
+# a reference-loop curve of at least this many simulated requests runs its sizes in processes
+_PROCESS_WORK = 200_000
 # a sweep of at least this many simulated requests shows a progress bar on a terminal
 _PROGRESS_WORK = 20_000_000
 
@@ -149,6 +153,22 @@ def _progress_bar(progress, total: int, work: int, desc: str):
     return pbar.bar(total, desc, unit="k", show=progress)
 
 
+_WORKER: dict = {}
+
+
+def _init_worker(trace, policy_name, seed) -> None:
+    _WORKER.update(trace=trace, policy=policy_name, seed=seed)
+
+
+def _reference_misses(k: int) -> int:
+    """One size of a per-k curve in a worker process (the reference loop)."""
+    from paging.policies import make_policy
+    from paging.simulate import simulate
+
+    w = _WORKER
+    return int(simulate(w["trace"], make_policy(w["policy"]), k, seed=w["seed"]).misses)
+
+
 def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress) -> np.ndarray:
     from paging.policies import make_policy
     from paging.simulate import simulate
@@ -156,7 +176,23 @@ def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress) -> np.ndarr
     out = np.zeros(len(ks), dtype=np.int64)
     bar = _progress_bar(progress, len(ks), trace.n_requests * len(ks), f"mrc {policy_name}")
     with bar:
-        if spec is None:  # no kernel: the reference loop, one k after the other
+        if spec is None:  # no kernel: the reference loop, one run per k
+            workers = min(os.cpu_count() or 1, len(ks))
+            if workers > 1 and trace.n_requests * len(ks) >= _PROCESS_WORK:
+                # the Python loop holds the GIL: the sizes run in processes, each given the
+                # trace once (fork: a policy registered in this process is known there too)
+                if progress is not False:
+                    sys.stderr.write(f"mrc {policy_name}: no kernel and no one-pass curve, "
+                                     f"{len(ks)} runs of the reference loop on {workers} "
+                                     "processes\n")
+                ctx = multiprocessing.get_context("fork")
+                with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
+                                         initializer=_init_worker,
+                                         initargs=(trace, policy_name, seed)) as pool:
+                    for i, m in enumerate(pool.map(_reference_misses, ks)):
+                        out[i] = m
+                        bar.update()
+                return out
             for i, k in enumerate(ks):
                 out[i] = simulate(trace, make_policy(policy_name), k, seed=seed).misses
                 bar.update()
