@@ -104,21 +104,70 @@ class RunSpec:
 
     # -- validation -----------------------------------------------------------------------
     def __post_init__(self) -> None:
+        """Every check of the options against each other, once, before any run (messages name
+        the ``paging simulate`` flag of each field)."""
         from paging.policies import make_policy
 
-        make_policy(self.policy)  # a bad name fails here, before any work
+        policy = make_policy(self.policy)  # a bad name fails here, before any work
         if (self.k is None) == (self.budget is None):
             raise PagingError("give exactly one capacity: k (pages) or a byte budget")
-        if self.prefetch_strategy is not None and self.prefetch is None:
-            raise PagingError("a prefetch strategy needs a prefetch predictor")
         if self.prefill not in ("tokens", "batched"):
             raise PagingError(f"prefill must be tokens or batched, got {self.prefill!r}")
         if self.prefill == "batched" and self.model is None:
-            raise PagingError("a batched prefill is a timing option: it needs a model")
-        if self.timeline and self.model is None:
-            raise PagingError("the timeline's options need a model")
+            raise PagingError("--prefill batched is a timing option: it needs --model")
         if self.warm_seed is not None and not self.warm:
-            raise PagingError("warm_seed orders the sequences of a warm run: it needs warm")
+            raise PagingError("--warm-seed orders the sequences of a warm run: it needs --warm")
+        if self.prefetch_strategy is not None and self.prefetch is None:
+            raise PagingError("--prefetch-strategy needs --prefetch")
+        self._check_timeline()
+        if self.prefetch is not None:  # parse the specs now
+            from paging.predict.prefetch import make_prefetch_predictor, make_strategy
+
+            make_strategy(self.prefetch_strategy)
+            make_prefetch_predictor(self.prefetch)
+        self._check_miss()
+        from paging.routing import make_router
+
+        make_router(self.routing)  # parse now
+        if self.routed:
+            if self.extended or self.model is not None:
+                raise PagingError("--routing cannot be combined with --prefetch, --miss or "
+                                  "--model in this version (routed timings are not modelled)")
+            if policy.clairvoyant:
+                raise PagingError(f"--policy {self.policy} is clairvoyant; with --routing the "
+                                  "served requests depend on the cache, so they are not known "
+                                  "ahead")
+
+    def _check_timeline(self) -> None:
+        from paging.cost.timeline import timeline_options
+
+        tl = dict(self.timeline)
+        if tl and self.model is None:
+            raise PagingError("--token-overhead-ms, --prefetch-streams and --prefetch-link are "
+                              "timing options: they need --model")
+        if tl.get("prefetch_streams") == 2 and self.prefetch is None:
+            raise PagingError("--prefetch-streams 2 puts prefetches on a stream of their own: "
+                              "it needs --prefetch")
+        if "prefetch_link" in tl and tl.get("prefetch_streams") != 2:
+            raise PagingError("--prefetch-link says how two copy streams share the link: it "
+                              "needs --prefetch-streams 2")
+        timeline_options(**tl)
+
+    def _check_miss(self) -> None:
+        """A precision cascade needs the model's precisions and a byte budget."""
+        handler = self._miss()
+        if handler is None or not handler.uses_levels:
+            return
+        cm = self.cost_setup()
+        if cm is None:
+            raise PagingError(f"--miss {handler.name} needs the sizes of its precisions: "
+                              "give --model (and --precision for level 0)")
+        if handler.levels[0] != cm.precision.name:
+            raise PagingError(f"--miss {handler.name}: the first level ({handler.levels[0]}) "
+                              f"must be --precision ({cm.precision.name})")
+        if self.k is not None:
+            raise PagingError(f"--miss {handler.name} mixes precisions: give the cache as "
+                              "--budget-gb, not --k")
 
     @property
     def routed(self) -> bool:
@@ -130,7 +179,12 @@ class RunSpec:
         return self.prefetch is not None or self._miss() is not None
 
     def cost_setup(self):
-        """The :class:`~paging.cost.setup.CostSetup` of ``model`` (None without one)."""
+        """The :class:`~paging.cost.setup.CostSetup` of ``model`` (None without one; made
+        once per spec)."""
+        return self._cost_setup
+
+    @functools.cached_property
+    def _cost_setup(self):
         if self.model is None:
             return None
         from paging.cost.setup import CostSetup
@@ -250,13 +304,9 @@ def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher,
     record = True if (spec.verify or (cm is not None and extended)) else (
         "hits" if (cm is not None or warm) else False)
     cap = {"k": spec.k} if spec.k is not None else {"budget": spec.budget}
-    if extended:
-        res = simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
-                       engine=spec.engine, record=record, prefetch=prefetcher, miss=handler,
-                       **cap)
-    else:
-        res = simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
-                       engine=spec.engine, record=record, routing=routing, **cap)
+    res = simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
+                   engine=spec.engine, record=record, prefetch=prefetcher, miss=handler,
+                   routing=routing, **cap)
     if spec.verify:
         from paging.verify import verify
 

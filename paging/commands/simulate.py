@@ -38,6 +38,8 @@ sequence gets its own row (``position``, ``misses``, ``prefill_misses``, and wit
 
 from __future__ import annotations
 
+import dataclasses
+
 from paging.commands.common import add_trace_args, format_table, load_from_args, policy_help
 
 
@@ -128,29 +130,6 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _timing_options(args) -> dict:
-    """``--token-overhead-ms``, ``--prefetch-streams`` and ``--prefetch-link`` as keyword
-    arguments of :func:`paging.cost.timeline.timeline_run` (only those given), checked before
-    any work."""
-    from paging.cost.timeline import timeline_options
-    from paging.errors import PagingError
-
-    given = {k: v for k, v in (("token_overhead_ms", args.token_overhead_ms),
-                               ("prefetch_streams", args.prefetch_streams),
-                               ("prefetch_link", args.prefetch_link)) if v is not None}
-    if given and not args.model:
-        raise PagingError("--token-overhead-ms, --prefetch-streams and --prefetch-link are "
-                          "timing options: they need --model")
-    if given.get("prefetch_streams") == 2 and args.prefetch is None:
-        raise PagingError("--prefetch-streams 2 puts prefetches on a stream of their own: it "
-                          "needs --prefetch")
-    if "prefetch_link" in given and given.get("prefetch_streams") != 2:
-        raise PagingError("--prefetch-link says how two copy streams share the link: it needs "
-                          "--prefetch-streams 2")
-    timeline_options(**given)
-    return given
-
-
 def _read(path, n_pages: int, kind: str):
     from paging.io.weights import read_weights
 
@@ -177,38 +156,38 @@ def run(args) -> int:
                           "--model)")
     if not args.model and (args.precision or args.hardware or args.host_gb is not None):
         raise PagingError("--precision, --hardware and --host-gb need --model")
-    if args.prefill == "batched" and not args.model:
-        raise PagingError("--prefill batched is a timing option: it needs --model")
-    if args.warm_seed is not None and not args.warm:
-        raise PagingError("--warm-seed orders the sequences of a warm run: it needs --warm")
-    if args.prefetch_strategy is not None and args.prefetch is None:
-        raise PagingError("--prefetch-strategy needs --prefetch")
-    timing = _timing_options(args)
+    timing = {k: v for k, v in (("token_overhead_ms", args.token_overhead_ms),
+                                ("prefetch_streams", args.prefetch_streams),
+                                ("prefetch_link", args.prefetch_link)) if v is not None}
     budgets = [budget_bytes(g) for g in args.budget_gb or []]
     base = dict(model=args.model, precision=args.precision, hardware=args.hardware,
                 host_gb=args.host_gb, prefill=args.prefill, prefetch=args.prefetch,
                 prefetch_strategy=args.prefetch_strategy, miss=args.miss,
                 routing=args.routing, warm=args.warm, warm_seed=args.warm_seed,
                 timeline=timing, engine=args.engine, seed=args.seed, verify=args.verify)
-    probe = RunSpec(args.policy[0], k=1, **base)  # the options alone, checked before loading
-    cm = probe.cost_setup()
-    if args.budget_pct:
-        from paging.cost import share_budget
+    if args.budget_pct:  # a share of the model's bytes: the --model option gives them
+        from paging.cost import get_model, share_budget
 
-        budgets += [share_budget(cm.model, pct) for pct in args.budget_pct]
-    _check_options(args, probe)
+        budgets += [share_budget(get_model(args.model), pct) for pct in args.budget_pct]
+    caps = [dict(k=k) for k in args.k or []] + [dict(budget=b) for b in budgets]
+    # every RunSpec checks its options when made: all of them fail before anything is read
+    specs = [RunSpec(name, **cap, **base) for name in args.policy for cap in caps]
+    routed = specs[0].routed
+    if routed and args.expand == "rounds":
+        raise PagingError(f"--routing {args.routing} decides per (token, layer) group: use "
+                          "--expand groups (the default with --routing)")
     if args.expand is None:
-        args.expand = "groups" if probe.routed else "rounds"
+        args.expand = "groups" if routed else "rounds"
     traces = load_from_args(args)
     for k in args.k or []:
         check_k(k, traces[0].layout.n_pages if traces else None)
-    P = traces[0].layout.n_pages if traces else 0
-    costs = None if args.costs is None else _read(args.costs, P, "costs")
-    sizes = None if args.sizes is None else _read(args.sizes, P, "sizes")
-    caps = [dict(k=k) for k in args.k or []] + [dict(budget=b) for b in budgets]
-    specs = [RunSpec(name, **cap, **base, costs=costs, sizes=sizes)
-             for name in args.policy for cap in caps]
-    for spec in specs:  # every check before any run
+    if args.costs or args.sizes:
+        P = traces[0].layout.n_pages if traces else 0
+        weights = {"costs": None if args.costs is None else _read(args.costs, P, "costs"),
+                   "sizes": None if args.sizes is None else _read(args.sizes, P, "sizes")}
+        specs = [dataclasses.replace(spec, **weights) for spec in specs]
+    cm = specs[0].cost_setup()
+    for spec in specs:  # every check against the sequences before any run
         spec.check(traces)
     rows = []
     if args.warm:
@@ -229,7 +208,7 @@ def run(args) -> int:
         cols[1:1] = ["position"]
         if any("prefill_misses" in r for r in rows):
             cols.append("prefill_misses")
-    if probe.routed:
+    if routed:
         cols += ["retained_mass", "top1_changed", "kl"]
     if cm is not None:
         cols += ["capacity", "time_ms", "stall_fraction", "tokens_per_s"]
@@ -238,47 +217,3 @@ def run(args) -> int:
     print(format_table([{c: ("" if r.get(c) is None else r.get(c)) for c in cols}
                         for r in rows], cols))
     return 0
-
-
-def _check_options(args, probe) -> None:
-    """What the options say of each other (the traces are checked by RunSpec.check)."""
-    from paging.errors import PagingError
-    from paging.policies import make_policy
-    from paging.routing import make_router
-
-    handler = probe._miss()  # parses --miss
-    if args.prefetch:
-        from paging.predict.prefetch import make_prefetch_predictor, make_strategy
-
-        make_strategy(args.prefetch_strategy)
-        make_prefetch_predictor(args.prefetch)  # parse now
-    cm = probe.cost_setup()
-    if handler is not None and handler.uses_levels:
-        if cm is None:
-            raise PagingError(f"--miss {handler.name} needs the sizes of its precisions: "
-                              "give --model (and --precision for level 0)")
-        if handler.levels[0] != cm.precision.name:
-            raise PagingError(f"--miss {handler.name}: the first level "
-                              f"({handler.levels[0]}) must be --precision "
-                              f"({cm.precision.name})")
-        if args.k:
-            raise PagingError(f"--miss {handler.name} mixes precisions: give the cache "
-                              "as --budget-gb, not --k")
-    if args.warm:
-        from paging.predict.prefetch import _learns, training_file
-
-        if _learns(args.prefetch) and training_file(args.prefetch) is None:
-            raise PagingError("--warm simulates every sequence of the traces: prefetch "
-                              "transition needs transition:train=FILE (sequences not simulated)")
-    make_router(args.routing)  # parses --routing
-    if probe.routed:
-        if args.expand == "rounds":
-            raise PagingError(f"--routing {args.routing} decides per (token, layer) group: use "
-                              "--expand groups (the default with --routing)")
-        if probe.extended or cm is not None:
-            raise PagingError("--routing cannot be combined with --prefetch, --miss or --model "
-                              "in this version (routed timings are not modelled)")
-        for name in args.policy:
-            if make_policy(name).clairvoyant:
-                raise PagingError(f"--policy {name} is clairvoyant; with --routing the served "
-                                  "requests depend on the cache, so they are not known ahead")

@@ -23,15 +23,22 @@ GEN = "zipf:n=4,layers=3,tokens=40,topk=2,seed=5"
 @pytest.mark.parametrize("kw, msg", [
     (dict(), "exactly one capacity"),
     (dict(k=3, budget=10), "exactly one capacity"),
-    (dict(k=3, prefetch_strategy="topk"), "needs a prefetch predictor"),
-    (dict(k=3, prefill="batched"), "needs a model"),
+    (dict(k=3, prefetch_strategy="topk"), "^--prefetch-strategy needs --prefetch$"),
+    (dict(k=3, prefill="batched"), "timing option: it needs --model"),
     (dict(k=3, prefill="later"), "prefill must be tokens or batched"),
-    (dict(k=3, timeline={"token_overhead_ms": 1.0}), "need a model"),
-    (dict(k=3, warm_seed=1), "needs warm"),
+    (dict(k=3, timeline={"token_overhead_ms": 1.0}), "timing options: they need --model"),
+    (dict(k=3, warm_seed=1), "it needs --warm"),
+    (dict(k=3, model="mixtral-8x7b", prefetch="oracle",
+          timeline={"prefetch_link": "separate"}), "needs --prefetch-streams 2"),
+    (dict(k=3, miss="fetch-priority", model="mixtral-8x7b"), "give the cache as --budget-gb"),
+    (dict(k=3, routing="max-rank:j=1", prefetch="oracle"), "cannot be combined"),
+    (dict(k=3, routing="max-rank:j=1", policy="belady"), "is clairvoyant"),
+    (dict(k=3, prefetch="psychic"), "unknown prefetch predictor"),
 ])
 def test_runspec_refuses_inconsistent_recipes(kw, msg):
+    kw = {"policy": "lru", **kw}
     with pytest.raises(PagingError, match=msg):
-        RunSpec("lru", **kw)
+        RunSpec(**kw)
     with pytest.raises(PagingError, match="unknown policy"):
         RunSpec("nope", k=3)
 
