@@ -79,17 +79,7 @@ from paging.trace import Trace
 
 @njit(cache=True, nogil=True)
 def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page, first,
-              comp, comp1, lay, lay1, marks):
-    """The default replay (:func:`_timeline_ext` without a per-token overhead, one copy
-    stream): the arguments and results of :func:`_timeline_ext`."""
-    return _timeline_ext(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page,
-                         first, comp, comp1, lay, lay1, marks, np.zeros(0, np.bool_), 0.0, 1,
-                         True)
-
-
-@njit(cache=True, nogil=True)
-def _timeline_ext(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page, first,
-                  comp, comp1, lay, lay1, marks, new_token, overhead, streams, shared):
+              comp, comp1, lay, lay1, marks, new_token, overhead, streams, shared):
     """Replay the groups on the streams.
 
     ``kind[r]``: 0 hit, 1 fetched miss, 2 dropped, 3 substituted; ``used[r]`` the page that
@@ -184,7 +174,7 @@ def _timeline_ext(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, 
 @njit(cache=True, nogil=True)
 def _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page, first,
                  comp, comp1, lay, lay1, marks, new_token, overhead, shared):
-    """:func:`_timeline_ext` with prefetches on a second copy stream (module docstring,
+    """:func:`_timeline` with prefetches on a second copy stream (module docstring,
     "prefetch streams"). The prefetch stream is a FIFO of the prefetches issued so far
     (``qh`` .. ``k`` − 1, the head with ``rem`` ms of work left at full bandwidth) simulated up
     to time ``pt``. Per group: advance it alone to the group's start t0; run the group's
@@ -230,19 +220,7 @@ def _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, p
             if all_first or first[r]:
                 c += lay[r] if lay.size else lay1
         t0 = c
-        # the prefetch stream alone up to t0
-        while qh < k and pt + rem <= t0:
-            pt += rem
-            q = pf_page[qh]
-            if last[q] == qh:
-                ready[q] = pt
-                last[q] = -1
-            qh += 1
-            if qh < k:
-                rem = fetch_ms[pf_page[qh]]
-        if qh < k:
-            rem -= t0 - pt
-        pt = t0
+        pt, qh, rem = _run_alone(pt, qh, k, rem, t0, pf_page, fetch_ms, last, ready)
         # the group's demand transfers, issued at t0, against the prefetch stream
         tau = xd if xd > t0 else t0  # (free by t0: the compute stream waited for it)
         for r in range(i, j):
@@ -256,29 +234,13 @@ def _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, p
                 tau += w
             else:
                 while w > 0.0:
-                    if qh < k:  # both streams move at half speed
-                        if w <= rem:
-                            tau += 2.0 * w
-                            rem -= w
-                            w = 0.0
-                            if rem <= 0.0:
-                                q = pf_page[qh]
-                                if last[q] == qh:
-                                    ready[q] = tau
-                                    last[q] = -1
-                                qh += 1
-                                if qh < k:
-                                    rem = fetch_ms[pf_page[qh]]
-                        else:
-                            tau += 2.0 * rem
-                            w -= rem
-                            q = pf_page[qh]
-                            if last[q] == qh:
-                                ready[q] = tau
-                                last[q] = -1
-                            qh += 1
-                            if qh < k:
-                                rem = fetch_ms[pf_page[qh]]
+                    if qh < k:  # both streams move at half speed until one finishes
+                        d = w if w <= rem else rem
+                        tau += 2.0 * d
+                        w -= d
+                        rem -= d
+                        if rem <= 0.0:
+                            qh, rem = _land_head(qh, k, tau, pf_page, fetch_ms, last, ready)
                     else:
                         tau += w
                         w = 0.0
@@ -290,18 +252,7 @@ def _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, p
             if tau > pt:
                 pt = tau  # the stream moved along with the demand transfers up to tau
         else:  # the stream alone up to tau
-            while qh < k and pt + rem <= tau:
-                pt += rem
-                q = pf_page[qh]
-                if last[q] == qh:
-                    ready[q] = pt
-                    last[q] = -1
-                qh += 1
-                if qh < k:
-                    rem = fetch_ms[pf_page[qh]]
-            if qh < k:
-                rem -= tau - pt
-            pt = tau
+            pt, qh, rem = _run_alone(pt, qh, k, rem, tau, pf_page, fetch_ms, last, ready)
         while k < npf and pf_at[k] <= j:
             q = pf_page[k]
             if qh == k:
@@ -316,16 +267,9 @@ def _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, p
             if kind[r] == 0 or kind[r] == 3:
                 u = used[r]
                 if npf:
-                    if last[u] >= 0:  # its prefetch is still queued: run the stream alone
-                        while last[u] >= 0:
-                            pt += rem
-                            q = pf_page[qh]
-                            if last[q] == qh:
-                                ready[q] = pt
-                                last[q] = -1
-                            qh += 1
-                            if qh < k:
-                                rem = fetch_ms[pf_page[qh]]
+                    while last[u] >= 0:  # its prefetch is still queued: run the stream alone
+                        pt += rem
+                        qh, rem = _land_head(qh, k, pt, pf_page, fetch_ms, last, ready)
                     if ready[u] > c:
                         stall += ready[u] - c
                         c = ready[u]
@@ -349,6 +293,30 @@ def _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, p
             m += 1
         i = j
     return c, at_marks, stall, busy, nbytes, late
+
+
+@njit(cache=True, nogil=True)
+def _land_head(qh, k, t, pf_page, fetch_ms, last, ready):
+    """The head of the prefetch queue lands at ``t``: its page is ready (unless a later
+    prefetch of the same page is queued) and the next one starts. Returns ``(qh, rem)``."""
+    q = pf_page[qh]
+    if last[q] == qh:
+        ready[q] = t
+        last[q] = -1
+    qh += 1
+    return qh, (fetch_ms[pf_page[qh]] if qh < k else 0.0)
+
+
+@njit(cache=True, nogil=True)
+def _run_alone(pt, qh, k, rem, until, pf_page, fetch_ms, last, ready):
+    """The prefetch stream alone, at full speed, from ``pt`` up to ``until``: the transfers
+    that finish land; returns ``(until, qh, rem)``."""
+    while qh < k and pt + rem <= until:
+        pt += rem
+        qh, rem = _land_head(qh, k, pt, pf_page, fetch_ms, last, ready)
+    if qh < k:
+        rem -= until - pt
+    return until, qh, rem
 
 
 @dataclass
@@ -469,9 +437,9 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
     tok, first = _tokens_and_first(trace)
     comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b if batch is not None
                                             else None, N)
-    marks, _ = _marks(trace)
+    marks = _marks(trace)
     none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
-    total, at_marks, stall, busy, nbytes, _ = _timeline_ext(
+    total, at_marks, stall, busy, nbytes, _ = _timeline(
         trace.steps, (~mask).view(np.int8), trace.pages, np.asarray(fetch_ms, dtype=np.float64),
         np.asarray(sizes, dtype=np.int64), none_f, none_i, none_i, none_i,
         np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1, marks,
@@ -498,21 +466,19 @@ def _compute_times(model, precision, hardware, batch, N):
     return comp, comp1, lay, lay1
 
 
-def _marks(trace: Trace) -> tuple[np.ndarray, bool]:
+def _marks(trace: Trace) -> np.ndarray:
     """Requests at which the timeline reads its clock: the prefill's end for a cold run; for a
-    warm run (:mod:`paging.warm`) every sequence's prefill end and end. Also: whether the
-    (cold) trace has a prefill."""
+    warm run (:mod:`paging.warm`) every sequence's prefill end and end."""
     if trace.meta.get("warm"):
         out = []
         for rec in trace.meta["warm"]:
             pre = (rec.get("phase_bounds") or {}).get("prefill")
             out += [int(pre[1]) if pre and pre[1] > pre[0] else int(rec["start"]),
                     int(rec["end"])]
-        return np.asarray(out, dtype=np.int64), False
-    bounds = trace.meta.get("phase_bounds") or {}
-    pre = bounds.get("prefill")
+        return np.asarray(out, dtype=np.int64)
+    pre = (trace.meta.get("phase_bounds") or {}).get("prefill")
     has_prefill = pre is not None and pre[1] > pre[0]
-    return np.asarray([int(pre[1])] if has_prefill else [], dtype=np.int64), has_prefill
+    return np.asarray([int(pre[1])] if has_prefill else [], dtype=np.int64)
 
 
 def _rates(decode_ms: float, dec_tokens: int) -> tuple[float | None, float | None]:
@@ -614,8 +580,8 @@ def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: 
     pf = ev["prefetched"]
     tok, first = _tokens_and_first(trace)
     comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b, N)
-    marks, _ = _marks(trace)
-    total, at_marks, stall, busy, nbytes, late = _timeline_ext(
+    marks = _marks(trace)
+    total, at_marks, stall, busy, nbytes, late = _timeline(
         trace.steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf[:, 0].copy(),
         pf[:, 1].copy(), np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1,
         marks, _new_token(np.asarray(tok), ov), ov, streams, shared)

@@ -30,6 +30,9 @@ from paging.cost import (
 )
 from paging.cost.timeline import _timeline, batch_prefill, timeline
 
+#: the kernel's last arguments for today's timeline: no per-token overhead, one copy stream
+ONE_STREAM = (np.zeros(0, bool), 0.0, 1, True)
+
 
 def test_stream_schedule_by_hand():
     # group 0 = requests 0, 1 (step 0); group 1 = request 2 (step 1).
@@ -41,7 +44,8 @@ def test_stream_schedule_by_hand():
     args = (np.array([0, 0, 1]), np.array([1, 0, 1], np.int8), np.array([0, 1, 2]),
             np.array([5.0, 0.0, 2.0]), np.array([10, 20, 30]), none_f, none_i, none_i, none_i,
             np.zeros(0, bool), np.array([1.0, 1.0, 1.0]), 0.0, np.array([0.5, 0.0, 0.5]), 0.0)
-    total, at_marks, stall, busy, nbytes, late = _timeline(*args, np.array([2, 3]))
+    total, at_marks, stall, busy, nbytes, late = _timeline(*args, np.array([2, 3]),
+                                                           *ONE_STREAM)
     # group 0 (requests 0, 1) ends at 6.5, group 1 (request 2) at 10
     assert total == 10.0 and at_marks.tolist() == [6.5, 10.0]
     assert stall == 6.0 and busy == 7.0 and nbytes == 10 + 30 and late == 0
@@ -55,7 +59,7 @@ def test_transfers_queue_on_one_copy_stream():
     total, _, stall, busy, _, _ = _timeline(
         np.zeros(3, np.int64), np.ones(3, np.int8), np.arange(3), np.full(3, 2.0),
         np.ones(3, np.int64), none_f, none_i, none_i, none_i, np.zeros(0, bool), none_f, 1.0,
-        none_f, 0.0, none_i)
+        none_f, 0.0, none_i, *ONE_STREAM)
     assert total == 7.0 and stall == 4.0 and busy == 6.0
 
 
@@ -204,7 +208,7 @@ def test_mixtral_prefill_batched_end_to_end(capsys):
 
 
 # -- sensitivity options: per-token overhead, a second prefetch stream ------------------------
-from paging.cost.timeline import _timeline_ext, timeline_options, timeline_run  # noqa: E402
+from paging.cost.timeline import timeline_options, timeline_run  # noqa: E402
 
 STEPS4 = np.arange(4)  # two tokens x two layers, one request per group
 NEW_TOKEN = np.array([True, False, True, False])
@@ -223,7 +227,7 @@ def _marks(mark):
 def _ext(kind, fetch, pf_at, pf_page, *, lay=0.0, overhead=0.0, streams=1, shared=True,
          mark=0):
     none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
-    return _one_mark(_timeline_ext(
+    return _one_mark(_timeline(
         STEPS4, np.array(kind, np.int8), np.arange(4), np.asarray(fetch, float),
         np.full(len(fetch), 10, np.int64), none_f, none_i, np.array(pf_at, np.int64),
         np.array(pf_page, np.int64), np.zeros(0, bool), none_f, 1.0, none_f, lay, _marks(mark),
@@ -242,16 +246,11 @@ def test_token_overhead_by_hand():
     t2 = _ext(kind, fetch, [], [], lay=0.5, overhead=2.0, mark=2)
     assert t0[:3] == (13.0, 6.0, 7.0)
     assert t2[:3] == (17.0, 8.0, 7.0)  # total, end of token 0, stall (unchanged)
-    assert _one_mark(_timeline_ext(
+    assert _one_mark(_timeline(
         STEPS4, np.array(kind, np.int8), np.arange(4), np.array(fetch), np.full(4, 10, np.int64),
         np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
         np.zeros(0, bool), np.zeros(0), 1.0, np.zeros(0), 0.5, _marks(2), np.zeros(0, bool),
         2.0, 1, True))[:2] == (13.0, 6.0)  # no token starts given: nothing charged
-    # the default kernel is the extended one with no overhead and one stream
-    none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
-    assert _one_mark(_timeline(STEPS4, np.array(kind, np.int8), np.arange(4), np.array(fetch),
-                               np.full(4, 10, np.int64), none_f, none_i, none_i, none_i,
-                               np.zeros(0, bool), none_f, 1.0, none_f, 0.5, _marks(2))) == t0
 
 
 # pages 0..4: request r serves page r; page 4 is a prefetch never used (6 ms), the others 4 ms
