@@ -134,6 +134,10 @@ class Robust(Policy):
             sim.t = t          # so the virtual runs are set to the run's clock, not counted)
             sim.serve(page)
         self.last[page] = t
+        self._follow()
+
+    def _follow(self) -> None:
+        """Follow the leader: switch when it has more than h misses more than the other."""
         other = 1 - self.leader
         if self.sims[self.leader].misses > self.sims[other].misses + self.h:
             self.leader = other
@@ -187,14 +191,8 @@ class NeverSwitch(Robust):
     """The power check's wrong variant: :class:`Robust` that follows A forever (never
     switches). It is not registered; the ledger row shows it breaking the bound."""
 
-    def _see(self, t: int, page: int) -> None:
-        if t == self._t:
-            return
-        self._t = t
-        for sim in self.sims:
-            sim.t = t
-            sim.serve(page)
-        self.last[page] = t
+    def _follow(self) -> None:
+        pass
 
 
 def parse_robust(spec: str, name: str) -> Robust:
