@@ -235,26 +235,30 @@ def mutate(blocks, rng, n: int, layers: int, length: int, max_motif: int) -> lis
     motif, reps = blocks[b]
     m = motif.shape[0]
     kind = MUTATIONS[int(rng.integers(len(MUTATIONS)))]
+    applies = {"insert": m < max_motif, "delete": m > 1, "swap": m > 1, "rotate": m > 1,
+               "shift": m > 1, "relabel": n > 1}
+    if not applies.get(kind, True):  # a move that does not apply to this motif: a point one
+        kind = "point"
     if kind == "point":
         r, z = int(rng.integers(m)), int(rng.integers(layers))
         if n > 1:
             motif[r, z] = (motif[r, z] + rng.integers(1, n)) % n
     elif kind == "round":
         motif[int(rng.integers(m))] = rng.integers(0, n, size=layers)
-    elif kind == "insert" and m < max_motif:
+    elif kind == "insert":
         row = motif[int(rng.integers(m))] if rng.random() < 0.5 else rng.integers(0, n, layers)
         motif = np.insert(motif, int(rng.integers(m + 1)), row, axis=0)
-    elif kind == "delete" and m > 1:
+    elif kind == "delete":
         motif = np.delete(motif, int(rng.integers(m)), axis=0)
-    elif kind == "swap" and m > 1:
+    elif kind == "swap":
         i, j = rng.choice(m, size=2, replace=False)
         motif[[i, j]] = motif[[j, i]]
-    elif kind == "rotate" and m > 1:
+    elif kind == "rotate":
         motif = np.roll(motif, 1 if rng.random() < 0.5 else -1, axis=0)
-    elif kind == "shift" and m > 1:
+    elif kind == "shift":
         z = int(rng.integers(layers))
         motif[:, z] = np.roll(motif[:, z], 1 if rng.random() < 0.5 else -1)
-    elif kind == "relabel" and n > 1:
+    elif kind == "relabel":
         z = int(rng.integers(layers))
         a, c = rng.choice(n, size=2, replace=False)
         col = motif[:, z].copy()
@@ -280,10 +284,6 @@ def mutate(blocks, rng, n: int, layers: int, length: int, max_motif: int) -> lis
         if len(blocks) > 1 and b + 1 < len(blocks):
             blocks[b], blocks[b + 1] = blocks[b + 1], blocks[b]
             return blocks
-    else:  # a move that does not apply to this motif: fall back to a point mutation
-        if n > 1:
-            r, z = int(rng.integers(m)), int(rng.integers(layers))
-            motif[r, z] = (motif[r, z] + rng.integers(1, n)) % n
     blocks[b] = (motif, reps)
     return blocks
 
