@@ -123,14 +123,7 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
     npf = pf_at.size
     i = 0
     while i < n:
-        j = i + 1
-        while j < n and steps[j] == steps[i]:
-            j += 1
-        if overhead > 0.0 and new_token.size and new_token[i]:
-            c += overhead
-        for r in range(i, j):
-            if all_first or first[r]:
-                c += lay[r] if lay.size else lay1
+        j, c = _group_start(i, n, c, steps, new_token, overhead, first, all_first, lay, lay1)
         t0 = c  # the router has decided: demand transfers are issued now, back to back
         land = x if x > t0 else t0
         for r in range(i, j):  # resident (or substitute) experts first, each once it has landed
@@ -211,14 +204,7 @@ def _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, p
     pt = 0.0  # the prefetch stream is simulated up to pt
     i = 0
     while i < n:
-        j = i + 1
-        while j < n and steps[j] == steps[i]:
-            j += 1
-        if overhead > 0.0 and new_token.size and new_token[i]:
-            c += overhead
-        for r in range(i, j):
-            if all_first or first[r]:
-                c += lay[r] if lay.size else lay1
+        j, c = _group_start(i, n, c, steps, new_token, overhead, first, all_first, lay, lay1)
         t0 = c
         pt, qh, rem = _run_alone(pt, qh, k, rem, t0, pf_page, fetch_ms, last, ready)
         # the group's demand transfers, issued at t0, against the prefetch stream
@@ -293,6 +279,22 @@ def _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, p
             m += 1
         i = j
     return c, at_marks, stall, busy, nbytes, late
+
+
+@njit(cache=True, nogil=True)
+def _group_start(i, n, c, steps, new_token, overhead, first, all_first, lay, lay1):
+    """The end ``j`` of the group starting at request ``i`` (its requests share a step) and the
+    compute clock once the router has decided: ``c`` plus a new token's overhead and the layer
+    computation of every request that is the first of its layer pass."""
+    j = i + 1
+    while j < n and steps[j] == steps[i]:
+        j += 1
+    if overhead > 0.0 and new_token.size and new_token[i]:
+        c += overhead
+    for r in range(i, j):
+        if all_first or first[r]:
+            c += lay[r] if lay.size else lay1
+    return j, c
 
 
 @njit(cache=True, nogil=True)
