@@ -16,7 +16,7 @@ import sys
 from paging.errors import PagingError
 
 COMMANDS = ("simulate", "mrc", "opt", "trace", "coupon", "adversary", "proofs", "figs", "cost",
-            "plan", "sweep", "train", "policies", "record")
+            "plan", "sweep", "serve", "train", "policies", "record")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -207,11 +207,7 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
     lo = 0
     while lo < N:
         hi = ends[lo]
-        group = pages[lo:hi] if routed is None else routed.choose(sim, lo, hi)
-        if grouped:  # groups: the K experts of a (token, layer) cannot evict each other
-            sim.pin_group(group)
-        for p in group:
-            sim.serve(p)
+        sim.serve_group(pages[lo:hi] if routed is None else routed.choose(sim, lo, hi), grouped)
         if prefetch is not None and hi < N:
             prefetch.after_group(sim, lo, hi)
         lo = hi
@@ -379,6 +375,28 @@ class Simulation:
     def pin_group(self, pages) -> None:
         """Pin the pages of the group about to be served (groups mode)."""
         self.pinned = frozenset(pages)
+
+    def serve_group(self, pages, pin: bool = True) -> list[bool]:
+        """Serve the requests of one group in order, its pages pinned while it is served
+        (groups mode: the K experts of a (token, layer), or a serving step's union of a layer's
+        experts, cannot evict each other); whether each was a hit."""
+        if pin:
+            self.pin_group(pages)
+        serve = self.serve
+        return [serve(p) for p in pages]
+
+    def write_clock(self, lo: int, steps) -> None:
+        """Write the layer clock of requests ``lo, lo+1, ...`` before they are served: a run
+        whose requests are known only as it goes (a serving run, :mod:`paging.serve`) is set up
+        with room for the most requests it can make and writes each step's clock here. Online
+        policies read ``ctx.steps[t]`` only once request t is served, so they see it."""
+        steps = [int(s) for s in steps]
+        hi = lo + len(steps)
+        if lo < self.t or hi > self.n_requests:
+            raise PagingError(f"the clock of requests {lo}..{hi - 1} cannot be written: "
+                              f"{self.t} served, room for {self.n_requests}")
+        self.steps[lo:hi] = steps
+        self._steps[lo:hi] = steps
 
     def score_at(self, t: int) -> float:
         """Gate score of request ``t`` (the trace's ``score``)."""

@@ -94,6 +94,19 @@ def non_expert_ms(model: Model, hardware: Hardware, tokens: int) -> float:
     return _roofline_ms(2 * per_layer, 2.0 * per_layer * tokens, hardware)
 
 
+def attention_ms(model: Model, hardware: Hardware, kv_tokens: int) -> float:
+    """Time in ms for ONE layer's attention to read the KV cache of ``kv_tokens`` cached tokens
+    (summed over the requests of a forward pass; the serving model, :mod:`paging.serve`).
+
+    Memory-bound: ``kv_tokens * 2 (K and V) * kv_width * 2 bytes (16-bit) / HBM bandwidth``;
+    the attention's FLOPs are left out (assumption: at serving batch sizes decode attention is
+    bound by the KV reads), and so is the whole term when the model's ``kv_width`` is 0 (not
+    known).
+    """
+    kv_tokens = _nonneg("kv_tokens", kv_tokens, integer=True)
+    return kv_tokens * 4 * model.kv_width / (hardware.hbm_gbps * 1e9) * 1e3
+
+
 def page_sizes(model: Model, precision: Precision | str) -> np.ndarray:
     """Bytes of every page (int64, one per page id 0..nℓ-1); all experts have the same size."""
     return np.full(model.layout.n_pages, model.expert_bytes(_precision(precision)),

@@ -42,6 +42,10 @@ MODEL_UNITS = {"n_layers": "layers", "n_experts": "experts per layer",
                "d_ff": "expert FFN width", "n_matrices": "weight matrices per expert",
                "non_expert_params": "parameters"}
 MODEL_FIELDS = tuple(MODEL_UNITS)
+#: fields a model may leave out (0: unknown); the serving model (:mod:`paging.serve`) charges the
+#: attention's KV-cache reads by ``kv_width`` and leaves them out when it is 0
+OPTIONAL_MODEL_UNITS = {"kv_width": "KV-cache values per token, layer and K or V "
+                                    "(key-value heads x head dimension)"}
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,9 @@ class Model:
     ----------
     name, n_layers, n_experts, top_k, d_model, d_ff, n_matrices, non_expert_params:
         See :data:`MODEL_UNITS`; all integers >= 1.
+    kv_width:
+        See :data:`OPTIONAL_MODEL_UNITS`: key-value heads x head dimension (0: not known; the
+        serving model then leaves the attention's KV-cache reads out).
     sources:
         The origin of each numeric field (field name -> citation or ``"assumption: ..."``).
     """
@@ -69,6 +76,7 @@ class Model:
     n_matrices: int
     non_expert_params: int
     sources: dict = field(default_factory=dict, compare=False, repr=False)
+    kv_width: int = 0
 
     @property
     def layout(self) -> Layout:
@@ -145,6 +153,12 @@ def _specmd_model(name, repo, n_layers, n_experts, top_k, d_model, d_model_key, 
                      "non_expert_params": _t3_non_expert(non_expert_gib)})
 
 
+def _with_kv(model: Model, kv_width: int, source: str) -> Model:
+    from dataclasses import replace
+
+    return replace(model, kv_width=kv_width, sources={**model.sources, "kv_width": source})
+
+
 GRANITE_REPO = "ibm-granite/granite-3.0-1b-a400m-base"
 # Granite-3.0-1B-A400M, counted from its config (hidden 1024, 24 layers, 16 query / 8 KV heads
 # of width 64, vocab 49155, tied embeddings, RMSNorm, bias-free linear layers, router 1024 -> 32):
@@ -160,14 +174,19 @@ GRANITE_NON_EXPERT = 49155 * 1024 + 24 * (2 * 1024 * 1024 + 2 * 1024 * 512 + 102
 MODELS: dict[str, Model] = {m.name: m for m in (
     _specmd_model("olmoe-1b-7b", "allenai/OLMoE-1B-7B-0924", 16, 64, 8, 2048, "hidden_size",
                   1024, "intermediate_size", "0.89"),
-    _specmd_model("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1", 32, 8, 2, 4096, "hidden_size",
-                  14336, "intermediate_size", "2.99"),
+    _with_kv(_specmd_model("mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1", 32, 8, 2, 4096,
+                           "hidden_size", 14336, "intermediate_size", "2.99"), 8 * 128,
+             _hf("mistralai/Mixtral-8x7B-v0.1", "num_key_value_heads") + " = 8 x head "
+             "dimension 128 (" + _hf("mistralai/Mixtral-8x7B-v0.1", "hidden_size") + " 4096 / "
+             "'num_attention_heads' 32)"),
     _specmd_model("qwen1.5-moe-a2.7b", "Qwen/Qwen1.5-MoE-A2.7B", 24, 60, 4, 2048, "hidden_size",
                   1408, "moe_intermediate_size", "3.46"),
     _specmd_model("phi-3.5-moe", "microsoft/Phi-3.5-MoE-instruct", 32, 16, 2, 4096,
                   "hidden_size", 6400, "intermediate_size", "2.99"),
     Model(name="granite-3.0-1b-a400m", n_layers=24, n_experts=32, top_k=8, d_model=1024, d_ff=512,
-          n_matrices=3, non_expert_params=GRANITE_NON_EXPERT, sources={
+          n_matrices=3, non_expert_params=GRANITE_NON_EXPERT, kv_width=8 * 64, sources={
+              "kv_width": _hf(GRANITE_REPO, "num_key_value_heads") + " = 8 x head dimension 64 "
+                          "(hidden_size 1024 / num_attention_heads 16)",
               "n_layers": _hf(GRANITE_REPO, "num_hidden_layers"),
               "n_experts": _hf(GRANITE_REPO, "num_local_experts"),
               "top_k": _hf(GRANITE_REPO, "num_experts_per_tok"),
@@ -354,7 +373,8 @@ def get_hardware(name: str) -> Hardware:
 
 
 def _numeric_fields(obj) -> list[str]:
-    return [f.name for f in fields(obj) if f.name not in ("name", "sources")]
+    return [f.name for f in fields(obj) if f.name not in ("name", "sources")
+            and not (f.name in OPTIONAL_MODEL_UNITS and not getattr(obj, f.name))]
 
 
 def preset_sources(kind: str, preset, units: dict) -> list[Source]:
@@ -375,7 +395,7 @@ def all_sources() -> list[Source]:
     :data:`paging.cost.catalog.SOURCES`, the table of docs/COST_MODEL.md)."""
     out: list[Source] = []
     for m in MODELS.values():
-        out += preset_sources("model", m, MODEL_UNITS)
+        out += preset_sources("model", m, MODEL_UNITS | OPTIONAL_MODEL_UNITS)
     for q in PRECISIONS.values():
         out += preset_sources("precision", q, PRECISION_UNITS)
     for h in HARDWARE.values():
@@ -397,11 +417,12 @@ def all_sources() -> list[Source]:
 #     d_ff = 512
 #     n_matrices = 3
 #     non_expert_params = 126668800
+#     kv_width = 512                   # optional: key-value heads x head dimension (serving)
 #
-# Every numeric field is required and must be an integer >= 1; an unknown key, a missing key or a
+# Every numeric field but ``kv_width`` is required and must be an integer >= 1; an unknown key, a missing key or a
 # bad value is a :class:`~paging.errors.PagingError` that names the file and the key.
 
-OPTIONAL = ("name", "source")
+OPTIONAL = ("name", "source", *OPTIONAL_MODEL_UNITS)
 
 
 def _read(path: Path) -> dict:
@@ -447,10 +468,15 @@ def load_model_file(path) -> Model:
         v = data[key]
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise PagingError(f"key {key!r} must be a positive integer, got {v!r}", file=where)
-    for key in OPTIONAL:
+    for key in OPTIONAL_MODEL_UNITS:
+        v = data.get(key)
+        if key in data and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise PagingError(f"key {key!r} must be a positive integer, got {v!r}", file=where)
+    for key in ("name", "source"):
         if key in data and (not isinstance(data[key], str) or not data[key].strip()):
             raise PagingError(f"key {key!r} must be a non-empty string, got {data[key]!r}",
                               file=where)
     origin = f"user model file {where}" + (f" ({data['source']})" if "source" in data else "")
+    extra = {k: int(data[k]) for k in OPTIONAL_MODEL_UNITS if k in data}
     return Model(name=data.get("name", p.stem), **{k: int(data[k]) for k in MODEL_FIELDS},
-                 sources=dict.fromkeys(MODEL_FIELDS, origin))
+                 **extra, sources=dict.fromkeys([*MODEL_FIELDS, *extra], origin))

@@ -590,6 +590,29 @@ def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: 
     return _timing(trace, tok, total, at_marks, stall, busy, nbytes, late)
 
 
+def step_time(group_of: np.ndarray, hits: np.ndarray, pages: np.ndarray, fetch_ms: np.ndarray,
+              sizes: np.ndarray, comp: np.ndarray, lay: np.ndarray) -> tuple[float, float, float,
+                                                                               int]:
+    """One forward pass of a serving step (:mod:`paging.serve`) on the streams, by the same
+    kernel as :func:`timeline`: ``(time_ms, stall_ms, copy_busy_ms, bytes_moved)``.
+
+    The requests are the step's groups in order (``group_of[r]``: the group of request r,
+    non-decreasing; one group per layer, the union of the step's experts of that layer), with
+    their hits, pages, expert compute ``comp[r]`` (for the tokens the expert serves) and the
+    group's layer computation ``lay[r]`` charged at its first request. Without prefetches the
+    copy stream is idle when a group ends (every transfer it queued has landed before the
+    group's last expert runs), so consecutive steps do not interact and each starts from 0.
+    """
+    n = group_of.size
+    first = np.ones(n, dtype=bool)
+    first[1:] = group_of[1:] != group_of[:-1]
+    none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
+    total, _, stall, busy, nbytes, _ = _timeline(
+        group_of, (~hits).view(np.int8), pages, fetch_ms, sizes, none_f, none_i, none_i, none_i,
+        first, comp, 0.0, lay, 0.0, none_i, np.zeros(0, bool), 0.0, 1, True)
+    return total, stall, busy, int(nbytes)
+
+
 def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
     """The execution order of a batched prefill: ``(trace, batch)``.
 

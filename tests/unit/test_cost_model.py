@@ -232,7 +232,8 @@ def test_every_preset_number_has_a_source():
             for f in units:
                 s = names[f"{kind}:{p.name}.{f}"]
                 assert s.value == getattr(p, f) and s.unit and len(s.origin) > 10
-    assert len(names) == len(SOURCES) == 5 * 7 + 4 * 4 + 4 * 6 + 3 + 7  # + ZipMoE pools
+    # + the kv_width of the two models the serving figure uses + ZipMoE pools
+    assert len(names) == len(SOURCES) == 5 * 7 + 2 + 4 * 4 + 4 * 6 + 3 + 7
     assumed = {s.name for s in SOURCES if s.is_assumption}
     assert "hardware:pcie5.link_gbps" in assumed and "hardware:pcie4.link_gbps" not in assumed
     assert "hardware:pcie4.link_latency_us" in assumed

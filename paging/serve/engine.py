@@ -1,0 +1,480 @@
+"""The serving run: arrivals, a batching scheduler, one warm expert cache, the step timeline.
+
+Each engine step is one forward pass over the tokens the scheduler picked. On layer z the step
+requests the *union* of the experts of all its tokens on z, in order of first use: one pinned
+group of the one simulator (:meth:`paging.simulate.Simulation.serve_group`), so the policies,
+capacities (pages or bytes), costs and the verification are those of every other run. The
+cache and the policy state live for the whole run (warm across requests and steps). The step's
+time is the latency timeline's kernel (:func:`paging.cost.timeline.step_time`) over its ℓ
+groups: on each layer the non-expert work for the step's tokens
+(:func:`~paging.cost.arith.non_expert_ms`) plus the attention's KV-cache reads for the
+requests' context lengths (:func:`~paging.cost.arith.attention_ms`), each expert's compute for
+the tokens routed to it (:func:`~paging.cost.arith.expert_compute_ms`), and the missing
+experts' transfers on the copy stream, a miss stalling its layer until it lands; plus
+``step_overhead_ms`` per step (an input, no paper gives it).
+
+Schedulers (first-come first-served; vLLM's continuous batching with chunked prefill as the
+model, Yu et al., OSDI 2022 "Orca" and Kwon et al., SOSP 2023 "vLLM"):
+
+* ``continuous``: every step takes at most ``max_tokens`` tokens. Requests already running go
+  first, in admission order: a decoding request takes 1 token, one still in its prefill its
+  next chunk (what is left of its prompt, cut to the tokens left in the step). Then waiting
+  requests that have arrived are admitted, oldest first, while fewer than ``max_batch`` run and
+  tokens are left, each starting its prefill with a chunk. A request leaves the batch when its
+  last token is processed.
+* ``static``: when nothing runs, the oldest ``max_batch`` waiting requests are admitted and run
+  (with the same token budget per step) until all of them finish; nobody joins meanwhile.
+
+A request's first token is out when the step that processes its last prompt token ends (TTFT
+from its arrival); each later step that processes one of its decode tokens emits one more
+token; TPOT = (end − first token) / decode tokens; end to end = end − arrival.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.serve.workload import Arrivals, Sequence, pool, windows
+
+__all__ = ["ServeSpec", "ServeResult", "serve"]
+
+#: refuse up front a run whose request buffer would pass this many requests (int64 each)
+MAX_ROOM = 200_000_000
+
+
+@dataclass(frozen=True)
+class ServeSpec:
+    """The workload and the scheduler of a serving run (the cache is a :class:`RunSpec`).
+
+    ``max_requests`` caps the requests made (default: every arrival of an open workload;
+    ``32 * clients`` for a closed loop, whose count is not known ahead: the result says when
+    the cap stopped the clients). ``slo_ttft_ms`` / ``slo_tpot_ms``: the goodput's SLOs.
+    ``bound``: also replay the produced stream of groups under Belady (the offline bound).
+    """
+
+    arrivals: Arrivals
+    max_batch: int = 16
+    max_tokens: int = 512
+    scheduler: str = "continuous"
+    prompt_tokens: int = 32
+    lengths: tuple | None = None
+    step_overhead_ms: float = 0.0
+    slo_ttft_ms: float | None = None
+    slo_tpot_ms: float | None = None
+    max_requests: int | None = None
+    seed: int = 0
+    bound: bool = True
+
+    def __post_init__(self):
+        if self.scheduler not in ("continuous", "static"):
+            raise PagingError(f"--scheduler must be continuous or static, got "
+                              f"{self.scheduler!r}")
+        if self.max_batch < 1:
+            raise PagingError(f"--max-batch must be >= 1, got {self.max_batch}")
+        if self.max_tokens < 1:
+            raise PagingError(f"--max-tokens must be >= 1, got {self.max_tokens}")
+        if not (np.isfinite(self.step_overhead_ms) and self.step_overhead_ms >= 0):
+            raise PagingError(f"--step-overhead-ms must be >= 0, got {self.step_overhead_ms}")
+        for name, v in (("--slo-ttft-ms", self.slo_ttft_ms), ("--slo-tpot-ms",
+                                                               self.slo_tpot_ms)):
+            if v is not None and not (np.isfinite(v) and v > 0):
+                raise PagingError(f"{name} must be > 0, got {v}")
+        if self.max_requests is not None and self.max_requests < 1:
+            raise PagingError(f"--max-requests must be >= 1, got {self.max_requests}")
+
+
+@dataclass
+class ServeResult:
+    """A serving run: ``requests`` (one dict per request, DataFrame-ready: ``pandas.DataFrame(
+    result.requests)``), ``steps`` (column arrays, one entry per engine step), ``summary`` (the
+    run's row) and the stream of groups it served (``pages``, ``clock``: a groups-mode trace's
+    pages and steps; ``hits``)."""
+
+    summary: dict
+    requests: list
+    steps: dict
+    pages: np.ndarray = field(repr=False)
+    clock: np.ndarray = field(repr=False)
+    hits: np.ndarray = field(repr=False)
+
+
+class _Req:
+    __slots__ = ("id", "seq", "arrival", "pos", "admitted", "first", "end", "client",
+                 "first_step", "end_step")
+
+    def __init__(self, rid, seq, arrival, client=-1):
+        self.id, self.seq, self.arrival, self.client = rid, seq, arrival, client
+        self.pos = 0
+        self.admitted = self.first = self.end = self.first_step = self.end_step = None
+
+
+def _check(run_spec) -> None:
+    """What a serving run supports of a RunSpec (one line each, before any work)."""
+    from paging.policies import make_policy
+
+    if run_spec.model is None:
+        raise PagingError("paging serve times every step: give --model (and --precision, "
+                          "--hardware)")
+    if run_spec.prefetch is not None:
+        raise PagingError("--prefetch is not modelled in paging serve yet: a prefetcher plans "
+                          "from the whole trace before a run, and a serving run's requests are "
+                          "known only as it goes")
+    if run_spec.miss is not None and run_spec.miss.strip().lower() != "fetch":
+        raise PagingError("--miss other than fetch is not modelled in paging serve yet")
+    if run_spec.routed:
+        raise PagingError("--routing is not modelled in paging serve yet (a batch step's group "
+                          "mixes the tokens of many requests)")
+    if run_spec.warm or run_spec.prefill != "tokens" or dict(run_spec.timeline):
+        raise PagingError("paging serve is always warm and batched; --warm, --prefill and the "
+                          "timeline options of paging simulate do not apply")
+    pol = make_policy(run_spec.policy)
+    if pol.clairvoyant:
+        raise PagingError(f"--policy {run_spec.policy} is clairvoyant; a server does not know "
+                          "the requests ahead (the offline bound is reported beside every run)")
+    if pol.needs_scores:
+        raise PagingError(f"--policy {run_spec.policy} reads gate scores; a batch step's "
+                          "union of experts has none in this version")
+
+
+def _requests(spec: ServeSpec, seqs: list[Sequence], rng) -> tuple[list, int]:
+    """The open workload's requests (arrival-ordered), or the closed loop's pre-drawn
+    sequences; and the request cap."""
+    arr = spec.arrivals
+    if arr.closed:
+        cap = spec.max_requests or 32 * arr.clients
+        times = None
+    else:
+        times = arr.open_times(rng)
+        cap = times.size if spec.max_requests is None else min(times.size, spec.max_requests)
+        times = times[:cap]
+    if spec.lengths is not None:
+        drawn = windows(seqs, spec.lengths, cap, rng)
+    else:
+        drawn = [seqs[i] for i in rng.integers(0, len(seqs), size=cap).tolist()]
+    return (drawn, times), cap
+
+
+class _Server:
+    """One serving run's state: the warm cache (a :class:`~paging.simulate.Simulation` set up
+    with room for every request the workload can make), the requests and the step records."""
+
+    def __init__(self, run_spec, spec: ServeSpec, traces):
+        from paging.policies import make_policy
+        from paging.simulate import Simulation
+        from paging.trace import Trace
+
+        _check(run_spec)
+        self.spec, self.run_spec = spec, run_spec
+        self.cm = cm = run_spec.cost_setup()
+        traces = list(traces)
+        if not traces:
+            raise PagingError("paging serve needs at least one trace")
+        for t in traces:
+            cm.model.check_layout(t.layout, t.name)
+        self.layout = lay = traces[0].layout
+        seqs = pool(traces, prompt_tokens=spec.prompt_tokens)
+        rng = np.random.default_rng(spec.seed)
+        (self.drawn, times), self.cap = _requests(spec, seqs, rng)
+        room = lay.n_layers * sum(min(lay.n_experts, s.experts.shape[2]) * s.n_tokens
+                                  for s in self.drawn)  # a step's union <= its tokens' experts
+        if room > MAX_ROOM:
+            raise PagingError(f"this workload needs room for {room:,} requests (> "
+                              f"{MAX_ROOM:,}): shorten --duration, lower --rate or set "
+                              "--max-requests")
+        self.costs, self.sizes = cm.weights(Trace(lay, np.zeros(0, np.int64),
+                                                  np.zeros(0, np.int64), "serve"))
+        self.sim = Simulation(lay, make_policy(run_spec.policy), run_spec.k,
+                              budget=run_spec.budget, costs=self.costs, sizes=self.sizes,
+                              seed=run_spec.seed, record=bool(run_spec.verify),
+                              steps=np.zeros(max(room, 1), dtype=np.int64))
+        self._comp: dict[int, float] = {}
+        arr = spec.arrivals
+        self.reqs: list[_Req] = []
+        self.pending: list = []  # (arrival, id) heap of the requests not yet arrived
+        if arr.closed:
+            for c in range(min(arr.clients, self.cap)):
+                self._add(self.drawn[c], 0.0, client=c)
+        else:
+            for a, s in zip(times.tolist(), self.drawn, strict=True):
+                self._add(s, a)
+        self.capped = False
+        self.cols = {k: [] for k in STEP_COLUMNS}
+        self.parts = {k: [] for k in ("pages", "clock", "hits", "comp", "lay")}
+        self.release: list[float] = []
+
+    def _add(self, seq, arrival: float, client: int = -1) -> None:
+        rid = len(self.reqs)
+        self.reqs.append(_Req(rid, seq, arrival, client))
+        heapq.heappush(self.pending, (arrival, rid))
+
+    def comp(self, tokens: int) -> float:
+        v = self._comp.get(tokens)
+        if v is None:
+            from paging.cost.arith import expert_compute_ms
+
+            cm = self.cm
+            v = self._comp[tokens] = expert_compute_ms(cm.model, cm.precision, cm.hardware,
+                                                       tokens)
+        return v
+
+    def groups(self, batch) -> tuple:
+        """The step's requests: per layer the union of its tokens' experts in order of first
+        use (``pages``), the layer of each (``gof``), the tokens routed to each (``cnt``); the
+        step's token count and its per-layer non-expert and attention time."""
+        from paging.cost.arith import attention_ms, non_expert_ms
+
+        L, n = self.layout.n_layers, self.layout.n_experts
+        X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
+        pages, gof, cnt = [], [], []
+        for z in range(L):
+            e = X[:, z, :].ravel()
+            uniq, first, counts = np.unique(e[e >= 0], return_index=True, return_counts=True)
+            order = np.argsort(first, kind="stable")
+            pages.append(uniq[order] + z * n)
+            cnt.append(counts[order])
+            gof.append(np.full(order.size, z, dtype=np.int64))
+        model, hw = self.cm.model, self.cm.hardware
+        kv = sum(hi for _, _, hi in batch)  # the context each request's attention reads
+        lay_ms = non_expert_ms(model, hw, X.shape[0]) + attention_ms(model, hw, kv)
+        return np.concatenate(pages), np.concatenate(gof), np.concatenate(cnt), X.shape[0], \
+            lay_ms
+
+    def step(self, batch, step_no: int, now: float, running, waiting) -> float:
+        """Serve and time one engine step; its end."""
+        from paging.cost.timeline import step_time
+
+        pages, gof, cnt, n_tok, lay_ms = self.groups(batch)
+        sim = self.sim
+        clock = step_no * self.layout.n_layers + gof
+        sim.write_clock(sim.t, clock.tolist())
+        cuts = np.flatnonzero(np.diff(gof)) + 1
+        hits = np.concatenate([sim.serve_group(g.tolist()) for g in np.split(pages, cuts)]
+                              ).astype(bool)
+        compv = np.array([self.comp(c) for c in cnt.tolist()])
+        layv = np.zeros(pages.size)
+        layv[np.r_[0, cuts]] = lay_ms
+        dur, stall, _, nbytes = step_time(gof, hits, pages, self.costs, self.sizes, compv, layv)
+        dur += self.spec.step_overhead_ms
+        for k, v in zip(STEP_COLUMNS, (now, dur, n_tok, len(running), len(waiting),
+                                       int(pages.size), int((~hits).sum()), nbytes, stall),
+                        strict=True):
+            self.cols[k].append(v)
+        for k, v in zip(self.parts, (pages, clock, hits, compv, layv), strict=True):
+            self.parts[k].append(v)
+        self.release.append(max(r.arrival for r, _, _ in batch))
+        return now + dur
+
+    def advance(self, batch, step_no: int, end: float, running) -> None:
+        """The step's tokens are processed: first tokens, finished requests, and a closed
+        loop's next requests."""
+        arr = self.spec.arrivals
+        for r, _, hi in batch:
+            r.pos = hi
+            if r.first is None and hi >= r.seq.prompt:
+                r.first, r.first_step = end, step_no
+            if hi < r.seq.n_tokens:
+                continue
+            r.end, r.end_step = end, step_no
+            running.remove(r)
+            if arr.closed:
+                nxt = end + arr.think * 1e3
+                if nxt < arr.duration * 1e3:
+                    if len(self.reqs) < self.cap:
+                        self._add(self.drawn[len(self.reqs)], nxt, client=r.client)
+                    else:
+                        self.capped = True
+
+    def run(self, show) -> None:
+        from paging.progress import bar
+
+        waiting: list[_Req] = []
+        running: list[_Req] = []
+        now, step_no, pending = 0.0, 0, self.pending
+        with bar(sum(s.n_tokens for s in self.drawn), "serve", unit="tok",
+                 show=show) as progress:
+            while True:
+                while pending and pending[0][0] <= now:
+                    waiting.append(self.reqs[heapq.heappop(pending)[1]])
+                batch = _compose(self.spec, running, waiting, now)
+                if not batch:
+                    if not pending:
+                        return
+                    now = max(now, pending[0][0])  # idle until the next arrival
+                    continue
+                end = self.step(batch, step_no, now, running, waiting)
+                self.advance(batch, step_no, end, running)
+                progress.update(sum(hi - lo for _, lo, hi in batch))
+                now = end
+                step_no += 1
+
+    def result(self) -> ServeResult:
+        p = self.parts
+        res = ServeResult(summary={}, requests=[_row(r) for r in self.reqs], steps=self.cols,
+                          pages=_cat(p["pages"]), clock=_cat(p["clock"]),
+                          hits=np.concatenate(p["hits"]) if p["hits"] else np.zeros(0, bool))
+        if self.run_spec.verify:
+            from paging.trace import Trace
+            from paging.verify import verify
+
+            verify(Trace(self.layout, res.pages, res.clock, "serve", expand="groups"),
+                   self.sim.result("serve"), costs=self.costs, sizes=self.sizes)
+        res.summary = _summary(self.run_spec, self.spec, self.cm, res, self.capped)
+        res.summary["bypasses"] = len(self.sim.bypassed)
+        if self.spec.bound:
+            res.summary.update(self.bound(res))
+        return res
+
+    def bound(self, res: ServeResult) -> dict:
+        """Belady on the stream of groups the run produced, and the latency of the same
+        schedule with Belady's hits (module docstring)."""
+        from paging.simulate import simulate
+        from paging.trace import Trace
+
+        if res.pages.size == 0:
+            return {"opt_misses": 0}
+        trace = Trace(self.layout, res.pages, res.clock, "serve", expand="groups")
+        rs = self.run_spec
+        k = rs.k if rs.k is not None else rs.budget // self.cm.expert_bytes
+        opt = simulate(trace, "belady", k=k, record="hits")
+        out = {"opt_misses": int(opt.misses), "opt_miss_ratio": opt.misses / res.pages.size}
+        out.update({f"opt_{key}": v for key, v in self.replay(res, opt.hit_mask).items()})
+        return out
+
+    def replay(self, res: ServeResult, hit_mask) -> dict:
+        """The run's schedule (the same tokens in the same steps) timed with other hits: each
+        step starts when the previous one ends or when the last of its requests arrived,
+        whichever is later; the latency fields of that replay."""
+        from paging.cost.timeline import step_time
+
+        hits = np.asarray(hit_mask, dtype=bool)
+        comp, lay = np.concatenate(self.parts["comp"]), np.concatenate(self.parts["lay"])
+        L = self.layout.n_layers
+        ends, prev, lo = [], 0.0, 0
+        for s, part in enumerate(self.parts["pages"]):
+            hi = lo + part.size
+            dur = step_time(res.clock[lo:hi] % L, hits[lo:hi], res.pages[lo:hi], self.costs,
+                            self.sizes, comp[lo:hi], lay[lo:hi])[0] + self.spec.step_overhead_ms
+            prev = max(prev, self.release[s]) + dur
+            ends.append(prev)
+            lo = hi
+        rows = []
+        for r in self.reqs:
+            row = _row(r)
+            if r.end is not None:
+                first, end = ends[r.first_step], ends[r.end_step]
+                row.update(ttft_ms=first - r.arrival, tpot_ms=(end - first) / r.seq.output,
+                           e2e_ms=end - r.arrival)
+            rows.append(row)
+        makespan = ends[-1] if ends else 0.0
+        out = latency_fields(rows, makespan, self.spec.slo_ttft_ms, self.spec.slo_tpot_ms)
+        out["makespan_ms"] = makespan
+        return out
+
+
+#: the per-step series of a run (:attr:`ServeResult.steps`)
+STEP_COLUMNS = ("start_ms", "time_ms", "tokens", "batch", "queue", "requests", "misses",
+                "bytes", "stall_ms")
+
+
+def serve(run_spec, spec: ServeSpec, traces, *, show: bool | None = None) -> ServeResult:
+    """Serve the workload of ``spec`` (requests drawn from ``traces``, groups mode) with the
+    cache of ``run_spec`` (policy, capacity, cost model); see the module docstring."""
+    server = _Server(run_spec, spec, traces)
+    server.run(show)
+    return server.result()
+
+
+def _cat(parts) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
+def _compose(spec: ServeSpec, running: list, waiting: list, now: float) -> list:
+    """The step's ``(request, lo, hi)`` token ranges (module docstring); admits requests."""
+    budget = spec.max_tokens
+    batch = []
+    for r in running:
+        if budget == 0:
+            break
+        take = 1 if r.pos >= r.seq.prompt else min(r.seq.prompt - r.pos, budget)
+        batch.append((r, r.pos, r.pos + take))
+        budget -= take
+    if spec.scheduler == "static" and running:
+        return batch
+    while waiting and len(running) < spec.max_batch and budget > 0:
+        r = waiting.pop(0)
+        r.admitted = now
+        running.append(r)
+        take = min(r.seq.prompt, budget)
+        batch.append((r, 0, take))
+        budget -= take
+    return batch
+
+
+def _row(r: _Req) -> dict:
+    s = r.seq
+    done = r.end is not None
+    return {"id": r.id, "sequence": s.name, "client": r.client if r.client >= 0 else None,
+            "arrival_ms": r.arrival, "prompt_tokens": s.prompt, "output_tokens": s.output,
+            "admitted_ms": r.admitted, "queue_ms": None if r.admitted is None
+            else r.admitted - r.arrival,
+            "ttft_ms": None if r.first is None else r.first - r.arrival,
+            "tpot_ms": (r.end - r.first) / s.output if done else None,
+            "e2e_ms": r.end - r.arrival if done else None,
+            "end_ms": r.end}
+
+
+def _pct(values, qs=(50, 90, 99)) -> dict:
+    v = np.asarray([x for x in values if x is not None], dtype=np.float64)
+    return {q: (float(np.percentile(v, q)) if v.size else None) for q in qs}
+
+
+def latency_fields(rows: list, makespan_ms: float, slo_ttft, slo_tpot) -> dict:
+    """p50/p90/p99 of TTFT, TPOT and end to end (numpy's linear percentile), throughput and
+    goodput (requests/s meeting every SLO given) of per-request rows."""
+    done = [r for r in rows if r["e2e_ms"] is not None]
+    out = {}
+    for key in ("ttft_ms", "tpot_ms", "e2e_ms"):
+        for q, v in _pct([r[key] for r in done]).items():
+            out[f"p{q}_{key}"] = v
+    secs = makespan_ms / 1e3
+    out["completed"] = len(done)
+    out["requests_per_s"] = len(done) / secs if secs > 0 else None
+    out["tokens_per_s"] = (sum(r["output_tokens"] + 1 for r in done) / secs) if secs > 0 \
+        else None
+    if slo_ttft is not None or slo_tpot is not None:
+        good = sum(1 for r in done
+                   if (slo_ttft is None or r["ttft_ms"] <= slo_ttft)
+                   and (slo_tpot is None or r["tpot_ms"] <= slo_tpot))
+        out["goodput_rps"] = good / secs if secs > 0 else None
+        out["slo_attained"] = good / len(done) if done else None
+    return out
+
+
+def _summary(run_spec, spec: ServeSpec, cm, res: ServeResult, capped: bool) -> dict:
+    st = res.steps
+    makespan = (st["start_ms"][-1] + st["time_ms"][-1]) if st["start_ms"] else 0.0
+    n_req = int(res.pages.size)
+    misses = int(sum(st["misses"]))
+    row = {"policy": run_spec.policy, "k": run_spec.k, "budget_bytes": run_spec.budget,
+           "capacity": (run_spec.k if run_spec.k is not None
+                        else run_spec.budget // cm.expert_bytes),
+           **cm.describe(), **spec.arrivals.describe(), "scheduler": spec.scheduler,
+           "max_batch": spec.max_batch, "max_tokens": spec.max_tokens, "seed": spec.seed,
+           "requests": len(res.requests), "request_cap_reached": capped,
+           "steps": len(st["start_ms"]), "makespan_ms": makespan,
+           "expert_requests": n_req, "misses": misses,
+           "miss_ratio": misses / n_req if n_req else 0.0,
+           "bytes_moved": int(sum(st["bytes"])),
+           "stall_ms": float(sum(st["stall_ms"])),
+           "mean_batch": float(np.mean(st["batch"])) if st["batch"] else 0.0,
+           "mean_step_tokens": float(np.mean(st["tokens"])) if st["tokens"] else 0.0,
+           "mean_queue": float(np.mean(st["queue"])) if st["queue"] else 0.0,
+           "max_queue": int(max(st["queue"])) if st["queue"] else 0}
+    if spec.step_overhead_ms:
+        row["step_overhead_ms"] = spec.step_overhead_ms
+    row.update(latency_fields(res.requests, makespan, spec.slo_ttft_ms, spec.slo_tpot_ms))
+    return row

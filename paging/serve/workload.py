@@ -1,0 +1,214 @@
+"""A serving workload: requests built from routing traces, and when they arrive.
+
+A *request* is a sequence of tokens, its first ``prompt`` tokens the prompt (the prefill) and the
+rest decode tokens; each token carries its experts on every layer. It is drawn from a *pool* of
+sequences:
+
+* a prefill+decode dump (``phase_bounds`` in the trace, e.g. the Mixtral ``prefill_decode_raw``
+  file or the granite dump): the prompt is the file's prefill phase, the output its decode phase;
+* a decode log (no phases, e.g. ``humaneval_2_routing.jsonl``): the log holds only generated
+  tokens, so the first ``prompt_tokens`` of them (default 32, at most half the sequence, at
+  least 1) stand in for the prompt and are processed as a prefill; the rest are the output.
+  Their routing is that of decode tokens, not of a real prompt: say so when reporting TTFT;
+* ``lengths=(prompt_range, output_range)``: each request draws its prompt and output lengths
+  uniformly from the two inclusive ranges and takes that many consecutive tokens from a random
+  place of the pool's token stream (all sequences joined, wrapping around): the way to serve a
+  synthetic ``router:`` stream with given length distributions.
+
+Requests draw their sequence from the pool uniformly with the workload's seed (a long workload
+therefore *repeats* the pool's routing: 200 requests from 3 sequences serve each sequence's
+experts about 67 times, which a cache can learn; real traffic would not repeat exactly).
+
+Arrivals (:class:`Arrivals`): Poisson at ``rate`` requests/s over ``duration`` s; a closed loop
+of ``clients`` users, each sending its next request ``think`` s after its previous one finished
+(a fixed think time), until ``duration``; or the timestamps of a file (one arrival time in
+seconds per line, non-decreasing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.trace import Trace
+
+__all__ = ["Sequence", "Arrivals", "pool", "read_arrivals"]
+
+
+@dataclass(frozen=True)
+class Sequence:
+    """One request's routing: ``experts[token, layer, j]`` (expert ids, -1 padding when a token
+    has fewer than K experts on a layer), the first ``prompt`` tokens being the prompt."""
+
+    name: str
+    experts: np.ndarray
+    prompt: int
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.experts.shape[0])
+
+    @property
+    def output(self) -> int:
+        """Decode tokens (each decode pass emits one token after the prefill's first)."""
+        return self.n_tokens - self.prompt
+
+
+def _experts(trace: Trace) -> np.ndarray:
+    """``experts[token, layer, j]`` of a groups-mode trace, in the trace's token order."""
+    lay = trace.layout
+    tok = np.asarray(trace.token if trace.token is not None else trace.passes, dtype=np.int64)
+    _, tok = np.unique(tok, return_inverse=True)
+    layer = trace.layers
+    steps = trace.steps
+    starts = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]])
+    size = np.diff(np.r_[starts, steps.size])
+    j = np.arange(steps.size) - np.repeat(starts, size)
+    K = int(size.max()) if size.size else 1
+    out = np.full((int(tok.max()) + 1 if tok.size else 0, lay.n_layers, K), -1, dtype=np.int64)
+    out[tok, layer, j] = trace.pages % lay.n_experts
+    return out
+
+
+def pool(traces, *, prompt_tokens: int = 32) -> list[Sequence]:
+    """The sequences requests are drawn from (module docstring), one per trace sequence.
+
+    ``traces`` must be in groups mode (``expand="groups"``): a token's experts on a layer are
+    one group. Every token must visit every layer (the readers drop incomplete tokens unless
+    ``--strict``)."""
+    if prompt_tokens < 1:
+        raise PagingError(f"--prompt-tokens must be >= 1, got {prompt_tokens}")
+    out = []
+    for t in traces:
+        if t.n_requests == 0:
+            continue
+        if t.expand != "groups":
+            raise PagingError(f"{t.name}: a serving workload reads traces in groups mode")
+        ex = _experts(t)
+        if (ex[:, :, 0] < 0).any():
+            raise PagingError(f"{t.name}: a token misses a layer; serving needs every token "
+                              "to visit every layer")
+        T = ex.shape[0]
+        pre = (t.meta.get("phase_bounds") or {}).get("prefill")
+        if pre is not None and pre[1] > pre[0]:
+            tok = np.asarray(t.token if t.token is not None else t.passes)
+            prompt = int(np.unique(tok[pre[0]:pre[1]]).size)
+        else:
+            prompt = max(1, min(prompt_tokens, T // 2))
+        if prompt >= T:
+            raise PagingError(f"{t.name}: {T} tokens leave no decode token after a prompt of "
+                              f"{prompt}")
+        out.append(Sequence(t.name, ex, prompt))
+    if not out:
+        raise PagingError("the traces hold no sequence to serve")
+    K = max(s.experts.shape[2] for s in out)  # one K for the pool (-1 pads a smaller one)
+    return [s if s.experts.shape[2] == K else Sequence(s.name, np.pad(
+        s.experts, ((0, 0), (0, 0), (0, K - s.experts.shape[2])), constant_values=-1), s.prompt)
+        for s in out]
+
+
+def windows(seqs: list[Sequence], lengths, count: int, rng) -> list[Sequence]:
+    """``count`` requests of drawn lengths cut from the pool's joined token stream."""
+    (p_lo, p_hi), (o_lo, o_hi) = lengths
+    if not (1 <= p_lo <= p_hi and 1 <= o_lo <= o_hi):
+        raise PagingError("--prompt-len and --output-len take ranges LO-HI with 1 <= LO <= HI")
+    stream = np.concatenate([s.experts for s in seqs])
+    T = stream.shape[0]
+    out = []
+    for i in range(count):
+        p = int(rng.integers(p_lo, p_hi + 1))
+        o = int(rng.integers(o_lo, o_hi + 1))
+        start = int(rng.integers(0, T))
+        idx = (start + np.arange(p + o)) % T
+        out.append(Sequence(f"window{i}@{start}", stream[idx], p))
+    return out
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """When requests arrive: exactly one of ``rate`` (Poisson, requests/s), ``clients`` (a
+    closed loop with ``think`` s between a request's end and the client's next one) or
+    ``times`` (seconds); new requests arrive only before ``duration`` s (``times`` beyond it
+    are dropped; None: all of them)."""
+
+    rate: float | None = None
+    clients: int | None = None
+    think: float = 0.0
+    times: tuple | None = None
+    duration: float | None = None
+
+    def __post_init__(self):
+        given = sum(x is not None for x in (self.rate, self.clients, self.times))
+        if given != 1:
+            raise PagingError("give the arrivals as one of --rate R, --clients N or "
+                              "--arrivals FILE")
+        if self.rate is not None and not (np.isfinite(self.rate) and self.rate > 0):
+            raise PagingError(f"--rate must be a number of requests/s > 0, got {self.rate}")
+        if self.clients is not None and self.clients < 1:
+            raise PagingError(f"--clients must be >= 1, got {self.clients}")
+        if not (np.isfinite(self.think) and self.think >= 0):
+            raise PagingError(f"--think must be seconds >= 0, got {self.think}")
+        if self.duration is not None and not (np.isfinite(self.duration)
+                                              and self.duration > 0):
+            raise PagingError(f"--duration must be seconds > 0, got {self.duration}")
+        if self.times is None and self.duration is None:
+            raise PagingError("--rate and --clients need --duration S (how long requests "
+                              "arrive)")
+
+    @property
+    def closed(self) -> bool:
+        return self.clients is not None
+
+    def open_times(self, rng) -> np.ndarray:
+        """Arrival times in ms of an open workload (Poisson or a file)."""
+        if self.times is not None:
+            t = np.asarray(self.times, dtype=np.float64) * 1e3
+            return t if self.duration is None else t[t < self.duration * 1e3]
+        out, now, horizon = [], 0.0, self.duration
+        while True:  # exponential gaps of mean 1/rate, until the horizon
+            now += float(rng.exponential(1.0 / self.rate))
+            if now >= horizon:
+                return np.asarray(out, dtype=np.float64) * 1e3
+            out.append(now)
+
+    def describe(self) -> dict:
+        if self.rate is not None:
+            return {"arrivals": "poisson", "rate": self.rate, "duration_s": self.duration}
+        if self.clients is not None:
+            return {"arrivals": "closed", "clients": self.clients, "think_s": self.think,
+                    "duration_s": self.duration}
+        return {"arrivals": "file", "duration_s": self.duration}
+
+
+def read_arrivals(path) -> tuple:
+    """Arrival times in seconds from a text file: one number per line (``#`` comments and blank
+    lines skipped), finite, >= 0 and non-decreasing; errors name the file and line."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise PagingError(f"cannot read the arrivals: {e.strerror or e}", file=str(p)) from None
+    out, prev = [], 0.0
+    for i, line in enumerate(lines, 1):
+        s = line.split("#", 1)[0].strip()
+        if not s:
+            continue
+        try:
+            v = float(s)
+        except ValueError:
+            raise PagingError(f"expected an arrival time in seconds, got {s!r}", file=str(p),
+                              line=i) from None
+        if not np.isfinite(v) or v < 0:
+            raise PagingError(f"an arrival time must be finite and >= 0, got {s}", file=str(p),
+                              line=i)
+        if v < prev:
+            raise PagingError(f"arrival times must not decrease ({v} after {prev})",
+                              file=str(p), line=i)
+        out.append(v)
+        prev = v
+    if not out:
+        raise PagingError("the arrivals file holds no arrival time", file=str(p))
+    return tuple(out)
