@@ -344,7 +344,7 @@ class Simulation:
             next_use=next_use, score=score,
             costs=unit_costs(P) if self.costs is None else self.costs,
             sizes=unit_sizes(P) if self.sizes is None else self.sizes, levels=self.levels,
-            token=token, visits=int(visits)))
+            token=token, visits=int(visits), in_bytes=self.budget is not None))
         # resident page -> the room it occupies (1, or its size at its level); insertion-ordered
         self.parts: list[dict[int, int]] = [{} for _ in self.caps]
         self.used = [0] * len(self.caps)

@@ -419,8 +419,9 @@ def all_sources() -> list[Source]:
 #     non_expert_params = 126668800
 #     kv_width = 512                   # optional: key-value heads x head dimension (serving)
 #
-# Every numeric field but ``kv_width`` is required and must be an integer >= 1; an unknown key, a missing key or a
-# bad value is a :class:`~paging.errors.PagingError` that names the file and the key.
+# Every numeric field but ``kv_width`` is required and must be an integer >= 1; an unknown key,
+# a missing key or a bad value is a :class:`~paging.errors.PagingError` that names the file and
+# the key.
 
 OPTIONAL = ("name", "source", *OPTIONAL_MODEL_UNITS)
 

@@ -42,7 +42,8 @@ class Context:
     ``levels`` (read-only for policies) maps each resident page to the precision level it was
     fetched at (0 = the run's own precision, 1, 2, ... lower ones; :mod:`paging.miss`); pages
     absent from it are at level 0. LHU (Tang et al. 2024) reads it.
-    ``token`` (int64, or None when the trace does not say) is the token (forward pass) of each
+    ``in_bytes`` says which unit ``capacity`` counts. ``token`` (int64, or None when the trace
+    does not say) is the token (forward pass) of each
     request and ``visits`` how often the layer clock walks every layer per token: K in the
     rounds expansion of a top-K trace, 1 in groups mode; like ``steps``, online policies read
     ``token[t]`` only for the current request t (a serving system knows which token it is
@@ -61,6 +62,9 @@ class Context:
     levels: dict | None = None
     token: np.ndarray | None = None
     visits: int = 1
+    #: whether ``capacity`` counts bytes (a byte-budget run, pages weighing their ``sizes``)
+    #: rather than pages (every page one slot, whatever ``sizes`` says)
+    in_bytes: bool = False
 
     def with_capacity(self, capacity: int) -> Context:
         return replace(self, capacity=int(capacity))

@@ -82,6 +82,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from paging.errors import PagingError
 from paging.policies.base import Policy
 
@@ -112,7 +114,10 @@ class Robust(Policy):
 
         super().reset(ctx)
         seeds = ctx.rng.integers(0, 2**63 - 1, size=2) if self.randomized else (0, 0)
-        self.h = int(ctx.capacity) if self.margin == "k" else self.margin
+        # margin k: the most pages the cache holds (its capacity, or the budget over the
+        # smallest page of a byte-budget run)
+        most = int(ctx.capacity) // int(np.min(ctx.sizes)) if ctx.in_bytes else int(ctx.capacity)
+        self.h = most if self.margin == "k" else self.margin
         self.sims = []
         self.leader = 0
         self.switches = 0
@@ -120,9 +125,12 @@ class Robust(Policy):
         self._t = -1
         if int(ctx.capacity) < 1:  # a DIST layer with no slot: every request bypasses it,
             return                 # no hook is ever called
+        # the virtual caches count the run's capacity in its own unit: pages, or bytes
+        cap = dict(k=None, budget=int(ctx.capacity), sizes=ctx.sizes) if ctx.in_bytes \
+            else dict(k=int(ctx.capacity))
         for make, seed in ((self.make_a, seeds[0]), (self.make_b, seeds[1])):
             self.sims.append(Simulation(
-                ctx.layout, make(), int(ctx.capacity), steps=ctx.steps, seed=int(seed),
+                ctx.layout, make(), **cap, steps=ctx.steps, seed=int(seed),
                 next_use=ctx.next_use, score=ctx.score, token=ctx.token, visits=ctx.visits))
 
     def _see(self, t: int, page: int) -> None:

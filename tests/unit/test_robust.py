@@ -172,3 +172,18 @@ def test_dist_variant_runs_the_components_on_the_run_clock(a):
     for k in (8, 12):
         assert simulate(trace, PerLayer(lambda: Robust(a, a)), k).misses == \
             simulate(trace, f"{a}-dist", k).misses
+
+
+def test_byte_budget_counts_the_virtual_caches_in_bytes():
+    # a byte budget of 5 pages of 3 bytes is the run of k = 5: the virtual caches and the
+    # margin h = k count pages, not the 15 bytes (they held every page before, never missed,
+    # and the combiner was LRU)
+    from paging.generators import zipf
+
+    trace = zipf(n=8, layers=4, tokens=150, a=1.0, seed=1)
+    sizes = np.full(trace.layout.n_pages, 3, dtype=np.int64)
+    for policy in ("robust-token-match", "robust:fifo,lru"):
+        by_k = simulate(trace, policy, 5)
+        by_bytes = simulate(trace, policy, budget=15, sizes=sizes)
+        assert by_bytes.misses == by_k.misses
+    assert simulate(trace, "robust-token-match", 5).misses != simulate(trace, "lru", 5).misses
