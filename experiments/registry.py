@@ -23,6 +23,7 @@ FIGURES = {
     "routing": "experiments.fig_routing",
     "learned": "experiments.fig_learned",
     "specmd": "experiments.fig_specmd",
+    "serving": "experiments.fig_serving",
 }
 DEFAULT_OUT = "paper_figs"
 

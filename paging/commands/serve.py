@@ -162,4 +162,28 @@ def run(args) -> int:
         cols = [c for c in cols if not c.startswith("opt_")]
     print(format_table([{c: ("" if r.get(c) is None else r.get(c)) for c in cols} for r in out],
                        cols))
+    if args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
+        print(_answer(out, args))
     return 0
+
+
+def _answer(rows: list[dict], args) -> str:
+    """Per policy and load: the smallest budget given whose p99 meets the SLOs."""
+    from paging.serve import smallest_budget
+
+    target = " and ".join(t for t in (
+        None if args.slo_tpot_ms is None else f"p99 TPOT <= {args.slo_tpot_ms:g} ms",
+        None if args.slo_ttft_ms is None else f"p99 TTFT <= {args.slo_ttft_ms:g} ms") if t)
+    lines = [f"smallest cache meeting {target}:"]
+    for (policy, rate, clients, _), row in smallest_budget(
+            rows, slo_tpot_ms=args.slo_tpot_ms, slo_ttft_ms=args.slo_ttft_ms).items():
+        load = f"{rate:g} req/s" if rate is not None else f"{clients} clients" \
+            if clients is not None else "the arrivals file"
+        if row is None:
+            lines.append(f"  {policy} at {load}: none of the sizes given")
+        else:
+            size = (f"{row['budget_bytes'] / 1e9:g} GB" if row.get("budget_bytes") is not None
+                    else f"k = {row['k']}")
+            lines.append(f"  {policy} at {load}: {size} ({row['capacity']} experts; p99 TPOT "
+                         f"{row['p99_tpot_ms']:.1f} ms, p99 TTFT {row['p99_ttft_ms']:.1f} ms)")
+    return "\n".join(lines)

@@ -60,12 +60,13 @@ def test_run_all_main_matches_the_command(tmp_path, monkeypatch):
 
 def test_the_registry_lists_every_figure_once():
     assert list(FIGURES) == ["fig4", "fig5", "fig6a", "fig6b", "coupon", "cost", "zipmoe",
-                             "predictions", "routing", "learned", "specmd"]
+                             "predictions", "routing", "learned", "specmd", "serving"]
     mods = run_all.modules()
     assert len({m.NAME for m in mods.values()}) == len(FIGURES)  # distinct file stems
     assert [name for name, m in mods.items() if m.REAL_TRACES] == ["fig4", "fig5", "cost",
                                                                     "zipmoe", "predictions",
-                                                                    "routing", "learned", "specmd"]
+                                                                    "routing", "learned", "specmd",
+                                                                    "serving"]
 
 
 @pytest.mark.parametrize("name", list(FIGURES))

@@ -199,3 +199,38 @@ def test_adversary_notebook():
     assert (str(res.ratio), res.online_misses, res.opt_misses) == (w["ratio"], w["online"],
                                                                    w["opt"])
     assert simulate(res.trace, Robust(FreqAhead, "lru"), 3).misses == rw["misses"]
+
+
+def test_serving_notebook_answers_the_question():
+    s = _run(ROOT / "notebooks" / "serving.ipynb")
+    runs, target = s["runs"], s["target_tpot_ms"]
+    # the answer is the smallest budget whose p99 TPOT meets the target, per policy
+    for policy, budget in s["answer"].items():
+        ok = sorted(float(key.split("@")[1]) for key, r in runs.items()
+                    if key.startswith(policy + "@") and r["p99_tpot_ms"] <= target)
+        assert (budget is None) == (not ok)
+        if ok:
+            assert budget == int(ok[0] * 1e9)
+    for r in runs.values():
+        assert r["opt_misses"] <= r["misses"] and r["completed"] > 0
+    # recomputed here: one of its runs, same seed, same numbers
+    import tempfile
+
+    from paging.cost import budget_bytes
+    from paging.io import load
+    from paging.run import RunSpec
+    from paging.serve import Arrivals, ServeSpec, serve
+
+    src = nbformat.read(ROOT / "notebooks" / "serving.ipynb", as_version=4)
+    text = next(c.source for c in src.cells if "MODEL.write_text" in c.source)
+    body = text.split("'''")[1]
+    model = Path(tempfile.mkdtemp()) / "my-moe.toml"
+    model.write_text(body)
+    traces = load("router:n=8,layers=16,tokens=4000,k=2,seed=0", expand="groups")
+    res = serve(RunSpec("llru", budget=budget_bytes(1.0), model=str(model), precision="int4",
+                        hardware="pcie4"),
+                ServeSpec(Arrivals(rate=3.0, duration=15.0), max_batch=8, max_tokens=256,
+                          lengths=((16, 64), (32, 96)), seed=0), traces)
+    got = runs["llru@1.0"]
+    assert (res.summary["misses"], res.summary["p99_tpot_ms"]) == (got["misses"],
+                                                                   got["p99_tpot_ms"])
