@@ -114,8 +114,9 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         "seed": 0, "quick": quick,
         "note": "requests are drawn with replacement from the sequences above: their routing "
                 "repeats; decode logs serve their first 32 tokens (at most half) as the prompt",
-        "bound": "Belady on the stream of batched groups each run produced (the figure draws "
-                 "LRU's), timed with the run's schedule",
+        "bound": "Belady on the stream of batched groups each run produced, timed with the "
+                 "run's schedule (opt_* columns); panel (a) draws the best of them per rate, "
+                 "panel (b) LRU's",
     })
     log(f"wrote {csv_path}")
     return csv_path
