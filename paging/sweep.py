@@ -98,6 +98,22 @@ COLUMNS = (("source", "str"), ("trace", "str"), ("policy", "str"), ("expand", "s
     ("prefetch_precision", "float"), ("prefetch_recall", "float"), ("prefetch_late", "int"),
     ("dropped", "int"), ("dropped_mass", "float"), ("substituted", "int"))
 COLUMN_NAMES = tuple(dict.fromkeys(c for c, _ in COLUMNS))
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A sweep table's columns (name, type) and the key columns that identify a cell."""
+
+    columns: tuple
+    keys: tuple
+
+    @property
+    def names(self) -> tuple:
+        return tuple(dict.fromkeys(c for c, _ in self.columns))
+
+
+#: the table of a simulation sweep (a serving sweep's is :data:`paging.serve.sweep.SCHEMA`)
+SIMULATE = Schema(COLUMNS, KEY_COLUMNS)
 #: Rewrite the output at least this often (seconds) and after this many cells.
 BATCH_SECONDS = 2.0
 BATCH_CELLS = 200
@@ -217,6 +233,10 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
                           "traces = [...], policies = [...], k = [...]", file,
                           int(m.group(1)) if m else None) from None
     for key in doc:
+        if key == "serve":
+            raise PagingError("a [serve] table makes a serving sweep: paging sweep runs it "
+                              "(in Python: paging.serve.sweep.run_serve_sweep)", file,
+                              _line_of(text, "[serve]") or _line_of(text, key))
         if key not in SPEC_KEYS:
             raise PagingError(f"unknown key {key!r}; expected one of {', '.join(SPEC_KEYS)}",
                               file, _line_of(text, key))
@@ -568,10 +588,11 @@ def _run_warm(task: Task) -> list[dict]:
     return rows
 
 
-def run_tasks(tasks: list[Task]) -> list[dict]:
+def run_tasks(tasks: list, run_one=None) -> list[dict]:
     """The rows of several tasks (one Dask task: fewer, larger tasks cut the scheduler's
-    per-task overhead)."""
-    return [row for t in tasks for row in run_task(t)]
+    per-task overhead); ``run_one`` runs one task (default :func:`run_task`)."""
+    run_one = run_task if run_one is None else run_one
+    return [row for t in tasks for row in run_one(t)]
 
 
 def _chunks(tasks: list[Task], n_workers: int) -> list[list[Task]]:
@@ -582,12 +603,12 @@ def _chunks(tasks: list[Task], n_workers: int) -> list[list[Task]]:
 
 
 # -- the table -----------------------------------------------------------------------------------
-def _sort_key(row: dict) -> tuple:
-    return tuple((row[c] is not None, row[c] if row[c] is not None else 0) for c in KEY_COLUMNS)
+def _sort_key(row: dict, keys=KEY_COLUMNS) -> tuple:
+    return tuple((row[c] is not None, row[c] if row[c] is not None else 0) for c in keys)
 
 
-def _key(row: dict) -> tuple:
-    return tuple(row[c] for c in KEY_COLUMNS)
+def _key(row: dict, keys=KEY_COLUMNS) -> tuple:
+    return tuple(row[c] for c in keys)
 
 
 def _coerce(value, kind: str):
@@ -608,14 +629,15 @@ def _is_csv(out: str | os.PathLike) -> bool:
     return str(out).lower().endswith(".csv")
 
 
-def read_table(out: str | os.PathLike) -> list[dict]:
+def read_table(out: str | os.PathLike, schema: Schema = SIMULATE) -> list[dict]:
     """The rows of a sweep table written by :func:`write_table` (Parquet, or CSV by name)."""
     file = str(out)
+    names = schema.names
     try:
         if _is_csv(out):
             with open(out, newline="", encoding="utf-8") as fh:
                 raw = list(csv.DictReader(fh))
-                cols = raw[0].keys() if raw else COLUMN_NAMES
+                cols = raw[0].keys() if raw else names
         else:
             import pyarrow.parquet as pq
 
@@ -624,45 +646,48 @@ def read_table(out: str | os.PathLike) -> list[dict]:
     except Exception as e:  # noqa: BLE001 - any unreadable file is one user-facing error
         raise PagingError(f"cannot read the existing sweep table to resume ({e}); remove it or "
                           "choose another --out", file) from None
-    missing = [c for c in COLUMN_NAMES if c not in cols]
+    missing = [c for c in names if c not in cols]
     if missing:
-        raise PagingError(f"not a sweep table (no columns {', '.join(missing[:3])}); remove it "
-                          "or choose another --out", file)
-    kinds = dict(COLUMNS)
-    return [{c: _coerce(r[c], kinds[c]) for c in COLUMN_NAMES} for r in raw]
+        raise PagingError(f"not a sweep table of this kind (no columns "
+                          f"{', '.join(missing[:3])}); remove it or choose another --out", file)
+    kinds = dict(schema.columns)
+    return [{c: _coerce(r[c], kinds[c]) for c in names} for r in raw]
 
 
-def write_table(rows: list[dict], out: str | os.PathLike) -> None:
+def write_table(rows: list[dict], out: str | os.PathLike, schema: Schema = SIMULATE) -> None:
     """Write ``rows`` sorted by the key columns, atomically: Parquet (pyarrow), or CSV when
     ``out`` ends in ``.csv`` (lists as JSON text)."""
     from paging.io.atomic import atomic_path
 
-    rows = sorted(rows, key=_sort_key)
+    rows = sorted(rows, key=functools.partial(_sort_key, keys=schema.keys))
     with atomic_path(out) as tmp:
         if _is_csv(out):
             with open(tmp, "w", newline="", encoding="utf-8") as fh:
                 w = csv.writer(fh, lineterminator="\n")
-                w.writerow(COLUMN_NAMES)
+                w.writerow(schema.names)
                 for r in rows:
                     w.writerow(["" if r[c] is None else json.dumps(r[c]) if k == "list"
-                                else repr(r[c]) if k == "float" else r[c] for c, k in COLUMNS])
+                                else repr(r[c]) if k == "float" else r[c]
+                                for c, k in schema.columns])
         else:
             import pyarrow as pa
             import pyarrow.parquet as pq
 
             types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(),
                      "list": pa.list_(pa.int64()), "bool": pa.bool_()}
-            schema = pa.schema([(c, types[k]) for c, k in COLUMNS])
-            pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp)
+            pa_schema = pa.schema([(c, types[k]) for c, k in schema.columns])
+            pq.write_table(pa.Table.from_pylist(rows, schema=pa_schema), tmp)
 
 
 # -- running -------------------------------------------------------------------------------------
 @contextlib.contextmanager
-def _executor(scheduler: str | None, workers: int, processes: bool):
+def _executor(scheduler: str | None, workers: int, processes: bool, run_one=None):
     """Yield ``submit(tasks) -> iterator of row lists``: in-process for ``workers == 0`` and no
-    scheduler, else on Dask (the scheduler at ``scheduler``, or a LocalCluster)."""
+    scheduler, else on Dask (the scheduler at ``scheduler``, or a LocalCluster). ``run_one``
+    (a module-level function, for the workers) runs one task; default :func:`run_task`."""
+    run_one = run_task if run_one is None else run_one
     if scheduler is None and workers == 0:
-        yield lambda tasks: map(run_task, tasks)
+        yield lambda tasks: map(run_one, tasks)
         return
     try:
         from dask.distributed import Client, LocalCluster, as_completed
@@ -689,7 +714,8 @@ def _executor(scheduler: str | None, workers: int, processes: bool):
     try:
         def submit(tasks):
             n = max(1, len(client.scheduler_info().get("workers", {})))
-            futures = client.map(run_tasks, _chunks(tasks, n), pure=False)
+            futures = client.map(functools.partial(run_tasks, run_one=run_one),
+                                 _chunks(tasks, n), pure=False)
             for _, rows in as_completed(futures, with_results=True):
                 yield rows
         yield submit
@@ -731,37 +757,46 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
     dict
         ``{"out", "cells", "ran", "skipped"}``.
     """
+    spec = load_spec(spec_path, warm=warm)
+    return drive(plan(spec), lambda t: [key for name in task_names(t)
+                                         for key in cell_keys(t, name)],
+                  run_task, out, SIMULATE, scheduler, workers, processes, progress, on_batch)
+
+
+def drive(tasks, keys_of, run_one, out, schema: Schema, scheduler, workers, processes,
+          progress, on_batch, unit: str = "cell") -> dict:
+    """Run the tasks not yet in the table ``out`` and rewrite it as rows come (resumption,
+    atomic batches); the summary of :func:`run_sweep`."""
     from paging import progress as pbar
 
-    spec = load_spec(spec_path, warm=warm)
-    tasks = plan(spec)
-    rows = read_table(out) if Path(out).exists() else []
-    done = {_key(r) for r in rows}
+    rows = read_table(out, schema) if Path(out).exists() else []
+    key = functools.partial(_key, keys=schema.keys)
+    done = {key(r) for r in rows}
     todo = []
     n_cells = skipped = 0
     for t in tasks:
-        keys = [key for name in task_names(t) for key in cell_keys(t, name)]
+        keys = keys_of(t)
         n_cells += len(keys)
         left = sum(k not in done for k in keys)
         skipped += len(keys) - left
         if left:
             todo.append(t)
     new = 0
-    with _executor(scheduler, workers, processes) as submit, \
-            pbar.bar(n_cells - skipped, "sweep", unit="cell", show=progress) as bar:
+    with _executor(scheduler, workers, processes, run_one) as submit, \
+            pbar.bar(n_cells - skipped, "sweep", unit=unit, show=progress) as bar:
         last, pending = time.monotonic(), 0
         for got in (submit(todo) if todo else ()):
-            fresh = [r for r in got if _key(r) not in done]
+            fresh = [r for r in got if key(r) not in done]
             rows += fresh
-            done.update(_key(r) for r in fresh)
+            done.update(key(r) for r in fresh)
             new += len(fresh)
             pending += len(fresh)
             bar.update(len(fresh))
             if pending >= BATCH_CELLS or time.monotonic() - last >= BATCH_SECONDS:
-                write_table(rows, out)
+                write_table(rows, out, schema)
                 last, pending = time.monotonic(), 0
                 if on_batch is not None:
                     on_batch(len(rows))
         if pending or not Path(out).exists():
-            write_table(rows, out)
+            write_table(rows, out, schema)
     return {"out": str(out), "cells": n_cells, "ran": new, "skipped": skipped}

@@ -55,9 +55,16 @@ def run(args) -> int:
                               "scheduler's workers run the cells, drop --workers")
         positive_int("--workers", args.workers, minimum=0)
     workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, 8)
-    summary = run_sweep(args.spec, args.out, scheduler=args.scheduler, workers=workers,
-                        processes=args.processes, progress=False if args.json else None,
-                        warm=args.warm)
+    from paging.serve.sweep import is_serving, run_serve_sweep
+
+    opts = dict(scheduler=args.scheduler, workers=workers, processes=args.processes,
+                progress=False if args.json else None)
+    if is_serving(args.spec):  # a [serve] table: a serving sweep (paging.serve.sweep)
+        if args.warm:
+            raise PagingError("--warm does not apply to a serving sweep (serving is warm)")
+        summary = run_serve_sweep(args.spec, args.out, **opts)
+    else:
+        summary = run_sweep(args.spec, args.out, warm=args.warm, **opts)
     if args.json:
         print_json(summary)
     else:

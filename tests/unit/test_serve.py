@@ -296,3 +296,74 @@ def test_cli_json_on_the_mixtral_logs():
     assert llru["opt_misses"] <= llru["misses"]
     assert set(runs[0]["steps"]) >= {"start_ms", "tokens", "queue", "misses", "bytes"}
     assert {"ttft_ms", "tpot_ms", "e2e_ms", "arrival_ms"} <= set(runs[0]["requests"][0])
+
+
+# -- the serve table of paging sweep ---------------------------------------------------------
+
+def _sweep_spec(tmp_path, toy, extra=""):
+    spec = tmp_path / "serve.toml"
+    spec.write_text(f'''traces = ["zipf:n=4,layers=2,tokens=40,topk=2,seed=0",
+          "zipf:n=4,layers=2,tokens=30,topk=2,seed=1"]
+policies = ["lru", "llru"]
+k = [3, 6]
+model = "{toy}"
+hardware = ["pcie4"]
+
+[serve]
+rates = [20, 80]
+duration = 0.2
+max_batch = [2, 4]
+max_tokens = 8
+{extra}''')
+    return spec
+
+
+def test_serve_sweep_rows_are_serve_runs_and_resume(tmp_path, toy):
+    from paging.io import load
+    from paging.serve.sweep import SCHEMA, run_serve_sweep
+    from paging.sweep import read_table
+
+    spec, out = _sweep_spec(tmp_path, toy), tmp_path / "t.csv"
+    got = run_serve_sweep(spec, out, workers=0, progress=False)
+    assert got == {"out": str(out), "cells": 16, "ran": 16, "skipped": 0}
+    rows = read_table(out, SCHEMA)
+    assert len(rows) == 16 and len({tuple(r[c] for c in SCHEMA.keys) for r in rows}) == 16
+    traces = [t for s in ("zipf:n=4,layers=2,tokens=40,topk=2,seed=0",
+                          "zipf:n=4,layers=2,tokens=30,topk=2,seed=1")
+              for t in load(s, expand="groups")]
+    row = next(r for r in rows if (r["policy"], r["k"], r["rate"], r["max_batch"]) ==
+               ("llru", 3, 80.0, 4))
+    s = serve(RunSpec("llru", k=3, model=toy, hardware="pcie4"),
+              ServeSpec(Arrivals(rate=80.0, duration=0.2), max_batch=4, max_tokens=8),
+              traces).summary
+    assert (row["misses"], row["completed"], row["opt_misses"]) == (
+        s["misses"], s["completed"], s["opt_misses"])
+    assert row["p99_tpot_ms"] == pytest.approx(s["p99_tpot_ms"], rel=1e-12)
+    again = run_serve_sweep(spec, out, workers=0, progress=False)
+    assert again["ran"] == 0 and again["skipped"] == 16
+
+
+@pytest.mark.parametrize(("extra", "msg", "line"), [
+    ("burst = 3\n", "unknown key 'burst' in [serve]", 13),
+    ("think = -1\n", "serve.think must be a number >= 0", 13),
+])
+def test_serve_sweep_errors_name_the_line(tmp_path, toy, extra, msg, line):
+    from paging.serve.sweep import run_serve_sweep
+
+    with pytest.raises(PagingError) as e:
+        run_serve_sweep(_sweep_spec(tmp_path, toy, extra), tmp_path / "t.csv", workers=0,
+                        progress=False)
+    assert msg in e.value.message and e.value.line == line
+    assert not (tmp_path / "t.csv").exists()
+
+
+def test_serving_spec_through_the_command_and_plain_run_sweep(tmp_path, toy):
+    from paging.sweep import run_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    out = _paging("sweep", str(spec), "--out", str(tmp_path / "c.csv"), "--workers", "0",
+                  "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["cells"] == 16
+    with pytest.raises(PagingError, match=r"a \[serve\] table makes a serving sweep"):
+        run_sweep(spec, tmp_path / "d.csv", workers=0, progress=False)

@@ -1,0 +1,250 @@
+"""The ``serve`` table of ``paging sweep``: rates x policies x budgets (x links, precisions,
+batch sizes, seeds) of serving runs, on Dask, into one tidy table.
+
+A sweep spec with a ``[serve]`` table is a serving sweep::
+
+    traces    = ["mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl",
+                 "mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl"]
+    policies  = ["lru", "llru", "token-match"]
+    budget_gb = [8, 16]               # or k = [...] (experts)
+    model     = "mixtral-8x7b"        # one model
+    precision = ["int4"]              # default bf16
+    hardware  = ["pcie4", "link-5gbps"]
+    seeds     = [0, 1]                # default [0]: the arrivals, the draws, the policy
+
+    [serve]
+    rates     = [0.5, 1, 2]           # Poisson; or clients = [4, 16] with think = S
+    duration  = 30                    # seconds of arrivals (required)
+    max_batch = [16]                  # default [16]
+    max_tokens = 512                  # default 512
+    scheduler = "continuous"          # or "static"
+    prompt_tokens = 32                # a decode log's stand-in prompt
+    slo_ttft_ms = 2000                # optional: goodput_rps and slo_attained
+    slo_tpot_ms = 300
+
+The traces of a serving sweep are one pool (every cell draws its requests from all their
+sequences, groups mode). Each cell is one :func:`paging.serve.serve` run, a row of
+:data:`SCHEMA` (the summary of ``paging serve``); the table is resumable and rewritten
+atomically like a simulation sweep's (:mod:`paging.sweep`).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+
+from paging.errors import PagingError
+from paging.sweep import Schema, _as_list, _line_of, _resolve, _traces, drive
+
+TOP_KEYS = ("traces", "policies", "k", "budget_gb", "model", "precision", "hardware", "seeds",
+            "serve")
+SERVE_KEYS = ("rates", "clients", "think", "duration", "max_batch", "max_tokens", "scheduler",
+              "prompt_tokens", "slo_ttft_ms", "slo_tpot_ms")
+KEYS = (("policy", "str"), ("model", "str"), ("precision", "str"), ("hardware", "str"),
+        ("k", "int"), ("budget_gb", "float"), ("rate", "float"), ("clients", "int"),
+        ("max_batch", "int"), ("seed", "int"))
+_LAT = tuple((f"p{q}_{m}", "float") for m in ("ttft_ms", "tpot_ms", "e2e_ms")
+             for q in (50, 90, 99))
+#: the serving table: the cell's inputs, then the run's summary (``paging serve``)
+SCHEMA = Schema(KEYS + (
+    ("capacity", "int"), ("requests", "int"), ("completed", "int"), ("steps", "int"),
+    ("makespan_ms", "float"), ("expert_requests", "int"), ("misses", "int"),
+    ("miss_ratio", "float"), ("bytes_moved", "int"), ("stall_ms", "float"),
+    ("mean_batch", "float"), ("mean_queue", "float"), ("max_queue", "int")) + _LAT + (
+    ("requests_per_s", "float"), ("tokens_per_s", "float"), ("goodput_rps", "float"),
+    ("slo_attained", "float"), ("bypasses", "int"), ("request_cap_reached", "bool"),
+    ("opt_misses", "int"), ("opt_miss_ratio", "float"), ("opt_p99_ttft_ms", "float"),
+    ("opt_p99_tpot_ms", "float"), ("opt_tokens_per_s", "float"), ("opt_makespan_ms", "float")),
+    tuple(c for c, _ in KEYS))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One serving run of the sweep."""
+
+    paths: tuple
+    policy: str
+    model: str
+    precision: str
+    hardware: str
+    k: int | None
+    budget_gb: float | None
+    rate: float | None
+    clients: int | None
+    think: float
+    duration: float
+    max_batch: int
+    max_tokens: int
+    scheduler: str
+    prompt_tokens: int
+    slo_ttft_ms: float | None
+    slo_tpot_ms: float | None
+    seed: int
+
+
+def cell_key(cell: Cell) -> tuple:
+    return (cell.policy, cell.model, cell.precision, cell.hardware, cell.k, cell.budget_gb,
+            cell.rate, cell.clients, cell.max_batch, cell.seed)
+
+
+def _read(path) -> tuple[dict, str, str]:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    file = str(path)
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        return tomllib.loads(text), text, file
+    except tomllib.TOMLDecodeError as e:
+        raise PagingError(f"not valid TOML ({e})", file) from None
+
+
+def _scalar(doc: dict, key: str, kind, file, text, default=None, lo=None):
+    """``[serve]``'s one-value key: an int (``kind=int``) or a number (``kind=(int, float)``)."""
+    if key not in doc:
+        return default
+    v = doc[key]
+    if isinstance(v, bool) or not isinstance(v, kind) or (lo is not None and v < lo):
+        want = "an integer" if kind is int else "a number"
+        raise PagingError(f"serve.{key} must be {want}{'' if lo is None else f' >= {lo}'}, "
+                          f"got {v!r}", file, _line_of(text, key))
+    return v
+
+
+def plan_serve(spec_path) -> list[Cell]:
+    """The cells of a serving sweep spec (module docstring), every input checked first."""
+    from paging.policies import make_policy
+    from paging.serve import Arrivals, ServeSpec
+
+    doc, text, file = _read(spec_path)
+    for key in doc:
+        if key not in TOP_KEYS:
+            raise PagingError(f"unknown key {key!r} in a serving sweep; expected one of "
+                              f"{', '.join(TOP_KEYS)}", file, _line_of(text, key))
+    sv = doc["serve"]
+    if not isinstance(sv, dict):
+        raise PagingError("serve must be a table: [serve] with rates (or clients) and duration",
+                          file, _line_of(text, "serve"))
+    for key in sv:
+        if key not in SERVE_KEYS:
+            raise PagingError(f"unknown key {key!r} in [serve]; expected one of "
+                              f"{', '.join(SERVE_KEYS)}", file, _line_of(text, key))
+    for key in ("traces", "policies", "model"):
+        if key not in doc:
+            raise PagingError(f"missing key {key!r}; a serving sweep needs traces, policies, "
+                              "model and budget_gb (or k)", file)
+    if ("k" in doc) == ("budget_gb" in doc):
+        raise PagingError("give the cache sizes as budget_gb = [...] or k = [...], not both "
+                          "and not neither", file)
+    if not isinstance(doc["model"], str):
+        raise PagingError("a serving sweep serves one model: model = \"NAME\" (or a model "
+                          "file)", file, _line_of(text, "model"))
+    base = str(Path(spec_path).resolve().parent)
+    traces = _as_list(doc, "traces", "str", file, text)
+    paths = tuple(_resolve(t, base) for t in traces)
+    policies = _as_list(doc, "policies", "str", file, text)
+    precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
+    hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
+    seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
+    ks = _as_list(doc, "k", "int", file, text)
+    gbs = _as_list(doc, "budget_gb", "num", file, text)
+    if ("rates" in sv) == ("clients" in sv):
+        raise PagingError("[serve] needs rates = [...] (Poisson) or clients = [...] (a closed "
+                          "loop), not both", file, _line_of(text, "serve"))
+    rates = _as_list(sv, "rates", "num", file, text)
+    clients = _as_list(sv, "clients", "int", file, text)
+    batches = _as_list(sv, "max_batch", "int", file, text, default=[16])
+    if "duration" not in sv:
+        raise PagingError("[serve] needs duration = S (seconds of arrivals)", file,
+                          _line_of(text, "serve"))
+    duration = float(_scalar(sv, "duration", (int, float), file, text))
+    think = float(_scalar(sv, "think", (int, float), file, text, default=0.0, lo=0))
+    max_tokens = _scalar(sv, "max_tokens", int, file, text, default=512, lo=1)
+    prompt = _scalar(sv, "prompt_tokens", int, file, text, default=32, lo=1)
+    scheduler = sv.get("scheduler", "continuous")
+    slo_ttft = _scalar(sv, "slo_ttft_ms", (int, float), file, text)
+    slo_tpot = _scalar(sv, "slo_tpot_ms", (int, float), file, text)
+    caps = [(k, None) for k in ks] + [(None, g) for g in gbs]
+    loads = [(r, None) for r in rates] + [(None, c) for c in clients]
+    cells = []
+    from paging.cost import budget_bytes
+
+    for pol, q, hw, (k, g), (rate, cl), b, seed in itertools.product(
+            policies, precision, hardware, caps, loads, batches, seeds):
+        cell = Cell(paths, pol.lower(), doc["model"], q, hw, k, g, rate, cl, think, duration,
+                    b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed)
+        try:  # every option checked now, with the spec's name in the message
+            make_policy(cell.policy)
+            _run_spec(cell, budget_bytes)
+            _serve_spec(cell, Arrivals, ServeSpec)
+        except PagingError as e:
+            raise PagingError(e.message, file) from None
+        cells.append(cell)
+    return cells
+
+
+def _run_spec(cell: Cell, budget_bytes):
+    from paging.run import RunSpec
+
+    cap = {"k": cell.k} if cell.k is not None else {"budget": budget_bytes(cell.budget_gb)}
+    spec = RunSpec(cell.policy, **cap, model=cell.model, precision=cell.precision,
+                   hardware=cell.hardware, seed=cell.seed)
+    from paging.serve.engine import _check
+
+    _check(spec)
+    return spec
+
+
+def _serve_spec(cell: Cell, Arrivals, ServeSpec):
+    arr = (Arrivals(rate=cell.rate, duration=cell.duration) if cell.rate is not None
+           else Arrivals(clients=cell.clients, think=cell.think, duration=cell.duration))
+    return ServeSpec(arr, max_batch=cell.max_batch, max_tokens=cell.max_tokens,
+                     scheduler=cell.scheduler, prompt_tokens=cell.prompt_tokens,
+                     slo_ttft_ms=cell.slo_ttft_ms, slo_tpot_ms=cell.slo_tpot_ms,
+                     seed=cell.seed)
+
+
+@functools.lru_cache(maxsize=4)
+def _pool(paths: tuple) -> tuple:
+    return tuple(t for p in paths for t in _traces(p, "groups"))
+
+
+def run_cell(cell: Cell) -> list[dict]:
+    """The row of one serving run (on a Dask worker, or in-process)."""
+    from paging.cost import budget_bytes
+    from paging.serve import Arrivals, ServeSpec, serve
+
+    res = serve(_run_spec(cell, budget_bytes), _serve_spec(cell, Arrivals, ServeSpec),
+                _pool(cell.paths), show=False)
+    row = dict.fromkeys(SCHEMA.names)
+    row.update({c: res.summary[c] for c in SCHEMA.names if c in res.summary})
+    row.update(zip(SCHEMA.keys, cell_key(cell), strict=True))
+    return [row]
+
+
+
+def is_serving(spec_path) -> bool:
+    """Whether the spec holds a ``[serve]`` table (a serving sweep); an unreadable spec is not
+    (:func:`paging.sweep.load_spec` then says why)."""
+    import re
+
+    try:
+        text = Path(spec_path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return re.search(r"^\s*\[serve\]\s*$", text, flags=re.M) is not None
+
+
+def run_serve_sweep(spec_path, out, *, scheduler=None, workers: int = 1,
+                    processes: bool = False, progress=None, on_batch=None) -> dict:
+    """Run the serving sweep of ``spec_path`` into ``out`` (Parquet, or CSV by name): the same
+    resumption, atomic rewrites and Dask options as :func:`paging.sweep.run_sweep`."""
+    return drive(plan_serve(spec_path), lambda c: [cell_key(c)], run_cell, out, SCHEMA,
+                 scheduler, workers, processes, progress, on_batch, unit="run")
+
+
+__all__ = ["SCHEMA", "Cell", "plan_serve", "run_cell", "cell_key", "is_serving",
+           "run_serve_sweep"]
