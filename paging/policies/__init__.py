@@ -17,6 +17,7 @@ from collections.abc import Callable
 from paging.errors import PagingError
 from paging.offline.belady import Belady
 from paging.options import parse_spec
+from paging.policies import robust as robust_module
 from paging.policies.adaptive import ARC, LeCaR
 from paging.policies.base import CacheView, Context, Policy, PriorityPolicy
 from paging.policies.classic import FIFO, FWF, LFU, LRU, Marking
@@ -137,6 +138,9 @@ def make_policy(name: str) -> Policy:
         raise PagingError(f"unknown policy {name!r}; expected one of "
                           f"{', '.join(POLICY_NAMES + tuple(MODEL_POLICIES))}")
     return REGISTRY[key]()
+
+
+robust_module.REGISTRY_MAKE = make_policy  # robust:A,B names its components (see there)
 
 
 def policy_names(*, randomized: bool | None = None, clairvoyant: bool | None = None,

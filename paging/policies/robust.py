@@ -110,7 +110,7 @@ class Robust(Policy):
         self.needs_scores = pa.needs_scores or pb.needs_scores
 
     def reset(self, ctx) -> None:
-        from paging.simulate import Simulation
+        from paging.core import Simulation
 
         super().reset(ctx)
         seeds = ctx.rng.integers(0, 2**63 - 1, size=2) if self.randomized else (0, 0)
@@ -170,10 +170,18 @@ class Robust(Policy):
         return min(pool, key=lambda q: self.last.get(q, -1))
 
 
+#: the registry's :func:`paging.policies.make_policy`, handed over by :mod:`paging.policies`
+#: when it loads (importing the registry from here would close an import circle: the registry
+#: imports this module to list its classes). Python loads a package before its submodules, so
+#: it is set before any code can build a Robust.
+REGISTRY_MAKE: Callable[[str], Policy] | None = None
+
+
 def _factory(spec) -> Callable[[], Policy]:
     if isinstance(spec, str):
-        from paging.policies import make_policy
-
+        make_policy = REGISTRY_MAKE
+        if make_policy is None:  # only while paging.policies itself is loading
+            raise PagingError(f"robust component {spec!r}: the policy registry is not loaded")
         make_policy(spec)  # validates: one-line PagingError
         return lambda: make_policy(spec)
     if callable(spec):

@@ -401,7 +401,7 @@ class Prefetcher:
         (token, layer). ``self.start[g]:self.start[g+1]`` indexes batch g's pages in
         ``self.pages``; ``predicted``, ``predicted_right`` and ``actual`` are the set-based
         counts behind precision and recall (module docstring)."""
-        from paging.simulate import _group_bounds
+        from paging.core import group_bounds as _group_bounds
 
         pred = self.predictor
         pred.reset(trace, np.random.default_rng(seed))

@@ -163,8 +163,8 @@ class _Server:
     with room for every request the workload can make), the requests and the step records."""
 
     def __init__(self, run_spec, spec: ServeSpec, traces):
+        from paging.core import Simulation
         from paging.policies import make_policy
-        from paging.simulate import Simulation
         from paging.trace import Trace
 
         _check(run_spec)
