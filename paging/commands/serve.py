@@ -90,10 +90,14 @@ def add_parser(sub) -> None:
     s = p.add_argument_group("service-level objectives (goodput)")
     s.add_argument("--slo-ttft-ms", type=float, default=None, metavar="MS")
     s.add_argument("--slo-tpot-ms", type=float, default=None, metavar="MS")
-    ext = p.add_argument_group("not modelled in serve yet (refused with a reason)")
-    ext.add_argument("--prefetch", default=None, metavar="P")
-    ext.add_argument("--miss", default=None, metavar="M")
-    ext.add_argument("--routing", default=None, metavar="R")
+    ext = p.add_argument_group("the loop's phases")
+    ext.add_argument("--miss", default=None, metavar="M",
+                     help="fetch (default), substitute, or fetch-lowest-bit (with --budget-gb); "
+                          "handlers that read gate scores or ranks are refused")
+    ext.add_argument("--prefetch", default=None, metavar="P",
+                     help="not modelled in serve yet (refused with the reason)")
+    ext.add_argument("--routing", default=None, metavar="R",
+                     help="not modelled in serve yet (refused with the reason)")
     p.add_argument("--no-bound", action="store_true",
                    help="skip the offline bound (Belady on the produced stream)")
     p.add_argument("--seed", type=int, default=0,

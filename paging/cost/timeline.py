@@ -591,8 +591,8 @@ def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: 
 
 
 def step_time(group_of: np.ndarray, hits: np.ndarray, pages: np.ndarray, fetch_ms: np.ndarray,
-              sizes: np.ndarray, comp: np.ndarray, lay: np.ndarray) -> tuple[float, float, float,
-                                                                               int]:
+              sizes: np.ndarray, comp: np.ndarray, lay: np.ndarray, *, kind=None, used=None,
+              req_ms=None, req_bytes=None) -> tuple[float, float, float, int]:
     """One forward pass of a serving step (:mod:`paging.serve`) on the streams, by the same
     kernel as :func:`timeline`: ``(time_ms, stall_ms, copy_busy_ms, bytes_moved)``.
 
@@ -602,14 +602,19 @@ def step_time(group_of: np.ndarray, hits: np.ndarray, pages: np.ndarray, fetch_m
     group's layer computation ``lay[r]`` charged at its first request. Without prefetches the
     copy stream is idle when a group ends (every transfer it queued has landed before the
     group's last expert runs), so consecutive steps do not interact and each starts from 0.
+    A run with a miss handler gives ``kind`` (0 hit, 1 fetched, 2 dropped, 3 substituted),
+    ``used`` (the page that serves each request) and per-request ``req_ms``/``req_bytes``
+    (each fetch at its precision level), as :func:`timeline_run` reads them from a result.
     """
     n = group_of.size
     first = np.ones(n, dtype=bool)
     first[1:] = group_of[1:] != group_of[:-1]
     none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
     total, _, stall, busy, nbytes, _ = _timeline(
-        group_of, (~hits).view(np.int8), pages, fetch_ms, sizes, none_f, none_i, none_i, none_i,
-        first, comp, 0.0, lay, 0.0, none_i, np.zeros(0, bool), 0.0, 1, True)
+        group_of, (~hits).view(np.int8) if kind is None else kind,
+        pages if used is None else used, fetch_ms, sizes,
+        none_f if req_ms is None else req_ms, none_i if req_bytes is None else req_bytes,
+        none_i, none_i, first, comp, 0.0, lay, 0.0, none_i, np.zeros(0, bool), 0.0, 1, True)
     return total, stall, busy, int(nbytes)
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from paging.errors import PagingError
+from paging.observers import DROP, Observer
 from paging.serve.workload import Arrivals, Sequence, pool, windows
 
 __all__ = ["ServeSpec", "ServeResult", "serve"]
@@ -123,8 +124,11 @@ def _check(run_spec) -> None:
         raise PagingError("--prefetch is not modelled in paging serve yet: a prefetcher plans "
                           "from the whole trace before a run, and a serving run's requests are "
                           "known only as it goes")
-    if run_spec.miss is not None and run_spec.miss.strip().lower() != "fetch":
-        raise PagingError("--miss other than fetch is not modelled in paging serve yet")
+    handler = run_spec._miss()
+    if handler is not None and (handler.needs_scores or handler.needs_ranks):
+        raise PagingError(f"--miss {handler.spec()} reads gate scores or ranks; a batch "
+                          "step's union of experts has neither (fetch-lowest-bit and "
+                          "substitute are modelled)")
     if run_spec.routed:
         raise PagingError("--routing is not modelled in paging serve yet (a batch step's group "
                           "mixes the tokens of many requests)")
@@ -158,6 +162,28 @@ def _requests(spec: ServeSpec, seqs: list[Sequence], rng) -> tuple[list, int]:
     return (drawn, times), cap
 
 
+class _StepEvents(Observer):
+    """What a miss handler did to the requests of the current step: dropped or substituted
+    (and by which page), or fetched at a lower precision level (the timeline's inputs)."""
+
+    def __init__(self):
+        self.replaced: dict[int, tuple[int, int]] = {}
+        self.levels: dict[int, int] = {}
+        self.dropped = self.substituted = self.low_fetches = 0
+
+    def on_replace(self, t, page, act, substitute):
+        self.replaced[t] = (act, substitute)
+        if act == DROP:
+            self.dropped += 1
+        else:
+            self.substituted += 1
+
+    def on_fetch(self, t, page, level):
+        if level:
+            self.levels[t] = level
+            self.low_fetches += 1
+
+
 class _Server:
     """One serving run's state: the warm cache (a :class:`~paging.simulate.Simulation` set up
     with room for every request the workload can make), the requests and the step records."""
@@ -165,7 +191,6 @@ class _Server:
     def __init__(self, run_spec, spec: ServeSpec, traces):
         from paging.core import Simulation
         from paging.policies import make_policy
-        from paging.trace import Trace
 
         _check(run_spec)
         self.spec, self.run_spec = spec, run_spec
@@ -185,12 +210,22 @@ class _Server:
             raise PagingError(f"this workload needs room for {room:,} requests (> "
                               f"{MAX_ROOM:,}): shorten --duration, lower --rate or set "
                               "--max-requests")
-        self.costs, self.sizes = cm.weights(Trace(lay, np.zeros(0, np.int64),
-                                                  np.zeros(0, np.int64), "serve"))
+        from paging.warm import concat
+
+        self.costs, self.sizes = cm.weights(concat(traces)[0])  # tiers by the pool's counts
+        self.miss = handler = run_spec._miss()
+        if handler is not None and handler.uses_levels:
+            from paging.miss import cascade_weights
+            from paging.warm import concat
+
+            handler = cascade_weights(handler, cm.model, cm.hardware,
+                                      cm.tiers(concat(traces)[0]))
+        self.events = _StepEvents() if handler is not None else None
         self.sim = Simulation(lay, make_policy(run_spec.policy), run_spec.k,
                               budget=run_spec.budget, costs=self.costs, sizes=self.sizes,
                               seed=run_spec.seed, record=bool(run_spec.verify),
-                              steps=np.zeros(max(room, 1), dtype=np.int64))
+                              steps=np.zeros(max(room, 1), dtype=np.int64), miss=handler,
+                              observers=[] if handler is None else [self.events])
         self._comp: dict[int, float] = {}
         arr = spec.arrivals
         self.reqs: list[_Req] = []
@@ -257,16 +292,41 @@ class _Server:
         compv = np.array([self.comp(c) for c in cnt.tolist()])
         layv = np.zeros(pages.size)
         layv[np.r_[0, cuts]] = lay_ms
-        dur, stall, _, nbytes = step_time(gof, hits, pages, self.costs, self.sizes, compv, layv)
+        handled = self._handled(sim.t - pages.size, pages, hits)
+        dur, stall, _, nbytes = step_time(gof, hits, pages, self.costs, self.sizes, compv, layv,
+                                          **handled)
         dur += self.spec.step_overhead_ms
+        fetched = int((handled["kind"] == 1).sum()) if handled else int((~hits).sum())
         for k, v in zip(STEP_COLUMNS, (now, dur, n_tok, len(running), len(waiting),
-                                       int(pages.size), int((~hits).sum()), nbytes, stall),
+                                       int(pages.size), fetched, nbytes, stall),
                         strict=True):
             self.cols[k].append(v)
         for k, v in zip(self.parts, (pages, clock, hits, compv, layv), strict=True):
             self.parts[k].append(v)
         self.release.append(max(r.arrival for r, _, _ in batch))
         return now + dur
+
+    def _handled(self, t0: int, pages, hits) -> dict:
+        """The timeline's per-request kinds, serving pages and fetch sizes of the step that
+        started at request ``t0`` when a miss handler dropped, substituted or fetched at a
+        lower level (empty otherwise: the hit mask says it all)."""
+        ev = self.events
+        if ev is None or not (ev.replaced or ev.levels):
+            return {}
+        kind = np.where(hits, 0, 1).astype(np.int8)
+        used = pages.copy()
+        for t, (act, q) in ev.replaced.items():
+            kind[t - t0] = 2 if act == DROP else 3
+            used[t - t0] = q
+        req_ms, req_bytes = self.costs[pages], self.sizes[pages]
+        h = self.sim.miss
+        for t, level in ev.levels.items():
+            p = pages[t - t0]
+            req_ms[t - t0] = h.level_costs[level][p]
+            req_bytes[t - t0] = h.level_sizes[level][p]
+        ev.replaced.clear()
+        ev.levels.clear()
+        return {"kind": kind, "used": used, "req_ms": req_ms, "req_bytes": req_bytes}
 
     def advance(self, batch, step_no: int, end: float, running) -> None:
         """The step's tokens are processed: first tokens, finished requests, and a closed
@@ -324,6 +384,10 @@ class _Server:
                    self.sim.result("serve"), costs=self.costs, sizes=self.sizes)
         res.summary = _summary(self.run_spec, self.spec, self.cm, res, self.capped)
         res.summary["bypasses"] = len(self.sim.bypassed)
+        if self.events is not None:
+            res.summary.update(miss=self.sim.miss.spec(), dropped=self.events.dropped,
+                               substituted=self.events.substituted,
+                               low_precision_fetches=self.events.low_fetches)
         if self.spec.bound:
             res.summary.update(self.bound(res))
         return res

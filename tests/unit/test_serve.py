@@ -210,6 +210,41 @@ def test_serving_stream_is_a_run_of_the_one_simulator(toy, seqs, policy, k, rate
     assert (np.diff(starts) >= np.asarray(steps["time_ms"][:-1]) - 1e-9).all()
 
 
+@given(seqs=_workload(), policy=st.sampled_from(("lru", "llru", "lfu")), k=st.integers(2, 8),
+       miss=st.sampled_from(("substitute", "fetch-lowest-bit")), seed=st.integers(0, 3))
+def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k, miss, seed):
+    """A miss handler decides in the serving run as in a replay of its stream through
+    simulate(); the step timeline charges a substitute as a hit and a low-bit fetch at its
+    level's bytes."""
+    from paging.cost.setup import CostSetup
+    from paging.miss import cascade_weights, make_miss
+
+    cm = CostSetup.from_names(toy, "int8", "pcie4")
+    budget = k * int(cm.expert_bytes)
+    spec = RunSpec(policy, budget=budget, model=toy, precision="int8", hardware="pcie4",
+                   miss=miss, seed=seed)
+    res = serve(spec, ServeSpec(Arrivals(rate=100.0, duration=0.05), max_batch=3,
+                                max_tokens=4, seed=seed), seqs)
+    trace = Trace(LAY, res.pages, res.clock, "serve", expand="groups")
+    h = make_miss(miss, "int8")
+    if h.uses_levels:
+        from paging.warm import concat
+
+        h = cascade_weights(h, cm.model, cm.hardware, cm.tiers(concat(seqs)[0]))
+    costs, sizes = cm.weights(trace)
+    again = simulate(trace, policy, budget=budget, costs=costs, sizes=sizes, seed=seed,
+                     miss=h, record=True, engine="reference")
+    assert np.array_equal(again.hit_mask, res.hits)
+    s = res.summary
+    assert s["misses"] == again.misses and s["substituted"] == again.extra["substituted"]
+    if miss == "fetch-lowest-bit":  # every fetch at int4: half the bytes of int8, or less
+        low = cm.model.expert_bytes("int4")
+        assert s["low_precision_fetches"] == s["misses"]
+        assert s["bytes_moved"] == s["misses"] * low
+    else:
+        assert s["substituted"] + s["misses"] == int((~res.hits).sum())
+
+
 def test_same_seed_same_numbers(toy):
     e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]], [[3, 0], [1, 2]]])
     seqs = [_seq_trace(e, 2, "a"), _seq_trace(e[::-1].copy(), 1, "b")]
@@ -243,7 +278,7 @@ def test_refusals(toy):
     arr = ServeSpec(Arrivals(rate=1.0, duration=1.0))
     for kw, msg in ((dict(prefetch="oracle"), "--prefetch is not modelled"),
                     (dict(routing="pruning:j=1"), "--routing"),
-                    (dict(miss="drop:rank=1"), "--miss other than fetch")):
+                    (dict(miss="drop:rank=1"), "reads gate scores or ranks")):
         with pytest.raises(PagingError, match=msg):
             serve(RunSpec("lru", k=4, model=toy, **kw), arr, seqs)
     with pytest.raises(PagingError, match="clairvoyant"):
