@@ -123,8 +123,8 @@ class Robust(Policy):
         self.switches = 0
         self.last: dict[int, int] = {}
         self._t = -1
-        if int(ctx.capacity) < 1:  # a DIST layer with no slot: every request bypasses it,
-            return                 # no hook is ever called
+        if most < 1:  # no page fits (a DIST layer with no slot, or fewer bytes than the
+            return    # smallest page): every request bypasses it, no hook is ever called
         # the virtual caches count the run's capacity in its own unit: pages, or bytes
         cap = dict(k=None, budget=int(ctx.capacity), sizes=ctx.sizes) if ctx.in_bytes \
             else dict(k=int(ctx.capacity))
