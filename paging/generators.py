@@ -195,8 +195,7 @@ def zipf_chunks(n: int, layers: int, tokens: int, *, a: float = 1.0, h: float = 
         raise PagingError(f"perm must be one of {', '.join(PERMS)}, got {perm!r}")
     rng = np.random.default_rng(seed)
     q = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm)
-    for _, _, block in _sample_blocks(rng, q, tokens):
-        yield block
+    return (block for _, _, block in _sample_blocks(rng, q, tokens))
 
 
 def _sample_topk(rng: np.random.Generator, q: np.ndarray, tokens: int, k: int) -> np.ndarray:
@@ -393,6 +392,18 @@ def parse_spec(spec: str, expand: str = "rounds") -> list[Trace]:
     """The trace of a generator spec string (see the module docstring), as a one-element list
     like the file readers return. Unknown or missing keys, non-numeric or negative values, a NaN,
     or ``topk > n`` are a :class:`~paging.errors.PagingError` naming the spec."""
+    kind, args = spec_args(spec)
+    try:
+        return [_FUNCS[kind](**args, expand=expand, name=spec.strip())]
+    except PagingError as e:
+        if e.message.startswith("expand"):
+            raise
+        raise PagingError(f"spec {spec!r}: {e.message}") from None
+
+
+def spec_args(spec: str) -> tuple[str, dict]:
+    """``(kind, keyword arguments)`` of a generator spec, checked as :func:`parse_spec` checks
+    them."""
     from paging.options import parse_spec as parse
 
     kind = spec.strip().partition(":")[0].strip()
@@ -424,9 +435,4 @@ def parse_spec(spec: str, expand: str = "rounds") -> list[Trace]:
     missing = [k for k, (_, req) in schema.items() if req and k not in args]
     if missing:
         raise PagingError(f"spec {spec!r}: missing {', '.join(missing)}; {kind} takes {expected}")
-    try:
-        return [_FUNCS[kind](**args, expand=expand, name=spec.strip())]
-    except PagingError as e:
-        if e.message.startswith("expand"):
-            raise
-        raise PagingError(f"spec {spec!r}: {e.message}") from None
+    return kind, args
