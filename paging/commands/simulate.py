@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 
 from paging.commands.common import add_trace_args, format_table, load_from_args, policy_help
+from paging.commands.streaming import add_stream_args
 
 
 def add_parser(sub) -> None:
@@ -127,6 +128,7 @@ def add_parser(sub) -> None:
                         "exceeded, every request served, misses = the eviction log); a failed "
                         "check is an error")
     p.add_argument("--json", action="store_true", help="print one JSON list of results")
+    add_stream_args(p)
     p.set_defaults(func=run)
 
 
@@ -137,7 +139,6 @@ def _read(path, n_pages: int, kind: str):
 
 
 def run(args) -> int:
-    from paging.cli import print_json
     from paging.cost import budget_bytes
     from paging.errors import PagingError, check_k
     from paging.policies import make_policy
@@ -178,6 +179,12 @@ def run(args) -> int:
                           "--expand groups (the default with --routing)")
     if args.expand is None:
         args.expand = "groups" if routed else "rounds"
+    from paging.commands.streaming import stream_outcomes, use_stream
+
+    if use_stream(args, "simulate"):  # a chunk at a time: list policies at --k sizes
+        runs = [(name, k) for name in args.policy for k in args.k]
+        rows = [r.to_dict() for o in stream_outcomes(args, runs) for r in o.results]
+        return _print(args, rows, None, False)
     traces = load_from_args(args)
     for k in args.k or []:
         check_k(k, traces[0].layout.n_pages if traces else None)
@@ -197,6 +204,12 @@ def run(args) -> int:
         for i in range(len(traces)):
             for spec in specs:
                 rows += execute(spec, traces, only=[i], check=False)
+    return _print(args, rows, cm, routed)
+
+
+def _print(args, rows: list[dict], cm, routed: bool) -> int:
+    from paging.cli import print_json
+
     if args.json:
         print_json(rows)
         return 0
