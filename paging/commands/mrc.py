@@ -3,6 +3,9 @@
 Misses for every cache size k = 1..nℓ (:func:`paging.mrc.miss_curve`). Each sequence of TRACE
 is simulated from an empty cache; with several sequences the top-level ``requests`` and
 ``misses`` are sums over them and ``traces`` lists each one.
+
+``--stream [--chunk N]`` (:mod:`paging.stream`) computes LRU's curve (and lru-dist's, per
+layer) reading the trace a chunk at a time; automatic for files above ``$PAGING_STREAM_BYTES``.
 """
 
 from __future__ import annotations
