@@ -22,10 +22,12 @@ family, byte budgets and weights, the latency timeline, prefetching, miss handli
 warm runs, recording (hit masks, evictions).
 
 >>> import numpy as np
->>> from paging import Layout
+>>> from paging import Layout, from_pages, simulate
 >>> chunks = [(np.array([0, 2, 1]), None), (np.array([3, 0, 2]), None)]
->>> [r.misses for r in simulate_stream(chunks, "lru", 2, layout=Layout(2, 2))]
-[4]
+>>> [r.misses for r in simulate_stream(chunks, "lru", 3, layout=Layout(2, 2))]
+[6]
+>>> simulate(from_pages([0, 2, 1, 3, 0, 2], Layout(2, 2)), "lru", 3).misses
+6
 """
 
 from __future__ import annotations
