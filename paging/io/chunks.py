@@ -42,6 +42,8 @@ __all__ = ["ChunkedTrace", "ChunkCheck", "open_chunks", "checked_chunks", "DEFAU
 
 #: requests per chunk by default: 2^22 (32 MB of int64 pages and steps)
 DEFAULT_CHUNK = 1 << 22
+#: a CSV chunk holds at most this many rows (parsed into Python lists, ~100 bytes a row)
+_CSV_BATCH = 1 << 18
 #: the formats :func:`open_chunks` reads
 STREAM_FORMATS = ("oracle-general", "npz", "csv")
 
@@ -406,6 +408,7 @@ def _csv(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
                           "whole (without --stream)", file, 1)
     base = os.path.basename(file)
     col = {c: i for i, c in enumerate(header)}
+    batch = min(chunk, _CSV_BATCH)  # rows are parsed into Python lists first
 
     def rows():
         """Batches ``(sequence, pages, steps, lines)`` of at most ``chunk`` rows of one
@@ -453,7 +456,7 @@ def _csv(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
             pages.append(vals["page"])
             steps.append(vals.get("step", -1))
             where.append(ln)
-            if len(pages) >= chunk:
+            if len(pages) >= batch:
                 yield cur, pages, steps, where
                 pages, steps, where = [], [], []
         if pages:

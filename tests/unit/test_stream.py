@@ -237,3 +237,19 @@ def test_cli_stream_equals_the_in_memory_commands(tmp_path):
         r = _cli("simulate", f, "--stream", *extra)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
         assert "--stream" in r.stderr or "stream" in r.stderr
+
+
+def test_cli_streams_big_files_by_itself(tmp_path):
+    import os
+
+    write_npz(zipf(4, 3, 100, seed=1), tmp_path / "z.npz")
+    f = str(tmp_path / "z.npz")
+    env = dict(os.environ, PAGING_STREAM_BYTES="10")
+    r = _cli("simulate", f, "--policy", "lru", "--k", "3", env=env)
+    assert r.returncode == 0 and "streaming it" in r.stderr
+    r = _cli("simulate", f, "--policy", "lru", "--k", "3", "--no-stream", env=env)
+    assert r.returncode == 0 and r.stderr == ""
+    r = _cli("simulate", f, "--policy", "belady", "--k", "3", env=env)
+    assert r.returncode == 0 and "reading it whole" in r.stderr
+    r = _cli("mrc", f, "--policy", "lru", "--stream", "--no-stream")
+    assert r.returncode == 2 and "contradict" in r.stderr
