@@ -148,11 +148,20 @@ def _expert_weights(rng: np.random.Generator, n: int, layers: int, w: np.ndarray
 def _sample_one(rng: np.random.Generator, q: np.ndarray, tokens: int) -> np.ndarray:
     """Pages of T tokens x ℓ layers, one expert per cell, expert e of layer z with probability
     ``q[z, e] / sum(q[z])`` (inverse CDF on float64 uniforms)."""
+    L = q.shape[0]
+    pages = np.empty(tokens * L, dtype=np.int64)
+    for t0, t1, block in _sample_blocks(rng, q, tokens):
+        pages[t0 * L:t1 * L] = block
+    return pages
+
+
+def _sample_blocks(rng: np.random.Generator, q: np.ndarray, tokens: int):
+    """:func:`_sample_one` a token block at a time: ``(t0, t1, pages of tokens t0..t1-1)``,
+    the same draws in the same order (so the blocks joined are :func:`_sample_one`'s pages)."""
     L, n = q.shape
     cdf = np.cumsum(q, axis=1)
     th = cdf[:, :-1] / cdf[:, -1:]
     offs = np.arange(L, dtype=np.int64) * n
-    pages = np.empty(tokens * L, dtype=np.int64)
     for t0, t1 in _blocks(tokens, L):
         u = rng.random((t1 - t0, L))
         if n <= 33:
@@ -163,8 +172,30 @@ def _sample_one(rng: np.random.Generator, q: np.ndarray, tokens: int) -> np.ndar
             e = np.empty(u.shape, dtype=np.int64)
             for z in range(L):
                 e[:, z] = np.searchsorted(th[z], u[:, z], side="right")
-        np.add(e, offs[None, :], out=pages[t0 * L:t1 * L].reshape(t1 - t0, L))
-    return pages
+        block = np.empty((t1 - t0, L), dtype=np.int64)
+        np.add(e, offs[None, :], out=block)
+        yield t0, t1, block.reshape(-1)
+
+
+def zipf_chunks(n: int, layers: int, tokens: int, *, a: float = 1.0, h: float = 0.0,
+                seed: int | None = 0, perm: str = "random"):
+    """:func:`zipf` (``topk=1``, rounds mode) as a stream of page chunks, for sequences larger
+    than memory (:mod:`paging.stream`): yields int64 page arrays of about 2^21 requests whose
+    concatenation is exactly ``zipf(n, layers, tokens, a=a, h=h, seed=seed, perm=perm).pages``
+    (same seed, same draws, same order); memory one chunk.
+
+    >>> import numpy as np
+    >>> whole = zipf(8, 4, 1000, seed=5).pages
+    >>> bool(np.array_equal(np.concatenate(list(zipf_chunks(8, 4, 1000, seed=5))), whole))
+    True
+    """
+    n, layers, tokens = _int("n", n, 1), _int("layers", layers, 1), _int("tokens", tokens, 0)
+    a, h = _float("a", a), _float("h", h)
+    if perm not in PERMS:
+        raise PagingError(f"perm must be one of {', '.join(PERMS)}, got {perm!r}")
+    rng = np.random.default_rng(seed)
+    q = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm)
+    return (block for _, _, block in _sample_blocks(rng, q, tokens))
 
 
 def _sample_topk(rng: np.random.Generator, q: np.ndarray, tokens: int, k: int) -> np.ndarray:
@@ -361,6 +392,18 @@ def parse_spec(spec: str, expand: str = "rounds") -> list[Trace]:
     """The trace of a generator spec string (see the module docstring), as a one-element list
     like the file readers return. Unknown or missing keys, non-numeric or negative values, a NaN,
     or ``topk > n`` are a :class:`~paging.errors.PagingError` naming the spec."""
+    kind, args = spec_args(spec)
+    try:
+        return [_FUNCS[kind](**args, expand=expand, name=spec.strip())]
+    except PagingError as e:
+        if e.message.startswith("expand"):
+            raise
+        raise PagingError(f"spec {spec!r}: {e.message}") from None
+
+
+def spec_args(spec: str) -> tuple[str, dict]:
+    """``(kind, keyword arguments)`` of a generator spec, checked as :func:`parse_spec` checks
+    them."""
     from paging.options import parse_spec as parse
 
     kind = spec.strip().partition(":")[0].strip()
@@ -392,9 +435,4 @@ def parse_spec(spec: str, expand: str = "rounds") -> list[Trace]:
     missing = [k for k, (_, req) in schema.items() if req and k not in args]
     if missing:
         raise PagingError(f"spec {spec!r}: missing {', '.join(missing)}; {kind} takes {expected}")
-    try:
-        return [_FUNCS[kind](**args, expand=expand, name=spec.strip())]
-    except PagingError as e:
-        if e.message.startswith("expand"):
-            raise
-        raise PagingError(f"spec {spec!r}: {e.message}") from None
+    return kind, args

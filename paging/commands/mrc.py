@@ -3,11 +3,15 @@
 Misses for every cache size k = 1..nℓ (:func:`paging.mrc.miss_curve`). Each sequence of TRACE
 is simulated from an empty cache; with several sequences the top-level ``requests`` and
 ``misses`` are sums over them and ``traces`` lists each one.
+
+``--stream [--chunk N]`` (:mod:`paging.stream`) computes LRU's curve (and lru-dist's, per
+layer) reading the trace a chunk at a time; automatic for files above ``$PAGING_STREAM_BYTES``.
 """
 
 from __future__ import annotations
 
 from paging.commands.common import add_trace_args, format_table, load_from_args, policy_help
+from paging.commands.streaming import add_stream_args
 
 
 def add_parser(sub) -> None:
@@ -21,6 +25,7 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object {"policy", "requests", "k", "misses", ...}')
+    add_stream_args(p)
     p.set_defaults(func=run)
 
 
@@ -29,27 +34,35 @@ def curve_report(traces, policy: str, *, seed: int | None = 0,
     """The ``--json`` document for ``traces`` (a list of Trace): ``policy``, ``requests``,
     ``k`` = 1..nℓ, ``misses`` (summed over sequences), and ``trace`` (one sequence) or
     ``traces`` (several: each with its own ``trace``, ``requests`` and ``misses``)."""
+    from paging.mrc import miss_curve
+
+    return _report(policy, [(tr.name, tr.n_requests, tr.layout.n_pages,
+                             lambda tr=tr: miss_curve(tr, policy, seed=seed, progress=progress))
+                            for tr in traces])
+
+
+def _report(policy: str, seqs: list) -> dict:
+    """:func:`curve_report`'s document from ``(name, requests, n_pages, curve)`` per sequence
+    (``curve`` a callable giving the misses for k = 1..n_pages)."""
     import numpy as np
 
     from paging.errors import PagingError
-    from paging.mrc import miss_curve
 
-    if not traces:
+    if not seqs:
         raise PagingError("the trace holds no sequence; nothing to simulate")
-    kmax = max(t.layout.n_pages for t in traces)
+    kmax = max(s[2] for s in seqs)
     total = np.zeros(kmax, dtype=np.int64)
     per = []
-    for tr in traces:
-        m = miss_curve(tr, policy, seed=seed, progress=progress)
+    for name, requests, _, curve in seqs:
+        m = curve()
         # a smaller layout never evicts beyond its own page count
         full = np.concatenate([m, np.full(kmax - m.size, m[-1] if m.size else 0, np.int64)])
         total += full
-        per.append({"trace": tr.name, "requests": tr.n_requests,
-                    "misses": [int(x) for x in full]})
-    doc = {"policy": policy, "requests": sum(t.n_requests for t in traces),
+        per.append({"trace": name, "requests": requests, "misses": [int(x) for x in full]})
+    doc = {"policy": policy, "requests": sum(s[1] for s in seqs),
            "k": list(range(1, kmax + 1)), "misses": [int(x) for x in total]}
-    if len(traces) == 1:
-        doc["trace"] = traces[0].name
+    if len(seqs) == 1:
+        doc["trace"] = seqs[0][0]
     else:
         doc["traces"] = per
     return doc
@@ -57,16 +70,24 @@ def curve_report(traces, policy: str, *, seed: int | None = 0,
 
 def run(args) -> int:
     from paging.cli import print_json
+    from paging.commands.streaming import stream_outcomes, use_stream
     from paging.policies import make_policy
 
     name = make_policy(args.policy).name  # fail on a bad name before loading anything
-    traces = load_from_args(args)
-    doc = curve_report(traces, name, seed=args.seed, progress=False if args.json else None)
+    if use_stream(args, "mrc"):  # LRU's stack distances, a chunk at a time
+        outs = stream_outcomes(args, curves=[name])
+        doc = _report(name, [(o.trace, o.requests, o.curves[name].size,
+                              lambda o=o: o.curves[name]) for o in outs])
+        n_seqs = len(outs)
+    else:
+        traces = load_from_args(args)
+        doc = curve_report(traces, name, seed=args.seed, progress=False if args.json else None)
+        n_seqs = len(traces)
     if args.json:
         print_json(doc)
         return 0
     n = doc["requests"]
-    where = doc.get("trace", f"{len(traces)} sequences")
+    where = doc.get("trace", f"{n_seqs} sequences")
     print(f"{name} on {where}: {n} requests")
     rows = [{"k": k, "misses": m, "hits": n - m, "miss_ratio": m / n if n else 0.0}
             for k, m in zip(doc["k"], doc["misses"], strict=True)]

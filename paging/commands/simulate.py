@@ -34,6 +34,11 @@ Warm caches (:mod:`paging.warm`): ``--warm`` runs the sequences of every TRACE g
 sequence gets its own row (``position``, ``misses``, ``prefill_misses``, and with ``--model`` its
 ``ttft_ms``, ``tokens_per_s``) and a last row (``warm_total: true``) sums the run. Without
 ``--warm`` every sequence starts from an empty cache, as before.
+
+Traces larger than memory (:mod:`paging.stream`): ``--stream [--chunk N]`` reads the trace a
+chunk at a time (list-family policies at ``--k`` sizes; the other options above are refused
+with one line), automatically for files above ``$PAGING_STREAM_BYTES`` when the options allow
+it (``--no-stream`` to read them whole). Same rows as the run on the trace read whole.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 
 from paging.commands.common import add_trace_args, format_table, load_from_args, policy_help
+from paging.commands.streaming import add_stream_args
 
 
 def add_parser(sub) -> None:
@@ -127,6 +133,7 @@ def add_parser(sub) -> None:
                         "exceeded, every request served, misses = the eviction log); a failed "
                         "check is an error")
     p.add_argument("--json", action="store_true", help="print one JSON list of results")
+    add_stream_args(p)
     p.set_defaults(func=run)
 
 
@@ -137,7 +144,6 @@ def _read(path, n_pages: int, kind: str):
 
 
 def run(args) -> int:
-    from paging.cli import print_json
     from paging.cost import budget_bytes
     from paging.errors import PagingError, check_k
     from paging.policies import make_policy
@@ -178,6 +184,12 @@ def run(args) -> int:
                           "--expand groups (the default with --routing)")
     if args.expand is None:
         args.expand = "groups" if routed else "rounds"
+    from paging.commands.streaming import stream_outcomes, use_stream
+
+    if use_stream(args, "simulate"):  # a chunk at a time: list policies at --k sizes
+        runs = [(name, k) for name in args.policy for k in args.k]
+        rows = [r.to_dict() for o in stream_outcomes(args, runs) for r in o.results]
+        return _print(args, rows, None, False)
     traces = load_from_args(args)
     for k in args.k or []:
         check_k(k, traces[0].layout.n_pages if traces else None)
@@ -197,6 +209,12 @@ def run(args) -> int:
         for i in range(len(traces)):
             for spec in specs:
                 rows += execute(spec, traces, only=[i], check=False)
+    return _print(args, rows, cm, routed)
+
+
+def _print(args, rows: list[dict], cm, routed: bool) -> int:
+    from paging.cli import print_json
+
     if args.json:
         print_json(rows)
         return 0

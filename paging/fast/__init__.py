@@ -26,7 +26,7 @@ import numpy as np
 
 from paging.fast.credit import credit_kernel
 from paging.fast.heaps import heap_kernel
-from paging.fast.lists import list_kernel
+from paging.fast.lists import list_kernel, list_state
 from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
@@ -90,7 +90,8 @@ def _execute(pages, steps, next_use, slots, costs, sizes, layout, capacity, spec
     caps = _caps(layout, capacity, dist)
     n, L = layout.n_experts, layout.n_layers
     if family == _LIST:
-        return list_kernel(pages, steps, slots, n, L, caps, dist, kind, record)
+        return list_kernel(pages, steps, slots, n, L, caps, dist, kind, record,
+                           list_state(n * L, L, caps.size))
     if family == _HEAP:
         return heap_kernel(pages, steps, next_use, slots, n, L, caps, dist, kind, record)
     if family == _CREDIT:

@@ -35,14 +35,30 @@ LLRU_LATEST = 9
 LAYERED = (LLRU, FLD, LEAST_STALE, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP, LLRU_LATEST)
 
 
+def list_state(n_pages, n_layers, n_caps):
+    """A cold cache for :func:`list_kernel`: the lists, residency, room used and the per-page
+    stamps. A run on a fresh state replays a trace from an empty cache; passing the state a run
+    returned to the next call continues the same run (:mod:`paging.stream`)."""
+    P, L = int(n_pages), int(n_layers)
+    return (np.full(P, -1, np.int64), np.full(P, -1, np.int64), np.full(L, -1, np.int64),
+            np.full(L, -1, np.int64), np.zeros(P, np.bool_), np.zeros(n_caps, np.int64),
+            np.full(P, -1, np.int64), np.full(P, -1, np.int64), np.zeros(P, np.int64),
+            np.zeros(P, np.int64), np.zeros(P, np.int64))
+
+
 @njit(cache=True, nogil=True)
-def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, record):
+def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, record, state):
     """Replay ``pages`` (layer clock ``steps``) under a list policy ``kind``.
 
     ``caps`` holds the capacity of each partition: one entry (shared cache) or one per layer
     (``dist``), in the units of ``sizes`` (one per page id: all 1 for a cache counted in pages,
     bytes for a budget). On a miss, victims are taken until the page fits. Returns the tuple
-    described in :mod:`paging.fast.common`.
+    described in :mod:`paging.fast.common`, whose misses and collisions count this call's
+    requests and whose per-page misses are the state's running totals.
+
+    ``state`` (:func:`list_state`) is the cache the run starts from and leaves behind, updated
+    in place: consecutive calls on consecutive pieces of one trace, each cut between two groups,
+    give the counts of one call on the whole trace.
 
     The list operations are written out in place: in numba, a helper call that takes arrays
     costs atomic reference counting per call, which halves the speed of this loop.
@@ -55,18 +71,8 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
         if kind == z:
             layered = True
     per_layer_lists = dist or layered
-    nl = L if per_layer_lists else 1
-    nxt = np.full(P, -1, np.int64)
-    prv = np.full(P, -1, np.int64)
-    head = np.full(nl, -1, np.int64)
-    tail = np.full(nl, -1, np.int64)
-    resident = np.zeros(P, np.bool_)
-    used = np.zeros(caps.size, np.int64)
-    pin = np.full(P, -1, np.int64)
-    evicted_pass = np.full(P, -1, np.int64)
-    last_step = np.zeros(P, np.int64)
-    last_pass = np.zeros(P, np.int64)
-    page_miss = np.zeros(P, np.int64)
+    nxt, prv, head, tail, resident, used, pin, evicted_pass, last_step, last_pass, page_miss = \
+        state
     layer_of = np.arange(P) // n_experts
     hit_mask, ev, byp = buffers(n, record)
     misses = 0

@@ -56,14 +56,29 @@ def lru_stack_hist(pages, n_pages):
     compacted (the ≤ nℓ live marks renumbered 0, 1, ...) whenever it fills, so the tree stays
     small and cache-resident instead of spanning all N requests.
     """
-    n = pages.size
+    state = lru_stack_state(n_pages)
+    lru_stack_update(pages, *state)
+    return state[3]
+
+
+@njit(cache=True, nogil=True)
+def lru_stack_state(n_pages):
+    """The empty stack of :func:`lru_stack_update`: ``(tree, vt, owner, hist, counters)``."""
     M = max(4 * n_pages, 64)
-    tree = np.zeros(M + 1, np.int64)
-    vt = np.full(n_pages, -1, np.int64)
-    owner = np.full(M, -1, np.int64)
-    hist = np.zeros(n_pages + 1, np.int64)
-    cur = 0
-    live = 0
+    return (np.zeros(M + 1, np.int64), np.full(n_pages, -1, np.int64), np.full(M, -1, np.int64),
+            np.zeros(n_pages + 1, np.int64), np.zeros(2, np.int64))
+
+
+@njit(cache=True, nogil=True)
+def lru_stack_update(pages, tree, vt, owner, hist, counters):
+    """Add the stack depths of ``pages`` to ``hist``, continuing from the stack the arrays hold
+    (:func:`lru_stack_state`; ``counters`` = the next virtual time and the number of live
+    marks). Consecutive calls on consecutive pieces of a trace give the histogram of the whole
+    trace (:mod:`paging.stream`)."""
+    n = pages.size
+    M = owner.size
+    cur = counters[0]
+    live = counters[1]
     for t in range(n):
         p = pages[t]
         v = vt[p]
@@ -109,7 +124,8 @@ def lru_stack_hist(pages, n_pages):
             i += i & (-i)
         live += 1
         cur += 1
-    return hist
+    counters[0] = cur
+    counters[1] = live
 
 
 @njit(cache=True, nogil=True)

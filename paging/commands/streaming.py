@@ -1,0 +1,135 @@
+"""``--stream``, ``--chunk N``, ``--no-stream`` of ``paging simulate`` and ``paging mrc``
+(:mod:`paging.stream`): when to stream, what streaming refuses, and the streamed runs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from paging.errors import PagingError
+
+
+def add_stream_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("streaming (traces larger than memory)")
+    g.add_argument("--stream", action="store_true",
+                   help="read the trace a chunk at a time instead of whole (oracleGeneral with "
+                        "--n-experts/--layers, .npz, CSV, or a zipf spec with topk=1); list "
+                        "policies at --k sizes, and LRU's miss curve. Automatic for files above "
+                        "$PAGING_STREAM_BYTES (default 2e9 bytes) when the options allow it")
+    g.add_argument("--chunk", type=int, default=None, metavar="N",
+                   help="requests per chunk when streaming (default 4194304)")
+    g.add_argument("--no-stream", action="store_true",
+                   help="never stream by itself: read the trace whole whatever its size")
+
+
+def _flags_simulate(args) -> list[tuple[str, bool]]:
+    return [("--budget-gb", bool(args.budget_gb)), ("--budget-pct", bool(args.budget_pct)),
+            ("--costs", args.costs is not None), ("--sizes", args.sizes is not None),
+            ("--model", args.model is not None), ("--precision", args.precision is not None),
+            ("--hardware", args.hardware is not None), ("--host-gb", args.host_gb is not None),
+            ("--prefill batched", args.prefill != "tokens"),
+            ("--token-overhead-ms", args.token_overhead_ms is not None),
+            ("--prefetch-streams", args.prefetch_streams is not None),
+            ("--prefetch-link", args.prefetch_link is not None),
+            ("--prefetch", args.prefetch is not None),
+            ("--prefetch-strategy", args.prefetch_strategy is not None),
+            ("--miss", args.miss is not None),
+            ("--routing", args.routing is not None
+             and args.routing.strip().lower() != "standard"),
+            ("--warm", args.warm), ("--warm-seed", args.warm_seed is not None),
+            ("--engine reference", args.engine == "reference"), ("--verify", args.verify),
+            ("--phase", args.phase != "both")]
+
+
+def refusal(args, command: str) -> str | None:
+    """Why ``args`` cannot be streamed (one line), or None."""
+    from paging.stream import curve_policy, stream_policy
+
+    if command == "simulate":
+        for flag, on in _flags_simulate(args):
+            if on:
+                return (f"--stream does not support {flag}: streaming runs list-family policies "
+                        "at --k sizes from an empty cache (no byte budgets, weights, timeline, "
+                        f"prefetching, miss handling, routing or warm runs); drop {flag} or "
+                        "--stream")
+        try:
+            for name in args.policy:
+                stream_policy(name)
+        except PagingError as e:
+            return e.message + " (drop --stream)"
+    else:
+        if args.phase != "both":
+            return "--stream does not support --phase; drop one of them"
+        try:
+            curve_policy(args.policy)
+        except PagingError as e:
+            return e.message + " (drop --stream)"
+    return None
+
+
+def use_stream(args, command: str) -> bool:
+    """Whether to stream: ``--stream`` (refused with one line when the options cannot be
+    streamed), or a trace file larger than the threshold with options that can (a note on
+    stderr says so; otherwise the trace is read whole, after a note saying why)."""
+    from paging.io import resolve_path
+    from paging.io.chunks import STREAM_FORMATS
+    from paging.stream import stream_threshold
+
+    if args.chunk is not None and args.chunk < 1:
+        raise PagingError(f"--chunk must be an integer >= 1, got {args.chunk}")
+    if args.stream and args.no_stream:
+        raise PagingError("--stream and --no-stream contradict each other; give one")
+    why = refusal(args, command)
+    if args.stream:
+        if why is not None:
+            raise PagingError(why)
+        return True
+    if args.no_stream:
+        return False
+    from paging.generators import is_spec
+
+    sources = args.trace if isinstance(args.trace, list) else [args.trace]
+    big = []
+    for src in sources:
+        if is_spec(src):
+            continue
+        try:
+            path = resolve_path(src)
+            size = path.stat().st_size
+        except (PagingError, OSError):
+            continue
+        if size > stream_threshold():
+            big.append((src, path, size))
+    if not big:
+        return False
+    src, path, size = big[0]
+    if why is None:
+        from paging.io import detect_format
+
+        fmt = args.format or detect_format(path)
+        if fmt not in STREAM_FORMATS:
+            why = f"streaming reads {', '.join(STREAM_FORMATS)} traces, not {fmt}"
+        elif fmt == "oracle-general" and (args.n_experts is None or args.layers is None):
+            why = "an oracleGeneral trace streams as layered page ids (--n-experts, --layers)"
+    if why is not None:
+        why = why.removesuffix(" (drop --stream)")
+        sys.stderr.write(f"note: {src} is {size / 1e9:.1f} GB; reading it whole ({why})\n")
+        return False
+    sys.stderr.write(f"note: {src} is {size / 1e9:.1f} GB: streaming it (--no-stream reads it "
+                     "whole)\n")
+    return True
+
+
+def stream_outcomes(args, runs=(), curves=()):
+    """The :class:`~paging.stream.StreamOutcome` of every sequence of every TRACE given."""
+    from paging.stream import DEFAULT_CHUNK, stream_run
+
+    sources = args.trace if isinstance(args.trace, list) else [args.trace]
+    out = []
+    for src in sources:
+        out += stream_run(src, runs, curves, chunk=args.chunk or DEFAULT_CHUNK,
+                          expand=getattr(args, "expand", None) or "rounds",
+                          n_experts=args.n_experts, n_layers=args.layers, format=args.format,
+                          seed=getattr(args, "seed", 0),
+                          progress=False if getattr(args, "json", False) else None)
+    return out

@@ -1,0 +1,539 @@
+"""Chunked readers: a trace file read as bounded ``(pages, steps)`` chunks (issue 22).
+
+:func:`open_chunks` is the streaming counterpart of :func:`paging.io.load` for the formats whose
+requests can be read in order without holding the file: libCacheSim oracleGeneral (layered page
+ids, ``--n-experts`` and ``--layers``), the package's ``.npz`` and its CSV. It returns one
+:class:`ChunkedTrace` per sequence; iterating a ChunkedTrace's ``chunks`` reads the file a
+chunk at a time, each chunk at most ``chunk`` requests (int64 ``pages`` and ``steps`` arrays).
+
+Every chunk is validated as the whole-file readers validate the trace (:class:`ChunkCheck`):
+the same one-line :class:`~paging.errors.PagingError` naming the file, the line (text) or
+record (binary) and the expectation, with the layered order, the step clock and the distinct
+pages of a group checked across chunk boundaries. An error is raised when the offending chunk
+is read, so a run may have consumed the chunks before it.
+
+What streaming does not do (the whole-file readers do): re-expand a sequence into the other
+mode (``expand`` must be the mode the file stores; a CSV without ``expand=`` in its header
+comment is read in the mode asked), number the objects of a *generic* cache trace (that needs
+every id first), or read the optional ``token``, ``rank``, ``score`` and ``logits`` columns
+(``.npz`` scores are still checked to be finite and non-negative).
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import json
+import math
+import os
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.layout import Layout
+from paging.trace import EXPANSIONS, TraceError
+
+__all__ = ["ChunkedTrace", "ChunkCheck", "open_chunks", "checked_chunks", "DEFAULT_CHUNK",
+           "STREAM_FORMATS"]
+
+#: requests per chunk by default: 2^22 (32 MB of int64 pages and steps)
+DEFAULT_CHUNK = 1 << 22
+#: a CSV chunk holds at most this many rows (parsed into Python lists, ~100 bytes a row)
+_CSV_BATCH = 1 << 18
+#: the formats :func:`open_chunks` reads
+STREAM_FORMATS = ("oracle-general", "npz", "csv")
+
+
+@dataclass
+class ChunkedTrace:
+    """One sequence read chunk by chunk: ``chunks`` yields validated ``(pages, steps)`` int64
+    arrays (read once, in order; a file's sequences one after the other)."""
+
+    name: str
+    layout: Layout
+    expand: str
+    chunks: Iterable[tuple[np.ndarray, np.ndarray]]
+    n_requests: int | None = None
+
+
+class ChunkCheck:
+    """The checks of :meth:`paging.trace.Trace._validate` applied chunk by chunk.
+
+    ``check(pages, steps)`` validates the next chunk of one sequence (its requests continue the
+    previous chunks'); a violation raises :class:`~paging.trace.TraceError` with the request's
+    index in the whole sequence and the same message as the whole-trace check. ``where(i)``, when
+    given, turns it into the reader's :class:`PagingError` (``(prefix, line)`` of request i, as
+    :func:`paging.io._pages.build_trace`); ``lines`` passed to ``check`` give the lines of the
+    chunk's requests for it.
+    """
+
+    def __init__(self, layout: Layout, expand: str, name: str, file: str | None = None,
+                 where: Callable | None = None, id_message: Callable | None = None):
+        if expand not in EXPANSIONS:
+            raise PagingError(f"expand must be one of {', '.join(EXPANSIONS)}, got {expand!r}")
+        self.layout, self.expand, self.name = layout, expand, name
+        self.file, self.where, self.id_message = file, where, id_message
+        self.offset = 0  # requests checked so far
+        self.prev = None  # the last step checked
+        self.group = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # the last group's tail
+
+    def _fail(self, i: int, detail: str, lines):
+        if self.where is None:
+            raise TraceError(self.name, i, detail)
+        prefix, line = self.where(i, lines)
+        raise PagingError(f"{prefix}{detail}", self.file, line)
+
+    def check(self, pages: np.ndarray, steps: np.ndarray, lines=None) -> None:
+        lay, lo = self.layout, self.offset
+        p, s = pages, steps
+        if p.shape != s.shape:
+            raise PagingError(f"trace {self.name}: {s.size} steps for {p.size} pages")
+        if p.size == 0:
+            return
+        if self.prev is None and s[0] != 0:
+            self._fail(lo, f"the first step must be 0, got {int(s[0])}", lines)
+        bad = np.flatnonzero((p < 0) | (p >= lay.n_pages))
+        if bad.size:
+            j = int(bad[0])
+            if self.id_message is not None:
+                prefix, line = self.where(lo + j, lines)
+                raise PagingError(f"{prefix}{self.id_message(int(p[j]))}", self.file, line)
+            self._fail(lo + j, f"request {lo + j} is page {int(p[j])}, expected a page id in "
+                       f"0..{lay.n_pages - 1} (n_experts={lay.n_experts}, "
+                       f"n_layers={lay.n_layers})", lines)
+        prev = s[:1] if self.prev is None else np.array([self.prev], np.int64)
+        d = np.diff(np.concatenate([prev, s]))
+        bad = np.flatnonzero((d < 0) | (d > 1) | ((d == 0) & (self.expand == "rounds")))
+        if self.prev is None:
+            bad = bad[bad > 0]
+        if bad.size:
+            j = int(bad[0])
+            before = int(s[j - 1]) if j > 0 else int(self.prev)
+            self._fail(lo + j, f"request {lo + j} has step {int(s[j])} after {before}; steps "
+                       "must advance by 1 per request in rounds mode and by 0 or 1 in groups "
+                       "mode", lines)
+        layer = p // lay.n_experts
+        bad = np.flatnonzero(layer != s % lay.n_layers)
+        if bad.size:
+            j = int(bad[0])
+            self._fail(lo + j, f"wrong layer order: request {lo + j} is page {int(p[j])} "
+                       f"(layer {int(layer[j])}), expected a page of layer "
+                       f"{int(s[j] % lay.n_layers)} (step {int(s[j])} mod {lay.n_layers} "
+                       "layers)", lines)
+        if self.expand == "groups":
+            gp, gs = self.group
+            pp, ss = np.concatenate([gp, p]), np.concatenate([gs, s])
+            if (np.diff(ss) == 0).any():
+                order = np.lexsort((pp, ss))
+                dup = np.flatnonzero((ss[order][1:] == ss[order][:-1])
+                                     & (pp[order][1:] == pp[order][:-1]))
+                if dup.size:
+                    j = int(order[dup[0] + 1]) - gp.size
+                    self._fail(lo + j, f"request {lo + j}: step {int(s[j])} requests page "
+                               f"{int(p[j])} twice; the K experts of a group must differ",
+                               lines)
+            last = s[-1]
+            start = int(np.searchsorted(s, last, side="left"))  # s is sorted (checked above)
+            tail_p, tail_s = p[start:], s[start:]
+            if start == 0 and gs.size and gs[-1] == last:  # the group spans the whole chunk
+                tail_p, tail_s = pp, ss
+                keep = tail_s == last
+                tail_p, tail_s = tail_p[keep], tail_s[keep]
+            self.group = (tail_p.copy(), tail_s.copy())
+        self.prev = int(s[-1])
+        self.offset += p.size
+
+
+def checked_chunks(chunks: Iterable, layout: Layout, expand: str = "rounds",
+                   name: str = "stream") -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Validate an iterable of ``(pages, steps)`` chunks of one sequence (any integer arrays;
+    ``steps`` None means rounds mode, continuing the step count) as :class:`ChunkCheck` does;
+    yields them as contiguous int64 arrays."""
+    chk = ChunkCheck(layout, expand, name)
+    for item in chunks:
+        pages, steps = item
+        p = np.ascontiguousarray(pages, dtype=np.int64).reshape(-1)
+        if steps is None:
+            s = np.arange(chk.offset, chk.offset + p.size, dtype=np.int64)
+        else:
+            s = np.ascontiguousarray(steps, dtype=np.int64).reshape(-1)
+        chk.check(p, s)
+        yield p, s
+
+
+def _positive(chunk) -> int:
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise PagingError(f"the chunk size must be an integer >= 1, got {chunk!r}")
+    return int(chunk)
+
+
+# -- oracleGeneral -----------------------------------------------------------------------------
+def _oracle_general(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
+    from paging.io.cachetrace import _check_layout, read_oracle_general_records
+    from paging.io.libcachesim import ORACLE_GENERAL
+
+    file = str(path)
+    layout = _check_layout(n_experts, n_layers, file)
+    if layout is None:
+        raise PagingError("streaming reads an oracleGeneral trace as layered page ids: pass "
+                          "--n-experts and --layers (a generic trace numbers its objects by "
+                          "first appearance, which needs the whole file)", file)
+    if expand != "rounds":
+        raise PagingError(f"--expand {expand} needs groups, and an oracleGeneral trace has one "
+                          "request per step; use --expand rounds", file)
+    n = read_oracle_general_records(path).size  # checks the size (a memmap, nothing read)
+    size = ORACLE_GENERAL.itemsize
+
+    def where(i, lines):
+        return f"record {i} (byte {i * size}): ", None
+
+    def id_message(v):
+        return (f"object id {v} is out of range; expected a page id 0..{layout.n_pages - 1} "
+                f"(n_experts={layout.n_experts}, n_layers={layout.n_layers})")
+
+    def chunks():
+        chk = ChunkCheck(layout, "rounds", os.path.basename(file), file, where, id_message)
+        with open(path, "rb") as fh:
+            start = 0
+            while start < n:
+                rec = np.fromfile(fh, dtype=ORACLE_GENERAL, count=min(chunk, n - start))
+                pages = rec["obj_id"].astype(np.int64)  # ids >= 2^63 turn negative: refused
+                del rec
+                steps = np.arange(start, start + pages.size, dtype=np.int64)
+                chk.check(pages, steps)
+                start += pages.size
+                yield pages, steps
+
+    return [ChunkedTrace(os.path.basename(file), layout, "rounds", chunks(), n)]
+
+
+# -- npz ---------------------------------------------------------------------------------------
+class _Member:
+    """A ``.npy`` member of a zip read sequentially (stored or deflated)."""
+
+    def __init__(self, zf: zipfile.ZipFile, key: str, file: str):
+        self.fh = zf.open(key + ".npy")
+        fmt = np.lib.format
+        version = fmt.read_magic(self.fh)
+        if version == (1, 0):
+            shape, _, dtype = fmt.read_array_header_1_0(self.fh)
+        else:
+            shape, _, dtype = fmt.read_array_header_2_0(self.fh)
+        self.shape, self.dtype, self.key = shape, dtype, key
+        self.size = int(np.prod(shape)) if shape else 1
+
+    def read(self, count: int) -> np.ndarray:
+        n = count * self.dtype.itemsize
+        buf = self.fh.read(n)
+        return np.frombuffer(buf, dtype=self.dtype, count=len(buf) // self.dtype.itemsize)
+
+
+def _npz(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
+    from paging.io.npz import _OPTIONAL, FORMAT
+
+    file = str(path)
+    try:
+        zf = zipfile.ZipFile(path)
+        keys = {n[:-4] for n in zf.namelist() if n.endswith(".npy")}
+        small = {}
+        for key in ("format", "n_experts", "n_layers", "expand", "names", "offsets", "meta"):
+            if key in keys:
+                with zf.open(key + ".npy") as fh:
+                    small[key] = np.lib.format.read_array(fh, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise PagingError(f"not a readable .npz file ({e}); expected a file written by "
+                          "paging trace convert", file) from None
+
+    def need(key: str, kind: str) -> np.ndarray:
+        if key not in keys:
+            raise PagingError(f"missing array {key!r}; expected a paging trace .npz with "
+                              "pages, steps, offsets, names, n_experts, n_layers, expand", file)
+        a = small[key] if key in small else None
+        dt = a.dtype if a is not None else members[key].dtype
+        if kind == "int" and not np.issubdtype(dt, np.integer):
+            raise PagingError(f"array {key!r} has dtype {dt}; expected integers", file)
+        if kind == "float" and not np.issubdtype(dt, np.number):
+            raise PagingError(f"array {key!r} has dtype {dt}; expected numbers", file)
+        if kind == "str" and dt.kind != "U":
+            raise PagingError(f"array {key!r} has dtype {dt}; expected strings", file)
+        return a
+
+    members: dict[str, _Member] = {}
+    fmt = str(need("format", "str"))
+    if fmt != FORMAT:
+        raise PagingError(f"format is {fmt!r}; expected {FORMAT!r}", file)
+    lay = Layout(int(need("n_experts", "int")), int(need("n_layers", "int")))
+    for name, v, have in (("n_experts", n_experts, lay.n_experts),
+                          ("n_layers", n_layers, lay.n_layers)):
+        if v is not None and v != have:
+            raise PagingError(f"the file stores {name}={have}, got {name}={v}; a stored trace "
+                              "keeps its layout", file)
+    mode = str(need("expand", "str"))
+    if mode not in EXPANSIONS:
+        raise PagingError(f"expand is {mode!r}; expected one of {', '.join(EXPANSIONS)}", file)
+    if mode != expand:
+        raise PagingError(f"the file stores {mode} mode and streaming reads a trace as stored; "
+                          f"use --expand {mode} (or read it whole to re-expand it)", file)
+    names = need("names", "str").reshape(-1)
+    off = need("offsets", "int").astype(np.int64).reshape(-1)
+    for key in ("pages", "steps", *(k for k, _ in _OPTIONAL if k in keys)):
+        try:
+            members[key] = _Member(zf, key, file)
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+            raise PagingError(f"not a readable .npz file ({e}); expected a file written by "
+                              "paging trace convert", file) from None
+    need("pages", "int")
+    need("steps", "int")
+    for key, dt in _OPTIONAL:
+        if key in members:
+            need(key, "int" if dt is np.int64 else "float")
+    metas = need("meta", "str").reshape(-1) if "meta" in keys else None
+    S = names.size
+    N = members["pages"].size
+    if (off.size != S + 1 or off[0] != 0 or off[-1] != N or (np.diff(off) < 0).any()
+            or members["steps"].size != N or any(m.size != N for m in members.values())
+            or (metas is not None and metas.size != S)):
+        raise PagingError(f"inconsistent array sizes ({S} names, {off.size} offsets, "
+                          f"{N} pages, {members['steps'].size} steps); expected offsets = 0 .. "
+                          "len(pages) with one more entry than names", file)
+    if S == 0:
+        raise PagingError("the file holds no sequences", file)
+    for s in range(S):
+        if metas is not None:
+            try:
+                meta = json.loads(str(metas[s]))
+            except json.JSONDecodeError:
+                raise PagingError(f"meta of sequence {names[s]} is not valid JSON",
+                                  file) from None
+            if not isinstance(meta, dict):
+                raise PagingError(f"meta of sequence {names[s]} is not a JSON object", file)
+
+    def chunks(a: int, b: int, nm: str):
+        chk = ChunkCheck(lay, mode, nm, file, lambda i, lines: (f"sequence {nm}: ", None))
+        pos = a
+        while pos < b:
+            m = min(chunk, b - pos)
+            pages = members["pages"].read(m).astype(np.int64)
+            steps = members["steps"].read(m).astype(np.int64)
+            if "score" in members:
+                sc = members["score"].read(m)
+                if not (np.isfinite(sc) & (sc >= 0)).all():
+                    raise PagingError("array 'score' holds NaN, infinite or negative values; "
+                                      "expected finite non-negative gate scores", file)
+            for key in ("token", "rank"):
+                if key in members:
+                    members[key].read(m)  # keep the members in step (values unused)
+            pos += m
+            chk.check(pages, steps)
+            yield pages, steps
+
+    return [ChunkedTrace(str(names[s]), lay, mode, chunks(int(off[s]), int(off[s + 1]),
+                                                          str(names[s])),
+                         int(off[s + 1] - off[s])) for s in range(S)]
+
+
+# -- CSV ---------------------------------------------------------------------------------------
+def _text_lines(path, file: str):
+    """The lines of a UTF-8 file, decoded one at a time (a bad byte names its line)."""
+    with open(path, "rb") as fh:
+        for n, raw in enumerate(fh, start=1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise PagingError("the file is not UTF-8 text (binary data?); expected a JSON "
+                                  "or CSV trace", file, n) from None
+
+
+def _csv(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
+    from paging.io.csvtrace import COLUMNS, MAGIC, _header_comment
+
+    file = str(path)
+    lines = _text_lines(path, file)
+    first = next(lines, "")
+    rest = itertools.chain([first], lines)
+    skip = 0
+    declared: dict = {}
+    if first.startswith("#"):
+        if not first.startswith(MAGIC):
+            raise PagingError(f"unexpected comment; the only comment allowed is a first line "
+                              f"'{MAGIC} n_experts=N n_layers=L expand=MODE'", file, 1)
+        declared = _header_comment(first.rstrip("\r\n"), file)
+        rest, skip = lines, 1
+    elif not first.strip():
+        raise PagingError("the file is empty; expected a header row with a 'page' column", file,
+                          1)
+    sizes = {}
+    for key, given in (("n_experts", n_experts), ("n_layers", n_layers)):
+        if key in declared and given is not None and given != declared[key]:
+            raise PagingError(f"the header comment says {key}={declared[key]}, got {key}={given}",
+                              file, 1)
+        sizes[key] = declared.get(key, given)
+    if sizes["n_experts"] is None or sizes["n_layers"] is None:
+        raise PagingError(f"the layout is unknown: no '{MAGIC} n_experts=N n_layers=L' first "
+                          "line; pass n_experts and n_layers (--n-experts N --layers L)", file, 1)
+    lay = Layout(sizes["n_experts"], sizes["n_layers"])
+    mode = declared.get("expand", expand)
+    if mode != expand:
+        raise PagingError(f"the file stores {mode} mode and streaming reads a trace as stored; "
+                          f"use --expand {mode} (or read it whole to re-expand it)", file, 1)
+    reader = csv.reader(rest)
+    header = None
+    line = skip
+    for rec in reader:
+        line = reader.line_num + skip
+        if not rec or (len(rec) == 1 and not rec[0].strip()):
+            continue
+        header = [c.strip() for c in rec]
+        break
+    if header is None:
+        raise PagingError("no header row; expected a header such as 'sequence,step,page'", file,
+                          1)
+    for c in header:
+        if c not in COLUMNS:
+            raise PagingError(f"unknown column {c!r}; expected some of {', '.join(COLUMNS)}",
+                              file, line)
+    if len(set(header)) != len(header):
+        raise PagingError("a column appears twice in the header row", file, line)
+    if "page" not in header:
+        raise PagingError("the header row has no 'page' column; expected a header such as "
+                          "'sequence,step,page'", file, line)
+    if ("expand" not in declared and expand == "groups" and "token" in header
+            and "rank" in header and "step" in header):
+        raise PagingError("a CSV with token and rank columns and no expand= in its header "
+                          "comment may need re-expanding, which streaming does not do; read it "
+                          "whole (without --stream)", file, 1)
+    base = os.path.basename(file)
+    col = {c: i for i, c in enumerate(header)}
+    batch = min(chunk, _CSV_BATCH)  # rows are parsed into Python lists first
+
+    def rows():
+        """Batches ``(sequence, pages, steps, lines)`` of at most ``chunk`` rows of one
+        sequence."""
+        seen: set[str] = set()
+        cur = None
+        pages: list[int] = []
+        steps: list[int] = []
+        where: list[int] = []
+        for rec in reader:
+            ln = reader.line_num + skip
+            if not rec or (len(rec) == 1 and not rec[0].strip()):
+                continue
+            if len(rec) != len(header):
+                raise PagingError(f"row has {len(rec)} fields; expected {len(header)} "
+                                  f"({','.join(header)})", file, ln)
+            seq = rec[col["sequence"]].strip() if "sequence" in col else base
+            if seq != cur:
+                if seq in seen:
+                    raise PagingError(f"sequence {seq!r} appears again after other sequences; "
+                                      "expected the rows of a sequence to be contiguous", file,
+                                      ln)
+                if pages:
+                    yield cur, pages, steps, where
+                    pages, steps, where = [], [], []
+                seen.add(seq)
+                cur = seq
+            vals = {}
+            for c, cell in zip(header, rec, strict=True):
+                if c == "sequence":
+                    continue
+                cell = cell.strip()
+                if c == "score":
+                    try:
+                        v = float(cell)
+                    except ValueError:
+                        v = math.nan
+                    if not math.isfinite(v) or v < 0:
+                        raise PagingError(f"score {cell!r} is not a finite non-negative number",
+                                          file, ln)
+                elif not (cell.isascii() and cell.isdigit()):
+                    raise PagingError(f"{c} {cell!r} is not a non-negative integer", file, ln)
+                else:
+                    vals[c] = int(cell)
+            pages.append(vals["page"])
+            steps.append(vals.get("step", -1))
+            where.append(ln)
+            if len(pages) >= batch:
+                yield cur, pages, steps, where
+                pages, steps, where = [], [], []
+        if pages:
+            yield cur, pages, steps, where
+        if cur is None:
+            raise PagingError("the file has a header but no rows; expected one request per "
+                              "row", file, reader.line_num + skip)
+
+    def chunks(batches, nm):
+        chk = ChunkCheck(lay, mode, nm, file, lambda i, ls: ("", int(ls[i - chk.offset])))
+        for _, pages, steps, where in batches:
+            p = np.asarray(pages, dtype=np.int64)
+            if "step" in col:
+                s = np.asarray(steps, dtype=np.int64)
+            else:
+                s = np.arange(chk.offset, chk.offset + p.size, dtype=np.int64)
+            chk.check(p, s, np.asarray(where, dtype=np.int64))
+            yield p, s
+
+    return _Sequences((ChunkedTrace(nm, lay, mode, chunks(batches, nm))
+                       for nm, batches in itertools.groupby(rows(), key=lambda b: b[0])))
+
+
+class _Sequences:
+    """The sequences of a CSV, found while reading: iterate it (each sequence's chunks before
+    the next sequence)."""
+
+    def __init__(self, gen):
+        self._gen = gen
+
+    def __iter__(self):
+        return self._gen
+
+
+_READERS = {"oracle-general": _oracle_general, "npz": _npz, "csv": _csv}
+
+
+def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand: str = "rounds",
+                n_experts: int | None = None, n_layers: int | None = None,
+                format: str | None = None) -> Iterable[ChunkedTrace]:
+    """The sequences of a trace file, each read in chunks of at most ``chunk`` requests.
+
+    Parameters
+    ----------
+    source : str or PathLike
+        An oracleGeneral, ``.npz`` or CSV trace (also looked up under ``$PAGING_TRACES``).
+    chunk : int
+        Requests per chunk (the memory a chunk takes: 16 bytes a request, plus the reader's
+        buffer).
+    expand : str
+        The mode to read the sequences in; it must be the mode the file stores (see the module
+        docstring).
+    n_experts, n_layers : int, optional
+        The layout of an oracleGeneral trace (required) or of a CSV without a header comment.
+    format : str, optional
+        One of :data:`STREAM_FORMATS` instead of detecting it.
+
+    Returns
+    -------
+    iterable of ChunkedTrace
+        In file order; consume a sequence's chunks before moving on to the next sequence.
+    """
+    from paging.io import detect_format, resolve_path
+
+    chunk = _positive(chunk)
+    path = resolve_path(source)
+    fmt = format or detect_format(path)
+    if fmt not in _READERS:
+        raise PagingError(f"streaming reads {', '.join(STREAM_FORMATS)} traces, not {fmt}; "
+                          "convert it first (paging trace convert FILE OUT.npz) or read it "
+                          "whole (without --stream)", str(path))
+    return _READERS[fmt](path, chunk, expand, n_experts, n_layers)
+
+
+def file_size(source) -> int | None:
+    """Bytes of a trace file (None for a generator spec or a missing file)."""
+    try:
+        return Path(source).stat().st_size
+    except (OSError, TypeError):
+        return None

@@ -1,0 +1,345 @@
+"""Streaming: simulate traces larger than memory, a chunk at a time (issue 22).
+
+:func:`stream_run` reads each sequence of a trace in bounded chunks (:mod:`paging.io.chunks`,
+or any iterable of ``(pages, steps)`` chunks) and feeds every chunk to compiled kernels that
+carry their state from one chunk to the next:
+
+* the list-family policies (LRU, FIFO, FWF, LLRU, FLD, Least-Stale and their readings, and the
+  -dist variants: :mod:`paging.fast.lists`), at any number of cache sizes k in one pass;
+* LRU's one-pass miss curve (stack distances, :func:`paging.fast.stack.lru_stack_update`), and
+  the per-layer curves of the -dist variants that evict as LRU inside a layer (lru-dist,
+  llru-dist, fld-dist, least-stale-dist), in rounds mode.
+
+The results equal the in-memory ones exactly (misses, per-layer misses, collision misses,
+bypasses; ``tests/unit/test_stream.py`` checks it on random traces and random chunk sizes). A
+groups-mode chunk that ends inside a group is cut at the group's start and the group carried
+into the next chunk, so the kernels always see whole groups. Memory: the kernels' state
+(O(nℓ) per run, O(nℓ) for a curve) plus one chunk of the reader — independent of the trace's
+length.
+
+Not streamed (refused with one line by ``paging simulate --stream``): policies outside the list
+family, byte budgets and weights, the latency timeline, prefetching, miss handling, routing,
+warm runs, recording (hit masks, evictions).
+
+>>> import numpy as np
+>>> from paging import Layout, from_pages, simulate
+>>> chunks = [(np.array([0, 2, 1]), None), (np.array([3, 0, 2]), None)]
+>>> [r.misses for r in simulate_stream(chunks, "lru", 3, layout=Layout(2, 2))]
+[6]
+>>> simulate(from_pages([0, 2, 1, 3, 0, 2], Layout(2, 2)), "lru", 3).misses
+6
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from paging.errors import PagingError
+from paging.io.chunks import DEFAULT_CHUNK, ChunkedTrace, checked_chunks, open_chunks
+from paging.layout import Layout
+
+__all__ = ["stream_run", "simulate_stream", "miss_curve_stream", "stream_policy", "spec_stream",
+           "curve_policy", "StreamOutcome", "DEFAULT_CHUNK", "STREAM_BYTES"]
+
+#: ``paging simulate`` and ``paging mrc`` stream a trace file larger than this many bytes by
+#: themselves when everything asked can be streamed (``$PAGING_STREAM_BYTES`` overrides it)
+STREAM_BYTES = 2 * 10**9
+
+
+def stream_threshold() -> int:
+    v = os.environ.get("PAGING_STREAM_BYTES")
+    try:
+        return int(float(v)) if v else STREAM_BYTES
+    except ValueError:
+        raise PagingError(f"PAGING_STREAM_BYTES must be a number of bytes, got {v!r}") from None
+
+
+def stream_policy(name: str):
+    """``(policy, (family, kind, dist))`` of a policy with a streaming kernel, or a one-line
+    :class:`PagingError` saying which policies stream."""
+    from paging import fast
+    from paging.policies import make_policy
+
+    pol = make_policy(name)
+    spec = fast.plan(pol)
+    if spec is None or spec[0] != "list":
+        raise PagingError(f"--policy {pol.name} has no streaming kernel; streaming runs the "
+                          "list family: lru, fifo, fwf, llru, fld, least-stale (and their "
+                          "variants and -dist forms)")
+    return pol, spec
+
+
+def curve_policy(name: str):
+    """``(policy, dist)`` of a policy whose miss curve streams (LRU's stack distances, per
+    layer for the -dist variants that evict as LRU inside a layer), else a one-line error."""
+    from paging import fast
+    from paging.mrc import _stack_kinds
+    from paging.policies import make_policy
+
+    pol = make_policy(name)
+    spec = fast.plan(pol)
+    if spec is None or _stack_kinds().get(spec[:2]) != "LRU":
+        raise PagingError(f"--policy {pol.name}: a streamed miss curve is LRU's stack distances "
+                          "(lru, and per layer lru-dist, llru-dist, fld-dist, least-stale-dist); "
+                          f"read the trace whole for {pol.name}'s curve")
+    return pol, spec[2]
+
+
+class _ListRun:
+    """One list-family policy at one k, its cache carried from chunk to chunk."""
+
+    def __init__(self, name: str, k: int, layout: Layout):
+        from paging import fast
+        from paging.errors import check_k
+        from paging.fast.lists import list_state
+        from paging.weights import unit_sizes
+
+        self.policy, spec = stream_policy(name)
+        _, self.kind, self.dist = spec
+        self.k = check_k(k, layout.n_pages)
+        self.layout = layout
+        self.caps = fast._caps(layout, self.k, self.dist)
+        self.slots = unit_sizes(layout.n_pages)
+        self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
+        self.collisions = 0
+        self.bypasses = 0
+
+    def feed(self, pages: np.ndarray, steps: np.ndarray) -> None:
+        from paging.fast.lists import list_kernel
+
+        lay = self.layout
+        out = list_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
+                          self.dist, self.kind, 0, self.state)
+        self.collisions += int(out[1])
+        self.bypasses += int(out[7])
+
+    def result(self, trace: str, requests: int, seed: int | None = 0):
+        from paging.result import build_result
+
+        return build_result(policy=self.policy.name, k=self.k, budget=None, trace=trace,
+                            requests=requests, page_misses=self.state[10].copy(),
+                            n_layers=self.layout.n_layers, collisions=self.collisions,
+                            bypasses=self.bypasses, seed=seed, dist=self.dist, costs=None,
+                            sizes=None)
+
+
+class _LRUCurve:
+    """LRU's stack-distance histogram (one per layer for a -dist curve), carried across
+    chunks; rounds mode only."""
+
+    def __init__(self, name: str, layout: Layout):
+        from paging.fast.stack import lru_stack_state
+
+        self.policy, self.dist = curve_policy(name)
+        self.layout = layout
+        self.states = [lru_stack_state(layout.n_pages)
+                       for _ in range(layout.n_layers if self.dist else 1)]
+
+    def feed(self, pages: np.ndarray, steps: np.ndarray) -> None:
+        from paging.fast.stack import lru_stack_update
+
+        if not self.dist:
+            lru_stack_update(pages, *self.states[0])
+            return
+        L = self.layout.n_layers
+        first = int(steps[0]) % L if steps.size else 0
+        for z in range(L):  # rounds mode: request i of the chunk is of layer (first + i) mod ℓ
+            sub = np.ascontiguousarray(pages[(z - first) % L::L])
+            if sub.size:
+                lru_stack_update(sub, *self.states[z])
+
+    def curve(self, requests: int) -> np.ndarray:
+        from paging.mrc import _hist_to_misses
+
+        lay = self.layout
+        P = lay.n_pages
+        if requests == 0:
+            return np.zeros(P, dtype=np.int64)
+        if not self.dist:
+            return _hist_to_misses(self.states[0][3], requests, P)[1:]
+        n, L = lay.n_experts, lay.n_layers
+        m = np.zeros((L, n + 1), dtype=np.int64)
+        for z in range(L):
+            hist = self.states[z][3]
+            m[z] = _hist_to_misses(hist, int(hist.sum()), n)
+        shares = np.stack([lay.dist_shares(k) for k in range(1, P + 1)])
+        return m[np.arange(L)[None, :], shares].sum(axis=1)
+
+
+@dataclass
+class StreamOutcome:
+    """One sequence streamed: its name and length, a :class:`~paging.result.Result` per
+    ``(policy, k)`` run (in the order asked) and a miss curve per curve policy (misses for
+    k = 1..nℓ), the wall time and the chunks read."""
+
+    trace: str
+    requests: int
+    results: list = field(default_factory=list)
+    curves: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    chunks: int = 0
+
+
+def _whole_groups(chunks: Iterable) -> Iterable:
+    """The chunks re-cut so that none ends inside a group: a chunk's last group (a run of its
+    last step) is held back and put in front of the next chunk. Memory: one chunk plus one
+    group."""
+    carry = None
+    for p, s in chunks:
+        if carry is not None:
+            p, s = np.concatenate([carry[0], p]), np.concatenate([carry[1], s])
+            carry = None
+        if s.size == 0:
+            continue
+        cut = int(np.searchsorted(s, s[-1], side="left"))
+        carry = (p[cut:], s[cut:])
+        if cut:
+            yield p[:cut], s[:cut]
+    if carry is not None:
+        yield carry
+
+
+def spec_stream(spec: str, expand: str = "rounds") -> ChunkedTrace:
+    """A ``zipf:...`` generator spec with K = 1 as a stream (:func:`paging.generators.zipf_chunks`):
+    the same requests as the spec loaded whole, generated a chunk at a time."""
+    from paging.generators import spec_args, zipf_chunks
+
+    kind, args = spec_args(spec)
+    if kind != "zipf" or args.get("topk", 1) != 1 or expand != "rounds":
+        raise PagingError(f"spec {spec.strip()!r}: streaming generates zipf specs with topk=1 "
+                          "in rounds mode; load other specs whole (without --stream)")
+    args.pop("topk", None)
+    try:
+        gen = zipf_chunks(**args)
+    except PagingError as e:
+        raise PagingError(f"spec {spec.strip()!r}: {e.message}") from None
+    lay = Layout(args["n"], args["layers"])
+
+    def chunks():
+        start = 0
+        for pages in gen:
+            yield pages, np.arange(start, start + pages.size, dtype=np.int64)
+            start += pages.size
+
+    return ChunkedTrace(spec.strip(), lay, "rounds", chunks(), args["tokens"] * args["layers"])
+
+
+def _sequences(source, *, chunk, expand, layout, name, n_experts, n_layers,
+               format) -> Iterable[ChunkedTrace]:
+    if isinstance(source, ChunkedTrace):
+        return [source]
+    from paging.generators import is_spec
+
+    if isinstance(source, str) and is_spec(source):
+        return [spec_stream(source, expand=expand)]
+    if isinstance(source, (str, os.PathLike)):
+        if layout is not None:
+            raise PagingError("layout= describes a chunk iterable; a file gives its own (or "
+                              "n_experts= and n_layers=)")
+        return open_chunks(source, chunk=chunk, expand=expand, n_experts=n_experts,
+                           n_layers=n_layers, format=format)
+    if isinstance(source, Sequence) and source and all(isinstance(t, ChunkedTrace)
+                                                       for t in source):
+        return list(source)
+    if layout is None:
+        raise PagingError("streaming chunks of (pages, steps) needs their layout: pass "
+                          "layout=Layout(n_experts, n_layers)")
+    return [ChunkedTrace(name, layout, expand, checked_chunks(source, layout, expand, name))]
+
+
+def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[str] = (), *,
+               chunk: int = DEFAULT_CHUNK, expand: str = "rounds", layout: Layout | None = None,
+               name: str = "stream", n_experts: int | None = None,
+               n_layers: int | None = None, format: str | None = None, seed: int | None = 0,
+               progress: bool | None = False) -> list[StreamOutcome]:
+    """Stream every sequence of ``source`` once through all the ``runs`` and ``curves``.
+
+    Parameters
+    ----------
+    source
+        A trace file (oracleGeneral with ``n_experts``/``n_layers``, ``.npz``, CSV; see
+        :func:`paging.io.chunks.open_chunks`), a :class:`~paging.io.chunks.ChunkedTrace` (or a
+        list of them), or an iterable of ``(pages, steps)`` chunks of one sequence with
+        ``layout`` (``steps`` None: rounds mode, counting on from the previous chunk). Chunks
+        are validated as the readers validate a whole trace.
+    runs : iterable of (str, int)
+        ``(policy, k)`` pairs: list-family policies (:func:`stream_policy`), k in pages.
+    curves : iterable of str
+        Policies whose miss curve to compute (:func:`curve_policy`); rounds mode.
+    chunk : int
+        Requests per chunk read from a file.
+    expand : str
+        The mode of the sequences (a file must store this mode).
+    progress : bool or None
+        A progress bar over the requests (None: on a terminal).
+
+    Returns
+    -------
+    list of StreamOutcome
+        One per sequence, each from an empty cache: ``results[i]`` equals
+        ``simulate(trace, *runs[i])`` and ``curves[name]`` equals ``miss_curve(trace, name)``
+        on the sequence read whole.
+    """
+    from paging import progress as pbar
+
+    runs, curves = list(runs), list(curves)
+    if not runs and not curves:
+        raise PagingError("nothing to stream: give at least one (policy, k) run or one curve")
+    for pol, _ in runs:  # fail on a name before reading anything
+        stream_policy(pol)
+    for pol in curves:
+        curve_policy(pol)
+    out = []
+    for seq in _sequences(source, chunk=chunk, expand=expand, layout=layout, name=name,
+                          n_experts=n_experts, n_layers=n_layers, format=format):
+        t0 = time.perf_counter()
+        lay = seq.layout
+        sims = [_ListRun(pol, k, lay) for pol, k in runs]
+        mrcs = [_LRUCurve(pol, lay) for pol in curves]
+        chunks = seq.chunks if seq.expand == "rounds" else _whole_groups(seq.chunks)
+        n = 0
+        n_chunks = 0
+        prev = None
+        with pbar.bar(seq.n_requests, f"stream {seq.name}", unit="req", show=progress) as bar:
+            for pages, steps in chunks:
+                if mrcs and steps.size:
+                    first = steps[0] == prev if prev is not None else False
+                    if first or (steps.size > 1 and (np.diff(steps) == 0).any()):
+                        i = n + (0 if first else int(np.flatnonzero(np.diff(steps) == 0)[0]) + 1)
+                        raise PagingError(f"trace {seq.name}: request {i} shares its step with "
+                                          "the one before (a group); a streamed miss curve "
+                                          "needs a rounds-mode trace")
+                    prev = steps[-1]
+                for r in sims:
+                    r.feed(pages, steps)
+                for c in mrcs:
+                    c.feed(pages, steps)
+                n += pages.size
+                n_chunks += 1
+                bar.update(pages.size)
+        out.append(StreamOutcome(seq.name, n, [r.result(seq.name, n, seed) for r in sims],
+                                 {c.policy.name: c.curve(n) for c in mrcs},
+                                 time.perf_counter() - t0, n_chunks))
+    return out
+
+
+def simulate_stream(source, policy: str, k: int, **kw) -> list:
+    """:func:`paging.simulate.simulate` of ``policy`` at ``k`` on every sequence of
+    ``source``, streamed (see :func:`stream_run` for ``source`` and the keywords): one
+    :class:`~paging.result.Result` per sequence, equal to the in-memory run's."""
+    return [o.results[0] for o in stream_run(source, [(policy, k)], **kw)]
+
+
+def miss_curve_stream(source, policy: str = "lru", **kw) -> list[np.ndarray]:
+    """:func:`paging.mrc.miss_curve` of ``policy`` (LRU's, or per layer for the -dist variants
+    that evict as LRU inside a layer) on every sequence of ``source``, streamed: misses for
+    k = 1..nℓ, one array per sequence."""
+    from paging.policies import make_policy
+
+    name = make_policy(policy).name
+    return [o.curves[name] for o in stream_run(source, curves=[policy], **kw)]

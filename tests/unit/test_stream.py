@@ -1,0 +1,255 @@
+"""Streaming (issue 22 item 4): the chunked readers and the simulation carried across chunks
+equal the whole-trace readers and the in-memory simulation exactly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from paging import Layout, simulate
+from paging.errors import PagingError
+from paging.generators import zipf, zipf_chunks
+from paging.io import load, write_csv, write_npz, write_oracle_general
+from paging.io.chunks import checked_chunks, open_chunks
+from paging.mrc import miss_curve
+from paging.stream import miss_curve_stream, simulate_stream, stream_run
+from paging.trace import TraceError, from_pages
+from tests.strategies import round_traces, topk_traces
+
+LIST_POLICIES = ["lru", "fifo", "fwf", "llru", "llru-latest", "fld", "fld-cyclic",
+                 "least-stale", "least-stale-layer", "least-stale-upcoming", "lru-dist",
+                 "llru-dist", "fifo-dist", "fwf-dist"]
+CURVES = ["lru", "lru-dist", "llru-dist"]
+
+
+def _cuts(draw, n: int) -> list[int]:
+    """Random chunk boundaries of n requests (empty chunks included)."""
+    cuts = sorted(draw(st.lists(st.integers(0, n), max_size=8)))
+    return [0, *cuts, n]
+
+
+def _chunks(trace, bounds, steps=True):
+    return [(trace.pages[a:b], trace.steps[a:b] if steps else None)
+            for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+
+def _same(a, b) -> None:
+    da, db = a.to_dict(), b.to_dict()
+    db["trace"] = da["trace"]
+    assert da == db
+    assert np.array_equal(a.page_misses, b.page_misses)
+
+
+@st.composite
+def _case(draw):
+    tr = draw(st.one_of(round_traces(max_rounds=20), topk_traces(max_tokens=8)))
+    bounds = _cuts(draw, tr.n_requests)
+    pols = draw(st.lists(st.sampled_from(LIST_POLICIES), min_size=1, max_size=4, unique=True))
+    ks = draw(st.lists(st.integers(1, tr.layout.n_pages + 1), min_size=1, max_size=3))
+    return tr, bounds, pols, ks
+
+
+@given(_case())
+def test_streamed_runs_equal_the_in_memory_runs(case):
+    tr, bounds, pols, ks = case
+    runs = [(p, k) for p in pols for k in ks]
+    rounds = not tr.is_grouped
+    curves = CURVES if rounds else []
+    (out,) = stream_run(_chunks(tr, bounds), runs, curves, layout=tr.layout, expand=tr.expand)
+    assert out.requests == tr.n_requests
+    for (p, k), res in zip(runs, out.results, strict=True):
+        _same(simulate(tr, p, k), res)
+    for name in curves:
+        assert np.array_equal(out.curves[name], miss_curve(tr, name)), name
+
+
+@given(topk_traces(max_tokens=10, expand="groups"), st.integers(1, 7))
+def test_chunks_that_split_a_group_give_the_same_run(tr, size):
+    # every size cuts groups; the groups and the pins must come out whole
+    bounds = list(range(0, tr.n_requests, size)) + [tr.n_requests]
+    for p in ("lru", "llru", "fwf"):
+        for k in (1, 2, tr.layout.n_pages):
+            (res,) = simulate_stream(_chunks(tr, bounds), p, k, layout=tr.layout,
+                                     expand="groups")
+            _same(simulate(tr, p, k), res)
+
+
+@given(round_traces(max_rounds=20), st.data())
+def test_rounds_chunks_without_steps_count_on(tr, data):
+    bounds = _cuts(data.draw, tr.n_requests)
+    (m,) = miss_curve_stream(_chunks(tr, bounds, steps=False), "lru", layout=tr.layout)
+    assert np.array_equal(m, miss_curve(tr, "lru"))
+
+
+def _bad_traces():
+    lay = Layout(3, 2)
+    good = np.array([0, 3, 1, 4, 2, 5, 0, 3])
+    bad = good.copy()
+    bad[5] = 2  # layer 0 where layer 1 is due
+    yield lay, bad, None, "rounds", "wrong layer order: request 5 is page 2"
+    bad = good.copy()
+    bad[6] = 9
+    yield lay, bad, None, "rounds", "request 6 is page 9, expected a page id in 0..5"
+    steps = np.array([0, 1, 2, 3, 3, 4, 5, 6])
+    yield lay, good, steps, "rounds", "request 4 has step 3 after 3"
+    yield lay, np.array([0, 1, 0]), np.array([0, 0, 0]), "groups", "requests page 0 twice"
+    yield lay, good, np.arange(1, 9), "rounds", "the first step must be 0, got 1"
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 100])
+def test_chunk_validation_matches_the_whole_trace_check(size):
+    from paging.trace import Trace
+
+    for lay, pages, steps, mode, _ in _bad_traces():
+        s = np.arange(pages.size) if steps is None else steps
+        with pytest.raises(TraceError) as whole:
+            Trace(lay, pages, s, "t", expand=mode)
+        chunks = [(pages[i:i + size], s[i:i + size]) for i in range(0, pages.size, size)]
+        with pytest.raises(TraceError) as streamed:
+            list(checked_chunks(chunks, lay, mode, "t"))
+        assert str(streamed.value) == str(whole.value)
+        assert streamed.value.request == whole.value.request
+
+
+@pytest.fixture
+def traces():
+    r = zipf(4, 3, 400, seed=2, name="r")
+    g = zipf(4, 3, 150, seed=3, topk=2, expand="groups", name="g")
+    g2 = zipf(4, 3, 90, seed=4, topk=3, expand="groups", name="g2")
+    return r, g, g2
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 10**6])
+def test_chunked_readers_equal_the_whole_file_readers(tmp_path, traces, chunk):
+    r, g, g2 = traces
+    files = {"r.npz": [r], "g.npz": [g, g2], "r.csv": [r], "g.csv": [g, g2]}
+    for fname, ts in files.items():
+        (write_npz if fname.endswith("npz") else write_csv)(ts, tmp_path / fname)
+        mode = ts[0].expand
+        whole = load(tmp_path / fname, expand=mode)
+        seqs = open_chunks(tmp_path / fname, chunk=chunk, expand=mode)
+        got = []
+        for seq in seqs:
+            parts = list(seq.chunks)
+            assert all(p.size <= chunk for p, _ in parts)
+            got.append((seq.name, np.concatenate([p for p, _ in parts]),
+                        np.concatenate([s for _, s in parts])))
+        assert [(t.name, t.pages.tolist(), t.steps.tolist()) for t in whole] == \
+            [(n, p.tolist(), s.tolist()) for n, p, s in got]
+        outs = stream_run(tmp_path / fname, [("lru", 3), ("llru", 5)], chunk=chunk,
+                          expand=mode)
+        for t, o in zip(whole, outs, strict=True):
+            _same(simulate(t, "lru", 3), o.results[0])
+            _same(simulate(t, "llru", 5), o.results[1])
+    write_oracle_general(r, tmp_path / "r.oracleGeneral")
+    kw = {"n_experts": 4, "n_layers": 3}
+    (t,) = load(tmp_path / "r.oracleGeneral", **kw)
+    (o,) = stream_run(tmp_path / "r.oracleGeneral", [("lru", 4)], ["lru"], chunk=chunk, **kw)
+    _same(simulate(t, "lru", 4), o.results[0])
+    assert np.array_equal(o.curves["lru"], miss_curve(t, "lru"))
+
+
+def _error(fn) -> str:
+    with pytest.raises(PagingError) as e:
+        fn()
+    return str(e.value)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 1000])
+def test_chunked_readers_report_the_whole_file_errors(tmp_path, chunk):
+    lay = Layout(3, 2)
+    pages = np.array([0, 3, 1, 4, 2, 5, 0, 3, 1, 4])
+    write_oracle_general(from_pages(pages, lay), tmp_path / "a.oracleGeneral")
+    bad = tmp_path / "b.oracleGeneral"
+    raw = np.fromfile(tmp_path / "a.oracleGeneral", dtype=np.uint8).copy()
+    rec = raw.view([("time", "<u4"), ("obj_id", "<u8"), ("obj_size", "<u4"),
+                    ("next_access_vtime", "<i8")])
+    rec["obj_id"][7] = 1  # layer 0 where layer 1 is due
+    rec.tofile(bad)
+    kw = {"n_experts": 3, "n_layers": 2}
+
+    def streamed(path, **k):
+        return lambda: [list(s.chunks) for s in open_chunks(path, chunk=chunk, **k)]
+
+    assert (_error(streamed(bad, **kw)) == _error(lambda: load(bad, **kw))
+            and "record 7 (byte 168)" in _error(lambda: load(bad, **kw)))
+    rec["obj_id"][7] = 40
+    rec.tofile(bad)
+    assert _error(streamed(bad, **kw)) == _error(lambda: load(bad, **kw))
+    assert "needs the whole file" in _error(streamed(bad))
+    csv = tmp_path / "c.csv"
+    rows = "\n".join(f"s,{i},{p}" for i, p in enumerate([0, 3, 1, 4, 4, 5]))
+    csv.write_text("# paging-trace n_experts=3 n_layers=2 expand=rounds\nsequence,step,page\n"
+                   + rows + "\n")
+    assert _error(streamed(csv)) == _error(lambda: load(csv))
+    assert "c.csv:7: wrong layer order" in _error(streamed(csv))
+    csv.write_text("sequence,step,page\n" + rows.replace("4,4", "4,x") + "\n")
+    assert (_error(streamed(csv, n_experts=3, n_layers=2))
+            == _error(lambda: load(csv, n_experts=3, n_layers=2)))
+    g = zipf(4, 3, 20, seed=3, topk=2, expand="groups")
+    write_npz(g, tmp_path / "g.npz")
+    assert "use --expand groups" in _error(streamed(tmp_path / "g.npz"))
+
+
+def test_zipf_chunks_reproduce_zipf():
+    whole = zipf(8, 32, 70_000, seed=11, a=1.2).pages  # more than one 2^21-cell block
+    parts = list(zipf_chunks(8, 32, 70_000, seed=11, a=1.2))
+    assert len(parts) > 1 and np.array_equal(np.concatenate(parts), whole)
+
+
+def test_refusals():
+    lay = Layout(2, 2)
+    chunks = [(np.array([0, 2]), None)]
+    assert "no streaming kernel" in _error(lambda: simulate_stream(chunks, "belady", 1,
+                                                                   layout=lay))
+    assert "stack distances" in _error(lambda: miss_curve_stream(chunks, "fifo", layout=lay))
+    assert "needs their layout" in _error(lambda: simulate_stream(chunks, "lru", 1))
+
+
+def _cli(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "paging", *args], capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def test_cli_stream_equals_the_in_memory_commands(tmp_path):
+    tr = zipf(4, 3, 300, seed=5, name="z")
+    write_npz(tr, tmp_path / "z.npz")
+    f = str(tmp_path / "z.npz")
+    a = _cli("simulate", f, "--policy", "lru", "--policy", "llru-dist", "--k", "3", "--k", "6",
+             "--json")
+    b = _cli("simulate", f, "--policy", "lru", "--policy", "llru-dist", "--k", "3", "--k", "6",
+             "--json", "--stream", "--chunk", "17")
+    assert a.returncode == 0 and b.returncode == 0, b.stderr
+    assert a.stdout == b.stdout
+    a = _cli("mrc", f, "--policy", "lru", "--json")
+    b = _cli("mrc", f, "--policy", "lru", "--json", "--stream", "--chunk", "10")
+    assert a.returncode == 0 and b.returncode == 0, b.stderr
+    assert a.stdout == b.stdout
+    for extra in (["--policy", "belady", "--k", "3"], ["--policy", "lru", "--budget-gb", "1",
+                                                       "--sizes", f],
+                  ["--policy", "lru", "--k", "3", "--prefetch", "oracle"],
+                  ["--policy", "lru", "--k", "3", "--model", "mixtral-8x7b"]):
+        r = _cli("simulate", f, "--stream", *extra)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert "--stream" in r.stderr or "stream" in r.stderr
+
+
+def test_cli_streams_big_files_by_itself(tmp_path):
+    import os
+
+    write_npz(zipf(4, 3, 100, seed=1), tmp_path / "z.npz")
+    f = str(tmp_path / "z.npz")
+    env = dict(os.environ, PAGING_STREAM_BYTES="10")
+    r = _cli("simulate", f, "--policy", "lru", "--k", "3", env=env)
+    assert r.returncode == 0 and "streaming it" in r.stderr
+    r = _cli("simulate", f, "--policy", "lru", "--k", "3", "--no-stream", env=env)
+    assert r.returncode == 0 and r.stderr == ""
+    r = _cli("simulate", f, "--policy", "belady", "--k", "3", env=env)
+    assert r.returncode == 0 and "reading it whole" in r.stderr
+    r = _cli("mrc", f, "--policy", "lru", "--stream", "--no-stream")
+    assert r.returncode == 2 and "contradict" in r.stderr
