@@ -102,6 +102,10 @@ def add_parser(sub) -> None:
                    help="skip the offline bound (Belady on the produced stream)")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the arrivals, the request draws and randomized policies")
+    p.add_argument("--engine", choices=("auto", "reference", "fast"), default="auto",
+                   help="the cache in a compiled kernel when the policy has one that serves "
+                        "step by step (the list family: lru, fifo, fwf, llru, fld, "
+                        "least-stale, -dist), else the reference loop (auto); same numbers")
     p.add_argument("--verify", action="store_true",
                    help="check the cache's run independently (capacity, every request served, "
                         "misses = the eviction log)")
@@ -129,7 +133,7 @@ def run(args) -> int:
         [dict(budget=budget_bytes(g)) for g in args.budget_gb or []]
     base = dict(model=args.model, precision=args.precision, hardware=args.hardware,
                 host_gb=args.host_gb, prefetch=args.prefetch, miss=args.miss,
-                routing=args.routing, seed=args.seed, verify=args.verify)
+                routing=args.routing, seed=args.seed, verify=args.verify, engine=args.engine)
     specs = [RunSpec(name, **cap, **base) for name in args.policy for cap in caps]
     times = None if args.arrivals is None else read_arrivals(args.arrivals)
     arrivals = ([Arrivals(rate=r, duration=args.duration) for r in args.rate] if args.rate

@@ -184,6 +184,55 @@ class _StepEvents(Observer):
             self.low_fetches += 1
 
 
+def _compiled(run_spec, policy, handler) -> bool:
+    """Whether the serving run's cache runs in the list family's compiled kernel (LRU, FIFO,
+    FWF, LLRU, FLD, the Least-Stale readings and their -dist forms; no miss handler, not
+    verified: ``--verify`` records the run in the reference loop). ``engine="fast"`` insists."""
+    from paging import fast
+
+    plan = fast.plan(policy)
+    ok = (plan is not None and plan[0] == "list" and handler is None
+          and not run_spec.verify and run_spec.engine != "reference")
+    if run_spec.engine == "fast" and not ok:
+        raise PagingError(f"--engine fast: paging serve compiles the list family (lru, fifo, "
+                          f"fwf, llru, fld, least-stale and their -dist forms) without --miss "
+                          f"or --verify; {policy.name} with these options runs in the reference "
+                          "loop (--engine auto)")
+    return ok
+
+
+class _KernelCache:
+    """The serving run's cache in the list family's compiled kernel: its state (lists,
+    residency, stamps) carried from step to step (:func:`paging.fast.lists.list_state`), each
+    step's groups one call; decisions equal the reference loop's (tested)."""
+
+    def __init__(self, layout, policy, run_spec, sizes):
+        from paging import fast
+        from paging.fast.lists import list_state
+        from paging.weights import unit_sizes
+
+        from paging.core import check_capacity
+
+        _, self.kind, self.dist = fast.plan(policy)
+        self.layout = layout
+        k, budget = check_capacity(run_spec.k, run_spec.budget, sizes, layout.n_pages)
+        capacity = k if k is not None else budget
+        self.caps = fast._caps(layout, int(capacity), self.dist)
+        self.slots = unit_sizes(layout.n_pages) if run_spec.k is not None else sizes
+        self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
+        self.bypasses = 0
+
+    def serve(self, pages: np.ndarray, clock: np.ndarray) -> np.ndarray:
+        from paging.fast.lists import list_kernel
+
+        lay = self.layout
+        out = list_kernel(pages.astype(np.int64), clock.astype(np.int64), self.slots,
+                          lay.n_experts, lay.n_layers, self.caps, self.dist, self.kind, 1,
+                          self.state)
+        self.bypasses += int(out[7])
+        return np.asarray(out[3], dtype=bool)
+
+
 class _Server:
     """One serving run's state: the warm cache (a :class:`~paging.simulate.Simulation` set up
     with room for every request the workload can make), the requests and the step records."""
@@ -204,28 +253,32 @@ class _Server:
         seqs = pool(traces, prompt_tokens=spec.prompt_tokens)
         rng = np.random.default_rng(spec.seed)
         (self.drawn, times), self.cap = _requests(spec, seqs, rng)
-        room = lay.n_layers * sum(min(lay.n_experts, s.experts.shape[2]) * s.n_tokens
-                                  for s in self.drawn)  # a step's union <= its tokens' experts
-        if room > MAX_ROOM:
-            raise PagingError(f"this workload needs room for {room:,} requests (> "
-                              f"{MAX_ROOM:,}): shorten --duration, lower --rate or set "
-                              "--max-requests")
         from paging.warm import concat
 
-        self.costs, self.sizes = cm.weights(concat(traces)[0])  # tiers by the pool's counts
-        self.miss = handler = run_spec._miss()
+        joined = concat(traces)[0]
+        self.costs, self.sizes = cm.weights(joined)  # tiers placed by the pool's counts
+        handler = run_spec._miss()
         if handler is not None and handler.uses_levels:
             from paging.miss import cascade_weights
-            from paging.warm import concat
 
-            handler = cascade_weights(handler, cm.model, cm.hardware,
-                                      cm.tiers(concat(traces)[0]))
+            handler = cascade_weights(handler, cm.model, cm.hardware, cm.tiers(joined))
         self.events = _StepEvents() if handler is not None else None
-        self.sim = Simulation(lay, make_policy(run_spec.policy), run_spec.k,
-                              budget=run_spec.budget, costs=self.costs, sizes=self.sizes,
-                              seed=run_spec.seed, record=bool(run_spec.verify),
-                              steps=np.zeros(max(room, 1), dtype=np.int64), miss=handler,
-                              observers=[] if handler is None else [self.events])
+        self.sim = self.kernel = None
+        policy = make_policy(run_spec.policy)
+        if _compiled(run_spec, policy, handler):
+            self.kernel = _KernelCache(lay, policy, run_spec, self.sizes)
+        else:
+            room = lay.n_layers * sum(min(lay.n_experts, s.experts.shape[2]) * s.n_tokens
+                                      for s in self.drawn)  # a step's union <= its experts
+            if room > MAX_ROOM:
+                raise PagingError(f"this workload needs room for {room:,} requests (> "
+                                  f"{MAX_ROOM:,}): shorten --duration, lower --rate or set "
+                                  "--max-requests")
+            self.sim = Simulation(lay, policy, run_spec.k, budget=run_spec.budget,
+                                  costs=self.costs, sizes=self.sizes, seed=run_spec.seed,
+                                  record=bool(run_spec.verify),
+                                  steps=np.zeros(max(room, 1), dtype=np.int64), miss=handler,
+                                  observers=[] if handler is None else [self.events])
         self._comp: dict[int, float] = {}
         arr = spec.arrivals
         self.reqs: list[_Req] = []
@@ -283,16 +336,20 @@ class _Server:
         from paging.cost.timeline import step_time
 
         pages, gof, cnt, n_tok, lay_ms = self.groups(batch)
-        sim = self.sim
         clock = step_no * self.layout.n_layers + gof
-        sim.write_clock(sim.t, clock.tolist())
         cuts = np.flatnonzero(np.diff(gof)) + 1
-        hits = np.concatenate([sim.serve_group(g.tolist()) for g in np.split(pages, cuts)]
-                              ).astype(bool)
+        if self.kernel is not None:
+            hits = self.kernel.serve(pages, clock)
+        else:
+            sim = self.sim
+            sim.write_clock(sim.t, clock.tolist())
+            hits = np.concatenate([sim.serve_group(g.tolist()) for g in np.split(pages, cuts)]
+                                  ).astype(bool)
         compv = np.array([self.comp(c) for c in cnt.tolist()])
         layv = np.zeros(pages.size)
         layv[np.r_[0, cuts]] = lay_ms
-        handled = self._handled(sim.t - pages.size, pages, hits)
+        handled = {} if self.sim is None else self._handled(self.sim.t - pages.size, pages,
+                                                             hits)
         dur, stall, _, nbytes = step_time(gof, hits, pages, self.costs, self.sizes, compv, layv,
                                           **handled)
         dur += self.spec.step_overhead_ms
@@ -383,7 +440,9 @@ class _Server:
             verify(Trace(self.layout, res.pages, res.clock, "serve", expand="groups"),
                    self.sim.result("serve"), costs=self.costs, sizes=self.sizes)
         res.summary = _summary(self.run_spec, self.spec, self.cm, res, self.capped)
-        res.summary["bypasses"] = len(self.sim.bypassed)
+        res.summary["bypasses"] = (self.kernel.bypasses if self.kernel is not None
+                                   else len(self.sim.bypassed))
+        res.summary["engine"] = "compiled" if self.kernel is not None else "reference"
         if self.events is not None:
             res.summary.update(miss=self.sim.miss.spec(), dropped=self.events.dropped,
                                substituted=self.events.substituted,

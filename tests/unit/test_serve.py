@@ -245,6 +245,22 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
         assert s["substituted"] + s["misses"] == int((~res.hits).sum())
 
 
+@given(seqs=_workload(), policy=st.sampled_from(("lru", "fifo", "llru", "least-stale",
+                                                 "fld-dist", "fwf")),
+       k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
+def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed):
+    from paging.cost.setup import CostSetup
+
+    cap = {"budget": k * int(CostSetup.from_names(toy, None, None).expert_bytes)} if budget \
+        else {"k": k}
+    ss = ServeSpec(Arrivals(rate=60.0, duration=0.1), max_batch=3, max_tokens=5, seed=seed)
+    fast = serve(RunSpec(policy, **cap, model=toy, seed=seed), ss, seqs)
+    ref = serve(RunSpec(policy, **cap, model=toy, seed=seed, engine="reference"), ss, seqs)
+    assert fast.summary.pop("engine") == "compiled" and ref.summary.pop("engine") == "reference"
+    assert fast.summary == ref.summary and fast.requests == ref.requests
+    assert np.array_equal(fast.hits, ref.hits) and fast.steps == ref.steps
+
+
 def test_same_seed_same_numbers(toy):
     e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]], [[3, 0], [1, 2]]])
     seqs = [_seq_trace(e, 2, "a"), _seq_trace(e[::-1].copy(), 1, "b")]
