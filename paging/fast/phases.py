@@ -205,6 +205,11 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     requested = np.zeros(P, np.int64)
     pending = np.zeros(P, np.bool_)
     layer_of = np.arange(P) // n_experts
+    smax = 1  # the largest room a page can take: bounds what pinned pages hold
+    for y in range(P):
+        smax = max(smax, slots[y])
+        for lv in range(1, level_slots.shape[0]):
+            smax = max(smax, level_slots[lv, y])
     has_pf = pf_start.size > 0
     n_pf = pf_pages.size
     handled = act.size > 0
@@ -361,7 +366,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
             q = zx if dist else 0
             if used[q] + need > caps[q]:
                 held = 0  # room of the pinned resident pages of the partition
-                if stamp >= 0:
+                n_pinned = g_end - g_start + (b_hi - b_lo if prefetching else 0)
+                if stamp >= 0 and n_pinned * smax > caps[q] - need:  # else they cannot fill it
                     hstamp += 1
                     for j in range(g_start, g_end + (b_hi - b_lo if prefetching else 0)):
                         r = pages[j] if j < g_end else pf_pages[b_lo + j - g_end]
@@ -566,9 +572,9 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     capacity = k if budget is None else budget
     slots = unit_sizes(P) if budget is None else sizes
     if prefetch is not None:
-        prefetch.reset(trace, seed)  # the plan, as the reference loop makes it
-        pf_start = np.asarray(prefetch.start, dtype=np.int64)
-        pf_pages = np.asarray(prefetch.pages, dtype=np.int64).reshape(-1)
+        pf_pages, pf_start, _ = prefetch.plan(trace, seed)  # the reference loop's plan
+        pf_pages = np.asarray(pf_pages, dtype=np.int64)
+        pf_start = np.asarray(pf_start, dtype=np.int64)
     else:
         pf_start = np.zeros(0, np.int64)
         pf_pages = np.zeros(0, np.int64)
@@ -636,3 +642,120 @@ def _miss_counts(mstats, trace, outcome, subst, lvl, rec) -> None:
         mstats.level_misses = [[0] * P, *counts.reshape(-1, P)[1:].tolist()]
         if mstats._log_levels:
             mstats.fetch_log = lv.tolist()
+
+
+# -- the prefetch plan in compiled loops (paging.predict.prefetch.Prefetcher.plan) ------------
+@njit(cache=True, nogil=True)
+def batch_bounds(steps):
+    """``(lo, hi)`` of every group (a run of equal steps) that has a next request: the batches
+    of a prefetching run, in order."""
+    n = steps.size
+    lo = np.zeros(n, np.int64)
+    hi = np.zeros(n, np.int64)
+    g = 0
+    t = 0
+    while t < n:
+        j = t + 1
+        while j < n and steps[j] == steps[t]:
+            j += 1
+        if j < n:
+            lo[g] = t
+            hi[g] = j
+            g += 1
+        t = j
+    return lo[:g], hi[:g]
+
+
+@njit(cache=True, nogil=True)
+def target_truth(key, experts, hi, kmin, span, n):
+    """``actual[g, e]``: expert e is requested at the (token, layer) ``key[hi[g]]`` of batch g's
+    target (``key`` = token·ℓ + layer, all in ``kmin .. kmin + span - 1``)."""
+    mark = np.zeros((span, n), np.bool_)
+    for t in range(key.size):
+        mark[key[t] - kmin, experts[t]] = True
+    out = np.zeros((hi.size, n), np.bool_)
+    for g in range(hi.size):
+        r = key[hi[g]] - kmin
+        for e in range(n):
+            out[g, e] = mark[r, e]
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _take(row, g, mg, order, actual, rows, ex, c):
+    """Select the ``mg`` best entries of ``row`` (batch g) that are > 0 into ``rows``/``ex``
+    from position ``c``, best first, ties to the lower index (the first ``mg`` of a stable
+    descending sort, as ``TopK.select_all``; ``order`` is scratch room of n entries). Returns
+    ``(c, right)``: the next position, and how many selected are true experts
+    (``actual[g]``)."""
+    n = row.size
+    for i in range(n):
+        order[i] = 0  # 1: taken
+    right = 0
+    for _ in range(min(max(mg, 0), n)):
+        # the best entry not taken yet, the lower index on ties (a stable descending sort)
+        e = -1
+        for i in range(n):
+            if order[i] == 0 and (e < 0 or row[i] > row[e]):
+                e = i
+        if not row[e] > 0:  # the rest are not proposed either
+            break
+        order[e] = 1
+        rows[c] = g
+        ex[c] = e
+        c += 1
+        if actual[g, e]:
+            right += 1
+    return c, right
+
+
+@njit(cache=True, nogil=True)
+def topk_rows(scores, m, actual):
+    """``TopK.select_all(scores, K)`` with ``m[g]`` = round(K·F) of row g: ``(rows, experts,
+    start, right)``, the selected (row, expert) pairs in row order, each row's first position
+    (``start[g]:start[g+1]``) and how many are true experts."""
+    G, n = scores.shape
+    total = 0
+    for g in range(G):
+        total += min(max(m[g], 0), n)
+    rows = np.zeros(total, np.int64)
+    ex = np.zeros(total, np.int64)
+    start = np.zeros(G + 1, np.int64)
+    order = np.zeros(n, np.int64)
+    c = 0
+    right = 0
+    for g in range(G):
+        c, r = _take(scores[g], g, m[g], order, actual, rows, ex, c)
+        right += r
+        start[g + 1] = c
+    return rows[:c], ex[:c], start, right
+
+
+@njit(cache=True, nogil=True)
+def transition_topk(C, layers, experts, lo, hi, m, actual):
+    """:func:`topk_rows` of the transition predictor's scores: row g is the sum over the
+    requests lo[g]..hi[g]-1 of ``C[layer, expert, :]`` (whole numbers, so the order of the sum
+    does not matter), made one row at a time."""
+    n = C.shape[2]
+    G = lo.size
+    total = 0
+    for g in range(G):
+        total += min(max(m[g], 0), n)
+    rows = np.zeros(total, np.int64)
+    ex = np.zeros(total, np.int64)
+    start = np.zeros(G + 1, np.int64)
+    order = np.zeros(n, np.int64)
+    row = np.zeros(n)
+    c = 0
+    right = 0
+    for g in range(G):
+        row[:] = 0.0
+        for t in range(lo[g], hi[g]):
+            z = layers[t]
+            e = experts[t]
+            for f in range(n):
+                row[f] += C[z, e, f]
+        c, r = _take(row, g, m[g], order, actual, rows, ex, c)
+        right += r
+        start[g + 1] = c
+    return rows[:c], ex[:c], start, right

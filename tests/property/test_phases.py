@@ -176,3 +176,53 @@ def test_auto_takes_the_kernel():
     with mock.patch("paging.simulate._run", side_effect=AssertionError("reference loop")):
         simulate(tr, "lru", 3, prefetch=Prefetcher(make_prefetch_predictor("frequency")),
                  miss="substitute")
+
+
+def numpy_plan(pf, trace, seed):
+    """The plan by the numpy definitions (``score_matrix``, ``select_all``, ``np.unique``): what
+    ``Prefetcher.plan`` computed before its compiled loops."""
+    from paging.predict.prefetch import _tokens
+    from paging.simulate import _group_bounds
+
+    pred = pf.predictor
+    pred.reset(trace, np.random.default_rng(seed))
+    pf.K = trace.top_k
+    L, n, N = trace.layout.n_layers, trace.layout.n_experts, trace.n_requests
+    tok = _tokens(trace)
+    ends = _group_bounds(trace.steps) if N else np.zeros(0, np.int64)
+    lo = np.flatnonzero(np.r_[True, trace.steps[1:] != trace.steps[:-1]]) if N else ends
+    hi = ends[lo] if N else ends
+    lo, hi = lo[hi < N], hi[hi < N]
+    token, layer = tok[hi], np.asarray(trace.layers)[hi]
+    key = tok * L + trace.layers
+    ukey, inv = np.unique(key, return_inverse=True)
+    truth = np.zeros((ukey.size, n), dtype=bool)
+    truth[inv, trace.pages % n] = True
+    actual = truth[inv[hi]]
+    scores = np.asarray(pred.score_matrix(lo, hi, token, layer, actual), dtype=np.float64)
+    rows, experts = pf.strategy.select_all(scores, pf.target_k(trace, hi))
+    return (layer[rows] * n + experts, np.searchsorted(rows, np.arange(lo.size + 1)), lo,
+            int(rows.size), int(actual[rows, experts].sum()), int(actual.sum()))
+
+
+@given(trace=scored_traces(), pred=st.sampled_from(PREDICTORS),
+       strat=st.sampled_from([*STRATEGIES, "topk:overfetch=2.5", "topk:overfetch=40"]),
+       seed=st.integers(0, 9))
+def test_compiled_plan_equals_the_numpy_plan(trace, pred, strat, seed):
+    """The group bounds, the true experts of the targets, transition's sums and the top-K
+    selection of ``Prefetcher.plan`` run in compiled loops: the same plan as numpy's."""
+    pf = prefetcher(pred, strat, trace)
+    pages, start, lo = pf.plan(trace, seed)
+    want = numpy_plan(prefetcher(pred, strat, trace), trace, seed)
+    for a, b in zip((pages, start, lo), want[:3], strict=True):
+        np.testing.assert_array_equal(a, b)
+    assert (pf.predicted, pf.predicted_right, pf.actual) == want[3:]
+
+
+def test_topk_rows_ties_and_non_positive_scores():
+    """Ties go to the lower expert; scores <= 0 are never proposed."""
+    scores = np.array([[1.0, 3.0, 3.0, 0.0], [0.0, -1.0, 0.0, 0.0], [2.0, 2.0, 2.0, 5.0]])
+    actual = np.ones((3, 4), dtype=bool)
+    rows, ex, start, right = phases.topk_rows(scores, np.array([3, 2, 2]), actual)
+    assert rows.tolist() == [0, 0, 0, 2, 2] and ex.tolist() == [1, 2, 0, 3, 0]
+    assert start.tolist() == [0, 3, 3, 5] and right == 5
