@@ -2,7 +2,8 @@
 (:mod:`paging.fast.phases`) against the reference loop, with LRU on
 ``zipf(n=8, layers=32, tokens=T, seed=0)`` (T = 62,500: 2M requests, rounds mode, k = 43).
 
-Run: ``python benchmarks/bench_specmd.py [--tokens T] [--prefix N] [--only NAME ...]``.
+Run: ``python benchmarks/bench_specmd.py [--tokens T] [--prefix N] [--only NAME ...]
+[--policy P]`` (``--policy``: another list policy than LRU, e.g. ``least-stale``).
 
 Each configuration runs once through ``simulate(..., engine="fast")`` on the whole trace (the
 prefetch plan included: it is made inside the call), and once through
@@ -58,32 +59,32 @@ def configurations(train):
     byte = dict(budget=K * 4, sizes=s4, costs=c4)
     transition = Transition([train])  # fitted once (a Python pass over the training trace)
     return {
-        "lru (no phases)": lambda: dict(k=K),
-        "lru + transition topk:1.5": lambda: dict(k=K, prefetch=Prefetcher(transition,
+        "no phases (plain kernel)": lambda: dict(k=K),
+        "+ transition topk:1.5": lambda: dict(k=K, prefetch=Prefetcher(transition,
                                                                            TopK(1.5))),
-        "lru + previous-token topk:1": lambda: dict(k=K, prefetch=Prefetcher(PreviousToken(),
+        "+ previous-token topk:1": lambda: dict(k=K, prefetch=Prefetcher(PreviousToken(),
                                                                              TopK(1.0))),
-        "lru + frequency percentile:80": lambda: dict(k=K, prefetch=Prefetcher(Frequency(),
+        "+ frequency percentile:80": lambda: dict(k=K, prefetch=Prefetcher(Frequency(),
                                                                                Percentile(80))),
-        "lru + oracle topk:1": lambda: dict(k=K, prefetch=Prefetcher(PrefetchOracle(),
+        "+ oracle topk:1": lambda: dict(k=K, prefetch=Prefetcher(PrefetchOracle(),
                                                                      TopK(1.0))),
-        "lru + fetch-lowest-bit (bf16/int8)": lambda: dict(
+        "+ fetch-lowest-bit (bf16/int8)": lambda: dict(
             miss=FetchLowestBit(("bf16", "int8")).bind([s4, s2], [c4, c2]), **byte),
-        "lru + fetch-priority (bf16/int8/int4)": lambda: dict(
+        "+ fetch-priority (bf16/int8/int4)": lambda: dict(
             miss=FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(
                 [s4, s2, s1], [c4, c2, c1]), **byte),
-        "lru + drop:score=0.3": lambda: dict(k=K, miss=make_miss("drop:score=0.3")),
-        "lru + drop:rank=1": lambda: dict(k=K, miss=make_miss("drop:rank=1")),
-        "lru + substitute": lambda: dict(k=K, miss=make_miss("substitute")),
-        "lru + transition topk:1.5 + substitute": lambda: dict(
+        "+ drop:score=0.3": lambda: dict(k=K, miss=make_miss("drop:score=0.3")),
+        "+ drop:rank=1": lambda: dict(k=K, miss=make_miss("drop:rank=1")),
+        "+ substitute": lambda: dict(k=K, miss=make_miss("substitute")),
+        "+ transition topk:1.5 + substitute": lambda: dict(
             k=K, prefetch=Prefetcher(transition, TopK(1.5)), miss=make_miss("substitute")),
     }
 
 
-def timed(tr, engine, kw):
+def timed(tr, engine, kw, policy="lru"):
     k = kw.pop("k", None)
     t0 = time.perf_counter()
-    r = simulate(tr, "lru", k, engine=engine, **kw)
+    r = simulate(tr, policy, k, engine=engine, **kw)
     return time.perf_counter() - t0, r
 
 
@@ -93,6 +94,7 @@ def main() -> None:
     ap.add_argument("--prefix", type=int, default=200_000)
     ap.add_argument("--only", action="append", default=None,
                     help="run only the configurations whose name contains this")
+    ap.add_argument("--policy", default="lru", help="the eviction policy (default lru)")
     a = ap.parse_args()
     tr = with_scores(generators.zipf(n=8, layers=32, tokens=a.tokens, seed=0))
     head = tr.head(min(a.prefix, tr.n_requests))
@@ -102,14 +104,15 @@ def main() -> None:
     if a.only:
         confs = {name: f for name, f in confs.items() if any(o in name for o in a.only)}
     for make in confs.values():
-        timed(small, "fast", make())  # compile
-    print(f"{tr.n_requests} requests, k={K}; reference on the first {head.n_requests}")
+        timed(small, "fast", make(), a.policy)  # compile
+    print(f"{a.policy}, {tr.n_requests} requests, k={K}; reference on the first "
+          f"{head.n_requests}")
     print(f"{'configuration':40s} {'kernel req/s':>14s} {'(s)':>7s} {'reference req/s':>16s} "
           f"{'(s, extrap.)':>13s} {'speed-up':>9s}  misses  equal")
     for name, make in confs.items():
-        dk, rk = timed(tr, "fast", make())
-        dr, rr = timed(head, "reference", make())
-        _, rh = timed(head, "fast", make())
+        dk, rk = timed(tr, "fast", make(), a.policy)
+        dr, rr = timed(head, "reference", make(), a.policy)
+        _, rh = timed(head, "fast", make(), a.policy)
         same = rh.to_dict() == rr.to_dict()
         rate_k, rate_r = tr.n_requests / dk, head.n_requests / dr
         print(f"{name:40s} {rate_k:14,.0f} {dk:7.2f} {rate_r:16,.0f} "

@@ -682,12 +682,12 @@ def target_truth(key, experts, hi, kmin, span, n):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _take(row, g, mg, order, actual, rows, ex, c):
-    """Select the ``mg`` best entries of ``row`` (batch g) that are > 0 into ``rows``/``ex``
-    from position ``c``, best first, ties to the lower index (the first ``mg`` of a stable
-    descending sort, as ``TopK.select_all``; ``order`` is scratch room of n entries). Returns
-    ``(c, right)``: the next position, and how many selected are true experts
-    (``actual[g]``)."""
+def _take(row, g, mg, cut, order, actual, rows, ex, c):
+    """Select the ``mg`` best entries of ``row`` (batch g) that are > 0 and > ``cut`` into
+    ``rows``/``ex`` from position ``c``, best first, ties to the lower index (the first ``mg``
+    of a stable descending sort, as ``TopK.select_all``; ``order`` is scratch room of n
+    entries). Returns ``(c, right)``: the next position, and how many selected are true
+    experts (``actual[g]``)."""
     n = row.size
     for i in range(n):
         order[i] = 0  # 1: taken
@@ -698,7 +698,7 @@ def _take(row, g, mg, order, actual, rows, ex, c):
         for i in range(n):
             if order[i] == 0 and (e < 0 or row[i] > row[e]):
                 e = i
-        if not row[e] > 0:  # the rest are not proposed either
+        if not (row[e] > 0 and row[e] > cut):  # the rest are not proposed either
             break
         order[e] = 1
         rows[c] = g
@@ -725,7 +725,7 @@ def topk_rows(scores, m, actual):
     c = 0
     right = 0
     for g in range(G):
-        c, r = _take(scores[g], g, m[g], order, actual, rows, ex, c)
+        c, r = _take(scores[g], g, m[g], -np.inf, order, actual, rows, ex, c)
         right += r
         start[g + 1] = c
     return rows[:c], ex[:c], start, right
@@ -755,7 +755,67 @@ def transition_topk(C, layers, experts, lo, hi, m, actual):
             e = experts[t]
             for f in range(n):
                 row[f] += C[z, e, f]
-        c, r = _take(row, g, m[g], order, actual, rows, ex, c)
+        c, r = _take(row, g, m[g], -np.inf, order, actual, rows, ex, c)
         right += r
         start[g + 1] = c
     return rows[:c], ex[:c], start, right
+
+
+@njit(cache=True, nogil=True)
+def percentile_rows(scores, p, actual):
+    """``Percentile(p).select_all(scores)``: per row the entries above the row's p-th
+    percentile (``numpy.percentile``'s linear method, computed with numpy's operations: index
+    (n − 1)·p/100, the two sorted neighbours, and its two-sided interpolation) and above 0,
+    best first, ties to the lower index; the outputs of :func:`topk_rows`."""
+    G, n = scores.shape
+    q = p / 100.0
+    virt = (n - 1) * q
+    if virt >= n - 1:
+        lo_i = n - 1
+        hi_i = n - 1
+    elif virt < 0:
+        lo_i = 0
+        hi_i = 0
+    else:
+        lo_i = int(np.floor(virt))
+        hi_i = lo_i + 1
+    gamma = virt - np.floor(virt)
+    rows = np.zeros(G * n, np.int64)
+    ex = np.zeros(G * n, np.int64)
+    start = np.zeros(G + 1, np.int64)
+    order = np.zeros(n, np.int64)
+    srt = np.zeros(n)
+    c = 0
+    right = 0
+    for g in range(G):
+        for i in range(n):
+            srt[i] = scores[g, i]
+        srt.sort()
+        a = srt[lo_i]
+        b = srt[hi_i]
+        diff = b - a
+        if gamma >= 0.5:
+            cut = b - diff * (1 - gamma)
+        else:
+            cut = a + diff * gamma
+        c, r = _take(scores[g], g, n, cut, order, actual, rows, ex, c)
+        right += r
+        start[g + 1] = c
+    return rows[:c], ex[:c], start, right
+
+
+@njit(cache=True, nogil=True)
+def frequency_rows(pages, n, L, hi, layer):
+    """``Frequency.score_matrix``: row g counts the requests of each expert of layer
+    ``layer[g]`` among requests 0..hi[g]-1 (``hi`` ascending)."""
+    counts = np.zeros(n * L, np.int64)
+    out = np.zeros((hi.size, n))
+    t = 0
+    for g in range(hi.size):
+        while t < hi[g]:
+            counts[pages[t]] += 1
+            t += 1
+        base = layer[g] * n
+        for e in range(n):
+            out[g, e] = counts[base + e]
+    return out

@@ -413,7 +413,8 @@ class Prefetcher:
         ``predicted``, ``predicted_right`` and ``actual``, the set-based counts behind precision
         and recall (module docstring). The group bounds, the targets' true experts, the
         transition predictor's sums and the top-K selection run in compiled loops
-        (:mod:`paging.fast.phases`) that give the arrays the numpy definitions give."""
+        (:mod:`paging.fast.phases`), and so do the frequency predictor's counts and the
+        percentile strategy: they give the arrays the numpy definitions give (tested)."""
         from paging.fast import phases
 
         pred = self.predictor
@@ -431,16 +432,23 @@ class Prefetcher:
         m = None
         if type(self.strategy) is TopK:
             m = np.floor(Ks.astype(np.float64) * self.strategy.overfetch + 0.5).astype(np.int64)
-        if m is not None and type(pred) is Transition and "score_matrix" not in vars(pred):
-            # (a score_matrix set on the instance is honoured: the tests spy on it)
+        own = "score_matrix" not in vars(pred)  # (one set on the instance is honoured)
+        if m is not None and type(pred) is Transition and own:
             rows, experts, start, right = phases.transition_topk(pred.C, layers, experts, lo,
                                                                  hi, m, actual)
         else:
-            scores = np.asarray(pred.score_matrix(lo, hi, token, layer, actual),
-                                dtype=np.float64)
+            if type(pred) is Frequency and own:
+                scores = phases.frequency_rows(np.asarray(trace.pages, dtype=np.int64), n, L,
+                                               hi, layer)
+            else:
+                scores = np.asarray(pred.score_matrix(lo, hi, token, layer, actual),
+                                    dtype=np.float64)
+            scores = np.ascontiguousarray(scores)
             if m is not None:
-                rows, experts, start, right = phases.topk_rows(np.ascontiguousarray(scores), m,
-                                                               actual)
+                rows, experts, start, right = phases.topk_rows(scores, m, actual)
+            elif type(self.strategy) is Percentile and scores.shape[1] > 0:
+                rows, experts, start, right = phases.percentile_rows(
+                    scores, self.strategy.p, actual)
             else:
                 rows, experts = self.strategy.select_all(scores, Ks)
                 start = np.searchsorted(rows, np.arange(lo.size + 1))

@@ -206,11 +206,13 @@ def numpy_plan(pf, trace, seed):
 
 
 @given(trace=scored_traces(), pred=st.sampled_from(PREDICTORS),
-       strat=st.sampled_from([*STRATEGIES, "topk:overfetch=2.5", "topk:overfetch=40"]),
+       strat=st.sampled_from([*STRATEGIES, "topk:overfetch=2.5", "topk:overfetch=40",
+                              "percentile:p=80", "percentile:p=1", "percentile:p=99.5"]),
        seed=st.integers(0, 9))
 def test_compiled_plan_equals_the_numpy_plan(trace, pred, strat, seed):
-    """The group bounds, the true experts of the targets, transition's sums and the top-K
-    selection of ``Prefetcher.plan`` run in compiled loops: the same plan as numpy's."""
+    """The group bounds, the true experts of the targets, transition's sums, frequency's counts
+    and the top-K and percentile selections of ``Prefetcher.plan`` run in compiled loops: the
+    same plan as numpy's."""
     pf = prefetcher(pred, strat, trace)
     pages, start, lo = pf.plan(trace, seed)
     want = numpy_plan(prefetcher(pred, strat, trace), trace, seed)
@@ -226,3 +228,23 @@ def test_topk_rows_ties_and_non_positive_scores():
     rows, ex, start, right = phases.topk_rows(scores, np.array([3, 2, 2]), actual)
     assert rows.tolist() == [0, 0, 0, 2, 2] and ex.tolist() == [1, 2, 0, 3, 0]
     assert start.tolist() == [0, 3, 3, 5] and right == 5
+
+
+@given(n=st.integers(1, 9), data=st.data(), p=st.sampled_from([0.5, 1, 25, 33.3, 50, 60, 80,
+                                                              87.5, 99.9]))
+def test_percentile_rows_equal_numpy(n, data, p):
+    """The compiled percentile selection equals ``Percentile.select_all`` (numpy.percentile's
+    interpolation) on rows with ties, zeros, negative and fractional scores."""
+    from paging.predict.prefetch import Percentile
+
+    G = data.draw(st.integers(0, 6))
+    vals = st.sampled_from([0.0, -1.0, 0.1, 0.3, 1.0, 1.0 / 3, 2.0, 7.25, 1e-9, 3.0])
+    scores = np.array(data.draw(st.lists(st.lists(vals, min_size=n, max_size=n),
+                                         min_size=G, max_size=G)), dtype=np.float64)
+    scores = scores.reshape(G, n)
+    rows, ex = Percentile(p).select_all(scores, 0)
+    actual = np.ones((G, n), dtype=bool)
+    r2, e2, start, right = phases.percentile_rows(np.ascontiguousarray(scores), float(p), actual)
+    assert rows.tolist() == r2.tolist() and ex.tolist() == e2.tolist()
+    assert start.tolist() == np.searchsorted(rows, np.arange(G + 1)).tolist()
+    assert right == rows.size
