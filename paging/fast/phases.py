@@ -10,24 +10,32 @@ observers' counters and logs (:class:`paging.observers.PrefetchStats`,
 
 What is planned before the run and what the kernel decides:
 
-* prefetching: no built-in predictor reads the cache, so :meth:`Prefetcher.reset` already
-  makes the whole run's *plan* (every batch's pages, in insertion order) before the loop; the
+* prefetching: no built-in predictor reads the cache, so :meth:`Prefetcher.plan` makes the
+  whole run's *plan* (every batch's pages, in insertion order) before the loop, for both
+  engines; its group bounds, the targets' true experts, transition's sums, frequency's counts
+  and the top-K and percentile selections are the compiled loops at the end of this module
+  (equal to the numpy definitions, tested), the oracle's draws stay numpy, batch by batch. The
   kernel inserts batch g after group g, with the group just served and the batch pinned
   (:meth:`Simulation.prefetch_group`); resident pages are skipped, a page that cannot be given
   room is a skipped prefetch. A prefetch is a touch at the last request served: the page goes
-  to the head of its list (LRU, FIFO: the reference's ``last``/``inserted`` move to that
-  request's index, ties to the page first inserted into the dict, i.e. the one touched first).
+  to the head of its list. That is the reference's order: its ``last``/``inserted`` move to
+  that request's index t, and among pages with the same t the reference's ``max`` takes the
+  one first in the partition's dict (insertion order): the page served at t (inserted at or
+  before t), then the batch in insertion order, which is the order of the list's tail.
 * miss handling: ``fetch-lowest-bit``, ``fetch-priority`` and ``drop`` decide from the
   request alone (its rank or gate score): their action and precision level per request are
   arrays made before the run. ``substitute`` reads the cache (the most requested resident,
   unpinned expert of the layer) and is decided inside the kernel, with the request counts.
+  The handlers' counters (drops, dropped mass summed in request order, replaced ranks, fetch
+  levels) are computed from the kernel's per-request outcomes after the run.
 
-Not compiled (the reference loop runs them): policies outside the list family; LLRU and
-LLRU-latest (and their ``-dist`` variants) *with prefetching*: a prefetched page's last step is
-the step of the group served before it (another layer), so inside a layer LLRU's key (R, D)
-is no longer ordered by recency and the per-layer-tail victim rule of the list kernel does not
-hold; user predictors and strategies need nothing special (the plan is all the kernel reads),
-but user miss handlers (subclasses) and routing hooks run in the reference loop.
+Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
+``engine="fast"`` refuses): policies outside the list family; LLRU and LLRU-latest (and their
+``-dist`` variants) *with prefetching*: a prefetched page's last step is the step of the group
+served before it (another layer), so inside a layer LLRU's key (R, D) is no longer ordered by
+recency and the per-layer-tail victim rule of the list kernel does not hold (they are compiled
+with miss handlers alone); subclasses of the prefetcher and of the handlers, and routing hooks.
+User predictors and strategies need nothing special: the plan is all the kernel reads.
 """
 
 from __future__ import annotations
