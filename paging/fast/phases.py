@@ -12,16 +12,17 @@ What is planned before the run and what the kernel decides:
 
 * prefetching: no built-in predictor reads the cache, so :meth:`Prefetcher.plan` makes the
   whole run's *plan* (every batch's pages, in insertion order) before the loop, for both
-  engines; its group bounds, the targets' true experts, transition's sums, frequency's counts
-  and the top-K and percentile selections are the compiled loops at the end of this module
-  (equal to the numpy definitions, tested), the oracle's draws stay numpy, batch by batch. The
-  kernel inserts batch g after group g, with the group just served and the batch pinned
-  (:meth:`Simulation.prefetch_group`); resident pages are skipped, a page that cannot be given
-  room is a skipped prefetch. A prefetch is a touch at the last request served: the page goes
-  to the head of its list. That is the reference's order: its ``last``/``inserted`` move to
-  that request's index t, and among pages with the same t the reference's ``max`` takes the
-  one first in the partition's dict (insertion order): the page served at t (inserted at or
-  before t), then the batch in insertion order, which is the order of the list's tail.
+  engines; its group bounds, the targets' true experts, the transition, frequency and
+  previous-token scores and the top-K and percentile selections are the compiled loops at the
+  end of this module (equal to the numpy definitions, tested); the oracle's draws stay numpy,
+  batch by batch. The kernel inserts batch g after group g, with the group just served and
+  the batch pinned (:meth:`Simulation.prefetch_group`); resident pages are skipped, a page
+  that cannot be given room is a skipped prefetch. A prefetch is a touch at the last request
+  served: the page goes to the head of its list. That is the reference's order: its
+  ``last``/``inserted`` move to that request's index t, and among pages with the same t the
+  reference's ``max`` takes the one first in the partition's dict (insertion order): the page
+  served at t (inserted at or before t), then the batch in insertion order, which is the order
+  of the list's tail.
 * miss handling: ``fetch-lowest-bit``, ``fetch-priority`` and ``drop`` decide from the
   request alone (its rank or gate score): their action and precision level per request are
   arrays made before the run. ``substitute`` reads the cache (the most requested resident,
@@ -826,4 +827,32 @@ def frequency_rows(pages, n, L, hi, layer):
         base = layer[g] * n
         for e in range(n):
             out[g, e] = counts[base + e]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def previous_token_rows(layers, tok, experts, hi, token, layer, n, L):
+    """``PreviousToken.score_matrix`` as its per-batch definition reads (``observe`` of the
+    requests before each target, then ``scores``): per layer, the experts of the last token seen
+    (``cur``) and of the token before it (``prev``); batch g's row is 1 on ``cur`` of the
+    target's layer when that token is below the target's, else on ``prev``."""
+    cur_tok = np.full(L, -1, np.int64)
+    cur = np.zeros((L, n), np.bool_)
+    prev = np.zeros((L, n), np.bool_)
+    out = np.zeros((hi.size, n))
+    t = 0
+    for g in range(hi.size):
+        while t < hi[g]:
+            z = layers[t]
+            if tok[t] != cur_tok[z]:
+                for e in range(n):
+                    prev[z, e] = cur[z, e]
+                    cur[z, e] = False
+                cur_tok[z] = tok[t]
+            cur[z, experts[t]] = True
+            t += 1
+        z = layer[g]
+        for e in range(n):
+            if cur[z, e] if cur_tok[z] < token[g] else prev[z, e]:
+                out[g, e] = 1.0
     return out

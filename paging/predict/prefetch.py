@@ -413,8 +413,8 @@ class Prefetcher:
         ``predicted``, ``predicted_right`` and ``actual``, the set-based counts behind precision
         and recall (module docstring). The group bounds, the targets' true experts, the
         transition predictor's sums and the top-K selection run in compiled loops
-        (:mod:`paging.fast.phases`), and so do the frequency predictor's counts and the
-        percentile strategy: they give the arrays the numpy definitions give (tested)."""
+        (:mod:`paging.fast.phases`), and so do the frequency and previous-token predictors'
+        scores and the percentile strategy: the arrays the numpy definitions give (tested)."""
         from paging.fast import phases
 
         pred = self.predictor
@@ -440,6 +440,9 @@ class Prefetcher:
             if type(pred) is Frequency and own:
                 scores = phases.frequency_rows(np.asarray(trace.pages, dtype=np.int64), n, L,
                                                hi, layer)
+            elif type(pred) is PreviousToken and own:
+                scores = phases.previous_token_rows(layers, np.asarray(tok, dtype=np.int64),
+                                                    experts, hi, token, layer, n, L)
             else:
                 scores = np.asarray(pred.score_matrix(lo, hi, token, layer, actual),
                                     dtype=np.float64)
