@@ -797,9 +797,18 @@ def percentile_rows(scores, p, actual):
     c = 0
     right = 0
     for g in range(G):
-        for i in range(n):
-            srt[i] = scores[g, i]
-        srt.sort()
+        if n <= 32:  # insertion sort: a library sort call costs more on a few values
+            for i in range(n):
+                v = scores[g, i]
+                j = i
+                while j > 0 and srt[j - 1] > v:
+                    srt[j] = srt[j - 1]
+                    j -= 1
+                srt[j] = v
+        else:
+            for i in range(n):
+                srt[i] = scores[g, i]
+            srt.sort()
         a = srt[lo_i]
         b = srt[hi_i]
         diff = b - a
