@@ -30,13 +30,18 @@ What is planned before the run and what the kernel decides:
   The handlers' counters (drops, dropped mass summed in request order, replaced ranks, fetch
   levels) are computed from the kernel's per-request outcomes after the run.
 
+LLRU and LLRU-latest (and their ``-dist`` variants) with prefetching: a prefetched page's last
+step is the step of the group served before it (another layer), so inside a layer LLRU's key
+(R, D) is no longer ordered by recency and the per-layer-tail victim rule of the list kernel
+does not hold. Their victims are then found by a scan of the partition's resident pages (O(k)
+per eviction): the largest (R, D), then the oldest request index, then the page touched first
+(the reference's dict order among equal keys, as above). Without prefetching they take the
+per-layer tails.
+
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
-``engine="fast"`` refuses): policies outside the list family; LLRU and LLRU-latest (and their
-``-dist`` variants) *with prefetching*: a prefetched page's last step is the step of the group
-served before it (another layer), so inside a layer LLRU's key (R, D) is no longer ordered by
-recency and the per-layer-tail victim rule of the list kernel does not hold (they are compiled
-with miss handlers alone); subclasses of the prefetcher and of the handlers, and routing hooks.
-User predictors and strategies need nothing special: the plan is all the kernel reads.
+``engine="fast"`` refuses): policies outside the list family (heap, credit, Marking, and the
+reference-only ones), subclasses of the prefetcher and of the handlers, and routing hooks. User
+predictors and strategies need nothing special: the plan is all the kernel reads.
 """
 
 from __future__ import annotations
@@ -170,7 +175,7 @@ def _victim(kind, q, s, now_pass, L, tail, prv, pin, stamp, last_step, last_pass
 
 @njit(cache=True, nogil=True)
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
-                 record, pf_start, pf_pages, pf_size, act, lvl, substitute):
+                 record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan):
     """Replay ``pages`` under list policy ``kind`` with SpecMD's phases.
 
     ``slots[p]``: the room page p takes at the run's precision (1, or its size for a byte
@@ -210,6 +215,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     evicted_pass = np.full(P, -1, np.int64)
     last_step = np.zeros(P, np.int64)
     last_pass = np.zeros(P, np.int64)
+    last_t = np.zeros(P, np.int64)  # request index of the last touch (layered kinds)
+    seq = np.zeros(P, np.int64)  # order of the touches (layered kinds)
+    n_touch = 0
     page_miss = np.zeros(P, np.int64)
     requested = np.zeros(P, np.int64)
     pending = np.zeros(P, np.bool_)
@@ -330,6 +338,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     if layered:
                         last_step[p] = s
                         last_pass[p] = now_pass
+                        last_t[p] = t
+                        seq[p] = n_touch
+                        n_touch += 1
                     continue
                 level = 0
                 if handled and act[t] != 0:
@@ -362,6 +373,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         if layered:
                             last_step[best] = s
                             last_pass[best] = now_pass
+                            last_t[best] = t
+                            seq[best] = n_touch
+                            n_touch += 1
                         continue
                 if leveled:
                     level = lvl[t]
@@ -423,8 +437,36 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                     n_ev += 1
                             v = u
                         break
-                    victim = _victim(kind, q, s, now_pass, L, tail, prv, pin, stamp,
-                                     last_step, last_pass)
+                    if scan:
+                        # LLRU with prefetching: a prefetched page carries the step of the
+                        # group before it, so no list is ordered by the key; scan the
+                        # partition for the largest (R, D), then the oldest request index,
+                        # then the first touched (the reference's dict order among equals)
+                        victim = -1
+                        bR = 0
+                        bD = 0
+                        bl = 0
+                        bs = 0
+                        for zz in range(q if dist else 0, q + 1 if dist else L):
+                            v = tail[zz]
+                            while v >= 0:
+                                if pin[v] != stamp:
+                                    tau = last_step[v]
+                                    R = (s - tau) // L
+                                    D = (tau - s) % L if kind == LLRU else (tau - s - 1) % L
+                                    if victim < 0 or R > bR or (R == bR and (
+                                            D > bD or (D == bD and (
+                                                last_t[v] < bl or (last_t[v] == bl
+                                                                   and seq[v] < bs))))):
+                                        victim = v
+                                        bR = R
+                                        bD = D
+                                        bl = last_t[v]
+                                        bs = seq[v]
+                                v = prv[v]
+                    else:
+                        victim = _victim(kind, q, s, now_pass, L, tail, prv, pin, stamp,
+                                         last_step, last_pass)
                     if victim < 0:  # cannot happen: the room check found unpinned pages
                         break
                     lv = layer_of[victim] if per_layer_lists else 0
@@ -467,6 +509,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
             if layered:
                 last_step[x] = s
                 last_pass[x] = now_pass
+                last_t[x] = t
+                seq[x] = n_touch
+                n_touch += 1
             if prefetching:
                 prefetches += 1
                 pf_bytes += pf_size[x]
@@ -485,8 +530,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
 
 
 #: list kernels whose victim rule needs every page of a layer to be touched only at that
-#: layer's steps, which a prefetch breaks (module docstring): no compiled prefetching
-_NO_PREFETCH = ("list:LLRU", "list:LLRU_LATEST")
+#: layer's steps, which a prefetch breaks (module docstring): with prefetching, their victim is
+#: found by a scan of the partition (O(k) per eviction) instead of the per-layer tails
+_SCANNED = ("list:LLRU", "list:LLRU_LATEST")
 
 
 def _own_kernel(policy) -> str | None:
@@ -512,9 +558,6 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
             return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
-        if _own_kernel(policy) in _NO_PREFETCH:
-            return (f"{policy.name} with prefetching: a prefetched page's last step is another "
-                    "layer's, so the layered kernel's victim rule does not hold")
     if miss is not None:
         if type(miss) not in (MissHandler, FetchLowestBit, FetchPriority, Drop, Substitute):
             return f"miss handler {type(miss).__name__} is not a built-in handler"
@@ -576,6 +619,9 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
 
     spec = fast.plan(policy)
     family, kind, dist = spec
+    scan = prefetch is not None and _own_kernel(policy) in _SCANNED
+    if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
+        kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
     P = trace.layout.n_pages
     N = trace.n_requests
     capacity = k if budget is None else budget
@@ -594,7 +640,7 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
      n_pf_log, pf_ev, n_pf_ev) = phase_kernel(
         trace.pages, trace.steps, slots, level_slots, trace.layout.n_experts,
         trace.layout.n_layers, caps, dist, kind, level, pf_start, pf_pages, pf_size, act, lvl,
-        substitute)
+        substitute, scan)
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,

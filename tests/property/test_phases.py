@@ -25,9 +25,8 @@ from paging.simulate import simulate
 from paging.trace import Trace
 
 LIST_POLICIES = [n for n in POLICY_NAMES if (fast.plan(make_policy(n)) or ("",))[0] == "list"]
-#: LLRU's layered victim rule needs pages touched at their own layer's steps (phases docstring)
-PREFETCH_POLICIES = [n for n in LIST_POLICIES
-                     if phases._own_kernel(make_policy(n)) not in phases._NO_PREFETCH]
+#: with prefetching, LLRU and LLRU-latest (and -dist) find their victims by a scan
+PREFETCH_POLICIES = LIST_POLICIES
 PREDICTORS = ["oracle:precision=0.6,recall=0.8,seed=2", "oracle", "previous-token", "frequency",
               "transition"]
 STRATEGIES = ["topk", "topk:overfetch=1.5", "percentile:p=60"]
@@ -108,7 +107,8 @@ def test_miss_kernel_equals_reference(name, trace, data, miss):
             both(trace, name, k, None, None, miss, record)
 
 
-@pytest.mark.parametrize("name", ["lru", "fifo", "lru-dist", "least-stale", "fld", "fwf"])
+@pytest.mark.parametrize("name", ["lru", "fifo", "lru-dist", "least-stale", "fld", "fwf",
+                                  "llru", "llru-latest", "llru-dist"])
 @given(trace=scored_traces(rounds=True), data=st.data(), pred=st.sampled_from(PREDICTORS),
        miss=st.sampled_from(MISSES))
 def test_rounds_traces(name, trace, data, pred, miss):
@@ -117,13 +117,11 @@ def test_rounds_traces(name, trace, data, pred, miss):
 
 
 @pytest.mark.parametrize("name", ["lru", "fifo", "fwf", "least-stale", "fld", "lru-dist",
-                                  "llru"])
+                                  "llru", "llru-latest-dist"])
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS[:3]]),
        cascade=st.sampled_from(["lowest-bit", "priority", "none", "substitute"]))
 def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
     """A byte budget with page sizes; the cascades put pages of several sizes in the cache."""
-    if pred is not None and name == "llru":
-        pred = None
     P = trace.layout.n_pages
     costs, sizes = data.draw(page_weights(P, max_size=6))
     budget = data.draw(st.integers(1, int(sizes.sum()) + 1))
@@ -153,8 +151,8 @@ def test_unsupported_configurations_fall_back_or_refuse():
 
     tr = generators.zipf(n=4, layers=3, tokens=20, seed=0)
     pf = Prefetcher(make_prefetch_predictor("frequency"))
-    for name, kw in (("llru", dict(prefetch=pf)), ("llru-dist", dict(prefetch=pf)),
-                     ("lfu", dict(miss="substitute")), ("belady", dict(prefetch=pf))):
+    for name, kw in (("lfu", dict(miss="substitute")), ("belady", dict(prefetch=pf)),
+                     ("marking", dict(prefetch=pf, miss="substitute"))):
         with pytest.raises(PagingError, match="no compiled kernel for this run") as e:
             simulate(tr, name, 3, engine="fast", **kw)
         assert "\n" not in str(e.value)
