@@ -33,10 +33,10 @@ What is planned before the run and what the kernel decides:
 LLRU and LLRU-latest (and their ``-dist`` variants) with prefetching: a prefetched page's last
 step is the step of the group served before it (another layer), so inside a layer LLRU's key
 (R, D) is no longer ordered by recency and the per-layer-tail victim rule of the list kernel
-does not hold. Their victims are then found by a scan of the partition's resident pages (O(k)
-per eviction): the largest (R, D), then the oldest request index, then the page touched first
-(the reference's dict order among equal keys, as above). Without prefetching they take the
-per-layer tails.
+does not hold. Their victims are then found by a scan of the partition's lists: the largest
+(R, D), then the oldest request index, then the page touched first (the reference's dict order
+among equal keys, as above); a list runs from its oldest touch, where R is largest, so only its
+oldest R bucket is visited. Without prefetching they take the per-layer tails.
 
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
 ``engine="fast"`` refuses): policies outside the list family (heap, credit, Marking, and the
@@ -448,11 +448,18 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         bl = 0
                         bs = 0
                         for zz in range(q if dist else 0, q + 1 if dist else L):
+                            # a list runs from the oldest touch: R only falls towards its head,
+                            # so only its oldest R bucket can hold the list's best key
                             v = tail[zz]
+                            top = -1
                             while v >= 0:
                                 if pin[v] != stamp:
                                     tau = last_step[v]
                                     R = (s - tau) // L
+                                    if top < 0:
+                                        top = R
+                                    elif R < top:
+                                        break
                                     D = (tau - s) % L if kind == LLRU else (tau - s - 1) % L
                                     if victim < 0 or R > bR or (R == bR and (
                                             D > bD or (D == bD and (
