@@ -72,7 +72,10 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     engine : {"auto", "reference", "fast"}
         ``auto`` runs a compiled kernel when the policy is a built-in that has one; ``fast``
         insists on one; ``reference`` always runs the Python loop below. Runs with a
-        prefetcher or a miss handler always take the reference loop.
+        prefetcher or a miss handler have kernels for the list policies (LRU, FIFO, FWF, FLD,
+        Least-Stale, LLRU, and their ``-dist`` variants) with the built-in prefetcher and
+        handlers (:mod:`paging.fast.phases`); other configurations take the
+        reference loop (``fast`` refuses them, saying why).
     prefetch : paging.predict.prefetch.Prefetcher, optional
         After each group (SpecMD Algorithm 1: gate -> serve -> prefetch), its predictor and
         strategy propose the next request's layer; the pages are inserted without a request
@@ -126,8 +129,15 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
                               "supported; give one of them")
         return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router)
     if prefetch is not None or miss is not None:
-        if engine == "fast":
-            raise PagingError("prefetching and miss handling run in the reference loop only")
+        if engine != "reference":
+            from paging.fast import phases
+
+            why = phases.unsupported(trace, policy, budget, prefetch, miss)
+            if why is None:
+                return phases.run_phases(trace, policy, k, budget, costs, sizes, seed, level,
+                                         prefetch, miss)
+            if engine == "fast":
+                raise PagingError(f"no compiled kernel for this run: {why}")
         return _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss)
     if engine != "reference":
         from paging import fast

@@ -98,7 +98,7 @@ def add_parser(sub) -> None:
                    help="with --prefetch-streams 2: the two streams split the link's bandwidth "
                         "while both transfer (shared, default) or each has full bandwidth "
                         "(separate, an upper bound)")
-    sp = p.add_argument_group("SpecMD: prefetching and miss handling (reference loop)")
+    sp = p.add_argument_group("SpecMD: prefetching and miss handling (compiled for list policies)")
     sp.add_argument("--prefetch", metavar="PREDICTOR[:opts]", default=None,
                     help="prefetch the next layer's experts after each group: "
                          "oracle[:precision=P,recall=R,seed=S,rounding=stochastic|nearest], "

@@ -395,41 +395,87 @@ class Prefetcher:
         return f"{self.predictor.spec()} {self.strategy.spec()}"
 
     def reset(self, trace: Trace, seed: int | None) -> None:
-        """Make the plan of the run on ``trace``: every batch's proposals, in insertion order.
+        """Make the plan of the run on ``trace`` (:meth:`plan`) for the reference loop:
+        ``self.start[g]:self.start[g+1]`` indexes batch g's pages in ``self.pages`` (lists),
+        ``self.batch_of`` maps a group's first request to its batch."""
+        pages, start, lo = self.plan(trace, seed)
+        self.pages = pages.tolist()
+        self.start = start.tolist()
+        self.batch_of = dict(zip(lo.tolist(), range(lo.size), strict=True))
+        self.requests = trace.pages.tolist()
+
+    def plan(self, trace: Trace, seed: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The plan of the run on ``trace``: every batch's proposals, in insertion order.
 
         A batch follows each group that has a next request; its target is that request's
-        (token, layer). ``self.start[g]:self.start[g+1]`` indexes batch g's pages in
-        ``self.pages``; ``predicted``, ``predicted_right`` and ``actual`` are the set-based
-        counts behind precision and recall (module docstring)."""
-        from paging.core import group_bounds as _group_bounds
+        (token, layer). Returns ``(pages, start, lo)``: batch g's pages are
+        ``pages[start[g]:start[g+1]]``, its group starts at request ``lo[g]``; sets
+        ``predicted``, ``predicted_right`` and ``actual``, the set-based counts behind precision
+        and recall (module docstring). The group bounds, the targets' true experts, the
+        transition predictor's sums and the top-K selection run in compiled loops
+        (:mod:`paging.fast.phases`), and so do the frequency and previous-token predictors'
+        scores and the percentile strategy: the arrays the numpy definitions give (tested)."""
+        from paging.fast import phases
 
         pred = self.predictor
         pred.reset(trace, np.random.default_rng(seed))
         self.trace = trace
         self.K = trace.top_k
         L, n = trace.layout.n_layers, trace.layout.n_experts
-        N = trace.n_requests
         tok = _tokens(trace)
-        ends = _group_bounds(trace.steps) if N else np.zeros(0, np.int64)
-        lo = np.flatnonzero(np.r_[True, trace.steps[1:] != trace.steps[:-1]]) if N else ends
-        hi = ends[lo] if N else ends
-        lo, hi = lo[hi < N], hi[hi < N]
-        token, layer = tok[hi], np.asarray(trace.layers)[hi]
-        # the true experts of every target: one row per distinct (token, layer) of the trace
-        key = tok * L + trace.layers
+        lo, hi = phases.batch_bounds(np.asarray(trace.steps, dtype=np.int64))
+        layers = np.asarray(trace.layers, dtype=np.int64)
+        experts = np.asarray(trace.pages % n, dtype=np.int64)
+        token, layer = tok[hi], layers[hi]
+        actual = self._truth(tok * L + layers, experts, hi, n)
+        Ks = self.target_k(trace, hi)
+        m = None
+        if type(self.strategy) is TopK:
+            m = np.floor(Ks.astype(np.float64) * self.strategy.overfetch + 0.5).astype(np.int64)
+        own = "score_matrix" not in vars(pred)  # (one set on the instance is honoured)
+        if m is not None and type(pred) is Transition and own:
+            rows, experts, start, right = phases.transition_topk(pred.C, layers, experts, lo,
+                                                                 hi, m, actual)
+        else:
+            if type(pred) is Frequency and own:
+                scores = phases.frequency_rows(np.asarray(trace.pages, dtype=np.int64), n, L,
+                                               hi, layer)
+            elif type(pred) is PreviousToken and own:
+                scores = phases.previous_token_rows(layers, np.asarray(tok, dtype=np.int64),
+                                                    experts, hi, token, layer, n, L)
+            else:
+                scores = np.asarray(pred.score_matrix(lo, hi, token, layer, actual),
+                                    dtype=np.float64)
+            scores = np.ascontiguousarray(scores)
+            if m is not None:
+                rows, experts, start, right = phases.topk_rows(scores, m, actual)
+            elif type(self.strategy) is Percentile and scores.shape[1] > 0:
+                rows, experts, start, right = phases.percentile_rows(
+                    scores, self.strategy.p, actual)
+            else:
+                rows, experts = self.strategy.select_all(scores, Ks)
+                start = np.searchsorted(rows, np.arange(lo.size + 1))
+                right = actual[rows, experts].sum()
+        self.predicted = int(rows.size)
+        self.predicted_right = int(right)
+        self.actual = int(actual.sum())
+        return layer[rows] * n + experts, start, lo
+
+    @staticmethod
+    def _truth(key: np.ndarray, experts: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
+        """``actual[g]``: the true experts of batch g's target, the (token, layer) ``key[hi[g]]``
+        (a dense table over the keys' range, or one row per distinct key when it is sparse)."""
+        from paging.fast import phases
+
+        if key.size == 0:
+            return np.zeros((0, n), dtype=bool)
+        kmin, kmax = int(key.min()), int(key.max())
+        if (kmax - kmin + 1) * n <= 8 * key.size * n + 1024:
+            return phases.target_truth(key, experts, hi, kmin, kmax - kmin + 1, n)
         ukey, inv = np.unique(key, return_inverse=True)
         truth = np.zeros((ukey.size, n), dtype=bool)
-        truth[inv, trace.pages % n] = True
-        actual = truth[inv[hi]]
-        scores = np.asarray(pred.score_matrix(lo, hi, token, layer, actual), dtype=np.float64)
-        rows, experts = self.strategy.select_all(scores, self.target_k(trace, hi))
-        self.predicted = int(rows.size)
-        self.predicted_right = int(actual[rows, experts].sum())
-        self.actual = int(actual.sum())
-        self.pages = (layer[rows] * n + experts).tolist()
-        self.start = np.searchsorted(rows, np.arange(lo.size + 1)).tolist()
-        self.batch_of = dict(zip(lo.tolist(), range(lo.size), strict=True))
-        self.requests = trace.pages.tolist()
+        truth[inv, experts] = True
+        return truth[inv[hi]]
 
     def target_k(self, trace: Trace, hi: np.ndarray) -> np.ndarray:
         """K of each batch's target (the request at ``hi``): the trace's top-K, except for the

@@ -1,0 +1,920 @@
+"""Compiled SpecMD phases: the list-policy kernels with prefetching and miss handling.
+
+:func:`run_phases` replays a trace exactly as the reference loop
+(:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
+prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
+(:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`: same misses,
+per-layer misses, collision misses, bypasses, hit mask, eviction log (rows and order), and the
+observers' counters and logs (:class:`paging.observers.PrefetchStats`,
+:class:`paging.observers.MissStats`), field by field.
+
+What is planned before the run and what the kernel decides:
+
+* prefetching: no built-in predictor reads the cache, so :meth:`Prefetcher.plan` makes the
+  whole run's *plan* (every batch's pages, in insertion order) before the loop, for both
+  engines; its group bounds, the targets' true experts, the transition, frequency and
+  previous-token scores and the top-K and percentile selections are the compiled loops at the
+  end of this module (equal to the numpy definitions, tested); the oracle's draws stay numpy,
+  batch by batch. The kernel inserts batch g after group g, with the group just served and
+  the batch pinned (:meth:`Simulation.prefetch_group`); resident pages are skipped, a page
+  that cannot be given room is a skipped prefetch. A prefetch is a touch at the last request
+  served: the page goes to the head of its list. That is the reference's order: its
+  ``last``/``inserted`` move to that request's index t, and among pages with the same t the
+  reference's ``max`` takes the one first in the partition's dict (insertion order): the page
+  served at t (inserted at or before t), then the batch in insertion order, which is the order
+  of the list's tail.
+* miss handling: ``fetch-lowest-bit``, ``fetch-priority`` and ``drop`` decide from the
+  request alone (its rank or gate score): their action and precision level per request are
+  arrays made before the run. ``substitute`` reads the cache (the most requested resident,
+  unpinned expert of the layer) and is decided inside the kernel, with the request counts.
+  The handlers' counters (drops, dropped mass summed in request order, replaced ranks, fetch
+  levels) are computed from the kernel's per-request outcomes after the run.
+
+LLRU and LLRU-latest (and their ``-dist`` variants) with prefetching: a prefetched page's last
+step is the step of the group served before it (another layer), so inside a layer LLRU's key
+(R, D) is no longer ordered by recency and the per-layer-tail victim rule of the list kernel
+does not hold. Their victims are then found by a scan of the partition's lists: the largest
+(R, D), then the oldest request index, then the page touched first (the reference's dict order
+among equal keys, as above); a list runs from its oldest touch, where R is largest, so only its
+oldest R bucket is visited. Without prefetching they take the per-layer tails.
+
+Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
+``engine="fast"`` refuses): policies outside the list family (heap, credit, Marking, and the
+reference-only ones), subclasses of the prefetcher and of the handlers, and routing hooks. User
+predictors and strategies need nothing special: the plan is all the kernel reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from paging.fast.common import is_grouped
+from paging.fast.lists import (
+    FIFO,
+    FLD,
+    FLD_CYCLIC,
+    FWF,
+    LAYERED,
+    LEAST_STALE,
+    LEAST_STALE_UP,
+    LLRU,
+    LLRU_LATEST,
+    LRU,
+)
+
+__all__ = ["phase_kernel", "unsupported", "run_phases"]
+
+#: request outcomes of the kernel (MissStats reads them after the run)
+HIT, FETCHED, DROPPED, SUBSTITUTED = 0, 1, 2, 3
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _victim(kind, q, s, now_pass, L, tail, prv, pin, stamp, last_step, last_pass):
+    """The next victim of partition ``q`` (``q`` is 0 for a shared cache) for every list kind
+    but FWF, with the pages stamped ``stamp`` pinned; -1 when there is none. The rules of
+    :func:`paging.fast.lists.list_kernel`."""
+    victim = -1
+    if kind == LRU or kind == FIFO:
+        victim = tail[q]
+        while victim >= 0 and pin[victim] == stamp:
+            victim = prv[victim]
+    elif kind == LLRU or kind == LLRU_LATEST:
+        c = s - now_pass * L
+        best = -1
+        for zz in range(L):
+            v = tail[zz]
+            while v >= 0 and pin[v] == stamp:
+                v = prv[v]
+            if v < 0:
+                continue
+            r = c - zz
+            r = r + L if r < 0 else r
+            if kind == LLRU:
+                key = s - last_step[v] - r + (L - r if r > 0 else 0)
+            else:
+                key = s - last_step[v] - r + L - 1 - r
+            if key > best:
+                best = key
+                victim = v
+    elif kind == FLD:
+        c = s - now_pass * L
+        for dd in range(L - 1, -1, -1):
+            for side in range(2):
+                zz = c - dd if side == 0 else c + dd
+                if zz < 0 or zz >= L or (side == 1 and dd == 0):
+                    continue
+                victim = tail[zz]
+                while victim >= 0 and pin[victim] == stamp:
+                    victim = prv[victim]
+                if victim >= 0:
+                    break
+            if victim >= 0:
+                break
+    elif kind == FLD_CYCLIC:
+        c = s - now_pass * L
+        for dd in range(L - 1, -1, -1):
+            zz = c + dd
+            if zz >= L:
+                zz -= L
+            victim = tail[zz]
+            while victim >= 0 and pin[victim] == stamp:
+                victim = prv[victim]
+            if victim >= 0:
+                break
+    elif kind == LEAST_STALE or kind == LEAST_STALE_UP:
+        c = s - now_pass * L
+        if kind == LEAST_STALE_UP:
+            c += 1
+        first_left = -1
+        stale_right = -1
+        first_right = -1
+        for zz in range(L):
+            v = tail[zz]
+            while v >= 0 and pin[v] == stamp:
+                v = prv[v]
+            if v < 0:
+                continue
+            if zz < c:
+                if last_pass[v] < now_pass:
+                    victim = v
+                    break
+                if first_left < 0:
+                    first_left = v
+            else:
+                if first_left >= 0:
+                    break
+                if stale_right < 0 and last_pass[v] < now_pass:
+                    stale_right = v
+                if first_right < 0:
+                    first_right = v
+        if victim < 0:
+            if first_left >= 0:
+                victim = first_left
+            elif stale_right >= 0:
+                victim = stale_right
+            else:
+                victim = first_right
+    else:  # LEAST_STALE_LAYER
+        first = -1
+        for zz in range(L):
+            v = tail[zz]
+            while v >= 0 and pin[v] == stamp:
+                v = prv[v]
+            if v < 0:
+                continue
+            if first < 0:
+                first = v
+            if last_pass[v] < now_pass:
+                victim = v
+                break
+        if victim < 0:
+            victim = first
+    return victim
+
+
+@njit(cache=True, nogil=True)
+def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
+                 record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan):
+    """Replay ``pages`` under list policy ``kind`` with SpecMD's phases.
+
+    ``slots[p]``: the room page p takes at the run's precision (1, or its size for a byte
+    budget); ``level_slots[l, p]``: its room at precision level l (row 0 unused). Prefetch
+    plan (empty ``pf_start``: no prefetcher): batch g, ``pf_pages[pf_start[g]:pf_start[g+1]]``,
+    follows group g; ``pf_size[p]`` is what a prefetch of p adds to the prefetched bytes. Miss
+    handling: ``act[t]`` 1 drops a missing request t, ``lvl[t]`` its fetch level (both empty:
+    fetch at level 0); ``substitute`` serves a miss with the most requested resident unpinned
+    expert of its layer (ties to the lower id) when there is one.
+
+    Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
+    n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
+    (HIT, FETCHED, DROPPED, SUBSTITUTED; filled when ``record`` >= 1 or a miss handler is
+    given),
+    ``subst[t]`` the substitute of request t; ``pf_counts`` = (prefetches, useful, wasted,
+    skipped, bytes); the prefetch log and the prefetch-eviction log, rows ``(t + 1, page)``,
+    filled when ``record`` >= 1.
+    """
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    layered = False
+    for z in LAYERED:
+        if kind == z:
+            layered = True
+    per_layer_lists = dist or layered
+    nl = L if per_layer_lists else 1
+    nxt = np.full(P, -1, np.int64)
+    prv = np.full(P, -1, np.int64)
+    head = np.full(nl, -1, np.int64)
+    tail = np.full(nl, -1, np.int64)
+    resident = np.zeros(P, np.bool_)
+    room = np.zeros(P, np.int64)
+    used = np.zeros(caps.size, np.int64)
+    pin = np.full(P, -1, np.int64)
+    seen = np.full(P, -1, np.int64)
+    evicted_pass = np.full(P, -1, np.int64)
+    last_step = np.zeros(P, np.int64)
+    last_pass = np.zeros(P, np.int64)
+    last_t = np.zeros(P, np.int64)  # request index of the last touch (layered kinds)
+    seq = np.zeros(P, np.int64)  # order of the touches (layered kinds)
+    n_touch = 0
+    page_miss = np.zeros(P, np.int64)
+    requested = np.zeros(P, np.int64)
+    pending = np.zeros(P, np.bool_)
+    layer_of = np.arange(P) // n_experts
+    smax = 1  # the largest room a page can take: bounds what pinned pages hold
+    for y in range(P):
+        smax = max(smax, slots[y])
+        for lv in range(1, level_slots.shape[0]):
+            smax = max(smax, level_slots[lv, y])
+    has_pf = pf_start.size > 0
+    n_pf = pf_pages.size
+    handled = act.size > 0
+    leveled = lvl.size > 0
+    hit_mask = np.zeros(n if record >= 1 else 0, np.bool_)
+    ev = np.zeros((n + n_pf if record >= 2 else 0, 2), np.int64)
+    byp = np.zeros(n if record >= 2 else 0, np.int64)
+    outcome = np.zeros(n if (record >= 1 or handled or substitute or leveled) else 0, np.int8)
+    subst = np.full(n if substitute else 0, -1, np.int64)
+    pf_log = np.zeros((n_pf if record >= 1 else 0, 2), np.int64)
+    pf_ev = np.zeros((n + n_pf if record >= 1 and has_pf else 0, 2), np.int64)
+    misses = 0
+    coll = 0
+    n_ev = 0
+    n_byp = 0
+    n_pf_log = 0
+    n_pf_ev = 0
+    prefetches = 0
+    useful = 0
+    wasted = 0
+    skipped = 0
+    pf_bytes = 0
+    grouped = is_grouped(steps)
+    move = kind != FIFO and kind != FWF
+    prev_s = -1
+    now_pass = 0
+    g_start = 0
+    g_end = 0
+    group = -1
+    stamp = -2  # the pin stamp of the pages pinned now (-2: none, rounds mode)
+    next_stamp = 0
+    hstamp = 0
+    for t in range(n):
+        p = pages[t]
+        s = steps[t]
+        if s != prev_s:
+            if s == prev_s + 1:
+                if s - now_pass * L >= L:
+                    now_pass += 1
+            else:
+                now_pass = s // L
+            prev_s = s
+            group += 1
+            j = t
+            while j < n and steps[j] == s:
+                j += 1
+            g_start = t
+            g_end = j
+            if grouped:
+                stamp = next_stamp
+                next_stamp += 1
+                for j in range(g_start, g_end):
+                    pin[pages[j]] = stamp
+            else:
+                stamp = -2
+        z = layer_of[p]
+        l = z if per_layer_lists else 0
+        if substitute:
+            requested[p] += 1
+        # one pass of the loop body below serves request t (sub = 0), then, at the end of a
+        # group that has a prefetch batch, inserts the batch's pages one by one (sub = 1..)
+        b_lo = 0
+        b_hi = 0
+        if has_pf and t + 1 == g_end and g_end < n:
+            b_lo = pf_start[group]
+            b_hi = pf_start[group + 1]
+        batch_pinned = False
+        for sub in range(b_hi - b_lo + 1):
+            prefetching = sub > 0
+            if prefetching:
+                x = pf_pages[b_lo + sub - 1]
+                if resident[x]:
+                    continue
+                if not batch_pinned:  # pin the group just served and the batch
+                    batch_pinned = True
+                    stamp = next_stamp
+                    next_stamp += 1
+                    for j in range(g_start, g_end):
+                        pin[pages[j]] = stamp
+                    for j in range(b_lo, b_hi):
+                        pin[pf_pages[j]] = stamp
+                zx = layer_of[x]
+                lx = zx if per_layer_lists else 0
+                need = slots[x]
+                level = 0
+            else:
+                x = p
+                zx = z
+                lx = l
+                if resident[p]:
+                    if record >= 1:
+                        hit_mask[t] = True
+                    if pending[p]:
+                        pending[p] = False
+                        useful += 1
+                    if move and head[l] != p:
+                        a = prv[p]
+                        b = nxt[p]
+                        nxt[a] = b
+                        if b >= 0:
+                            prv[b] = a
+                        else:
+                            tail[l] = a
+                        h = head[l]
+                        prv[p] = -1
+                        nxt[p] = h
+                        prv[h] = p
+                        head[l] = p
+                    if layered:
+                        last_step[p] = s
+                        last_pass[p] = now_pass
+                        last_t[p] = t
+                        seq[p] = n_touch
+                        n_touch += 1
+                    continue
+                level = 0
+                if handled and act[t] != 0:
+                    outcome[t] = DROPPED
+                    continue
+                if substitute:
+                    best = -1
+                    best_n = -1
+                    for y in range(z * n_experts, z * n_experts + n_experts):
+                        if resident[y] and pin[y] != stamp and requested[y] > best_n:
+                            best = y
+                            best_n = requested[y]
+                    if best >= 0:
+                        outcome[t] = SUBSTITUTED
+                        subst[t] = best
+                        lb = layer_of[best] if per_layer_lists else 0
+                        if move and head[lb] != best:
+                            a = prv[best]
+                            b = nxt[best]
+                            nxt[a] = b
+                            if b >= 0:
+                                prv[b] = a
+                            else:
+                                tail[lb] = a
+                            h = head[lb]
+                            prv[best] = -1
+                            nxt[best] = h
+                            prv[h] = best
+                            head[lb] = best
+                        if layered:
+                            last_step[best] = s
+                            last_pass[best] = now_pass
+                            last_t[best] = t
+                            seq[best] = n_touch
+                            n_touch += 1
+                        continue
+                if leveled:
+                    level = lvl[t]
+                if outcome.size > 0:
+                    outcome[t] = FETCHED
+                misses += 1
+                page_miss[p] += 1
+                if evicted_pass[p] == now_pass:
+                    coll += 1
+                need = slots[p] if level == 0 else level_slots[level, p]
+            q = zx if dist else 0
+            if used[q] + need > caps[q]:
+                held = 0  # room of the pinned resident pages of the partition
+                n_pinned = g_end - g_start + (b_hi - b_lo if prefetching else 0)
+                if stamp >= 0 and n_pinned * smax > caps[q] - need:  # else they cannot fill it
+                    hstamp += 1
+                    for j in range(g_start, g_end + (b_hi - b_lo if prefetching else 0)):
+                        r = pages[j] if j < g_end else pf_pages[b_lo + j - g_end]
+                        if resident[r] and seen[r] != hstamp and (not dist or layer_of[r] == zx):
+                            seen[r] = hstamp
+                            held += room[r]
+                if need > caps[q] - held:
+                    if prefetching:
+                        skipped += 1
+                    else:
+                        if record > 1:
+                            byp[n_byp] = t
+                        n_byp += 1
+                    continue
+                while used[q] + need > caps[q]:
+                    if kind == FWF:
+                        v = tail[q]
+                        while v >= 0:
+                            u = prv[v]
+                            if pin[v] != stamp:
+                                b = nxt[v]
+                                if u >= 0:
+                                    nxt[u] = b
+                                else:
+                                    head[q] = b
+                                if b >= 0:
+                                    prv[b] = u
+                                else:
+                                    tail[q] = u
+                                resident[v] = False
+                                used[q] -= room[v]
+                                evicted_pass[v] = now_pass
+                                if pending[v]:
+                                    pending[v] = False
+                                    wasted += 1
+                                if prefetching:
+                                    if record >= 1:
+                                        pf_ev[n_pf_ev, 0] = t + 1
+                                        pf_ev[n_pf_ev, 1] = v
+                                        n_pf_ev += 1
+                                elif record > 1:
+                                    ev[n_ev, 0] = t
+                                    ev[n_ev, 1] = v
+                                    n_ev += 1
+                            v = u
+                        break
+                    if scan:
+                        # LLRU with prefetching: a prefetched page carries the step of the
+                        # group before it, so no list is ordered by the key; scan the
+                        # partition for the largest (R, D), then the oldest request index,
+                        # then the first touched (the reference's dict order among equals)
+                        victim = -1
+                        bR = 0
+                        bD = 0
+                        bl = 0
+                        bs = 0
+                        for zz in range(q if dist else 0, q + 1 if dist else L):
+                            # a list runs from the oldest touch: R only falls towards its head,
+                            # so only its oldest R bucket can hold the list's best key
+                            v = tail[zz]
+                            top = -1
+                            while v >= 0:
+                                if pin[v] != stamp:
+                                    tau = last_step[v]
+                                    R = (s - tau) // L
+                                    if top < 0:
+                                        top = R
+                                    elif R < top:
+                                        break
+                                    D = (tau - s) % L if kind == LLRU else (tau - s - 1) % L
+                                    if victim < 0 or R > bR or (R == bR and (
+                                            D > bD or (D == bD and (
+                                                last_t[v] < bl or (last_t[v] == bl
+                                                                   and seq[v] < bs))))):
+                                        victim = v
+                                        bR = R
+                                        bD = D
+                                        bl = last_t[v]
+                                        bs = seq[v]
+                                v = prv[v]
+                    else:
+                        victim = _victim(kind, q, s, now_pass, L, tail, prv, pin, stamp,
+                                         last_step, last_pass)
+                    if victim < 0:  # cannot happen: the room check found unpinned pages
+                        break
+                    lv = layer_of[victim] if per_layer_lists else 0
+                    a = prv[victim]
+                    b = nxt[victim]
+                    if a >= 0:
+                        nxt[a] = b
+                    else:
+                        head[lv] = b
+                    if b >= 0:
+                        prv[b] = a
+                    else:
+                        tail[lv] = a
+                    resident[victim] = False
+                    used[q] -= room[victim]
+                    evicted_pass[victim] = now_pass
+                    if pending[victim]:
+                        pending[victim] = False
+                        wasted += 1
+                    if prefetching:
+                        if record >= 1:
+                            pf_ev[n_pf_ev, 0] = t + 1
+                            pf_ev[n_pf_ev, 1] = victim
+                            n_pf_ev += 1
+                    elif record > 1:
+                        ev[n_ev, 0] = t
+                        ev[n_ev, 1] = victim
+                        n_ev += 1
+            h = head[lx]
+            prv[x] = -1
+            nxt[x] = h
+            if h >= 0:
+                prv[h] = x
+            else:
+                tail[lx] = x
+            head[lx] = x
+            resident[x] = True
+            room[x] = need
+            used[q] += need
+            if layered:
+                last_step[x] = s
+                last_pass[x] = now_pass
+                last_t[x] = t
+                seq[x] = n_touch
+                n_touch += 1
+            if prefetching:
+                prefetches += 1
+                pf_bytes += pf_size[x]
+                pending[x] = True
+                if record >= 1:
+                    pf_log[n_pf_log, 0] = t + 1
+                    pf_log[n_pf_log, 1] = x
+                    n_pf_log += 1
+        # a batch ends its group: the next request starts a new one, with its own pins
+    for y in range(P):
+        if pending[y]:
+            wasted += 1
+    pf_counts = np.array([prefetches, useful, wasted, skipped, pf_bytes], np.int64)
+    return (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts,
+            pf_log, n_pf_log, pf_ev, n_pf_ev)
+
+
+#: list kernels whose victim rule needs every page of a layer to be touched only at that
+#: layer's steps, which a prefetch breaks (module docstring): with prefetching, their victim is
+#: found by a scan of the partition (O(k) per eviction) instead of the per-layer tails
+_SCANNED = ("list:LLRU", "list:LLRU_LATEST")
+
+
+def _own_kernel(policy) -> str | None:
+    """The ``kernel`` string the policy's class declares (its factory's class for ``-dist``)."""
+    from paging.policies.dist import PerLayer
+
+    cls = type(policy.factory()) if type(policy) is PerLayer else type(policy)
+    return vars(cls).get("kernel")
+
+
+def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
+    """Why :func:`run_phases` cannot run this configuration (one line), or None when it can.
+    A configuration the reference loop refuses (a handler that needs gate scores on a trace
+    without them, ...) is unsupported here too, so that the reference gives its error."""
+    from paging import fast
+    from paging.miss import Drop, FetchLowestBit, FetchPriority, MissHandler, Substitute
+    from paging.predict.prefetch import Prefetcher
+
+    spec = fast.plan(policy)
+    if spec is None or spec[0] != "list":
+        return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
+                "(the list policies do: lru, fifo, fwf, llru, fld, least-stale, ...)")
+    if prefetch is not None:
+        if type(prefetch) is not Prefetcher:
+            return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
+    if miss is not None:
+        if type(miss) not in (MissHandler, FetchLowestBit, FetchPriority, Drop, Substitute):
+            return f"miss handler {type(miss).__name__} is not a built-in handler"
+        if miss.needs_scores and trace.score is None or miss.needs_ranks and trace.rank is None:
+            return f"{miss.name} needs gate scores or ranks the trace does not have"
+        if miss.uses_levels and (miss.level_sizes is None or budget is None):
+            return f"{miss.name} needs bound precision levels and a byte budget"
+    return None
+
+
+class _State:
+    """What the observers read of a finished run (the reference's CacheState, after the loop)."""
+
+    def __init__(self, trace, costs, sizes):
+        self.layout, self.costs, self.sizes = trace.layout, costs, sizes
+        self.has_scores = trace.score is not None
+        self._rank = trace.rank
+        self._n = trace.n_requests
+
+    def groups_served(self) -> int:
+        return self._n if self._rank is None else int(np.count_nonzero(self._rank == 0))
+
+
+def _miss_plan(trace, miss):
+    """``(act, lvl, substitute, level_slots)`` of a built-in handler (``unsupported`` said
+    yes): the per-request drop flags and fetch levels, made before the run."""
+    from paging.miss import Drop, FetchLowestBit, FetchPriority, Substitute
+
+    N = trace.n_requests
+    act = np.zeros(0, np.int8)
+    lvl = np.zeros(0, np.int64)
+    if type(miss) is FetchLowestBit:
+        lvl = np.full(N, len(miss.levels) - 1, np.int64)
+    elif type(miss) is FetchPriority:
+        score = np.asarray(trace.score, dtype=np.float64)
+        lvl = np.zeros(N, np.int64)
+        for c in miss.cuts:  # level = number of cuts above the score
+            lvl += score < c
+    elif type(miss) is Drop:
+        if miss.rank is not None:
+            act = (np.asarray(trace.rank, dtype=np.int64) >= miss.rank).astype(np.int8)
+        else:
+            act = (np.asarray(trace.score, dtype=np.float64) < miss.score).astype(np.int8)
+    if miss is not None and miss.uses_levels:
+        level_slots = np.array(miss.level_sizes, dtype=np.int64)
+    else:
+        level_slots = np.zeros((1, trace.layout.n_pages), np.int64)
+    return act, lvl, type(miss) is Substitute, level_slots
+
+
+def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss):
+    """The run :func:`paging.simulate._run` makes with ``prefetch`` and/or ``miss`` (a
+    configuration :func:`unsupported` accepts), in :func:`phase_kernel`: the same
+    :class:`~paging.result.Result`, every field, counters and logs."""
+    from paging import fast
+    from paging.observers import MissStats, PrefetchStats
+    from paging.result import build_result
+    from paging.weights import unit_sizes
+
+    spec = fast.plan(policy)
+    family, kind, dist = spec
+    scan = prefetch is not None and _own_kernel(policy) in _SCANNED
+    if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
+        kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
+    P = trace.layout.n_pages
+    N = trace.n_requests
+    capacity = k if budget is None else budget
+    slots = unit_sizes(P) if budget is None else sizes
+    if prefetch is not None:
+        pf_pages, pf_start, _ = prefetch.plan(trace, seed)  # the reference loop's plan
+        pf_pages = np.asarray(pf_pages, dtype=np.int64)
+        pf_start = np.asarray(pf_start, dtype=np.int64)
+    else:
+        pf_start = np.zeros(0, np.int64)
+        pf_pages = np.zeros(0, np.int64)
+    pf_size = unit_sizes(P) if sizes is None else sizes
+    act, lvl, substitute, level_slots = _miss_plan(trace, miss)
+    caps = fast._caps(trace.layout, int(capacity), dist)
+    (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts, pf_log,
+     n_pf_log, pf_ev, n_pf_ev) = phase_kernel(
+        trace.pages, trace.steps, slots, level_slots, trace.layout.n_experts,
+        trace.layout.n_layers, caps, dist, kind, level, pf_start, pf_pages, pf_size, act, lvl,
+        substitute, scan)
+    res = build_result(
+        policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
+        page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,
+        bypasses=n_byp, seed=seed, dist=dist, costs=costs, sizes=sizes,
+        hit_mask=hit_mask if level else None,
+        evictions=ev[:n_ev].copy() if level > 1 else None,
+        bypassed=byp[:n_byp].copy() if level > 1 else None)
+    state = _State(trace, costs, sizes)
+    rec = level > 0
+    pstats = PrefetchStats(*((prefetch.predicted, prefetch.predicted_right, prefetch.actual)
+                             if prefetch is not None else ()))
+    pstats.start(state, rec)
+    (pstats.prefetches, pstats.useful, pstats.wasted, pstats.skipped,
+     pstats.bytes) = (int(x) for x in pf_counts)
+    if rec:
+        pstats.log = pf_log[:n_pf_log]
+        pstats.evictions = pf_ev[:n_pf_ev]
+    mstats = MissStats(miss)
+    mstats.start(state, rec)
+    _miss_counts(mstats, trace, outcome, subst, lvl, rec)
+    pstats.finish(res)
+    mstats.finish(res)
+    return res
+
+
+def _miss_counts(mstats, trace, outcome, subst, lvl, rec) -> None:
+    """Fill ``mstats`` (a started :class:`~paging.observers.MissStats`) from the requests'
+    outcomes, as its event hooks would have during the run."""
+    if outcome.size == 0:
+        return
+    P = trace.layout.n_pages
+    pages = np.asarray(trace.pages)
+    dropped = np.flatnonzero(outcome == DROPPED)
+    swapped = np.flatnonzero(outcome == SUBSTITUTED)
+    replaced = np.flatnonzero(outcome >= DROPPED)
+    mstats.dropped, mstats.substituted = int(dropped.size), int(swapped.size)
+    ranks = (np.zeros(replaced.size, np.int64) if trace.rank is None
+             else np.asarray(trace.rank, dtype=np.int64)[replaced])
+    values, counts = np.unique(ranks, return_counts=True)
+    mstats.replaced_ranks = {int(r): int(c) for r, c in zip(values, counts, strict=True)}
+    mstats.top1_changed = int(np.count_nonzero(ranks == 0))
+    if trace.score is not None and dropped.size:
+        # the reference adds the scores one by one: a running (sequential) sum
+        mstats.dropped_mass = float(np.cumsum(np.asarray(trace.score,
+                                                         dtype=np.float64)[dropped])[-1])
+    if rec:
+        mstats.dropped_log = dropped.tolist()
+        mstats.substituted_log = (np.stack([swapped, subst[swapped]], axis=1)
+                                  if swapped.size else [])
+    if len(mstats.level_misses) > 1:
+        fetched = np.flatnonzero(outcome == FETCHED)
+        lv = lvl[fetched]
+        counts = np.bincount(lv * P + pages[fetched], minlength=len(mstats.level_misses) * P)
+        mstats.level_misses = [[0] * P, *counts.reshape(-1, P)[1:].tolist()]
+        if mstats._log_levels:
+            mstats.fetch_log = lv.tolist()
+
+
+# -- the prefetch plan in compiled loops (paging.predict.prefetch.Prefetcher.plan) ------------
+@njit(cache=True, nogil=True)
+def batch_bounds(steps):
+    """``(lo, hi)`` of every group (a run of equal steps) that has a next request: the batches
+    of a prefetching run, in order."""
+    n = steps.size
+    lo = np.zeros(n, np.int64)
+    hi = np.zeros(n, np.int64)
+    g = 0
+    t = 0
+    while t < n:
+        j = t + 1
+        while j < n and steps[j] == steps[t]:
+            j += 1
+        if j < n:
+            lo[g] = t
+            hi[g] = j
+            g += 1
+        t = j
+    return lo[:g], hi[:g]
+
+
+@njit(cache=True, nogil=True)
+def target_truth(key, experts, hi, kmin, span, n):
+    """``actual[g, e]``: expert e is requested at the (token, layer) ``key[hi[g]]`` of batch g's
+    target (``key`` = token·ℓ + layer, all in ``kmin .. kmin + span - 1``)."""
+    mark = np.zeros((span, n), np.bool_)
+    for t in range(key.size):
+        mark[key[t] - kmin, experts[t]] = True
+    out = np.zeros((hi.size, n), np.bool_)
+    for g in range(hi.size):
+        r = key[hi[g]] - kmin
+        for e in range(n):
+            out[g, e] = mark[r, e]
+    return out
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _take(row, g, mg, cut, order, actual, rows, ex, c):
+    """Select the ``mg`` best entries of ``row`` (batch g) that are > 0 and > ``cut`` into
+    ``rows``/``ex`` from position ``c``, best first, ties to the lower index (the first ``mg``
+    of a stable descending sort, as ``TopK.select_all``; ``order`` is scratch room of n
+    entries). Returns ``(c, right)``: the next position, and how many selected are true
+    experts (``actual[g]``)."""
+    n = row.size
+    for i in range(n):
+        order[i] = 0  # 1: taken
+    right = 0
+    for _ in range(min(max(mg, 0), n)):
+        # the best entry not taken yet, the lower index on ties (a stable descending sort)
+        e = -1
+        for i in range(n):
+            if order[i] == 0 and (e < 0 or row[i] > row[e]):
+                e = i
+        if not (row[e] > 0 and row[e] > cut):  # the rest are not proposed either
+            break
+        order[e] = 1
+        rows[c] = g
+        ex[c] = e
+        c += 1
+        if actual[g, e]:
+            right += 1
+    return c, right
+
+
+@njit(cache=True, nogil=True)
+def topk_rows(scores, m, actual):
+    """``TopK.select_all(scores, K)`` with ``m[g]`` = round(K·F) of row g: ``(rows, experts,
+    start, right)``, the selected (row, expert) pairs in row order, each row's first position
+    (``start[g]:start[g+1]``) and how many are true experts."""
+    G, n = scores.shape
+    total = 0
+    for g in range(G):
+        total += min(max(m[g], 0), n)
+    rows = np.zeros(total, np.int64)
+    ex = np.zeros(total, np.int64)
+    start = np.zeros(G + 1, np.int64)
+    order = np.zeros(n, np.int64)
+    c = 0
+    right = 0
+    for g in range(G):
+        c, r = _take(scores[g], g, m[g], -np.inf, order, actual, rows, ex, c)
+        right += r
+        start[g + 1] = c
+    return rows[:c], ex[:c], start, right
+
+
+@njit(cache=True, nogil=True)
+def transition_topk(C, layers, experts, lo, hi, m, actual):
+    """:func:`topk_rows` of the transition predictor's scores: row g is the sum over the
+    requests lo[g]..hi[g]-1 of ``C[layer, expert, :]`` (whole numbers, so the order of the sum
+    does not matter), made one row at a time."""
+    n = C.shape[2]
+    G = lo.size
+    total = 0
+    for g in range(G):
+        total += min(max(m[g], 0), n)
+    rows = np.zeros(total, np.int64)
+    ex = np.zeros(total, np.int64)
+    start = np.zeros(G + 1, np.int64)
+    order = np.zeros(n, np.int64)
+    row = np.zeros(n)
+    c = 0
+    right = 0
+    for g in range(G):
+        row[:] = 0.0
+        for t in range(lo[g], hi[g]):
+            z = layers[t]
+            e = experts[t]
+            for f in range(n):
+                row[f] += C[z, e, f]
+        c, r = _take(row, g, m[g], -np.inf, order, actual, rows, ex, c)
+        right += r
+        start[g + 1] = c
+    return rows[:c], ex[:c], start, right
+
+
+@njit(cache=True, nogil=True)
+def percentile_rows(scores, p, actual):
+    """``Percentile(p).select_all(scores)``: per row the entries above the row's p-th
+    percentile (``numpy.percentile``'s linear method, computed with numpy's operations: index
+    (n − 1)·p/100, the two sorted neighbours, and its two-sided interpolation) and above 0,
+    best first, ties to the lower index; the outputs of :func:`topk_rows`."""
+    G, n = scores.shape
+    q = p / 100.0
+    virt = (n - 1) * q
+    if virt >= n - 1:
+        lo_i = n - 1
+        hi_i = n - 1
+    elif virt < 0:
+        lo_i = 0
+        hi_i = 0
+    else:
+        lo_i = int(np.floor(virt))
+        hi_i = lo_i + 1
+    gamma = virt - np.floor(virt)
+    rows = np.zeros(G * n, np.int64)
+    ex = np.zeros(G * n, np.int64)
+    start = np.zeros(G + 1, np.int64)
+    order = np.zeros(n, np.int64)
+    srt = np.zeros(n)
+    c = 0
+    right = 0
+    for g in range(G):
+        if n <= 32:  # insertion sort: a library sort call costs more on a few values
+            for i in range(n):
+                v = scores[g, i]
+                j = i
+                while j > 0 and srt[j - 1] > v:
+                    srt[j] = srt[j - 1]
+                    j -= 1
+                srt[j] = v
+        else:
+            for i in range(n):
+                srt[i] = scores[g, i]
+            srt.sort()
+        a = srt[lo_i]
+        b = srt[hi_i]
+        diff = b - a
+        if gamma >= 0.5:
+            cut = b - diff * (1 - gamma)
+        else:
+            cut = a + diff * gamma
+        c, r = _take(scores[g], g, n, cut, order, actual, rows, ex, c)
+        right += r
+        start[g + 1] = c
+    return rows[:c], ex[:c], start, right
+
+
+@njit(cache=True, nogil=True)
+def frequency_rows(pages, n, L, hi, layer):
+    """``Frequency.score_matrix``: row g counts the requests of each expert of layer
+    ``layer[g]`` among requests 0..hi[g]-1 (``hi`` ascending)."""
+    counts = np.zeros(n * L, np.int64)
+    out = np.zeros((hi.size, n))
+    t = 0
+    for g in range(hi.size):
+        while t < hi[g]:
+            counts[pages[t]] += 1
+            t += 1
+        base = layer[g] * n
+        for e in range(n):
+            out[g, e] = counts[base + e]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def previous_token_rows(layers, tok, experts, hi, token, layer, n, L):
+    """``PreviousToken.score_matrix`` as its per-batch definition reads (``observe`` of the
+    requests before each target, then ``scores``): per layer, the experts of the last token seen
+    (``cur``) and of the token before it (``prev``); batch g's row is 1 on ``cur`` of the
+    target's layer when that token is below the target's, else on ``prev``."""
+    cur_tok = np.full(L, -1, np.int64)
+    cur = np.zeros((L, n), np.bool_)
+    prev = np.zeros((L, n), np.bool_)
+    out = np.zeros((hi.size, n))
+    t = 0
+    for g in range(hi.size):
+        while t < hi[g]:
+            z = layers[t]
+            if tok[t] != cur_tok[z]:
+                for e in range(n):
+                    prev[z, e] = cur[z, e]
+                    cur[z, e] = False
+                cur_tok[z] = tok[t]
+            cur[z, experts[t]] = True
+            t += 1
+        z = layer[g]
+        for e in range(n):
+            if cur[z, e] if cur_tok[z] < token[g] else prev[z, e]:
+                out[g, e] = 1.0
+    return out
