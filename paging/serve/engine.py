@@ -208,10 +208,9 @@ class _KernelCache:
 
     def __init__(self, layout, policy, run_spec, sizes):
         from paging import fast
+        from paging.core import check_capacity
         from paging.fast.lists import list_state
         from paging.weights import unit_sizes
-
-        from paging.core import check_capacity
 
         _, self.kind, self.dist = fast.plan(policy)
         self.layout = layout
