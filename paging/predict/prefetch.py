@@ -413,9 +413,9 @@ class Prefetcher:
         ``predicted``, ``predicted_right`` and ``actual``, the set-based counts behind precision
         and recall (module docstring). The group bounds, the targets' true experts, the
         transition predictor's sums and the top-K selection run in compiled loops
-        (:mod:`paging.fast.phases`), and so do the frequency and previous-token predictors'
+        (:mod:`paging.fast.prefetch_plan`), and so do the frequency and previous-token predictors'
         scores and the percentile strategy: the arrays the numpy definitions give (tested)."""
-        from paging.fast import phases
+        from paging.fast import prefetch_plan as plan_loops
 
         pred = self.predictor
         pred.reset(trace, np.random.default_rng(seed))
@@ -423,7 +423,7 @@ class Prefetcher:
         self.K = trace.top_k
         L, n = trace.layout.n_layers, trace.layout.n_experts
         tok = _tokens(trace)
-        lo, hi = phases.batch_bounds(np.asarray(trace.steps, dtype=np.int64))
+        lo, hi = plan_loops.batch_bounds(np.asarray(trace.steps, dtype=np.int64))
         layers = np.asarray(trace.layers, dtype=np.int64)
         experts = np.asarray(trace.pages % n, dtype=np.int64)
         token, layer = tok[hi], layers[hi]
@@ -434,23 +434,23 @@ class Prefetcher:
             m = np.floor(Ks.astype(np.float64) * self.strategy.overfetch + 0.5).astype(np.int64)
         own = "score_matrix" not in vars(pred)  # (one set on the instance is honoured)
         if m is not None and type(pred) is Transition and own:
-            rows, experts, start, right = phases.transition_topk(pred.C, layers, experts, lo,
+            rows, experts, start, right = plan_loops.transition_topk(pred.C, layers, experts, lo,
                                                                  hi, m, actual)
         else:
             if type(pred) is Frequency and own:
-                scores = phases.frequency_rows(np.asarray(trace.pages, dtype=np.int64), n, L,
+                scores = plan_loops.frequency_rows(np.asarray(trace.pages, dtype=np.int64), n, L,
                                                hi, layer)
             elif type(pred) is PreviousToken and own:
-                scores = phases.previous_token_rows(layers, np.asarray(tok, dtype=np.int64),
+                scores = plan_loops.previous_token_rows(layers, np.asarray(tok, dtype=np.int64),
                                                     experts, hi, token, layer, n, L)
             else:
                 scores = np.asarray(pred.score_matrix(lo, hi, token, layer, actual),
                                     dtype=np.float64)
             scores = np.ascontiguousarray(scores)
             if m is not None:
-                rows, experts, start, right = phases.topk_rows(scores, m, actual)
+                rows, experts, start, right = plan_loops.topk_rows(scores, m, actual)
             elif type(self.strategy) is Percentile and scores.shape[1] > 0:
-                rows, experts, start, right = phases.percentile_rows(
+                rows, experts, start, right = plan_loops.percentile_rows(
                     scores, self.strategy.p, actual)
             else:
                 rows, experts = self.strategy.select_all(scores, Ks)
@@ -465,13 +465,13 @@ class Prefetcher:
     def _truth(key: np.ndarray, experts: np.ndarray, hi: np.ndarray, n: int) -> np.ndarray:
         """``actual[g]``: the true experts of batch g's target, the (token, layer) ``key[hi[g]]``
         (a dense table over the keys' range, or one row per distinct key when it is sparse)."""
-        from paging.fast import phases
+        from paging.fast import prefetch_plan as plan_loops
 
         if key.size == 0:
             return np.zeros((0, n), dtype=bool)
         kmin, kmax = int(key.min()), int(key.max())
         if (kmax - kmin + 1) * n <= 8 * key.size * n + 1024:
-            return phases.target_truth(key, experts, hi, kmin, kmax - kmin + 1, n)
+            return plan_loops.target_truth(key, experts, hi, kmin, kmax - kmin + 1, n)
         ukey, inv = np.unique(key, return_inverse=True)
         truth = np.zeros((ukey.size, n), dtype=bool)
         truth[inv, experts] = True

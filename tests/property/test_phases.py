@@ -17,7 +17,7 @@ from strategies import page_weights, round_traces, topk_traces
 
 from paging import fast
 from paging.errors import PagingError
-from paging.fast import phases
+from paging.fast import prefetch_plan
 from paging.miss import FetchLowestBit, FetchPriority, make_miss
 from paging.policies import POLICY_NAMES, make_policy
 from paging.predict.prefetch import Prefetcher, Transition, make_prefetch_predictor, make_strategy
@@ -223,7 +223,7 @@ def test_topk_rows_ties_and_non_positive_scores():
     """Ties go to the lower expert; scores <= 0 are never proposed."""
     scores = np.array([[1.0, 3.0, 3.0, 0.0], [0.0, -1.0, 0.0, 0.0], [2.0, 2.0, 2.0, 5.0]])
     actual = np.ones((3, 4), dtype=bool)
-    rows, ex, start, right = phases.topk_rows(scores, np.array([3, 2, 2]), actual)
+    rows, ex, start, right = prefetch_plan.topk_rows(scores, np.array([3, 2, 2]), actual)
     assert rows.tolist() == [0, 0, 0, 2, 2] and ex.tolist() == [1, 2, 0, 3, 0]
     assert start.tolist() == [0, 3, 3, 5] and right == 5
 
@@ -243,7 +243,8 @@ def test_percentile_rows_equal_numpy(n, data, p):
     scores = scores.reshape(G, n)
     rows, ex = Percentile(p).select_all(scores, 0)
     actual = np.ones((G, n), dtype=bool)
-    r2, e2, start, right = phases.percentile_rows(np.ascontiguousarray(scores), float(p), actual)
+    r2, e2, start, right = prefetch_plan.percentile_rows(np.ascontiguousarray(scores), float(p),
+                                                         actual)
     assert rows.tolist() == r2.tolist() and ex.tolist() == e2.tolist()
     assert start.tolist() == np.searchsorted(rows, np.arange(G + 1)).tolist()
     assert right == rows.size
