@@ -94,7 +94,8 @@ def _method(trace: Trace, spec) -> str:
         return "per-k"
     family, kind, dist = spec
     if dist:
-        return "per-k" if family == "marking" else "per-layer"
+        # Marking draws in run order; the token family reads the layer clock and the tokens
+        return "per-k" if family in ("marking", "token") else "per-layer"
     return "stack" if _is_stack(family, kind) else "per-k"
 
 

@@ -90,6 +90,10 @@ class Robust(Policy):
     """Follow-the-leader combination of ``a`` and ``b`` (factories, or names the registry
     knows); see the module docstring for the rule and the theorem."""
 
+    #: compiled when both components are token-hazard, token-decay, token-match or LRU
+    #: (:func:`paging.fast.tokens.supports`; the reference loop otherwise)
+    kernel = "token:ROBUST"
+
     def __init__(self, a: str | Callable[[], Policy] = "token-match",
                  b: str | Callable[[], Policy] = "lru", margin: int | str = 0,
                  name: str | None = None):
@@ -181,6 +185,7 @@ class RobustTokenMatch(Robust):
     name = "robust-token-match"
     # main's class-declared registry reads these (place after token-match's 270; the source)
     order = 280
+    kernel = "token:ROBUST"
     reference = "this package (issue 24); after Fiat et al. 1991 and Wei, APPROX 2020"
 
     def __init__(self):
