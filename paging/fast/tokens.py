@@ -64,8 +64,8 @@ N_I = 21
 F_LAM, F_PRIOR, F_SHRINK, F_ALPHA, F_LOSS, F_N, F_TOT, F_BLOSS = 0, 2, 3, 4, 5, 7, 9, 11
 N_F = 16
 # per-instance page rows (ipg[i, ., local page])
-R_USED, R_ULIST, R_VRES, R_VLIST, R_VPOS, R_VLAST, R_LASTTOK, R_BEFORE, R_PEND = range(9)
-N_R = 9
+R_USED, R_ULIST, R_VRES, R_VLIST, R_VPOS, R_VLAST, R_LASTTOK, R_BEFORE, R_PEND, R_STAMP = range(10)
+N_R = 10
 
 
 @njit(cache=True, nogil=True)
@@ -139,12 +139,12 @@ def pairwise(a, lo, n):
         top += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _clip(x, lo, hi):
     return lo if x < lo else (hi if x > hi else x)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _power(x, h):
     """numpy's ``x ** h`` for an integer h >= 1 (its fast paths for 1 and 2, else libm pow)."""
     if h == 1:
@@ -214,7 +214,7 @@ def _beta(fst, i, wb):
     return b if b >= 1e-9 else 0.0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _mixed(dec, m, beta, nb, shrink):
     return beta * (nb * m + shrink * dec) / (nb + shrink) + (1.0 - beta) * dec
 
@@ -227,41 +227,38 @@ def _match(S, i, which):
     W = ist[i, I_W]
     n = ist[i, I_NHIST]
     filled = min(n, W)
+    srow = sim[i, :filled]
     for j in range(ist[i, I_NPEND]):
-        loc = ipg[i, R_PEND, j]
-        for c in range(filled):
-            sim[i, c] += hist[i, loc, c]
+        srow += hist[i, ipg[i, R_PEND, j], :filled]
     ist[i, I_NPEND] = 0
     if n < 2:
         return 0
     lo = max(0, n - W)
-    anyp = False
-    for s in range(lo, n - 1):
-        if sim[i, s % W] != 0:
-            anyp = True
-            break
-    if not anyp:
-        return 0
     m = min(ist[i, I_NB], n - 1 - lo)
-    prev_sim = 1 << 62
-    prev_s = 0
-    for r in range(m):  # the m largest (similarity, recency), one pass each
-        bs = -1
-        bt = -1
-        for s in range(lo, n - 1):
-            v = sim[i, s % W]
-            if v > prev_sim or (v == prev_sim and s >= prev_s):
-                continue
-            if v > bs or (v == bs and s > bt):
-                bs = v
-                bt = s
-        mcols[i, which, r] = (bt + 1) % W
-        prev_sim = bs
-        prev_s = bt
+    topv = np.full(m, -1, np.int64)  # the m largest keys (similarity, recency), descending
+    tops = np.full(m, -1, np.int64)
+    col = lo % W
+    for s in range(lo, n - 1):
+        v = sim[i, col]
+        col += 1
+        if col == W:
+            col = 0
+        if v >= topv[m - 1]:  # s is the latest so far: of equal similarities it ranks first
+            r = m - 1
+            while r > 0 and v >= topv[r - 1]:
+                topv[r] = topv[r - 1]
+                tops[r] = tops[r - 1]
+                r -= 1
+            topv[r] = v
+            tops[r] = s
+    if topv[0] == 0:  # no overlap at all
+        return 0
+    for r in range(m):
+        mcols[i, which, r] = (tops[r] + 1) % W
     return m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _match_value(S, i, which, m, loc):
     hist, mcols = S[6], S[8]
     c = 0
@@ -319,18 +316,23 @@ def _decay_end(S, i, P):
         m = ist[i, I_MCUR]
         nb = float(ist[i, I_NB])
         shrink = fst[i, F_SHRINK]
+        dec = scr[5]
+        mval = scr[6]
+        for q in range(P):
+            d = w[0] * pi[0, q]
+            if M > 1:
+                d = d + w[1] * pi[1, q]
+            dec[q] = d
+            mval[q] = 0.0
+        for loc in range(npg):
+            mval[base + loc] = _match_value(S, i, 0, m, loc)
         for b in range(5):
             beta = _BETAS[b]
             for q in range(P):
-                dec = w[0] * pi[0, q]
-                if M > 1:
-                    dec = dec + w[1] * pi[1, q]
+                d = dec[q]
                 if beta != 0.0:
-                    mv = 0.0
-                    if base <= q < base + npg:
-                        mv = _match_value(S, i, 0, m, q - base)
-                    dec = _mixed(dec, mv, beta, nb, shrink)
-                x[q] = _clip(dec, 1e-4, 1.0 - 1e-4)
+                    d = _mixed(d, mval[q], beta, nb, shrink)
+                x[q] = _clip(d, 1e-4, 1.0 - 1e-4)
             fst[i, F_BLOSS + b] -= _loss_rows(x, usedf, P, buf)
     if ntok >= 2:
         for j in range(M):
@@ -360,7 +362,7 @@ def _decay_end(S, i, P):
 
 
 # -- the token clock ---------------------------------------------------------------------------
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _advance(S, i, t, steps, token, has_token, n_experts, L, P):
     """``TokenPolicy._advance``: start request t's token if it is a new one."""
     ist, ipg = S[0], S[2]
@@ -393,7 +395,7 @@ def _advance(S, i, t, steps, token, has_token, n_experts, L, P):
     ist[i, I_NUSED] = 0
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _touch(S, i, t, p, steps, token, has_token, n_experts, L, P):
     """``on_hit`` / ``on_insert`` of instance i."""
     ist, ipg = S[0], S[2]
@@ -417,8 +419,14 @@ def _touch(S, i, t, p, steps, token, has_token, n_experts, L, P):
 @njit(cache=True, nogil=True)
 def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     """The victim of instance i among ``cands[:nc]`` (token policies: ``TokenPolicy.victim``
-    after the advance; LRU: the least recently used)."""
-    ist, fst, ipg, fpg, hz, hzl = S[0], S[1], S[2], S[3], S[4], S[5]
+    after the advance; LRU: the least recently used).
+
+    What does not change inside a token is computed once per page and token (``fc``, stamped
+    ``R_STAMP`` = token index + 1): token-hazard's h at the age before the token and its two
+    products Π (1 − h) (used in the token or not), token-decay's h (mixed with the match of the
+    previous token for token-match) and λ_j·D_jq; the rest per eviction, with the same
+    operations in the same order as the reference's numpy expressions."""
+    ist, fst, ipg, fpg, hz, hzl, fc = S[0], S[1], S[2], S[3], S[4], S[5], S[10]
     kind = ist[i, I_KIND]
     base = ist[i, I_BASE]
     if kind == LRU:
@@ -435,16 +443,25 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     c = s % L
     rnd = (s - ist[i, I_TSTART]) // L
     hor = ist[i, I_HOR]
-    w = np.empty(2)
+    w = np.zeros(2)
     wb = np.empty(5)
+    c2 = np.zeros(2)
+    den2 = np.ones(2)
     M = ist[i, I_M]
     beta = 0.0
     mcur = 0
     mnext = 0
+    prior = fst[i, F_PRIOR]
+    nused = float(ist[i, I_NUSED])
     if kind != HAZARD:
         tot = _weights(fst, i, F_LOSS, M, w)
         for j in range(M):
             w[j] = w[j] / tot
+            lam = fst[i, F_LAM + j]
+            n2 = lam * fst[i, F_N + j] + 1.0
+            t2 = lam * fst[i, F_TOT + j] + nused
+            c2[j] = prior * (t2 / (n2 * P))
+            den2[j] = n2 + prior
         if kind == MATCH:
             beta = _beta(fst, i, wb)
             if beta > 0.0 and ist[i, I_MNEXTAT] != ist[i, I_NUSED]:
@@ -452,9 +469,8 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
                 ist[i, I_MNEXTAT] = ist[i, I_NUSED]
             mcur = ist[i, I_MCUR]
             mnext = ist[i, I_MNEXT]
-    prior = fst[i, F_PRIOR]
-    nused = float(ist[i, I_NUSED])
     ntok = ist[i, I_NTOK]
+    stamp = ntok + 1
     amax = ist[i, I_A1] - 1
     alpha = fst[i, F_ALPHA]
     nb = float(ist[i, I_NB])
@@ -467,54 +483,51 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
         loc = v - base
         z = v // n_experts
         used = ipg[i, R_USED, loc] != 0
-        nl = 1.0
-        h = 0.0
-        pn = 0.0
-        if kind == HAZARD:
-            b = ipg[i, R_BEFORE, loc]
-            ab = min(ntok - 1 - b, amax)
-            age = 0 if used else min(ab + 1, amax)
-            nl = 1.0
-            for _ in range(hor):
-                nl *= 1.0 - (hz[i, 0, loc, age] + alpha * hzl[i, 2, z, age]) / (
-                    hz[i, 1, loc, age] + alpha)
-                age = min(age + 1, amax)
-            h = (hz[i, 0, loc, ab] + alpha * hzl[i, 2, z, ab]) / (hz[i, 1, loc, ab] + alpha)
-        else:
-            for jj in range(M):
-                N = fst[i, F_N + jj]
-                tj = fst[i, F_TOT + jj]
-                lam = fst[i, F_LAM + jj]
-                d = fpg[i, jj, loc]
-                bj = tj / (N * P) if N > 0 else 0.0
-                den = N + prior
-                hv = (d + prior * bj) / den if den > 0 else 0.0
-                N2 = lam * N + 1.0
-                t2 = lam * tj + nused
-                a2 = lam * d + (1.0 if used else 0.0)
-                pv = (a2 + prior * (t2 / (N2 * P))) / (N2 + prior)
-                if jj == 0:
-                    h = w[0] * hv
-                    pn = w[0] * pv
-                else:
-                    h = h + w[jj] * hv
-                    pn = pn + w[jj] * pv
-            if beta != 0.0:
-                if mcur > 0:
+        if ipg[i, R_STAMP, loc] != stamp:  # the page's values for this token
+            ipg[i, R_STAMP, loc] = stamp
+            if kind == HAZARD:
+                ab = min(ntok - 1 - ipg[i, R_BEFORE, loc], amax)
+                fc[i, 0, loc] = (hz[i, 0, loc, ab] + alpha * hzl[i, 2, z, ab]) / (
+                    hz[i, 1, loc, ab] + alpha)
+                for u in range(2):  # 1: not used in the token (age after it ab + 1), 2: used
+                    age = min(ab + 1, amax) if u == 0 else 0
+                    nl = 1.0
+                    for _ in range(hor):
+                        nl *= 1.0 - (hz[i, 0, loc, age] + alpha * hzl[i, 2, z, age]) / (
+                            hz[i, 1, loc, age] + alpha)
+                        age = min(age + 1, amax)
+                    fc[i, 1 + u, loc] = nl
+            else:
+                h = 0.0
+                for jj in range(M):
+                    N = fst[i, F_N + jj]
+                    d = fpg[i, jj, loc]
+                    bj = fst[i, F_TOT + jj] / (N * P) if N > 0 else 0.0
+                    den = N + prior
+                    hv = (d + prior * bj) / den if den > 0 else 0.0
+                    h = w[0] * hv if jj == 0 else h + w[jj] * hv
+                    fc[i, 1 + jj, loc] = fst[i, F_LAM + jj] * d
+                if beta != 0.0 and mcur > 0:
                     h = _mixed(h, _match_value(S, i, 0, mcur, loc), beta, nb, shrink)
-                if mnext > 0:
-                    pn = _mixed(pn, _match_value(S, i, 1, mnext, loc), beta, nb, shrink)
+                fc[i, 0, loc] = h
+        h = fc[i, 0, loc]
         # the within-token chance a0 (TokenPolicy.within_token)
-        rem = K - rnd - 1 + (1 if z > c else 0)
-        rem = 0 if rem < 0 else (K if rem > K else rem)
         if used:
             a0 = 0.0
         else:
+            rem = K - rnd - 1 + (1 if z > c else 0)
+            rem = 0 if rem < 0 else (K if rem > K else rem)
             dd = 1.0 - h * (K - rem) / K
             a0 = _clip(h * rem / K / (dd if dd > 1e-12 else 1e-12), 0.0, 1.0)
         if kind == HAZARD:
-            pu = (1.0 - a0) * nl
+            pu = (1.0 - a0) * fc[i, 2 if used else 1, loc]
         else:
+            ux = 1.0 if used else 0.0
+            pn = w[0] * ((fc[i, 1, loc] + ux + c2[0]) / den2[0])
+            if M > 1:
+                pn = pn + w[1] * ((fc[i, 2, loc] + ux + c2[1]) / den2[1])
+            if beta != 0.0 and mnext > 0:
+                pn = _mixed(pn, _match_value(S, i, 1, mnext, loc), beta, nb, shrink)
             pu = (1.0 - a0) * _power(1.0 - pn, hor)
         key = np.rint(pu * 1e9)
         dist = (z - c - 1) % L
@@ -526,7 +539,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     return best
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _vserve(S, i, t, p, cands, steps, token, has_token, n_experts, L, P, K):
     """A component's virtual cache serves request t (a ``Simulation.serve`` without pins)."""
     ist, ipg = S[0], S[2]
@@ -693,7 +706,7 @@ def token_kernel(pages, steps, token, has_token, visits, sizes, n_experts, n_lay
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def ipg_res(S, i, p):
     """Whether page p is in instance i's virtual cache."""
     loc = p - S[0][i, I_BASE]
@@ -770,8 +783,9 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool):
     hist = np.zeros((I, npg, W) if MATCH in kinds else (I, 1, 1), np.int64)
     sim = np.zeros((I, W) if MATCH in kinds else (I, 1), np.int64)
     mcols = np.zeros((I, 2, NB), np.int64)
-    scr = np.zeros((5, P))
-    S = (ist, fst, ipg, fpg, hz, hzl, hist, sim, mcols, scr)
+    scr = np.zeros((7, P))
+    fc = np.zeros((I, 3, npg))
+    S = (ist, fst, ipg, fpg, hz, hzl, hist, sim, mcols, scr, fc)
     for i, _, k, _ in members:
         if k == HAZARD:
             _hazard_prior(S, i, L)
