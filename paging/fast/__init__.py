@@ -195,7 +195,7 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
     if spec[0] == _TOKEN:
         from paging.fast.tokens import execute
 
-        out = execute(trace, spec, slots, int(capacity), level)
+        out = execute(trace, spec, slots, int(capacity), level, policy)
     else:
         out = _execute(trace.pages, trace.steps, nu, slots, w, s, trace.layout, int(capacity),
                        spec, draws, level)

@@ -572,11 +572,12 @@ def _vserve(S, i, t, p, cands, steps, token, has_token, n_experts, L, P, K):
 
 @njit(cache=True, nogil=True)
 def token_kernel(pages, steps, token, has_token, visits, sizes, n_experts, n_layers, caps,
-                 dist, robust, margins, S, record):
+                 dist, robust, margins, S, record, leader, switches):
     """Replay ``pages`` under the instances of ``S`` (built by :func:`setup`): a token policy
     (``robust`` False: instance q serves partition q) or the combiner (instances 2q, 2q + 1 are
-    partition q's components; ``margins[q]`` its h). Returns the tuple of
-    :mod:`paging.fast.common`."""
+    partition q's components; ``margins[q]`` its h; ``leader[q]`` and ``switches[q]``, zeros
+    on entry, end as the partition's ``Robust.leader`` and ``Robust.switches``). Returns the
+    tuple of :mod:`paging.fast.common`."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
@@ -594,7 +595,6 @@ def token_kernel(pages, steps, token, has_token, visits, sizes, n_experts, n_lay
     cands = np.zeros(P, np.int64)
     rlast = np.full(P, -1, np.int64)       # the combiner's last request of each page
     seen = np.full(nparts, -1, np.int64)   # the last request its components served
-    leader = np.zeros(nparts, np.int64)
     hit_mask, ev, byp = buffers(n, record)
     misses = 0
     coll = 0
@@ -651,6 +651,7 @@ def token_kernel(pages, steps, token, has_token, visits, sizes, n_experts, n_lay
                 lead = leader[q]
                 if ist[a + lead, I_VMISS] > ist[a + 1 - lead, I_VMISS] + margins[q]:
                     leader[q] = 1 - lead
+                    switches[q] += 1
         elif resident[p]:
             _touch(S, q, t, p, steps, token, has_token, n_experts, L, P)
         else:
@@ -792,9 +793,11 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool):
     return S, margins
 
 
-def execute(trace, spec, slots, capacity: int, record: int):
+def execute(trace, spec, slots, capacity: int, record: int, policy=None):
     """Run the kernel of ``spec`` (:func:`paging.fast.plan`: its ``proto`` carries the
-    parameters) on ``trace``; ``slots[p]`` is the room page p takes in ``capacity``."""
+    parameters) on ``trace``; ``slots[p]`` is the room page p takes in ``capacity``. A shared
+    combiner given as ``policy`` ends with the run's ``leader`` and ``switches``, as after a
+    reference run (its virtual ``sims`` exist only in the reference loop)."""
     _, kind, dist = spec
     lay = trace.layout
     caps = lay.dist_shares(capacity) if dist else np.array([capacity], dtype=np.int64)
@@ -803,6 +806,11 @@ def execute(trace, spec, slots, capacity: int, record: int):
     token = trace.token if has_token else np.zeros(0, np.int64)
     from paging.simulate import token_visits
 
-    return token_kernel(trace.pages, trace.steps, token, has_token, token_visits(trace), slots,
-                        lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
-                        record)
+    leader = np.zeros(caps.size, np.int64)
+    switches = np.zeros(caps.size, np.int64)
+    out = token_kernel(trace.pages, trace.steps, token, has_token, token_visits(trace), slots,
+                       lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
+                       record, leader, switches)
+    if policy is not None and kind == ROBUST and not dist:
+        policy.leader, policy.switches = int(leader[0]), int(switches[0])
+    return out

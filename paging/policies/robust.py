@@ -75,7 +75,10 @@ cache gets its own seed drawn from the run's generator), so it holds in expectat
 randomized combination of Blum & Burch ((1 + ε)·min + O(k/ε)) is not implemented.
 
 Cost per request: one step of each component's simulation (plus their own costs) and O(k) for
-an eviction of ours.
+an eviction of ours. Over token-hazard, token-decay, token-match and LRU the combiner runs in a
+compiled kernel (:mod:`paging.fast.tokens`), after which ``leader`` and ``switches`` hold the
+run's values; the virtual :class:`~paging.simulate.Simulation` objects (``sims``) exist only in
+the reference loop (``engine="reference"``).
 """
 
 from __future__ import annotations

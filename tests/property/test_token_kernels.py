@@ -93,6 +93,12 @@ def test_robust_pairs(trace, a, b, margin, dist):
 
     assert fast.has_kernel(make())
     check(trace, (lambda: PerLayer(make)) if dist else make, _ks(trace))
+    if not dist:  # a compiled run leaves the run's leader and switch count, as the reference
+        for k in _ks(trace):
+            ref, got = make(), make()
+            simulate(trace, ref, k, engine="reference")
+            simulate(trace, got, k, engine="fast")
+            assert (got.leader, got.switches) == (ref.leader, ref.switches)
 
 
 @st.composite
@@ -163,8 +169,10 @@ def test_robust_by_hand():
     {2, 1}), then 1 at t = 5 (outside {2, 0}) and 0 at t = 6 (outside {2, 1})."""
     tr = from_pages([2, 2, 0, 1, 2, 0, 1], Layout(3, 1))
     for engine in ("reference", "fast"):
-        res = simulate(tr, "robust:lru,token-decay", 2, record=True, engine=engine)
+        pol = make_policy("robust:lru,token-decay")
+        res = simulate(tr, pol, 2, record=True, engine=engine)
         assert res.evictions.tolist() == [[3, 2], [4, 0], [5, 1], [6, 0]], engine
+        assert (pol.leader, pol.switches) == (1, 1)
         assert simulate(tr, "lru", 2, engine=engine).misses == 6
         dec = simulate(tr, "token-decay", 2, record=True, engine=engine)
         assert dec.evictions.tolist() == [[3, 0], [5, 1], [6, 0]]
