@@ -173,7 +173,7 @@ def _hazard_prior(S, i, L):
 
 @njit(cache=True, nogil=True)
 def _hazard_end(S, i, n_experts, L):
-    ist, ipg, hz, hzl = S[0], S[2], S[4], S[5]
+    ist, ipg, hz, hzl, layer_of = S[0], S[2], S[4], S[5], S[11]
     base, npg, ntok = ist[i, I_BASE], ist[i, I_NPG], ist[i, I_NTOK]
     amax = ist[i, I_A1] - 1
     for loc in range(npg):
@@ -181,7 +181,7 @@ def _hazard_end(S, i, n_experts, L):
         if b > _NEVER:
             age = min(ntok - 1 - b, amax)
             hit = 1.0 if ipg[i, R_USED, loc] else 0.0
-            z = (base + loc) // n_experts
+            z = layer_of[base + loc]
             hz[i, 1, loc, age] += 1.0
             hz[i, 0, loc, age] += hit
             hzl[i, 1, z, age] += 1.0
@@ -363,11 +363,11 @@ def _decay_end(S, i, P):
 
 # -- the token clock ---------------------------------------------------------------------------
 @njit(cache=True, nogil=True, inline="always")
-def _advance(S, i, t, steps, token, has_token, n_experts, L, P):
+def _advance(S, i, t, steps, token, n_experts, L, P):
     """``TokenPolicy._advance``: start request t's token if it is a new one."""
     ist, ipg = S[0], S[2]
     s = steps[t]
-    tok = token[t] if has_token else s // L
+    tok = token[t]
     if ist[i, I_HAS] != 0 and tok == ist[i, I_TOK]:
         return
     kind = ist[i, I_KIND]
@@ -396,7 +396,7 @@ def _advance(S, i, t, steps, token, has_token, n_experts, L, P):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _touch(S, i, t, p, steps, token, has_token, n_experts, L, P):
+def _touch(S, i, t, p, steps, token, n_experts, L, P):
     """``on_hit`` / ``on_insert`` of instance i."""
     ist, ipg = S[0], S[2]
     loc = p - ist[i, I_BASE]
@@ -404,7 +404,7 @@ def _touch(S, i, t, p, steps, token, has_token, n_experts, L, P):
     if kind == LRU:
         ipg[i, R_VLAST, loc] = t
         return
-    _advance(S, i, t, steps, token, has_token, n_experts, L, P)
+    _advance(S, i, t, steps, token, n_experts, L, P)
     if not ipg[i, R_USED, loc]:
         ipg[i, R_USED, loc] = 1
         ipg[i, R_ULIST, ist[i, I_NUSED]] = loc
@@ -426,7 +426,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     products Π (1 − h) (used in the token or not), token-decay's h (mixed with the match of the
     previous token for token-match) and λ_j·D_jq; the rest per eviction, with the same
     operations in the same order as the reference's numpy expressions."""
-    ist, fst, ipg, fpg, hz, hzl, fc = S[0], S[1], S[2], S[3], S[4], S[5], S[10]
+    ist, fst, ipg, fpg, hz, hzl, fc, layer_of = S[0], S[1], S[2], S[3], S[4], S[5], S[10], S[11]
     kind = ist[i, I_KIND]
     base = ist[i, I_BASE]
     if kind == LRU:
@@ -481,7 +481,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     for j in range(nc):
         v = cands[j]
         loc = v - base
-        z = v // n_experts
+        z = layer_of[v]
         used = ipg[i, R_USED, loc] != 0
         if ipg[i, R_STAMP, loc] != stamp:  # the page's values for this token
             ipg[i, R_STAMP, loc] = stamp
@@ -512,13 +512,15 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
                 fc[i, 0, loc] = h
         h = fc[i, 0, loc]
         # the within-token chance a0 (TokenPolicy.within_token)
-        if used:
-            a0 = 0.0
-        else:
+        # (rem = 0 gives exactly 0, and rem = K divides by exactly 1: both skip divisions)
+        a0 = 0.0
+        if not used:
             rem = K - rnd - 1 + (1 if z > c else 0)
-            rem = 0 if rem < 0 else (K if rem > K else rem)
-            dd = 1.0 - h * (K - rem) / K
-            a0 = _clip(h * rem / K / (dd if dd > 1e-12 else 1e-12), 0.0, 1.0)
+            if rem >= K:
+                a0 = _clip(h * K / K, 0.0, 1.0)
+            elif rem > 0:
+                dd = 1.0 - h * (K - rem) / K
+                a0 = _clip(h * rem / K / (dd if dd > 1e-12 else 1e-12), 0.0, 1.0)
         if kind == HAZARD:
             pu = (1.0 - a0) * fc[i, 2 if used else 1, loc]
         else:
@@ -530,7 +532,9 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
                 pn = _mixed(pn, _match_value(S, i, 1, mnext, loc), beta, nb, shrink)
             pu = (1.0 - a0) * _power(1.0 - pn, hor)
         key = np.rint(pu * 1e9)
-        dist = (z - c - 1) % L
+        dist = z - c - 1  # (z − c − 1) mod ℓ, z and c in 0..ℓ−1
+        if dist < 0:
+            dist += L
         if best < 0 or key > bkey or (key == bkey and (dist > bdist or (
                 dist == bdist and v > best))):
             best = v
@@ -540,19 +544,19 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _vserve(S, i, t, p, cands, steps, token, has_token, n_experts, L, P, K):
+def _vserve(S, i, t, p, cands, steps, token, n_experts, L, P, K):
     """A component's virtual cache serves request t (a ``Simulation.serve`` without pins)."""
     ist, ipg = S[0], S[2]
     base = ist[i, I_BASE]
     loc = p - base
     if ipg[i, R_VRES, loc]:
-        _touch(S, i, t, p, steps, token, has_token, n_experts, L, P)
+        _touch(S, i, t, p, steps, token, n_experts, L, P)
         return
     ist[i, I_VMISS] += 1
     n = ist[i, I_VCNT]
     if n + 1 > ist[i, I_CAP]:
         if ist[i, I_KIND] != LRU:
-            _advance(S, i, t, steps, token, has_token, n_experts, L, P)
+            _advance(S, i, t, steps, token, n_experts, L, P)
         for j in range(n):
             cands[j] = ipg[i, R_VLIST, j] + base
         v = _choose(S, i, t, cands, n, steps, n_experts, L, P, K) - base
@@ -567,11 +571,11 @@ def _vserve(S, i, t, p, cands, steps, token, has_token, n_experts, L, P, K):
     ipg[i, R_VPOS, loc] = n
     ipg[i, R_VRES, loc] = 1
     ist[i, I_VCNT] = n + 1
-    _touch(S, i, t, p, steps, token, has_token, n_experts, L, P)
+    _touch(S, i, t, p, steps, token, n_experts, L, P)
 
 
 @njit(cache=True, nogil=True)
-def token_kernel(pages, steps, token, has_token, visits, sizes, n_experts, n_layers, caps,
+def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                  dist, robust, margins, S, record, leader, switches):
     """Replay ``pages`` under the instances of ``S`` (built by :func:`setup`): a token policy
     (``robust`` False: instance q serves partition q) or the combiner (instances 2q, 2q + 1 are
@@ -581,8 +585,9 @@ def token_kernel(pages, steps, token, has_token, visits, sizes, n_experts, n_lay
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
-    K = visits if has_token else 1
+    K = visits
     ist = S[0]
+    layer_of = S[11]
     nparts = caps.size
     resident = np.zeros(P, np.bool_)
     used_c = np.zeros(nparts, np.int64)
@@ -616,7 +621,7 @@ def token_kernel(pages, steps, token, has_token, visits, sizes, n_experts, n_lay
                     j += 1
                 g_start = t
                 g_end = j
-        z = p // n_experts
+        z = layer_of[p]
         q = z if dist else 0
         if resident[p]:
             if record:
@@ -633,7 +638,7 @@ def token_kernel(pages, steps, token, has_token, visits, sizes, n_experts, n_lay
                 if grouped:
                     for j in range(g_start, g_end):
                         r = pages[j]
-                        if resident[r] and (not dist or r // n_experts == z):
+                        if resident[r] and (not dist or layer_of[r] == z):
                             held += sizes[r]
                 if need > caps[q] - held:
                     if record > 1:
@@ -645,17 +650,17 @@ def token_kernel(pages, steps, token, has_token, visits, sizes, n_experts, n_lay
             if seen[q] != t:
                 seen[q] = t
                 a = 2 * q
-                _vserve(S, a, t, p, cands, steps, token, has_token, n_experts, L, P, K)
-                _vserve(S, a + 1, t, p, cands, steps, token, has_token, n_experts, L, P, K)
+                _vserve(S, a, t, p, cands, steps, token, n_experts, L, P, K)
+                _vserve(S, a + 1, t, p, cands, steps, token, n_experts, L, P, K)
                 rlast[p] = t
                 lead = leader[q]
                 if ist[a + lead, I_VMISS] > ist[a + 1 - lead, I_VMISS] + margins[q]:
                     leader[q] = 1 - lead
                     switches[q] += 1
         elif resident[p]:
-            _touch(S, q, t, p, steps, token, has_token, n_experts, L, P)
+            _touch(S, q, t, p, steps, token, n_experts, L, P)
         else:
-            _advance(S, q, t, steps, token, has_token, n_experts, L, P)
+            _advance(S, q, t, steps, token, n_experts, L, P)
         if resident[p]:
             continue
         need = sizes[p]
@@ -703,7 +708,7 @@ def token_kernel(pages, steps, token, has_token, visits, sizes, n_experts, n_lay
         resident[p] = True
         used_c[q] += need
         if not robust:
-            _touch(S, q, t, p, steps, token, has_token, n_experts, L, P)
+            _touch(S, q, t, p, steps, token, n_experts, L, P)
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
 
@@ -781,12 +786,13 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool):
     fpg = np.zeros((I, 2, npg) if kinds & {DECAY, MATCH} else (I, 2, 1))
     hz = np.zeros((I, 2, npg, A1) if HAZARD in kinds else (I, 2, 1, 1))
     hzl = np.zeros((I, 3, L, A1) if HAZARD in kinds else (I, 3, 1, 1))
-    hist = np.zeros((I, npg, W) if MATCH in kinds else (I, 1, 1), np.int64)
-    sim = np.zeros((I, W) if MATCH in kinds else (I, 1), np.int64)
+    hist = np.zeros((I, npg, W) if MATCH in kinds else (I, 1, 1), np.int32)
+    sim = np.zeros((I, W) if MATCH in kinds else (I, 1), np.int32)
     mcols = np.zeros((I, 2, NB), np.int64)
     scr = np.zeros((7, P))
     fc = np.zeros((I, 3, npg))
-    S = (ist, fst, ipg, fpg, hz, hzl, hist, sim, mcols, scr, fc)
+    layer_of = np.arange(P, dtype=np.int64) // n
+    S = (ist, fst, ipg, fpg, hz, hzl, hist, sim, mcols, scr, fc, layer_of)
     for i, _, k, _ in members:
         if k == HAZARD:
             _hazard_prior(S, i, L)
@@ -802,13 +808,16 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None):
     lay = trace.layout
     caps = lay.dist_shares(capacity) if dist else np.array([capacity], dtype=np.int64)
     S, margins = setup(spec.proto, kind, lay, caps, dist)
-    has_token = trace.token is not None
-    token = trace.token if has_token else np.zeros(0, np.int64)
     from paging.simulate import token_visits
 
+    # TokenPolicy: the trace's tokens and K visits per token, else one walk (steps // ℓ) each
+    if trace.token is not None:
+        token, visits = trace.token, max(token_visits(trace), 1)
+    else:
+        token, visits = trace.passes, 1
     leader = np.zeros(caps.size, np.int64)
     switches = np.zeros(caps.size, np.int64)
-    out = token_kernel(trace.pages, trace.steps, token, has_token, token_visits(trace), slots,
+    out = token_kernel(trace.pages, trace.steps, token, visits, slots,
                        lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
                        record, leader, switches)
     if policy is not None and kind == ROBUST and not dist:
