@@ -132,6 +132,34 @@ def test_pairwise_is_numpys_sum():
         assert pairwise(a, 0, n) == a.sum()
 
 
+def test_numpys_float_work_is_the_kernels():
+    """The bit-for-bit agreement rests on numpy's float64 log, log1p and exp being the libm
+    calls the kernel makes, and its 2-row matmul and 5-element dot being plain sums (true on
+    this build; a numpy with its own SIMD log would differ in the last bit, rarely a decision)."""
+    from numba import njit
+
+    @njit
+    def scalar(x):
+        out = np.empty((3, x.size))
+        for i in range(x.size):
+            out[0, i], out[1, i], out[2, i] = np.log(x[i]), np.log1p(-x[i]), np.exp(-50 * x[i])
+        return out
+
+    rng = np.random.default_rng(5)
+    x = rng.random(20000) * 0.9998 + 1e-4
+    got = scalar(x)
+    assert np.array_equal(got[0], np.log(x)) and np.array_equal(got[1], np.log1p(-x))
+    assert np.array_equal(got[2], np.exp(-50 * x))
+    w, X = rng.random(2), rng.random((2, 500))
+    assert np.array_equal(w @ X, w[0] * X[0] + w[1] * X[1])
+    b = np.linspace(0.0, 1.0, 5)
+    for v in rng.random((200, 5)):
+        acc = 0.0
+        for j in range(5):
+            acc += v[j] * b[j]
+        assert v @ b == acc
+
+
 def test_what_stays_in_the_reference_loop():
     for spec in ("robust:lru,fifo", "robust:token-match,lfu", "robust:lru-dist,token-match",
                  "robust-dist:arc,lru"):
