@@ -24,8 +24,11 @@ request hits exactly the caches at least as deep as its page.
 * FIFO (Belady's anomaly) and FWF are not stack algorithms, nor is randomized Marking (nor
   Marking-DIST, whose layers draw from one shared generator), nor the credit policies
   (GreedyDual, Landlord, GDSF, Layered Landlord: their inflation L depends on the cache
-  size): one compiled run per k, in parallel over k on a thread pool (the kernels release the
-  GIL), with a tqdm progress bar. Curves are for unit costs and sizes.
+  size), nor the robust combiner (its virtual caches have size k); the token policies have no
+  one-pass curve here either (their ``-dist`` variants read the layer clock and the tokens, so
+  they are not run on a layer's sub-sequence): one compiled run per k, in parallel over k on a
+  thread pool (the kernels release the GIL), with a tqdm progress bar. Curves are for unit
+  costs and sizes.
 
 Groups mode falls back to one run per k for every policy: a pinned group can force a bypass
 in a small cache and not in a larger one, which breaks inclusion. Policies without a kernel
@@ -94,7 +97,8 @@ def _method(trace: Trace, spec) -> str:
         return "per-k"
     family, kind, dist = spec
     if dist:
-        return "per-k" if family == "marking" else "per-layer"
+        # Marking draws in run order; the token family reads the layer clock and the tokens
+        return "per-k" if family in ("marking", "token") else "per-layer"
     return "stack" if _is_stack(family, kind) else "per-k"
 
 

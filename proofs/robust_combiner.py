@@ -84,7 +84,8 @@ def searched_sequences() -> list[tuple[str, object, int, tuple[str, ...]]]:
 
 def check_point(trace, k: int, a: str, b: str = "lru", margin: int | str = 0) -> dict:
     comb = Robust(a, b, margin=margin)
-    res = simulate(trace, comb, k, record=True)
+    # the reference loop: it builds the virtual simulations whose counts are checked below
+    res = simulate(trace, comb, k, record=True, engine="reference")
     verify(trace, res)
     ca, cb = simulate(trace, a, k).misses, simulate(trace, b, k).misses
     never = simulate(trace, NeverSwitch(a, b), k).misses

@@ -10,14 +10,17 @@ random traces for every policy below.
 Built in (exact types only: a subclass may change any hook, so it runs in the reference loop):
 LRU, FIFO, FWF, LLRU, FLD, Least-Stale (:mod:`paging.fast.lists`), LFU, Belady
 (:mod:`paging.fast.heaps`), Marking (:mod:`paging.fast.marking`), GreedyDual, Landlord, GDSF,
-Layered Landlord (:mod:`paging.fast.credit`) and :class:`PerLayer` around any of these classes
-(the ``-dist`` variants). Every kernel takes page sizes and a capacity in the same unit (pages,
-or bytes for a byte budget) and evicts until the requested page fits.
+Layered Landlord (:mod:`paging.fast.credit`), the token-aware token-hazard, token-decay,
+token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`) and
+:class:`PerLayer` around any of these classes (the ``-dist`` variants). Every kernel takes page
+sizes and a capacity in the same unit (pages, or bytes for a byte budget) and evicts until the
+requested page fits.
 
 Costs per request (N requests, cache k, ℓ layers, groups of K): LRU, FIFO O(1) (O(K) with
 pinning); LLRU, FLD, Least-Stale O(1) per hit and O(ℓ) per eviction; FWF O(1) amortized; LFU,
 Belady, GreedyDual, Landlord, GDSF O(log k) per eviction; Layered Landlord O(k) per eviction;
-Marking O(log nℓ) plus O(nℓ log nℓ) per phase.
+Marking O(log nℓ) plus O(nℓ log nℓ) per phase; the token family O(1) per hit, O(k) per eviction
+and O(nℓ) per token (:mod:`paging.fast.tokens`).
 """
 
 from __future__ import annotations
@@ -33,15 +36,24 @@ from paging.weights import unit_costs, unit_sizes
 __all__ = ["run", "plan", "plan_of", "has_kernel", "run_misses", "marking_draws", "needs_next_use",
            "record_level"]
 
-_LIST, _HEAP, _MARK, _CREDIT = "list", "heap", "marking", "credit"
+_LIST, _HEAP, _MARK, _CREDIT, _TOKEN = "list", "heap", "marking", "credit", "token"
+
+
+class Plan(tuple):
+    """``(family, kind, dist)`` of a kernel; ``proto`` is the policy object whose parameters
+    the kernel reads (the policy, or its ``-dist`` factory's product), for the families that
+    take any (:mod:`paging.fast.tokens`)."""
+
+    proto = None
 
 
 def plan_of(spec: str) -> tuple[str, int]:
     """``"family:KIND"`` (a policy class's ``kernel``) as ``(family, kind)``."""
-    from paging.fast import credit, heaps, lists, marking
+    from paging.fast import credit, heaps, lists, marking, tokens
 
     family, _, kind = spec.partition(":")
-    module = {_LIST: lists, _HEAP: heaps, _CREDIT: credit, _MARK: marking}.get(family)
+    module = {_LIST: lists, _HEAP: heaps, _CREDIT: credit, _MARK: marking,
+              _TOKEN: tokens}.get(family)
     if module is None or not hasattr(module, kind):
         raise ValueError(f"unknown kernel {spec!r}: expected family:KIND of paging.fast")
     return family, int(getattr(module, kind))
@@ -54,15 +66,26 @@ def plan(policy) -> tuple[str, int, bool] | None:
     ``dist_kernel`` for its per-layer variant), read from the class's own namespace: a
     subclass of a built-in policy may override any hook, so it has a kernel only when it
     declares one itself. ``PerLayer`` qualifies when its factory builds a class with a kernel.
+    The token family also checks the instance (:func:`paging.fast.tokens.supports`: the
+    combiner's components). The result is a :class:`Plan`.
     """
     from paging.policies.dist import PerLayer
 
-    if type(policy) is PerLayer:
-        own = vars(type(policy.factory()))
-        spec = own.get("dist_kernel") or own.get("kernel")
-        return None if spec is None else (*plan_of(spec), True)
-    spec = vars(type(policy)).get("kernel")
-    return None if spec is None else (*plan_of(spec), False)
+    dist = type(policy) is PerLayer
+    proto = policy.factory() if dist else policy
+    own = vars(type(proto))
+    spec = (own.get("dist_kernel") or own.get("kernel")) if dist else own.get("kernel")
+    if spec is None:
+        return None
+    family, kind = plan_of(spec)
+    if family == _TOKEN:
+        from paging.fast.tokens import supports
+
+        if not supports(proto, kind):
+            return None
+    out = Plan((family, kind, dist))
+    out.proto = proto
+    return out
 
 
 def has_kernel(policy) -> bool:
@@ -170,8 +193,13 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
     slots = unit_sizes(P) if budget is None else s
     w = unit_costs(P) if costs is None else costs
     level = record_level(record)
-    out = _execute(trace.pages, trace.steps, nu, slots, w, s, trace.layout, int(capacity), spec,
-                   draws, level)
+    if spec[0] == _TOKEN:
+        from paging.fast.tokens import execute
+
+        out = execute(trace, spec, slots, int(capacity), level, policy)
+    else:
+        out = _execute(trace.pages, trace.steps, nu, slots, w, s, trace.layout, int(capacity),
+                       spec, draws, level)
     misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = out
     return build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=trace.n_requests,
@@ -190,5 +218,9 @@ def run_misses(trace, spec, k: int, *, draws=None, next_use=None) -> int:
         next_use = trace.next_use if needs_next_use(spec) else _no_next_use()
     P = trace.layout.n_pages
     one = unit_sizes(P)
+    if spec[0] == _TOKEN:
+        from paging.fast.tokens import execute
+
+        return int(execute(trace, spec, one, int(k), 0)[0])
     return int(_execute(trace.pages, trace.steps, next_use, one, unit_costs(P), one,
                         trace.layout, int(k), spec, draws, 0)[0])

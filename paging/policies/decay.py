@@ -74,6 +74,7 @@ class TokenDecay(TokenPolicy):
 
     name = "token-decay"
     order = 260  # place in the registry (paging policies)
+    kernel = "token:DECAY"
     reference = "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2"
 
     def __init__(self, lam: float = 0.95, horizon: int = 2, long: float | None = 1.0,

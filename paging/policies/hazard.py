@@ -71,6 +71,7 @@ class TokenHazard(TokenPolicy):
 
     name = "token-hazard"
     order = 250  # place in the registry (paging policies)
+    kernel = "token:HAZARD"
     reference = "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2"
 
     def __init__(self, horizon: int = 2, alpha: float = 0.5, max_age: int = 8):

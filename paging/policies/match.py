@@ -75,6 +75,7 @@ class TokenMatch(TokenDecay):
 
     name = "token-match"
     order = 270  # place in the registry (paging policies)
+    kernel = "token:MATCH"
     reference = "this package (issue 11); Angelopoulos et al., Sec. 2 and Def. 2"
 
     def __init__(self, neighbours: int = 3, shrink: float = 1.0, window: int = 1024,

@@ -75,7 +75,10 @@ cache gets its own seed drawn from the run's generator), so it holds in expectat
 randomized combination of Blum & Burch ((1 + ε)·min + O(k/ε)) is not implemented.
 
 Cost per request: one step of each component's simulation (plus their own costs) and O(k) for
-an eviction of ours.
+an eviction of ours. Over token-hazard, token-decay, token-match and LRU the combiner runs in a
+compiled kernel (:mod:`paging.fast.tokens`), after which ``leader`` and ``switches`` hold the
+run's values; the virtual :class:`~paging.simulate.Simulation` objects (``sims``) exist only in
+the reference loop (``engine="reference"``).
 """
 
 from __future__ import annotations
@@ -91,6 +94,10 @@ from paging.policies.base import Policy
 class Robust(Policy):
     """Follow-the-leader combination of ``a`` and ``b`` (factories, or names the registry
     knows); see the module docstring for the rule and the theorem."""
+
+    #: compiled when both components are token-hazard, token-decay, token-match or LRU
+    #: (:func:`paging.fast.tokens.supports`; the reference loop otherwise)
+    kernel = "token:ROBUST"
 
     def __init__(self, a: str | Callable[[], Policy] = "token-match",
                  b: str | Callable[[], Policy] = "lru", margin: int | str = 0,
@@ -197,6 +204,7 @@ class RobustTokenMatch(Robust):
     name = "robust-token-match"
     # main's class-declared registry reads these (place after token-match's 270; the source)
     order = 280
+    kernel = "token:ROBUST"
     reference = "this package (issue 24); after Fiat et al. 1991 and Wei, APPROX 2020"
 
     def __init__(self):

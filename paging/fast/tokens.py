@@ -1,0 +1,829 @@
+"""Kernels of the token-aware designed policies and of the robust combiner: token-hazard,
+token-decay, token-match (:mod:`paging.policies.hazard`, :mod:`paging.policies.decay`,
+:mod:`paging.policies.match`) and ``robust:A,B`` / ``robust-token-match``
+(:mod:`paging.policies.robust`), shared and per layer (``-dist``), rounds and groups mode,
+counted in pages or in bytes.
+
+Each policy is a set of arrays per *instance*: one instance per partition for the token
+policies (the shared cache, or one per layer as :class:`~paging.policies.dist.PerLayer` runs one
+policy object per layer), and two per partition for the combiner (its components' virtual
+caches, stepped in lockstep with the real one: the component serves request t, then the leader
+is updated, then the combiner serves it, exactly the order of ``Robust._see``). An instance owns
+a *universe* of pages (all nℓ pages, or the n pages of its layer); pages outside it are never
+requested by it, and where the reference's numpy work runs over all nℓ pages (token-decay's
+totals and log-losses) the kernel lays out the same nℓ values, constants outside the universe,
+and sums them in numpy's order (its pairwise summation, :func:`pairwise`), so that every
+probability, log-loss and posterior weight is the reference's to the last bit (numpy's float64
+``log``, ``log1p``, ``exp``, 2-row ``matmul`` and 5-element ``dot`` on this build are the libm
+calls and plain sums the kernel makes; ``tests/property/test_token_kernels.py`` compares the
+two). Victims are then chosen by the same total order: (P(unused) rounded at 1e-9, layer
+distance (z - c - 1) mod ℓ, page id), the largest evicted; the combiner's lazy rule takes the
+least recently requested page outside the leader's virtual cache (and, preferably, outside the
+other's).
+
+What the kernels follow of the reference, hook for hook: a policy hears a request only through
+``on_hit``, ``victims`` and ``on_insert``, so a bypassed request is unseen (its token may then
+start later, and the combiner's virtual caches do not serve it); ``victims`` advances the token
+before the choice; several victims per miss under a byte budget; the combiner's virtual caches
+count pages, hold ``int(capacity)`` of them (the partition's capacity, in bytes for a budget, as
+``Robust.reset`` builds them) and never pin.
+
+Left in the reference loop (:func:`supports` is False, so :func:`paging.fast.plan` returns None):
+the combiner over components other than token-hazard, token-decay, token-match and LRU (the
+other kernels are whole-trace loops, not steppable per request, and a virtual cache must not pin
+the group as the existing kernels do in groups mode), over ``-dist`` components, and any
+subclass that does not declare its own ``kernel`` (``NeverSwitch``, ``TokenDecayLookahead``).
+Runs with a prefetcher, a miss handler or a routing hook take the reference loop anyway
+(:func:`paging.simulate.simulate`). A compiled run leaves the policy object as it was, except a
+shared combiner's ``leader`` and ``switches`` (:func:`execute`); its virtual simulations
+(``Robust.sims``) and the token policies' internal state exist only after a reference run.
+
+Cost per request: O(1) for a hit; per token (per instance) O(nℓ) for token-decay's estimates
+and log-losses (5 more log-loss rows for token-match), O(universe·max_age) for token-hazard;
+per eviction O(k) candidate scores; token-match adds O(window) per page first used in a token
+and O(window·neighbours) per match.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from paging.fast.common import buffers, is_grouped
+
+# kinds: the policies (``kernel = "token:KIND"``); LRU only as a component of the combiner
+HAZARD, DECAY, MATCH, ROBUST, LRU = range(5)
+
+_NEVER = -(1 << 40)  # token-hazard's token index of a page never requested
+_BETAS = np.linspace(0.0, 1.0, 5)
+
+# per-instance integer fields (ist[i, .])
+(I_KIND, I_BASE, I_NPG, I_CAP, I_HAS, I_TOK, I_NTOK, I_TSTART, I_NUSED, I_VCNT, I_VMISS,
+ I_NHIST, I_NPEND, I_MCUR, I_MNEXT, I_MNEXTAT, I_M, I_W, I_A1, I_HOR, I_NB) = range(21)
+N_I = 21
+# per-instance float fields (fst[i, .]): decays λ_j, prior, shrink, alpha, losses L_j, N_j,
+# totals Σ_q D_jq, token-match's β losses
+F_LAM, F_PRIOR, F_SHRINK, F_ALPHA, F_LOSS, F_N, F_TOT, F_BLOSS = 0, 2, 3, 4, 5, 7, 9, 11
+N_F = 16
+# per-instance page rows (ipg[i, ., local page])
+R_USED, R_ULIST, R_VRES, R_VLIST, R_VPOS, R_VLAST, R_LASTTOK, R_BEFORE, R_PEND, R_STAMP = range(10)
+N_R = 10
+
+
+@njit(cache=True, nogil=True)
+def _pw_block(a, lo, n):
+    """numpy's pairwise sum of at most 128 values: 8 lanes, then the rest one by one."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    m = n - n % 8
+    while i < m:
+        j = lo + i
+        r0 += a[j]
+        r1 += a[j + 1]
+        r2 += a[j + 2]
+        r3 += a[j + 3]
+        r4 += a[j + 4]
+        r5 += a[j + 5]
+        r6 += a[j + 6]
+        r7 += a[j + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True, nogil=True)
+def pairwise(a, lo, n):
+    """``a[lo:lo+n].sum()`` in numpy's order: blocks of at most 128 values (:func:`_pw_block`)
+    combined by halving, the split a multiple of 8. Written with an explicit stack (a cached
+    recursive numba function crashed when loaded from the cache)."""
+    if n <= 128:
+        return _pw_block(a, lo, n)
+    los = np.empty(64, np.int64)
+    ns = np.empty(64, np.int64)
+    phase = np.zeros(64, np.int64)
+    left = np.empty(64)
+    top = 0
+    los[0] = lo
+    ns[0] = n
+    while True:
+        m = ns[top]
+        if m > 128:  # descend into the left half
+            phase[top] = 1
+            n2 = m // 2
+            n2 -= n2 % 8
+            los[top + 1] = los[top]
+            ns[top + 1] = n2
+            top += 1
+            continue
+        ret = _pw_block(a, los[top], m)
+        top -= 1
+        while phase[top] == 2:  # a right half done: combine and go up
+            ret = left[top] + ret
+            if top == 0:
+                return ret
+            top -= 1
+        left[top] = ret  # a left half done: the right half next
+        phase[top] = 2
+        n2 = ns[top] // 2
+        n2 -= n2 % 8
+        los[top + 1] = los[top] + n2
+        ns[top + 1] = ns[top] - n2
+        phase[top + 1] = 0
+        top += 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _clip(x, lo, hi):
+    return lo if x < lo else (hi if x > hi else x)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _power(x, h):
+    """numpy's ``x ** h`` for an integer h >= 1 (its fast paths for 1 and 2, else libm pow)."""
+    if h == 1:
+        return x
+    if h == 2:
+        return x * x
+    return math.pow(x, float(h))
+
+
+# -- token-hazard ------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _hazard_prior(S, i, L):
+    """The layer hazards H_z(a) (shrunk to the global H(a)), stored in hzl[i, 2]."""
+    ist, hzl = S[0], S[5]
+    A1 = ist[i, I_A1]
+    for a in range(A1):
+        se = 0.0
+        st = 0.0
+        for z in range(L):
+            se += hzl[i, 0, z, a]
+            st += hzl[i, 1, z, a]
+        glob = (se + 1.0) / (st + 2.0)
+        for z in range(L):
+            hzl[i, 2, z, a] = (hzl[i, 0, z, a] + 2.0 * glob) / (hzl[i, 1, z, a] + 2.0)
+
+
+@njit(cache=True, nogil=True)
+def _hazard_end(S, i, n_experts, L):
+    ist, ipg, hz, hzl, layer_of = S[0], S[2], S[4], S[5], S[11]
+    base, npg, ntok = ist[i, I_BASE], ist[i, I_NPG], ist[i, I_NTOK]
+    amax = ist[i, I_A1] - 1
+    for loc in range(npg):
+        b = ipg[i, R_BEFORE, loc]
+        if b > _NEVER:
+            age = min(ntok - 1 - b, amax)
+            hit = 1.0 if ipg[i, R_USED, loc] else 0.0
+            z = layer_of[base + loc]
+            hz[i, 1, loc, age] += 1.0
+            hz[i, 0, loc, age] += hit
+            hzl[i, 1, z, age] += 1.0
+            hzl[i, 0, z, age] += hit
+    _hazard_prior(S, i, L)
+
+
+# -- token-decay and token-match ---------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _weights(fst, i, off, m, out):
+    """Posterior weights exp(−(L − min L)) / Σ of the m losses fst[i, off:off+m] into out."""
+    lo = fst[i, off]
+    for j in range(1, m):
+        if fst[i, off + j] < lo:
+            lo = fst[i, off + j]
+    tot = 0.0
+    for j in range(m):
+        out[j] = np.exp(-(fst[i, off + j] - lo))
+        tot += out[j]
+    return tot
+
+
+@njit(cache=True, nogil=True)
+def _beta(fst, i, wb):
+    tot = _weights(fst, i, F_BLOSS, 5, wb)
+    d = 0.0
+    for j in range(5):
+        d += wb[j] * _BETAS[j]
+    b = d / tot
+    return b if b >= 1e-9 else 0.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _mixed(dec, m, beta, nb, shrink):
+    return beta * (nb * m + shrink * dec) / (nb + shrink) + (1.0 - beta) * dec
+
+
+@njit(cache=True, nogil=True)
+def _match(S, i, which):
+    """M(u) for u = the instance's current token so far: its neighbours' successor columns in
+    mcols[i, which] (returns how many, 0 for no match)."""
+    ist, ipg, hist, sim, mcols = S[0], S[2], S[6], S[7], S[8]
+    W = ist[i, I_W]
+    n = ist[i, I_NHIST]
+    filled = min(n, W)
+    srow = sim[i, :filled]
+    for j in range(ist[i, I_NPEND]):
+        srow += hist[i, ipg[i, R_PEND, j], :filled]
+    ist[i, I_NPEND] = 0
+    if n < 2:
+        return 0
+    lo = max(0, n - W)
+    m = min(ist[i, I_NB], n - 1 - lo)
+    topv = np.full(m, -1, np.int64)  # the m largest keys (similarity, recency), descending
+    tops = np.full(m, -1, np.int64)
+    col = lo % W
+    for s in range(lo, n - 1):
+        v = sim[i, col]
+        col += 1
+        if col == W:
+            col = 0
+        if v >= topv[m - 1]:  # s is the latest so far: of equal similarities it ranks first
+            r = m - 1
+            while r > 0 and v >= topv[r - 1]:
+                topv[r] = topv[r - 1]
+                tops[r] = tops[r - 1]
+                r -= 1
+            topv[r] = v
+            tops[r] = s
+    if topv[0] == 0:  # no overlap at all
+        return 0
+    for r in range(m):
+        mcols[i, which, r] = (tops[r] + 1) % W
+    return m
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _match_value(S, i, which, m, loc):
+    hist, mcols = S[6], S[8]
+    c = 0
+    for r in range(m):
+        c += hist[i, loc, mcols[i, which, r]]
+    return c / m
+
+
+@njit(cache=True, nogil=True)
+def _loss_rows(x, used_full, P, buf):
+    """Σ log(x[used]) + Σ log1p(−x[unused]) over the nℓ values x, each sum in numpy's order."""
+    nu = 0
+    for q in range(P):
+        if used_full[q]:
+            buf[nu] = np.log(x[q])
+            nu += 1
+    a = pairwise(buf, 0, nu)
+    nn = 0
+    for q in range(P):
+        if not used_full[q]:
+            buf[nn] = np.log1p(-x[q])
+            nn += 1
+    return a + pairwise(buf, 0, nn)
+
+
+@njit(cache=True, nogil=True)
+def _decay_end(S, i, P):
+    ist, fst, ipg, fpg, scr = S[0], S[1], S[2], S[3], S[9]
+    base, npg, M, ntok = ist[i, I_BASE], ist[i, I_NPG], ist[i, I_M], ist[i, I_NTOK]
+    prior = fst[i, F_PRIOR]
+    pi = scr[0:2]
+    usedf = scr[2]
+    buf = scr[3]
+    x = scr[4]
+    w = np.empty(2)
+    for q in range(P):
+        usedf[q] = 0.0
+    for loc in range(npg):
+        if ipg[i, R_USED, loc]:
+            usedf[base + loc] = 1.0
+    for j in range(M):
+        N = fst[i, F_N + j]
+        bj = fst[i, F_TOT + j] / (N * P) if N > 0 else 0.0
+        den = N + prior
+        out0 = (0.0 + prior * bj) / den if den > 0 else 0.0
+        for q in range(P):
+            pi[j, q] = out0
+        if den > 0:
+            for loc in range(npg):
+                pi[j, base + loc] = (fpg[i, j, loc] + prior * bj) / den
+    if ist[i, I_KIND] == MATCH and ntok >= 2 and ist[i, I_MCUR] > 0:
+        tot = _weights(fst, i, F_LOSS, M, w)
+        for j in range(M):
+            w[j] = w[j] / tot
+        m = ist[i, I_MCUR]
+        nb = float(ist[i, I_NB])
+        shrink = fst[i, F_SHRINK]
+        dec = scr[5]
+        mval = scr[6]
+        for q in range(P):
+            d = w[0] * pi[0, q]
+            if M > 1:
+                d = d + w[1] * pi[1, q]
+            dec[q] = d
+            mval[q] = 0.0
+        for loc in range(npg):
+            mval[base + loc] = _match_value(S, i, 0, m, loc)
+        for b in range(5):
+            beta = _BETAS[b]
+            for q in range(P):
+                d = dec[q]
+                if beta != 0.0:
+                    d = _mixed(d, mval[q], beta, nb, shrink)
+                x[q] = _clip(d, 1e-4, 1.0 - 1e-4)
+            fst[i, F_BLOSS + b] -= _loss_rows(x, usedf, P, buf)
+    if ntok >= 2:
+        for j in range(M):
+            for q in range(P):
+                x[q] = _clip(pi[j, q], 1e-4, 1.0 - 1e-4)
+            fst[i, F_LOSS + j] -= _loss_rows(x, usedf, P, buf)
+    for j in range(M):
+        lam = fst[i, F_LAM + j]
+        for q in range(P):
+            x[q] = 0.0
+        for loc in range(npg):
+            d = fpg[i, j, loc] * lam
+            if ipg[i, R_USED, loc]:
+                d += 1.0
+            fpg[i, j, loc] = d
+            x[base + loc] = d
+        fst[i, F_N + j] = lam * fst[i, F_N + j] + 1.0
+        fst[i, F_TOT + j] = pairwise(x, 0, P)
+    if ist[i, I_KIND] == MATCH:
+        hist = S[6]
+        W = ist[i, I_W]
+        col = ist[i, I_NHIST] % W
+        for loc in range(npg):
+            hist[i, loc, col] = ipg[i, R_USED, loc]
+        ist[i, I_NHIST] += 1
+        ist[i, I_MCUR] = _match(S, i, 0)
+
+
+# -- the token clock ---------------------------------------------------------------------------
+@njit(cache=True, nogil=True, inline="always")
+def _advance(S, i, t, steps, token, n_experts, L, P):
+    """``TokenPolicy._advance``: start request t's token if it is a new one."""
+    ist, ipg = S[0], S[2]
+    s = steps[t]
+    tok = token[t]
+    if ist[i, I_HAS] != 0 and tok == ist[i, I_TOK]:
+        return
+    kind = ist[i, I_KIND]
+    if ist[i, I_NTOK] >= 0:
+        if kind == HAZARD:
+            _hazard_end(S, i, n_experts, L)
+        else:
+            _decay_end(S, i, P)
+    ist[i, I_NTOK] += 1
+    ist[i, I_HAS] = 1
+    ist[i, I_TOK] = tok
+    ist[i, I_TSTART] = s
+    if kind == HAZARD:
+        for loc in range(ist[i, I_NPG]):
+            ipg[i, R_BEFORE, loc] = ipg[i, R_LASTTOK, loc]
+    elif kind == MATCH:
+        sim = S[7]
+        for c in range(ist[i, I_W]):
+            sim[i, c] = 0
+        ist[i, I_NPEND] = 0
+        ist[i, I_MNEXT] = 0
+        ist[i, I_MNEXTAT] = -1
+    for j in range(ist[i, I_NUSED]):
+        ipg[i, R_USED, ipg[i, R_ULIST, j]] = 0
+    ist[i, I_NUSED] = 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _touch(S, i, t, p, steps, token, n_experts, L, P):
+    """``on_hit`` / ``on_insert`` of instance i."""
+    ist, ipg = S[0], S[2]
+    loc = p - ist[i, I_BASE]
+    kind = ist[i, I_KIND]
+    if kind == LRU:
+        ipg[i, R_VLAST, loc] = t
+        return
+    _advance(S, i, t, steps, token, n_experts, L, P)
+    if not ipg[i, R_USED, loc]:
+        ipg[i, R_USED, loc] = 1
+        ipg[i, R_ULIST, ist[i, I_NUSED]] = loc
+        ist[i, I_NUSED] += 1
+        if kind == MATCH:
+            ipg[i, R_PEND, ist[i, I_NPEND]] = loc
+            ist[i, I_NPEND] += 1
+    if kind == HAZARD:
+        ipg[i, R_LASTTOK, loc] = ist[i, I_NTOK]
+
+
+@njit(cache=True, nogil=True)
+def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
+    """The victim of instance i among ``cands[:nc]`` (token policies: ``TokenPolicy.victim``
+    after the advance; LRU: the least recently used).
+
+    What does not change inside a token is computed once per page and token (``fc``, stamped
+    ``R_STAMP`` = token index + 1): token-hazard's h at the age before the token and its two
+    products Π (1 − h) (used in the token or not), token-decay's h (mixed with the match of the
+    previous token for token-match) and λ_j·D_jq; the rest per eviction, with the same
+    operations in the same order as the reference's numpy expressions."""
+    ist, fst, ipg, fpg, hz, hzl, fc, layer_of = S[0], S[1], S[2], S[3], S[4], S[5], S[10], S[11]
+    kind = ist[i, I_KIND]
+    base = ist[i, I_BASE]
+    if kind == LRU:
+        best = -1
+        bl = 0
+        for j in range(nc):
+            v = cands[j]
+            lv = ipg[i, R_VLAST, v - base]
+            if best < 0 or lv < bl:
+                best = v
+                bl = lv
+        return best
+    s = steps[t]
+    c = s % L
+    rnd = (s - ist[i, I_TSTART]) // L
+    hor = ist[i, I_HOR]
+    w = np.zeros(2)
+    wb = np.empty(5)
+    c2 = np.zeros(2)
+    den2 = np.ones(2)
+    M = ist[i, I_M]
+    beta = 0.0
+    mcur = 0
+    mnext = 0
+    prior = fst[i, F_PRIOR]
+    nused = float(ist[i, I_NUSED])
+    if kind != HAZARD:
+        tot = _weights(fst, i, F_LOSS, M, w)
+        for j in range(M):
+            w[j] = w[j] / tot
+            lam = fst[i, F_LAM + j]
+            n2 = lam * fst[i, F_N + j] + 1.0
+            t2 = lam * fst[i, F_TOT + j] + nused
+            c2[j] = prior * (t2 / (n2 * P))
+            den2[j] = n2 + prior
+        if kind == MATCH:
+            beta = _beta(fst, i, wb)
+            if beta > 0.0 and ist[i, I_MNEXTAT] != ist[i, I_NUSED]:
+                ist[i, I_MNEXT] = _match(S, i, 1) if ist[i, I_NUSED] else 0
+                ist[i, I_MNEXTAT] = ist[i, I_NUSED]
+            mcur = ist[i, I_MCUR]
+            mnext = ist[i, I_MNEXT]
+    ntok = ist[i, I_NTOK]
+    stamp = ntok + 1
+    amax = ist[i, I_A1] - 1
+    alpha = fst[i, F_ALPHA]
+    nb = float(ist[i, I_NB])
+    shrink = fst[i, F_SHRINK]
+    best = -1
+    bkey = 0.0
+    bdist = 0
+    for j in range(nc):
+        v = cands[j]
+        loc = v - base
+        z = layer_of[v]
+        used = ipg[i, R_USED, loc] != 0
+        if ipg[i, R_STAMP, loc] != stamp:  # the page's values for this token
+            ipg[i, R_STAMP, loc] = stamp
+            if kind == HAZARD:
+                ab = min(ntok - 1 - ipg[i, R_BEFORE, loc], amax)
+                fc[i, 0, loc] = (hz[i, 0, loc, ab] + alpha * hzl[i, 2, z, ab]) / (
+                    hz[i, 1, loc, ab] + alpha)
+                for u in range(2):  # 1: not used in the token (age after it ab + 1), 2: used
+                    age = min(ab + 1, amax) if u == 0 else 0
+                    nl = 1.0
+                    for _ in range(hor):
+                        nl *= 1.0 - (hz[i, 0, loc, age] + alpha * hzl[i, 2, z, age]) / (
+                            hz[i, 1, loc, age] + alpha)
+                        age = min(age + 1, amax)
+                    fc[i, 1 + u, loc] = nl
+            else:
+                h = 0.0
+                for jj in range(M):
+                    N = fst[i, F_N + jj]
+                    d = fpg[i, jj, loc]
+                    bj = fst[i, F_TOT + jj] / (N * P) if N > 0 else 0.0
+                    den = N + prior
+                    hv = (d + prior * bj) / den if den > 0 else 0.0
+                    h = w[0] * hv if jj == 0 else h + w[jj] * hv
+                    fc[i, 1 + jj, loc] = fst[i, F_LAM + jj] * d
+                if beta != 0.0 and mcur > 0:
+                    h = _mixed(h, _match_value(S, i, 0, mcur, loc), beta, nb, shrink)
+                fc[i, 0, loc] = h
+        h = fc[i, 0, loc]
+        # the within-token chance a0 (TokenPolicy.within_token)
+        # (rem = 0 gives exactly 0, and rem = K divides by exactly 1: both skip divisions)
+        a0 = 0.0
+        if not used:
+            rem = K - rnd - 1 + (1 if z > c else 0)
+            if rem >= K:
+                a0 = _clip(h * K / K, 0.0, 1.0)
+            elif rem > 0:
+                dd = 1.0 - h * (K - rem) / K
+                a0 = _clip(h * rem / K / (dd if dd > 1e-12 else 1e-12), 0.0, 1.0)
+        if kind == HAZARD:
+            pu = (1.0 - a0) * fc[i, 2 if used else 1, loc]
+        else:
+            ux = 1.0 if used else 0.0
+            pn = w[0] * ((fc[i, 1, loc] + ux + c2[0]) / den2[0])
+            if M > 1:
+                pn = pn + w[1] * ((fc[i, 2, loc] + ux + c2[1]) / den2[1])
+            if beta != 0.0 and mnext > 0:
+                pn = _mixed(pn, _match_value(S, i, 1, mnext, loc), beta, nb, shrink)
+            pu = (1.0 - a0) * _power(1.0 - pn, hor)
+        key = np.rint(pu * 1e9)
+        dist = z - c - 1  # (z − c − 1) mod ℓ, z and c in 0..ℓ−1
+        if dist < 0:
+            dist += L
+        if best < 0 or key > bkey or (key == bkey and (dist > bdist or (
+                dist == bdist and v > best))):
+            best = v
+            bkey = key
+            bdist = dist
+    return best
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _vserve(S, i, t, p, cands, steps, token, n_experts, L, P, K):
+    """A component's virtual cache serves request t (a ``Simulation.serve`` without pins)."""
+    ist, ipg = S[0], S[2]
+    base = ist[i, I_BASE]
+    loc = p - base
+    if ipg[i, R_VRES, loc]:
+        _touch(S, i, t, p, steps, token, n_experts, L, P)
+        return
+    ist[i, I_VMISS] += 1
+    n = ist[i, I_VCNT]
+    if n + 1 > ist[i, I_CAP]:
+        if ist[i, I_KIND] != LRU:
+            _advance(S, i, t, steps, token, n_experts, L, P)
+        for j in range(n):
+            cands[j] = ipg[i, R_VLIST, j] + base
+        v = _choose(S, i, t, cands, n, steps, n_experts, L, P, K) - base
+        # swap-remove v from the list
+        pos = ipg[i, R_VPOS, v]
+        last = ipg[i, R_VLIST, n - 1]
+        ipg[i, R_VLIST, pos] = last
+        ipg[i, R_VPOS, last] = pos
+        ipg[i, R_VRES, v] = 0
+        n -= 1
+    ipg[i, R_VLIST, n] = loc
+    ipg[i, R_VPOS, loc] = n
+    ipg[i, R_VRES, loc] = 1
+    ist[i, I_VCNT] = n + 1
+    _touch(S, i, t, p, steps, token, n_experts, L, P)
+
+
+@njit(cache=True, nogil=True)
+def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
+                 dist, robust, margins, S, record, leader, switches):
+    """Replay ``pages`` under the instances of ``S`` (built by :func:`setup`): a token policy
+    (``robust`` False: instance q serves partition q) or the combiner (instances 2q, 2q + 1 are
+    partition q's components; ``margins[q]`` its h; ``leader[q]`` and ``switches[q]``, zeros
+    on entry, end as the partition's ``Robust.leader`` and ``Robust.switches``). Returns the
+    tuple of :mod:`paging.fast.common`."""
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    K = visits
+    ist = S[0]
+    layer_of = S[11]
+    nparts = caps.size
+    resident = np.zeros(P, np.bool_)
+    used_c = np.zeros(nparts, np.int64)
+    clist = np.zeros((nparts, P), np.int64)
+    cpos = np.zeros(P, np.int64)
+    ccount = np.zeros(nparts, np.int64)
+    pin = np.full(P, -1, np.int64)
+    evicted_pass = np.full(P, -1, np.int64)
+    page_miss = np.zeros(P, np.int64)
+    cands = np.zeros(P, np.int64)
+    rlast = np.full(P, -1, np.int64)       # the combiner's last request of each page
+    seen = np.full(nparts, -1, np.int64)   # the last request its components served
+    hit_mask, ev, byp = buffers(n, record)
+    misses = 0
+    coll = 0
+    n_ev = 0
+    n_byp = 0
+    grouped = is_grouped(steps)
+    prev_s = -1
+    g_start = 0
+    g_end = 0
+    for t in range(n):
+        p = pages[t]
+        s = steps[t]
+        if s != prev_s:
+            prev_s = s
+            if grouped:
+                j = t
+                while j < n and steps[j] == s:
+                    pin[pages[j]] = s
+                    j += 1
+                g_start = t
+                g_end = j
+        z = layer_of[p]
+        q = z if dist else 0
+        if resident[p]:
+            if record:
+                hit_mask[t] = True
+        else:
+            misses += 1
+            page_miss[p] += 1
+            now_pass = s // L
+            if evicted_pass[p] == now_pass:
+                coll += 1
+            need = sizes[p]
+            if used_c[q] + need > caps[q]:
+                held = 0
+                if grouped:
+                    for j in range(g_start, g_end):
+                        r = pages[j]
+                        if resident[r] and (not dist or layer_of[r] == z):
+                            held += sizes[r]
+                if need > caps[q] - held:
+                    if record > 1:
+                        byp[n_byp] = t
+                    n_byp += 1
+                    continue
+        # the hook of request t (hit, victims or insert; the same for the three)
+        if robust:
+            if seen[q] != t:
+                seen[q] = t
+                a = 2 * q
+                _vserve(S, a, t, p, cands, steps, token, n_experts, L, P, K)
+                _vserve(S, a + 1, t, p, cands, steps, token, n_experts, L, P, K)
+                rlast[p] = t
+                lead = leader[q]
+                if ist[a + lead, I_VMISS] > ist[a + 1 - lead, I_VMISS] + margins[q]:
+                    leader[q] = 1 - lead
+                    switches[q] += 1
+        elif resident[p]:
+            _touch(S, q, t, p, steps, token, n_experts, L, P)
+        else:
+            _advance(S, q, t, steps, token, n_experts, L, P)
+        if resident[p]:
+            continue
+        need = sizes[p]
+        while used_c[q] + need > caps[q]:
+            nc = 0
+            for j in range(ccount[q]):
+                v = clist[q, j]
+                if pin[v] != s:
+                    cands[nc] = v
+                    nc += 1
+            if robust:
+                lead = 2 * q + leader[q]
+                oth = 2 * q + 1 - leader[q]
+                bo = -1  # outside both virtual caches
+                bl = -1  # outside the leader's
+                ba = -1  # any
+                for j in range(nc):
+                    v = cands[j]
+                    if ba < 0 or rlast[v] < rlast[ba]:
+                        ba = v
+                    if not ipg_res(S, lead, v):
+                        if bl < 0 or rlast[v] < rlast[bl]:
+                            bl = v
+                        if not ipg_res(S, oth, v):
+                            if bo < 0 or rlast[v] < rlast[bo]:
+                                bo = v
+                victim = bo if bo >= 0 else (bl if bl >= 0 else ba)
+            else:
+                victim = _choose(S, q, t, cands, nc, steps, n_experts, L, P, K)
+            pos = cpos[victim]
+            last = clist[q, ccount[q] - 1]
+            clist[q, pos] = last
+            cpos[last] = pos
+            ccount[q] -= 1
+            resident[victim] = False
+            used_c[q] -= sizes[victim]
+            evicted_pass[victim] = s // L
+            if record > 1:
+                ev[n_ev, 0] = t
+                ev[n_ev, 1] = victim
+                n_ev += 1
+        clist[q, ccount[q]] = p
+        cpos[p] = ccount[q]
+        ccount[q] += 1
+        resident[p] = True
+        used_c[q] += need
+        if not robust:
+            _touch(S, q, t, p, steps, token, n_experts, L, P)
+    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+
+
+@njit(cache=True, nogil=True, inline="always")
+def ipg_res(S, i, p):
+    """Whether page p is in instance i's virtual cache."""
+    loc = p - S[0][i, I_BASE]
+    return S[2][i, R_VRES, loc] != 0
+
+
+# -- set-up (Python) ---------------------------------------------------------------------------
+def _component_kind(pol) -> int | None:
+    from paging.policies.classic import LRU as LRUPolicy
+    from paging.policies.decay import TokenDecay
+    from paging.policies.hazard import TokenHazard
+    from paging.policies.match import TokenMatch
+
+    return {TokenHazard: HAZARD, TokenDecay: DECAY, TokenMatch: MATCH,
+            LRUPolicy: LRU}.get(type(pol))
+
+
+def supports(proto, kind: int) -> bool:
+    """Whether the kernel reproduces ``proto`` (a policy of kind ``kind``; for the combiner:
+    both components are token-hazard, token-decay, token-match or LRU, exact types)."""
+    if kind != ROBUST:
+        return True
+    return all(_component_kind(make()) is not None for make in (proto.make_a, proto.make_b))
+
+
+def _fill(ist, fst, i, pol, kind, base, npg, cap) -> None:
+    ist[i, I_KIND], ist[i, I_BASE], ist[i, I_NPG], ist[i, I_CAP] = kind, base, npg, cap
+    ist[i, I_NTOK] = -1
+    ist[i, I_MNEXTAT] = -1
+    ist[i, I_M] = 1
+    if kind == HAZARD:
+        ist[i, I_HOR], ist[i, I_A1] = pol.horizon, pol.max_age + 1
+        fst[i, F_ALPHA] = pol.alpha
+    elif kind in (DECAY, MATCH):
+        ist[i, I_HOR], ist[i, I_M] = pol.horizon, len(pol.lams)
+        fst[i, F_LAM:F_LAM + len(pol.lams)] = pol.lams
+        fst[i, F_PRIOR] = pol.prior
+        if kind == MATCH:
+            ist[i, I_W], ist[i, I_NB] = pol.window, pol.neighbours
+            fst[i, F_SHRINK] = pol.shrink
+
+
+def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool):
+    """The instances' state for a run of ``proto`` (the policy, or the factory's product of a
+    ``-dist`` one) on partitions of capacities ``caps``; returns ``(S, margins)``."""
+    n, L, P = layout.n_experts, layout.n_layers, layout.n_pages
+    parts = caps.size
+    if kind == ROBUST:
+        comps = (proto.make_a(), proto.make_b())
+        members = [(2 * q + c, comps[c], _component_kind(comps[c]), q)
+                   for q in range(parts) for c in (0, 1)]
+        margins = np.array([int(c) if proto.margin == "k" else int(proto.margin)
+                            for c in caps], dtype=np.int64)
+    else:
+        members = [(q, proto, kind, q) for q in range(parts)]
+        margins = np.zeros(parts, dtype=np.int64)
+    I = len(members)
+    npg = n if dist else P
+    kinds = {m[2] for m in members}
+    pols = [m[1] for m in members]
+    A1 = max([pl.max_age + 1 for pl in pols if hasattr(pl, "max_age")] or [1])
+    W = max([pl.window for pl in pols if hasattr(pl, "window")] or [1])
+    NB = max([pl.neighbours for pl in pols if hasattr(pl, "neighbours")] or [1])
+    ist = np.zeros((I, N_I), np.int64)
+    fst = np.zeros((I, N_F), np.float64)
+    for i, pol, k, q in members:
+        _fill(ist, fst, i, pol, k, q * n if dist else 0, npg, int(caps[q]))
+    ipg = np.zeros((I, N_R, npg), np.int64)
+    ipg[:, R_LASTTOK] = _NEVER
+    ipg[:, R_BEFORE] = _NEVER
+    fpg = np.zeros((I, 2, npg) if kinds & {DECAY, MATCH} else (I, 2, 1))
+    hz = np.zeros((I, 2, npg, A1) if HAZARD in kinds else (I, 2, 1, 1))
+    hzl = np.zeros((I, 3, L, A1) if HAZARD in kinds else (I, 3, 1, 1))
+    hist = np.zeros((I, npg, W) if MATCH in kinds else (I, 1, 1), np.int32)
+    sim = np.zeros((I, W) if MATCH in kinds else (I, 1), np.int32)
+    mcols = np.zeros((I, 2, NB), np.int64)
+    scr = np.zeros((7, P))
+    fc = np.zeros((I, 3, npg))
+    layer_of = np.arange(P, dtype=np.int64) // n
+    S = (ist, fst, ipg, fpg, hz, hzl, hist, sim, mcols, scr, fc, layer_of)
+    for i, _, k, _ in members:
+        if k == HAZARD:
+            _hazard_prior(S, i, L)
+    return S, margins
+
+
+def execute(trace, spec, slots, capacity: int, record: int, policy=None):
+    """Run the kernel of ``spec`` (:func:`paging.fast.plan`: its ``proto`` carries the
+    parameters) on ``trace``; ``slots[p]`` is the room page p takes in ``capacity``. A shared
+    combiner given as ``policy`` ends with the run's ``leader`` and ``switches``, as after a
+    reference run (its virtual ``sims`` exist only in the reference loop)."""
+    _, kind, dist = spec
+    lay = trace.layout
+    caps = lay.dist_shares(capacity) if dist else np.array([capacity], dtype=np.int64)
+    S, margins = setup(spec.proto, kind, lay, caps, dist)
+    from paging.simulate import token_visits
+
+    # TokenPolicy: the trace's tokens and K visits per token, else one walk (steps // ℓ) each
+    if trace.token is not None:
+        token, visits = trace.token, max(token_visits(trace), 1)
+    else:
+        token, visits = trace.passes, 1
+    leader = np.zeros(caps.size, np.int64)
+    switches = np.zeros(caps.size, np.int64)
+    out = token_kernel(trace.pages, trace.steps, token, visits, slots,
+                       lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
+                       record, leader, switches)
+    if policy is not None and kind == ROBUST and not dist:
+        policy.leader, policy.switches = int(leader[0]), int(switches[0])
+    return out

@@ -1,0 +1,218 @@
+"""The token family's kernels (paging.fast.tokens) against the reference loop, beyond the
+generic cases of test_kernels.py (which runs every registered name with a kernel): traces whose
+routing repeats (so token-match's match is used: its mixing weight β > 0), non-default
+parameters, the generic ``robust:A,B`` over every pair of components it compiles and every
+margin, per layer; and decisions checked by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import round_traces, topk_traces
+from test_kernels import assert_same
+
+from paging import fast
+from paging.fast.tokens import pairwise, supports
+from paging.layout import Layout
+from paging.policies import PerLayer, make_policy
+from paging.policies.decay import TokenDecay, TokenDecayLookahead
+from paging.policies.hazard import TokenHazard
+from paging.policies.match import TokenMatch
+from paging.policies.robust import NeverSwitch, Robust
+from paging.simulate import simulate
+from paging.trace import from_pages, from_routing
+
+COMPONENTS = ("token-hazard", "token-decay", "token-match", "lru")
+
+
+@st.composite
+def repeating_traces(draw):
+    """A top-K routing table made of a few token patterns repeated with noise (generated text
+    repeats; token-match's match then carries weight), expanded in rounds or groups mode."""
+    n = draw(st.integers(2, 5))
+    L = draw(st.integers(1, 3))
+    K = draw(st.integers(1, min(n, 3)))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    patterns = np.argsort(rng.random((draw(st.integers(1, 3)), L, n)), axis=2)[:, :, :K]
+    T = draw(st.integers(2, 40))
+    table = patterns[np.arange(T) % len(patterns)].copy()
+    noise = rng.random(T) < draw(st.sampled_from([0.0, 0.1, 0.3]))
+    table[noise] = np.argsort(rng.random((int(noise.sum()), L, n)), axis=2)[:, :, :K]
+    mode = draw(st.sampled_from(["rounds", "groups"]))
+    return from_routing(table, Layout(n, L), expand=mode, name=f"rep-{mode}")
+
+
+def check(trace, policy_factory, ks, **kw) -> None:
+    for k in ks:
+        ref = simulate(trace, policy_factory(), k, record=True, engine="reference", **kw)
+        got = simulate(trace, policy_factory(), k, record=True, engine="fast", **kw)
+        assert_same(ref, got)
+
+
+def _ks(trace):
+    P = trace.layout.n_pages
+    return sorted({1, 2, max(1, P // 3), max(1, P // 2), P - 1 if P > 1 else 1, P + 1})
+
+
+@pytest.mark.parametrize("name", ["token-hazard", "token-decay", "token-match",
+                                  "robust-token-match", "token-match-dist",
+                                  "robust-token-match-dist"])
+@given(trace=repeating_traces())
+def test_repeating_routing(name, trace):
+    check(trace, lambda: make_policy(name), _ks(trace))
+
+
+#: non-default parameters: one memory with raw frequencies, longer horizons (libm pow), a
+#: small window (the match's ring of tokens wraps), fewer ages, a tiny shrink
+VARIANTS = {
+    "decay-one-memory": lambda: TokenDecay(lam=0.8, horizon=3, long=None, prior=0.0),
+    "decay-two": lambda: TokenDecay(lam=0.5, horizon=1, long=0.9, prior=0.5),
+    "hazard": lambda: TokenHazard(horizon=4, alpha=2.0, max_age=2),
+    "match-window": lambda: TokenMatch(neighbours=2, shrink=0.25, window=3, lam=0.9),
+    "match-one": lambda: TokenMatch(neighbours=1, shrink=4.0, window=5, horizon=1, long=None),
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@given(trace=st.one_of(repeating_traces(), round_traces(), topk_traces(max_tokens=8)))
+def test_parameters(variant, trace):
+    make = VARIANTS[variant]
+    check(trace, make, _ks(trace))
+    check(trace, lambda: PerLayer(make), _ks(trace))
+
+
+@given(trace=st.one_of(repeating_traces(), topk_traces(max_tokens=8)),
+       a=st.sampled_from(COMPONENTS), b=st.sampled_from(COMPONENTS),
+       margin=st.sampled_from([0, 1, 3, "k"]), dist=st.booleans())
+@settings(max_examples=60)
+def test_robust_pairs(trace, a, b, margin, dist):
+    def make():
+        return Robust(a, b, margin=margin)
+
+    assert fast.has_kernel(make())
+    check(trace, (lambda: PerLayer(make)) if dist else make, _ks(trace))
+    if not dist:  # a compiled run leaves the run's leader and switch count, as the reference
+        for k in _ks(trace):
+            ref, got = make(), make()
+            simulate(trace, ref, k, engine="reference")
+            simulate(trace, got, k, engine="fast")
+            assert (got.leader, got.switches) == (ref.leader, ref.switches)
+
+
+@st.composite
+def budget_runs(draw):
+    trace = draw(st.one_of(repeating_traces(), topk_traces(max_experts=4, max_tokens=6)))
+    P = trace.layout.n_pages
+    sizes = np.array(draw(st.lists(st.integers(1, 4), min_size=P, max_size=P)), dtype=np.int64)
+    budget = draw(st.integers(int(sizes.min()), int(sizes.sum()) + 1))
+    return trace, sizes, budget
+
+
+@pytest.mark.parametrize("name", ["token-hazard", "token-decay", "token-match",
+                                  "robust-token-match", "token-decay-dist",
+                                  "robust:token-hazard,token-match,margin=1",
+                                  "robust-dist:lru,token-decay"])
+@given(run=budget_runs())
+def test_byte_budgets(name, run):
+    """Several victims per miss, pages larger than a layer's share (bypasses), and the
+    combiner's virtual caches holding ``budget`` pages (its capacity read as a page count)."""
+    trace, sizes, budget = run
+    for cap in (budget, max(int(sizes.min()), budget // 2)):
+        ref = simulate(trace, name, budget=cap, sizes=sizes, record=True, engine="reference")
+        got = simulate(trace, name, budget=cap, sizes=sizes, record=True, engine="fast")
+        assert_same(ref, got)
+
+
+def test_pairwise_is_numpys_sum():
+    rng = np.random.default_rng(3)
+    for n in [*range(300), 1000, 1031, 4097, 9000]:
+        a = rng.random(n) * rng.choice([1.0, 1e-3, 1e6])
+        assert pairwise(a, 0, n) == a.sum()
+
+
+def test_numpys_float_work_is_the_kernels():
+    """The bit-for-bit agreement rests on numpy's float64 log, log1p and exp being the libm
+    calls the kernel makes, and its 2-row matmul and 5-element dot being plain sums (true on
+    this build; a numpy with its own SIMD log would differ in the last bit, rarely a decision)."""
+    from numba import njit
+
+    @njit
+    def scalar(x):
+        out = np.empty((3, x.size))
+        for i in range(x.size):
+            out[0, i], out[1, i], out[2, i] = np.log(x[i]), np.log1p(-x[i]), np.exp(-50 * x[i])
+        return out
+
+    rng = np.random.default_rng(5)
+    x = rng.random(20000) * 0.9998 + 1e-4
+    got = scalar(x)
+    assert np.array_equal(got[0], np.log(x)) and np.array_equal(got[1], np.log1p(-x))
+    assert np.array_equal(got[2], np.exp(-50 * x))
+    w, X = rng.random(2), rng.random((2, 500))
+    assert np.array_equal(w @ X, w[0] * X[0] + w[1] * X[1])
+    b = np.linspace(0.0, 1.0, 5)
+    for v in rng.random((200, 5)):
+        acc = 0.0
+        for j in range(5):
+            acc += v[j] * b[j]
+        assert v @ b == acc
+
+
+def test_what_stays_in_the_reference_loop():
+    for spec in ("robust:lru,fifo", "robust:token-match,lfu", "robust:lru-dist,token-match",
+                 "robust-dist:arc,lru"):
+        assert not fast.has_kernel(make_policy(spec)), spec
+    assert not fast.has_kernel(NeverSwitch("token-match", "lru"))
+    assert not fast.has_kernel(TokenDecayLookahead())
+
+    class MyDecay(TokenDecay):
+        pass
+
+    assert not fast.has_kernel(MyDecay()) and not fast.has_kernel(PerLayer(MyDecay))
+    assert supports(make_policy("robust:token-hazard,lru"), fast.plan_of("token:ROBUST")[1])
+
+
+def test_token_decay_by_hand():
+    """One layer of 3 experts, no token column: each request is a token. Page 0 is used in three
+    tokens, page 1 in one; at request 4 (page 2, k = 2) token-decay keeps the frequent page 0
+    and evicts 1, where LRU evicts 0."""
+    tr = from_pages([0, 0, 0, 1, 2], Layout(3, 1))
+    for engine in ("reference", "fast"):
+        for name in ("token-decay", "token-match", "token-hazard"):
+            assert simulate(tr, name, 2, record=True, engine=engine).evictions.tolist() == \
+                [[4, 1]], (name, engine)
+        assert simulate(tr, "lru", 2, record=True, engine=engine).evictions.tolist() == [[4, 0]]
+
+
+def test_robust_by_hand():
+    """robust:lru,token-decay (margin 0), one layer of 3 experts, k = 2, each request a token.
+
+    2 2 0 1 2 0 1: LRU's virtual cache misses at t = 0, 2, 3 (evicts 2), 4 (evicts 0),
+    5 (evicts 1), 6 (evicts 2); token-decay's at t = 0, 2, 3 (evicts 0: page 2 was used in two
+    tokens), 5 (evicts 1), 6 (evicts 0). At t = 3 they are tied (3 misses each) and LRU, the
+    first component, leads: the combiner evicts 2, the page outside LRU's cache {0, 1}. At
+    t = 4 LRU misses again (4 against 3) and token-decay leads: the combiner evicts 0 (outside
+    {2, 1}), then 1 at t = 5 (outside {2, 0}) and 0 at t = 6 (outside {2, 1})."""
+    tr = from_pages([2, 2, 0, 1, 2, 0, 1], Layout(3, 1))
+    for engine in ("reference", "fast"):
+        pol = make_policy("robust:lru,token-decay")
+        res = simulate(tr, pol, 2, record=True, engine=engine)
+        assert res.evictions.tolist() == [[3, 2], [4, 0], [5, 1], [6, 0]], engine
+        assert (pol.leader, pol.switches) == (1, 1)
+        assert simulate(tr, "lru", 2, engine=engine).misses == 6
+        dec = simulate(tr, "token-decay", 2, record=True, engine=engine)
+        assert dec.evictions.tolist() == [[3, 0], [5, 1], [6, 0]]
+
+
+def test_groups_pin_and_bypass_by_hand():
+    """Groups of three on a cache of two: every group's third page bypasses (the group's two
+    cached pages are pinned), and the token policies never see a bypassed request."""
+    tr = from_routing(np.array([[[0, 1, 2]], [[3, 4, 0]], [[1, 2, 3]]]), Layout(5, 1),
+                      expand="groups")
+    for name in ("token-hazard", "token-decay", "token-match", "robust-token-match"):
+        ref = simulate(tr, name, 2, record=True, engine="reference")
+        got = simulate(tr, name, 2, record=True, engine="fast")
+        assert_same(ref, got)
+        assert got.bypasses >= 3
