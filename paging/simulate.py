@@ -32,7 +32,7 @@ from paging.errors import PagingError
 from paging.observers import MissStats, PrefetchStats
 from paging.policies.base import Policy
 from paging.result import Result
-from paging.trace import Trace
+from paging.trace import Trace, token_visits
 from paging.weights import as_costs, as_sizes
 
 __all__ = ["simulate", "Simulation", "CacheState", "Result", "check_capacity"]
@@ -149,14 +149,6 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         if engine == "fast":
             raise PagingError(f"policy {policy.name} has no compiled kernel")
     return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None)
-
-
-def token_visits(trace) -> int:
-    """How often the layer clock walks every layer per token: the trace's top-K in the rounds
-    expansion (round r holds every layer's r-th expert), 1 in groups mode or without a top-K."""
-    if trace.expand != "rounds" or trace.token is None:
-        return 1
-    return trace.top_k
 
 
 def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,

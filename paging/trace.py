@@ -225,6 +225,14 @@ class Trace:
                 f"{self.layout.n_experts}, n_layers={self.layout.n_layers}, expand={self.expand})")
 
 
+def token_visits(trace) -> int:
+    """How often the layer clock walks every layer per token: the trace's top-K in the rounds
+    expansion (round r holds every layer's r-th expert), 1 in groups mode or without a top-K."""
+    if trace.expand != "rounds" or trace.token is None:
+        return 1
+    return trace.top_k
+
+
 def check_logits(logits, layout: Layout, token, name: str = "trace") -> np.ndarray:
     """``logits`` as a read-only float64 array ``(T, ℓ, n)``, or a :class:`PagingError`: wrong
     shape (the last axis must be the number of experts), NaN or infinite values, or a token id

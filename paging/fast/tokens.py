@@ -25,8 +25,8 @@ What the kernels follow of the reference, hook for hook: a policy hears a reques
 ``on_hit``, ``victims`` and ``on_insert``, so a bypassed request is unseen (its token may then
 start later, and the combiner's virtual caches do not serve it); ``victims`` advances the token
 before the choice; several victims per miss under a byte budget; the combiner's virtual caches
-count pages, hold ``int(capacity)`` of them (the partition's capacity, in bytes for a budget, as
-``Robust.reset`` builds them) and never pin.
+count the run's unit (pages, or bytes under a budget, as ``Robust.reset`` builds them: a margin
+``k`` is the most pages a partition holds) and never pin.
 
 Left in the reference loop (:func:`supports` is False, so :func:`paging.fast.plan` returns None):
 the combiner over components other than token-hazard, token-decay, token-match and LRU (the
@@ -61,8 +61,8 @@ _BETAS = np.linspace(0.0, 1.0, 5)
 
 # per-instance integer fields (ist[i, .])
 (I_KIND, I_BASE, I_NPG, I_CAP, I_HAS, I_TOK, I_NTOK, I_TSTART, I_NUSED, I_VCNT, I_VMISS,
- I_NHIST, I_NPEND, I_MCUR, I_MNEXT, I_MNEXTAT, I_M, I_W, I_A1, I_HOR, I_NB) = range(21)
-N_I = 21
+ I_NHIST, I_NPEND, I_MCUR, I_MNEXT, I_MNEXTAT, I_M, I_W, I_A1, I_HOR, I_NB, I_VUSED) = range(22)
+N_I = 22
 # per-instance float fields (fst[i, .]): decays λ_j, prior, shrink, alpha, losses L_j, N_j,
 # totals Σ_q D_jq, token-match's β losses
 F_LAM, F_PRIOR, F_SHRINK, F_ALPHA, F_LOSS, F_N, F_TOT, F_BLOSS = 0, 2, 3, 4, 5, 7, 9, 11
@@ -548,8 +548,11 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _vserve(S, i, t, p, cands, steps, token, n_experts, L, P, K):
-    """A component's virtual cache serves request t (a ``Simulation.serve`` without pins)."""
+def _vserve(S, i, t, p, cands, steps, token, n_experts, L, P, K, sizes):
+    """A component's virtual cache serves request t (a ``Simulation.serve`` without pins):
+    pages take ``sizes[p]`` of its capacity (1 each in a run counted in pages, their bytes
+    under a budget); a page larger than the capacity is served uncached (a bypass, no hook),
+    else victims leave until it fits."""
     ist, ipg = S[0], S[2]
     base = ist[i, I_BASE]
     loc = p - base
@@ -557,24 +560,30 @@ def _vserve(S, i, t, p, cands, steps, token, n_experts, L, P, K):
         _touch(S, i, t, p, steps, token, n_experts, L, P)
         return
     ist[i, I_VMISS] += 1
+    need = sizes[p]
+    if need > ist[i, I_CAP]:
+        return
     n = ist[i, I_VCNT]
-    if n + 1 > ist[i, I_CAP]:
+    if ist[i, I_VUSED] + need > ist[i, I_CAP]:
         if ist[i, I_KIND] != LRU:
             _advance(S, i, t, steps, token, n_experts, L, P)
-        for j in range(n):
-            cands[j] = ipg[i, R_VLIST, j] + base
-        v = _choose(S, i, t, cands, n, steps, n_experts, L, P, K) - base
-        # swap-remove v from the list
-        pos = ipg[i, R_VPOS, v]
-        last = ipg[i, R_VLIST, n - 1]
-        ipg[i, R_VLIST, pos] = last
-        ipg[i, R_VPOS, last] = pos
-        ipg[i, R_VRES, v] = 0
-        n -= 1
+        while ist[i, I_VUSED] + need > ist[i, I_CAP]:
+            for j in range(n):
+                cands[j] = ipg[i, R_VLIST, j] + base
+            v = _choose(S, i, t, cands, n, steps, n_experts, L, P, K) - base
+            # swap-remove v from the list
+            pos = ipg[i, R_VPOS, v]
+            last = ipg[i, R_VLIST, n - 1]
+            ipg[i, R_VLIST, pos] = last
+            ipg[i, R_VPOS, last] = pos
+            ipg[i, R_VRES, v] = 0
+            ist[i, I_VUSED] -= sizes[v + base]
+            n -= 1
     ipg[i, R_VLIST, n] = loc
     ipg[i, R_VPOS, loc] = n
     ipg[i, R_VRES, loc] = 1
     ist[i, I_VCNT] = n + 1
+    ist[i, I_VUSED] += need
     _touch(S, i, t, p, steps, token, n_experts, L, P)
 
 
@@ -654,8 +663,8 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
             if seen[q] != t:
                 seen[q] = t
                 a = 2 * q
-                _vserve(S, a, t, p, cands, steps, token, n_experts, L, P, K)
-                _vserve(S, a + 1, t, p, cands, steps, token, n_experts, L, P, K)
+                _vserve(S, a, t, p, cands, steps, token, n_experts, L, P, K, sizes)
+                _vserve(S, a + 1, t, p, cands, steps, token, n_experts, L, P, K, sizes)
                 rlast[p] = t
                 lead = leader[q]
                 if ist[a + lead, I_VMISS] > ist[a + 1 - lead, I_VMISS] + margins[q]:
@@ -812,7 +821,9 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None):
     lay = trace.layout
     caps = lay.dist_shares(capacity) if dist else np.array([capacity], dtype=np.int64)
     S, margins = setup(spec.proto, kind, lay, caps, dist)
-    from paging.simulate import token_visits
+    if kind == ROBUST and spec.proto.margin == "k":  # k: the most pages a partition holds
+        margins = caps // int(np.min(slots))
+    from paging.trace import token_visits
 
     # TokenPolicy: the trace's tokens and K visits per token, else one walk (steps // ℓ) each
     if trace.token is not None:
