@@ -21,7 +21,7 @@ cache (:func:`paging.serve.serve`), Mixtral int4 experts:
 Decode logs have no prompt routing: their first 32 tokens (at most half the sequence) are
 served as the prompt (:mod:`paging.serve.workload`); the prefill+decode dump uses its own
 prefill. Drawing 30-70 requests from three sequences repeats their routing (said in the JSON).
-Everything is seeded (seed 0). About 3 minutes (``--quick``: seconds).
+Everything is seeded (seed 0). About 3.5 minutes (``--quick``: seconds).
 
 Run: ``python -m experiments.fig_serving [--out DIR] [--quick] [--trace PATH ...]``.
 """
