@@ -37,9 +37,6 @@ from paging.weights import as_costs, as_sizes
 
 __all__ = ["simulate", "Simulation", "CacheState", "Result", "check_capacity"]
 
-#: the groups of a trace (kept under its old name for callers of this module)
-_group_bounds = group_bounds
-
 
 def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
              budget: int | None = None, costs=None, sizes=None, seed: int | None = 0,
@@ -179,7 +176,7 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
                      visits=token_visits(trace), observers=observers, **clock)
     pages = trace.pages.tolist()
     N = len(pages)
-    ends = _group_bounds(trace.steps).tolist()
+    ends = group_bounds(trace.steps).tolist()
     grouped = trace.is_grouped
     lo = 0
     while lo < N:

@@ -96,35 +96,22 @@ class _ListRun:
     def __init__(self, name: str, k: int, layout: Layout):
         from paging import fast
         from paging.errors import check_k
-        from paging.fast.lists import list_state
-        from paging.weights import unit_sizes
 
         self.policy, spec = stream_policy(name)
-        _, self.kind, self.dist = spec
         self.k = check_k(k, layout.n_pages)
-        self.layout = layout
-        self.caps = fast._caps(layout, self.k, self.dist)
-        self.slots = unit_sizes(layout.n_pages)
-        self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
-        self.collisions = 0
-        self.bypasses = 0
+        self.run = fast.CarriedRun(layout, spec, self.k)
 
     def feed(self, pages: np.ndarray, steps: np.ndarray) -> None:
-        from paging.fast.lists import list_kernel
-
-        lay = self.layout
-        out = list_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
-                          self.dist, self.kind, 0, self.state)
-        self.collisions += int(out[1])
-        self.bypasses += int(out[7])
+        self.run.feed(pages, steps)
 
     def result(self, trace: str, requests: int, seed: int | None = 0):
         from paging.result import build_result
 
+        run = self.run
         return build_result(policy=self.policy.name, k=self.k, budget=None, trace=trace,
-                            requests=requests, page_misses=self.state[10].copy(),
-                            n_layers=self.layout.n_layers, collisions=self.collisions,
-                            bypasses=self.bypasses, seed=seed, dist=self.dist, costs=None,
+                            requests=requests, page_misses=run.page_misses.copy(),
+                            n_layers=run.layout.n_layers, collisions=run.collisions,
+                            bypasses=run.bypasses, seed=seed, dist=run.dist, costs=None,
                             sizes=None)
 
 

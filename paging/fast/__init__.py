@@ -33,8 +33,8 @@ from paging.fast.lists import list_kernel, list_state
 from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
-__all__ = ["run", "plan", "plan_of", "has_kernel", "run_misses", "marking_draws", "needs_next_use",
-           "record_level"]
+__all__ = ["run", "CarriedRun", "plan", "plan_of", "has_kernel", "run_misses", "marking_draws",
+           "needs_next_use", "record_level"]
 
 _LIST, _HEAP, _MARK, _CREDIT, _TOKEN = "list", "heap", "marking", "credit", "token"
 
@@ -103,6 +103,42 @@ def _caps(layout, capacity: int, dist: bool) -> np.ndarray:
     if dist:
         return layout.dist_shares(capacity)
     return np.array([capacity], dtype=np.int64)
+
+
+class CarriedRun:
+    """A list-family run (``spec`` = ``(family, kind, dist)`` of :func:`plan`, family
+    ``list``) whose cache is carried from call to call (:func:`paging.fast.lists.list_state`):
+    consecutive :meth:`feed` calls on consecutive pieces of one trace, each cut between two
+    groups, are one run. ``capacity`` counts ``slots`` (default one per page; page sizes for a
+    byte budget). A streamed trace feeds it chunk by chunk (:mod:`paging.stream`), a serving run
+    step by step (:mod:`paging.serve`)."""
+
+    def __init__(self, layout, spec, capacity: int, slots=None):
+        from paging.fast.lists import list_state
+
+        _, self.kind, self.dist = spec
+        self.layout = layout
+        self.caps = _caps(layout, int(capacity), self.dist)
+        self.slots = unit_sizes(layout.n_pages) if slots is None else slots
+        self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
+        self.collisions = 0
+        self.bypasses = 0
+
+    @property
+    def page_misses(self) -> np.ndarray:
+        """Per-page misses so far (the state's running totals)."""
+        return self.state[10]
+
+    def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False):
+        """Serve the next piece; its hit mask when ``hits``."""
+        from paging.fast.lists import list_kernel
+
+        lay = self.layout
+        out = list_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
+                          self.dist, self.kind, 1 if hits else 0, self.state)
+        self.collisions += int(out[1])
+        self.bypasses += int(out[7])
+        return np.asarray(out[3], dtype=bool) if hits else None
 
 
 def _execute(pages, steps, next_use, slots, costs, sizes, layout, capacity, spec, draws,

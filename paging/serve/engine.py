@@ -201,37 +201,6 @@ def _compiled(run_spec, policy, handler) -> bool:
     return ok
 
 
-class _KernelCache:
-    """The serving run's cache in the list family's compiled kernel: its state (lists,
-    residency, stamps) carried from step to step (:func:`paging.fast.lists.list_state`), each
-    step's groups one call; decisions equal the reference loop's (tested)."""
-
-    def __init__(self, layout, policy, run_spec, sizes):
-        from paging import fast
-        from paging.core import check_capacity
-        from paging.fast.lists import list_state
-        from paging.weights import unit_sizes
-
-        _, self.kind, self.dist = fast.plan(policy)
-        self.layout = layout
-        k, budget = check_capacity(run_spec.k, run_spec.budget, sizes, layout.n_pages)
-        capacity = k if k is not None else budget
-        self.caps = fast._caps(layout, int(capacity), self.dist)
-        self.slots = unit_sizes(layout.n_pages) if run_spec.k is not None else sizes
-        self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
-        self.bypasses = 0
-
-    def serve(self, pages: np.ndarray, clock: np.ndarray) -> np.ndarray:
-        from paging.fast.lists import list_kernel
-
-        lay = self.layout
-        out = list_kernel(pages.astype(np.int64), clock.astype(np.int64), self.slots,
-                          lay.n_experts, lay.n_layers, self.caps, self.dist, self.kind, 1,
-                          self.state)
-        self.bypasses += int(out[7])
-        return np.asarray(out[3], dtype=bool)
-
-
 class _Server:
     """One serving run's state: the warm cache (a :class:`~paging.simulate.Simulation` set up
     with room for every request the workload can make), the requests and the step records."""
@@ -265,7 +234,12 @@ class _Server:
         self.sim = self.kernel = None
         policy = make_policy(run_spec.policy)
         if _compiled(run_spec, policy, handler):
-            self.kernel = _KernelCache(lay, policy, run_spec, self.sizes)
+            from paging import fast
+            from paging.core import check_capacity
+
+            k, budget = check_capacity(run_spec.k, run_spec.budget, self.sizes, lay.n_pages)
+            self.kernel = fast.CarriedRun(lay, fast.plan(policy), k or budget,
+                                          None if k is not None else self.sizes)
         else:
             room = lay.n_layers * sum(min(lay.n_experts, s.experts.shape[2]) * s.n_tokens
                                       for s in self.drawn)  # a step's union <= its experts
@@ -338,7 +312,7 @@ class _Server:
         clock = step_no * self.layout.n_layers + gof
         cuts = np.flatnonzero(np.diff(gof)) + 1
         if self.kernel is not None:
-            hits = self.kernel.serve(pages, clock)
+            hits = self.kernel.feed(pages, clock, hits=True)
         else:
             sim = self.sim
             sim.write_clock(sim.t, clock.tolist())

@@ -179,8 +179,8 @@ def test_auto_takes_the_kernel():
 def numpy_plan(pf, trace, seed):
     """The plan by the numpy definitions (``score_matrix``, ``select_all``, ``np.unique``): what
     ``Prefetcher.plan`` computed before its compiled loops."""
+    from paging.core import group_bounds as _group_bounds
     from paging.predict.prefetch import _tokens
-    from paging.simulate import _group_bounds
 
     pred = pf.predictor
     pred.reset(trace, np.random.default_rng(seed))
