@@ -197,6 +197,17 @@ class RunSpec:
         cm = self.cost_setup()
         return make_miss(self.miss, cm.precision.name if cm is not None else None)
 
+    def miss_handler(self, trace):
+        """The run's miss handler (None for ``fetch``), a precision cascade bound to the cost
+        model's per-level sizes and fetch times (the tiers placed by ``trace``'s counts)."""
+        handler = self._miss()
+        if handler is not None and handler.uses_levels:
+            from paging.miss import cascade_weights
+
+            cm = self.cost_setup()
+            handler = cascade_weights(handler, cm.model, cm.hardware, cm.tiers(trace))
+        return handler
+
     def check(self, traces: Sequence, train=None) -> None:
         """Refuse, before any run, what ``traces`` cannot support: a policy or miss handler
         that reads gate scores or ranks the sequences lack, a learned predictor with nothing to
@@ -278,8 +289,9 @@ def _load_train(file: str, expand: str) -> tuple:
     return tuple(load(file, expand=expand))
 
 
-def _weights(spec: RunSpec, cm, trace):
-    """``(costs, sizes)`` of the run's pages."""
+def run_weights(spec: RunSpec, cm, trace):
+    """``(costs, sizes)`` of the run's pages: the cost model's (tiers placed by ``trace``'s
+    counts) unless the spec gives its own, else a cache trace's own sizes under a budget."""
     if cm is not None:
         costs, sizes = cm.weights(trace)
         return (costs if spec.costs is None else spec.costs,
@@ -295,11 +307,7 @@ def _weights(spec: RunSpec, cm, trace):
 def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher, routing):
     from paging.simulate import simulate
 
-    handler = spec._miss()
-    if handler is not None and handler.uses_levels:
-        from paging.miss import cascade_weights
-
-        handler = cascade_weights(handler, cm.model, cm.hardware, cm.tiers(trace))
+    handler = spec.miss_handler(trace)
     extended = prefetcher is not None or handler is not None
     record = True if (spec.verify or (cm is not None and extended)) else (
         "hits" if (cm is not None or warm) else False)
@@ -344,7 +352,7 @@ def _run_sequence(spec: RunSpec, trace, traces, train, earlier) -> Outcome:
     from paging.routing import router_for_run
 
     cm = spec.cost_setup()
-    costs, sizes = _weights(spec, cm, trace)
+    costs, sizes = run_weights(spec, cm, trace)
     batch = None
     sim_trace = trace
     if spec.prefill == "batched":
@@ -372,7 +380,7 @@ def _run_warm(spec: RunSpec, traces, train) -> Outcome:
     else:
         (joined, _), batch = concat(seqs), None
     cm = spec.cost_setup()
-    costs, sizes = _weights(spec, cm, joined)
+    costs, sizes = run_weights(spec, cm, joined)
     res = _simulate(spec, cm, joined, costs, sizes, warm=True,
                     prefetcher=_prefetcher(spec, joined, traces, train),
                     routing=make_router(spec.routing) if spec.routed else None)

@@ -224,12 +224,10 @@ class _Server:
         from paging.warm import concat
 
         joined = concat(traces)[0]
-        self.costs, self.sizes = cm.weights(joined)  # tiers placed by the pool's counts
-        handler = run_spec._miss()
-        if handler is not None and handler.uses_levels:
-            from paging.miss import cascade_weights
+        from paging.run import run_weights
 
-            handler = cascade_weights(handler, cm.model, cm.hardware, cm.tiers(joined))
+        self.costs, self.sizes = run_weights(run_spec, cm, joined)  # tiers: the pool's counts
+        handler = run_spec.miss_handler(joined)
         self.events = _StepEvents() if handler is not None else None
         self.sim = self.kernel = None
         policy = make_policy(run_spec.policy)
