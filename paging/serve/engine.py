@@ -288,19 +288,17 @@ class _Server:
 
         L, n = self.layout.n_layers, self.layout.n_experts
         X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
-        pages, gof, cnt = [], [], []
-        for z in range(L):
-            e = X[:, z, :].ravel()
-            uniq, first, counts = np.unique(e[e >= 0], return_index=True, return_counts=True)
-            order = np.argsort(first, kind="stable")
-            pages.append(uniq[order] + z * n)
-            cnt.append(counts[order])
-            gof.append(np.full(order.size, z, dtype=np.int64))
+        # every layer's requests in one array, layer-major (token, then rank, inside a layer):
+        # one unique over page ids, ordered by first use, is each layer's union in order
+        flat = np.transpose(X, (1, 0, 2)).reshape(L, -1)
+        pid = (flat + np.arange(L)[:, None] * n)[flat >= 0]
+        uniq, first, cnt = np.unique(pid, return_index=True, return_counts=True)
+        order = np.argsort(first, kind="stable")
+        pages, cnt = uniq[order], cnt[order]
         model, hw = self.cm.model, self.cm.hardware
         kv = sum(hi for _, _, hi in batch)  # the context each request's attention reads
         lay_ms = non_expert_ms(model, hw, X.shape[0]) + attention_ms(model, hw, kv)
-        return np.concatenate(pages), np.concatenate(gof), np.concatenate(cnt), X.shape[0], \
-            lay_ms
+        return pages, pages // n, cnt, X.shape[0], lay_ms
 
     def step(self, batch, step_no: int, now: float, running, waiting) -> float:
         """Serve and time one engine step; its end."""
