@@ -233,7 +233,7 @@ class _Member:
 
 
 def _npz(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
-    from paging.io.npz import _OPTIONAL, FORMAT
+    from paging.io.npz import _OPTIONAL, stored_header
 
     file = str(path)
     try:
@@ -263,18 +263,7 @@ def _npz(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
         return a
 
     members: dict[str, _Member] = {}
-    fmt = str(need("format", "str"))
-    if fmt != FORMAT:
-        raise PagingError(f"format is {fmt!r}; expected {FORMAT!r}", file)
-    lay = Layout(int(need("n_experts", "int")), int(need("n_layers", "int")))
-    for name, v, have in (("n_experts", n_experts, lay.n_experts),
-                          ("n_layers", n_layers, lay.n_layers)):
-        if v is not None and v != have:
-            raise PagingError(f"the file stores {name}={have}, got {name}={v}; a stored trace "
-                              "keeps its layout", file)
-    mode = str(need("expand", "str"))
-    if mode not in EXPANSIONS:
-        raise PagingError(f"expand is {mode!r}; expected one of {', '.join(EXPANSIONS)}", file)
+    lay, mode = stored_header(need, n_experts, n_layers, file)
     if mode != expand:
         raise PagingError(f"the file stores {mode} mode and streaming reads a trace as stored; "
                           f"use --expand {mode} (or read it whole to re-expand it)", file)
@@ -349,7 +338,7 @@ def _text_lines(path, file: str):
 
 
 def _csv(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
-    from paging.io.csvtrace import COLUMNS, MAGIC, _header_comment
+    from paging.io.csvtrace import COLUMNS, MAGIC, _header_comment, declared_layout
 
     file = str(path)
     lines = _text_lines(path, file)
@@ -366,16 +355,7 @@ def _csv(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
     elif not first.strip():
         raise PagingError("the file is empty; expected a header row with a 'page' column", file,
                           1)
-    sizes = {}
-    for key, given in (("n_experts", n_experts), ("n_layers", n_layers)):
-        if key in declared and given is not None and given != declared[key]:
-            raise PagingError(f"the header comment says {key}={declared[key]}, got {key}={given}",
-                              file, 1)
-        sizes[key] = declared.get(key, given)
-    if sizes["n_experts"] is None or sizes["n_layers"] is None:
-        raise PagingError(f"the layout is unknown: no '{MAGIC} n_experts=N n_layers=L' first "
-                          "line; pass n_experts and n_layers (--n-experts N --layers L)", file, 1)
-    lay = Layout(sizes["n_experts"], sizes["n_layers"])
+    lay = declared_layout(declared, n_experts, n_layers, file)
     mode = declared.get("expand", expand)
     if mode != expand:
         raise PagingError(f"the file stores {mode} mode and streaming reads a trace as stored; "

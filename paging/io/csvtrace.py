@@ -83,6 +83,21 @@ def _header_comment(line: str, file: str) -> dict:
     return out
 
 
+def declared_layout(declared: dict, n_experts, n_layers, file: str) -> Layout:
+    """The layout of a CSV trace: its header comment's, which ``n_experts``/``n_layers`` (when
+    given) must match, else theirs (shared with the chunked reader, :mod:`paging.io.chunks`)."""
+    sizes = {}
+    for key, given in (("n_experts", n_experts), ("n_layers", n_layers)):
+        if key in declared and given is not None and given != declared[key]:
+            raise PagingError(f"the header comment says {key}={declared[key]}, got {key}={given}",
+                              file, 1)
+        sizes[key] = declared.get(key, given)
+    if sizes["n_experts"] is None or sizes["n_layers"] is None:
+        raise PagingError(f"the layout is unknown: no '{MAGIC} n_experts=N n_layers=L' first "
+                          "line; pass n_experts and n_layers (--n-experts N --layers L)", file, 1)
+    return Layout(sizes["n_experts"], sizes["n_layers"])
+
+
 def read_csv(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = False,
              phase: str = "both", n_experts: int | None = None,
              n_layers: int | None = None) -> list[Trace]:
@@ -105,16 +120,7 @@ def read_csv(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
                               f"'{MAGIC} n_experts=N n_layers=L expand=MODE'", file, 1)
         declared = _header_comment(head.rstrip("\r"), file)
         first = 1
-    sizes = {}
-    for key, given in (("n_experts", n_experts), ("n_layers", n_layers)):
-        if key in declared and given is not None and given != declared[key]:
-            raise PagingError(f"the header comment says {key}={declared[key]}, got {key}={given}",
-                              file, 1)
-        sizes[key] = declared.get(key, given)
-    if sizes["n_experts"] is None or sizes["n_layers"] is None:
-        raise PagingError(f"the layout is unknown: no '{MAGIC} n_experts=N n_layers=L' first "
-                          "line; pass n_experts and n_layers (--n-experts N --layers L)", file, 1)
-    lay = Layout(sizes["n_experts"], sizes["n_layers"])
+    lay = declared_layout(declared, n_experts, n_layers, file)
 
     reader = csv.reader(io.StringIO(text.split("\n", first)[-1] if first else text))
     header = None

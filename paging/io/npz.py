@@ -76,6 +76,24 @@ def write_npz(traces: Trace | Sequence[Trace], path: str | os.PathLike, *,
         save(fh, **arrays)
 
 
+def stored_header(need, n_experts, n_layers, file: str) -> tuple[Layout, str]:
+    """The stored trace's layout and mode, checked (``need(key, kind)``: a member's value,
+    typed; shared by the whole-file reader and the chunked one, :mod:`paging.io.chunks`)."""
+    fmt = str(need("format", "str"))
+    if fmt != FORMAT:
+        raise PagingError(f"format is {fmt!r}; expected {FORMAT!r}", file)
+    lay = Layout(int(need("n_experts", "int")), int(need("n_layers", "int")))
+    for name, v, have in (("n_experts", n_experts, lay.n_experts),
+                          ("n_layers", n_layers, lay.n_layers)):
+        if v is not None and v != have:
+            raise PagingError(f"the file stores {name}={have}, got {name}={v}; a stored trace "
+                              "keeps its layout", file)
+    mode = str(need("expand", "str"))
+    if mode not in EXPANSIONS:
+        raise PagingError(f"expand is {mode!r}; expected one of {', '.join(EXPANSIONS)}", file)
+    return lay, mode
+
+
 def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = False,
              phase: str = "both", n_experts: int | None = None,
              n_layers: int | None = None) -> list[Trace]:
@@ -105,18 +123,7 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
             raise PagingError(f"array {key!r} has dtype {a.dtype}; expected strings", file)
         return a
 
-    fmt = str(need("format", "str"))
-    if fmt != FORMAT:
-        raise PagingError(f"format is {fmt!r}; expected {FORMAT!r}", file)
-    lay = Layout(int(need("n_experts", "int")), int(need("n_layers", "int")))
-    for name, v, have in (("n_experts", n_experts, lay.n_experts),
-                          ("n_layers", n_layers, lay.n_layers)):
-        if v is not None and v != have:
-            raise PagingError(f"the file stores {name}={have}, got {name}={v}; a stored trace "
-                              "keeps its layout", file)
-    mode = str(need("expand", "str"))
-    if mode not in EXPANSIONS:
-        raise PagingError(f"expand is {mode!r}; expected one of {', '.join(EXPANSIONS)}", file)
+    lay, mode = stored_header(need, n_experts, n_layers, file)
     names = need("names", "str").reshape(-1)
     off = need("offsets", "int").astype(np.int64).reshape(-1)
     pages = need("pages", "int").astype(np.int64).reshape(-1)
