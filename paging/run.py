@@ -208,6 +208,23 @@ class RunSpec:
             handler = cascade_weights(handler, cm.model, cm.hardware, cm.tiers(trace))
         return handler
 
+    def stream_refusal(self) -> str | None:
+        """The ``paging simulate`` flag of this run that a streamed run (:mod:`paging.stream`:
+        a list-family policy at k pages from an empty cache) cannot honour, or None. The
+        options that need another one (``--precision`` needs ``--model``, ...) are refused
+        when the spec is made, so the ones below cover them."""
+        for flag, on in (("--budget-gb/--budget-pct", self.budget is not None),
+                         ("--model", self.model is not None),
+                         ("--prefetch", self.prefetch is not None),
+                         ("--miss", self._miss() is not None),
+                         ("--routing", self.routed),
+                         ("--warm", self.warm),
+                         ("--engine reference", self.engine == "reference"),
+                         ("--verify", self.verify)):
+            if on:
+                return flag
+        return None
+
     def check(self, traces: Sequence, train=None) -> None:
         """Refuse, before any run, what ``traces`` cannot support: a policy or miss handler
         that reads gate scores or ranks the sequences lack, a learned predictor with nothing to

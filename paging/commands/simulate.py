@@ -186,8 +186,8 @@ def run(args) -> int:
         args.expand = "groups" if routed else "rounds"
     from paging.commands.streaming import stream_outcomes, use_stream
 
-    if use_stream(args, "simulate"):  # a chunk at a time: list policies at --k sizes
-        runs = [(name, k) for name in args.policy for k in args.k]
+    if use_stream(args, "simulate", specs):  # a chunk at a time: list policies at k pages
+        runs = [(spec.policy, spec.k) for spec in specs]
         rows = [r.to_dict() for o in stream_outcomes(args, runs) for r in o.results]
         return _print(args, rows, None, False)
     traces = load_from_args(args)

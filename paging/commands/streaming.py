@@ -22,36 +22,21 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
                    help="never stream by itself: read the trace whole whatever its size")
 
 
-def _flags_simulate(args) -> list[tuple[str, bool]]:
-    return [("--budget-gb", bool(args.budget_gb)), ("--budget-pct", bool(args.budget_pct)),
-            ("--costs", args.costs is not None), ("--sizes", args.sizes is not None),
-            ("--model", args.model is not None), ("--precision", args.precision is not None),
-            ("--hardware", args.hardware is not None), ("--host-gb", args.host_gb is not None),
-            ("--prefill batched", args.prefill != "tokens"),
-            ("--token-overhead-ms", args.token_overhead_ms is not None),
-            ("--prefetch-streams", args.prefetch_streams is not None),
-            ("--prefetch-link", args.prefetch_link is not None),
-            ("--prefetch", args.prefetch is not None),
-            ("--prefetch-strategy", args.prefetch_strategy is not None),
-            ("--miss", args.miss is not None),
-            ("--routing", args.routing is not None
-             and args.routing.strip().lower() != "standard"),
-            ("--warm", args.warm), ("--warm-seed", args.warm_seed is not None),
-            ("--engine reference", args.engine == "reference"), ("--verify", args.verify),
-            ("--phase", args.phase != "both")]
-
-
-def refusal(args, command: str) -> str | None:
-    """Why ``args`` cannot be streamed (one line), or None."""
+def refusal(args, command: str, specs=()) -> str | None:
+    """Why ``args`` cannot be streamed (one line), or None; for ``simulate``, ``specs`` are its
+    runs (:meth:`paging.run.RunSpec.stream_refusal` names what a run asks that a stream
+    cannot give)."""
     from paging.stream import curve_policy, stream_policy
 
     if command == "simulate":
-        for flag, on in _flags_simulate(args):
-            if on:
-                return (f"--stream does not support {flag}: streaming runs list-family policies "
-                        "at --k sizes from an empty cache (no byte budgets, weights, timeline, "
-                        f"prefetching, miss handling, routing or warm runs); drop {flag} or "
-                        "--stream")
+        own = (("--costs", args.costs is not None), ("--sizes", args.sizes is not None),
+               ("--phase", args.phase != "both"))
+        flags = [f for f, on in own if on] + [f for f in (s.stream_refusal() for s in specs) if f]
+        if flags:
+            return (f"--stream does not support {flags[0]}: streaming runs list-family policies "
+                    "at --k sizes from an empty cache (no byte budgets, weights, timeline, "
+                    f"prefetching, miss handling, routing or warm runs); drop {flags[0]} or "
+                    "--stream")
         try:
             for name in args.policy:
                 stream_policy(name)
@@ -67,7 +52,7 @@ def refusal(args, command: str) -> str | None:
     return None
 
 
-def use_stream(args, command: str) -> bool:
+def use_stream(args, command: str, specs=()) -> bool:
     """Whether to stream: ``--stream`` (refused with one line when the options cannot be
     streamed), or a trace file larger than the threshold with options that can (a note on
     stderr says so; otherwise the trace is read whole, after a note saying why)."""
@@ -79,7 +64,7 @@ def use_stream(args, command: str) -> bool:
         raise PagingError(f"--chunk must be an integer >= 1, got {args.chunk}")
     if args.stream and args.no_stream:
         raise PagingError("--stream and --no-stream contradict each other; give one")
-    why = refusal(args, command)
+    why = refusal(args, command, specs)
     if args.stream:
         if why is not None:
             raise PagingError(why)

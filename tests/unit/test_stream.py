@@ -253,3 +253,14 @@ def test_cli_streams_big_files_by_itself(tmp_path):
     assert r.returncode == 0 and "reading it whole" in r.stderr
     r = _cli("mrc", f, "--policy", "lru", "--stream", "--no-stream")
     assert r.returncode == 2 and "contradict" in r.stderr
+
+
+def test_the_run_recipe_says_what_a_stream_refuses():
+    from paging.run import RunSpec
+
+    assert RunSpec("lru", k=3).stream_refusal() is None
+    assert RunSpec("lru", k=3, miss="fetch").stream_refusal() is None  # the default handler
+    assert RunSpec("lru", k=3, warm=True).stream_refusal() == "--warm"
+    assert RunSpec("lru", k=3, model="mixtral-8x7b").stream_refusal() == "--model"
+    assert RunSpec("lru", k=3, miss="substitute").stream_refusal() == "--miss"
+    assert RunSpec("lru", k=3, engine="reference").stream_refusal() == "--engine reference"
