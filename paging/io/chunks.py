@@ -29,7 +29,6 @@ import os
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -510,10 +509,3 @@ def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand
                           "whole (without --stream)", str(path))
     return _READERS[fmt](path, chunk, expand, n_experts, n_layers)
 
-
-def file_size(source) -> int | None:
-    """Bytes of a trace file (None for a generator spec or a missing file)."""
-    try:
-        return Path(source).stat().st_size
-    except (OSError, TypeError):
-        return None
