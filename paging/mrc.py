@@ -97,8 +97,9 @@ def _method(trace: Trace, spec) -> str:
         return "per-k"
     family, kind, dist = spec
     if dist:
-        # Marking draws in run order; the token family reads the layer clock and the tokens
-        return "per-k" if family in ("marking", "token") else "per-layer"
+        # Marking draws in run order; the token family reads the layer clock and the tokens;
+        # the prediction family's predictions and scores are indexed by the trace's requests
+        return "per-k" if family in ("marking", "token", "predictive") else "per-layer"
     return "stack" if _is_stack(family, kind) else "per-k"
 
 
@@ -201,7 +202,7 @@ def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress) -> np.ndarr
                 out[i] = simulate(trace, make_policy(policy_name), k, seed=seed).misses
                 bar.update()
             return out
-        draws = fast.marking_draws(seed, trace.n_requests) if spec[0] == "marking" else None
+        draws = fast.marking_draws(seed, trace.n_requests) if fast.needs_draws(spec) else None
         nu = trace.next_use if fast.needs_next_use(spec) else None
 
         def one(k):

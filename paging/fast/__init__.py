@@ -34,9 +34,10 @@ from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
 __all__ = ["run", "CarriedRun", "plan", "plan_of", "has_kernel", "run_misses", "marking_draws",
-           "needs_next_use", "record_level"]
+           "needs_draws", "needs_next_use", "record_level"]
 
-_LIST, _HEAP, _MARK, _CREDIT, _TOKEN = "list", "heap", "marking", "credit", "token"
+_LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _PRED = ("list", "heap", "marking", "credit", "token",
+                                               "predictive")
 
 
 class Plan(tuple):
@@ -49,11 +50,11 @@ class Plan(tuple):
 
 def plan_of(spec: str) -> tuple[str, int]:
     """``"family:KIND"`` (a policy class's ``kernel``) as ``(family, kind)``."""
-    from paging.fast import credit, heaps, lists, marking, tokens
+    from paging.fast import credit, heaps, lists, marking, predictive, tokens
 
     family, _, kind = spec.partition(":")
     module = {_LIST: lists, _HEAP: heaps, _CREDIT: credit, _MARK: marking,
-              _TOKEN: tokens}.get(family)
+              _TOKEN: tokens, _PRED: predictive}.get(family)
     if module is None or not hasattr(module, kind):
         raise ValueError(f"unknown kernel {spec!r}: expected family:KIND of paging.fast")
     return family, int(getattr(module, kind))
@@ -67,7 +68,8 @@ def plan(policy) -> tuple[str, int, bool] | None:
     subclass of a built-in policy may override any hook, so it has a kernel only when it
     declares one itself. ``PerLayer`` qualifies when its factory builds a class with a kernel.
     The token family also checks the instance (:func:`paging.fast.tokens.supports`: the
-    combiner's components). The result is a :class:`Plan`.
+    combiner's components), and so does the prediction family
+    (:func:`paging.fast.predictive.supports`: the predictor). The result is a :class:`Plan`.
     """
     from paging.policies.dist import PerLayer
 
@@ -83,6 +85,11 @@ def plan(policy) -> tuple[str, int, bool] | None:
 
         if not supports(proto, kind):
             return None
+    if family == _PRED:
+        from paging.fast.predictive import supports as pred_supports
+
+        if not pred_supports(policy, proto, kind, dist):
+            return None
     out = Plan((family, kind, dist))
     out.proto = proto
     return out
@@ -97,6 +104,15 @@ def marking_draws(seed, n: int) -> np.ndarray:
     """The uniform draws of a Marking run: ``default_rng(seed).random(n)``, the same doubles the
     reference draws one eviction at a time."""
     return np.random.default_rng(seed).random(max(int(n), 1))
+
+
+def needs_draws(spec) -> bool:
+    """Whether the kernel of ``spec`` consumes the run's uniform draws (:func:`marking_draws`):
+    Marking, PredictiveMarker and LMarker (and their ``-dist`` variants)."""
+    from paging.fast import predictive
+
+    return spec[0] == _MARK or (spec[0] == _PRED and spec[1] in (predictive.PMARKER,
+                                                                  predictive.LMARKER))
 
 
 def _caps(layout, capacity: int, dist: bool) -> np.ndarray:
@@ -222,7 +238,7 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
         return None
     P = trace.layout.n_pages
     nu = trace.next_use if needs_next_use(spec) else _no_next_use()
-    draws = marking_draws(seed, trace.n_requests) if spec[0] == _MARK else None
+    draws = marking_draws(seed, trace.n_requests) if needs_draws(spec) else None
     capacity = k if budget is None else budget
     # a cache counted in pages gives every page one slot, whatever its size in bytes
     s = unit_sizes(P) if sizes is None else sizes
@@ -233,6 +249,10 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
         from paging.fast.tokens import execute
 
         out = execute(trace, spec, slots, int(capacity), level, policy)
+    elif spec[0] == _PRED:
+        from paging.fast.predictive import execute
+
+        out = execute(trace, spec, slots, int(capacity), level, draws, policy)
     else:
         out = _execute(trace.pages, trace.steps, nu, slots, w, s, trace.layout, int(capacity),
                        spec, draws, level)
@@ -258,5 +278,11 @@ def run_misses(trace, spec, k: int, *, draws=None, next_use=None) -> int:
         from paging.fast.tokens import execute
 
         return int(execute(trace, spec, one, int(k), 0)[0])
+    if spec[0] == _PRED:
+        from paging.fast.predictive import execute
+
+        if draws is None and needs_draws(spec):
+            draws = marking_draws(0, trace.n_requests)
+        return int(execute(trace, spec, one, int(k), 0, draws)[0])
     return int(_execute(trace.pages, trace.steps, next_use, one, unit_costs(P), one,
                         trace.layout, int(k), spec, draws, 0)[0])

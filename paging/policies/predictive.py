@@ -85,6 +85,7 @@ class BlindOracle(PredictivePolicy):
 
     name = "blind-oracle"
     order = 210  # place in the registry (paging policies)
+    kernel = "predictive:BLIND"
     reference = "Wei, APPROX 2020"
 
     def victim(self, t, page, cache: CacheView) -> int:
@@ -161,6 +162,7 @@ class PredictiveMarker(_MarkingBase):
 
     name = "predictive-marker"
     order = 220  # place in the registry (paging policies)
+    kernel = "predictive:PMARKER"
     reference = "Lykouris & Vassilvitskii, ICML 2018"
 
     def victim(self, t, page, cache):
@@ -179,6 +181,7 @@ class LMarker(_MarkingBase):
 
     name = "lmarker"
     order = 230  # place in the registry (paging policies)
+    kernel = "predictive:LMARKER"
     reference = "Rohatgi, SODA 2020"
 
     def victim(self, t, page, cache):
@@ -212,6 +215,7 @@ class RobustBlindOracle(PredictivePolicy):
 
     name = "robust-blind-oracle"
     order = 240  # place in the registry (paging policies)
+    kernel = "predictive:ROBUST"
     reference = "Wei, APPROX 2020; Fiat et al. 1991"
 
     def reset(self, ctx) -> None:

@@ -21,6 +21,7 @@ class ScoreBased(PriorityPolicy):
 
     name = "score-based"
     order = 170  # place in the registry (paging policies)
+    kernel = "predictive:SCORE"
     reference = "Zhu et al., arXiv:2508.18983, 2025; SpecMD App. B"
     needs_scores = True
 

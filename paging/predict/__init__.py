@@ -108,13 +108,21 @@ class OraclePredictor(Predictor):
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
+        #: every request's prediction, as an array (what the compiled kernels read,
+        #: :mod:`paging.fast.predictive`) and as a list (what :meth:`predict` reads)
+        self.values = self.predictions(ctx)
+        self.pred = self.values.tolist()
+
+    def predictions(self, ctx) -> np.ndarray:
+        """Every request's prediction (float64, one per request) for the context ``ctx``;
+        sets ``opt`` (OPT at ``ctx.capacity``, 0 when η = 0)."""
         nu = np.asarray(ctx.next_use, dtype=np.float64)
         self.opt = 0
         if self.eta > 0 and nu.size:
             self.opt = opt_from_next_use(ctx.next_use, max(int(ctx.capacity), 1))
             z = np.random.default_rng(self.seed).standard_normal(nu.size)
             nu = nu + z * (self.eta * self.opt / np.abs(z).sum())
-        self.pred = nu.tolist()
+        return nu
 
     def predict(self, t: int, page: int) -> float:
         return self.pred[t]

@@ -1,0 +1,436 @@
+"""Kernels of the score-reading and the prediction policies: Score-Based
+(:class:`paging.policies.scored.ScoreBased`), BlindOracle, PredictiveMarker, LMarker and the
+robust combiner of BlindOracle and LRU (:mod:`paging.policies.predictive`), shared and per
+layer (``-dist``), rounds and groups mode, counted in pages or in bytes.
+
+One loop serves every kind; what differs is the per-request update (the hook the reference
+calls on a hit, before the victims of a miss, or on an insert) and the victim rule:
+
+* Score-Based: H(p) += score(t) on every request of p that is served; evict the candidate of
+  smallest H, ties to the least recently requested.
+* the prediction policies remember, for each page, the prediction made at its latest request
+  and its index (``PredictivePolicy.pred``, ``.last``); "furthest" is the largest prediction,
+  ties to the least recently requested. BlindOracle evicts the furthest candidate.
+  PredictiveMarker and LMarker keep the marking phases and the chains of
+  ``paging.policies.predictive._MarkingBase`` (marks, the chain of the eviction that removed a
+  page in the current phase, the chain lengths) and evict the furthest unmarked candidate, or a
+  uniform one: one draw u from the run's generator, the unmarked candidate at index ⌊u·m⌋ by
+  page id (:func:`paging.policies.base.pick_uniform`). The generator yields the same doubles
+  one at a time or as a vector, so the caller pre-draws ``rng.random(N)`` (the most draws a
+  run can make: at most one per eviction) and the kernel consumes them in eviction order,
+  across layers too (the ``-dist`` sub-policies share the run's generator), as for Marking
+  (:func:`paging.fast.marking_draws`). The robust combiner runs its virtual BlindOracle and
+  LRU caches of c = max(capacity, 1) pages, counts their misses, switches leader when the
+  leader's count exceeds twice the other's, and evicts the least recently requested candidate
+  outside the leader's virtual cache (else the least recently requested candidate).
+
+Every rule above is a total order (a request index is unique), so the order in which the
+reference lists the candidates never matters.
+
+The predictions. A predictor is asked once per request the policy hears (``_see``), so a
+request served without being cached (a bypass: no hook) is not predicted. The two built-in
+predictors are reproduced exactly:
+
+* ``oracle`` (:class:`~paging.predict.OraclePredictor`): its prediction of request t does not
+  depend on the cache nor on which requests were predicted (the true next arrival plus noise
+  drawn at reset, scaled by η·OPT at the partition's capacity), so the wrapper computes the
+  whole array with the predictor's own code (:meth:`OraclePredictor.predictions`) once per
+  distinct partition capacity (a ``-dist`` run has at most two distinct shares) and the kernel
+  reads ``preds[row, t]``;
+* ``frequency`` (:class:`~paging.predict.FrequencyPredictor`): page p's count of *predicted*
+  requests, so it depends on the bypasses; the kernel keeps the count and evaluates the
+  predictor's formula t + (t + 1)/c in float64 (the same division and addition as Python's).
+
+Left in the reference loop (:func:`supports` is False, so :func:`paging.fast.plan` returns
+None): any other predictor (a learned or user-registered one may keep any state and read
+anything the context offers), a subclass of the two (it may change ``predict``), a ``-dist``
+policy whose factory hands the same predictor object to every layer (the layers' resets would
+overwrite one another's predictions; ``make_policy`` builds one per layer), and, as for every
+kernel, a subclass of a policy that does not declare its own ``kernel``. Runs with a
+prefetcher, a miss handler or a routing hook take the reference loop anyway
+(:func:`paging.simulate.simulate`). A compiled run leaves the policy object as it was, except
+what a reference run leaves that callers read: a shared policy's ``oracle`` predictor is reset
+(its ``pred``, ``values`` and ``opt``), a shared combiner ends with its ``leader``,
+``switches`` and ``cost``; the other bookkeeping (``pred``/``last`` dicts, marks, a ``-dist``
+policy's sub-policies) exists only after a reference run.
+
+Cost per request: O(1) for a hit and for a miss with room (plus, for the combiner, O(c) when
+its virtual BlindOracle evicts); per eviction O(k) (a scan of the partition's candidates, as
+the reference), plus O(k log k) for a uniform draw (the candidates sorted by id).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from paging.fast.common import buffers, is_grouped
+
+#: the kinds of this family (``Policy.kernel = "predictive:KIND"``)
+SCORE, BLIND, PMARKER, LMARKER, ROBUST = range(5)
+#: predictor kinds: a precomputed array (``oracle``) or the frequency formula in the kernel
+ORACLE, FREQUENCY = 0, 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _further(a_val, a_last, b_val, b_last):
+    """Whether page a comes before page b in "furthest" order: larger value, ties to the
+    least recently requested (``max(..., key=(value, -last))``)."""
+    return a_val > b_val or (a_val == b_val and a_last < b_last)
+
+
+@njit(cache=True, nogil=True)
+def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, pkind,
+                      preds, pred_row, score, hks, draws, record, leader, switches, cost):
+    """Replay ``pages`` under the policy ``kind``. ``sizes[p]`` is the room page p takes in
+    the partition capacities ``caps`` (one partition, or one per layer with ``dist``);
+    ``pkind`` says where predictions come from (``preds[pred_row[q], t]`` for partition q, or
+    the frequency formula); ``score`` the gate scores (Score-Based); ``hks[q]`` the harmonic
+    number H_k of partition q (PredictiveMarker); ``draws`` the run's uniform draws
+    (PredictiveMarker, LMarker); ``leader``, ``switches`` and ``cost`` (the virtual
+    BlindOracle's and LRU's misses; zeros on entry) end as each partition's combiner state.
+    Returns the tuple of :mod:`paging.fast.common`."""
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    nparts = caps.size
+    span = n_experts if dist else P
+    marking = kind == PMARKER or kind == LMARKER
+    resident = np.zeros(P, np.bool_)
+    used = np.zeros(nparts, np.int64)
+    clist = np.zeros(P, np.int64)   # partition q's resident pages: clist[q·span ...]
+    cpos = np.zeros(P, np.int64)
+    ccount = np.zeros(nparts, np.int64)
+    pin = np.full(P, -1, np.int64)
+    evicted_pass = np.full(P, -1, np.int64)
+    page_miss = np.zeros(P, np.int64)
+    cands = np.zeros(P, np.int64)
+    unm = np.zeros(P, np.int64)
+    val = np.zeros(P)                # latest prediction, or the score history H
+    last = np.full(P, -1, np.int64)  # latest request heard
+    fcount = np.zeros(P, np.int64)   # frequency predictor's counts
+    # marking phases and chains
+    marked = np.zeros(P, np.bool_)
+    evc = np.zeros(P, np.int64)      # chain of the eviction that removed the page ...
+    evph = np.full(P, -1, np.int64)  # ... valid while this is the partition's phase
+    phase = np.zeros(nparts, np.int64)
+    vt = np.full(nparts, -1, np.int64)
+    cur = np.zeros(nparts, np.int64)
+    stale = np.zeros(nparts, np.bool_)
+    chain_len = np.zeros(n + 1 if marking else 1, np.int64)
+    nch = 0
+    n_draw = 0
+    # the combiner's virtual caches: BlindOracle (a list) and LRU (a doubly linked list)
+    robust = kind == ROBUST
+    in_bo = np.zeros(P, np.bool_)
+    bolist = np.zeros(P, np.int64)
+    bopos = np.zeros(P, np.int64)
+    bocount = np.zeros(nparts, np.int64)
+    in_lru = np.zeros(P, np.bool_)
+    lprev = np.full(P, -1, np.int64)
+    lnext = np.full(P, -1, np.int64)
+    lhead = np.full(nparts, -1, np.int64)
+    ltail = np.full(nparts, -1, np.int64)
+    lcount = np.zeros(nparts, np.int64)
+    hit_mask, ev, byp = buffers(n, record)
+    misses = 0
+    coll = 0
+    n_ev = 0
+    n_byp = 0
+    grouped = is_grouped(steps)
+    prev_s = -1
+    g_start = 0
+    g_end = 0
+    for t in range(n):
+        p = pages[t]
+        s = steps[t]
+        if s != prev_s:
+            prev_s = s
+            if grouped:
+                j = t
+                while j < n and steps[j] == s:
+                    pin[pages[j]] = s
+                    j += 1
+                g_start = t
+                g_end = j
+        z = p // n_experts
+        q = z if dist else 0
+        base = q * span
+        hit = resident[p]
+        need = sizes[p]
+        if hit:
+            if record:
+                hit_mask[t] = True
+        else:
+            misses += 1
+            page_miss[p] += 1
+            if evicted_pass[p] == s // L:
+                coll += 1
+            if used[q] + need > caps[q]:
+                held = 0
+                if grouped:
+                    for j in range(g_start, g_end):
+                        r = pages[j]
+                        if resident[r] and (not dist or r // n_experts == z):
+                            held += sizes[r]
+                if need > caps[q] - held:
+                    # capacity 0, a page larger than its partition, or pinned pages filling
+                    # it: served uncached, and the policy hears nothing
+                    if record > 1:
+                        byp[n_byp] = t
+                    n_byp += 1
+                    continue
+        # the policy hears request t (on_hit, victims or on_insert: once)
+        if kind == SCORE:
+            val[p] += score[t]
+        elif pkind == FREQUENCY:
+            c = fcount[p] + 1
+            fcount[p] = c
+            val[p] = t + (t + 1) / c
+        else:
+            val[p] = preds[pred_row[q], t]
+        last[p] = t
+        if robust:
+            vc = caps[q] if caps[q] > 1 else 1
+            if not in_bo[p]:
+                cost[q, 0] += 1
+                if bocount[q] >= vc:
+                    best = bolist[base]
+                    for j in range(base + 1, base + bocount[q]):
+                        v = bolist[j]
+                        if _further(val[v], last[v], val[best], last[best]):
+                            best = v
+                    pos = bopos[best]
+                    mv = bolist[base + bocount[q] - 1]
+                    bolist[pos] = mv
+                    bopos[mv] = pos
+                    bocount[q] -= 1
+                    in_bo[best] = False
+                bolist[base + bocount[q]] = p
+                bopos[p] = base + bocount[q]
+                bocount[q] += 1
+                in_bo[p] = True
+            if in_lru[p]:
+                if ltail[q] != p:  # move to the tail
+                    a = lprev[p]
+                    b = lnext[p]
+                    if a >= 0:
+                        lnext[a] = b
+                    else:
+                        lhead[q] = b
+                    lprev[b] = a
+                    lprev[p] = ltail[q]
+                    lnext[p] = -1
+                    lnext[ltail[q]] = p
+                    ltail[q] = p
+            else:
+                cost[q, 1] += 1
+                if lcount[q] >= vc:
+                    h = lhead[q]
+                    b = lnext[h]
+                    lhead[q] = b
+                    if b >= 0:
+                        lprev[b] = -1
+                    else:
+                        ltail[q] = -1
+                    in_lru[h] = False
+                    lcount[q] -= 1
+                lprev[p] = ltail[q]
+                lnext[p] = -1
+                if ltail[q] >= 0:
+                    lnext[ltail[q]] = p
+                else:
+                    lhead[q] = p
+                ltail[q] = p
+                in_lru[p] = True
+                lcount[q] += 1
+            lead = leader[q]
+            if cost[q, lead] > 2 * cost[q, 1 - lead]:
+                leader[q] = 1 - lead
+                switches[q] += 1
+        if hit:
+            if marking:
+                marked[p] = True
+            continue
+        while used[q] + need > caps[q]:
+            nc = 0
+            for j in range(base, base + ccount[q]):
+                v = clist[j]
+                if pin[v] != s:
+                    cands[nc] = v
+                    nc += 1
+            victim = -1
+            if kind == SCORE:
+                victim = cands[0]
+                for j in range(1, nc):
+                    v = cands[j]
+                    if val[v] < val[victim] or (val[v] == val[victim] and last[v] < last[victim]):
+                        victim = v
+            elif kind == BLIND:
+                victim = cands[0]
+                for j in range(1, nc):
+                    v = cands[j]
+                    if _further(val[v], last[v], val[victim], last[victim]):
+                        victim = v
+            elif robust:
+                lead = leader[q]
+                out = -1
+                anyv = -1
+                for j in range(nc):
+                    v = cands[j]
+                    if anyv < 0 or last[v] < last[anyv]:
+                        anyv = v
+                    inl = in_bo[v] if lead == 0 else in_lru[v]
+                    if not inl and (out < 0 or last[v] < last[out]):
+                        out = v
+                victim = out if out >= 0 else anyv
+            else:
+                m = 0
+                for j in range(nc):
+                    v = cands[j]
+                    if not marked[v]:
+                        unm[m] = v
+                        m += 1
+                if m == 0:
+                    # every candidate is marked: a new phase (marks, evictions, chains erased)
+                    for j in range(base, base + ccount[q]):
+                        marked[clist[j]] = False
+                    phase[q] += 1
+                    vt[q] = -1
+                    for j in range(nc):
+                        unm[j] = cands[j]
+                    m = nc
+                if vt[q] != t:
+                    vt[q] = t
+                    st = evph[p] == phase[q]
+                    stale[q] = st
+                    if st:  # the eviction that removed p continues its chain
+                        evph[p] = -1
+                        ch = evc[p]
+                        chain_len[ch] += 1
+                        cur[q] = ch
+                    else:   # a clean page starts a new chain
+                        cur[q] = nch
+                        chain_len[nch] = 1
+                        nch += 1
+                if kind == PMARKER:
+                    rand = chain_len[cur[q]] > hks[q]
+                else:
+                    rand = stale[q]
+                if rand:
+                    u = draws[n_draw]
+                    n_draw += 1
+                    srt = np.sort(unm[:m])
+                    victim = srt[np.int64(u * m)]
+                else:
+                    victim = unm[0]
+                    for j in range(1, m):
+                        v = unm[j]
+                        if _further(val[v], last[v], val[victim], last[victim]):
+                            victim = v
+                marked[victim] = False
+                evc[victim] = cur[q]
+                evph[victim] = phase[q]
+            pos = cpos[victim]
+            mv = clist[base + ccount[q] - 1]
+            clist[pos] = mv
+            cpos[mv] = pos
+            ccount[q] -= 1
+            resident[victim] = False
+            used[q] -= sizes[victim]
+            evicted_pass[victim] = s // L
+            if record > 1:
+                ev[n_ev, 0] = t
+                ev[n_ev, 1] = victim
+                n_ev += 1
+        clist[base + ccount[q]] = p
+        cpos[p] = base + ccount[q]
+        ccount[q] += 1
+        resident[p] = True
+        used[q] += need
+        if marking:
+            marked[p] = True
+    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+
+
+# -- set-up (Python) ---------------------------------------------------------------------------
+def _predictor_kind(predictor) -> int | None:
+    from paging.predict import FrequencyPredictor, OraclePredictor
+
+    return {OraclePredictor: ORACLE, FrequencyPredictor: FREQUENCY}.get(type(predictor))
+
+
+def supports(policy, proto, kind: int, dist: bool) -> bool:
+    """Whether the kernel reproduces ``policy`` (``proto`` its policy, or its ``-dist``
+    factory's product): Score-Based always; a prediction policy when its predictor is
+    ``oracle`` or ``frequency`` (exact types) and, per layer, each layer gets its own."""
+    if kind == SCORE:
+        return True
+    if _predictor_kind(proto.predictor) is None:
+        return False
+    return not dist or policy.factory().predictor is not proto.predictor
+
+
+def harmonic(capacity: int) -> float:
+    """H_k as ``_MarkingBase.reset`` computes it (the same Python sum, the same double)."""
+    return sum(1.0 / i for i in range(1, max(int(capacity), 1) + 1))
+
+
+def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=None):
+    """Run the kernel of ``spec`` (:func:`paging.fast.plan`: its ``proto`` carries the
+    predictor) on ``trace``; ``slots[p]`` is the room page p takes in ``capacity``; ``draws``
+    the run's uniform draws (PredictiveMarker, LMarker). A shared combiner given as
+    ``policy`` ends with the run's ``leader`` and ``switches``."""
+    from paging.errors import PagingError
+    from paging.policies.base import Context
+
+    _, kind, dist = spec
+    proto = spec.proto
+    lay = trace.layout
+    N = trace.n_requests
+    caps = lay.dist_shares(capacity) if dist else np.array([capacity], dtype=np.int64)
+    caps = np.ascontiguousarray(caps, dtype=np.int64)
+    pkind = FREQUENCY
+    preds = np.zeros((1, 0))
+    pred_row = np.zeros(caps.size, np.int64)
+    score = np.zeros(0)
+    if kind == SCORE:
+        if trace.score is None:
+            raise PagingError(f"{proto.name} reads gate scores and the trace has none")
+        score = np.ascontiguousarray(trace.score, dtype=np.float64)
+    else:
+        pkind = _predictor_kind(proto.predictor)
+    if pkind == ORACLE and kind != SCORE:
+        # the oracle's predictions depend on the partition's capacity only: one array per share
+        from paging.predict import OraclePredictor
+
+        rows: dict[int, int] = {}
+        arrays = []
+        for i, c in enumerate(caps.tolist()):
+            if c not in rows:
+                ctx = Context(layout=lay, capacity=int(c), rng=np.random.default_rng(0),
+                              steps=trace.steps, n_requests=N, next_use=trace.next_use)
+                rows[c] = len(arrays)
+                if policy is not None and not dist:  # the policy's own predictor, reset as
+                    policy.predictor.reset(ctx)      # by a reference run
+                    arrays.append(policy.predictor.values)
+                else:
+                    pr = OraclePredictor(proto.predictor.eta, proto.predictor.seed)
+                    arrays.append(pr.predictions(ctx))
+            pred_row[i] = rows[c]
+        preds = np.ascontiguousarray(np.stack(arrays)) if arrays else preds
+    hks = np.array([harmonic(c) for c in caps.tolist()]) if kind == PMARKER else \
+        np.zeros(caps.size)
+    if draws is None:
+        draws = np.zeros(1)
+    leader = np.zeros(caps.size, np.int64)
+    switches = np.zeros(caps.size, np.int64)
+    cost = np.zeros((caps.size, 2), np.int64)
+    out = predictive_kernel(trace.pages, trace.steps, slots, lay.n_experts, lay.n_layers, caps,
+                            dist, kind, pkind, preds, pred_row, score, hks, draws, record,
+                            leader, switches, cost)
+    if policy is not None and kind == ROBUST and not dist:
+        # what a reference run leaves (RobustBlindOracle.cost, .leader, .switches)
+        policy.leader, policy.switches = int(leader[0]), int(switches[0])
+        policy.cost = [int(c) for c in cost[0]]
+    return out
