@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
-from strategies import round_traces, topk_traces
+from strategies import round_traces, scored_for, topk_traces
 
 from paging import fast
 from paging.errors import PagingError
@@ -41,6 +41,7 @@ def assert_same(ref, got) -> None:
 
 
 def check_all_k(trace, name: str, seed: int) -> None:
+    trace = scored_for(name, trace)
     for k in range(1, trace.layout.n_pages + 2):
         ref = simulate(trace, name, k, seed=seed, record=True, engine="reference")
         got = simulate(trace, name, k, seed=seed, record=True, engine="fast")
@@ -52,15 +53,12 @@ def check_all_k(trace, name: str, seed: int) -> None:
         assert hits.bypassed is None
 
 
-#: policies that run in the reference loop only: Score-Based reads gate scores, which the
-#: kernels do not take (a SpecMD baseline; a kernel would not pay); ARC, LeCaR and the
-#: prediction-based policies (issue "Learned and learning-augmented eviction": kernels only
-#: if simple). The token policies and robust-token-match have kernels (paging.fast.tokens;
-#: tests/property/test_token_kernels.py adds their own cases)
-REFERENCE_ONLY = {f"{name}{suffix}" for name in ("score-based", "arc", "lecar", "blind-oracle",
-                                                 "predictive-marker", "lmarker",
-                                                 "robust-blind-oracle")
-                  for suffix in ("", "-dist")}
+#: policies that run in the reference loop only: ARC and LeCaR (issue "Learned and
+#: learning-augmented eviction": kernels only if simple). The token policies and
+#: robust-token-match have kernels (paging.fast.tokens; tests/property/test_token_kernels.py
+#: adds their own cases), and so have Score-Based and the prediction policies with their
+#: default predictor (paging.fast.predictive; tests/property/test_predictive_kernels.py)
+REFERENCE_ONLY = {f"{name}{suffix}" for name in ("arc", "lecar") for suffix in ("", "-dist")}
 
 
 def test_every_builtin_policy_has_a_kernel():
@@ -103,6 +101,7 @@ def test_kernel_equals_reference_weighted(name, run, seed):
     """Costs, sizes and byte budgets: several evictions per miss, pages larger than a layer's
     share (bypass), pinned groups, ties among equal credits."""
     trace, costs, sizes, budget = run
+    trace = scored_for(name, trace)
     kw = dict(costs=costs, sizes=sizes, seed=seed, record=True)
     for cap in (dict(budget=budget), dict(k=max(1, budget // 2))):
         ref = simulate(trace, name, engine="reference", **cap, **kw)
@@ -116,9 +115,10 @@ def test_groups_mode_examples_do_pin_and_bypass():
     tr = from_routing(np.array([[[0, 1, 2]], [[3, 4, 0]], [[1, 2, 3]], [[0, 4, 1]]]),
                       Layout(5, 1), expand="groups")
     for name in KERNEL_POLICIES:
-        got = simulate(tr, name, 2, record=True, engine="fast")
+        trn = scored_for(name, tr)
+        got = simulate(trn, name, 2, record=True, engine="fast")
         assert got.bypasses >= 4, name
-        assert_same(simulate(tr, name, 2, record=True, engine="reference"), got)
+        assert_same(simulate(trn, name, 2, record=True, engine="reference"), got)
 
 
 def test_marking_predraw_equals_sequential_draws():
@@ -138,7 +138,7 @@ def test_longer_traces_agree():
     table = np.argsort(rng.random((150, 4, 6)), axis=2)[:, :, :3]
     grp = from_routing(table, lay, expand="groups")
     for name in KERNEL_POLICIES:
-        for trace in (tr, grp):
+        for trace in (scored_for(name, tr), scored_for(name, grp)):
             for k in (1, 3, 7, 12, 24, 10**6):  # k above nℓ never evicts
                 assert_same(simulate(trace, name, k, seed=3, record=True, engine="reference"),
                             simulate(trace, name, k, seed=3, record=True, engine="fast"))
