@@ -80,6 +80,36 @@ def _further(a_val, a_last, b_val, b_last):
 
 
 @njit(cache=True, nogil=True)
+def _select(a, m, j):
+    """The j-th smallest (0-based) of the distinct values a[:m], reordering a[:m]
+    (quickselect, middle pivot)."""
+    lo = 0
+    hi = m - 1
+    while lo < hi:
+        pivot = a[(lo + hi) >> 1]
+        i = lo
+        k = hi
+        while i <= k:
+            while a[i] < pivot:
+                i += 1
+            while a[k] > pivot:
+                k -= 1
+            if i <= k:
+                x = a[i]
+                a[i] = a[k]
+                a[k] = x
+                i += 1
+                k -= 1
+        if j <= k:
+            hi = k
+        elif j >= i:
+            lo = i
+        else:
+            return a[j]
+    return a[j]
+
+
+@njit(cache=True, nogil=True)
 def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, pkind,
                       preds, pred_row, score, hks, draws, record, leader, switches, cost):
     """Replay ``pages`` under the policy ``kind``. ``sizes[p]`` is the room page p takes in
@@ -89,25 +119,31 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
     number H_k of partition q (PredictiveMarker); ``draws`` the run's uniform draws
     (PredictiveMarker, LMarker); ``leader``, ``switches`` and ``cost`` (the virtual
     BlindOracle's and LRU's misses; zeros on entry) end as each partition's combiner state.
-    Returns the tuple of :mod:`paging.fast.common`."""
+    Returns the tuple of :mod:`paging.fast.common`.
+
+    Partition q's resident pages are ``clist[q·span : q·span + ccount[q]]`` (insertion order
+    does not matter: every rule is a total order), with their keys alongside (``ckey``: the
+    prediction, or −H for Score-Based, so that every victim is the largest key, ties to the
+    smallest ``clast``), so that a victim is one pass over contiguous arrays."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
     nparts = caps.size
     span = n_experts if dist else P
     marking = kind == PMARKER or kind == LMARKER
+    robust = kind == ROBUST
     resident = np.zeros(P, np.bool_)
     used = np.zeros(nparts, np.int64)
     clist = np.zeros(P, np.int64)   # partition q's resident pages: clist[q·span ...]
+    ckey = np.zeros(P)              # their keys (largest evicted) ...
+    clast = np.zeros(P, np.int64)   # ... and latest requests (ties: the smallest evicted)
     cpos = np.zeros(P, np.int64)
     ccount = np.zeros(nparts, np.int64)
     pin = np.full(P, -1, np.int64)
     evicted_pass = np.full(P, -1, np.int64)
     page_miss = np.zeros(P, np.int64)
-    cands = np.zeros(P, np.int64)
     unm = np.zeros(P, np.int64)
-    val = np.zeros(P)                # latest prediction, or the score history H
-    last = np.full(P, -1, np.int64)  # latest request heard
+    hist = np.zeros(P)               # Score-Based's H
     fcount = np.zeros(P, np.int64)   # frequency predictor's counts
     # marking phases and chains
     marked = np.zeros(P, np.bool_)
@@ -120,10 +156,12 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
     chain_len = np.zeros(n + 1 if marking else 1, np.int64)
     nch = 0
     n_draw = 0
-    # the combiner's virtual caches: BlindOracle (a list) and LRU (a doubly linked list)
-    robust = kind == ROBUST
+    # the combiner's virtual caches: BlindOracle (a list with its keys) and LRU (a doubly
+    # linked list, least recent first)
     in_bo = np.zeros(P, np.bool_)
     bolist = np.zeros(P, np.int64)
+    bkey = np.zeros(P)
+    blast = np.zeros(P, np.int64)
     bopos = np.zeros(P, np.int64)
     bocount = np.zeros(nparts, np.int64)
     in_lru = np.zeros(P, np.bool_)
@@ -182,33 +220,41 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
                     continue
         # the policy hears request t (on_hit, victims or on_insert: once)
         if kind == SCORE:
-            val[p] += score[t]
+            hist[p] += score[t]
+            key = -hist[p]
         elif pkind == FREQUENCY:
             c = fcount[p] + 1
             fcount[p] = c
-            val[p] = t + (t + 1) / c
+            key = t + (t + 1) / c
         else:
-            val[p] = preds[pred_row[q], t]
-        last[p] = t
+            key = preds[pred_row[q], t]
         if robust:
             vc = caps[q] if caps[q] > 1 else 1
-            if not in_bo[p]:
+            if in_bo[p]:
+                j = bopos[p]
+                bkey[j] = key
+                blast[j] = t
+            else:
                 cost[q, 0] += 1
-                if bocount[q] >= vc:
-                    best = bolist[base]
-                    for j in range(base + 1, base + bocount[q]):
-                        v = bolist[j]
-                        if _further(val[v], last[v], val[best], last[best]):
-                            best = v
-                    pos = bopos[best]
-                    mv = bolist[base + bocount[q] - 1]
-                    bolist[pos] = mv
-                    bopos[mv] = pos
-                    bocount[q] -= 1
-                    in_bo[best] = False
-                bolist[base + bocount[q]] = p
-                bopos[p] = base + bocount[q]
-                bocount[q] += 1
+                bn = bocount[q]
+                if bn >= vc:  # the virtual BlindOracle evicts its furthest page
+                    bj = base
+                    for j in range(base + 1, base + bn):
+                        if bkey[j] > bkey[bj] or (bkey[j] == bkey[bj] and blast[j] < blast[bj]):
+                            bj = j
+                    in_bo[bolist[bj]] = False
+                    mv = base + bn - 1
+                    bolist[bj] = bolist[mv]
+                    bkey[bj] = bkey[mv]
+                    blast[bj] = blast[mv]
+                    bopos[bolist[bj]] = bj
+                    bn -= 1
+                j = base + bn
+                bolist[j] = p
+                bkey[j] = key
+                blast[j] = t
+                bopos[p] = j
+                bocount[q] = bn + 1
                 in_bo[p] = True
             if in_lru[p]:
                 if ltail[q] != p:  # move to the tail
@@ -249,57 +295,54 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
                 leader[q] = 1 - lead
                 switches[q] += 1
         if hit:
+            j = cpos[p]
+            ckey[j] = key
+            clast[j] = t
             if marking:
                 marked[p] = True
             continue
         while used[q] + need > caps[q]:
-            nc = 0
-            for j in range(base, base + ccount[q]):
-                v = clist[j]
-                if pin[v] != s:
-                    cands[nc] = v
-                    nc += 1
-            victim = -1
-            if kind == SCORE:
-                victim = cands[0]
-                for j in range(1, nc):
-                    v = cands[j]
-                    if val[v] < val[victim] or (val[v] == val[victim] and last[v] < last[victim]):
-                        victim = v
-            elif kind == BLIND:
-                victim = cands[0]
-                for j in range(1, nc):
-                    v = cands[j]
-                    if _further(val[v], last[v], val[victim], last[victim]):
-                        victim = v
+            hi = base + ccount[q]
+            bj = -1
+            if kind == SCORE or kind == BLIND:
+                for j in range(base, hi):
+                    if grouped and pin[clist[j]] == s:
+                        continue
+                    if bj < 0 or ckey[j] > ckey[bj] or (ckey[j] == ckey[bj]
+                                                        and clast[j] < clast[bj]):
+                        bj = j
             elif robust:
                 lead = leader[q]
                 out = -1
-                anyv = -1
-                for j in range(nc):
-                    v = cands[j]
-                    if anyv < 0 or last[v] < last[anyv]:
-                        anyv = v
+                for j in range(base, hi):
+                    v = clist[j]
+                    if grouped and pin[v] == s:
+                        continue
+                    if bj < 0 or clast[j] < clast[bj]:
+                        bj = j
                     inl = in_bo[v] if lead == 0 else in_lru[v]
-                    if not inl and (out < 0 or last[v] < last[out]):
-                        out = v
-                victim = out if out >= 0 else anyv
+                    if not inl and (out < 0 or clast[j] < clast[out]):
+                        out = j
+                if out >= 0:
+                    bj = out
             else:
                 m = 0
-                for j in range(nc):
-                    v = cands[j]
-                    if not marked[v]:
-                        unm[m] = v
-                        m += 1
+                for j in range(base, hi):
+                    v = clist[j]
+                    if marked[v] or (grouped and pin[v] == s):
+                        continue
+                    unm[m] = j
+                    m += 1
                 if m == 0:
                     # every candidate is marked: a new phase (marks, evictions, chains erased)
-                    for j in range(base, base + ccount[q]):
-                        marked[clist[j]] = False
+                    for j in range(base, hi):
+                        v = clist[j]
+                        marked[v] = False
+                        if not (grouped and pin[v] == s):
+                            unm[m] = j
+                            m += 1
                     phase[q] += 1
                     vt[q] = -1
-                    for j in range(nc):
-                        unm[j] = cands[j]
-                    m = nc
                 if vt[q] != t:
                     vt[q] = t
                     st = evph[p] == phase[q]
@@ -317,24 +360,28 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
                     rand = chain_len[cur[q]] > hks[q]
                 else:
                     rand = stale[q]
-                if rand:
+                if rand:  # the unmarked candidate of rank ⌊u·m⌋ by page id
                     u = draws[n_draw]
                     n_draw += 1
-                    srt = np.sort(unm[:m])
-                    victim = srt[np.int64(u * m)]
+                    for i in range(m):
+                        unm[i] = clist[unm[i]]
+                    bj = cpos[_select(unm, m, np.int64(u * m))]
                 else:
-                    victim = unm[0]
-                    for j in range(1, m):
-                        v = unm[j]
-                        if _further(val[v], last[v], val[victim], last[victim]):
-                            victim = v
-                marked[victim] = False
-                evc[victim] = cur[q]
-                evph[victim] = phase[q]
-            pos = cpos[victim]
-            mv = clist[base + ccount[q] - 1]
-            clist[pos] = mv
-            cpos[mv] = pos
+                    for i in range(m):
+                        j = unm[i]
+                        if bj < 0 or ckey[j] > ckey[bj] or (ckey[j] == ckey[bj]
+                                                            and clast[j] < clast[bj]):
+                            bj = j
+                v = clist[bj]
+                marked[v] = False
+                evc[v] = cur[q]
+                evph[v] = phase[q]
+            victim = clist[bj]
+            mv = hi - 1
+            clist[bj] = clist[mv]
+            ckey[bj] = ckey[mv]
+            clast[bj] = clast[mv]
+            cpos[clist[bj]] = bj
             ccount[q] -= 1
             resident[victim] = False
             used[q] -= sizes[victim]
@@ -343,8 +390,11 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
                 ev[n_ev, 0] = t
                 ev[n_ev, 1] = victim
                 n_ev += 1
-        clist[base + ccount[q]] = p
-        cpos[p] = base + ccount[q]
+        j = base + ccount[q]
+        clist[j] = p
+        ckey[j] = key
+        clast[j] = t
+        cpos[p] = j
         ccount[q] += 1
         resident[p] = True
         used[q] += need
