@@ -72,13 +72,6 @@ SCORE, BLIND, PMARKER, LMARKER, ROBUST = range(5)
 ORACLE, FREQUENCY = 0, 1
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _further(a_val, a_last, b_val, b_last):
-    """Whether page a comes before page b in "furthest" order: larger value, ties to the
-    least recently requested (``max(..., key=(value, -last))``)."""
-    return a_val > b_val or (a_val == b_val and a_last < b_last)
-
-
 @njit(cache=True, nogil=True)
 def _select(a, m, j):
     """The j-th smallest (0-based) of the distinct values a[:m], reordering a[:m]
@@ -109,6 +102,23 @@ def _select(a, m, j):
     return a[j]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _swap(clist, ckey, clast, cpos, i, j):
+    """Swap slots i and j of a partition's resident list (pages, keys, latest requests)."""
+    a = clist[i]
+    b = clist[j]
+    clist[i] = b
+    clist[j] = a
+    cpos[b] = i
+    cpos[a] = j
+    x = ckey[i]
+    ckey[i] = ckey[j]
+    ckey[j] = x
+    y = clast[i]
+    clast[i] = clast[j]
+    clast[j] = y
+
+
 @njit(cache=True, nogil=True)
 def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, pkind,
                       preds, pred_row, score, hks, draws, record, leader, switches, cost):
@@ -124,7 +134,10 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
     Partition q's resident pages are ``clist[q·span : q·span + ccount[q]]`` (insertion order
     does not matter: every rule is a total order), with their keys alongside (``ckey``: the
     prediction, or −H for Score-Based, so that every victim is the largest key, ties to the
-    smallest ``clast``), so that a victim is one pass over contiguous arrays."""
+    smallest ``clast``), so that a victim is one pass over contiguous arrays. The markers keep
+    the unmarked pages first, ``clist[q·span : q·span + ucount[q]]``: marking a page moves it
+    past that boundary, a new phase (every resident page unmarked) moves the boundary to the
+    end, so that only the unmarked pages are scanned."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
@@ -146,7 +159,7 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
     hist = np.zeros(P)               # Score-Based's H
     fcount = np.zeros(P, np.int64)   # frequency predictor's counts
     # marking phases and chains
-    marked = np.zeros(P, np.bool_)
+    ucount = np.zeros(nparts, np.int64)  # the unmarked resident pages come first
     evc = np.zeros(P, np.int64)      # chain of the eviction that removed the page ...
     evph = np.full(P, -1, np.int64)  # ... valid while this is the partition's phase
     phase = np.zeros(nparts, np.int64)
@@ -298,8 +311,9 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
             j = cpos[p]
             ckey[j] = key
             clast[j] = t
-            if marking:
-                marked[p] = True
+            if marking and j < base + ucount[q]:  # mark p: past the unmarked pages
+                _swap(clist, ckey, clast, cpos, j, base + ucount[q] - 1)
+                ucount[q] -= 1
             continue
         while used[q] + need > caps[q]:
             hi = base + ccount[q]
@@ -326,21 +340,26 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
                 if out >= 0:
                     bj = out
             else:
+                # the unmarked candidates: slots base.. base + m (rounds mode), or the slots
+                # unm[:m] (groups mode: the pinned pages skipped)
                 m = 0
-                for j in range(base, hi):
-                    v = clist[j]
-                    if marked[v] or (grouped and pin[v] == s):
-                        continue
-                    unm[m] = j
-                    m += 1
-                if m == 0:
-                    # every candidate is marked: a new phase (marks, evictions, chains erased)
-                    for j in range(base, hi):
-                        v = clist[j]
-                        marked[v] = False
-                        if not (grouped and pin[v] == s):
+                if grouped:
+                    for j in range(base, base + ucount[q]):
+                        if pin[clist[j]] != s:
                             unm[m] = j
                             m += 1
+                else:
+                    m = ucount[q]
+                if m == 0:
+                    # every candidate is marked: a new phase (marks, evictions, chains erased)
+                    ucount[q] = ccount[q]
+                    if grouped:
+                        for j in range(base, hi):
+                            if pin[clist[j]] != s:
+                                unm[m] = j
+                                m += 1
+                    else:
+                        m = ccount[q]
                     phase[q] += 1
                     vt[q] = -1
                 if vt[q] != t:
@@ -364,18 +383,21 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
                     u = draws[n_draw]
                     n_draw += 1
                     for i in range(m):
-                        unm[i] = clist[unm[i]]
+                        unm[i] = clist[unm[i] if grouped else base + i]
                     bj = cpos[_select(unm, m, np.int64(u * m))]
                 else:
                     for i in range(m):
-                        j = unm[i]
+                        j = unm[i] if grouped else base + i
                         if bj < 0 or ckey[j] > ckey[bj] or (ckey[j] == ckey[bj]
                                                             and clast[j] < clast[bj]):
                             bj = j
                 v = clist[bj]
-                marked[v] = False
                 evc[v] = cur[q]
                 evph[v] = phase[q]
+                # out of the unmarked pages: to the boundary, which moves down by one
+                _swap(clist, ckey, clast, cpos, bj, base + ucount[q] - 1)
+                ucount[q] -= 1
+                bj = base + ucount[q]
             victim = clist[bj]
             mv = hi - 1
             clist[bj] = clist[mv]
@@ -398,8 +420,6 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
         ccount[q] += 1
         resident[p] = True
         used[q] += need
-        if marking:
-            marked[p] = True
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
 
