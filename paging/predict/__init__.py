@@ -57,9 +57,11 @@ def opt_from_next_use(next_use: np.ndarray, k: int) -> int:
     Request t and ``next_use[t]`` belong to the same page, so the chains of ``next_use`` are
     the pages; relabelling them 0..m-1 gives a single-layer trace that the Belady kernel runs
     (:func:`paging.fast.heaps.heap_kernel`, the one behind ``simulate(trace, "belady", k)``).
-    Cost: O(N) (one Python pass to label the chains) plus the kernel.
+    Cost: O(N) (a compiled pass to label the chains) plus the kernel.
     """
-    nu = np.asarray(next_use, dtype=np.int64)
+    from paging.fast.predictive import chain_labels
+
+    nu = np.ascontiguousarray(next_use, dtype=np.int64)
     N = nu.size
     if N == 0:
         return 0
@@ -68,15 +70,10 @@ def opt_from_next_use(next_use: np.ndarray, k: int) -> int:
     has_prev[nu[nu < N]] = True
     firsts = np.flatnonzero(~has_prev)
     label[firsts] = np.arange(firsts.size)
-    lab = label.tolist()
-    nul = nu.tolist()
-    for t in range(N):  # propagate each page's label along its chain
-        if nul[t] < N:
-            lab[nul[t]] = lab[t]
     m = int(firsts.size)
     if k >= m:
         return m
-    pages = np.array(lab, dtype=np.int64)
+    pages = chain_labels(nu, label)
     return int(heap_kernel(pages, np.arange(N, dtype=np.int64), nu, np.ones(m, np.int64), m, 1,
                            np.array([int(k)], np.int64), False, BELADY, 0)[0])
 
@@ -108,10 +105,18 @@ class OraclePredictor(Predictor):
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
-        #: every request's prediction, as an array (what the compiled kernels read,
-        #: :mod:`paging.fast.predictive`) and as a list (what :meth:`predict` reads)
+        #: every request's prediction (float64; what the compiled kernels read,
+        #: :mod:`paging.fast.predictive`)
         self.values = self.predictions(ctx)
-        self.pred = self.values.tolist()
+        self._pred = None
+
+    @property
+    def pred(self) -> list[float]:
+        """Every request's prediction as a list (what :meth:`predict` reads), made on first
+        use: a compiled run reads :attr:`values` and never pays for the list."""
+        if self._pred is None:
+            self._pred = self.values.tolist()
+        return self._pred
 
     def predictions(self, ctx) -> np.ndarray:
         """Every request's prediction (float64, one per request) for the context ``ctx``;
@@ -125,7 +130,8 @@ class OraclePredictor(Predictor):
         return nu
 
     def predict(self, t: int, page: int) -> float:
-        return self.pred[t]
+        pred = self._pred
+        return (self.pred if pred is None else pred)[t]
 
 
 class FrequencyPredictor(Predictor):
