@@ -26,7 +26,10 @@ request hits exactly the caches at least as deep as its page.
   (GreedyDual, Landlord, GDSF, Layered Landlord: their inflation L depends on the cache
   size), nor the robust combiner (its virtual caches have size k); the token policies have no
   one-pass curve here either (their ``-dist`` variants read the layer clock and the tokens, so
-  they are not run on a layer's sub-sequence): one compiled run per k, in parallel over k on a
+  they are not run on a layer's sub-sequence), nor Score-Based and the prediction policies
+  (their ``-dist`` variants read scores and predictions indexed by the whole trace's requests,
+  the oracle's normalised by OPT at each layer's share; the markers draw from one generator):
+  one compiled run per k, in parallel over k on a
   thread pool (the kernels release the GIL), with a tqdm progress bar. Curves are for unit
   costs and sizes.
 

@@ -11,16 +11,23 @@ Built in (exact types only: a subclass may change any hook, so it runs in the re
 LRU, FIFO, FWF, LLRU, FLD, Least-Stale (:mod:`paging.fast.lists`), LFU, Belady
 (:mod:`paging.fast.heaps`), Marking (:mod:`paging.fast.marking`), GreedyDual, Landlord, GDSF,
 Layered Landlord (:mod:`paging.fast.credit`), the token-aware token-hazard, token-decay,
-token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`) and
+token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`), Score-Based
+and the prediction policies BlindOracle, PredictiveMarker, LMarker and robust-blind-oracle with
+the ``frequency`` or ``oracle`` predictor (:mod:`paging.fast.predictive`; another predictor, or
+one predictor object shared by a ``-dist`` policy's layers, runs in the reference loop) and
 :class:`PerLayer` around any of these classes (the ``-dist`` variants). Every kernel takes page
 sizes and a capacity in the same unit (pages, or bytes for a byte budget) and evicts until the
-requested page fits.
+requested page fits. Of the registered policies only ARC and LeCaR (and their ``-dist``
+variants) have no kernel.
 
 Costs per request (N requests, cache k, ℓ layers, groups of K): LRU, FIFO O(1) (O(K) with
 pinning); LLRU, FLD, Least-Stale O(1) per hit and O(ℓ) per eviction; FWF O(1) amortized; LFU,
 Belady, GreedyDual, Landlord, GDSF O(log k) per eviction; Layered Landlord O(k) per eviction;
 Marking O(log nℓ) plus O(nℓ log nℓ) per phase; the token family O(1) per hit, O(k) per eviction
-and O(nℓ) per token (:mod:`paging.fast.tokens`).
+and O(nℓ) per token (:mod:`paging.fast.tokens`); the prediction family O(1) per hit, O(k) per
+eviction (a pass over the partition's keys; the markers' over its unmarked pages), O(k) per
+eviction of the robust combiner's virtual BlindOracle, plus, before the run, O(N) for the
+oracle's predictions (and Belady's run for its OPT when η > 0) (:mod:`paging.fast.predictive`).
 """
 
 from __future__ import annotations
@@ -214,8 +221,9 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
     costs, sizes : numpy.ndarray or None
         Validated per-page fetch costs (float64) and sizes (int64), or None for unit ones.
     seed : int or None
-        Seeds ``numpy.random.default_rng``; Marking pre-draws ``rng.random(N)`` and consumes the
-        draws in eviction order, the same doubles as the reference's one-at-a-time draws.
+        Seeds ``numpy.random.default_rng``; Marking, PredictiveMarker and LMarker pre-draw
+        ``rng.random(N)`` (:func:`marking_draws`) and consume the draws in eviction order, the
+        same doubles as the reference's one-at-a-time draws.
     record : bool or "hits"
         Also return the hit mask, the eviction log and the bypassed requests (True), or the
         hit mask alone (``"hits"``, what the latency timeline reads).
@@ -229,7 +237,7 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
 
     Cost: see the module docstring (O(1) per request for LRU and FIFO in rounds mode, O(log k)
     for Belady, LFU, GreedyDual, Landlord and GDSF), plus O(N) for ``trace.next_use`` on a
-    first Belady run.
+    first Belady or ``oracle`` run.
     """
     from paging.result import build_result
 
@@ -269,7 +277,9 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
 
 def run_misses(trace, spec, k: int, *, draws=None, next_use=None) -> int:
     """Total misses of one run for a kernel ``spec`` (:func:`plan`), no Result built: the inner
-    step of per-k miss-curve sweeps (:mod:`paging.mrc`). Releases the GIL while it runs."""
+    step of per-k miss-curve sweeps (:mod:`paging.mrc`). Releases the GIL while it runs.
+    ``draws``: the run's uniform draws for the kernels that take them (:func:`needs_draws`;
+    the prediction family's default: seed 0's)."""
     if next_use is None:
         next_use = trace.next_use if needs_next_use(spec) else _no_next_use()
     P = trace.layout.n_pages

@@ -26,8 +26,8 @@ ONE_LAYER = Layout(n_experts=4, n_layers=1)
 A, B, C, D = 0, 1, 2, 3
 
 
-# (name, engine): "fast" only for the policies that have a kernel (ARC, LeCaR and the
-# prediction-based policies run in the reference loop only)
+# (name, engine): "fast" only for the policies that have a kernel (ARC and LeCaR run in the
+# reference loop only)
 NAME_ENGINE = [(name, engine) for name in POLICY_NAMES for engine in ENGINES
                if engine == "reference" or has_kernel(make_policy(name))]
 
@@ -36,7 +36,7 @@ NAME_ENGINE = [(name, engine) for name in POLICY_NAMES for engine in ENGINES
 @given(trace=st.one_of(round_traces(), topk_traces()), k=st.integers(1, 12))
 def test_unit_weights_reproduce_the_unweighted_run(name, engine, trace, k):
     """Costs of 1 and sizes of 1 with a budget of k bytes change nothing: same hits, same
-    evictions, and cost = misses, bytes = misses. (A policy without a kernel, Score-Based,
+    evictions, and cost = misses, bytes = misses. (A policy without a kernel, ARC or LeCaR,
     runs the reference loop under "fast" too.)"""
     trace = scored_for(name, trace)
     if engine == "fast" and not has_kernel(make_policy(name)):
