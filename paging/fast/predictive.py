@@ -477,8 +477,9 @@ def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=N
     pred_row = np.zeros(caps.size, np.int64)
     score = np.zeros(0)
     if kind == SCORE:
-        if trace.score is None:
-            raise PagingError(f"{proto.name} reads gate scores and the trace has none")
+        if trace.score is None:  # the reference's error, naming the policy as it does
+            who = proto if policy is None else policy
+            raise PagingError(f"{who.name} reads gate scores and the trace has none")
         score = np.ascontiguousarray(trace.score, dtype=np.float64)
     else:
         pkind = _predictor_kind(proto.predictor)

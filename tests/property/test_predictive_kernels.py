@@ -179,7 +179,8 @@ def test_score_based_without_scores_is_refused_the_same_way():
     tr = from_pages([0, 1, 2, 0], Layout(3, 1))
     for engine in ("auto", "fast", "reference"):
         for name in ("score-based", "score-based-dist"):
-            with pytest.raises(PagingError, match="reads gate scores and the trace has none"):
+            with pytest.raises(PagingError, match=f"^{name} reads gate scores and the trace "
+                               "has none$"):
                 simulate(tr, name, 2, engine=engine)
 
 
