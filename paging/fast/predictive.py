@@ -252,9 +252,14 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
                 bn = bocount[q]
                 if bn >= vc:  # the virtual BlindOracle evicts its furthest page
                     bj = base
+                    bk = bkey[base]
+                    bl = blast[base]
                     for j in range(base + 1, base + bn):
-                        if bkey[j] > bkey[bj] or (bkey[j] == bkey[bj] and blast[j] < blast[bj]):
+                        kj = bkey[j]
+                        if kj > bk or (kj == bk and blast[j] < bl):
                             bj = j
+                            bk = kj
+                            bl = blast[j]
                     in_bo[bolist[bj]] = False
                     mv = base + bn - 1
                     bolist[bj] = bolist[mv]
@@ -319,24 +324,32 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
             hi = base + ccount[q]
             bj = -1
             if kind == SCORE or kind == BLIND:
+                bk = 0.0
+                bl = 0
                 for j in range(base, hi):
                     if grouped and pin[clist[j]] == s:
                         continue
-                    if bj < 0 or ckey[j] > ckey[bj] or (ckey[j] == ckey[bj]
-                                                        and clast[j] < clast[bj]):
+                    kj = ckey[j]
+                    if bj < 0 or kj > bk or (kj == bk and clast[j] < bl):
                         bj = j
+                        bk = kj
+                        bl = clast[j]
             elif robust:
-                lead = leader[q]
+                inlead = in_bo if leader[q] == 0 else in_lru
                 out = -1
+                bl = 0
+                ol = 0
                 for j in range(base, hi):
                     v = clist[j]
                     if grouped and pin[v] == s:
                         continue
-                    if bj < 0 or clast[j] < clast[bj]:
+                    lj = clast[j]
+                    if bj < 0 or lj < bl:
                         bj = j
-                    inl = in_bo[v] if lead == 0 else in_lru[v]
-                    if not inl and (out < 0 or clast[j] < clast[out]):
+                        bl = lj
+                    if not inlead[v] and (out < 0 or lj < ol):
                         out = j
+                        ol = lj
                 if out >= 0:
                     bj = out
             else:
@@ -386,11 +399,15 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
                         unm[i] = clist[unm[i] if grouped else base + i]
                     bj = cpos[_select(unm, m, np.int64(u * m))]
                 else:
+                    bk = 0.0
+                    bl = 0
                     for i in range(m):
                         j = unm[i] if grouped else base + i
-                        if bj < 0 or ckey[j] > ckey[bj] or (ckey[j] == ckey[bj]
-                                                            and clast[j] < clast[bj]):
+                        kj = ckey[j]
+                        if bj < 0 or kj > bk or (kj == bk and clast[j] < bl):
                             bj = j
+                            bk = kj
+                            bl = clast[j]
                 v = clist[bj]
                 evc[v] = cur[q]
                 evph[v] = phase[q]
