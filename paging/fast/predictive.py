@@ -51,12 +51,15 @@ prefetcher, a miss handler or a routing hook take the reference loop anyway
 (:func:`paging.simulate.simulate`). A compiled run leaves the policy object as it was, except
 what a reference run leaves that callers read: a shared policy's ``oracle`` predictor is reset
 (its ``pred``, ``values`` and ``opt``), a shared combiner ends with its ``leader``,
-``switches`` and ``cost``; the other bookkeeping (``pred``/``last`` dicts, marks, a ``-dist``
-policy's sub-policies) exists only after a reference run.
+``switches`` and ``cost``; the other bookkeeping (``pred``/``last`` dicts, marks, the
+``frequency`` predictor's counts, a ``-dist`` policy's sub-policies) exists only after a
+reference run.
 
 Cost per request: O(1) for a hit and for a miss with room (plus, for the combiner, O(c) when
-its virtual BlindOracle evicts); per eviction O(k) (a scan of the partition's candidates, as
-the reference), plus O(k log k) for a uniform draw (the candidates sorted by id).
+its virtual BlindOracle evicts); per eviction O(k) (a pass over the partition's resident keys,
+the markers' over its unmarked pages only), plus an expected O(m) quickselect for a uniform
+draw among m unmarked pages; before the run O(N) for the oracle's predictions (and a Belady
+run for its OPT when η > 0) and the markers' draws.
 """
 
 from __future__ import annotations
