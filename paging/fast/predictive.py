@@ -443,18 +443,6 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
 
-@njit(cache=True, nogil=True)
-def chain_labels(next_use, label):
-    """Propagate each chain's label along ``next_use`` (request t and ``next_use[t]`` are the
-    same page): ``label`` holds the chains' first requests' labels, -1 elsewhere, and is
-    filled in place and returned (:func:`paging.predict.opt_from_next_use`)."""
-    N = next_use.size
-    for t in range(N):
-        if next_use[t] < N:
-            label[next_use[t]] = label[t]
-    return label
-
-
 # -- set-up (Python) ---------------------------------------------------------------------------
 def _predictor_kind(predictor) -> int | None:
     from paging.predict import FrequencyPredictor, OraclePredictor

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from paging.errors import PagingError
-from paging.fast.heaps import BELADY, heap_kernel
+from paging.fast.heaps import BELADY, chain_labels, heap_kernel
 from paging.registry import Registry
 
 __all__ = ["Predictor", "OraclePredictor", "FrequencyPredictor", "PREDICTORS", "make_predictor",
@@ -59,8 +59,6 @@ def opt_from_next_use(next_use: np.ndarray, k: int) -> int:
     (:func:`paging.fast.heaps.heap_kernel`, the one behind ``simulate(trace, "belady", k)``).
     Cost: O(N) (a compiled pass to label the chains) plus the kernel.
     """
-    from paging.fast.predictive import chain_labels
-
     nu = np.ascontiguousarray(next_use, dtype=np.int64)
     N = nu.size
     if N == 0:
