@@ -109,6 +109,7 @@ class RunSpec:
         from paging.policies import make_policy
 
         policy = make_policy(self.policy)  # a bad name fails here, before any work
+        object.__setattr__(self, "_parsed", policy)  # what check() reads (never run)
         if (self.k is None) == (self.budget is None):
             raise PagingError("give exactly one capacity: k (pages) or a byte budget")
         if self.prefill not in ("tokens", "batched"):
@@ -229,10 +230,9 @@ class RunSpec:
         """Refuse, before any run, what ``traces`` cannot support: a policy or miss handler
         that reads gate scores or ranks the sequences lack, a learned predictor with nothing to
         learn from, a routing hook the sequences cannot feed."""
-        from paging.policies import make_policy
         from paging.predict.prefetch import _learns, check_training, training_file
 
-        pol = make_policy(self.policy)
+        pol = self._parsed  # the policy parsed when the spec was made (flags only)
         handler = self._miss()
         for t in traces:
             if pol.needs_scores and t.score is None:
