@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,7 +19,7 @@ from paging.cost import get_hardware
 from paging.cost.arith import attention_ms, expert_compute_ms, non_expert_ms, transfer_ms
 from paging.cost.presets import load_model_file
 from paging.errors import PagingError
-from paging.run import RunSpec
+from paging.run import RunSpec, run
 from paging.serve import Arrivals, Sequence, ServeSpec, pool, read_arrivals, serve
 from paging.serve.engine import _compose, _Req
 from paging.trace import Trace, from_routing
@@ -259,6 +260,65 @@ def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget
     assert fast.summary.pop("engine") == "compiled" and ref.summary.pop("engine") == "reference"
     assert fast.summary == ref.summary and fast.requests == ref.requests
     assert np.array_equal(fast.hits, ref.hits) and fast.steps == ref.steps
+
+
+# a model without kv_width: paging simulate's timeline charges no KV-cache reads (its numbers
+# predate them), so the one-request comparison below is term for term
+TOY_NO_KV = TOY.replace("kv_width = 8\n", "")
+
+
+@pytest.fixture(scope="module")
+def toy_no_kv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "toy_no_kv.toml"
+    path.write_text(TOY_NO_KV)
+    return str(path)
+
+
+@given(seqs=_workload(), policy=st.sampled_from(POLICIES + ("token-match", "landlord")),
+       k=st.integers(1, 8), hardware=st.sampled_from(("pcie4", "link-5gbps")),
+       seed=st.integers(0, 3), n=st.integers(1, 5))
+def test_one_request_at_a_time_equals_simulate_warm(toy_no_kv, seqs, policy, k, hardware,
+                                                     seed, n):
+    """Issue 23's validation: one client, batch 1, a step large enough for any prompt, no
+    think time: each request's TTFT and TPOT equal those of ``paging simulate --model ...
+    --warm --prefill batched`` on the same sequences in the same order (a serving prefill step
+    is the union of the prompt's experts per layer: the batched prefill pass)."""
+    spec = RunSpec(policy, k=k, model=toy_no_kv, hardware=hardware, seed=seed)
+    res = serve(spec, ServeSpec(Arrivals(clients=1, think=0.0, duration=1e6), max_batch=1,
+                                max_tokens=64, max_requests=n, seed=seed), seqs)
+    by_name = {t.name: t for t in seqs}
+    order = [by_name[r["sequence"]] for r in res.requests]
+    rows = run(dataclasses.replace(spec, warm=True, prefill="batched"), order)
+    assert len(res.requests) == n and rows[-1]["warm_total"]
+    for r, w in zip(res.requests, rows[:-1], strict=True):
+        assert r["ttft_ms"] == pytest.approx(w["ttft_ms"], rel=1e-9, abs=1e-12)
+        assert r["tpot_ms"] == pytest.approx(w["tpot_ms"], rel=1e-9, abs=1e-12)
+    assert res.summary["misses"] == rows[-1]["misses"]
+
+
+def test_littles_law_on_a_loaded_run(toy):
+    """Mean requests in the system = throughput x mean time in the system. The left side is
+    read off the step series (requests running or waiting at each step's start, weighted by
+    the step's time), the right side off the per-request table: two independent accounts of
+    one run. Requests that arrive during a step count from the next one, so the series reads
+    a little low (at most the arrivals during one step); a long run keeps that under 5 %."""
+    rng = np.random.default_rng(0)
+    seqs = [_seq_trace(np.argsort(rng.random((12, 2, 4)), axis=2)[:, :, :2], 4, f"r{s}")
+            for s in range(4)]
+    spec = RunSpec("lru", k=4, model=toy, hardware="link-5gbps")
+    res = serve(spec, ServeSpec(Arrivals(rate=3000.0, duration=0.4), max_batch=4,
+                                max_tokens=8, seed=2), seqs)
+    st_ = res.steps
+    makespan = res.summary["makespan_ms"]
+    in_system = sum((b + q) * t for b, q, t in zip(st_["batch"], st_["queue"], st_["time_ms"],
+                                                   strict=True)) / makespan
+    done = [r for r in res.requests if r["e2e_ms"] is not None]
+    assert len(done) == len(res.requests) > 300
+    throughput = len(done) / makespan  # per ms
+    mean_latency = float(np.mean([r["e2e_ms"] for r in done]))
+    assert in_system > 2  # a loaded run: requests queue
+    assert in_system == pytest.approx(throughput * mean_latency, rel=0.05)
+    assert in_system <= throughput * mean_latency
 
 
 def test_same_seed_same_numbers(toy):
