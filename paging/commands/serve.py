@@ -95,7 +95,13 @@ def add_parser(sub) -> None:
                      help="fetch (default), substitute, or fetch-lowest-bit (with --budget-gb); "
                           "handlers that read gate scores or ranks are refused")
     ext.add_argument("--prefetch", default=None, metavar="P",
-                     help="not modelled in serve yet (refused with the reason)")
+                     help="prefetch the next group's experts after each group, the predictor "
+                          "asked batch by batch: oracle[:precision=P,recall=R,seed=S], "
+                          "previous-token (the previous step), frequency, "
+                          "transition:train=FILE (sequences not served)")
+    ext.add_argument("--prefetch-strategy", default=None, metavar="S",
+                     help="topk[:overfetch=F] (K = the step's tokens x top-K, at most n) or "
+                          "percentile[:p=P]; needs --prefetch")
     ext.add_argument("--routing", default=None, metavar="R",
                      help="not modelled in serve yet (refused with the reason)")
     p.add_argument("--no-bound", action="store_true",
@@ -132,7 +138,8 @@ def run(args) -> int:
     caps = [dict(k=k) for k in args.k or []] + \
         [dict(budget=budget_bytes(g)) for g in args.budget_gb or []]
     base = dict(model=args.model, precision=args.precision, hardware=args.hardware,
-                host_gb=args.host_gb, prefetch=args.prefetch, miss=args.miss,
+                host_gb=args.host_gb, prefetch=args.prefetch,
+                prefetch_strategy=args.prefetch_strategy, miss=args.miss,
                 routing=args.routing, seed=args.seed, verify=args.verify, engine=args.engine)
     specs = [RunSpec(name, **cap, **base) for name in args.policy for cap in caps]
     times = None if args.arrivals is None else read_arrivals(args.arrivals)
@@ -166,6 +173,8 @@ def run(args) -> int:
             "tokens_per_s", "opt_miss_ratio", "opt_p99_tpot_ms"]
     if args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
         cols.append("goodput_rps")
+    if args.prefetch is not None:
+        cols[5:5] = ["prefetches", "prefetch_useful", "prefetch_late"]
     if args.no_bound:
         cols = [c for c in cols if not c.startswith("opt_")]
     print(format_table([{c: ("" if r.get(c) is None else r.get(c)) for c in cols} for r in out],

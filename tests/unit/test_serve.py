@@ -274,16 +274,37 @@ def toy_no_kv(tmp_path_factory):
     return str(path)
 
 
+@pytest.fixture(scope="module")
+def train_file(tmp_path_factory):
+    """Sequences for ``transition:train=FILE``, none of them served."""
+    from paging.io import write
+
+    rng = np.random.default_rng(9)
+    path = tmp_path_factory.mktemp("train") / "train.npz"
+    write([_seq_trace(np.argsort(rng.random((20, 2, 4)), axis=2)[:, :, :2], 3, "train")], path)
+    return str(path)
+
+
+PREFETCHERS = (None, "oracle", "oracle:precision=0.5,recall=0.7,seed=3", "previous-token",
+               "frequency", "transition")
+
+
 @given(seqs=_workload(), policy=st.sampled_from(POLICIES + ("token-match", "landlord")),
        k=st.integers(1, 8), hardware=st.sampled_from(("pcie4", "link-5gbps")),
-       seed=st.integers(0, 3), n=st.integers(1, 5))
-def test_one_request_at_a_time_equals_simulate_warm(toy_no_kv, seqs, policy, k, hardware,
-                                                     seed, n):
+       seed=st.integers(0, 3), n=st.integers(1, 5), prefetch=st.sampled_from(PREFETCHERS),
+       strategy=st.sampled_from((None, "topk:overfetch=1.5", "percentile:p=50")))
+def test_one_request_at_a_time_equals_simulate_warm(toy_no_kv, train_file, seqs, policy, k,
+                                                     hardware, seed, n, prefetch, strategy):
     """Issue 23's validation: one client, batch 1, a step large enough for any prompt, no
     think time: each request's TTFT and TPOT equal those of ``paging simulate --model ...
     --warm --prefill batched`` on the same sequences in the same order (a serving prefill step
-    is the union of the prompt's experts per layer: the batched prefill pass)."""
-    spec = RunSpec(policy, k=k, model=toy_no_kv, hardware=hardware, seed=seed)
+    is the union of the prompt's experts per layer: the batched prefill pass); with a
+    prefetcher too, asked batch by batch in serving and planned ahead in simulate (the same
+    prefetches, the same late ones, the same precision and recall)."""
+    if prefetch == "transition":
+        prefetch = f"transition:train={train_file}"
+    spec = RunSpec(policy, k=k, model=toy_no_kv, hardware=hardware, seed=seed,
+                   prefetch=prefetch, prefetch_strategy=strategy if prefetch else None)
     res = serve(spec, ServeSpec(Arrivals(clients=1, think=0.0, duration=1e6), max_batch=1,
                                 max_tokens=64, max_requests=n, seed=seed), seqs)
     by_name = {t.name: t for t in seqs}
@@ -293,7 +314,49 @@ def test_one_request_at_a_time_equals_simulate_warm(toy_no_kv, seqs, policy, k, 
     for r, w in zip(res.requests, rows[:-1], strict=True):
         assert r["ttft_ms"] == pytest.approx(w["ttft_ms"], rel=1e-9, abs=1e-12)
         assert r["tpot_ms"] == pytest.approx(w["tpot_ms"], rel=1e-9, abs=1e-12)
-    assert res.summary["misses"] == rows[-1]["misses"]
+    s, total = res.summary, rows[-1]
+    assert s["misses"] == total["misses"]
+    if prefetch:
+        for key in ("prefetches", "prefetch_useful", "prefetch_wasted", "prefetch_late",
+                    "prefetch_precision", "prefetch_recall"):
+            assert s[key] == total[key], key
+        assert s["bytes_moved"] == total["bytes_moved"]
+
+
+@given(seqs=_workload(), policy=st.sampled_from(("lru", "llru", "lfu", "fifo")),
+       k=st.integers(2, 8), prefetch=st.sampled_from(PREFETCHERS[1:]),
+       batch=st.integers(1, 4), seed=st.integers(0, 3))
+def test_prefetching_in_batched_serving_is_verified_and_accounted(toy, train_file, seqs,
+                                                                  policy, k, prefetch, batch,
+                                                                  seed):
+    """Batched steps with a prefetcher: the run passes the independent verifier (capacity,
+    every request served, misses = the eviction log), every prefetch is used or wasted, and
+    the bytes moved are the fetches' and the prefetches' (one expert size here)."""
+    if prefetch == "transition":
+        prefetch = f"transition:train={train_file}"
+    spec = RunSpec(policy, k=k, model=toy, seed=seed, prefetch=prefetch, verify=True)
+    res = serve(spec, ServeSpec(Arrivals(rate=150.0, duration=0.05), max_batch=batch,
+                                max_tokens=6, seed=seed), seqs)
+    s = res.summary
+    assert s["prefetches"] == s["prefetch_useful"] + s["prefetch_wasted"]
+    assert 0 <= s["prefetch_late"] <= s["prefetch_useful"]
+    size = spec.cost_setup().expert_bytes
+    assert s["bytes_moved"] == (s["misses"] + s["prefetches"]) * size
+    assert sum(res.steps["bytes"]) == s["bytes_moved"]
+
+
+def test_a_perfect_oracle_with_room_for_every_expert_misses_only_the_first_layer(toy):
+    """Oracle P = R = 1 and a cache of all 8 experts: each group's experts are prefetched
+    while the group before it runs, so the only misses are the first step's layer 0."""
+    rng = np.random.default_rng(1)
+    seqs = [_seq_trace(np.argsort(rng.random((8, 2, 4)), axis=2)[:, :, :2], 3, f"r{i}")
+            for i in range(3)]
+    spec = RunSpec("lru", k=8, model=toy, prefetch="oracle")
+    res = serve(spec, ServeSpec(Arrivals(rate=400.0, duration=0.05), max_batch=3,
+                                max_tokens=6, seed=0), seqs)
+    first = res.pages[res.clock == 0]
+    assert res.summary["misses"] == first.size == res.steps["misses"][0]
+    assert res.summary["prefetch_precision"] == res.summary["prefetch_recall"] == 1.0
 
 
 def test_littles_law_on_a_loaded_run(toy):
@@ -354,7 +417,7 @@ def test_closed_loop_issues_after_think_time(toy):
 def test_refusals(toy):
     seqs = [_seq_trace(np.array([[[0, 1], [2, 3]]] * 2), 1)]
     arr = ServeSpec(Arrivals(rate=1.0, duration=1.0))
-    for kw, msg in ((dict(prefetch="oracle"), "--prefetch is not modelled"),
+    for kw, msg in ((dict(prefetch="transition"), "needs transition:train=FILE"),
                     (dict(routing="pruning:j=1"), "--routing"),
                     (dict(miss="drop:rank=1"), "reads gate scores or ranks")):
         with pytest.raises(PagingError, match=msg):
@@ -380,8 +443,8 @@ def test_cli_errors_are_one_line(toy, tmp_path):
     trace = "zipf:n=4,layers=2,tokens=20,seed=0"
     for args, msg in (
             (["--arrivals", str(f)], f"{f}:2: expected an arrival time in seconds"),
-            (["--rate", "1", "--duration", "1", "--prefetch", "oracle"],
-             "--prefetch is not modelled"),
+            (["--rate", "1", "--duration", "1", "--prefetch", "transition"],
+             "needs transition:train=FILE"),
             (["--rate", "1"], "need --duration"),
             (["--rate", "1", "--duration", "1", "--policy", "nope"], "unknown policy")):
         out = _paging("serve", trace, "--model", toy, "--k", "4", "--policy", "lru", *args)
