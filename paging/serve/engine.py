@@ -269,7 +269,7 @@ class _Server:
                                   record=bool(run_spec.verify),
                                   steps=np.zeros(max(room, 1), dtype=np.int64), miss=handler,
                                   observers=observers)
-        self._comp: dict[int, float] = {}
+        self._comp = np.zeros(0)  # expert compute by token count (comp)
         arr = spec.arrivals
         self.reqs: list[_Req] = []
         self.pending: list = []  # (arrival, id) heap of the requests not yet arrived
@@ -289,15 +289,18 @@ class _Server:
         self.reqs.append(_Req(rid, seq, arrival, client))
         heapq.heappush(self.pending, (arrival, rid))
 
-    def comp(self, tokens: int) -> float:
-        v = self._comp.get(tokens)
-        if v is None:
+    def comp(self, cnt: np.ndarray) -> np.ndarray:
+        """Each expert's compute for the tokens routed to it (``cnt``), from a table by token
+        count grown as larger batches come (one roofline call per count)."""
+        top = int(cnt.max()) if cnt.size else 0
+        if top >= self._comp.size:
             from paging.cost.arith import expert_compute_ms
 
             cm = self.cm
-            v = self._comp[tokens] = expert_compute_ms(cm.model, cm.precision, cm.hardware,
-                                                       tokens)
-        return v
+            more = [expert_compute_ms(cm.model, cm.precision, cm.hardware, t)
+                    for t in range(self._comp.size, top + 1)]
+            self._comp = np.concatenate([self._comp, np.array(more, dtype=np.float64)])
+        return self._comp[cnt]
 
     def groups(self, batch) -> tuple:
         """The step's requests: per layer the union of its tokens' experts in order of first
@@ -334,7 +337,7 @@ class _Server:
             t0 = sim.t
             sim.write_clock(t0, clock.tolist())
             hits = np.concatenate(self._serve(np.split(pages, cuts), n_tok)).astype(bool)
-        compv = np.array([self.comp(c) for c in cnt.tolist()])
+        compv = self.comp(cnt)
         layv = np.zeros(pages.size)
         layv[np.r_[0, cuts]] = lay_ms
         handled = {} if self.sim is None else self._handled(t0, pages, hits)
