@@ -519,6 +519,47 @@ def test_serve_sweep_rows_are_serve_runs_and_resume(tmp_path, toy):
     assert again["ran"] == 0 and again["skipped"] == 16
 
 
+def test_serve_sweep_has_the_prefetch_and_miss_axes(tmp_path, toy):
+    """prefetch x prefetch_strategy x miss: "none" is one cell whatever the strategies, and
+    each row is the serving run of its options."""
+    from paging.serve.sweep import SCHEMA, run_serve_sweep
+    from paging.sweep import read_table
+
+    spec = tmp_path / "serve.toml"
+    spec.write_text(f'''traces = ["zipf:n=4,layers=2,tokens=40,topk=2,seed=0"]
+policies = ["lru"]
+k = [3]
+model = "{toy}"
+hardware = ["pcie4"]
+prefetch = ["none", "frequency"]
+prefetch_strategy = ["topk:overfetch=1", "topk:overfetch=2"]
+miss = ["fetch", "substitute"]
+
+[serve]
+rates = [80]
+duration = 0.2
+max_batch = [2]
+max_tokens = 8
+''')
+    out = tmp_path / "t.csv"
+    got = run_serve_sweep(spec, out, workers=0, progress=False)
+    assert got["cells"] == got["ran"] == 6  # (none + frequency x 2 strategies) x 2 handlers
+    rows = read_table(out, SCHEMA)
+    none = [r for r in rows if r["prefetch"] is None]
+    assert len(none) == 2 and all(r["prefetches"] is None for r in none)
+    row = next(r for r in rows if (r["prefetch"], r["prefetch_strategy"], r["miss"]) ==
+               ("frequency", "topk:overfetch=2", "substitute"))
+    from paging.io import load
+
+    s = serve(RunSpec("lru", k=3, model=toy, hardware="pcie4", prefetch="frequency",
+                      prefetch_strategy="topk:overfetch=2", miss="substitute"),
+              ServeSpec(Arrivals(rate=80.0, duration=0.2), max_batch=2, max_tokens=8),
+              load("zipf:n=4,layers=2,tokens=40,topk=2,seed=0", expand="groups")).summary
+    assert (row["misses"], row["prefetches"], row["substituted"], row["prefetch_late"]) == (
+        s["misses"], s["prefetches"], s["substituted"], s["prefetch_late"])
+    assert row["prefetches"] > 0
+
+
 @pytest.mark.parametrize(("extra", "msg", "line"), [
     ("burst = 3\n", "unknown key 'burst' in [serve]", 13),
     ("think = -1\n", "serve.think must be a number >= 0", 13),

@@ -267,7 +267,8 @@ def test_token_overhead_by_hand():
         STEPS4, np.array(kind, np.int8), np.arange(4), np.array(fetch), np.full(4, 10, np.int64),
         np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
         np.zeros(0, bool), np.zeros(0), 1.0, np.zeros(0), 0.5, _marks(2), np.zeros(0, bool),
-        2.0, 1, True, 0.0, np.zeros(0), np.zeros(0, bool)))[:2] == (13.0, 6.0)  # no token starts given: nothing charged
+        2.0, 1, True, 0.0, np.zeros(0), np.zeros(0, bool)))[:2] == (13.0, 6.0)
+    # (no token starts given: nothing charged)
 
 
 # pages 0..4: request r serves page r; page 4 is a prefetch never used (6 ms), the others 4 ms
