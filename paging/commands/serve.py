@@ -103,7 +103,9 @@ def add_parser(sub) -> None:
                      help="topk[:overfetch=F] (K = the step's tokens x top-K, at most n) or "
                           "percentile[:p=P]; needs --prefetch")
     ext.add_argument("--routing", default=None, metavar="R",
-                     help="not modelled in serve yet (refused with the reason)")
+                     help="cache-aware routing, each token of a step routed seeing the layer's "
+                          "cached experts: pruning:j=J, max-rank:j=J[,m=M], cumsum:tau=T[,j=J], "
+                          "cache-prior:lambda=L[,j=J] (not with --prefetch or --miss)")
     p.add_argument("--no-bound", action="store_true",
                    help="skip the offline bound (Belady on the produced stream)")
     p.add_argument("--seed", type=int, default=0,
@@ -175,6 +177,8 @@ def run(args) -> int:
         cols.append("goodput_rps")
     if args.prefetch is not None:
         cols[5:5] = ["prefetches", "prefetch_useful", "prefetch_late"]
+    if args.routing is not None and args.routing.strip().lower() != "standard":
+        cols[5:5] = ["retained_mass", "top1_changed"]
     if args.no_bound:
         cols = [c for c in cols if not c.startswith("opt_")]
     print(format_table([{c: ("" if r.get(c) is None else r.get(c)) for c in cols} for r in out],

@@ -127,9 +127,6 @@ def _check(run_spec) -> None:
         raise PagingError(f"--miss {handler.spec()} reads gate scores or ranks; a batch "
                           "step's union of experts has neither (fetch-lowest-bit and "
                           "substitute are modelled)")
-    if run_spec.routed:
-        raise PagingError("--routing is not modelled in paging serve yet (a batch step's group "
-                          "mixes the tokens of many requests)")
     if run_spec.warm or run_spec.prefill != "tokens" or dict(run_spec.timeline):
         raise PagingError("paging serve is always warm and batched; --warm, --prefill and the "
                           "timeline options of paging simulate do not apply")
@@ -190,19 +187,19 @@ class _StepEvents(Observer):
 def _compiled(run_spec, policy, handler) -> bool:
     """Whether the serving run's cache runs in the list family's compiled kernel (LRU, FIFO,
     FWF, LLRU, FLD, the Least-Stale readings and their -dist forms; no miss handler, no
-    prefetcher, not verified: ``--verify`` records the run in the reference loop).
+    prefetcher, no routing hook, not verified: ``--verify`` records the run in the reference loop).
     ``engine="fast"`` insists."""
     from paging import fast
 
     plan = fast.plan(policy)
     ok = (plan is not None and plan[0] == "list" and handler is None
-          and run_spec.prefetch is None and not run_spec.verify
+          and run_spec.prefetch is None and not run_spec.routed and not run_spec.verify
           and run_spec.engine != "reference")
     if run_spec.engine == "fast" and not ok:
         raise PagingError(f"--engine fast: paging serve compiles the list family (lru, fifo, "
                           f"fwf, llru, fld, least-stale and their -dist forms) without --miss, "
-                          f"--prefetch or --verify; {policy.name} with these options runs in "
-                          "the reference loop (--engine auto)")
+                          f"--prefetch, --routing or --verify; {policy.name} with these options "
+                          "runs in the reference loop (--engine auto)")
     return ok
 
 
@@ -245,6 +242,14 @@ class _Server:
             self.carry = StreamCarry.idle(lay.n_pages)
             self.pf_stats = PrefetchStats()
             observers.append(self.pf_stats)
+        self.router = None
+        if run_spec.routed:
+            from paging.routing import make_router
+
+            self.router = make_router(run_spec.routing)
+            for t in traces:  # J against each trace's K, and what the traces know
+                self.router.reset(t)
+            self.quality = [0.0, 0, 0.0, 0]  # retained mass, top-1 changed, KL, groups
         self.events = _StepEvents() if handler is not None or self.pf is not None else None
         if self.events is not None:
             observers.append(self.events)
@@ -328,11 +333,15 @@ class _Server:
         from paging.cost.timeline import step_time
 
         pages, gof, cnt, n_tok, lay_ms = groups
+        if self.router is not None:  # what each token requests depends on the cache
+            t0 = self.sim.t
+            pages, cnt, hits = self._serve_routed(batch, step_no)
+            gof = pages // self.layout.n_experts
         clock = step_no * self.layout.n_layers + gof
         cuts = np.flatnonzero(np.diff(gof)) + 1
         if self.kernel is not None:
             hits = self.kernel.feed(pages, clock, hits=True)
-        else:
+        elif self.router is None:
             sim = self.sim
             t0 = sim.t
             sim.write_clock(t0, clock.tolist())
@@ -379,6 +388,39 @@ class _Server:
             else:
                 self.last_group = (z, ex, keep)
         return out
+
+    def _serve_routed(self, batch, step_no: int) -> tuple:
+        """The step with a routing hook (:mod:`paging.routing`): on each layer, every token of
+        the step is routed seeing the layer's cached experts (as the batch's router runs before
+        the layer's experts are loaded), and the union of what they chose, in order of first
+        use, is served as the layer's group. Returns the pages, the tokens routed to each, and
+        the hits."""
+        from paging.routing import Group, quality
+
+        sim, router, L, n = self.sim, self.router, self.layout.n_layers, self.layout.n_experts
+        X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
+        q = self.quality
+        pages, cnt, hits = [], [], []
+        for z in range(L):
+            cached = set(sim.state.cached_in_layer(z))
+            count: dict[int, int] = {}
+            for row in X[:, z, :].tolist():
+                g = Group(z, q[3], [e for e in row if e >= 0], None, None, n)
+                chosen = router.route(g, cached)
+                r_m, c_m, k_m = quality(g, chosen)
+                q[0] += r_m
+                q[1] += c_m
+                q[2] += k_m
+                q[3] += 1
+                for e in chosen:
+                    count[e] = count.get(e, 0) + 1  # dicts keep the order of first use
+            group = [z * n + e for e in count]
+            sim.write_clock(sim.t, [step_no * L + z] * len(group))
+            hits.extend(sim.serve_group(group))
+            pages.extend(group)
+            cnt.extend(count.values())
+        return (np.array(pages, dtype=np.int64), np.array(cnt, dtype=np.int64),
+                np.array(hits, dtype=bool))
 
     def prefetch_across(self, groups) -> None:
         """After a step's last group: the prefetcher's batch for layer 0 of the next step
@@ -484,6 +526,11 @@ class _Server:
             res.summary.update(miss=self.sim.miss.spec(), dropped=self.events.dropped,
                                substituted=self.events.substituted,
                                low_precision_fetches=self.events.low_fetches)
+        if self.router is not None:
+            r_sum, c_sum, k_sum, G = self.quality
+            res.summary.update(routing=self.router.spec(), routing_note=self.router.note,
+                               retained_mass=r_sum / G if G else 1.0,
+                               top1_changed=c_sum / G if G else 0.0, kl=k_sum / G if G else 0.0)
         if self.pf is not None:
             st = self.pf_stats
             res.summary.update(self.pf.counts_row(), prefetches=st.prefetches,

@@ -19,6 +19,7 @@ from paging.cost import get_hardware
 from paging.cost.arith import attention_ms, expert_compute_ms, non_expert_ms, transfer_ms
 from paging.cost.presets import load_model_file
 from paging.errors import PagingError
+from paging.routing import make_router
 from paging.run import RunSpec, run
 from paging.serve import Arrivals, Sequence, ServeSpec, pool, read_arrivals, serve
 from paging.serve.engine import _compose, _Req
@@ -183,12 +184,18 @@ def _workload(draw):
     return seqs
 
 
+ROUTINGS = (None, "pruning:j=1", "max-rank:j=1,m=2", "max-rank:j=1", "cumsum:tau=0.5")
+
+
 @given(seqs=_workload(), policy=st.sampled_from(POLICIES), k=st.integers(1, 8),
        rate=st.floats(0.5, 200.0), batch=st.integers(1, 4), tokens=st.integers(1, 6),
-       sched=st.sampled_from(("continuous", "static")), seed=st.integers(0, 3))
+       sched=st.sampled_from(("continuous", "static")), seed=st.integers(0, 3),
+       routing=st.sampled_from(ROUTINGS))
 def test_serving_stream_is_a_run_of_the_one_simulator(toy, seqs, policy, k, rate, batch,
-                                                      tokens, sched, seed):
-    spec = RunSpec(policy, k=k, model=toy, seed=seed, verify=True)
+                                                      tokens, sched, seed, routing):
+    """The stream of groups a serving run served (routed or not) replays through simulate()
+    with the same hit for every request; the verifier checks the run."""
+    spec = RunSpec(policy, k=k, model=toy, seed=seed, verify=True, routing=routing)
     ss = ServeSpec(Arrivals(rate=rate, duration=0.05), max_batch=batch, max_tokens=tokens,
                    scheduler=sched, seed=seed)
     res = serve(spec, ss, seqs)
@@ -203,6 +210,8 @@ def test_serving_stream_is_a_run_of_the_one_simulator(toy, seqs, policy, k, rate
     assert max(steps["tokens"], default=0) <= tokens and max(steps["batch"], default=0) <= batch
     assert sum(steps["tokens"]) == sum(r["prompt_tokens"] + r["output_tokens"]
                                        for r in res.requests)
+    if routing is not None:
+        assert 0 < s["retained_mass"] <= 1 and s["routing"] == make_router(routing).spec()
     assert s["completed"] == len(res.requests)
     for r in res.requests:
         assert r["admitted_ms"] >= r["arrival_ms"]
@@ -384,6 +393,42 @@ def test_littles_law_on_a_loaded_run(toy):
     assert in_system <= throughput * mean_latency
 
 
+def test_routed_step_serves_the_union_of_what_the_tokens_chose(toy):
+    """pruning:j=1 keeps each token's top-1 expert: a step's group on layer z is the union of
+    its tokens' rank-0 experts in order of first use, each expert's compute for the tokens that
+    chose it; with expert ids only (weights 1/K), the retained mass is 1/2 and top-1 never
+    changes. max-rank:j=1 (no m: any cached expert) takes a cached expert over the rank-1
+    one."""
+    e = {"a": np.array([[[0, 1], [2, 3]], [[0, 1], [2, 3]]]),
+         "b": np.array([[[1, 2], [3, 0]], [[1, 2], [3, 0]]])}
+    seqs = [_seq_trace(e["a"], 1, "a"), _seq_trace(e["b"], 1, "b")]
+    ss = ServeSpec(Arrivals(times=(0.0, 0.0)), max_batch=4, max_tokens=8, seed=5)
+    res = serve(RunSpec("lru", k=8, model=toy, routing="pruning:j=1"), ss, seqs)
+    drawn = [r["sequence"] for r in res.requests]
+    X = np.concatenate([e[d][:1] for d in drawn])  # the prompt tokens of step 0
+    want = []
+    for z in range(2):
+        seen = []
+        for x in X[:, z, 0].tolist():
+            if x not in seen:
+                seen.append(x)
+        want += [z * 4 + x for x in seen]
+    assert res.pages[:len(want)].tolist() == want and res.steps["requests"][0] == len(want)
+    s = res.summary
+    assert (s["retained_mass"], s["top1_changed"], s["routing"]) == (0.5, 0.0, "pruning:j=1")
+    # max-rank: one request, prompt [[0, 1], [2, 3]], decode token [[0, 2], [2, 1]]. Step 1
+    # keeps each layer's top-1 (0, then 2; cached) and swaps the uncached rank-1 expert for a
+    # cached one (2 -> 1 on layer 0, 1 -> 3 on layer 1): no miss, where the router's own
+    # top-2 misses twice; retained mass (1 + 1 + 1/2 + 1/2) / 4 groups
+    one = [_seq_trace(np.array([[[0, 1], [2, 3]], [[0, 2], [2, 1]]]), 1, "c")]
+    ss1 = ServeSpec(Arrivals(times=(0.0,)), max_batch=1, max_tokens=8)
+    mr = serve(RunSpec("lru", k=8, model=toy, routing="max-rank:j=1"), ss1, one)
+    std = serve(RunSpec("lru", k=8, model=toy), ss1, one)
+    assert mr.steps["misses"] == [4, 0] and std.steps["misses"] == [4, 2]
+    assert mr.pages[4:].tolist() == [0, 1, 4 + 2, 4 + 3]
+    assert (mr.summary["retained_mass"], mr.summary["top1_changed"]) == (0.75, 0.0)
+
+
 def test_same_seed_same_numbers(toy):
     e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]], [[3, 0], [1, 2]]])
     seqs = [_seq_trace(e, 2, "a"), _seq_trace(e[::-1].copy(), 1, "b")]
@@ -418,7 +463,7 @@ def test_refusals(toy):
     seqs = [_seq_trace(np.array([[[0, 1], [2, 3]]] * 2), 1)]
     arr = ServeSpec(Arrivals(rate=1.0, duration=1.0))
     for kw, msg in ((dict(prefetch="transition"), "needs transition:train=FILE"),
-                    (dict(routing="pruning:j=1"), "--routing"),
+                    (dict(routing="pruning:j=1", prefetch="frequency"), "cannot be combined"),
                     (dict(miss="drop:rank=1"), "reads gate scores or ranks")):
         with pytest.raises(PagingError, match=msg):
             serve(RunSpec("lru", k=4, model=toy, **kw), arr, seqs)
