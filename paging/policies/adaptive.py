@@ -58,6 +58,7 @@ class ARC(Policy):
     """
 
     name = "arc"
+    kernel = "adaptive:ARC"  # paging.fast.adaptive (also per layer)
     order = 190  # place in the registry (paging policies)
     reference = "Megiddo & Modha, FAST 2003"
 
@@ -166,6 +167,7 @@ class LeCaR(Policy):
     """
 
     name = "lecar"
+    kernel = "adaptive:LECAR"  # paging.fast.adaptive (also per layer)
     order = 200  # place in the registry (paging policies)
     reference = "Vietri et al., HotStorage 2018"
     randomized = True
