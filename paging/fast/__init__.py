@@ -11,16 +11,20 @@ Built in (exact types only: a subclass may change any hook, so it runs in the re
 LRU, FIFO, FWF, LLRU, FLD, Least-Stale (:mod:`paging.fast.lists`), LFU, Belady
 (:mod:`paging.fast.heaps`), Marking (:mod:`paging.fast.marking`), GreedyDual, Landlord, GDSF,
 Layered Landlord (:mod:`paging.fast.credit`), the token-aware token-hazard, token-decay,
-token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`) and
-:class:`PerLayer` around any of these classes (the ``-dist`` variants). Every kernel takes page
-sizes and a capacity in the same unit (pages, or bytes for a byte budget) and evicts until the
-requested page fits.
+token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`), ARC and
+LeCaR (:mod:`paging.fast.adaptive`) and :class:`PerLayer` around any of these classes (the
+``-dist`` variants). Every kernel takes page sizes and a capacity in the same unit (pages, or
+bytes for a byte budget) and evicts until the requested page fits. The randomized ones (Marking,
+LeCaR) consume ``rng.random(N)`` drawn before the run (:func:`marking_draws`,
+:func:`needs_draws`), the reference's draws in its order.
 
 Costs per request (N requests, cache k, ℓ layers, groups of K): LRU, FIFO O(1) (O(K) with
 pinning); LLRU, FLD, Least-Stale O(1) per hit and O(ℓ) per eviction; FWF O(1) amortized; LFU,
 Belady, GreedyDual, Landlord, GDSF O(log k) per eviction; Layered Landlord O(k) per eviction;
-Marking O(log nℓ) plus O(nℓ log nℓ) per phase; the token family O(1) per hit, O(k) per eviction
-and O(nℓ) per token (:mod:`paging.fast.tokens`).
+Marking O(log nℓ) plus O(nℓ log nℓ) per phase; ARC and LeCaR O(1) (O(K) per eviction with
+pinning: pinned pages are skipped from a list's head; the reference's LeCaR scans O(k) per
+eviction); the token family O(1) per hit, O(k) per eviction and O(nℓ) per token
+(:mod:`paging.fast.tokens`).
 """
 
 from __future__ import annotations
