@@ -215,8 +215,9 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
     costs, sizes : numpy.ndarray or None
         Validated per-page fetch costs (float64) and sizes (int64), or None for unit ones.
     seed : int or None
-        Seeds ``numpy.random.default_rng``; Marking pre-draws ``rng.random(N)`` and consumes the
-        draws in eviction order, the same doubles as the reference's one-at-a-time draws.
+        Seeds ``numpy.random.default_rng``; Marking and LeCaR pre-draw ``rng.random(N)`` and
+        consume the draws in eviction order, the same doubles as the reference's one-at-a-time
+        draws.
     record : bool or "hits"
         Also return the hit mask, the eviction log and the bypassed requests (True), or the
         hit mask alone (``"hits"``, what the latency timeline reads).
