@@ -24,12 +24,14 @@ request hits exactly the caches at least as deep as its page.
 * FIFO (Belady's anomaly) and FWF are not stack algorithms, nor is randomized Marking (nor
   Marking-DIST, whose layers draw from one shared generator), nor the credit policies
   (GreedyDual, Landlord, GDSF, Layered Landlord: their inflation L depends on the cache
-  size), nor the robust combiner (its virtual caches have size k); the token policies have no
-  one-pass curve here either (their ``-dist`` variants read the layer clock and the tokens, so
-  they are not run on a layer's sub-sequence): one compiled run per k, in parallel over k on a
-  thread pool (the kernels release the GIL), or as tasks on the workers of a Dask scheduler
-  (``scheduler=``, ``paging mrc --scheduler``), with a tqdm progress bar. Curves are for unit
-  costs and sizes.
+  size), nor the robust combiner (its virtual caches have size k), nor ARC and LeCaR (ARC's
+  directory and LeCaR's histories are sized by c, and LeCaR is randomized: ARC-DIST runs each
+  layer once per share, LeCaR-DIST, whose layers draw from one shared generator, once per k);
+  the token policies have no one-pass curve here either (their ``-dist`` variants read the
+  layer clock and the tokens, so they are not run on a layer's sub-sequence): one compiled
+  run per k, in parallel over k on a thread pool (the kernels release the GIL), or as tasks on
+  the workers of a Dask scheduler (``scheduler=``, ``paging mrc --scheduler``), with a tqdm
+  progress bar. Curves are for unit costs and sizes.
 
 Groups mode falls back to one run per k for every policy: a pinned group can force a bypass
 in a small cache and not in a larger one, which breaks inclusion. Policies without a kernel
@@ -98,8 +100,9 @@ def _method(trace: Trace, spec) -> str:
         return "per-k"
     family, kind, dist = spec
     if dist:
-        # Marking draws in run order; the token family reads the layer clock and the tokens
-        return "per-k" if family in ("marking", "token") else "per-layer"
+        # Marking and LeCaR draw in run order across layers; the token family reads the layer
+        # clock and the tokens
+        return "per-k" if family == "token" or fast.needs_draws(spec) else "per-layer"
     return "stack" if _is_stack(family, kind) else "per-k"
 
 
@@ -184,7 +187,7 @@ def one_size(trace: Trace, policy_name: str, seed, k: int) -> int:
         from paging.simulate import simulate
 
         return int(simulate(trace, make_policy(policy_name), k, seed=seed).misses)
-    draws = fast.marking_draws(seed, trace.n_requests) if spec[0] == "marking" else None
+    draws = fast.marking_draws(seed, trace.n_requests) if fast.needs_draws(spec) else None
     nu = trace.next_use if fast.needs_next_use(spec) else None
     return int(fast.run_misses(trace, spec, k, draws=draws, next_use=nu))
 
@@ -243,7 +246,7 @@ def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress,
                 out[i] = simulate(trace, make_policy(policy_name), k, seed=seed).misses
                 bar.update()
             return out
-        draws = fast.marking_draws(seed, trace.n_requests) if spec[0] == "marking" else None
+        draws = fast.marking_draws(seed, trace.n_requests) if fast.needs_draws(spec) else None
         nu = trace.next_use if fast.needs_next_use(spec) else None
 
         def one(k):

@@ -11,22 +11,27 @@ Built in (exact types only: a subclass may change any hook, so it runs in the re
 LRU, FIFO, FWF, LLRU, FLD, Least-Stale (:mod:`paging.fast.lists`), LFU, Belady
 (:mod:`paging.fast.heaps`), Marking (:mod:`paging.fast.marking`), GreedyDual, Landlord, GDSF,
 Layered Landlord (:mod:`paging.fast.credit`), the token-aware token-hazard, token-decay,
-token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`) and
-:class:`PerLayer` around any of these classes (the ``-dist`` variants). Every kernel takes page
-sizes and a capacity in the same unit (pages, or bytes for a byte budget) and evicts until the
-requested page fits.
+token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`), ARC and
+LeCaR (:mod:`paging.fast.adaptive`) and :class:`PerLayer` around any of these classes (the
+``-dist`` variants). Every kernel takes page sizes and a capacity in the same unit (pages, or
+bytes for a byte budget) and evicts until the requested page fits. The randomized ones (Marking,
+LeCaR) consume ``rng.random(N)`` drawn before the run (:func:`marking_draws`,
+:func:`needs_draws`), the reference's draws in its order.
 
 Costs per request (N requests, cache k, ℓ layers, groups of K): LRU, FIFO O(1) (O(K) with
 pinning); LLRU, FLD, Least-Stale O(1) per hit and O(ℓ) per eviction; FWF O(1) amortized; LFU,
 Belady, GreedyDual, Landlord, GDSF O(log k) per eviction; Layered Landlord O(k) per eviction;
-Marking O(log nℓ) plus O(nℓ log nℓ) per phase; the token family O(1) per hit, O(k) per eviction
-and O(nℓ) per token (:mod:`paging.fast.tokens`).
+Marking O(log nℓ) plus O(nℓ log nℓ) per phase; ARC and LeCaR O(1) (O(K) per eviction with
+pinning: pinned pages are skipped from a list's head; the reference's LeCaR scans O(k) per
+eviction); the token family O(1) per hit, O(k) per eviction and O(nℓ) per token
+(:mod:`paging.fast.tokens`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from paging.fast.adaptive import adaptive_kernel
 from paging.fast.credit import credit_kernel
 from paging.fast.heaps import heap_kernel
 from paging.fast.lists import list_kernel, list_state
@@ -34,9 +39,10 @@ from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
 __all__ = ["run", "CarriedRun", "plan", "plan_of", "has_kernel", "run_misses", "marking_draws",
-           "needs_next_use", "record_level"]
+           "needs_draws", "needs_next_use", "record_level"]
 
-_LIST, _HEAP, _MARK, _CREDIT, _TOKEN = "list", "heap", "marking", "credit", "token"
+_LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _ADAPT = "list", "heap", "marking", "credit", "token", \
+    "adaptive"
 
 
 class Plan(tuple):
@@ -49,11 +55,11 @@ class Plan(tuple):
 
 def plan_of(spec: str) -> tuple[str, int]:
     """``"family:KIND"`` (a policy class's ``kernel``) as ``(family, kind)``."""
-    from paging.fast import credit, heaps, lists, marking, tokens
+    from paging.fast import adaptive, credit, heaps, lists, marking, tokens
 
     family, _, kind = spec.partition(":")
     module = {_LIST: lists, _HEAP: heaps, _CREDIT: credit, _MARK: marking,
-              _TOKEN: tokens}.get(family)
+              _TOKEN: tokens, _ADAPT: adaptive}.get(family)
     if module is None or not hasattr(module, kind):
         raise ValueError(f"unknown kernel {spec!r}: expected family:KIND of paging.fast")
     return family, int(getattr(module, kind))
@@ -97,6 +103,15 @@ def marking_draws(seed, n: int) -> np.ndarray:
     """The uniform draws of a Marking run: ``default_rng(seed).random(n)``, the same doubles the
     reference draws one eviction at a time."""
     return np.random.default_rng(seed).random(max(int(n), 1))
+
+
+def needs_draws(spec) -> bool:
+    """Whether the kernel of ``spec`` consumes the run's uniform draws (:func:`marking_draws`):
+    Marking and LeCaR, and their ``-dist`` variants (whose layers share the run's generator, so
+    their draws come in run order across layers)."""
+    from paging.fast import adaptive
+
+    return spec[0] == _MARK or (spec[0] == _ADAPT and spec[1] == adaptive.LECAR)
 
 
 def _caps(layout, capacity: int, dist: bool) -> np.ndarray:
@@ -155,6 +170,8 @@ def _execute(pages, steps, next_use, slots, costs, sizes, layout, capacity, spec
         return heap_kernel(pages, steps, next_use, slots, n, L, caps, dist, kind, record)
     if family == _CREDIT:
         return credit_kernel(pages, steps, costs, sizes, slots, n, L, caps, dist, kind, record)
+    if family == _ADAPT:
+        return adaptive_kernel(pages, steps, slots, n, L, caps, dist, kind, draws, record)
     return marking_kernel(pages, steps, slots, n, L, caps, dist, draws, record)
 
 
@@ -198,8 +215,9 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
     costs, sizes : numpy.ndarray or None
         Validated per-page fetch costs (float64) and sizes (int64), or None for unit ones.
     seed : int or None
-        Seeds ``numpy.random.default_rng``; Marking pre-draws ``rng.random(N)`` and consumes the
-        draws in eviction order, the same doubles as the reference's one-at-a-time draws.
+        Seeds ``numpy.random.default_rng``; Marking and LeCaR pre-draw ``rng.random(N)`` and
+        consume the draws in eviction order, the same doubles as the reference's one-at-a-time
+        draws.
     record : bool or "hits"
         Also return the hit mask, the eviction log and the bypassed requests (True), or the
         hit mask alone (``"hits"``, what the latency timeline reads).
@@ -222,7 +240,7 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
         return None
     P = trace.layout.n_pages
     nu = trace.next_use if needs_next_use(spec) else _no_next_use()
-    draws = marking_draws(seed, trace.n_requests) if spec[0] == _MARK else None
+    draws = marking_draws(seed, trace.n_requests) if needs_draws(spec) else None
     capacity = k if budget is None else budget
     # a cache counted in pages gives every page one slot, whatever its size in bytes
     s = unit_sizes(P) if sizes is None else sizes

@@ -53,11 +53,12 @@ def check_all_k(trace, name: str, seed: int) -> None:
 
 
 #: policies that run in the reference loop only: Score-Based reads gate scores, which the
-#: kernels do not take (a SpecMD baseline; a kernel would not pay); ARC, LeCaR and the
-#: prediction-based policies (issue "Learned and learning-augmented eviction": kernels only
-#: if simple). The token policies and robust-token-match have kernels (paging.fast.tokens;
-#: tests/property/test_token_kernels.py adds their own cases)
-REFERENCE_ONLY = {f"{name}{suffix}" for name in ("score-based", "arc", "lecar", "blind-oracle",
+#: kernels do not take (a SpecMD baseline; a kernel would not pay); the prediction-based
+#: policies (issue "Learned and learning-augmented eviction": kernels only if simple). The
+#: token policies and robust-token-match have kernels (paging.fast.tokens;
+#: tests/property/test_token_kernels.py adds their own cases), as ARC and LeCaR do
+#: (paging.fast.adaptive; tests/property/test_adaptive_kernels.py)
+REFERENCE_ONLY = {f"{name}{suffix}" for name in ("score-based", "blind-oracle",
                                                  "predictive-marker", "lmarker",
                                                  "robust-blind-oracle")
                   for suffix in ("", "-dist")}

@@ -217,17 +217,17 @@ def test_cli_errors(capsys):
 
 
 def test_reference_loop_curves_run_their_sizes_in_processes(monkeypatch, capsys):
-    """A policy with no kernel (ARC) runs one reference loop per k, in processes when the work
-    is large enough (here forced), saying so; the curve equals the sizes run one by one in this
-    process."""
+    """A policy with no kernel (blind-oracle) runs one reference loop per k, in processes when
+    the work is large enough (here forced), saying so; the curve equals the sizes run one by one
+    in this process."""
     from paging import mrc
     from paging.io import load
 
     (tr,) = load("zipf:n=4,layers=3,tokens=120,seed=2")
-    one_by_one = per_k(tr, "arc")
+    one_by_one = per_k(tr, "blind-oracle")
     monkeypatch.setattr(mrc, "_PROCESS_WORK", 0)
     monkeypatch.setattr(mrc.os, "cpu_count", lambda: 2)
-    assert miss_curve(tr, "arc", progress=None).tolist() == one_by_one
+    assert miss_curve(tr, "blind-oracle", progress=None).tolist() == one_by_one
     assert "12 runs of the reference loop on" in capsys.readouterr().err
 
 
