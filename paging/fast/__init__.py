@@ -33,13 +33,13 @@ import numpy as np
 
 from paging.fast.adaptive import adaptive_kernel
 from paging.fast.credit import credit_kernel
-from paging.fast.heaps import heap_kernel
+from paging.fast.heaps import heap_kernel, heap_state
 from paging.fast.lists import list_kernel, list_state
 from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
-__all__ = ["run", "CarriedRun", "plan", "plan_of", "has_kernel", "run_misses", "marking_draws",
-           "needs_draws", "needs_next_use", "record_level"]
+__all__ = ["run", "CarriedRun", "carries", "plan", "plan_of", "has_kernel", "run_misses",
+           "marking_draws", "needs_draws", "needs_next_use", "record_level"]
 
 _LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _ADAPT = "list", "heap", "marking", "credit", "token", \
     "adaptive"
@@ -120,37 +120,62 @@ def _caps(layout, capacity: int, dist: bool) -> np.ndarray:
     return np.array([capacity], dtype=np.int64)
 
 
+#: the key stride of a carried LFU run: more requests than any run feeds
+_CARRIED_STRIDE = 1 << 40
+
+
+def carries(spec) -> bool:
+    """Whether :class:`CarriedRun` runs the kernel of ``spec``: the list family, and LFU (the
+    heap family without Belady, which reads next uses)."""
+    from paging.fast import heaps
+
+    return spec is not None and (spec[0] == _LIST or (spec[0] == _HEAP
+                                                      and spec[1] == heaps.LFU))
+
+
 class CarriedRun:
-    """A list-family run (``spec`` = ``(family, kind, dist)`` of :func:`plan`, family
-    ``list``) whose cache is carried from call to call (:func:`paging.fast.lists.list_state`):
-    consecutive :meth:`feed` calls on consecutive pieces of one trace, each cut between two
-    groups, are one run. ``capacity`` counts ``slots`` (default one per page; page sizes for a
-    byte budget). A streamed trace feeds it chunk by chunk (:mod:`paging.stream`), a serving run
-    step by step (:mod:`paging.serve`)."""
+    """A run of a list-family or LFU kernel (``spec`` = ``(family, kind, dist)`` of
+    :func:`plan`; :func:`carries`) whose cache is carried from call to call
+    (:func:`paging.fast.lists.list_state`, :func:`paging.fast.heaps.heap_state`): consecutive
+    :meth:`feed` calls on consecutive pieces of one trace, each cut between two groups, are one
+    run. ``capacity`` counts ``slots`` (default one per page; page sizes for a byte budget). A
+    streamed trace feeds it chunk by chunk (:mod:`paging.stream`), a serving run step by step
+    (:mod:`paging.serve`)."""
 
     def __init__(self, layout, spec, capacity: int, slots=None):
         from paging.fast.lists import list_state
 
-        _, self.kind, self.dist = spec
+        if not carries(spec):
+            raise ValueError(f"no carried kernel for {spec!r}")
+        self.family, self.kind, self.dist = spec
         self.layout = layout
         self.caps = _caps(layout, int(capacity), self.dist)
         self.slots = unit_sizes(layout.n_pages) if slots is None else slots
-        self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
+        if self.family == _LIST:
+            self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
+        else:
+            self.state = heap_state(layout.n_experts, layout.n_layers, self.caps, self.dist,
+                                    _CARRIED_STRIDE)
         self.collisions = 0
         self.bypasses = 0
 
     @property
     def page_misses(self) -> np.ndarray:
         """Per-page misses so far (the state's running totals)."""
-        return self.state[10]
+        return self.state[10] if self.family == _LIST else self.state[7]
 
     def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False):
         """Serve the next piece; its hit mask when ``hits``."""
         from paging.fast.lists import list_kernel
 
         lay = self.layout
-        out = list_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
-                          self.dist, self.kind, 1 if hits else 0, self.state)
+        if self.family == _LIST:
+            out = list_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
+                              self.dist, self.kind, 1 if hits else 0, self.state)
+        else:
+            out = heap_kernel(pages, steps, _no_next_use(), self.slots, lay.n_experts,
+                              lay.n_layers, self.caps, self.dist, self.kind, 1 if hits else 0,
+                              self.state)
         self.collisions += int(out[1])
         self.bypasses += int(out[7])
         return np.asarray(out[3], dtype=bool) if hits else None
@@ -167,7 +192,8 @@ def _execute(pages, steps, next_use, slots, costs, sizes, layout, capacity, spec
         return list_kernel(pages, steps, slots, n, L, caps, dist, kind, record,
                            list_state(n * L, L, caps.size))
     if family == _HEAP:
-        return heap_kernel(pages, steps, next_use, slots, n, L, caps, dist, kind, record)
+        return heap_kernel(pages, steps, next_use, slots, n, L, caps, dist, kind, record,
+                           heap_state(n, L, caps, dist, pages.size + 1))
     if family == _CREDIT:
         return credit_kernel(pages, steps, costs, sizes, slots, n, L, caps, dist, kind, record)
     if family == _ADAPT:

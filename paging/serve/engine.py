@@ -185,19 +185,21 @@ class _StepEvents(Observer):
 
 
 def _compiled(run_spec, policy, handler) -> bool:
-    """Whether the serving run's cache runs in the list family's compiled kernel (LRU, FIFO,
-    FWF, LLRU, FLD, the Least-Stale readings and their -dist forms; no miss handler, no
+    """Whether the serving run's cache runs in a compiled kernel carried from step to step
+    (:func:`paging.fast.carries`: LRU, FIFO, FWF, LLRU, FLD, the Least-Stale readings, LFU and
+    their -dist forms; no miss handler, no
     prefetcher, no routing hook, not verified: ``--verify`` records the run in the reference loop).
     ``engine="fast"`` insists."""
     from paging import fast
 
     plan = fast.plan(policy)
-    ok = (plan is not None and plan[0] == "list" and handler is None
+    ok = (fast.carries(plan) and handler is None
           and run_spec.prefetch is None and not run_spec.routed and not run_spec.verify
           and run_spec.engine != "reference")
     if run_spec.engine == "fast" and not ok:
         raise PagingError(f"--engine fast: paging serve compiles the list family (lru, fifo, "
-                          f"fwf, llru, fld, least-stale and their -dist forms) without --miss, "
+                          f"fwf, llru, fld, least-stale and their -dist forms) and lfu "
+                          f"(lfu-dist) without --miss, "
                           f"--prefetch, --routing or --verify; {policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return ok
