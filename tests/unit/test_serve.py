@@ -368,6 +368,35 @@ def test_a_perfect_oracle_with_room_for_every_expert_misses_only_the_first_layer
     assert res.summary["prefetch_precision"] == res.summary["prefetch_recall"] == 1.0
 
 
+@needs_traces
+def test_one_client_on_the_mixtral_dump_equals_simulate_warm_to_the_millisecond(tmp_path):
+    """Issue 23's "Done when" on a real trace: one client replaying the Mixtral prefill+decode
+    dump twice, batch 1, the whole prompt in one step, equals ``paging simulate --warm
+    --prefill batched`` on the dump given twice, request for request (Mixtral's preset without
+    ``kv_width``: paging simulate's timeline does not charge KV-cache reads, serving does)."""
+    from dataclasses import asdict
+
+    from paging.cost import get_model
+    from paging.io import load
+
+    m = get_model("mixtral-8x7b")
+    fields = {k: v for k, v in asdict(m).items() if k not in ("sources", "kv_width")}
+    model = tmp_path / "mixtral_no_kv.json"
+    model.write_text(json.dumps(fields))
+    (dump,) = load(os.path.join(TRACES, "mixtral-8x7b-instruct-vllm",
+                                "humaneval_p0_prefill_decode_raw.jsonl"), expand="groups")
+    for policy in ("lru", "llru", "lfu"):
+        spec = RunSpec(policy, budget=8_000_000_000, model=str(model), precision="int4",
+                       hardware="pcie4")
+        res = serve(spec, ServeSpec(Arrivals(clients=1, think=0.0, duration=1e6),
+                                    max_batch=1, max_tokens=4096, max_requests=2), [dump])
+        rows = run(dataclasses.replace(spec, warm=True, prefill="batched"), [dump, dump])
+        for r, w in zip(res.requests, rows[:2], strict=True):
+            assert abs(r["ttft_ms"] - w["ttft_ms"]) < 1e-6
+            assert abs(r["tpot_ms"] - w["tpot_ms"]) < 1e-6
+        assert res.requests[1]["ttft_ms"] < res.requests[0]["ttft_ms"]  # warm: fewer misses
+
+
 def test_littles_law_on_a_loaded_run(toy):
     """Mean requests in the system = throughput x mean time in the system. The left side is
     read off the step series (requests running or waiting at each step's start, weighted by
