@@ -149,7 +149,8 @@ class Objective:
         self.policy, self.layout, self.k, self.seeds = policy, layout, k, seeds
         self.spec = fast.plan(policy)
         self.opt_spec = fast.plan(make_policy("belady"))
-        self.marking = self.spec is not None and self.spec[0] == "marking"
+        # Marking and LeCaR consume the run's draws, made before it
+        self.draws = self.spec is not None and fast.needs_draws(self.spec)
         self.memo: dict[bytes, tuple[float, int]] = {}
         self.calls = 0
 
@@ -158,7 +159,7 @@ class Objective:
         from paging.simulate import simulate
 
         if self.spec is not None:
-            draws = fast.marking_draws(seed, trace.n_requests) if self.marking else None
+            draws = fast.marking_draws(seed, trace.n_requests) if self.draws else None
             return fast.run_misses(trace, self.spec, self.k, draws=draws)
         return simulate(trace, self.policy, self.k, seed=seed, engine="reference").misses
 

@@ -24,14 +24,16 @@ request hits exactly the caches at least as deep as its page.
 * FIFO (Belady's anomaly) and FWF are not stack algorithms, nor is randomized Marking (nor
   Marking-DIST, whose layers draw from one shared generator), nor the credit policies
   (GreedyDual, Landlord, GDSF, Layered Landlord: their inflation L depends on the cache
-  size), nor the robust combiner (its virtual caches have size k); the token policies have no
-  one-pass curve here either (their ``-dist`` variants read the layer clock and the tokens, so
-  they are not run on a layer's sub-sequence), nor Score-Based and the prediction policies
-  (their ``-dist`` variants read scores and predictions indexed by the whole trace's requests,
-  the oracle's normalised by OPT at each layer's share; the markers draw from one generator):
-  one compiled run per k, in parallel over k on a
-  thread pool (the kernels release the GIL), with a tqdm progress bar. Curves are for unit
-  costs and sizes.
+  size), nor the robust combiner (its virtual caches have size k), nor ARC and LeCaR (ARC's
+  directory and LeCaR's histories are sized by c, and LeCaR is randomized: ARC-DIST runs each
+  layer once per share, LeCaR-DIST, whose layers draw from one shared generator, once per k);
+  the token policies have no one-pass curve here either (their ``-dist`` variants read the
+  layer clock and the tokens, so they are not run on a layer's sub-sequence), nor Score-Based
+  and the prediction policies (their ``-dist`` variants read scores and predictions indexed by
+  the whole trace's requests, the oracle's normalised by OPT at each layer's share; the markers
+  draw from one generator): one compiled run per k, in parallel over k on a thread pool (the
+  kernels release the GIL), or as tasks on the workers of a Dask scheduler (``scheduler=``,
+  ``paging mrc --scheduler``), with a tqdm progress bar. Curves are for unit costs and sizes.
 
 Groups mode falls back to one run per k for every policy: a pinned group can force a bypass
 in a small cache and not in a larger one, which breaks inclusion. Policies without a kernel
@@ -100,9 +102,11 @@ def _method(trace: Trace, spec) -> str:
         return "per-k"
     family, kind, dist = spec
     if dist:
-        # Marking draws in run order; the token family reads the layer clock and the tokens;
-        # the prediction family's predictions and scores are indexed by the trace's requests
-        return "per-k" if family in ("marking", "token", "predictive") else "per-layer"
+        # Marking, LeCaR and the markers draw in run order across layers; the token family
+        # reads the layer clock and the tokens; the prediction family's predictions and scores
+        # are indexed by the trace's requests
+        return "per-k" if family in ("token", "predictive") or fast.needs_draws(spec) \
+            else "per-layer"
     return "stack" if _is_stack(family, kind) else "per-k"
 
 
@@ -177,13 +181,54 @@ def _reference_misses(k: int) -> int:
     return int(simulate(w["trace"], make_policy(w["policy"]), k, seed=w["seed"]).misses)
 
 
-def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress) -> np.ndarray:
+def one_size(trace: Trace, policy_name: str, seed, k: int) -> int:
+    """Misses of ``policy_name`` at one size ``k``: the kernel when it has one, else the
+    reference loop (a Dask task of :func:`miss_curve` with a scheduler)."""
+    from paging.policies import make_policy
+
+    spec = fast.plan(make_policy(policy_name))
+    if spec is None:
+        from paging.simulate import simulate
+
+        return int(simulate(trace, make_policy(policy_name), k, seed=seed).misses)
+    draws = fast.marking_draws(seed, trace.n_requests) if fast.needs_draws(spec) else None
+    nu = trace.next_use if fast.needs_next_use(spec) else None
+    return int(fast.run_misses(trace, spec, k, draws=draws, next_use=nu))
+
+
+def _on_dask(trace: Trace, policy_name: str, spec, ks, seed, scheduler, bar,
+             progress) -> np.ndarray:
+    """The sizes ``ks`` as Dask tasks on the workers of ``scheduler`` (the trace sent once)."""
+    from paging.cluster import dask_client
+
+    out = np.zeros(len(ks), dtype=np.int64)
+    with dask_client(scheduler, what="paging mrc --scheduler",
+                     local="drop --scheduler to run on this machine") as client:
+        from dask.distributed import as_completed
+
+        if progress is not False:
+            how = "the compiled kernel" if spec is not None else "the reference loop"
+            sys.stderr.write(f"mrc {policy_name}: no one-pass curve, {len(ks)} runs of {how} "
+                             f"on the Dask workers at {scheduler}\n")
+        shared = client.scatter(trace, broadcast=True)
+        futures = {client.submit(one_size, shared, policy_name, seed, k, pure=False): i
+                   for i, k in enumerate(ks)}
+        for fut in as_completed(futures):
+            out[futures[fut]] = fut.result()
+            bar.update()
+    return out
+
+
+def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress,
+           scheduler=None) -> np.ndarray:
     from paging.policies import make_policy
     from paging.simulate import simulate
 
     out = np.zeros(len(ks), dtype=np.int64)
     bar = _progress_bar(progress, len(ks), trace.n_requests * len(ks), f"mrc {policy_name}")
     with bar:
+        if scheduler is not None:
+            return _on_dask(trace, policy_name, spec, ks, seed, scheduler, bar, progress)
         if spec is None:  # no kernel: the reference loop, one run per k
             workers = min(os.cpu_count() or 1, len(ks))
             if workers > 1 and trace.n_requests * len(ks) >= _PROCESS_WORK:
@@ -225,7 +270,7 @@ def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress) -> np.ndarr
 
 
 def miss_curve(trace: Trace, policy_name: str, *, seed: int | None = 0,
-               progress: bool | None = None) -> np.ndarray:
+               progress: bool | None = None, scheduler: str | None = None) -> np.ndarray:
     """Misses of ``policy_name`` on ``trace`` for every cache size k = 1..nℓ.
 
     Parameters
@@ -238,6 +283,10 @@ def miss_curve(trace: Trace, policy_name: str, *, seed: int | None = 0,
         Seed of the randomized policies (the same run as ``simulate(..., seed=seed)``).
     progress : bool or None
         Progress bar for per-k sweeps: None shows it for long sweeps on a terminal.
+    scheduler : str, optional
+        Address of a running Dask scheduler (``tcp://host:8786``): a per-k curve runs its sizes
+        as tasks on its workers (which must import ``paging``, and know a policy registered at
+        run time). One-pass curves ignore it (they are one pass here).
 
     Returns
     -------
@@ -251,7 +300,8 @@ def miss_curve(trace: Trace, policy_name: str, *, seed: int | None = 0,
     Belady): one pass by the inclusion property of Mattson et al. (IBM Systems Journal 9(2),
     1970); their DIST variants: per-layer curves summed through ``layout.dist_shares(k)``.
     FIFO, FWF, Marking and every groups-mode trace (pinning and bypasses break inclusion): one
-    compiled run per k, on a thread pool. The module docstring says why each route is exact.
+    compiled run per k, on a thread pool (or Dask tasks with ``scheduler``). The module
+    docstring says why each route is exact.
 
     Cost: O(N log nℓ) for LRU; O(N·d̄) for the priority policies, d̄ ≤ nℓ the mean stack depth;
     O(n·N) for FIFO-DIST and FWF-DIST; otherwise nℓ compiled runs (O(N) to O(N log k) each).
@@ -277,10 +327,12 @@ def miss_curve(trace: Trace, policy_name: str, *, seed: int | None = 0,
         ks = np.arange(1, P + 1)
         shares = np.stack([trace.layout.dist_shares(k) for k in ks])  # (P, ℓ)
         return m[np.arange(trace.layout.n_layers)[None, :], shares].sum(axis=1)
-    return _per_k(trace, policy_name, spec, list(range(1, P + 1)), seed, progress)
+    return _per_k(trace, policy_name, spec, list(range(1, P + 1)), seed, progress, scheduler)
 
 
 def miss_curves(trace: Trace, names: Iterable[str], *, seed: int | None = 0,
-                progress: bool | None = None) -> dict[str, np.ndarray]:
+                progress: bool | None = None,
+                scheduler: str | None = None) -> dict[str, np.ndarray]:
     """:func:`miss_curve` for several policies: ``{name: misses for k = 1..nℓ}``."""
-    return {name: miss_curve(trace, name, seed=seed, progress=progress) for name in names}
+    return {name: miss_curve(trace, name, seed=seed, progress=progress, scheduler=scheduler)
+            for name in names}

@@ -109,6 +109,7 @@ class RunSpec:
         from paging.policies import make_policy
 
         policy = make_policy(self.policy)  # a bad name fails here, before any work
+        object.__setattr__(self, "_parsed", policy)  # what check() reads (never run)
         if (self.k is None) == (self.budget is None):
             raise PagingError("give exactly one capacity: k (pages) or a byte budget")
         if self.prefill not in ("tokens", "batched"):
@@ -130,9 +131,9 @@ class RunSpec:
 
         make_router(self.routing)  # parse now
         if self.routed:
-            if self.extended or self.model is not None:
-                raise PagingError("--routing cannot be combined with --prefetch, --miss or "
-                                  "--model in this version (routed timings are not modelled)")
+            if self.extended:
+                raise PagingError("--routing cannot be combined with --prefetch or --miss in "
+                                  "this version")
             if policy.clairvoyant:
                 raise PagingError(f"--policy {self.policy} is clairvoyant; with --routing the "
                                   "served requests depend on the cache, so they are not known "
@@ -225,14 +226,25 @@ class RunSpec:
                 return flag
         return None
 
+    def refuse_untimed_routing(self) -> None:
+        """A trace run's timeline replays the trace's requests, not the routed ones: routing
+        with a cost model is refused there (a serving run times its routed steps itself,
+        :mod:`paging.serve`)."""
+        if self.routed and self.model is not None:
+            raise PagingError("--routing cannot be combined with --model in paging simulate "
+                              "(the timeline replays the trace's requests, not the routed "
+                              "ones; paging serve times routed steps)")
+
     def check(self, traces: Sequence, train=None) -> None:
         """Refuse, before any run, what ``traces`` cannot support: a policy or miss handler
         that reads gate scores or ranks the sequences lack, a learned predictor with nothing to
-        learn from, a routing hook the sequences cannot feed."""
-        from paging.policies import make_policy
+        learn from, a routing hook the sequences cannot feed; routing with a cost model
+        (:meth:`refuse_untimed_routing`)."""
         from paging.predict.prefetch import _learns, check_training, training_file
 
-        pol = make_policy(self.policy)
+        self.refuse_untimed_routing()
+
+        pol = self._parsed  # the policy parsed when the spec was made (flags only)
         handler = self._miss()
         for t in traces:
             if pol.needs_scores and t.score is None:
@@ -275,6 +287,7 @@ def execute(spec: RunSpec, traces: Sequence, *, train=None, only: Sequence[int] 
     """:func:`run`, keeping each simulated run's :class:`Outcome` (one per sequence cold, one
     for a warm run)."""
     traces = list(traces)
+    spec.refuse_untimed_routing()  # also when the caller checked the sequences itself
     if check:
         spec.check(traces, train)
     if spec.warm:

@@ -683,35 +683,17 @@ def write_table(rows: list[dict], out: str | os.PathLike, schema: Schema = SIMUL
 @contextlib.contextmanager
 def _executor(scheduler: str | None, workers: int, processes: bool, run_one=None):
     """Yield ``submit(tasks) -> iterator of row lists``: in-process for ``workers == 0`` and no
-    scheduler, else on Dask (the scheduler at ``scheduler``, or a LocalCluster). ``run_one``
-    (a module-level function, for the workers) runs one task; default :func:`run_task`."""
+    scheduler, else on Dask (:func:`dask_client`). ``run_one`` (a module-level function, for
+    the workers) runs one task; default :func:`run_task`."""
     run_one = run_task if run_one is None else run_one
     if scheduler is None and workers == 0:
         yield lambda tasks: map(run_one, tasks)
         return
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise PagingError("paging sweep runs on Dask: pip install 'paging[sweep]' (dask "
-                          "distributed and pyarrow), or pass --workers 0 to run in-process") \
-            from None
-    import logging
+    from paging.cluster import dask_client
 
-    logging.getLogger("distributed").setLevel(logging.ERROR)
-    cluster = None
-    if scheduler is not None:
-        try:
-            client = Client(scheduler, timeout="5s")
-        except (OSError, TimeoutError, ValueError) as e:
-            raise PagingError(f"cannot reach the Dask scheduler at {scheduler} within 5 s "
-                              f"({type(e).__name__}); start one (`dask scheduler`, then `dask "
-                              "worker ADDRESS`) or drop --scheduler to use local workers") \
-                from None
-    else:
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=processes,
-                               protocol="tcp", host="127.0.0.1", dashboard_address=None)
-        client = Client(cluster)
-    try:
+    with dask_client(scheduler, workers, processes) as client:
+        from dask.distributed import as_completed
+
         def submit(tasks):
             n = max(1, len(client.scheduler_info().get("workers", {})))
             futures = client.map(functools.partial(run_tasks, run_one=run_one),
@@ -719,10 +701,6 @@ def _executor(scheduler: str | None, workers: int, processes: bool, run_one=None
             for _, rows in as_completed(futures, with_results=True):
                 yield rows
         yield submit
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
 
 
 def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,

@@ -4,6 +4,12 @@ Misses for every cache size k = 1..nℓ (:func:`paging.mrc.miss_curve`). Each se
 is simulated from an empty cache; with several sequences the top-level ``requests`` and
 ``misses`` are sums over them and ``traces`` lists each one.
 
+``--scheduler ADDRESS`` runs the sizes of a curve that has no one-pass algorithm (FIFO, FWF,
+Marking, the credit and token policies, groups mode, policies without a kernel) as tasks on
+the workers of a running Dask scheduler (the ``sweep`` extra); without it they run on this
+machine's cores (threads for kernels, processes for the reference loop). One-pass curves are
+computed here either way (a line on stderr says so).
+
 ``--stream [--chunk N]`` (:mod:`paging.stream`) computes LRU's curve (and lru-dist's, per
 layer) reading the trace a chunk at a time; automatic for files above ``$PAGING_STREAM_BYTES``.
 """
@@ -25,19 +31,24 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object {"policy", "requests", "k", "misses", ...}')
+    p.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="address of a running Dask scheduler (tcp://host:8786): a curve with "
+                        "no one-pass algorithm runs its sizes on its workers (default: this "
+                        "machine's cores)")
     add_stream_args(p)
     p.set_defaults(func=run)
 
 
 def curve_report(traces, policy: str, *, seed: int | None = 0,
-                 progress: bool | None = None) -> dict:
+                 progress: bool | None = None, scheduler: str | None = None) -> dict:
     """The ``--json`` document for ``traces`` (a list of Trace): ``policy``, ``requests``,
     ``k`` = 1..nℓ, ``misses`` (summed over sequences), and ``trace`` (one sequence) or
     ``traces`` (several: each with its own ``trace``, ``requests`` and ``misses``)."""
     from paging.mrc import miss_curve
 
     return _report(policy, [(tr.name, tr.n_requests, tr.layout.n_pages,
-                             lambda tr=tr: miss_curve(tr, policy, seed=seed, progress=progress))
+                             lambda tr=tr: miss_curve(tr, policy, seed=seed, progress=progress,
+                                                      scheduler=scheduler))
                             for tr in traces])
 
 
@@ -71,17 +82,22 @@ def _report(policy: str, seqs: list) -> dict:
 def run(args) -> int:
     from paging.cli import print_json
     from paging.commands.streaming import stream_outcomes, use_stream
+    from paging.mrc import curve_method
     from paging.policies import make_policy
 
     name = make_policy(args.policy).name  # fail on a bad name before loading anything
     if use_stream(args, "mrc"):  # LRU's stack distances, a chunk at a time
+        _one_pass_note(args, name)
         outs = stream_outcomes(args, curves=[name])
         doc = _report(name, [(o.trace, o.requests, o.curves[name].size,
                               lambda o=o: o.curves[name]) for o in outs])
         n_seqs = len(outs)
     else:
         traces = load_from_args(args)
-        doc = curve_report(traces, name, seed=args.seed, progress=False if args.json else None)
+        if traces and all(curve_method(tr, name) != "per-k" for tr in traces):
+            _one_pass_note(args, name)
+        doc = curve_report(traces, name, seed=args.seed, progress=False if args.json else None,
+                           scheduler=args.scheduler)
         n_seqs = len(traces)
     if args.json:
         print_json(doc)
@@ -93,3 +109,10 @@ def run(args) -> int:
             for k, m in zip(doc["k"], doc["misses"], strict=True)]
     print(format_table(rows, ["k", "misses", "hits", "miss_ratio"]))
     return 0
+
+
+def _one_pass_note(args, name: str) -> None:
+    if args.scheduler is not None:
+        import sys
+
+        sys.stderr.write(f"mrc {name}: one-pass curve, computed here; --scheduler not used\n")

@@ -95,9 +95,17 @@ def add_parser(sub) -> None:
                      help="fetch (default), substitute, or fetch-lowest-bit (with --budget-gb); "
                           "handlers that read gate scores or ranks are refused")
     ext.add_argument("--prefetch", default=None, metavar="P",
-                     help="not modelled in serve yet (refused with the reason)")
+                     help="prefetch the next group's experts after each group, the predictor "
+                          "asked batch by batch: oracle[:precision=P,recall=R,seed=S], "
+                          "previous-token (the previous step), frequency, "
+                          "transition:train=FILE (sequences not served)")
+    ext.add_argument("--prefetch-strategy", default=None, metavar="S",
+                     help="topk[:overfetch=F] (K = the step's tokens x top-K, at most n) or "
+                          "percentile[:p=P]; needs --prefetch")
     ext.add_argument("--routing", default=None, metavar="R",
-                     help="not modelled in serve yet (refused with the reason)")
+                     help="cache-aware routing, each token of a step routed seeing the layer's "
+                          "cached experts: pruning:j=J, max-rank:j=J[,m=M], cumsum:tau=T[,j=J], "
+                          "cache-prior:lambda=L[,j=J] (not with --prefetch or --miss)")
     p.add_argument("--no-bound", action="store_true",
                    help="skip the offline bound (Belady on the produced stream)")
     p.add_argument("--seed", type=int, default=0,
@@ -105,7 +113,7 @@ def add_parser(sub) -> None:
     p.add_argument("--engine", choices=("auto", "reference", "fast"), default="auto",
                    help="the cache in a compiled kernel when the policy has one that serves "
                         "step by step (the list family: lru, fifo, fwf, llru, fld, "
-                        "least-stale, -dist), else the reference loop (auto); same numbers")
+                        "least-stale; lfu; -dist), else the reference loop (auto); same numbers")
     p.add_argument("--verify", action="store_true",
                    help="check the cache's run independently (capacity, every request served, "
                         "misses = the eviction log)")
@@ -132,7 +140,8 @@ def run(args) -> int:
     caps = [dict(k=k) for k in args.k or []] + \
         [dict(budget=budget_bytes(g)) for g in args.budget_gb or []]
     base = dict(model=args.model, precision=args.precision, hardware=args.hardware,
-                host_gb=args.host_gb, prefetch=args.prefetch, miss=args.miss,
+                host_gb=args.host_gb, prefetch=args.prefetch,
+                prefetch_strategy=args.prefetch_strategy, miss=args.miss,
                 routing=args.routing, seed=args.seed, verify=args.verify, engine=args.engine)
     specs = [RunSpec(name, **cap, **base) for name in args.policy for cap in caps]
     times = None if args.arrivals is None else read_arrivals(args.arrivals)
@@ -166,6 +175,10 @@ def run(args) -> int:
             "tokens_per_s", "opt_miss_ratio", "opt_p99_tpot_ms"]
     if args.slo_ttft_ms is not None or args.slo_tpot_ms is not None:
         cols.append("goodput_rps")
+    if args.prefetch is not None:
+        cols[5:5] = ["prefetches", "prefetch_useful", "prefetch_late"]
+    if args.routing is not None and args.routing.strip().lower() != "standard":
+        cols[5:5] = ["retained_mass", "top1_changed"]
     if args.no_bound:
         cols = [c for c in cols if not c.startswith("opt_")]
     print(format_table([{c: ("" if r.get(c) is None else r.get(c)) for c in cols} for r in out],

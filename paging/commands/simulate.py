@@ -146,12 +146,9 @@ def _read(path, n_pages: int, kind: str):
 def run(args) -> int:
     from paging.cost import budget_bytes
     from paging.errors import PagingError, check_k
-    from paging.policies import make_policy
     from paging.run import RunSpec
     from paging.run import run as execute
 
-    for name in args.policy:  # fail before any work on a bad name
-        make_policy(name)
     if bool(args.k) == bool(args.budget_gb or args.budget_pct):
         raise PagingError("give the cache size as --k K (pages) or --budget-gb G / "
                           "--budget-pct P (bytes), not both and not neither")

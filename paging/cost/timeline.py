@@ -79,7 +79,8 @@ from paging.trace import Trace
 
 @njit(cache=True, nogil=True)
 def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_page, first,
-              comp, comp1, lay, lay1, marks, new_token, overhead, streams, shared):
+              comp, comp1, lay, lay1, marks, new_token, overhead, streams, shared, x0, ready0,
+              fresh0):
     """Replay the groups on the streams.
 
     ``kind[r]``: 0 hit, 1 fetched miss, 2 dropped, 3 substituted; ``used[r]`` the page that
@@ -92,8 +93,13 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
     ``(total, at_marks, stall_ms, copy_busy_ms, bytes_moved, late)``: the compute stream's final
     time, its time when the group holding request ``marks[m] - 1`` ends for every mark (the
     ends of prefills and of sequences; non-decreasing, 0 for a mark of 0), the stall, the copy
-    stream's busy time, the bytes moved and the prefetched pages whose first use waited for
-    their transfer.
+    stream's busy time, the bytes moved, the prefetched pages whose first use waited for
+    their transfer, and the time the copy stream is free at the end.
+
+    A replay can start from a copy stream busy until ``x0`` and from pages in flight: with
+    ``ready0`` (when each page's transfer lands) and ``fresh0`` (prefetched and not used yet)
+    given, non-empty, they are read and updated in place (a serving run carries them from
+    step to step, :func:`step_time`); empty, the replay starts idle (one stream only).
 
     ``overhead`` ms go on the compute stream when a group opens a new token (``new_token[r]``
     at its first request; nothing when ``new_token`` is empty or ``overhead`` is 0).
@@ -106,7 +112,7 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
                             shared)
     n = steps.size
     c = 0.0  # compute stream free at
-    x = 0.0  # copy stream free at
+    x = x0  # copy stream free at
     stall = 0.0
     busy = 0.0
     nbytes = 0
@@ -115,12 +121,15 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
     m = 0
     while m < marks.size and marks[m] <= 0:
         m += 1
-    ready = np.zeros(fetch_ms.size)  # when each page's last transfer lands
-    fresh = np.zeros(fetch_ms.size, dtype=np.bool_)  # prefetched and not yet used
+    carried = ready0.size > 0
+    # when each page's last transfer lands; prefetched and not yet used
+    ready = ready0 if carried else np.zeros(fetch_ms.size)
+    fresh = fresh0 if carried else np.zeros(fetch_ms.size, dtype=np.bool_)
     all_first = first.size == 0
     per_request = req_ms.size > 0
     k = 0
     npf = pf_at.size
+    track = npf > 0 or carried
     i = 0
     while i < n:
         j, c = _group_start(i, n, c, steps, new_token, overhead, first, all_first, lay, lay1)
@@ -128,7 +137,7 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
         land = x if x > t0 else t0
         for r in range(i, j):  # resident (or substitute) experts first, each once it has landed
             if kind[r] == 0 or kind[r] == 3:
-                if npf:  # only prefetched pages can be resident but not landed yet
+                if track:  # only prefetched pages can be resident but not landed yet
                     u = used[r]
                     if ready[u] > c:
                         stall += ready[u] - c
@@ -161,7 +170,7 @@ def _timeline(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, pf_p
             at_marks[m] = c
             m += 1
         i = j
-    return c, at_marks, stall, busy, nbytes, late
+    return c, at_marks, stall, busy, nbytes, late, x
 
 
 @njit(cache=True, nogil=True)
@@ -278,7 +287,7 @@ def _two_streams(steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf_at, p
             at_marks[m] = c
             m += 1
         i = j
-    return c, at_marks, stall, busy, nbytes, late
+    return c, at_marks, stall, busy, nbytes, late, xd
 
 
 @njit(cache=True, nogil=True)
@@ -441,11 +450,11 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
                                             else None, N)
     marks = _marks(trace)
     none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
-    total, at_marks, stall, busy, nbytes, _ = _timeline(
+    total, at_marks, stall, busy, nbytes, _, _ = _timeline(
         trace.steps, (~mask).view(np.int8), trace.pages, np.asarray(fetch_ms, dtype=np.float64),
         np.asarray(sizes, dtype=np.int64), none_f, none_i, none_i, none_i,
         np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1, marks,
-        _new_token(np.asarray(tok), ov), ov, streams, shared)
+        _new_token(np.asarray(tok), ov), ov, streams, shared, 0.0, none_f, np.zeros(0, bool))
     return _timing(trace, tok, total, at_marks, stall, busy, nbytes, None)
 
 
@@ -583,16 +592,18 @@ def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: 
     tok, first = _tokens_and_first(trace)
     comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b, N)
     marks = _marks(trace)
-    total, at_marks, stall, busy, nbytes, late = _timeline(
+    total, at_marks, stall, busy, nbytes, late, _ = _timeline(
         trace.steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf[:, 0].copy(),
         pf[:, 1].copy(), np.zeros(0, bool) if first is None else first, comp, comp1, lay, lay1,
-        marks, _new_token(np.asarray(tok), ov), ov, streams, shared)
+        marks, _new_token(np.asarray(tok), ov), ov, streams, shared, 0.0, np.zeros(0),
+        np.zeros(0, bool))
     return _timing(trace, tok, total, at_marks, stall, busy, nbytes, late)
 
 
 def step_time(group_of: np.ndarray, hits: np.ndarray, pages: np.ndarray, fetch_ms: np.ndarray,
               sizes: np.ndarray, comp: np.ndarray, lay: np.ndarray, *, kind=None, used=None,
-              req_ms=None, req_bytes=None) -> tuple[float, float, float, int]:
+              req_ms=None, req_bytes=None, pf_at=None, pf_page=None, carry=None
+              ) -> tuple[float, float, float, int]:
     """One forward pass of a serving step (:mod:`paging.serve`) on the streams, by the same
     kernel as :func:`timeline`: ``(time_ms, stall_ms, copy_busy_ms, bytes_moved)``.
 
@@ -605,17 +616,66 @@ def step_time(group_of: np.ndarray, hits: np.ndarray, pages: np.ndarray, fetch_m
     A run with a miss handler gives ``kind`` (0 hit, 1 fetched, 2 dropped, 3 substituted),
     ``used`` (the page that serves each request) and per-request ``req_ms``/``req_bytes``
     (each fetch at its precision level), as :func:`timeline_run` reads them from a result.
+
+    A run with a prefetcher gives the step's prefetches (``pf_at``: the end of the group
+    after which each was issued, as in :func:`timeline`; ``pf_page``) and ``carry``, a
+    :class:`StreamCarry` holding what the copy stream owes from earlier steps (it is busy
+    until ``carry.x`` and pages are still in flight, on the run's clock): the step starts at
+    ``carry.now``, and ``carry`` is updated in place to the step's end.
     """
     n = group_of.size
     first = np.ones(n, dtype=bool)
     first[1:] = group_of[1:] != group_of[:-1]
     none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
-    total, _, stall, busy, nbytes, _ = _timeline(
+    if carry is None:
+        x0, ready, fresh = 0.0, none_f, np.zeros(0, bool)
+    else:
+        x0 = max(0.0, carry.x - carry.now)
+        ready = carry.ready - carry.now  # on the step's clock
+        fresh = carry.fresh
+    total, _, stall, busy, nbytes, late, x = _timeline(
         group_of, (~hits).view(np.int8) if kind is None else kind,
         pages if used is None else used, fetch_ms, sizes,
         none_f if req_ms is None else req_ms, none_i if req_bytes is None else req_bytes,
-        none_i, none_i, first, comp, 0.0, lay, 0.0, none_i, np.zeros(0, bool), 0.0, 1, True)
+        none_i if pf_at is None else pf_at, none_i if pf_page is None else pf_page, first,
+        comp, 0.0, lay, 0.0, none_i, np.zeros(0, bool), 0.0, 1, True, x0, ready, fresh)
+    if carry is not None:
+        carry.ready = ready + carry.now
+        carry.x = x + carry.now
+        carry.late += late
     return total, stall, busy, int(nbytes)
+
+
+@dataclass
+class StreamCarry:
+    """The copy stream between the steps of a serving run with prefetches (:func:`step_time`):
+    the step's start ``now``, the time the stream is free ``x``, when each page's latest
+    transfer lands (``ready``) and whether it was prefetched and not used yet (``fresh``), on
+    the run's clock; ``late``: prefetched pages whose first use waited, so far."""
+
+    ready: np.ndarray
+    fresh: np.ndarray
+    now: float = 0.0
+    x: float = 0.0
+    late: int = 0
+
+    @classmethod
+    def idle(cls, n_pages: int) -> StreamCarry:
+        return cls(np.zeros(n_pages), np.zeros(n_pages, dtype=bool))
+
+    def queue(self, pages, fetch_ms: np.ndarray, sizes: np.ndarray) -> int:
+        """Prefetches issued after a step's last group join the copy stream in order, behind
+        that group's demand transfers (as :func:`timeline` queues a group's prefetches); the
+        bytes they move."""
+        x = self.x
+        moved = 0
+        for p in pages:
+            x += fetch_ms[p]
+            moved += int(sizes[p])
+            self.ready[p] = x
+            self.fresh[p] = True
+        self.x = x
+        return moved
 
 
 def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:

@@ -11,40 +11,45 @@ Built in (exact types only: a subclass may change any hook, so it runs in the re
 LRU, FIFO, FWF, LLRU, FLD, Least-Stale (:mod:`paging.fast.lists`), LFU, Belady
 (:mod:`paging.fast.heaps`), Marking (:mod:`paging.fast.marking`), GreedyDual, Landlord, GDSF,
 Layered Landlord (:mod:`paging.fast.credit`), the token-aware token-hazard, token-decay,
-token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`), Score-Based
-and the prediction policies BlindOracle, PredictiveMarker, LMarker and robust-blind-oracle with
-the ``frequency`` or ``oracle`` predictor (:mod:`paging.fast.predictive`; another predictor, or
-one predictor object shared by a ``-dist`` policy's layers, runs in the reference loop) and
-:class:`PerLayer` around any of these classes (the ``-dist`` variants). Every kernel takes page
-sizes and a capacity in the same unit (pages, or bytes for a byte budget) and evicts until the
-requested page fits. Of the registered policies only ARC and LeCaR (and their ``-dist``
-variants) have no kernel.
+token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`), ARC and
+LeCaR (:mod:`paging.fast.adaptive`), Score-Based and the prediction policies BlindOracle,
+PredictiveMarker, LMarker and robust-blind-oracle with the ``frequency`` or ``oracle``
+predictor (:mod:`paging.fast.predictive`; another predictor, or one predictor object shared by a
+``-dist`` policy's layers, runs in the reference loop) and :class:`PerLayer` around any of these
+classes (the ``-dist`` variants): every registered online policy. Every kernel takes page sizes
+and a capacity in the same unit (pages, or bytes for a byte budget) and evicts until the
+requested page fits. The randomized ones (Marking, LeCaR, PredictiveMarker, LMarker) consume
+``rng.random(N)`` drawn before the run (:func:`marking_draws`, :func:`needs_draws`), the
+reference's draws in its order.
 
 Costs per request (N requests, cache k, ℓ layers, groups of K): LRU, FIFO O(1) (O(K) with
 pinning); LLRU, FLD, Least-Stale O(1) per hit and O(ℓ) per eviction; FWF O(1) amortized; LFU,
 Belady, GreedyDual, Landlord, GDSF O(log k) per eviction; Layered Landlord O(k) per eviction;
-Marking O(log nℓ) plus O(nℓ log nℓ) per phase; the token family O(1) per hit, O(k) per eviction
-and O(nℓ) per token (:mod:`paging.fast.tokens`); the prediction family O(1) per hit, O(k) per
-eviction (a pass over the partition's keys; the markers' over its unmarked pages), O(k) per
-eviction of the robust combiner's virtual BlindOracle, plus, before the run, O(N) for the
-oracle's predictions (and Belady's run for its OPT when η > 0) (:mod:`paging.fast.predictive`).
+Marking O(log nℓ) plus O(nℓ log nℓ) per phase; ARC and LeCaR O(1) (O(K) per eviction with
+pinning: pinned pages are skipped from a list's head; the reference's LeCaR scans O(k) per
+eviction); the token family O(1) per hit, O(k) per eviction and O(nℓ) per token
+(:mod:`paging.fast.tokens`); the prediction family O(1) per hit, O(k) per eviction (a pass over
+the partition's keys; the markers' over its unmarked pages), O(k) per eviction of the robust
+combiner's virtual BlindOracle, plus, before the run, O(N) for the oracle's predictions (and
+Belady's run for its OPT when η > 0) (:mod:`paging.fast.predictive`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from paging.fast.adaptive import adaptive_kernel
 from paging.fast.credit import credit_kernel
-from paging.fast.heaps import heap_kernel
+from paging.fast.heaps import heap_kernel, heap_state
 from paging.fast.lists import list_kernel, list_state
 from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
-__all__ = ["run", "CarriedRun", "plan", "plan_of", "has_kernel", "run_misses", "marking_draws",
-           "needs_draws", "needs_next_use", "record_level"]
+__all__ = ["run", "CarriedRun", "carries", "plan", "plan_of", "has_kernel", "run_misses",
+           "marking_draws", "needs_draws", "needs_next_use", "record_level"]
 
-_LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _PRED = ("list", "heap", "marking", "credit", "token",
-                                               "predictive")
+_LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _ADAPT, _PRED = ("list", "heap", "marking", "credit",
+                                                       "token", "adaptive", "predictive")
 
 
 class Plan(tuple):
@@ -57,11 +62,11 @@ class Plan(tuple):
 
 def plan_of(spec: str) -> tuple[str, int]:
     """``"family:KIND"`` (a policy class's ``kernel``) as ``(family, kind)``."""
-    from paging.fast import credit, heaps, lists, marking, predictive, tokens
+    from paging.fast import adaptive, credit, heaps, lists, marking, predictive, tokens
 
     family, _, kind = spec.partition(":")
     module = {_LIST: lists, _HEAP: heaps, _CREDIT: credit, _MARK: marking,
-              _TOKEN: tokens, _PRED: predictive}.get(family)
+              _TOKEN: tokens, _ADAPT: adaptive, _PRED: predictive}.get(family)
     if module is None or not hasattr(module, kind):
         raise ValueError(f"unknown kernel {spec!r}: expected family:KIND of paging.fast")
     return family, int(getattr(module, kind))
@@ -115,11 +120,12 @@ def marking_draws(seed, n: int) -> np.ndarray:
 
 def needs_draws(spec) -> bool:
     """Whether the kernel of ``spec`` consumes the run's uniform draws (:func:`marking_draws`):
-    Marking, PredictiveMarker and LMarker (and their ``-dist`` variants)."""
-    from paging.fast import predictive
+    Marking, LeCaR, PredictiveMarker and LMarker, and their ``-dist`` variants (whose layers
+    share the run's generator, so their draws come in run order across layers)."""
+    from paging.fast import adaptive, predictive
 
-    return spec[0] == _MARK or (spec[0] == _PRED and spec[1] in (predictive.PMARKER,
-                                                                  predictive.LMARKER))
+    return spec[0] == _MARK or (spec[0] == _ADAPT and spec[1] == adaptive.LECAR) or (
+        spec[0] == _PRED and spec[1] in (predictive.PMARKER, predictive.LMARKER))
 
 
 def _caps(layout, capacity: int, dist: bool) -> np.ndarray:
@@ -128,37 +134,62 @@ def _caps(layout, capacity: int, dist: bool) -> np.ndarray:
     return np.array([capacity], dtype=np.int64)
 
 
+#: the key stride of a carried LFU run: more requests than any run feeds
+_CARRIED_STRIDE = 1 << 40
+
+
+def carries(spec) -> bool:
+    """Whether :class:`CarriedRun` runs the kernel of ``spec``: the list family, and LFU (the
+    heap family without Belady, which reads next uses)."""
+    from paging.fast import heaps
+
+    return spec is not None and (spec[0] == _LIST or (spec[0] == _HEAP
+                                                      and spec[1] == heaps.LFU))
+
+
 class CarriedRun:
-    """A list-family run (``spec`` = ``(family, kind, dist)`` of :func:`plan`, family
-    ``list``) whose cache is carried from call to call (:func:`paging.fast.lists.list_state`):
-    consecutive :meth:`feed` calls on consecutive pieces of one trace, each cut between two
-    groups, are one run. ``capacity`` counts ``slots`` (default one per page; page sizes for a
-    byte budget). A streamed trace feeds it chunk by chunk (:mod:`paging.stream`), a serving run
-    step by step (:mod:`paging.serve`)."""
+    """A run of a list-family or LFU kernel (``spec`` = ``(family, kind, dist)`` of
+    :func:`plan`; :func:`carries`) whose cache is carried from call to call
+    (:func:`paging.fast.lists.list_state`, :func:`paging.fast.heaps.heap_state`): consecutive
+    :meth:`feed` calls on consecutive pieces of one trace, each cut between two groups, are one
+    run. ``capacity`` counts ``slots`` (default one per page; page sizes for a byte budget). A
+    streamed trace feeds it chunk by chunk (:mod:`paging.stream`), a serving run step by step
+    (:mod:`paging.serve`)."""
 
     def __init__(self, layout, spec, capacity: int, slots=None):
         from paging.fast.lists import list_state
 
-        _, self.kind, self.dist = spec
+        if not carries(spec):
+            raise ValueError(f"no carried kernel for {spec!r}")
+        self.family, self.kind, self.dist = spec
         self.layout = layout
         self.caps = _caps(layout, int(capacity), self.dist)
         self.slots = unit_sizes(layout.n_pages) if slots is None else slots
-        self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
+        if self.family == _LIST:
+            self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
+        else:
+            self.state = heap_state(layout.n_experts, layout.n_layers, self.caps, self.dist,
+                                    _CARRIED_STRIDE)
         self.collisions = 0
         self.bypasses = 0
 
     @property
     def page_misses(self) -> np.ndarray:
         """Per-page misses so far (the state's running totals)."""
-        return self.state[10]
+        return self.state[10] if self.family == _LIST else self.state[7]
 
     def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False):
         """Serve the next piece; its hit mask when ``hits``."""
         from paging.fast.lists import list_kernel
 
         lay = self.layout
-        out = list_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
-                          self.dist, self.kind, 1 if hits else 0, self.state)
+        if self.family == _LIST:
+            out = list_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
+                              self.dist, self.kind, 1 if hits else 0, self.state)
+        else:
+            out = heap_kernel(pages, steps, _no_next_use(), self.slots, lay.n_experts,
+                              lay.n_layers, self.caps, self.dist, self.kind, 1 if hits else 0,
+                              self.state)
         self.collisions += int(out[1])
         self.bypasses += int(out[7])
         return np.asarray(out[3], dtype=bool) if hits else None
@@ -175,9 +206,12 @@ def _execute(pages, steps, next_use, slots, costs, sizes, layout, capacity, spec
         return list_kernel(pages, steps, slots, n, L, caps, dist, kind, record,
                            list_state(n * L, L, caps.size))
     if family == _HEAP:
-        return heap_kernel(pages, steps, next_use, slots, n, L, caps, dist, kind, record)
+        return heap_kernel(pages, steps, next_use, slots, n, L, caps, dist, kind, record,
+                           heap_state(n, L, caps, dist, pages.size + 1))
     if family == _CREDIT:
         return credit_kernel(pages, steps, costs, sizes, slots, n, L, caps, dist, kind, record)
+    if family == _ADAPT:
+        return adaptive_kernel(pages, steps, slots, n, L, caps, dist, kind, draws, record)
     return marking_kernel(pages, steps, slots, n, L, caps, dist, draws, record)
 
 
@@ -221,9 +255,9 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
     costs, sizes : numpy.ndarray or None
         Validated per-page fetch costs (float64) and sizes (int64), or None for unit ones.
     seed : int or None
-        Seeds ``numpy.random.default_rng``; Marking, PredictiveMarker and LMarker pre-draw
-        ``rng.random(N)`` (:func:`marking_draws`) and consume the draws in eviction order, the
-        same doubles as the reference's one-at-a-time draws.
+        Seeds ``numpy.random.default_rng``; Marking, LeCaR, PredictiveMarker and LMarker
+        pre-draw ``rng.random(N)`` and consume the draws in eviction order, the same doubles as
+        the reference's one-at-a-time draws.
     record : bool or "hits"
         Also return the hit mask, the eviction log and the bypassed requests (True), or the
         hit mask alone (``"hits"``, what the latency timeline reads).

@@ -85,37 +85,51 @@ def _push(hk, hp, pos, base, hs, q, page, key):
     _sift_up(hk, hp, pos, base, i)
 
 
-@njit(cache=True, nogil=True)
-def heap_kernel(pages, steps, next_use, sizes, n_experts, n_layers, caps, dist, kind, record):
-    """Replay ``pages`` under LFU or Belady (``kind``); see :mod:`paging.fast.lists` for the
-    arguments (``sizes`` and ``caps`` in the same unit). ``next_use`` is the trace's next-use
-    array (read by Belady only)."""
-    n = pages.size
-    L = n_layers
-    P = n_experts * n_layers
+def heap_state(n_experts: int, n_layers: int, caps: np.ndarray, dist: bool, stride: int):
+    """A cold cache for :func:`heap_kernel`: the partitions' heaps (slots ``off[q]`` ..
+    ``off[q+1]``), their sizes and room used, each page's slot, request count, pass of its last
+    eviction and misses, and ``clock`` = (requests served so far, key stride). LFU's key orders
+    by count, then by the index of the last request: ``stride`` must exceed every index of the
+    run (the trace's length + 1 for one call; a bound on the whole stream when a run is fed
+    piece by piece, :class:`paging.fast.CarriedRun`). Passing the state a call left to the
+    next call continues the same run."""
+    P = int(n_experts) * int(n_layers)
     nparts = caps.size
     part_pages = n_experts if dist else P
     off = np.zeros(nparts + 1, np.int64)
     for q in range(nparts):
-        off[q + 1] = off[q] + min(caps[q], part_pages)
-    hk = np.zeros(max(off[nparts], 1), np.int64)
-    hp = np.zeros(max(off[nparts], 1), np.int64)
-    hs = np.zeros(nparts, np.int64)
-    used = np.zeros(nparts, np.int64)
-    pos = np.full(P, -1, np.int64)
-    count = np.zeros(P, np.int64)
+        off[q + 1] = off[q] + min(int(caps[q]), part_pages)
+    room = max(int(off[nparts]), 1)
+    return (np.zeros(room, np.int64), np.zeros(room, np.int64), np.zeros(nparts, np.int64),
+            np.zeros(nparts, np.int64), np.full(P, -1, np.int64), np.zeros(P, np.int64),
+            np.full(P, -1, np.int64), np.zeros(P, np.int64), off,
+            np.array([0, int(stride)], np.int64))
+
+
+@njit(cache=True, nogil=True)
+def heap_kernel(pages, steps, next_use, sizes, n_experts, n_layers, caps, dist, kind, record,
+                state):
+    """Replay ``pages`` under LFU or Belady (``kind``); see :mod:`paging.fast.lists` for the
+    arguments (``sizes`` and ``caps`` in the same unit). ``next_use`` is the trace's next-use
+    array (read by Belady only; a Belady run is one call). ``state`` (:func:`heap_state`) is
+    the cache the call starts from and leaves behind, updated in place: consecutive calls on
+    consecutive pieces of one trace, each cut between two groups, give the counts of one call
+    on the whole trace (misses and collisions per call, per-page misses running totals)."""
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    hk, hp, hs, used, pos, count, evicted_pass, page_miss, off, clock = state
+    t_off = clock[0]
+    stride = clock[1]
     pin = np.full(P, -1, np.int64)
-    evicted_pass = np.full(P, -1, np.int64)
     aside_p = np.zeros(P, np.int64)
     aside_k = np.zeros(P, np.int64)
-    page_miss = np.zeros(P, np.int64)
     hit_mask, ev, byp = buffers(n, record)
     misses = 0
     coll = 0
     n_ev = 0
     n_byp = 0
     grouped = is_grouped(steps)
-    stride = n + 1
     layer_of = np.arange(P) // n_experts
     prev_s = -1
     now_pass = 0
@@ -142,7 +156,7 @@ def heap_kernel(pages, steps, next_use, sizes, n_experts, n_layers, caps, dist, 
         q = z if dist else 0
         base = off[q]
         if kind == LFU:
-            key = (count[p] + 1) * stride + t
+            key = (count[p] + 1) * stride + t_off + t
         else:
             key = -(next_use[t] * P + p)
         down = -1  # slot to sift down from at the end of this request
@@ -253,6 +267,7 @@ def heap_kernel(pages, steps, next_use, sizes, n_experts, n_layers, caps, dist, 
             hk[base + i] = key
             hp[base + i] = p
             pos[p] = i
+    clock[0] = t_off + n
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
 

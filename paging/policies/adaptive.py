@@ -54,10 +54,12 @@ class ARC(Policy):
     With a byte budget the simulator may ask for several victims for one request: each is
     chosen by the full rule above. Pinned pages (groups mode) are skipped: the victim is the
     least recent unpinned page of the list the rule picks, else of the other list.
-    Deterministic. Cost per request: O(1) dictionary work (O(pinned) to skip pinned pages).
+    Deterministic. Cost per request: O(1) dictionary work (O(pinned) to skip pinned pages);
+    the compiled kernel (:mod:`paging.fast.adaptive`) makes the same decisions in O(1).
     """
 
     name = "arc"
+    kernel = "adaptive:ARC"  # paging.fast.adaptive (also per layer)
     order = 190  # place in the registry (paging policies)
     reference = "Megiddo & Modha, FAST 2003"
 
@@ -162,10 +164,12 @@ class LeCaR(Policy):
     the history). Times are request indices t. Pinned pages are skipped by both experts. With a
     byte budget each victim is chosen (and one draw made) separately.
     Randomized. No competitive guarantee. Cost per request: O(1) hook work; O(k) per eviction
-    in this reference (a scan for the LFU candidate).
+    in this reference (a scan for the LFU candidate); O(1) in the compiled kernel
+    (:mod:`paging.fast.adaptive`: frequency lists, the draws made before the run).
     """
 
     name = "lecar"
+    kernel = "adaptive:LECAR"  # paging.fast.adaptive (also per layer)
     order = 200  # place in the registry (paging policies)
     reference = "Vietri et al., HotStorage 2018"
     randomized = True

@@ -114,10 +114,10 @@ class Policy:
     #: refuses a trace without scores (Score-Based eviction, Zhu et al. 2025)
     needs_scores: bool = False
     #: the compiled kernel that reproduces this class, ``"family:KIND"`` of :mod:`paging.fast`
-    #: (family ``list``, ``heap``, ``credit``, ``marking``, ``token`` or ``predictive``; KIND a
-    #: constant of that module), or None (the reference loop only). Read from the class's own
-    #: namespace: a subclass that does not declare it again has no kernel (it may change any
-    #: hook).
+    #: (family ``list``, ``heap``, ``credit``, ``marking``, ``token``, ``adaptive`` or
+    #: ``predictive``; KIND a constant of that module), or None (the reference loop only). Read
+    #: from the class's own namespace: a subclass that does not declare it again has no kernel
+    #: (it may change any hook).
     kernel: str | None = None
     #: the kernel of the per-layer (``-dist``) variant when it differs from :attr:`kernel`
     #: (inside one layer LLRU, FLD and Least-Stale evict as LRU)

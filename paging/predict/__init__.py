@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from paging.errors import PagingError
-from paging.fast.heaps import BELADY, chain_labels, heap_kernel
+from paging.fast.heaps import BELADY, chain_labels, heap_kernel, heap_state
 from paging.registry import Registry
 
 __all__ = ["Predictor", "OraclePredictor", "FrequencyPredictor", "PREDICTORS", "make_predictor",
@@ -72,8 +72,9 @@ def opt_from_next_use(next_use: np.ndarray, k: int) -> int:
     if k >= m:
         return m
     pages = chain_labels(nu, label)
+    caps = np.array([int(k)], np.int64)
     return int(heap_kernel(pages, np.arange(N, dtype=np.int64), nu, np.ones(m, np.int64), m, 1,
-                           np.array([int(k)], np.int64), False, BELADY, 0)[0])
+                           caps, False, BELADY, 0, heap_state(m, 1, caps, False, N + 1))[0])
 
 
 class OraclePredictor(Predictor):

@@ -11,7 +11,9 @@ groups: on each layer the non-expert work for the step's tokens
 requests' context lengths (:func:`~paging.cost.arith.attention_ms`), each expert's compute for
 the tokens routed to it (:func:`~paging.cost.arith.expert_compute_ms`), and the missing
 experts' transfers on the copy stream, a miss stalling its layer until it lands; plus
-``step_overhead_ms`` per step (an input, no paper gives it).
+``step_overhead_ms`` per step (an input, no paper gives it). With a prefetcher
+(:mod:`paging.serve.prefetch`) each group is followed by the prefetches of the next group,
+and the copy stream carries from step to step (:class:`~paging.cost.timeline.StreamCarry`).
 
 Schedulers (first-come first-served; vLLM's continuous batching with chunked prefill as the
 model, Yu et al., OSDI 2022 "Orca" and Kwon et al., SOSP 2023 "vLLM"):
@@ -120,18 +122,11 @@ def _check(run_spec) -> None:
     if run_spec.model is None:
         raise PagingError("paging serve times every step: give --model (and --precision, "
                           "--hardware)")
-    if run_spec.prefetch is not None:
-        raise PagingError("--prefetch is not modelled in paging serve yet: a prefetcher plans "
-                          "from the whole trace before a run, and a serving run's requests are "
-                          "known only as it goes")
     handler = run_spec._miss()
     if handler is not None and (handler.needs_scores or handler.needs_ranks):
         raise PagingError(f"--miss {handler.spec()} reads gate scores or ranks; a batch "
                           "step's union of experts has neither (fetch-lowest-bit and "
                           "substitute are modelled)")
-    if run_spec.routed:
-        raise PagingError("--routing is not modelled in paging serve yet (a batch step's group "
-                          "mixes the tokens of many requests)")
     if run_spec.warm or run_spec.prefill != "tokens" or dict(run_spec.timeline):
         raise PagingError("paging serve is always warm and batched; --warm, --prefill and the "
                           "timeline options of paging simulate do not apply")
@@ -164,11 +159,13 @@ def _requests(spec: ServeSpec, seqs: list[Sequence], rng) -> tuple[list, int]:
 
 class _StepEvents(Observer):
     """What a miss handler did to the requests of the current step: dropped or substituted
-    (and by which page), or fetched at a lower precision level (the timeline's inputs)."""
+    (and by which page), or fetched at a lower precision level; and the prefetches issued
+    (the timeline's inputs)."""
 
     def __init__(self):
         self.replaced: dict[int, tuple[int, int]] = {}
         self.levels: dict[int, int] = {}
+        self.prefetched: list[tuple[int, int]] = []
         self.dropped = self.substituted = self.low_fetches = 0
 
     def on_replace(self, t, page, act, substitute):
@@ -183,21 +180,28 @@ class _StepEvents(Observer):
             self.levels[t] = level
             self.low_fetches += 1
 
+    def on_prefetch(self, t, page):
+        self.prefetched.append((t + 1, page))  # issued after request t: the timeline's pf_at
+
 
 def _compiled(run_spec, policy, handler) -> bool:
-    """Whether the serving run's cache runs in the list family's compiled kernel (LRU, FIFO,
-    FWF, LLRU, FLD, the Least-Stale readings and their -dist forms; no miss handler, not
-    verified: ``--verify`` records the run in the reference loop). ``engine="fast"`` insists."""
+    """Whether the serving run's cache runs in a compiled kernel carried from step to step
+    (:func:`paging.fast.carries`: LRU, FIFO, FWF, LLRU, FLD, the Least-Stale readings, LFU and
+    their -dist forms; no miss handler, no
+    prefetcher, no routing hook, not verified: ``--verify`` records the run in the reference loop).
+    ``engine="fast"`` insists."""
     from paging import fast
 
     plan = fast.plan(policy)
-    ok = (plan is not None and plan[0] == "list" and handler is None
-          and not run_spec.verify and run_spec.engine != "reference")
+    ok = (fast.carries(plan) and handler is None
+          and run_spec.prefetch is None and not run_spec.routed and not run_spec.verify
+          and run_spec.engine != "reference")
     if run_spec.engine == "fast" and not ok:
         raise PagingError(f"--engine fast: paging serve compiles the list family (lru, fifo, "
-                          f"fwf, llru, fld, least-stale and their -dist forms) without --miss "
-                          f"or --verify; {policy.name} with these options runs in the reference "
-                          "loop (--engine auto)")
+                          f"fwf, llru, fld, least-stale and their -dist forms) and lfu "
+                          f"(lfu-dist) without --miss, "
+                          f"--prefetch, --routing or --verify; {policy.name} with these options "
+                          "runs in the reference loop (--engine auto)")
     return ok
 
 
@@ -228,7 +232,29 @@ class _Server:
 
         self.costs, self.sizes = run_weights(run_spec, cm, joined)  # tiers: the pool's counts
         handler = run_spec.miss_handler(joined)
-        self.events = _StepEvents() if handler is not None else None
+        self.pf = self.carry = self.pf_stats = None
+        observers = []
+        if run_spec.prefetch is not None:
+            from paging.cost.timeline import StreamCarry
+            from paging.observers import PrefetchStats
+            from paging.serve.prefetch import StepPrefetch
+
+            self.pf = StepPrefetch(run_spec, lay, max(t.top_k for t in traces),
+                                   [t.name for t in traces])
+            self.carry = StreamCarry.idle(lay.n_pages)
+            self.pf_stats = PrefetchStats()
+            observers.append(self.pf_stats)
+        self.router = None
+        if run_spec.routed:
+            from paging.routing import make_router
+
+            self.router = make_router(run_spec.routing)
+            for t in traces:  # J against each trace's K, and what the traces know
+                self.router.reset(t)
+            self.quality = [0.0, 0, 0.0, 0]  # retained mass, top-1 changed, KL, groups
+        self.events = _StepEvents() if handler is not None or self.pf is not None else None
+        if self.events is not None:
+            observers.append(self.events)
         self.sim = self.kernel = None
         policy = make_policy(run_spec.policy)
         if _compiled(run_spec, policy, handler):
@@ -249,8 +275,8 @@ class _Server:
                                   costs=self.costs, sizes=self.sizes, seed=run_spec.seed,
                                   record=bool(run_spec.verify),
                                   steps=np.zeros(max(room, 1), dtype=np.int64), miss=handler,
-                                  observers=[] if handler is None else [self.events])
-        self._comp: dict[int, float] = {}
+                                  observers=observers)
+        self._comp = np.zeros(0)  # expert compute by token count (comp)
         arr = spec.arrivals
         self.reqs: list[_Req] = []
         self.pending: list = []  # (arrival, id) heap of the requests not yet arrived
@@ -270,15 +296,18 @@ class _Server:
         self.reqs.append(_Req(rid, seq, arrival, client))
         heapq.heappush(self.pending, (arrival, rid))
 
-    def comp(self, tokens: int) -> float:
-        v = self._comp.get(tokens)
-        if v is None:
+    def comp(self, cnt: np.ndarray) -> np.ndarray:
+        """Each expert's compute for the tokens routed to it (``cnt``), from a table by token
+        count grown as larger batches come (one roofline call per count)."""
+        top = int(cnt.max()) if cnt.size else 0
+        if top >= self._comp.size:
             from paging.cost.arith import expert_compute_ms
 
             cm = self.cm
-            v = self._comp[tokens] = expert_compute_ms(cm.model, cm.precision, cm.hardware,
-                                                       tokens)
-        return v
+            more = [expert_compute_ms(cm.model, cm.precision, cm.hardware, t)
+                    for t in range(self._comp.size, top + 1)]
+            self._comp = np.concatenate([self._comp, np.array(more, dtype=np.float64)])
+        return self._comp[cnt]
 
     def groups(self, batch) -> tuple:
         """The step's requests: per layer the union of its tokens' experts in order of first
@@ -300,29 +329,38 @@ class _Server:
         lay_ms = non_expert_ms(model, hw, X.shape[0]) + attention_ms(model, hw, kv)
         return pages, pages // n, cnt, X.shape[0], lay_ms
 
-    def step(self, batch, step_no: int, now: float, running, waiting) -> float:
-        """Serve and time one engine step; its end."""
+    def step(self, batch, groups, step_no: int, now: float, running, waiting) -> float:
+        """Serve and time one engine step (``groups``: :meth:`groups` of ``batch``); its
+        end."""
         from paging.cost.timeline import step_time
 
-        pages, gof, cnt, n_tok, lay_ms = self.groups(batch)
+        pages, gof, cnt, n_tok, lay_ms = groups
+        if self.router is not None:  # what each token requests depends on the cache
+            t0 = self.sim.t
+            pages, cnt, hits = self._serve_routed(batch, step_no)
+            gof = pages // self.layout.n_experts
         clock = step_no * self.layout.n_layers + gof
         cuts = np.flatnonzero(np.diff(gof)) + 1
         if self.kernel is not None:
             hits = self.kernel.feed(pages, clock, hits=True)
-        else:
+        elif self.router is None:
             sim = self.sim
-            sim.write_clock(sim.t, clock.tolist())
-            hits = np.concatenate([sim.serve_group(g.tolist()) for g in np.split(pages, cuts)]
-                                  ).astype(bool)
-        compv = np.array([self.comp(c) for c in cnt.tolist()])
+            t0 = sim.t
+            sim.write_clock(t0, clock.tolist())
+            hits = np.concatenate(self._serve(np.split(pages, cuts), n_tok)).astype(bool)
+        compv = self.comp(cnt)
         layv = np.zeros(pages.size)
         layv[np.r_[0, cuts]] = lay_ms
-        handled = {} if self.sim is None else self._handled(self.sim.t - pages.size, pages,
-                                                             hits)
+        handled = {} if self.sim is None else self._handled(t0, pages, hits)
+        if self.pf is not None:  # this step's prefetches, and what earlier ones left in flight
+            log = np.array(self.events.prefetched, dtype=np.int64).reshape(-1, 2)
+            self.events.prefetched.clear()
+            self.carry.now = now
+            handled.update(pf_at=log[:, 0] - t0, pf_page=log[:, 1].copy(), carry=self.carry)
         dur, stall, _, nbytes = step_time(gof, hits, pages, self.costs, self.sizes, compv, layv,
                                           **handled)
         dur += self.spec.step_overhead_ms
-        fetched = int((handled["kind"] == 1).sum()) if handled else int((~hits).sum())
+        fetched = int((handled["kind"] == 1).sum()) if "kind" in handled else int((~hits).sum())
         for k, v in zip(STEP_COLUMNS, (now, dur, n_tok, len(running), len(waiting),
                                        int(pages.size), fetched, nbytes, stall),
                         strict=True):
@@ -331,6 +369,77 @@ class _Server:
             self.parts[k].append(v)
         self.release.append(max(r.arrival for r, _, _ in batch))
         return now + dur
+
+    def _serve(self, groups: list, n_tok: int) -> list:
+        """The step's groups through the simulator, each followed by the prefetcher's batch
+        for the next group of the step (:mod:`paging.serve.prefetch`); their hits."""
+        sim, pf, n = self.sim, self.pf, self.layout.n_experts
+        if pf is None:
+            return [sim.serve_group(g.tolist()) for g in groups]
+        out = []
+        for i, g in enumerate(groups):
+            keep = g.tolist()
+            out.append(sim.serve_group(keep))
+            z, ex = int(g[0]) // n, g % n
+            pf.observe(z, ex)
+            if i + 1 < len(groups):
+                nxt = groups[i + 1]
+                proposal = pf.propose(z, ex, int(nxt[0]) // n, nxt % n, n_tok)
+                if proposal:
+                    sim.prefetch_group(proposal, keep=keep)
+            else:
+                self.last_group = (z, ex, keep)
+        return out
+
+    def _serve_routed(self, batch, step_no: int) -> tuple:
+        """The step with a routing hook (:mod:`paging.routing`): on each layer, every token of
+        the step is routed seeing the layer's cached experts (as the batch's router runs before
+        the layer's experts are loaded), and the union of what they chose, in order of first
+        use, is served as the layer's group. Returns the pages, the tokens routed to each, and
+        the hits."""
+        from paging.routing import Group, quality
+
+        sim, router, L, n = self.sim, self.router, self.layout.n_layers, self.layout.n_experts
+        X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
+        q = self.quality
+        pages, cnt, hits = [], [], []
+        for z in range(L):
+            cached = set(sim.state.cached_in_layer(z))
+            count: dict[int, int] = {}
+            for row in X[:, z, :].tolist():
+                g = Group(z, q[3], [e for e in row if e >= 0], None, None, n)
+                chosen = router.route(g, cached)
+                r_m, c_m, k_m = quality(g, chosen)
+                q[0] += r_m
+                q[1] += c_m
+                q[2] += k_m
+                q[3] += 1
+                for e in chosen:
+                    count[e] = count.get(e, 0) + 1  # dicts keep the order of first use
+            group = [z * n + e for e in count]
+            sim.write_clock(sim.t, [step_no * L + z] * len(group))
+            hits.extend(sim.serve_group(group))
+            pages.extend(group)
+            cnt.extend(count.values())
+        return (np.array(pages, dtype=np.int64), np.array(cnt, dtype=np.int64),
+                np.array(hits, dtype=bool))
+
+    def prefetch_across(self, groups) -> None:
+        """After a step's last group: the prefetcher's batch for layer 0 of the next step
+        (``groups``: :meth:`groups` of its batch), queued on the copy stream behind that
+        group's demand transfers; its bytes go to the step that issued it."""
+        pages, gof, _, n_tok, _ = groups
+        n = self.layout.n_experts
+        z, ex, keep = self.last_group
+        target = pages[gof == gof[0]]
+        proposal = self.pf.propose(z, ex, int(gof[0]), target % n, n_tok)
+        if proposal:
+            self.sim.prefetch_group(proposal, keep=keep)
+        issued = [p for _, p in self.events.prefetched]
+        self.events.prefetched.clear()
+        moved = self.carry.queue(issued, self.costs, self.sizes)
+        if moved:
+            self.cols["bytes"][-1] += moved
 
     def _handled(self, t0: int, pages, hits) -> dict:
         """The timeline's per-request kinds, serving pages and fetch sizes of the step that
@@ -391,7 +500,10 @@ class _Server:
                         return
                     now = max(now, pending[0][0])  # idle until the next arrival
                     continue
-                end = self.step(batch, step_no, now, running, waiting)
+                groups = self.groups(batch)
+                if self.pf is not None and step_no > 0:
+                    self.prefetch_across(groups)
+                end = self.step(batch, groups, step_no, now, running, waiting)
                 self.advance(batch, step_no, end, running)
                 progress.update(sum(hi - lo for _, lo, hi in batch))
                 now = end
@@ -412,10 +524,21 @@ class _Server:
         res.summary["bypasses"] = (self.kernel.bypasses if self.kernel is not None
                                    else len(self.sim.bypassed))
         res.summary["engine"] = "compiled" if self.kernel is not None else "reference"
-        if self.events is not None:
+        if self.sim is not None and self.sim.miss is not None:
             res.summary.update(miss=self.sim.miss.spec(), dropped=self.events.dropped,
                                substituted=self.events.substituted,
                                low_precision_fetches=self.events.low_fetches)
+        if self.router is not None:
+            r_sum, c_sum, k_sum, G = self.quality
+            res.summary.update(routing=self.router.spec(), routing_note=self.router.note,
+                               retained_mass=r_sum / G if G else 1.0,
+                               top1_changed=c_sum / G if G else 0.0, kl=k_sum / G if G else 0.0)
+        if self.pf is not None:
+            st = self.pf_stats
+            res.summary.update(self.pf.counts_row(), prefetches=st.prefetches,
+                               prefetch_useful=st.useful,
+                               prefetch_wasted=st.wasted + len(st._pending),
+                               prefetch_late=self.carry.late)
         if self.spec.bound:
             res.summary.update(self.bound(res))
         return res

@@ -11,6 +11,9 @@ A sweep spec with a ``[serve]`` table is a serving sweep::
     precision = ["int4"]              # default bf16
     hardware  = ["pcie4", "link-5gbps"]
     seeds     = [0, 1]                # default [0]: the arrivals, the draws, the policy
+    prefetch  = ["none", "frequency"] # optional, as paging serve --prefetch (and
+    prefetch_strategy = ["topk:overfetch=1"]  # --prefetch-strategy, --miss: fetch or
+    miss      = ["fetch"]             # substitute)
 
     [serve]
     rates     = [0.5, 1, 2]           # Poisson; or clients = [4, 16] with think = S
@@ -36,13 +39,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paging.errors import PagingError
-from paging.sweep import Schema, _as_list, _line_of, _resolve, _traces, drive
+from paging.sweep import Schema, _as_list, _line_of, _resolve, _specmd_keys, _traces, drive
 
 TOP_KEYS = ("traces", "policies", "k", "budget_gb", "model", "precision", "hardware", "seeds",
-            "serve")
+            "prefetch", "prefetch_strategy", "miss", "serve")
 SERVE_KEYS = ("rates", "clients", "think", "duration", "max_batch", "max_tokens", "scheduler",
               "prompt_tokens", "slo_ttft_ms", "slo_tpot_ms")
 KEYS = (("policy", "str"), ("model", "str"), ("precision", "str"), ("hardware", "str"),
+        ("prefetch", "str"), ("prefetch_strategy", "str"), ("miss", "str"),
         ("k", "int"), ("budget_gb", "float"), ("rate", "float"), ("clients", "int"),
         ("max_batch", "int"), ("seed", "int"))
 _LAT = tuple((f"p{q}_{m}", "float") for m in ("ttft_ms", "tpot_ms", "e2e_ms")
@@ -56,7 +60,11 @@ SCHEMA = Schema(KEYS + (
     ("requests_per_s", "float"), ("tokens_per_s", "float"), ("goodput_rps", "float"),
     ("slo_attained", "float"), ("bypasses", "int"), ("request_cap_reached", "bool"),
     ("opt_misses", "int"), ("opt_miss_ratio", "float"), ("opt_p99_ttft_ms", "float"),
-    ("opt_p99_tpot_ms", "float"), ("opt_tokens_per_s", "float"), ("opt_makespan_ms", "float")),
+    ("opt_p99_tpot_ms", "float"), ("opt_tokens_per_s", "float"), ("opt_makespan_ms", "float"),
+    # prefetching and miss handling (null without them)
+    ("prefetches", "int"), ("prefetch_useful", "int"), ("prefetch_wasted", "int"),
+    ("prefetch_late", "int"), ("prefetch_precision", "float"), ("prefetch_recall", "float"),
+    ("dropped", "int"), ("substituted", "int")),
     tuple(c for c, _ in KEYS))
 
 
@@ -69,6 +77,9 @@ class Cell:
     model: str
     precision: str
     hardware: str
+    prefetch: str | None
+    prefetch_strategy: str | None
+    miss: str | None
     k: int | None
     budget_gb: float | None
     rate: float | None
@@ -85,8 +96,9 @@ class Cell:
 
 
 def cell_key(cell: Cell) -> tuple:
-    return (cell.policy, cell.model, cell.precision, cell.hardware, cell.k, cell.budget_gb,
-            cell.rate, cell.clients, cell.max_batch, cell.seed)
+    return (cell.policy, cell.model, cell.precision, cell.hardware, cell.prefetch,
+            cell.prefetch_strategy, cell.miss, cell.k, cell.budget_gb, cell.rate, cell.clients,
+            cell.max_batch, cell.seed)
 
 
 def _read(path) -> tuple[dict, str, str]:
@@ -149,6 +161,7 @@ def plan_serve(spec_path) -> list[Cell]:
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
+    prefetch, strategy, miss = _specmd_keys(doc, file, text)
     ks = _as_list(doc, "k", "int", file, text)
     gbs = _as_list(doc, "budget_gb", "num", file, text)
     if ("rates" in sv) == ("clients" in sv):
@@ -169,20 +182,24 @@ def plan_serve(spec_path) -> list[Cell]:
     slo_tpot = _scalar(sv, "slo_tpot_ms", (int, float), file, text)
     caps = [(k, None) for k in ks] + [(None, g) for g in gbs]
     loads = [(r, None) for r in rates] + [(None, c) for c in clients]
-    cells = []
+    cells, seen = [], set()
     from paging.cost import budget_bytes
 
-    for pol, q, hw, (k, g), (rate, cl), b, seed in itertools.product(
-            policies, precision, hardware, caps, loads, batches, seeds):
-        cell = Cell(paths, pol.lower(), doc["model"], q, hw, k, g, rate, cl, think, duration,
-                    b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed)
+    for pol, q, hw, pf, st, ms, (k, g), (rate, cl), b, seed in itertools.product(
+            policies, precision, hardware, prefetch, strategy, miss, caps, loads, batches,
+            seeds):
+        st = st if pf is not None else None  # "none" is one cell whatever the strategies
+        cell = Cell(paths, pol.lower(), doc["model"], q, hw, pf, st, ms, k, g, rate, cl, think,
+                    duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed)
         try:  # every option checked now, with the spec's name in the message
             make_policy(cell.policy)
             _run_spec(cell, budget_bytes)
             _serve_spec(cell, Arrivals, ServeSpec)
         except PagingError as e:
             raise PagingError(e.message, file) from None
-        cells.append(cell)
+        if cell_key(cell) not in seen:
+            seen.add(cell_key(cell))
+            cells.append(cell)
     return cells
 
 
@@ -191,7 +208,8 @@ def _run_spec(cell: Cell, budget_bytes):
 
     cap = {"k": cell.k} if cell.k is not None else {"budget": budget_bytes(cell.budget_gb)}
     spec = RunSpec(cell.policy, **cap, model=cell.model, precision=cell.precision,
-                   hardware=cell.hardware, seed=cell.seed)
+                   hardware=cell.hardware, prefetch=cell.prefetch,
+                   prefetch_strategy=cell.prefetch_strategy, miss=cell.miss, seed=cell.seed)
     from paging.serve.engine import _check
 
     _check(spec)

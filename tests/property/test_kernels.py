@@ -53,12 +53,12 @@ def check_all_k(trace, name: str, seed: int) -> None:
         assert hits.bypassed is None
 
 
-#: policies that run in the reference loop only: ARC and LeCaR (issue "Learned and
-#: learning-augmented eviction": kernels only if simple). The token policies and
+#: policies that run in the reference loop only: none. The token policies and
 #: robust-token-match have kernels (paging.fast.tokens; tests/property/test_token_kernels.py
-#: adds their own cases), and so have Score-Based and the prediction policies with their
-#: default predictor (paging.fast.predictive; tests/property/test_predictive_kernels.py)
-REFERENCE_ONLY = {f"{name}{suffix}" for name in ("arc", "lecar") for suffix in ("", "-dist")}
+#: adds their own cases), as ARC and LeCaR do (paging.fast.adaptive;
+#: tests/property/test_adaptive_kernels.py), and Score-Based and the prediction policies with
+#: their default predictor (paging.fast.predictive; tests/property/test_predictive_kernels.py)
+REFERENCE_ONLY: set[str] = set()
 
 
 def test_every_builtin_policy_has_a_kernel():

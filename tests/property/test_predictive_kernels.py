@@ -169,7 +169,10 @@ def test_refusals():
 
 
 def test_registered_predictor_runs_in_the_reference_loop():
-    register_predictor("reversed-test", Reversed)
+    from paging.predict import PREDICTORS
+
+    if "reversed-test" not in PREDICTORS:
+        register_predictor("reversed-test", Reversed)
     pol = make_policy("lmarker:reversed-test")
     assert not fast.has_kernel(pol)
     assert not fast.has_kernel(make_policy("lmarker-dist:reversed-test"))

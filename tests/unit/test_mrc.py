@@ -20,6 +20,7 @@ from paging.commands.mrc import curve_report
 from paging.layout import Layout
 from paging.mrc import curve_method, miss_curve, miss_curves
 from paging.policies import LRU, POLICY_NAMES, register
+from paging.predict import Predictor
 from paging.simulate import simulate
 from paging.trace import from_pages, from_routing
 
@@ -216,16 +217,83 @@ def test_cli_errors(capsys):
     assert capsys.readouterr().err.startswith("error: no-such-file.jsonl: ")
 
 
-def test_reference_loop_curves_run_their_sizes_in_processes(monkeypatch, capsys):
-    """A policy with no kernel (ARC) runs one reference loop per k, in processes when the work
-    is large enough (here forced), saying so; the curve equals the sizes run one by one in this
-    process."""
-    from paging import mrc
-    from paging.io import load
+class _LatestFirst(Predictor):
+    """A user predictor (the latest request predicted furthest): no kernel runs it."""
 
+    name = "mrc-latest-first"
+
+    def predict(self, t, page):
+        return float(t)
+
+
+def test_reference_loop_curves_run_their_sizes_in_processes(monkeypatch, capsys):
+    """A policy with no kernel (blind-oracle with a user predictor) runs one reference loop per
+    k, in processes when the work is large enough (here forced), saying so; the curve equals the
+    sizes run one by one in this process."""
+    from paging import fast, mrc
+    from paging.io import load
+    from paging.policies import make_policy
+    from paging.predict import PREDICTORS, register_predictor
+
+    if _LatestFirst.name not in PREDICTORS:
+        register_predictor(_LatestFirst.name, _LatestFirst)
+    name = f"blind-oracle:{_LatestFirst.name}"
+    assert not fast.has_kernel(make_policy(name))
     (tr,) = load("zipf:n=4,layers=3,tokens=120,seed=2")
-    one_by_one = per_k(tr, "arc")
+    one_by_one = per_k(tr, name)
     monkeypatch.setattr(mrc, "_PROCESS_WORK", 0)
     monkeypatch.setattr(mrc.os, "cpu_count", lambda: 2)
-    assert miss_curve(tr, "arc", progress=None).tolist() == one_by_one
+    assert miss_curve(tr, name, progress=None).tolist() == one_by_one
     assert "12 runs of the reference loop on" in capsys.readouterr().err
+
+
+def test_scheduler_runs_the_sizes_on_dask_workers_and_gives_the_same_curve(tmp_path, capsys,
+                                                                           monkeypatch):
+    """``paging mrc --scheduler``: a per-k curve (FIFO's kernel; LeCaR, randomized, and a policy
+    registered at run time, whichever loop runs them) computed on the workers of a running
+    scheduler equals the one computed here; a one-pass curve says it ignores the scheduler."""
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import LocalCluster
+
+    from paging import policies
+    from paging.generators import zipf
+    from paging.io import write
+
+    monkeypatch.setattr(policies, "REGISTRY", dict(policies.REGISTRY))
+    monkeypatch.setattr(policies, "POLICY_NAMES", policies.POLICY_NAMES)
+
+    class _Mine(LRU):  # a subclass: no kernel of its own, so the reference loop
+        name = "mine-for-dask"
+
+    register("mine-for-dask", _Mine, dist=False)
+    tr = zipf(n=4, layers=3, tokens=60, topk=1, seed=3)
+    path = tmp_path / "t.npz"
+    write([tr], path)
+    with LocalCluster(n_workers=2, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        addr = cluster.scheduler_address
+        for name in ("fifo", "lecar", "mine-for-dask"):
+            here = miss_curve(tr, name, seed=4)
+            there = miss_curve(tr, name, seed=4, scheduler=addr, progress=False)
+            assert there.tolist() == here.tolist()
+        assert cli.main(["mrc", str(path), "--policy", "fifo", "--scheduler", addr,
+                         "--json"]) == 0
+        out = capsys.readouterr()
+        assert json.loads(out.out)["misses"] == miss_curve(tr, "fifo").tolist()
+        assert cli.main(["mrc", str(path), "--policy", "lru", "--scheduler", addr]) == 0
+        assert "one-pass curve, computed here; --scheduler not used" in capsys.readouterr().err
+    assert miss_curve(tr, "mine-for-dask").tolist() == [
+        simulate(tr, "lru", k).misses for k in range(1, 13)]
+
+
+def test_unreachable_scheduler_for_mrc_is_one_line(tmp_path, capsys):
+    pytest.importorskip("dask.distributed")
+    from paging.generators import zipf
+    from paging.io import write
+
+    path = tmp_path / "t.npz"
+    write([zipf(n=4, layers=3, tokens=20, topk=1, seed=3)], path)
+    assert cli.main(["mrc", str(path), "--policy", "fifo", "--scheduler",
+                     "tcp://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot reach the Dask scheduler" in err

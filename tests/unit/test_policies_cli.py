@@ -35,7 +35,8 @@ def test_json_lists_every_registered_policy_with_its_properties(capsys):
         assert r["description"] and r["reference"]
     assert (by["belady"]["clairvoyant"], by["belady-dist"]["clairvoyant"]) == (True, True)
     assert by["marking"]["randomized"] and by["lecar"]["randomized"]
-    assert not by["arc"]["randomized"] and not by["arc"]["has_kernel"]
+    assert not by["arc"]["randomized"] and by["arc"]["has_kernel"]
+    assert by["lecar"]["has_kernel"] and by["blind-oracle"]["has_kernel"]
     assert by["lru"]["has_kernel"] and by["lru-dist"]["has_kernel"]
     # Score-Based reads gate scores (SpecMD App. B); only flashmoe needs a model
     assert [n for n, r in by.items() if r["needs_scores"]] == ["score-based", "score-based-dist"]

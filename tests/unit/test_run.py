@@ -32,6 +32,7 @@ GEN = "zipf:n=4,layers=3,tokens=40,topk=2,seed=5"
           timeline={"prefetch_link": "separate"}), "needs --prefetch-streams 2"),
     (dict(k=3, miss="fetch-priority", model="mixtral-8x7b"), "give the cache as --budget-gb"),
     (dict(k=3, routing="max-rank:j=1", prefetch="oracle"), "cannot be combined"),
+    (dict(k=3, routing="max-rank:j=1", miss="substitute"), "cannot be combined"),
     (dict(k=3, routing="max-rank:j=1", policy="belady"), "is clairvoyant"),
     (dict(k=3, prefetch="psychic"), "unknown prefetch predictor"),
 ])
@@ -41,6 +42,17 @@ def test_runspec_refuses_inconsistent_recipes(kw, msg):
         RunSpec(**kw)
     with pytest.raises(PagingError, match="unknown policy"):
         RunSpec("nope", k=3)
+
+
+def test_routing_with_a_model_is_refused_by_trace_runs_only():
+    """A trace run's timeline replays the trace's requests, not the routed ones: run() and
+    paging simulate refuse routing with --model (paging serve times routed steps itself)."""
+    (tr,) = load(GEN, expand="groups")
+    spec = RunSpec("lru", k=3, model="mixtral-8x7b", routing="pruning:j=1")
+    with pytest.raises(PagingError, match="paging serve times routed steps"):
+        run(spec, [tr])
+    with pytest.raises(PagingError, match="paging serve times routed steps"):
+        run(spec, [tr], check=False)
 
 
 def test_run_equals_simulate_and_the_timeline_by_hand():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,7 +19,8 @@ from paging.cost import get_hardware
 from paging.cost.arith import attention_ms, expert_compute_ms, non_expert_ms, transfer_ms
 from paging.cost.presets import load_model_file
 from paging.errors import PagingError
-from paging.run import RunSpec
+from paging.routing import make_router
+from paging.run import RunSpec, run
 from paging.serve import Arrivals, Sequence, ServeSpec, pool, read_arrivals, serve
 from paging.serve.engine import _compose, _Req
 from paging.trace import Trace, from_routing
@@ -182,12 +184,18 @@ def _workload(draw):
     return seqs
 
 
+ROUTINGS = (None, "pruning:j=1", "max-rank:j=1,m=2", "max-rank:j=1", "cumsum:tau=0.5")
+
+
 @given(seqs=_workload(), policy=st.sampled_from(POLICIES), k=st.integers(1, 8),
        rate=st.floats(0.5, 200.0), batch=st.integers(1, 4), tokens=st.integers(1, 6),
-       sched=st.sampled_from(("continuous", "static")), seed=st.integers(0, 3))
+       sched=st.sampled_from(("continuous", "static")), seed=st.integers(0, 3),
+       routing=st.sampled_from(ROUTINGS))
 def test_serving_stream_is_a_run_of_the_one_simulator(toy, seqs, policy, k, rate, batch,
-                                                      tokens, sched, seed):
-    spec = RunSpec(policy, k=k, model=toy, seed=seed, verify=True)
+                                                      tokens, sched, seed, routing):
+    """The stream of groups a serving run served (routed or not) replays through simulate()
+    with the same hit for every request; the verifier checks the run."""
+    spec = RunSpec(policy, k=k, model=toy, seed=seed, verify=True, routing=routing)
     ss = ServeSpec(Arrivals(rate=rate, duration=0.05), max_batch=batch, max_tokens=tokens,
                    scheduler=sched, seed=seed)
     res = serve(spec, ss, seqs)
@@ -202,6 +210,8 @@ def test_serving_stream_is_a_run_of_the_one_simulator(toy, seqs, policy, k, rate
     assert max(steps["tokens"], default=0) <= tokens and max(steps["batch"], default=0) <= batch
     assert sum(steps["tokens"]) == sum(r["prompt_tokens"] + r["output_tokens"]
                                        for r in res.requests)
+    if routing is not None:
+        assert 0 < s["retained_mass"] <= 1 and s["routing"] == make_router(routing).spec()
     assert s["completed"] == len(res.requests)
     for r in res.requests:
         assert r["admitted_ms"] >= r["arrival_ms"]
@@ -246,7 +256,7 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
 
 
 @given(seqs=_workload(), policy=st.sampled_from(("lru", "fifo", "llru", "least-stale",
-                                                 "fld-dist", "fwf")),
+                                                 "fld-dist", "fwf", "lfu", "lfu-dist")),
        k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
 def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed):
     from paging.cost.setup import CostSetup
@@ -259,6 +269,193 @@ def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget
     assert fast.summary.pop("engine") == "compiled" and ref.summary.pop("engine") == "reference"
     assert fast.summary == ref.summary and fast.requests == ref.requests
     assert np.array_equal(fast.hits, ref.hits) and fast.steps == ref.steps
+
+
+# a model without kv_width: paging simulate's timeline charges no KV-cache reads (its numbers
+# predate them), so the one-request comparison below is term for term
+TOY_NO_KV = TOY.replace("kv_width = 8\n", "")
+
+
+@pytest.fixture(scope="module")
+def toy_no_kv(tmp_path_factory):
+    path = tmp_path_factory.mktemp("model") / "toy_no_kv.toml"
+    path.write_text(TOY_NO_KV)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def train_file(tmp_path_factory):
+    """Sequences for ``transition:train=FILE``, none of them served."""
+    from paging.io import write
+
+    rng = np.random.default_rng(9)
+    path = tmp_path_factory.mktemp("train") / "train.npz"
+    write([_seq_trace(np.argsort(rng.random((20, 2, 4)), axis=2)[:, :, :2], 3, "train")], path)
+    return str(path)
+
+
+PREFETCHERS = (None, "oracle", "oracle:precision=0.5,recall=0.7,seed=3", "previous-token",
+               "frequency", "transition")
+
+
+@given(seqs=_workload(), policy=st.sampled_from(POLICIES + ("token-match", "landlord")),
+       k=st.integers(1, 8), hardware=st.sampled_from(("pcie4", "link-5gbps")),
+       seed=st.integers(0, 3), n=st.integers(1, 5), prefetch=st.sampled_from(PREFETCHERS),
+       strategy=st.sampled_from((None, "topk:overfetch=1.5", "percentile:p=50")))
+def test_one_request_at_a_time_equals_simulate_warm(toy_no_kv, train_file, seqs, policy, k,
+                                                     hardware, seed, n, prefetch, strategy):
+    """Issue 23's validation: one client, batch 1, a step large enough for any prompt, no
+    think time: each request's TTFT and TPOT equal those of ``paging simulate --model ...
+    --warm --prefill batched`` on the same sequences in the same order (a serving prefill step
+    is the union of the prompt's experts per layer: the batched prefill pass); with a
+    prefetcher too, asked batch by batch in serving and planned ahead in simulate (the same
+    prefetches, the same late ones, the same precision and recall)."""
+    if prefetch == "transition":
+        prefetch = f"transition:train={train_file}"
+    spec = RunSpec(policy, k=k, model=toy_no_kv, hardware=hardware, seed=seed,
+                   prefetch=prefetch, prefetch_strategy=strategy if prefetch else None)
+    res = serve(spec, ServeSpec(Arrivals(clients=1, think=0.0, duration=1e6), max_batch=1,
+                                max_tokens=64, max_requests=n, seed=seed), seqs)
+    by_name = {t.name: t for t in seqs}
+    order = [by_name[r["sequence"]] for r in res.requests]
+    rows = run(dataclasses.replace(spec, warm=True, prefill="batched"), order)
+    assert len(res.requests) == n and rows[-1]["warm_total"]
+    for r, w in zip(res.requests, rows[:-1], strict=True):
+        assert r["ttft_ms"] == pytest.approx(w["ttft_ms"], rel=1e-9, abs=1e-12)
+        assert r["tpot_ms"] == pytest.approx(w["tpot_ms"], rel=1e-9, abs=1e-12)
+    s, total = res.summary, rows[-1]
+    assert s["misses"] == total["misses"]
+    if prefetch:
+        for key in ("prefetches", "prefetch_useful", "prefetch_wasted", "prefetch_late",
+                    "prefetch_precision", "prefetch_recall"):
+            assert s[key] == total[key], key
+        assert s["bytes_moved"] == total["bytes_moved"]
+
+
+@given(seqs=_workload(), policy=st.sampled_from(("lru", "llru", "lfu", "fifo")),
+       k=st.integers(2, 8), prefetch=st.sampled_from(PREFETCHERS[1:]),
+       batch=st.integers(1, 4), seed=st.integers(0, 3))
+def test_prefetching_in_batched_serving_is_verified_and_accounted(toy, train_file, seqs,
+                                                                  policy, k, prefetch, batch,
+                                                                  seed):
+    """Batched steps with a prefetcher: the run passes the independent verifier (capacity,
+    every request served, misses = the eviction log), every prefetch is used or wasted, and
+    the bytes moved are the fetches' and the prefetches' (one expert size here)."""
+    if prefetch == "transition":
+        prefetch = f"transition:train={train_file}"
+    spec = RunSpec(policy, k=k, model=toy, seed=seed, prefetch=prefetch, verify=True)
+    res = serve(spec, ServeSpec(Arrivals(rate=150.0, duration=0.05), max_batch=batch,
+                                max_tokens=6, seed=seed), seqs)
+    s = res.summary
+    assert s["prefetches"] == s["prefetch_useful"] + s["prefetch_wasted"]
+    assert 0 <= s["prefetch_late"] <= s["prefetch_useful"]
+    size = spec.cost_setup().expert_bytes
+    assert s["bytes_moved"] == (s["misses"] + s["prefetches"]) * size
+    assert sum(res.steps["bytes"]) == s["bytes_moved"]
+
+
+def test_a_perfect_oracle_with_room_for_every_expert_misses_only_the_first_layer(toy):
+    """Oracle P = R = 1 and a cache of all 8 experts: each group's experts are prefetched
+    while the group before it runs, so the only misses are the first step's layer 0."""
+    rng = np.random.default_rng(1)
+    seqs = [_seq_trace(np.argsort(rng.random((8, 2, 4)), axis=2)[:, :, :2], 3, f"r{i}")
+            for i in range(3)]
+    spec = RunSpec("lru", k=8, model=toy, prefetch="oracle")
+    res = serve(spec, ServeSpec(Arrivals(rate=400.0, duration=0.05), max_batch=3,
+                                max_tokens=6, seed=0), seqs)
+    first = res.pages[res.clock == 0]
+    assert res.summary["misses"] == first.size == res.steps["misses"][0]
+    assert res.summary["prefetch_precision"] == res.summary["prefetch_recall"] == 1.0
+
+
+@needs_traces
+def test_one_client_on_the_mixtral_dump_equals_simulate_warm_to_the_millisecond(tmp_path):
+    """Issue 23's "Done when" on a real trace: one client replaying the Mixtral prefill+decode
+    dump twice, batch 1, the whole prompt in one step, equals ``paging simulate --warm
+    --prefill batched`` on the dump given twice, request for request (Mixtral's preset without
+    ``kv_width``: paging simulate's timeline does not charge KV-cache reads, serving does)."""
+    from dataclasses import asdict
+
+    from paging.cost import get_model
+    from paging.io import load
+
+    m = get_model("mixtral-8x7b")
+    fields = {k: v for k, v in asdict(m).items() if k not in ("sources", "kv_width")}
+    model = tmp_path / "mixtral_no_kv.json"
+    model.write_text(json.dumps(fields))
+    (dump,) = load(os.path.join(TRACES, "mixtral-8x7b-instruct-vllm",
+                                "humaneval_p0_prefill_decode_raw.jsonl"), expand="groups")
+    for policy in ("lru", "llru", "lfu"):
+        spec = RunSpec(policy, budget=8_000_000_000, model=str(model), precision="int4",
+                       hardware="pcie4")
+        res = serve(spec, ServeSpec(Arrivals(clients=1, think=0.0, duration=1e6),
+                                    max_batch=1, max_tokens=4096, max_requests=2), [dump])
+        rows = run(dataclasses.replace(spec, warm=True, prefill="batched"), [dump, dump])
+        for r, w in zip(res.requests, rows[:2], strict=True):
+            assert abs(r["ttft_ms"] - w["ttft_ms"]) < 1e-6
+            assert abs(r["tpot_ms"] - w["tpot_ms"]) < 1e-6
+        assert res.requests[1]["ttft_ms"] < res.requests[0]["ttft_ms"]  # warm: fewer misses
+
+
+def test_littles_law_on_a_loaded_run(toy):
+    """Mean requests in the system = throughput x mean time in the system. The left side is
+    read off the step series (requests running or waiting at each step's start, weighted by
+    the step's time), the right side off the per-request table: two independent accounts of
+    one run. Requests that arrive during a step count from the next one, so the series reads
+    a little low (at most the arrivals during one step); a long run keeps that under 5 %."""
+    rng = np.random.default_rng(0)
+    seqs = [_seq_trace(np.argsort(rng.random((12, 2, 4)), axis=2)[:, :, :2], 4, f"r{s}")
+            for s in range(4)]
+    spec = RunSpec("lru", k=4, model=toy, hardware="link-5gbps")
+    res = serve(spec, ServeSpec(Arrivals(rate=3000.0, duration=0.4), max_batch=4,
+                                max_tokens=8, seed=2), seqs)
+    st_ = res.steps
+    makespan = res.summary["makespan_ms"]
+    in_system = sum((b + q) * t for b, q, t in zip(st_["batch"], st_["queue"], st_["time_ms"],
+                                                   strict=True)) / makespan
+    done = [r for r in res.requests if r["e2e_ms"] is not None]
+    assert len(done) == len(res.requests) > 300
+    throughput = len(done) / makespan  # per ms
+    mean_latency = float(np.mean([r["e2e_ms"] for r in done]))
+    assert in_system > 2  # a loaded run: requests queue
+    assert in_system == pytest.approx(throughput * mean_latency, rel=0.05)
+    assert in_system <= throughput * mean_latency
+
+
+def test_routed_step_serves_the_union_of_what_the_tokens_chose(toy):
+    """pruning:j=1 keeps each token's top-1 expert: a step's group on layer z is the union of
+    its tokens' rank-0 experts in order of first use, each expert's compute for the tokens that
+    chose it; with expert ids only (weights 1/K), the retained mass is 1/2 and top-1 never
+    changes. max-rank:j=1 (no m: any cached expert) takes a cached expert over the rank-1
+    one."""
+    e = {"a": np.array([[[0, 1], [2, 3]], [[0, 1], [2, 3]]]),
+         "b": np.array([[[1, 2], [3, 0]], [[1, 2], [3, 0]]])}
+    seqs = [_seq_trace(e["a"], 1, "a"), _seq_trace(e["b"], 1, "b")]
+    ss = ServeSpec(Arrivals(times=(0.0, 0.0)), max_batch=4, max_tokens=8, seed=5)
+    res = serve(RunSpec("lru", k=8, model=toy, routing="pruning:j=1"), ss, seqs)
+    drawn = [r["sequence"] for r in res.requests]
+    X = np.concatenate([e[d][:1] for d in drawn])  # the prompt tokens of step 0
+    want = []
+    for z in range(2):
+        seen = []
+        for x in X[:, z, 0].tolist():
+            if x not in seen:
+                seen.append(x)
+        want += [z * 4 + x for x in seen]
+    assert res.pages[:len(want)].tolist() == want and res.steps["requests"][0] == len(want)
+    s = res.summary
+    assert (s["retained_mass"], s["top1_changed"], s["routing"]) == (0.5, 0.0, "pruning:j=1")
+    # max-rank: one request, prompt [[0, 1], [2, 3]], decode token [[0, 2], [2, 1]]. Step 1
+    # keeps each layer's top-1 (0, then 2; cached) and swaps the uncached rank-1 expert for a
+    # cached one (2 -> 1 on layer 0, 1 -> 3 on layer 1): no miss, where the router's own
+    # top-2 misses twice; retained mass (1 + 1 + 1/2 + 1/2) / 4 groups
+    one = [_seq_trace(np.array([[[0, 1], [2, 3]], [[0, 2], [2, 1]]]), 1, "c")]
+    ss1 = ServeSpec(Arrivals(times=(0.0,)), max_batch=1, max_tokens=8)
+    mr = serve(RunSpec("lru", k=8, model=toy, routing="max-rank:j=1"), ss1, one)
+    std = serve(RunSpec("lru", k=8, model=toy), ss1, one)
+    assert mr.steps["misses"] == [4, 0] and std.steps["misses"] == [4, 2]
+    assert mr.pages[4:].tolist() == [0, 1, 4 + 2, 4 + 3]
+    assert (mr.summary["retained_mass"], mr.summary["top1_changed"]) == (0.75, 0.0)
 
 
 def test_same_seed_same_numbers(toy):
@@ -294,8 +491,8 @@ def test_closed_loop_issues_after_think_time(toy):
 def test_refusals(toy):
     seqs = [_seq_trace(np.array([[[0, 1], [2, 3]]] * 2), 1)]
     arr = ServeSpec(Arrivals(rate=1.0, duration=1.0))
-    for kw, msg in ((dict(prefetch="oracle"), "--prefetch is not modelled"),
-                    (dict(routing="pruning:j=1"), "--routing"),
+    for kw, msg in ((dict(prefetch="transition"), "needs transition:train=FILE"),
+                    (dict(routing="pruning:j=1", prefetch="frequency"), "cannot be combined"),
                     (dict(miss="drop:rank=1"), "reads gate scores or ranks")):
         with pytest.raises(PagingError, match=msg):
             serve(RunSpec("lru", k=4, model=toy, **kw), arr, seqs)
@@ -320,8 +517,8 @@ def test_cli_errors_are_one_line(toy, tmp_path):
     trace = "zipf:n=4,layers=2,tokens=20,seed=0"
     for args, msg in (
             (["--arrivals", str(f)], f"{f}:2: expected an arrival time in seconds"),
-            (["--rate", "1", "--duration", "1", "--prefetch", "oracle"],
-             "--prefetch is not modelled"),
+            (["--rate", "1", "--duration", "1", "--prefetch", "transition"],
+             "needs transition:train=FILE"),
             (["--rate", "1"], "need --duration"),
             (["--rate", "1", "--duration", "1", "--policy", "nope"], "unknown policy")):
         out = _paging("serve", trace, "--model", toy, "--k", "4", "--policy", "lru", *args)
@@ -394,6 +591,47 @@ def test_serve_sweep_rows_are_serve_runs_and_resume(tmp_path, toy):
     assert row["p99_tpot_ms"] == pytest.approx(s["p99_tpot_ms"], rel=1e-12)
     again = run_serve_sweep(spec, out, workers=0, progress=False)
     assert again["ran"] == 0 and again["skipped"] == 16
+
+
+def test_serve_sweep_has_the_prefetch_and_miss_axes(tmp_path, toy):
+    """prefetch x prefetch_strategy x miss: "none" is one cell whatever the strategies, and
+    each row is the serving run of its options."""
+    from paging.serve.sweep import SCHEMA, run_serve_sweep
+    from paging.sweep import read_table
+
+    spec = tmp_path / "serve.toml"
+    spec.write_text(f'''traces = ["zipf:n=4,layers=2,tokens=40,topk=2,seed=0"]
+policies = ["lru"]
+k = [3]
+model = "{toy}"
+hardware = ["pcie4"]
+prefetch = ["none", "frequency"]
+prefetch_strategy = ["topk:overfetch=1", "topk:overfetch=2"]
+miss = ["fetch", "substitute"]
+
+[serve]
+rates = [80]
+duration = 0.2
+max_batch = [2]
+max_tokens = 8
+''')
+    out = tmp_path / "t.csv"
+    got = run_serve_sweep(spec, out, workers=0, progress=False)
+    assert got["cells"] == got["ran"] == 6  # (none + frequency x 2 strategies) x 2 handlers
+    rows = read_table(out, SCHEMA)
+    none = [r for r in rows if r["prefetch"] is None]
+    assert len(none) == 2 and all(r["prefetches"] is None for r in none)
+    row = next(r for r in rows if (r["prefetch"], r["prefetch_strategy"], r["miss"]) ==
+               ("frequency", "topk:overfetch=2", "substitute"))
+    from paging.io import load
+
+    s = serve(RunSpec("lru", k=3, model=toy, hardware="pcie4", prefetch="frequency",
+                      prefetch_strategy="topk:overfetch=2", miss="substitute"),
+              ServeSpec(Arrivals(rate=80.0, duration=0.2), max_batch=2, max_tokens=8),
+              load("zipf:n=4,layers=2,tokens=40,topk=2,seed=0", expand="groups")).summary
+    assert (row["misses"], row["prefetches"], row["substituted"], row["prefetch_late"]) == (
+        s["misses"], s["prefetches"], s["substituted"], s["prefetch_late"])
+    assert row["prefetches"] > 0
 
 
 @pytest.mark.parametrize(("extra", "msg", "line"), [

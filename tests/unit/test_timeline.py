@@ -31,7 +31,7 @@ from paging.cost import (
 from paging.cost.timeline import _timeline, batch_prefill, timeline
 
 #: the kernel's last arguments for today's timeline: no per-token overhead, one copy stream
-ONE_STREAM = (np.zeros(0, bool), 0.0, 1, True)
+ONE_STREAM = (np.zeros(0, bool), 0.0, 1, True, 0.0, np.zeros(0), np.zeros(0, bool))
 
 
 def test_stream_schedule_by_hand():
@@ -44,11 +44,28 @@ def test_stream_schedule_by_hand():
     args = (np.array([0, 0, 1]), np.array([1, 0, 1], np.int8), np.array([0, 1, 2]),
             np.array([5.0, 0.0, 2.0]), np.array([10, 20, 30]), none_f, none_i, none_i, none_i,
             np.zeros(0, bool), np.array([1.0, 1.0, 1.0]), 0.0, np.array([0.5, 0.0, 0.5]), 0.0)
-    total, at_marks, stall, busy, nbytes, late = _timeline(*args, np.array([2, 3]),
-                                                           *ONE_STREAM)
+    total, at_marks, stall, busy, nbytes, late, _ = _timeline(*args, np.array([2, 3]),
+                                                              *ONE_STREAM)
     # group 0 (requests 0, 1) ends at 6.5, group 1 (request 2) at 10
     assert total == 10.0 and at_marks.tolist() == [6.5, 10.0]
     assert stall == 6.0 and busy == 7.0 and nbytes == 10 + 30 and late == 0
+
+
+def test_a_step_starts_from_the_copy_stream_it_inherits():
+    """A serving step with a prefetcher inherits the copy stream (busy until x0 = 5) and a page
+    in flight (page 0 lands at 3, prefetched and unused). One group: request 0 hits page 0,
+    request 1 misses page 1 (2 ms). Non-expert 0.5 -> c = 0.5; the hit waits for page 0:
+    stall 2.5, late 1, computes 3..4; the miss queues behind x0: lands 7, stall 3, computes
+    7..8. Total 8, stall 5.5, busy 2, the stream free at 7; page 0 no longer fresh."""
+    none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
+    ready, fresh = np.array([3.0, 0.0]), np.array([True, False])
+    out = _timeline(np.array([0, 0]), np.array([0, 1], np.int8), np.array([0, 1]),
+                    np.array([1.0, 2.0]), np.array([10, 20]), none_f, none_i, none_i, none_i,
+                    np.zeros(0, bool), np.array([1.0, 1.0]), 0.0, np.array([0.5, 0.0]), 0.0,
+                    none_i, np.zeros(0, bool), 0.0, 1, True, 5.0, ready, fresh)
+    total, _, stall, busy, nbytes, late, x = out
+    assert (total, stall, busy, nbytes, late, x) == (8.0, 5.5, 2.0, 20, 1, 7.0)
+    assert ready.tolist() == [3.0, 0.0] and fresh.tolist() == [False, False]
 
 
 def test_transfers_queue_on_one_copy_stream():
@@ -56,7 +73,7 @@ def test_transfers_queue_on_one_copy_stream():
     # 1 ms as soon as it has landed: 2..3, 4..5, 6..7 -> stalls 2 + 1 + 1 = 4, total 7.
     # (constants instead of per-request arrays: compute 1 ms, no non-expert work)
     none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
-    total, _, stall, busy, _, _ = _timeline(
+    total, _, stall, busy, _, _, _ = _timeline(
         np.zeros(3, np.int64), np.ones(3, np.int8), np.arange(3), np.full(3, 2.0),
         np.ones(3, np.int64), none_f, none_i, none_i, none_i, np.zeros(0, bool), none_f, 1.0,
         none_f, 0.0, none_i, *ONE_STREAM)
@@ -231,7 +248,7 @@ def _ext(kind, fetch, pf_at, pf_page, *, lay=0.0, overhead=0.0, streams=1, share
         STEPS4, np.array(kind, np.int8), np.arange(4), np.asarray(fetch, float),
         np.full(len(fetch), 10, np.int64), none_f, none_i, np.array(pf_at, np.int64),
         np.array(pf_page, np.int64), np.zeros(0, bool), none_f, 1.0, none_f, lay, _marks(mark),
-        NEW_TOKEN, overhead, streams, shared))
+        NEW_TOKEN, overhead, streams, shared, 0.0, none_f, np.zeros(0, bool))[:6])
 
 
 def test_token_overhead_by_hand():
@@ -250,7 +267,8 @@ def test_token_overhead_by_hand():
         STEPS4, np.array(kind, np.int8), np.arange(4), np.array(fetch), np.full(4, 10, np.int64),
         np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64),
         np.zeros(0, bool), np.zeros(0), 1.0, np.zeros(0), 0.5, _marks(2), np.zeros(0, bool),
-        2.0, 1, True))[:2] == (13.0, 6.0)  # no token starts given: nothing charged
+        2.0, 1, True, 0.0, np.zeros(0), np.zeros(0, bool)))[:2] == (13.0, 6.0)
+    # (no token starts given: nothing charged)
 
 
 # pages 0..4: request r serves page r; page 4 is a prefetch never used (6 ms), the others 4 ms

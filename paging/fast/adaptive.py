@@ -1,0 +1,469 @@
+"""Kernels of the adaptive policies with ghost lists: ARC and LeCaR
+(:mod:`paging.policies.adaptive`) and their per-layer variants, rounds and groups mode, caches
+counted in pages or in bytes.
+
+Both are built on intrusive doubly linked lists threaded through arrays indexed by page id (page
+ids are dense in 0..nℓ-1), as in :mod:`paging.fast.lists`: a page is in at most one list of a
+*family* at a time, so one ``next``/``prev``/``which list`` triple per page serves every list of
+a family, and each partition (the shared cache, or one layer for ``-dist``) owns its own head,
+tail and length per list. A list runs from its head (least recent, the reference's first dict
+key) to its tail (most recent).
+
+* ARC (``ARC``): T1, T2 (resident) and the ghosts B1, B2 of one partition are four lists of one
+  family (they are disjoint: a page leaves its ghost list when it is inserted again). The target
+  p is a float per partition, updated with the reference's float operations in its order; the
+  REPLACE rule, the case IV trimming (once per victim, also under a byte budget) and the victim
+  of T1 "without a ghost" are the reference's (:class:`paging.policies.adaptive.ARC`). O(1) per
+  request in rounds mode; pinned pages (groups mode) are skipped from a list's head, O(K).
+* LeCaR (``LECAR``): the recency list and the two histories H_LRU, H_LFU (FIFOs of evicted page
+  ids with their eviction times) are lists of one family; the LFU order (fewest requests, then
+  earliest time the page reached its count) is a second family: one list per frequency present
+  in the partition, appended to when a page reaches that frequency (times only grow, so each
+  list is ordered by that time), the frequency lists chained in increasing order (a page's
+  frequency only grows by one, so its next list is the next one or a new one right after it:
+  the O(1) LFU of Shah, Mitra and Matani, 2010). The LFU candidate is the head of the first
+  list, skipping pinned pages. Regrets use libm ``pow`` and ``exp`` (Python's float ``**`` and
+  ``math.exp``) in the reference's order, so the weights are the reference's to the last bit.
+  The reference's ``ctx.rng.random()`` draws (one per eviction whose two candidates differ,
+  across layers in run order for ``lecar-dist``, as its per-layer policies share the run's
+  generator) are pre-drawn: ``rng.random(N)`` yields the same doubles
+  (:func:`paging.fast.marking_draws`), consumed in order. O(1) per request; pinned pages cost
+  O(K) per eviction.
+
+Both kernels take ``sizes`` (the room each page takes: 1 in a cache counted in pages, bytes
+under a budget) and the partitions' capacities in that unit, and evict until the page fits, as
+:meth:`paging.core.Simulation.serve` does (a page that cannot fit even after evicting every
+unpinned page of its partition is a bypass, unseen by the policy). As in the reference, ARC's c
+and LeCaR's history size and discount read that capacity (bytes under a budget).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from paging.fast.common import buffers, is_grouped
+
+#: the kinds of this family (``Policy.kernel = "adaptive:KIND"``)
+ARC, LECAR = 0, 1
+
+# the lists of one partition (index q * _NL + list): ARC's T1, T2, B1, B2; LeCaR uses _T1 as its
+# recency list and _B1, _B2 as its histories H_LRU, H_LFU
+_T1, _T2, _B1, _B2 = 1, 2, 3, 4
+_NL = 5
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _push(lk, ls, q, lst, p):
+    """Append page p at the tail (most recent end) of list ``lst`` of partition q."""
+    i = q * _NL + lst
+    tl = ls[1, i]
+    lk[0, p] = -1
+    lk[1, p] = tl
+    if tl >= 0:
+        lk[0, tl] = p
+    else:
+        ls[0, i] = p
+    ls[1, i] = p
+    ls[2, i] += 1
+    lk[2, p] = lst
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unlink(lk, ls, q, p):
+    """Take page p out of its list (of partition q)."""
+    i = q * _NL + lk[2, p]
+    a = lk[1, p]
+    b = lk[0, p]
+    if a >= 0:
+        lk[0, a] = b
+    else:
+        ls[0, i] = b
+    if b >= 0:
+        lk[1, b] = a
+    else:
+        ls[1, i] = a
+    ls[2, i] -= 1
+    lk[2, p] = 0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _oldest(lk, ls, q, lst, pin, s):
+    """The first page of list ``lst`` (least recent first) that is not pinned (``pin[v] == s``),
+    or -1."""
+    v = ls[0, q * _NL + lst]
+    while v >= 0 and pin[v] == s:
+        v = lk[0, v]
+    return v
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _held(pages, sizes, lk, g_start, g_end, layer_of, dist, z, grouped):
+    """Room held by the pinned resident pages of the partition (the group's)."""
+    held = 0
+    if grouped:
+        for j in range(g_start, g_end):
+            r = pages[j]
+            w = lk[2, r]
+            if (w == _T1 or w == _T2) and (not dist or layer_of[r] == z):
+                held += sizes[r]
+    return held
+
+
+@njit(cache=True, nogil=True)
+def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record):
+    """Replay ``pages`` (layer clock ``steps``) under ARC, one instance per partition of
+    capacity ``caps[q]`` (the shared cache, or one per layer with ``dist``). Returns the tuple
+    of :mod:`paging.fast.common`."""
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    nparts = caps.size
+    lk = np.zeros((3, P), np.int64)        # next, prev, list (0: none) of each page
+    ls = np.zeros((3, nparts * _NL), np.int64)  # head, tail, length of each list
+    ls[0, :] = -1
+    ls[1, :] = -1
+    target = np.zeros(nparts)              # ARC's p, per partition
+    used = np.zeros(nparts, np.int64)
+    pin = np.full(P, -1, np.int64)
+    evicted_pass = np.full(P, -1, np.int64)
+    page_miss = np.zeros(P, np.int64)
+    layer_of = np.arange(P) // n_experts
+    hit_mask, ev, byp = buffers(n, record)
+    misses = 0
+    coll = 0
+    n_ev = 0
+    n_byp = 0
+    grouped = is_grouped(steps)
+    prev_s = -1
+    g_start = 0
+    g_end = 0
+    s = -2  # no page is pinned in rounds mode (pin[v] is never -2)
+    for t in range(n):
+        p = pages[t]
+        st = steps[t]
+        if grouped:
+            s = st
+            if st != prev_s:
+                prev_s = st
+                j = t
+                while j < n and steps[j] == st:
+                    pin[pages[j]] = st
+                    j += 1
+                g_start = t
+                g_end = j
+        z = layer_of[p]
+        q = z if dist else 0
+        w = lk[2, p]
+        if w == _T1 or w == _T2:  # case I: a hit moves the page to T2's MRU end
+            if record:
+                hit_mask[t] = True
+            _unlink(lk, ls, q, p)
+            _push(lk, ls, q, _T2, p)
+            continue
+        misses += 1
+        page_miss[p] += 1
+        now_pass = st // L
+        if evicted_pass[p] == now_pass:
+            coll += 1
+        need = sizes[p]
+        c = caps[q]
+        if used[q] + need > c:
+            if need > c - _held(pages, sizes, lk, g_start, g_end, layer_of, dist, z, grouped):
+                if record > 1:
+                    byp[n_byp] = t
+                n_byp += 1
+                continue
+        # cases II and III: adapt p, take the page off its ghost list
+        b = q * _NL
+        ghost = 0
+        if w == _B1:
+            d = ls[2, b + _B2] / ls[2, b + _B1]
+            target[q] = min(target[q] + max(d, 1.0), float(c))
+            _unlink(lk, ls, q, p)
+            ghost = 1
+        elif w == _B2:
+            d = ls[2, b + _B1] / ls[2, b + _B2]
+            target[q] = max(target[q] - max(d, 1.0), 0.0)
+            _unlink(lk, ls, q, p)
+            ghost = 2
+        while used[q] + need > c:
+            v = -1
+            keep = True  # the victim becomes a ghost
+            replace = True
+            if not ghost:
+                if ls[2, b + _T1] + ls[2, b + _B1] >= c:  # case IV.A
+                    if ls[2, b + _B1] > 0:
+                        _unlink(lk, ls, q, ls[0, b + _B1])
+                    else:
+                        v = _oldest(lk, ls, q, _T1, pin, s)
+                        if v >= 0:
+                            keep = False
+                            replace = False
+                elif (ls[2, b + _T1] + ls[2, b + _T2] + ls[2, b + _B1] + ls[2, b + _B2]
+                      >= 2 * c and ls[2, b + _B2] > 0):  # case IV.B
+                    _unlink(lk, ls, q, ls[0, b + _B2])
+            if replace:
+                n1 = ls[2, b + _T1]
+                first = ((n1 > 0 and (n1 > target[q] or (n1 == target[q] and ghost == 2)))
+                         or ls[2, b + _T2] == 0)
+                v = _oldest(lk, ls, q, _T1 if first else _T2, pin, s)
+                if v < 0:
+                    v = _oldest(lk, ls, q, _T2 if first else _T1, pin, s)
+            wv = lk[2, v]
+            _unlink(lk, ls, q, v)
+            if keep:
+                _push(lk, ls, q, _B1 if wv == _T1 else _B2, v)
+            used[q] -= sizes[v]
+            evicted_pass[v] = now_pass
+            if record > 1:
+                ev[n_ev, 0] = t
+                ev[n_ev, 1] = v
+                n_ev += 1
+        _push(lk, ls, q, _T2 if ghost else _T1, p)
+        used[q] += need
+    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+
+
+@njit(cache=True, nogil=True)
+def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr, dr,
+                 hist_cap, record):
+    """Replay ``pages`` under LeCaR, one instance per partition: learning rate ``lr``, discount
+    ``dr[q]`` and history size ``hist_cap[q]`` per partition, ``draws`` the run's uniform draws
+    in order (at least one per eviction). Returns the tuple of :mod:`paging.fast.common`."""
+    n = pages.size
+    L = n_layers
+    P = n_experts * n_layers
+    nparts = caps.size
+    lk = np.zeros((3, P), np.int64)        # recency list and histories
+    ls = np.zeros((3, nparts * _NL), np.int64)
+    ls[0, :] = -1
+    ls[1, :] = -1
+    htime = np.zeros(P, np.int64)          # eviction time of a page in a history
+    # the frequency lists: page links, and nodes (one per frequency present in a partition)
+    fnx = np.full(P, -1, np.int64)
+    fpv = np.full(P, -1, np.int64)
+    node_of = np.full(P, -1, np.int64)
+    # freq, head, tail, next node, prev node; P + 1 nodes: a hit takes the next frequency's
+    # node before its old one may be freed
+    nd = np.zeros((5, P + 1), np.int64)
+    free = np.arange(P, -1, -1)            # a stack of unused nodes
+    n_free = P + 1
+    first = np.full(nparts, -1, np.int64)  # each partition's node of least frequency
+    w_lru = np.full(nparts, 0.5)
+    w_lfu = np.full(nparts, 0.5)
+    used = np.zeros(nparts, np.int64)
+    pin = np.full(P, -1, np.int64)
+    evicted_pass = np.full(P, -1, np.int64)
+    page_miss = np.zeros(P, np.int64)
+    layer_of = np.arange(P) // n_experts
+    hit_mask, ev, byp = buffers(n, record)
+    misses = 0
+    coll = 0
+    n_ev = 0
+    n_byp = 0
+    n_draw = 0
+    grouped = is_grouped(steps)
+    prev_s = -1
+    g_start = 0
+    g_end = 0
+    s = -2
+    for t in range(n):
+        p = pages[t]
+        st = steps[t]
+        if grouped:
+            s = st
+            if st != prev_s:
+                prev_s = st
+                j = t
+                while j < n and steps[j] == st:
+                    pin[pages[j]] = st
+                    j += 1
+                g_start = t
+                g_end = j
+        z = layer_of[p]
+        q = z if dist else 0
+        w = lk[2, p]
+        if w == _T1:  # a hit: most recent, one more request
+            if record:
+                hit_mask[t] = True
+            _unlink(lk, ls, q, p)
+            _push(lk, ls, q, _T1, p)
+            x = node_of[p]
+            f = nd[0, x] + 1
+            y = nd[3, x]
+            if y < 0 or nd[0, y] != f:  # a new node for frequency f, right after x
+                n_free -= 1
+                y = free[n_free]
+                nd[0, y] = f
+                nd[1, y] = -1
+                nd[2, y] = -1
+                nd[4, y] = x
+                nd[3, y] = nd[3, x]
+                if nd[3, x] >= 0:
+                    nd[4, nd[3, x]] = y
+                nd[3, x] = y
+            # out of x
+            a = fpv[p]
+            bb = fnx[p]
+            if a >= 0:
+                fnx[a] = bb
+            else:
+                nd[1, x] = bb
+            if bb >= 0:
+                fpv[bb] = a
+            else:
+                nd[2, x] = a
+            if nd[1, x] < 0:  # x is empty: drop it (y follows it)
+                nd[4, y] = nd[4, x]
+                if nd[4, x] >= 0:
+                    nd[3, nd[4, x]] = y
+                else:
+                    first[q] = y
+                free[n_free] = x
+                n_free += 1
+            # to the end of y
+            tl = nd[2, y]
+            fpv[p] = tl
+            fnx[p] = -1
+            if tl >= 0:
+                fnx[tl] = p
+            else:
+                nd[1, y] = p
+            nd[2, y] = p
+            node_of[p] = y
+            continue
+        misses += 1
+        page_miss[p] += 1
+        now_pass = st // L
+        if evicted_pass[p] == now_pass:
+            coll += 1
+        need = sizes[p]
+        c = caps[q]
+        if used[q] + need > c:
+            if need > c - _held(pages, sizes, lk, g_start, g_end, layer_of, dist, z, grouped):
+                if record > 1:
+                    byp[n_byp] = t
+                n_byp += 1
+                continue
+        # a miss on a page in a history: a regret for the expert that evicted it
+        if w == _B1 or w == _B2:
+            r = math.pow(dr[q], float(t - htime[p]))
+            _unlink(lk, ls, q, p)
+            if w == _B1:
+                wl = w_lru[q] * math.exp(-lr * r) + 1e-10
+                tot = wl + w_lfu[q] + 2e-10
+                w_lru[q] = wl / tot
+                w_lfu[q] = (w_lfu[q] + 1e-10) / tot
+            else:
+                wf = w_lfu[q] * math.exp(-lr * r) + 1e-10
+                tot = wf + w_lru[q] + 2e-10
+                w_lfu[q] = wf / tot
+                w_lru[q] = (w_lru[q] + 1e-10) / tot
+        while used[q] + need > c:
+            lru = _oldest(lk, ls, q, _T1, pin, s)
+            x = first[q]
+            lfu = -1
+            while x >= 0:
+                v = nd[1, x]
+                while v >= 0 and pin[v] == s:
+                    v = fnx[v]
+                if v >= 0:
+                    lfu = v
+                    break
+                x = nd[3, x]
+            expert = 0
+            v = lru
+            if lru != lfu:
+                u = draws[n_draw]
+                n_draw += 1
+                if u < w_lru[q]:
+                    expert = _B1
+                else:
+                    expert = _B2
+                    v = lfu
+            # on_evict: out of the recency list and its frequency list, into a history
+            _unlink(lk, ls, q, v)
+            x = node_of[v]
+            a = fpv[v]
+            bb = fnx[v]
+            if a >= 0:
+                fnx[a] = bb
+            else:
+                nd[1, x] = bb
+            if bb >= 0:
+                fpv[bb] = a
+            else:
+                nd[2, x] = a
+            if nd[1, x] < 0:
+                if nd[4, x] >= 0:
+                    nd[3, nd[4, x]] = nd[3, x]
+                else:
+                    first[q] = nd[3, x]
+                if nd[3, x] >= 0:
+                    nd[4, nd[3, x]] = nd[4, x]
+                free[n_free] = x
+                n_free += 1
+            node_of[v] = -1
+            if expert:
+                htime[v] = t
+                _push(lk, ls, q, expert, v)
+                i = q * _NL + expert
+                while ls[2, i] > hist_cap[q]:
+                    _unlink(lk, ls, q, ls[0, i])
+            used[q] -= sizes[v]
+            evicted_pass[v] = now_pass
+            if record > 1:
+                ev[n_ev, 0] = t
+                ev[n_ev, 1] = v
+                n_ev += 1
+        # on_insert: most recent, frequency 1
+        _push(lk, ls, q, _T1, p)
+        x = first[q]
+        if x < 0 or nd[0, x] != 1:
+            n_free -= 1
+            y = free[n_free]
+            nd[0, y] = 1
+            nd[1, y] = -1
+            nd[2, y] = -1
+            nd[3, y] = x
+            nd[4, y] = -1
+            if x >= 0:
+                nd[4, x] = y
+            first[q] = y
+            x = y
+        tl = nd[2, x]
+        fpv[p] = tl
+        fnx[p] = -1
+        if tl >= 0:
+            fnx[tl] = p
+        else:
+            nd[1, x] = p
+        nd[2, x] = p
+        node_of[p] = x
+        used[q] += need
+    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+
+
+def lecar_params(caps: np.ndarray):
+    """LeCaR's learning rate, and the discount and history size of each partition, as
+    :meth:`paging.policies.adaptive.LeCaR.reset` sets them for a capacity (its class
+    constants)."""
+    from paging.policies.adaptive import LeCaR
+
+    dr = np.array([LeCaR.DISCOUNT_BASE ** (1.0 / max(int(c), 1)) for c in caps])
+    hist = np.array([int(c) // 2 for c in caps], dtype=np.int64)
+    return float(LeCaR.LEARNING_RATE), dr, hist
+
+
+def adaptive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, draws, record):
+    """Run the kernel of ``kind`` (``draws``: the run's uniform draws, LeCaR only)."""
+    if kind == ARC:
+        return arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record)
+    if draws is None:
+        raise ValueError("lecar's kernel needs the run's draws (paging.fast.marking_draws)")
+    lr, dr, hist = lecar_params(caps)
+    return lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr, dr,
+                        hist, record)

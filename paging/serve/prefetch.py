@@ -1,0 +1,135 @@
+"""Prefetching in a serving run: SpecMD's phase 3 after every batched group.
+
+``paging simulate --prefetch`` computes the whole run's proposals before the run
+(:meth:`paging.predict.prefetch.Prefetcher.plan`), because a trace is known ahead. A serving
+run's stream is made as it goes (which requests share a step depends on the timeline), so
+:class:`StepPrefetch` asks the same predictor for one batch at a time, the per-batch definition
+of :mod:`paging.predict.prefetch` ("after each group it serves ... the *target* is the
+(token, layer) of the next request"): after the group of layer z of a step, the target is
+layer z + 1 of the same step; after the step's last layer, layer 0 of the next step. A batch
+step is a token of the serving stream:
+
+* ``previous-token``: the experts the target layer requested in the previous step (its last
+  group of that layer; score 1 each);
+* ``frequency``: how often each expert of the target layer was requested so far in the run
+  (each expert of a group is one request);
+* ``transition[:train=FILE]``: Σ over the experts of the group just served of the
+  co-activation counts C[z][e][:], fitted on the sequences of FILE only — the served requests
+  are resampled from every sequence given, so none of them may train it;
+* ``oracle:precision=P,recall=R,seed=S``: the true experts of the target (the union the step
+  will request), kept and padded with others by the oracle's noise model, its draws in batch
+  order.
+
+The strategy (``--prefetch-strategy``) then picks the experts to prefetch, with K = the
+step's tokens × the trace's top-K, at most n: the size of a union of that many tokens' experts
+when they do not overlap (as for a batched prefill pass, :meth:`Prefetcher.target_k`).
+
+After a step's last layer the target is the next step's layer 0: the batch of the next step
+as the scheduler composes it when this step ends. The prefetch is issued (timeline) after the
+last group's demand transfers, as in ``paging simulate``; a server that knows its running
+requests knows most of that batch then, and the requests that arrive during the last layer
+are the look-ahead this allows. With one request at a time the serving run then equals
+``paging simulate --warm --prefill batched --prefetch ...`` request for request (tested).
+
+Counts (:meth:`counts`): ``prefetch_precision`` and ``prefetch_recall`` are set-based and
+micro-averaged over the batches, as in ``paging simulate``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from paging.errors import PagingError
+
+__all__ = ["StepPrefetch"]
+
+
+class StepPrefetch:
+    """The prefetcher of a serving run (module docstring). ``names``: the sequences the
+    requests are drawn from (a transition predictor must not have been fitted on them)."""
+
+    def __init__(self, run_spec, layout, top_k: int, names):
+        from paging.predict.prefetch import (
+            Frequency,
+            PrefetchOracle,
+            PreviousToken,
+            Transition,
+            _learns,
+            make_prefetch_predictor,
+            make_strategy,
+            training_file,
+        )
+
+        spec = run_spec.prefetch
+        train = None
+        if _learns(spec):
+            file = training_file(spec)
+            if file is None:
+                raise PagingError("--prefetch transition in paging serve needs "
+                                  "transition:train=FILE: the served requests are resampled "
+                                  "from every sequence given, so none of them may train it")
+            from paging.io import load
+
+            train = load(file, expand="groups")
+        self.predictor = pred = make_prefetch_predictor(spec, train)
+        kinds = {PrefetchOracle: "oracle", PreviousToken: "previous-token",
+                 Frequency: "frequency", Transition: "transition"}
+        self.kind = kinds.get(type(pred))
+        if self.kind is None:
+            raise PagingError(f"--prefetch {spec}: paging serve asks the built-in predictors "
+                              "(oracle, previous-token, frequency, transition) batch by batch")
+        if self.kind == "transition":
+            if pred.C.shape != (layout.n_layers, layout.n_experts, layout.n_experts):
+                raise PagingError("transition: the training sequences have another layout")
+            seen = sorted(set(names) & pred.trained_on)
+            if seen:
+                raise PagingError(f"transition was fitted on {seen[0]}, a sequence the run "
+                                  "serves; fit it on other sequences (train=FILE)")
+        self.strategy = make_strategy(run_spec.prefetch_strategy)
+        self.n, self.L, self.top_k = layout.n_experts, layout.n_layers, top_k
+        self.counts = np.zeros((self.L, self.n))
+        self.last = [np.zeros(0, np.int64) for _ in range(self.L)]
+        if self.kind == "oracle":
+            pred.n, pred.L = self.n, self.L
+            pred.rng = np.random.default_rng(pred.seed)  # its own seed, as in a trace run
+        self.predicted = self.right = self.actual = 0
+
+    def spec(self) -> str:
+        return f"{self.predictor.spec()} {self.strategy.spec()}"
+
+    def observe(self, layer: int, experts: np.ndarray) -> None:
+        """The group of ``layer`` requesting ``experts`` was served."""
+        if self.kind == "frequency":
+            self.counts[layer, experts] += 1
+        elif self.kind == "previous-token":
+            self.last[layer] = experts
+
+    def propose(self, layer: int, experts: np.ndarray, target: int, actual: np.ndarray,
+                tokens: int) -> list[int]:
+        """The pages to prefetch after the group of ``layer`` (``experts``) for the group of
+        layer ``target`` whose experts are ``actual`` (read by the oracle only and by the
+        counts), in a step of ``tokens`` tokens."""
+        n = self.n
+        if self.kind == "oracle":
+            act = np.unique(actual)
+            scores = np.zeros(n)
+            self.predictor._propose(scores, act, np.setdiff1d(np.arange(n), act))
+        elif self.kind == "previous-token":
+            scores = np.zeros(n)
+            scores[self.last[target]] = 1.0
+        elif self.kind == "frequency":
+            scores = self.counts[target].copy()
+        else:
+            scores = self.predictor.C[layer, experts, :].sum(axis=0)
+        K = min(n, self.top_k * tokens)
+        chosen = self.strategy.select(scores, K)
+        truth = set(actual.tolist())
+        self.predicted += len(chosen)
+        self.right += sum(e in truth for e in chosen)
+        self.actual += len(truth)
+        return [target * n + e for e in chosen]
+
+    def counts_row(self) -> dict:
+        return {"prefetch": self.spec(),
+                "prefetch_precision": self.right / self.predicted if self.predicted else None,
+                "prefetch_recall": self.right / self.actual if self.actual else None}
