@@ -72,6 +72,14 @@ class PredictivePolicy(Policy):
     def on_insert(self, t, page):
         self._see(t, page)
 
+    def on_prefetch(self, t, page):
+        """A prefetched page (inserted after request ``t`` without a request of its own, for
+        the next layer: :mod:`paging.predict.prefetch`) has no prediction to ask for; it is
+        taken as predicted for the next request, t + 1, and as last requested at t. It is not
+        marked (the marking policies mark requested pages only)."""
+        self.pred[page] = float(t + 1)
+        self.last[page] = t
+
     def furthest(self, pages) -> int:
         """The page predicted to come back last (ties: the least recently requested)."""
         return max(pages, key=lambda q: (self.pred[q], -self.last[q]))

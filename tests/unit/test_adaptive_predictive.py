@@ -182,3 +182,22 @@ def test_the_oracle_makes_a_policy_clairvoyant_for_real():
     assert not same_decisions_before("blind-oracle:oracle", a, b, 3, 2, "reference")
     assert not make_policy("blind-oracle:frequency").clairvoyant
     assert same_decisions_before("blind-oracle:frequency", a, b, 3, 2, "reference")
+
+
+def test_prediction_policies_take_prefetched_pages():
+    """A prefetched page has no request, so no prediction: it is taken as predicted for the next
+    request (t + 1) and unmarked. Before, BlindOracle with a prefetcher raised a KeyError on
+    the first eviction that met a prefetched page (found by benchmarks/bench_matrix.py)."""
+    from paging.generators import zipf
+    from paging.predict.prefetch import Frequency, Prefetcher, TopK
+
+    tr = zipf(n=4, layers=3, tokens=60, seed=0)
+    for name in ("blind-oracle", "predictive-marker", "lmarker", "robust-blind-oracle",
+                 "blind-oracle-dist"):
+        r = simulate(tr, name, 5, prefetch=Prefetcher(Frequency(), TopK(1.0)),
+                     engine="reference", record=True)
+        assert r.extra["prefetches"] > 0 and r.misses <= tr.n_requests
+    pol = make_policy("blind-oracle")
+    simulate(zipf(n=4, layers=3, tokens=2, seed=0), pol, 5, engine="reference")
+    pol.on_prefetch(5, 7)
+    assert pol.pred[7] == 6.0 and pol.last[7] == 5
