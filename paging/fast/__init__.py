@@ -36,7 +36,8 @@ from paging.weights import unit_costs, unit_sizes
 __all__ = ["run", "CarriedRun", "plan", "plan_of", "has_kernel", "run_misses", "marking_draws",
            "needs_next_use", "record_level"]
 
-_LIST, _HEAP, _MARK, _CREDIT, _TOKEN = "list", "heap", "marking", "credit", "token"
+_LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _LEARNED = ("list", "heap", "marking", "credit", "token",
+                                                   "learned")
 
 
 class Plan(tuple):
@@ -49,11 +50,11 @@ class Plan(tuple):
 
 def plan_of(spec: str) -> tuple[str, int]:
     """``"family:KIND"`` (a policy class's ``kernel``) as ``(family, kind)``."""
-    from paging.fast import credit, heaps, lists, marking, tokens
+    from paging.fast import credit, heaps, learned, lists, marking, tokens
 
     family, _, kind = spec.partition(":")
     module = {_LIST: lists, _HEAP: heaps, _CREDIT: credit, _MARK: marking,
-              _TOKEN: tokens}.get(family)
+              _TOKEN: tokens, _LEARNED: learned}.get(family)
     if module is None or not hasattr(module, kind):
         raise ValueError(f"unknown kernel {spec!r}: expected family:KIND of paging.fast")
     return family, int(getattr(module, kind))
@@ -83,6 +84,8 @@ def plan(policy) -> tuple[str, int, bool] | None:
 
         if not supports(proto, kind):
             return None
+    if family == _LEARNED and dist:
+        return None  # FlashMoE per layer (no -dist name is registered): the reference loop
     out = Plan((family, kind, dist))
     out.proto = proto
     return out
@@ -233,6 +236,10 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
         from paging.fast.tokens import execute
 
         out = execute(trace, spec, slots, int(capacity), level, policy)
+    elif spec[0] == _LEARNED:
+        from paging.fast.learned import execute
+
+        out = execute(trace, spec, slots, int(capacity), level, policy)
     else:
         out = _execute(trace.pages, trace.steps, nu, slots, w, s, trace.layout, int(capacity),
                        spec, draws, level)
@@ -256,6 +263,10 @@ def run_misses(trace, spec, k: int, *, draws=None, next_use=None) -> int:
     one = unit_sizes(P)
     if spec[0] == _TOKEN:
         from paging.fast.tokens import execute
+
+        return int(execute(trace, spec, one, int(k), 0)[0])
+    if spec[0] == _LEARNED:
+        from paging.fast.learned import execute
 
         return int(execute(trace, spec, one, int(k), 0)[0])
     return int(_execute(trace.pages, trace.steps, next_use, one, unit_costs(P), one,

@@ -88,6 +88,7 @@ class FlashMoE(_History):
     name = "flashmoe"
     reference = "Kim et al., FlashMoE, arXiv 2025, Sec. 3.2, Alg. 1"
     needs_model = True
+    kernel = "learned:FLASHMOE"
 
     def __init__(self, model=None):
         self.model_source = model
