@@ -302,6 +302,7 @@ def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, b
     L = n_layers
     P = n_experts * n_layers
     nv = lo_t.shape[1]
+    n_direct = rmap.size  # r < n_direct: row r - 1
     # the resident pages, unordered (slot[0..m)), with their insertion stamps
     slot = np.zeros(P, np.int64)
     where = np.full(P, -1, np.int64)
@@ -391,7 +392,17 @@ def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, b
                         col = int(count[q] * scale)
                         if col >= nv:
                             col = nv - 1
-                        row = _row(r, r_lo, rmap)
+                        if r < n_direct:  # _row, written out (a call costs refcounts)
+                            row = r - 1
+                        else:
+                            row = n_direct - 1
+                            hi_row = r_lo.size - 1
+                            while row < hi_row:  # the last row whose r_lo <= r
+                                mid = (row + hi_row + 1) >> 1
+                                if r_lo[mid] <= r:
+                                    row = mid
+                                else:
+                                    hi_row = mid - 1
                         if not filled[row]:
                             row = _fill(key, row)
                         lo = lo_t[row, col]
