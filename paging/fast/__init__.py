@@ -11,8 +11,9 @@ Built in (exact types only: a subclass may change any hook, so it runs in the re
 LRU, FIFO, FWF, LLRU, FLD, Least-Stale (:mod:`paging.fast.lists`), LFU, Belady
 (:mod:`paging.fast.heaps`), Marking (:mod:`paging.fast.marking`), GreedyDual, Landlord, GDSF,
 Layered Landlord (:mod:`paging.fast.credit`), the token-aware token-hazard, token-decay,
-token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`) and
-:class:`PerLayer` around any of these classes (the ``-dist`` variants). Every kernel takes page
+token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`), FlashMoE's
+learned eviction (:mod:`paging.fast.learned`: shared cache only) and :class:`PerLayer` around
+any of these classes but FlashMoE (the ``-dist`` variants). Every kernel takes page
 sizes and a capacity in the same unit (pages, or bytes for a byte budget) and evicts until the
 requested page fits.
 
@@ -20,7 +21,10 @@ Costs per request (N requests, cache k, ℓ layers, groups of K): LRU, FIFO O(1)
 pinning); LLRU, FLD, Least-Stale O(1) per hit and O(ℓ) per eviction; FWF O(1) amortized; LFU,
 Belady, GreedyDual, Landlord, GDSF O(log k) per eviction; Layered Landlord O(k) per eviction;
 Marking O(log nℓ) plus O(nℓ log nℓ) per phase; the token family O(1) per hit, O(k) per eviction
-and O(nℓ) per token (:mod:`paging.fast.tokens`).
+and O(nℓ) per token (:mod:`paging.fast.tokens`); FlashMoE O(1) per hit, O(k) per eviction plus
+one O(h²) network evaluation per candidate that its cells' bounds leave in the running (h the
+hidden width) and, at a near tie, the reference's numpy forward pass over the k candidates
+(:mod:`paging.fast.learned`).
 """
 
 from __future__ import annotations
