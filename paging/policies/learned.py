@@ -85,9 +85,8 @@ class FlashMoE(_History):
     reference loop. The compiled kernel (``kernel``, :mod:`paging.fast.learned`; the shared
     cache only, not a ``PerLayer`` wrapper) makes the same evictions at O(k) per eviction plus
     O(h²) per candidate whose precomputed score bounds do not rule it out (about 0.08 per
-    eviction on the benchmark trace), and calls this forward pass at near ties: about
-    4,600 → 300,000–480,000 requests/s on the 2M-request trace at k = 64 (benchmarks/README.md,
-    ``bench_learned.py``).
+    eviction on the benchmark trace), and calls this forward pass at near ties: 5.5k → 410k
+    requests/s on the 2M-request trace at k = 64 (benchmarks/README.md, ``bench_learned.py``).
     Labels and training: :mod:`paging.learned.train`.
     """
 
