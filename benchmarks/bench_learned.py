@@ -7,9 +7,11 @@ Run: ``python benchmarks/bench_learned.py [--tokens T] [--k K ...] [--only POLIC
 warm-up on a small trace that also compiles the kernels).
 ``--real`` times the six shipped real sequences of ``fig_learned`` instead (``PAGING_TRACES``),
 one run each, summed: where token-match's match is used (on the Zipf trace its weight is 0).
-``flashmoe`` scores the k candidates of each eviction in one batched forward pass (numpy/BLAS):
-for small matrices,
-``OPENBLAS_NUM_THREADS=1`` is faster on a busy machine (measured: README).
+``flashmoe`` (reference) scores the k candidates of each eviction in one batched forward pass
+(numpy/BLAS): for small matrices, ``OPENBLAS_NUM_THREADS=1`` is faster on a busy machine
+(measured: README). Its kernel (:mod:`paging.fast.learned`) runs on the whole trace and the
+reference loop on the prefix, as for the token policies; the kernel's counters are printed too
+(evictions, network evaluations, near ties handed to the reference's forward pass).
 
 The token policies and robust-token-match run in their compiled kernels
 (:mod:`paging.fast.tokens`, ``engine="fast"``) on the whole trace, and in the reference loop
@@ -42,9 +44,9 @@ POLICIES = (("lru", "fast"), ("lru", "reference"), ("llru", "auto"), ("lfu", "au
             ("token-decay", "fast"), ("token-decay", "reference"),
             ("token-match", "fast"), ("token-match", "reference"),
             ("robust-token-match", "fast"), ("robust-token-match", "reference"),
-            ("flashmoe", "auto"))
+            ("flashmoe", "fast"), ("flashmoe", "reference"))
 #: the policies whose reference runs take the prefix (--ref-tokens) on the Zipf trace
-PREFIX = {"token-hazard", "token-decay", "token-match", "robust-token-match"}
+PREFIX = {"token-hazard", "token-decay", "token-match", "robust-token-match", "flashmoe"}
 MIXTRAL = os.path.join("mixtral-8x7b-instruct-vllm", "humaneval_2_routing.jsonl")
 
 
@@ -119,8 +121,28 @@ def main() -> None:
                 assert fast == misses, (name, k, fast, misses)
                 note = (f"  [first {m} requests; {n / (m / dt):,.0f} s extrapolated to the "
                         f"whole trace; kernel's misses on them equal]")
+            if name == "flashmoe" and engine == "fast":
+                note += "  [" + flashmoe_counters(runs, k) + "]"
             print(f"k={k:<4d} {label:32s} {m / dt:14,.0f} requests/s  "
                   f"({dt:8.2f} s, {misses} misses){note}", flush=True)
+
+
+def flashmoe_counters(traces, k: int) -> str:
+    """The FlashMoE kernel's counters over ``traces`` (a second run): evictions, network
+    evaluations, near ties decided by the reference's forward pass."""
+    import numpy as np
+
+    from paging import fast
+    from paging.fast.learned import execute
+
+    stats = np.zeros(3, np.int64)
+    for t in traces:
+        one = np.zeros(3, np.int64)
+        pol = make_policy("flashmoe")
+        execute(t, fast.plan(pol), np.ones(t.layout.n_pages, np.int64), k, 0, pol, one)
+        stats += one
+    return (f"{stats[0]} evictions, {stats[1]} network evaluations, {stats[2]} near ties "
+            "handed to numpy")
 
 
 if __name__ == "__main__":

@@ -15,11 +15,12 @@ token-match and the robust combiner over them and LRU (:mod:`paging.fast.tokens`
 LeCaR (:mod:`paging.fast.adaptive`), Score-Based and the prediction policies BlindOracle,
 PredictiveMarker, LMarker and robust-blind-oracle with the ``frequency`` or ``oracle``
 predictor (:mod:`paging.fast.predictive`; another predictor, or one predictor object shared by a
-``-dist`` policy's layers, runs in the reference loop) and :class:`PerLayer` around any of these
-classes (the ``-dist`` variants): every registered online policy. Every kernel takes page sizes
-and a capacity in the same unit (pages, or bytes for a byte budget) and evicts until the
-requested page fits. The randomized ones (Marking, LeCaR, PredictiveMarker, LMarker) consume
-``rng.random(N)`` drawn before the run (:func:`marking_draws`, :func:`needs_draws`), the
+``-dist`` policy's layers, runs in the reference loop), FlashMoE's learned eviction
+(:mod:`paging.fast.learned`: shared cache only) and :class:`PerLayer` around any of these
+classes but FlashMoE (the ``-dist`` variants): every registered online policy. Every kernel
+takes page sizes and a capacity in the same unit (pages, or bytes for a byte budget) and evicts
+until the requested page fits. The randomized ones (Marking, LeCaR, PredictiveMarker, LMarker)
+consume ``rng.random(N)`` drawn before the run (:func:`marking_draws`, :func:`needs_draws`), the
 reference's draws in its order.
 
 Costs per request (N requests, cache k, ℓ layers, groups of K): LRU, FIFO O(1) (O(K) with
@@ -31,7 +32,10 @@ eviction); the token family O(1) per hit, O(k) per eviction and O(nℓ) per toke
 (:mod:`paging.fast.tokens`); the prediction family O(1) per hit, O(k) per eviction (a pass over
 the partition's keys; the markers' over its unmarked pages), O(k) per eviction of the robust
 combiner's virtual BlindOracle, plus, before the run, O(N) for the oracle's predictions (and
-Belady's run for its OPT when η > 0) (:mod:`paging.fast.predictive`).
+Belady's run for its OPT when η > 0) (:mod:`paging.fast.predictive`); FlashMoE O(1) per hit,
+O(k) per eviction plus one O(h²) network evaluation per candidate that its cells' bounds leave
+in the running (h the hidden width) and, at a near tie, the reference's numpy forward pass over
+the k candidates (:mod:`paging.fast.learned`).
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ from paging.weights import unit_costs, unit_sizes
 __all__ = ["run", "CarriedRun", "carries", "plan", "plan_of", "has_kernel", "run_misses",
            "marking_draws", "needs_draws", "needs_next_use", "record_level"]
 
-_LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _ADAPT, _PRED = ("list", "heap", "marking", "credit",
-                                                       "token", "adaptive", "predictive")
+_LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _ADAPT, _PRED, _LEARNED = (
+    "list", "heap", "marking", "credit", "token", "adaptive", "predictive", "learned")
 
 
 class Plan(tuple):
@@ -62,11 +66,12 @@ class Plan(tuple):
 
 def plan_of(spec: str) -> tuple[str, int]:
     """``"family:KIND"`` (a policy class's ``kernel``) as ``(family, kind)``."""
-    from paging.fast import adaptive, credit, heaps, lists, marking, predictive, tokens
+    from paging.fast import adaptive, credit, heaps, learned, lists, marking, predictive, tokens
 
     family, _, kind = spec.partition(":")
     module = {_LIST: lists, _HEAP: heaps, _CREDIT: credit, _MARK: marking,
-              _TOKEN: tokens, _ADAPT: adaptive, _PRED: predictive}.get(family)
+              _TOKEN: tokens, _ADAPT: adaptive, _PRED: predictive,
+              _LEARNED: learned}.get(family)
     if module is None or not hasattr(module, kind):
         raise ValueError(f"unknown kernel {spec!r}: expected family:KIND of paging.fast")
     return family, int(getattr(module, kind))
@@ -102,6 +107,8 @@ def plan(policy) -> tuple[str, int, bool] | None:
 
         if not pred_supports(policy, proto, kind, dist):
             return None
+    if family == _LEARNED and dist:
+        return None  # FlashMoE per layer (no -dist name is registered): the reference loop
     out = Plan((family, kind, dist))
     out.proto = proto
     return out
@@ -295,6 +302,10 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
         from paging.fast.predictive import execute
 
         out = execute(trace, spec, slots, int(capacity), level, draws, policy)
+    elif spec[0] == _LEARNED:
+        from paging.fast.learned import execute
+
+        out = execute(trace, spec, slots, int(capacity), level, policy)
     else:
         out = _execute(trace.pages, trace.steps, nu, slots, w, s, trace.layout, int(capacity),
                        spec, draws, level)
@@ -328,5 +339,9 @@ def run_misses(trace, spec, k: int, *, draws=None, next_use=None) -> int:
         if draws is None and needs_draws(spec):
             draws = marking_draws(0, trace.n_requests)
         return int(execute(trace, spec, one, int(k), 0, draws)[0])
+    if spec[0] == _LEARNED:
+        from paging.fast.learned import execute
+
+        return int(execute(trace, spec, one, int(k), 0)[0])
     return int(_execute(trace.pages, trace.steps, next_use, one, unit_costs(P), one,
                         trace.layout, int(k), spec, draws, 0)[0])

@@ -8,7 +8,8 @@
   page whose estimated next request is furthest away, the estimate combining the layer clock
   (LLRU's layer distance, Angelopoulos et al. 2025) with a per-layer frequency estimate.
 
-Status (issue 11): ``flashmoe`` is accepted by name (``flashmoe``, ``flashmoe:model=FILE``;
+Status (issue 11; issue 22 item 2 for the kernel, :mod:`paging.fast.learned`): ``flashmoe`` is
+accepted by name (``flashmoe``, ``flashmoe:model=FILE``;
 :data:`paging.policies.MODEL_POLICIES`); a model is shipped for Mixtral's layout only, trained
 on all three shipped Mixtral sequences (so it refuses to run on them). ExpectedNextUse is not
 registered (superseded by ``token-hazard``, :mod:`paging.policies.hazard`); neither makes the
@@ -80,14 +81,19 @@ class FlashMoE(_History):
     by a policy, so a run with bypasses is not recognised: the check is for evaluation
     hygiene, not security).
 
-    Cost: O(1) per hit or insert; per eviction one forward pass, O(k·h²) with h = 128
-    (requests/s on the 2M-request trace: benchmarks/README.md, ``bench_learned.py``).
+    Cost: O(1) per hit or insert; per eviction one forward pass, O(k·h²) with h = 128, in this
+    reference loop. The compiled kernel (``kernel``, :mod:`paging.fast.learned`; the shared
+    cache only, not a ``PerLayer`` wrapper) makes the same evictions at O(k) per eviction plus
+    O(h²) per candidate whose precomputed score bounds do not rule it out (about 0.08 per
+    eviction on the benchmark trace), and calls this forward pass at near ties: 5.5k → 410k
+    requests/s on the 2M-request trace at k = 64 (benchmarks/README.md, ``bench_learned.py``).
     Labels and training: :mod:`paging.learned.train`.
     """
 
     name = "flashmoe"
     reference = "Kim et al., FlashMoE, arXiv 2025, Sec. 3.2, Alg. 1"
     needs_model = True
+    kernel = "learned:FLASHMOE"
 
     def __init__(self, model=None):
         self.model_source = model

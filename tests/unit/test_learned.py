@@ -139,7 +139,7 @@ def test_flashmoe_decisions_by_hand():
     assert lru_like.evictions.tolist() == [[3, 0]]
     assert lfu_like.evictions.tolist() == [[3, 1]]
     pol = FlashMoE(_linear(1.0, 0.0, lay))
-    simulate(tr, pol, 2)
+    simulate(tr, pol, 2, engine="reference")  # the policy's history exists after this loop
     np.testing.assert_allclose(pol.features(3, 2, np.array([0, 1])), [[1 / 3, 1.0], [0.5, 0.5]])
 
 
