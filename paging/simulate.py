@@ -119,11 +119,21 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
 
     router = make_router(routing)
     if router is not None:
-        if engine == "fast":
-            raise PagingError("cache-aware routing runs in the reference loop only")
         if prefetch is not None or miss is not None:
             raise PagingError("cache-aware routing with prefetching or miss handling is not "
                               "supported; give one of them")
+        if engine != "reference":
+            from paging.fast.routing import plan_routed, run_routed
+
+            spec = plan_routed(trace, policy, router, budget)
+            if spec is not None:
+                return run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed,
+                                  level)
+            if engine == "fast":
+                raise PagingError(f"no compiled kernel for routing {router.spec()} with "
+                                  f"{policy.name}: compiled routing covers pruning, max-rank "
+                                  "and cumsum with the list policies (LRU, FIFO, FWF, LLRU, FLD, "
+                                  "Least-Stale and their -dist variants)")
         return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router)
     if prefetch is not None or miss is not None:
         if engine != "reference":
