@@ -171,6 +171,68 @@ def _cumsum_m(pages, bounds, w, tau, n, L, steps):
     return out
 
 
+@njit(cache=True, nogil=True)
+def _quality_sums(pages, bounds, served, served_lo, w, n, L, steps, eps):
+    """The reference's running sums of :func:`paging.routing.quality` over every group, for a
+    trace without logits (weights ``w`` per request: the gate scores, or 1/K) and n <= 8
+    experts per layer: ``(Σ retained, Σ top1 changed, Σ KL)`` in group order.
+
+    The KL sum runs over the experts of ``set(a) | set(b)`` in CPython's iteration order, which
+    for small non-negative ints below the set's table size (8 slots at least, so every id when
+    n <= 8) is ascending id order; :func:`run_routed` takes this path only then."""
+    G = bounds.size - 1
+    wa = np.zeros(n)
+    ina = np.zeros(n, np.bool_)
+    inb = np.zeros(n, np.bool_)
+    u = eps / n
+    ret = 0.0
+    kls = 0.0
+    ch = 0
+    for g in range(G):
+        lo = bounds[g]
+        hi = bounds[g + 1]
+        base = (steps[lo] % L) * n
+        for e in range(n):
+            wa[e] = 0.0
+            ina[e] = False
+            inb[e] = False
+        orig = 0.0
+        for i in range(lo, hi):
+            e = pages[i] - base
+            wa[e] = w[i]
+            ina[e] = True
+            orig += w[i]
+        kept = 0.0
+        a0 = served_lo[g]
+        b0 = served_lo[g + 1]
+        top = pages[lo] - base
+        top_served = False
+        for i in range(a0, b0):
+            e = served[i] - base
+            inb[e] = True
+            kept += wa[e]
+            if e == top:
+                top_served = True
+        ret += kept / orig if orig > 0 else 1.0
+        if not top_served:
+            ch += 1
+        kl = 0.0
+        for e in range(n):
+            ka = ina[e] and orig > 0
+            kb = inb[e] and kept > 0
+            if not (ka or kb):
+                continue
+            pa = wa[e] / orig if ka else 0.0
+            pb = wa[e] / kept if kb else 0.0
+            p = (1 - eps) * pa + u
+            q = (1 - eps) * pb + u
+            kl += p * np.log(p / q)
+        if kl < 0.0:
+            kl = 0.0
+        kls += kl
+    return ret, ch, kls
+
+
 def plan_routed(trace, policy, router, budget=None):
     """The list kernel's ``(family, kind, dist)`` when this routed run compiles, else None."""
     from paging.fast import _LIST, plan
@@ -198,7 +260,7 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     when recorded, ``events``, included."""
     from paging.fast import _caps
     from paging.result import build_result
-    from paging.routing import Cumsum, Group, Pruning, RoutedRun, quality
+    from paging.routing import KL_EPS, Cumsum, Group, Pruning, RoutedRun, quality
     from paging.weights import unit_sizes
 
     RoutedRun(trace, router, policy)  # the reference's checks, and router.reset(trace)
@@ -255,11 +317,22 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         hit_mask=hit_mask[:N].copy() if level else None,
         evictions=ev[:n_ev].copy() if level > 1 else None,
         bypassed=byp[:n_byp].copy() if level > 1 else None)
+    served_lo = np.concatenate(([0], np.cumsum(_served_sizes(bounds, cap)))).astype(np.int64)
+    if not has_order and n <= 8:
+        if trace.score is not None:
+            w = np.asarray(trace.score, dtype=np.float64)
+        else:
+            K = np.diff(bounds)
+            w = np.repeat(1.0 / K, K) if G else np.zeros(0)
+        ret, ch, kls = _quality_sums(pages, bounds, sp, served_lo, w, n, L, steps, KL_EPS)
+        res.extra = _extra(router, trace, G, float(ret), int(ch), float(kls))
+        if level > 0:
+            res.events = {"served_pages": sp[:N].copy(), "served_steps": ss[:N].copy()}
+        return res
     # quality proxies, group by group in the reference's order
     retained = np.ones(G)
     kl = np.zeros(G)
     n_changed = 0
-    served_lo = np.concatenate(([0], np.cumsum(_served_sizes(bounds, cap)))) if G else None
     for g in np.flatnonzero(changed).tolist():
         gg = group(g)
         a, b = int(served_lo[g]), int(served_lo[g + 1])
@@ -268,17 +341,22 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         retained[g] = r_m
         kl[g] = k_m
         n_changed += bool(c_m)
-    res.extra = {
-        "routing": router.spec(),
-        "routing_note": router.note,
-        "retained_mass": float(np.cumsum(retained)[-1]) / G if G else 1.0,
-        "top1_changed": n_changed / G if G else 0.0,
-        "kl": float(np.cumsum(kl)[-1]) / G if G else 0.0,
-        "slots": trace.n_requests,
-    }
+    res.extra = _extra(router, trace, G, float(np.cumsum(retained)[-1]) if G else 0.0,
+                       n_changed, float(np.cumsum(kl)[-1]) if G else 0.0)
     if level > 0:
         res.events = {"served_pages": sp[:N].copy(), "served_steps": ss[:N].copy()}
     return res
+
+
+def _extra(router, trace, G, retained, changed, kl):
+    return {
+        "routing": router.spec(),
+        "routing_note": router.note,
+        "retained_mass": retained / G if G else 1.0,
+        "top1_changed": changed / G if G else 0.0,
+        "kl": kl / G if G else 0.0,
+        "slots": trace.n_requests,
+    }
 
 
 def _served_sizes(bounds, cap):

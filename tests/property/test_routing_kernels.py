@@ -99,8 +99,8 @@ def test_routed_kernel_equals_reference(data, trace, k, policy, record):
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=st.data(), trace=traces, policy=st.sampled_from(["lru", "fifo", "llru", "lru-dist",
-                                                             "least-stale-dist"]))
+@given(data=st.data(), trace=traces,
+       policy=st.sampled_from(["lru", "fifo", "fwf", "llru", "lru-dist", "least-stale-dist"]))
 def test_routed_kernel_equals_reference_with_byte_budgets(data, trace, policy):
     P = trace.layout.n_pages
     sizes = np.array(data.draw(st.lists(st.integers(1, 4), min_size=P, max_size=P)))
