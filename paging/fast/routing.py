@@ -57,6 +57,11 @@ def routed_list_kernel(pages, steps, bounds, order, has_order, mcol, j, cap, n, 
     taken = np.zeros(n, np.bool_)
     rank = np.empty(n, np.int64)
     changed = np.zeros(G, np.bool_)
+    static = True  # no group reads the cache (every M is 0): route first, then serve once
+    for g in range(G):
+        if mcol[g] > 0:
+            static = False
+            break
     t0 = 0
     misses = 0
     coll = 0
@@ -121,6 +126,9 @@ def routed_list_kernel(pages, steps, bounds, order, has_order, mcol, j, cap, n, 
         changed[g] = not same
         for i in range(c):
             out_steps[t0 + i] = s
+        if static:
+            t0 += c
+            continue
         out = list_kernel(out_pages[t0:t0 + c], out_steps[t0:t0 + c], sizes, n, L, caps, dist,
                           kind, record, state)
         misses += out[0]
@@ -142,6 +150,19 @@ def routed_list_kernel(pages, steps, bounds, order, has_order, mcol, j, cap, n, 
         else:
             n_byp += out[7]
         t0 += c
+    if static and t0 > 0:
+        # no choice read the cache (pruning): one run over the whole served sequence
+        out = list_kernel(out_pages[:t0], out_steps[:t0], sizes, n, L, caps, dist, kind, record,
+                          state)
+        misses = out[0]
+        coll = out[1]
+        if record >= 1:
+            hit_all[:t0] = out[3]
+        n_ev = out[5]
+        n_byp = out[7]
+        if record >= 2:
+            ev_all[:n_ev] = out[4][:n_ev]
+            byp_all[:n_byp] = out[6][:n_byp]
     return (out_pages, out_steps, t0, changed, misses, coll, hit_all, ev_all, n_ev, byp_all,
             n_byp)
 
