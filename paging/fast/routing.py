@@ -284,7 +284,7 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     from paging.routing import KL_EPS, Cumsum, Group, Pruning, RoutedRun, quality
     from paging.weights import unit_sizes
 
-    RoutedRun(trace, router, policy)  # the reference's checks, and router.reset(trace)
+    RoutedRun.check(trace, router, policy)  # the reference's checks, and router.reset
     lay = trace.layout
     n, L, P = lay.n_experts, lay.n_layers, lay.n_pages
     pages = np.ascontiguousarray(trace.pages, dtype=np.int64)

@@ -462,17 +462,7 @@ class RoutedRun:
     is per (token, layer); rounds mode spreads it over K rounds)."""
 
     def __init__(self, trace, router: Router, policy):
-        if policy.clairvoyant:
-            raise PagingError(f"{policy.name} is clairvoyant, and with routing the served "
-                              "requests depend on the cache: they are not known in advance")
-        if trace.n_requests and trace.token is None:
-            raise PagingError(f"routing needs the (token, layer) groups of the trace; "
-                              f"{trace.name} has no token column")
-        if trace.expand != "groups" and trace.rank is not None and trace.n_requests \
-                and int(trace.rank.max()) > 0:
-            raise PagingError(f"routing decides per (token, layer) group: load {trace.name} "
-                              "with expand='groups' (--expand groups)")
-        router.reset(trace)
+        self.check(trace, router, policy)
         self.trace, self.router = trace, router
         self.n, self.L = trace.layout.n_experts, trace.layout.n_layers
         self.steps = np.array(trace.steps, dtype=np.int64)  # writable: the served clock
@@ -486,6 +476,22 @@ class RoutedRun:
         self.served: list[int] = []
         self.retained = self.kl = 0.0
         self.changed = self.groups = 0
+
+    @staticmethod
+    def check(trace, router: Router, policy) -> None:
+        """Refuse what routing cannot run (one clear line), then reset the hook for ``trace``
+        (the compiled path, :mod:`paging.fast.routing`, calls it too)."""
+        if policy.clairvoyant:
+            raise PagingError(f"{policy.name} is clairvoyant, and with routing the served "
+                              "requests depend on the cache: they are not known in advance")
+        if trace.n_requests and trace.token is None:
+            raise PagingError(f"routing needs the (token, layer) groups of the trace; "
+                              f"{trace.name} has no token column")
+        if trace.expand != "groups" and trace.rank is not None and trace.n_requests \
+                and int(trace.rank.max()) > 0:
+            raise PagingError(f"routing decides per (token, layer) group: load {trace.name} "
+                              "with expand='groups' (--expand groups)")
+        router.reset(trace)
 
     def buffers(self) -> dict:
         """The ``steps``, ``score``, ``rank`` and ``token`` the Simulation is built with."""
