@@ -85,10 +85,13 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         Cache-aware routing (:mod:`paging.routing`): ``pruning:j=J``, ``max-rank:j=J,m=M``,
         ``cumsum:tau=T``, ``cache-prior:lambda=L``; called once per (token, layer) group before
         its requests, seeing the cache. None or ``standard``: the trace's requests (today's
-        runs, compiled kernels). Routed runs need groups (``expand="groups"``, or K = 1) and
-        add ``retained_mass``, ``top1_changed``, ``kl`` to ``Result.extra``. A hook given as
-        an instance keeps its running state across the calls it is given (Cache-Prior's Δavg
-        runs over the sequences of a run); a spec string is a fresh hook, and
+        runs, compiled kernels). ``pruning``, ``max-rank`` and ``cumsum`` with the list policies
+        (LRU, FIFO, FWF, LLRU, FLD, Least-Stale, their ``-dist`` variants) run compiled
+        (:mod:`paging.fast.routing`); ``cache-prior`` and other policies take the reference
+        loop (``engine="fast"`` refuses them). Routed runs need groups (``expand="groups"``,
+        or K = 1) and add ``retained_mass``, ``top1_changed``, ``kl`` to ``Result.extra``. A
+        hook given as an instance keeps its running state across the calls it is given
+        (Cache-Prior's Δavg runs over the sequences of a run); a spec string is a fresh hook, and
         :func:`paging.routing.router_for_run` one primed with the run's earlier sequences.
 
     Returns
@@ -119,11 +122,21 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
 
     router = make_router(routing)
     if router is not None:
-        if engine == "fast":
-            raise PagingError("cache-aware routing runs in the reference loop only")
         if prefetch is not None or miss is not None:
             raise PagingError("cache-aware routing with prefetching or miss handling is not "
                               "supported; give one of them")
+        if engine != "reference":
+            from paging.fast.routing import plan_routed, run_routed
+
+            spec = plan_routed(trace, policy, router, budget)
+            if spec is not None:
+                return run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed,
+                                  level)
+            if engine == "fast":
+                raise PagingError(f"no compiled kernel for routing {router.spec()} with "
+                                  f"{policy.name}: compiled routing covers pruning, max-rank "
+                                  "and cumsum with the list policies (LRU, FIFO, FWF, LLRU, FLD, "
+                                  "Least-Stale and their -dist variants)")
         return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router)
     if prefetch is not None or miss is not None:
         if engine != "reference":

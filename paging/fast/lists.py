@@ -75,6 +75,10 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
         state
     layer_of = np.arange(P) // n_experts
     hit_mask, ev, byp = buffers(n, record)
+    if record > 1:
+        # a call on a carried state may also evict the pages it starts with (one group of a
+        # routed run: paging.fast.routing), so the log has room for them too
+        ev = np.zeros((n + P, 2), np.int64)
     misses = 0
     coll = 0
     n_ev = 0

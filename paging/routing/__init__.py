@@ -58,6 +58,12 @@ tail probabilities are unknown, and the hooks say so in :attr:`Router.note`:
 
 Traces without any scores (granite: ids only) weigh the top-K experts equally (1/K).
 
+Where it runs. :func:`paging.simulate.simulate` runs ``pruning``, ``max-rank`` and ``cumsum``
+with the list policies (LRU, FIFO, FWF, LLRU, FLD, Least-Stale and their ``-dist`` variants) in
+a compiled kernel (:mod:`paging.fast.routing`) equal to the reference loop decision for
+decision, quality proxies included; ``cache-prior`` and every other policy run in the reference
+loop (:class:`RoutedRun`).
+
 Quality proxies (named as such, no perplexity claims), averaged over the routed groups:
 ``retained_mass`` = Σ w over the served experts / Σ w over the original top K; ``top1_changed``
 = share of groups whose rank-0 expert is not served; ``kl`` = KL(ŵ_ε ‖ ŵ'_ε) of the original and
@@ -462,17 +468,7 @@ class RoutedRun:
     is per (token, layer); rounds mode spreads it over K rounds)."""
 
     def __init__(self, trace, router: Router, policy):
-        if policy.clairvoyant:
-            raise PagingError(f"{policy.name} is clairvoyant, and with routing the served "
-                              "requests depend on the cache: they are not known in advance")
-        if trace.n_requests and trace.token is None:
-            raise PagingError(f"routing needs the (token, layer) groups of the trace; "
-                              f"{trace.name} has no token column")
-        if trace.expand != "groups" and trace.rank is not None and trace.n_requests \
-                and int(trace.rank.max()) > 0:
-            raise PagingError(f"routing decides per (token, layer) group: load {trace.name} "
-                              "with expand='groups' (--expand groups)")
-        router.reset(trace)
+        self.check(trace, router, policy)
         self.trace, self.router = trace, router
         self.n, self.L = trace.layout.n_experts, trace.layout.n_layers
         self.steps = np.array(trace.steps, dtype=np.int64)  # writable: the served clock
@@ -486,6 +482,22 @@ class RoutedRun:
         self.served: list[int] = []
         self.retained = self.kl = 0.0
         self.changed = self.groups = 0
+
+    @staticmethod
+    def check(trace, router: Router, policy) -> None:
+        """Refuse what routing cannot run (one clear line), then reset the hook for ``trace``
+        (the compiled path, :mod:`paging.fast.routing`, calls it too)."""
+        if policy.clairvoyant:
+            raise PagingError(f"{policy.name} is clairvoyant, and with routing the served "
+                              "requests depend on the cache: they are not known in advance")
+        if trace.n_requests and trace.token is None:
+            raise PagingError(f"routing needs the (token, layer) groups of the trace; "
+                              f"{trace.name} has no token column")
+        if trace.expand != "groups" and trace.rank is not None and trace.n_requests \
+                and int(trace.rank.max()) > 0:
+            raise PagingError(f"routing decides per (token, layer) group: load {trace.name} "
+                              "with expand='groups' (--expand groups)")
+        router.reset(trace)
 
     def buffers(self) -> dict:
         """The ``steps``, ``score``, ``rank`` and ``token`` the Simulation is built with."""
