@@ -461,9 +461,7 @@ def supports(policy, proto, kind: int, dist: bool) -> bool:
     return not dist or policy.factory().predictor is not proto.predictor
 
 
-def harmonic(capacity: int) -> float:
-    """H_k as ``_MarkingBase.reset`` computes it (the same Python sum, the same double)."""
-    return sum(1.0 / i for i in range(1, max(int(capacity), 1) + 1))
+
 
 
 def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=None):
@@ -510,8 +508,11 @@ def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=N
                     arrays.append(pr.predictions(ctx))
             pred_row[i] = rows[c]
         preds = np.ascontiguousarray(np.stack(arrays)) if arrays else preds
-    hks = np.array([harmonic(c) for c in caps.tolist()]) if kind == PMARKER else \
-        np.zeros(caps.size)
+    from paging.policies.predictive import harmonic, marker_k
+
+    in_bytes = bool((slots != 1).any())  # a byte budget: the pages weigh their sizes
+    hks = np.array([harmonic(marker_k(c, slots if in_bytes else None, lay.n_pages))
+                    for c in caps.tolist()]) if kind == PMARKER else np.zeros(caps.size)
     if draws is None:
         draws = np.zeros(1)
     leader = np.zeros(caps.size, np.int64)

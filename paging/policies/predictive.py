@@ -31,8 +31,26 @@ stated with explicit constants, see proofs/predictions_*.py):
 
 from __future__ import annotations
 
+import numpy as np
+
 from paging.policies.base import CacheView, Policy, pick_uniform
 from paging.predict import Predictor, make_predictor
+
+
+def marker_k(capacity: int, sizes, n_pages: int) -> int:
+    """The k of the markers' H_k: the partition's capacity in pages, at most the pages there
+    are (a larger cache never evicts, so H_k is never read then). Under a byte budget
+    (``sizes`` given) the capacity counts bytes, not pages: k is how many of the smallest pages
+    fit. (A byte budget was read as a page count before, so an 8 GB budget summed 8e9 terms.)"""
+    k = int(capacity)
+    if sizes is not None and len(sizes):
+        k //= max(int(np.min(sizes)), 1)
+    return max(min(k, int(n_pages)), 1)
+
+
+def harmonic(k: int) -> float:
+    """H_k = Σ_{i=1}^{k} 1/i, summed in this order (the kernel reads the same double)."""
+    return sum(1.0 / i for i in range(1, max(int(k), 1) + 1))
 
 
 class PredictivePolicy(Policy):
@@ -116,7 +134,8 @@ class _MarkingBase(PredictivePolicy):
         self.chain_len: list[int] = []
         self._chain = -1
         self._vt = -1
-        self.H_k = sum(1.0 / i for i in range(1, max(int(ctx.capacity), 1) + 1))
+        self.H_k = harmonic(marker_k(ctx.capacity, ctx.sizes if ctx.in_bytes else None,
+                                     ctx.layout.n_pages))
 
     def on_hit(self, t, page):
         super().on_hit(t, page)
@@ -160,12 +179,12 @@ class PredictiveMarker(_MarkingBase):
 
     Marking phases; each clean miss starts a *chain*, a miss on a page evicted earlier in the
     phase extends the chain of the eviction that removed it. While the chain has at most H_k
-    (k-th harmonic number, k = the partition's capacity) members, evict the unmarked page
-    predicted to come back last (ties: least recently requested); beyond H_k, a uniformly
-    random unmarked page (one ``rng.random()`` draw, :func:`pick_uniform`). Readings: the
-    chain length counts the misses in the chain (the clean one included); a new phase erases
-    the chains. Bound: 2 + O(min(sqrt(η/OPT), log k)) times OPT; 2·OPT with exact predictions
-    [LV18]. Randomized. Cost per eviction O(k).
+    (k-th harmonic number, k = the partition's capacity in pages, :func:`marker_k`) members,
+    evict the unmarked page predicted to come back last (ties: least recently requested); beyond
+    H_k, a uniformly random unmarked page (one ``rng.random()`` draw, :func:`pick_uniform`).
+    Readings: the chain length counts the misses in the chain (the clean one included); a new
+    phase erases the chains. Bound: 2 + O(min(sqrt(η/OPT), log k)) times OPT; 2·OPT with exact
+    predictions [LV18]. Randomized. Cost per eviction O(k).
     """
 
     name = "predictive-marker"

@@ -201,3 +201,21 @@ def test_prediction_policies_take_prefetched_pages():
     simulate(zipf(n=4, layers=3, tokens=2, seed=0), pol, 5, engine="reference")
     pol.on_prefetch(5, 7)
     assert pol.pred[7] == 6.0 and pol.last[7] == 5
+
+
+def test_the_markers_read_a_byte_budget_as_bytes():
+    """H_k's k is the partition's capacity in pages: under a byte budget, how many of the
+    smallest pages fit, at most the pages there are (an 8 GB budget was read as 8e9 pages, a
+    sum of 8e9 terms that never finished)."""
+    from paging.generators import zipf
+    from paging.policies.predictive import harmonic, marker_k
+
+    assert marker_k(5, None, 12) == 5 and marker_k(50, None, 12) == 12
+    assert marker_k(10, np.array([3, 4, 5]), 12) == 3 and marker_k(8_000_000_000, None, 256) == 256
+    assert harmonic(3) == 1 + 1 / 2 + 1 / 3
+    tr = zipf(n=8, layers=4, tokens=40, seed=0)
+    sizes = np.full(tr.layout.n_pages, 50_000_000, np.int64)
+    for engine in ("reference", "auto"):
+        r = simulate(tr, "predictive-marker", budget=8_000_000_000, sizes=sizes, engine=engine)
+        assert r.misses == simulate(tr, "predictive-marker", budget=8_000_000_000, sizes=sizes,
+                                    engine="reference").misses
