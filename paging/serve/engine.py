@@ -187,9 +187,8 @@ class _StepEvents(Observer):
 def _compiled(run_spec, policy, handler) -> bool:
     """Whether the serving run's cache runs in a compiled kernel carried from step to step
     (:func:`paging.fast.carries`: LRU, FIFO, FWF, LLRU, FLD, the Least-Stale readings, LFU and
-    their -dist forms; no miss handler, no
-    prefetcher, no routing hook, not verified: ``--verify`` records the run in the reference loop).
-    ``engine="fast"`` insists."""
+    their -dist forms; no miss handler, no prefetcher, no routing hook, not verified:
+    ``--verify`` records the run in the reference loop). ``engine="fast"`` insists."""
     from paging import fast
 
     plan = fast.plan(policy)
@@ -407,7 +406,10 @@ class _Server:
             cached = set(sim.state.cached_in_layer(z))
             count: dict[int, int] = {}
             for row in X[:, z, :].tolist():
-                g = Group(z, q[3], [e for e in row if e >= 0], None, None, n)
+                experts = [e for e in row if e >= 0]
+                if not experts:  # a token with no expert on this layer (padding)
+                    continue
+                g = Group(z, q[3], experts, None, None, n)
                 chosen = router.route(g, cached)
                 r_m, c_m, k_m = quality(g, chosen)
                 q[0] += r_m
@@ -417,6 +419,8 @@ class _Server:
                 for e in chosen:
                     count[e] = count.get(e, 0) + 1  # dicts keep the order of first use
             group = [z * n + e for e in count]
+            if not group:
+                continue
             sim.write_clock(sim.t, [step_no * L + z] * len(group))
             hits.extend(sim.serve_group(group))
             pages.extend(group)
