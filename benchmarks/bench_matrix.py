@@ -12,8 +12,8 @@ and each phase:
 * ``drop:rank=1``, ``substitute`` — the other miss handlers;
 * ``timeline`` — ``RunSpec(policy, budget=8 GB, model="mixtral-8x7b", precision="int4")``:
   the cost model's weights, the run and the latency timeline (:func:`paging.run.run`);
-* ``routing`` — ``pruning:j=1`` (cache-aware routing: the reference loop only, see
-  ``simulate``), on a top-2 trace of as many requests in groups mode (``load("zipf:...,topk=2",
+* ``routing`` — ``pruning:j=1`` (compiled for the list policies, ``bench_routing.py``), on a
+  top-2 trace of as many requests in groups mode (``load("zipf:...,topk=2",
   expand="groups")``: routing reads the (token, layer) groups).
 
 A warm run is one run of the same kernel over the sequences joined (:mod:`paging.warm`), and a
@@ -91,8 +91,6 @@ def timed(tr, policy: str, phase: str, confs, engine: str):
         (row,) = run(spec, [tr])
         return time.perf_counter() - t0, row
     if phase == "routing":
-        if engine == "fast":
-            raise PagingError("cache-aware routing runs in the reference loop only")
         r = simulate(_routed(tr.n_requests), policy, K, routing="pruning:j=1", engine=engine)
         return time.perf_counter() - t0, r.to_dict()
     kw = _kw(phase, confs)

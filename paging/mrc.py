@@ -173,12 +173,10 @@ def _init_worker(trace, policy_name, seed) -> None:
 
 
 def _reference_misses(k: int) -> int:
-    """One size of a per-k curve in a worker process (the reference loop)."""
-    from paging.policies import make_policy
-    from paging.simulate import simulate
-
+    """One size of a per-k curve in a worker process (:func:`one_size` on the worker's
+    trace)."""
     w = _WORKER
-    return int(simulate(w["trace"], make_policy(w["policy"]), k, seed=w["seed"]).misses)
+    return one_size(w["trace"], w["policy"], w["seed"], k)
 
 
 def one_size(trace: Trace, policy_name: str, seed, k: int) -> int:
@@ -221,9 +219,6 @@ def _on_dask(trace: Trace, policy_name: str, spec, ks, seed, scheduler, bar,
 
 def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress,
            scheduler=None) -> np.ndarray:
-    from paging.policies import make_policy
-    from paging.simulate import simulate
-
     out = np.zeros(len(ks), dtype=np.int64)
     bar = _progress_bar(progress, len(ks), trace.n_requests * len(ks), f"mrc {policy_name}")
     with bar:
@@ -247,7 +242,7 @@ def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress,
                         bar.update()
                 return out
             for i, k in enumerate(ks):
-                out[i] = simulate(trace, make_policy(policy_name), k, seed=seed).misses
+                out[i] = one_size(trace, policy_name, seed, k)
                 bar.update()
             return out
         draws = fast.marking_draws(seed, trace.n_requests) if fast.needs_draws(spec) else None
