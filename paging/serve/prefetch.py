@@ -110,10 +110,8 @@ class StepPrefetch:
         layer ``target`` whose experts are ``actual`` (read by the oracle only and by the
         counts), in a step of ``tokens`` tokens."""
         n = self.n
-        if self.kind == "oracle":
-            act = np.unique(actual)
-            scores = np.zeros(n)
-            self.predictor._propose(scores, act, np.setdiff1d(np.arange(n), act))
+        if self.kind == "oracle":  # its own per-batch scores (it reads only ``actual``)
+            scores = self.predictor.scores(-1, -1, -1, target, np.unique(actual))
         elif self.kind == "previous-token":
             scores = np.zeros(n)
             scores[self.last[target]] = 1.0
