@@ -85,10 +85,10 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         Cache-aware routing (:mod:`paging.routing`): ``pruning:j=J``, ``max-rank:j=J,m=M``,
         ``cumsum:tau=T``, ``cache-prior:lambda=L``; called once per (token, layer) group before
         its requests, seeing the cache. None or ``standard``: the trace's requests (today's
-        runs, compiled kernels). ``pruning``, ``max-rank`` and ``cumsum`` with the list policies
-        (LRU, FIFO, FWF, LLRU, FLD, Least-Stale, their ``-dist`` variants) run compiled
-        (:mod:`paging.fast.routing`); ``cache-prior`` and other policies take the reference
-        loop (``engine="fast"`` refuses them). Routed runs need groups (``expand="groups"``,
+        runs, compiled kernels). Every built-in hook with the list policies (LRU, FIFO, FWF,
+        LLRU, FLD, Least-Stale, their ``-dist`` variants) runs compiled
+        (:mod:`paging.fast.routing`); other policies and user hooks take the reference loop
+        (``engine="fast"`` refuses them). Routed runs need groups (``expand="groups"``,
         or K = 1) and add ``retained_mass``, ``top1_changed``, ``kl`` to ``Result.extra``. A
         hook given as an instance keeps its running state across the calls it is given
         (Cache-Prior's Δavg runs over the sequences of a run); a spec string is a fresh hook, and
@@ -134,9 +134,10 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
                                   level)
             if engine == "fast":
                 raise PagingError(f"no compiled kernel for routing {router.spec()} with "
-                                  f"{policy.name}: compiled routing covers pruning, max-rank "
-                                  "and cumsum with the list policies (LRU, FIFO, FWF, LLRU, FLD, "
-                                  "Least-Stale and their -dist variants)")
+                                  f"{policy.name}: compiled routing covers the built-in hooks "
+                                  "(pruning, max-rank, cumsum, cache-prior) with the list "
+                                  "policies (LRU, FIFO, FWF, LLRU, FLD, Least-Stale and their "
+                                  "-dist variants)")
         return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router)
     if prefetch is not None or miss is not None:
         if engine != "reference":

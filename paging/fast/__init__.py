@@ -45,7 +45,7 @@ import numpy as np
 from paging.fast.adaptive import adaptive_kernel
 from paging.fast.credit import credit_kernel
 from paging.fast.heaps import heap_kernel, heap_state
-from paging.fast.lists import list_kernel, list_state
+from paging.fast.lists import list_kernel, list_state, no_route
 from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
@@ -192,7 +192,7 @@ class CarriedRun:
         lay = self.layout
         if self.family == _LIST:
             out = list_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
-                              self.dist, self.kind, 1 if hits else 0, self.state)
+                              self.dist, self.kind, 1 if hits else 0, self.state, no_route())
         else:
             out = heap_kernel(pages, steps, _no_next_use(), self.slots, lay.n_experts,
                               lay.n_layers, self.caps, self.dist, self.kind, 1 if hits else 0,
@@ -211,7 +211,7 @@ def _execute(pages, steps, next_use, slots, costs, sizes, layout, capacity, spec
     n, L = layout.n_experts, layout.n_layers
     if family == _LIST:
         return list_kernel(pages, steps, slots, n, L, caps, dist, kind, record,
-                           list_state(n * L, L, caps.size))
+                           list_state(n * L, L, caps.size), no_route())
     if family == _HEAP:
         return heap_kernel(pages, steps, next_use, slots, n, L, caps, dist, kind, record,
                            heap_state(n, L, caps, dist, pages.size + 1))

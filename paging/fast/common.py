@@ -40,3 +40,98 @@ def buffers(n, record):
     m = n if record >= 1 else 0
     e = n if record >= 2 else 0
     return (np.zeros(m, np.bool_), np.zeros((e, 2), np.int64), np.zeros(e, np.int64))
+
+
+@njit(cache=True, nogil=True)
+def route_group(src, lo, K, base, n, g, order, m, j, kout, resident, rank, taken, out, o0,
+                cp, zz, pos):
+    """Cache-aware routing of one (token, layer) group (:mod:`paging.fast.routing`): the experts
+    served for the group ``src[lo:lo+K]`` (pages ``base + expert``), written to
+    ``out[o0:o0+c]``; returns c.
+
+    The ranking is row ``g`` of ``order`` (full logits) when ``order`` has rows, else the
+    group's experts then every other expert by id. Served: the top ``j``, then the experts of
+    rank < ``m`` that are ``resident`` in rank order, then the rest of the ranking, cut at
+    ``kout`` (Alg. 1; pruning is ``m`` = 0 and ``kout`` = ``j``).
+
+    ``cp`` = ``(logits, token, known, bonus)``: when ``bonus`` has entries, the hook is
+    ``cache-prior`` (Eq. 9): z' = z + ``bonus[g]`` (λ·Δavg) for the resident experts and the top
+    ``j``, the top ``kout`` of z' served, ties by rank. z is the row ``logits[token[g], layer]``
+    when ``logits`` has rows, else ``known[t]`` (log of the score) for the group's requests and
+    their minimum for every other expert (:meth:`paging.routing.CachePrior.logits_of`).
+
+    ``rank``, ``pos`` (int64) and ``taken``, ``zz`` are scratch arrays of n entries. ``src`` is
+    read before ``out`` is written, so they may be one array (the list kernel routes its served
+    sequence in place)."""
+    for e in range(n):
+        taken[e] = False
+    if order.shape[0] > 0:
+        for i in range(n):
+            rank[i] = order[g, i]
+    else:
+        for i in range(K):
+            e = src[lo + i] - base
+            rank[i] = e
+            taken[e] = True
+        c = K
+        for e in range(n):
+            if not taken[e]:
+                rank[c] = e
+                c += 1
+        for e in range(n):
+            taken[e] = False
+    logits, token, known, bonus = cp
+    if bonus.size > 0:
+        for i in range(n):
+            pos[rank[i]] = i
+        if logits.shape[0] > 0:
+            z = base // n
+            for e in range(n):
+                zz[e] = logits[token[g], z, e]
+        else:
+            mn = known[lo]
+            for i in range(lo + 1, lo + K):
+                if known[i] < mn:
+                    mn = known[i]
+            for e in range(n):
+                zz[e] = mn
+            for i in range(K):
+                zz[src[lo + i] - base] = known[lo + i]
+        b = bonus[g]
+        for e in range(n):
+            if resident[base + e] or pos[e] < j:
+                zz[e] = zz[e] + b
+        for c in range(kout):
+            best = -1
+            for e in range(n):
+                if not taken[e] and (best < 0 or zz[e] > zz[best] or (
+                        zz[e] == zz[best] and pos[e] < pos[best])):
+                    best = e
+            out[o0 + c] = base + best
+            taken[best] = True
+        return kout
+    c = 0
+    for i in range(min(j, n)):
+        if c >= kout:
+            break
+        e = rank[i]
+        out[o0 + c] = base + e
+        taken[e] = True
+        c += 1
+    for i in range(min(m, n)):
+        if c >= kout:
+            break
+        e = rank[i]
+        if not taken[e] and resident[base + e]:
+            out[o0 + c] = base + e
+            taken[e] = True
+            c += 1
+    for i in range(n):
+        if c >= kout:
+            break
+        e = rank[i]
+        if not taken[e]:
+            out[o0 + c] = base + e
+            taken[e] = True
+            c += 1
+    return c

@@ -26,13 +26,25 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import buffers, is_grouped
+from paging.fast.common import buffers, is_grouped, route_group
 
 LRU, FIFO, FWF, LLRU, FLD, LEAST_STALE, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP = range(9)
 LLRU_LATEST = 9
 #: the kinds whose victim depends on the layer (one recency list per layer, a page's last step
 #: and pass kept); a new kind that is not layered needs nothing here
 LAYERED = (LLRU, FLD, LEAST_STALE, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP, LLRU_LATEST)
+
+
+def no_route():
+    """The ``route`` argument of :func:`list_kernel` for a run without routing."""
+    return (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, np.zeros(0, np.int64),
+            no_prior())
+
+
+def no_prior():
+    """The ``cp`` argument of :func:`paging.fast.common.route_group` for a hook other than
+    ``cache-prior``."""
+    return (np.zeros((0, 0, 0)), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
 
 
 def list_state(n_pages, n_layers, n_caps):
@@ -47,7 +59,8 @@ def list_state(n_pages, n_layers, n_caps):
 
 
 @njit(cache=True, nogil=True)
-def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, record, state):
+def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, record, state,
+                route):
     """Replay ``pages`` (layer clock ``steps``) under a list policy ``kind``.
 
     ``caps`` holds the capacity of each partition: one entry (shared cache) or one per layer
@@ -59,6 +72,13 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
     ``state`` (:func:`list_state`) is the cache the run starts from and leaves behind, updated
     in place: consecutive calls on consecutive pieces of one trace, each cut between two groups,
     give the counts of one call on the whole trace.
+
+    ``route`` (:func:`no_route`, or :func:`paging.fast.routing.run_routed`'s) is
+    ``(order, m, j, out, cp)``: when ``m`` has entries, each group is first routed by
+    :func:`paging.fast.common.route_group` against the cache as it stands (row g of ``order``,
+    ``m[g]``, the top ``j``, K served, ``cp`` for ``cache-prior``), and the experts chosen are
+    written to ``out`` (the caller passes ``out`` and ``pages`` as one array, so the run serves
+    what was chosen).
 
     The list operations are written out in place: in numba, a helper call that takes arrays
     costs atomic reference counting per call, which halves the speed of this loop.
@@ -75,6 +95,13 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
         state
     layer_of = np.arange(P) // n_experts
     hit_mask, ev, byp = buffers(n, record)
+    r_order, r_m, r_j, r_out, r_cp = route
+    routed = r_m.size > 0
+    rank = np.empty(n_experts, np.int64)
+    r_pos = np.empty(n_experts, np.int64)
+    taken = np.zeros(n_experts, np.bool_)
+    r_zz = np.empty(n_experts)
+    g_idx = 0
     if record > 1:
         # a call on a carried state may also evict the pages it starts with (one group of a
         # routed run: paging.fast.routing), so the log has room for them too
@@ -100,6 +127,15 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
             else:
                 now_pass = s // L
             prev_s = s
+            if routed:
+                j = t
+                while j < n and steps[j] == s:
+                    j += 1
+                route_group(pages, t, j - t, (s - now_pass * L) * n_experts, n_experts, g_idx,
+                            r_order, r_m[g_idx], r_j, j - t, resident, rank, taken, r_out, t,
+                            r_cp, r_zz, r_pos)
+                g_idx += 1
+                p = pages[t]
             if grouped:
                 j = t
                 while j < n and steps[j] == s:

@@ -1,11 +1,14 @@
 """Compiled cache-aware routing (:mod:`paging.routing`) for the list family
 (:mod:`paging.fast.lists`).
 
-Per (token, layer) group, :func:`routed_list_kernel` reads the layer's residency from the list
-kernel's own state (``resident``), chooses the served experts exactly as the hook does, writes
-them into the served sequence and serves them with :func:`paging.fast.lists.list_kernel` on the
-carried state (one call per group: the carried run is the one-call run, so the counts, the hit
-mask, the eviction log and the bypasses are the reference loop's, decision for decision).
+A hook that reads the cache (``max-rank``, ``cumsum``, ``cache-prior``) runs inside
+:func:`paging.fast.lists.list_kernel`: when a group starts, the kernel reads the layer's
+residency from its own state, chooses the served experts exactly as the hook does
+(:func:`paging.fast.common.route_group`), writes them over the group's slots of the served
+sequence and serves them, one pass over the trace, so the counts, the hit mask, the eviction log
+and the bypasses are the reference loop's, decision for decision. Such hooks serve K experts
+per group, so the served sequence has the trace's group bounds. ``pruning`` does not read the
+cache: every group is routed first (:func:`route_static`), then the served sequence is run once.
 
 Hooks compiled (exact types only; anything else returns None from :func:`plan_routed` and runs
 in the reference loop):
@@ -15,12 +18,17 @@ in the reference loop):
   then the rest of the ranking, cut at K;
 * ``cumsum:tau=T[,j=J]`` — max-rank with M per group from the cumulative router weights
   (computed before the run: it does not depend on the cache; from the gate scores in a
-  sequential loop, or per group by the reference's own :meth:`Cumsum.m_of` with full logits).
+  sequential loop, or per group by the reference's own :meth:`Cumsum.m_of` with full logits);
+* ``cache-prior:lambda=L[,j=J][,delta=...]`` — Eq. 9: the top K of ``z + λ·Δavg·m̃``, ties by
+  rank. λ·Δavg per group is computed before the run (:func:`_prior_bonus`: Δavg depends only
+  on the logits, never on the cache; the same running sums, in the same order, as
+  :meth:`paging.routing.CachePrior.route`, which the hook's sums are left holding afterwards);
+  without logits the known log-scores are numpy's ``log`` over the whole score column at once.
+  The choice (the sums, one addition per boosted expert and the comparisons of
+  ``numpy.lexsort``) is exact arithmetic, so it is the reference's bit for bit.
 
-Not compiled: ``cache-prior`` (it re-ranks by ``z + λ·Δavg·m̃`` with a running float average
-per layer and a lexsort on floats; reproducing numpy's softmax/log and the Δavg running sums
-bit for bit was not done, so it stays in the reference loop), policies outside the list family,
-and runs with a prefetcher or a miss handler (refused with routing anyway).
+Not compiled: policies outside the list family, and runs with a prefetcher or a miss handler
+(refused with routing anyway).
 
 Quality proxies: a group served exactly as ranked (the same experts in the same order) adds
 ``(1.0, False, 0.0)`` (what :func:`paging.routing.quality` returns then); every other group
@@ -33,138 +41,70 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import buffers
-from paging.fast.lists import list_kernel, list_state
+from paging.fast.common import route_group
+from paging.fast.lists import list_kernel, list_state, no_prior, no_route
 
-__all__ = ["plan_routed", "run_routed", "routed_list_kernel"]
+__all__ = ["plan_routed", "run_routed", "route_static"]
 
 
 @njit(cache=True, nogil=True)
-def routed_list_kernel(pages, steps, bounds, order, has_order, mcol, j, cap, n, L, sizes,
-                       caps, dist, kind, record, state):
-    """Route and serve every group ``bounds[g]:bounds[g+1]`` of the trace (``pages``,
-    ``steps``). ``order`` (G × n) is each group's ranking when ``has_order`` (full logits);
-    otherwise the ranking is the group's experts then every other expert by id. ``mcol[g]``
-    is M of group g (0: no promotion), ``j`` the top J always served, ``cap`` the number served
-    (0: the group's size K). Returns ``(served_pages, served_steps, n_served, changed,
-    misses, collisions, hit_mask, evictions, n_ev, bypassed, n_byp)``."""
+def route_static(pages, bounds, order, j, cap, n, L, steps):
+    """The served sequence of a hook that does not read the cache (every M is 0: ``pruning``):
+    each group routed by :func:`paging.fast.common.route_group`, K or ``cap`` served.
+    Returns ``(served_pages, served_steps, n_served)``."""
     G = bounds.size - 1
     N = pages.size
     out_pages = np.empty(N, np.int64)
     out_steps = np.empty(N, np.int64)
-    hit_all, ev_all, byp_all = buffers(N, record)
-    resident = state[4]
-    taken = np.zeros(n, np.bool_)
+    resident = np.zeros(n * L, np.bool_)
     rank = np.empty(n, np.int64)
-    changed = np.zeros(G, np.bool_)
-    static = True  # no group reads the cache (every M is 0): route first, then serve once
-    for g in range(G):
-        if mcol[g] > 0:
-            static = False
-            break
+    pos = np.empty(n, np.int64)
+    taken = np.zeros(n, np.bool_)
+    zz = np.empty(n)
+    cp = (np.zeros((0, 0, 0)), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
     t0 = 0
-    misses = 0
-    coll = 0
-    n_ev = 0
-    n_byp = 0
+    for g in range(G):
+        lo = bounds[g]
+        K = bounds[g + 1] - lo
+        s = steps[lo]
+        kout = K if cap <= 0 else min(cap, K)
+        c = route_group(pages, lo, K, (s % L) * n, n, g, order, 0, j, kout, resident, rank,
+                        taken, out_pages, t0, cp, zz, pos)
+        for i in range(c):
+            out_steps[t0 + i] = s
+        t0 += c
+    return out_pages, out_steps, t0
+
+
+@njit(cache=True, nogil=True)
+def _prior_bonus(bounds, steps, L, logits, token, known, rsum, rn, lam):
+    """λ·Δavg of every group for ``cache-prior`` (:meth:`paging.routing.CachePrior.route`):
+    the layer's running sums of the logit ranges (``rsum``, ``rn``, the hook's, updated in
+    place), this group's range included, in group order. The range is max − min of the row
+    ``logits[token[g], layer]``, or of the group's ``known`` log-scores without logits."""
+    G = bounds.size - 1
+    out = np.empty(G)
     for g in range(G):
         lo = bounds[g]
         hi = bounds[g + 1]
-        K = hi - lo
-        s = steps[lo]
-        z = s % L
-        base = z * n
-        for e in range(n):
-            taken[e] = False
-        if has_order:
-            for i in range(n):
-                rank[i] = order[g, i]
+        z = steps[lo] % L
+        if logits.shape[0] > 0:
+            row = logits[token[g], z]
+            mx = row[0]
+            mn = row[0]
+            for e in range(1, row.size):
+                mx = max(mx, row[e])
+                mn = min(mn, row[e])
         else:
-            for i in range(K):
-                e = pages[lo + i] - base
-                rank[i] = e
-                taken[e] = True
-            c = K
-            for e in range(n):
-                if not taken[e]:
-                    rank[c] = e
-                    c += 1
-            for e in range(n):
-                taken[e] = False
-        kout = K if cap <= 0 else min(cap, K)
-        c = 0
-        for i in range(min(j, n)):
-            if c >= kout:
-                break
-            e = rank[i]
-            out_pages[t0 + c] = base + e
-            taken[e] = True
-            c += 1
-        m = min(mcol[g], n)
-        for i in range(m):
-            if c >= kout:
-                break
-            e = rank[i]
-            if not taken[e] and resident[base + e]:
-                out_pages[t0 + c] = base + e
-                taken[e] = True
-                c += 1
-        for i in range(n):
-            if c >= kout:
-                break
-            e = rank[i]
-            if not taken[e]:
-                out_pages[t0 + c] = base + e
-                taken[e] = True
-                c += 1
-        same = c == K
-        if same:
-            for i in range(K):
-                if out_pages[t0 + i] != pages[lo + i]:
-                    same = False
-                    break
-        changed[g] = not same
-        for i in range(c):
-            out_steps[t0 + i] = s
-        if static:
-            t0 += c
-            continue
-        out = list_kernel(out_pages[t0:t0 + c], out_steps[t0:t0 + c], sizes, n, L, caps, dist,
-                          kind, record, state)
-        misses += out[0]
-        coll += out[1]
-        if record >= 1:
-            hm = out[3]
-            for i in range(c):
-                hit_all[t0 + i] = hm[i]
-        if record >= 2:
-            ev = out[4]
-            for i in range(out[5]):
-                ev_all[n_ev, 0] = ev[i, 0] + t0
-                ev_all[n_ev, 1] = ev[i, 1]
-                n_ev += 1
-            by = out[6]
-            for i in range(out[7]):
-                byp_all[n_byp] = by[i] + t0
-                n_byp += 1
-        else:
-            n_byp += out[7]
-        t0 += c
-    if static and t0 > 0:
-        # no choice read the cache (pruning): one run over the whole served sequence
-        out = list_kernel(out_pages[:t0], out_steps[:t0], sizes, n, L, caps, dist, kind, record,
-                          state)
-        misses = out[0]
-        coll = out[1]
-        if record >= 1:
-            hit_all[:t0] = out[3]
-        n_ev = out[5]
-        n_byp = out[7]
-        if record >= 2:
-            ev_all[:n_ev] = out[4][:n_ev]
-            byp_all[:n_byp] = out[6][:n_byp]
-    return (out_pages, out_steps, t0, changed, misses, coll, hit_all, ev_all, n_ev, byp_all,
-            n_byp)
+            mx = known[lo]
+            mn = known[lo]
+            for i in range(lo + 1, hi):
+                mx = max(mx, known[i])
+                mn = min(mn, known[i])
+        rsum[z] += mx - mn
+        rn[z] += 1
+        out[g] = lam * (rsum[z] / rn[z])
+    return out
 
 
 @njit(cache=True, nogil=True)
@@ -257,9 +197,9 @@ def _quality_sums(pages, bounds, served, served_lo, w, n, L, steps, eps):
 def plan_routed(trace, policy, router, budget=None):
     """The list kernel's ``(family, kind, dist)`` when this routed run compiles, else None."""
     from paging.fast import _LIST, plan
-    from paging.routing import Cumsum, MaxRank, Pruning
+    from paging.routing import CachePrior, Cumsum, MaxRank, Pruning
 
-    if type(router) not in (Pruning, MaxRank, Cumsum):
+    if type(router) not in (Pruning, MaxRank, Cumsum, CachePrior):
         return None
     spec = plan(policy)
     if spec is None or spec[0] != _LIST:
@@ -281,7 +221,7 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     when recorded, ``events``, included."""
     from paging.fast import _caps
     from paging.result import build_result
-    from paging.routing import KL_EPS, Cumsum, Group, Pruning, RoutedRun, quality
+    from paging.routing import KL_EPS, CachePrior, Cumsum, Group, Pruning, RoutedRun, quality
     from paging.weights import unit_sizes
 
     RoutedRun.check(trace, router, policy)  # the reference's checks, and router.reset
@@ -299,7 +239,7 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         rows = trace.logits[tok_of, z_of]
         order = np.argsort(-rows, axis=1, kind="stable").astype(np.int64)
     else:
-        order = np.zeros((1, 1), np.int64)
+        order = np.zeros((0, n), np.int64)  # no rows: each group's experts, then the rest
 
     def group(g):
         lo, hi = int(bounds[g]), int(bounds[g + 1])
@@ -315,22 +255,31 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         if has_order:
             mcol = np.array([router.m_of(group(g)) for g in range(G)], dtype=np.int64)
         else:
-            if trace.score is not None:
-                w = np.asarray(trace.score, dtype=np.float64)
-            else:
-                K = np.diff(bounds)
-                w = np.repeat(1.0 / K, K) if G else np.zeros(0)
-                # 1/K per request, as Group.probs: the same double as Python's 1.0 / K
+            w = _request_weights(trace, bounds)
             mcol = _cumsum_m(pages, bounds, w, float(router.tau), n, L, steps)
+    elif type(router) is CachePrior:
+        j, cap, mcol = router.j, 0, np.zeros(G, np.int64)
     else:
         j, cap = router.j, 0
         mcol = np.full(G, n if router.m is None else router.m, dtype=np.int64)
+    cp = no_prior()
+    if type(router) is CachePrior:
+        cp = _prior(router, trace, bounds, steps, tok_of, G, L)
     caps = _caps(lay, int(k if budget is None else budget), spec[2])
     slots = unit_sizes(P) if budget is None else sizes
     state = list_state(P, L, caps.size)
-    (sp, ss, N, changed, misses, coll, hit_mask, ev, n_ev, byp, n_byp) = routed_list_kernel(
-        pages, steps, bounds, order, has_order, mcol, int(j), int(cap), n, L, slots, caps,
-        spec[2], spec[1], level, state)
+    if cap > 0 or not (mcol.any() or cp[3].size):
+        # no choice reads the cache: route every group, then serve the sequence once
+        sp, ss, N = route_static(pages, bounds, order, int(j), int(cap), n, L, steps)
+        misses, coll, _, hit_mask, ev, n_ev, byp, n_byp = list_kernel(
+            sp[:N], ss[:N], slots, n, L, caps, spec[2], spec[1], level, state, no_route())
+    else:
+        sp, ss, N = pages.copy(), steps, pages.size
+        misses, coll, _, hit_mask, ev, n_ev, byp, n_byp = list_kernel(
+            sp, ss, slots, n, L, caps, spec[2], spec[1], level, state,
+            (order, mcol, int(j), sp, cp))
+    served_lo = np.concatenate(([0], np.cumsum(_served_sizes(bounds, cap)))).astype(np.int64)
+    changed = _changed(pages, bounds, sp, served_lo)
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=int(N),
         page_misses=state[10], n_layers=L, collisions=int(coll), bypasses=int(n_byp),
@@ -338,13 +287,8 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         hit_mask=hit_mask[:N].copy() if level else None,
         evictions=ev[:n_ev].copy() if level > 1 else None,
         bypassed=byp[:n_byp].copy() if level > 1 else None)
-    served_lo = np.concatenate(([0], np.cumsum(_served_sizes(bounds, cap)))).astype(np.int64)
     if not has_order and n <= 8:
-        if trace.score is not None:
-            w = np.asarray(trace.score, dtype=np.float64)
-        else:
-            K = np.diff(bounds)
-            w = np.repeat(1.0 / K, K) if G else np.zeros(0)
+        w = _request_weights(trace, bounds)
         ret, ch, kls = _quality_sums(pages, bounds, sp, served_lo, w, n, L, steps, KL_EPS)
         res.extra = _extra(router, trace, G, float(ret), int(ch), float(kls))
         if level > 0:
@@ -369,6 +313,33 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     return res
 
 
+def _request_weights(trace, bounds):
+    """Each request's router weight without full logits (:meth:`paging.routing.Group.probs`):
+    its gate score, else 1/K of its group (the same double as Python's ``1.0 / K``)."""
+    if trace.score is not None:
+        return np.asarray(trace.score, dtype=np.float64)
+    K = np.diff(bounds)
+    return np.repeat(1.0 / K, K) if K.size else np.zeros(0)
+
+
+def _prior(router, trace, bounds, steps, tok_of, G, L):
+    """``cache-prior``'s ``cp`` argument of :func:`paging.fast.common.route_group`, its λ·Δavg
+    per group from the hook's running sums, which are left as the reference leaves them."""
+    if trace.logits is not None:
+        logits, known = trace.logits, np.zeros(0)
+    else:
+        logits = np.zeros((0, 0, 0))
+        # CachePrior.logits_of, every group at once
+        known = np.log(np.maximum(_request_weights(trace, bounds), 1e-300))
+    rsum = np.array(router._range_sum, dtype=np.float64)
+    rn = np.array(router._range_n, dtype=np.int64)
+    bonus = _prior_bonus(bounds, steps, L, logits, tok_of, known, rsum, rn,
+                         float(router.lam))
+    router._range_sum = rsum.tolist()
+    router._range_n = rn.tolist()
+    return (logits, tok_of, known, bonus if G else np.zeros(0))
+
+
 def _extra(router, trace, G, retained, changed, kl):
     return {
         "routing": router.spec(),
@@ -378,6 +349,24 @@ def _extra(router, trace, G, retained, changed, kl):
         "kl": kl / G if G else 0.0,
         "slots": trace.n_requests,
     }
+
+
+def _changed(pages, bounds, served, served_lo):
+    """Per group: not served exactly as ranked (other experts, another order, or fewer)."""
+    G = bounds.size - 1
+    if G == 0:
+        return np.zeros(0, bool)
+    K = np.diff(bounds)
+    c = np.diff(served_lo)
+    out = c != K
+    full = np.flatnonzero(~out)
+    if full.size:
+        # the groups served whole: same slots in both sequences, shifted by served_lo - bounds
+        idx = np.repeat(full, K[full])
+        pos = np.arange(idx.size) - np.repeat(np.cumsum(K[full]) - K[full], K[full])
+        diff = pages[bounds[idx] + pos] != served[served_lo[idx] + pos]
+        out[full] = np.logical_or.reduceat(diff, np.cumsum(K[full]) - K[full])
+    return out
 
 
 def _served_sizes(bounds, cap):

@@ -58,11 +58,11 @@ tail probabilities are unknown, and the hooks say so in :attr:`Router.note`:
 
 Traces without any scores (granite: ids only) weigh the top-K experts equally (1/K).
 
-Where it runs. :func:`paging.simulate.simulate` runs ``pruning``, ``max-rank`` and ``cumsum``
-with the list policies (LRU, FIFO, FWF, LLRU, FLD, Least-Stale and their ``-dist`` variants) in
-a compiled kernel (:mod:`paging.fast.routing`) equal to the reference loop decision for
-decision, quality proxies included; ``cache-prior`` and every other policy run in the reference
-loop (:class:`RoutedRun`).
+Where it runs. :func:`paging.simulate.simulate` runs every hook above with the list policies
+(LRU, FIFO, FWF, LLRU, FLD, Least-Stale and their ``-dist`` variants) in a compiled kernel
+(:mod:`paging.fast.routing`) equal to the reference loop decision for decision, quality proxies
+included; every other policy, and hooks of other classes, run in the reference loop
+(:class:`RoutedRun`).
 
 Quality proxies (named as such, no perplexity claims), averaged over the routed groups:
 ``retained_mass`` = Σ w over the served experts / Σ w over the original top K; ``top1_changed``

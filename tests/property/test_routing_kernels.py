@@ -2,8 +2,8 @@
 decision: every Result field (counts, per-layer and per-page misses, hit mask, eviction log,
 bypasses), the routing fields of ``extra`` (bit for bit) and, with record=True, the served
 sequence in ``events``, on random top-K traces in groups mode with tokens (full logits, gate
-scores only, expert ids only), for pruning, max-rank and cumsum, list policies and -dist
-variants, pages and byte budgets."""
+scores only, expert ids only), for pruning, max-rank, cumsum and cache-prior, list policies and
+-dist variants, pages and byte budgets."""
 
 from __future__ import annotations
 
@@ -73,11 +73,15 @@ traces = st.builds(lambda n, L, T, K, seed, what: _variant(
 def _hook(data, trace):
     K = int(trace.rank.max()) + 1
     n = trace.layout.n_experts
-    kind = data.draw(st.sampled_from(["pruning", "max-rank", "cumsum"]))
+    kind = data.draw(st.sampled_from(["pruning", "max-rank", "cumsum", "cache-prior"]))
     if kind == "pruning":
         j = data.draw(st.integers(1, K))
         return lambda: Pruning(j)
     j = data.draw(st.integers(0, K))
+    if kind == "cache-prior":
+        lam = data.draw(st.sampled_from([0.0, 0.1, 0.5, 1.0, 2.5]))
+        delta = data.draw(st.sampled_from(["run", "sequence"]))
+        return lambda: CachePrior(lam, j, delta)
     if kind == "max-rank":
         hi = n if trace.logits is not None else K
         m = data.draw(st.one_of(st.none(), st.integers(1, hi)))
@@ -126,10 +130,49 @@ def test_hand_checked_max_rank():
                               engine="reference"))
 
 
+@settings(max_examples=40, deadline=None)
+@given(a=traces, b=traces, lam=st.sampled_from([0.1, 0.5, 1.0]),
+       policy=st.sampled_from(["lru", "llru", "fifo-dist"]))
+def test_cache_prior_carries_its_running_average_across_runs(a, b, lam, policy):
+    # delta=run: Δavg's running sums go on from one simulate call to the next, and the compiled
+    # run leaves the hook's sums as the reference does
+    if a.layout.n_layers != b.layout.n_layers:
+        b = a
+    hooks = {e: CachePrior(lam, 1) for e in ("fast", "reference")}
+    for t in (a, b):
+        runs = {e: simulate(t, policy, 3, routing=hooks[e], record=True, engine=e)
+                for e in hooks}
+        assert_same(runs["fast"], runs["reference"])
+        assert hooks["fast"]._range_sum == hooks["reference"]._range_sum
+        assert hooks["fast"]._range_n == hooks["reference"]._range_n
+
+
+def test_hand_checked_cache_prior():
+    # one layer, n = 4, top-2 with logits; token 0 [3, 2, 1, 0] serves 0, 1 (range 3);
+    # token 1 [0, 1, 2.5, 2] ranks 2, 3, 1, 0 (range 2.5): Δavg = 2.75, λ = 0.5 gives a bonus
+    # of 1.375 to the cached 0, 1 and the top-1 expert 2: z' = [1.375, 2.375, 3.875, 2], so
+    # 2 then 1 are served (1 instead of 3); with λ = 0 it is the top-2, 2 and 3
+    t = from_routing(np.array([[[0, 1]], [[2, 3]]]), router(4, 1, 2).layout, "groups",
+                     logits=np.array([[[3.0, 2.0, 1.0, 0.0]], [[0.0, 1.0, 2.5, 2.0]]]))
+    res = simulate(t, "lru", 3, routing="cache-prior:lambda=0.5", record=True, engine="fast")
+    assert res.events["served_pages"].tolist() == [0, 1, 2, 1]
+    assert res.misses == 3 and res.hit_mask.tolist() == [0, 0, 0, 1]
+    plain = simulate(t, "lru", 3, routing="cache-prior:lambda=0", record=True, engine="fast")
+    assert plain.events["served_pages"].tolist() == [0, 1, 2, 3]
+    for lam in (0.5, 0):
+        hook = f"cache-prior:lambda={lam}"
+        assert_same(simulate(t, "lru", 3, routing=hook, record=True, engine="fast"),
+                    simulate(t, "lru", 3, routing=hook, record=True, engine="reference"))
+
+
+class _UserHook(MaxRank):
+    """A subclass may change any hook method: no kernel."""
+
+
 def test_uncompiled_routing_falls_back_or_is_refused():
     t = router(5, 2, 6, k=2, seed=1, expand="groups")
-    # Cache-Prior and policies outside the list family run in the reference loop under auto
-    for policy, hook in (("lru", CachePrior(0.5, 1)), ("lfu", MaxRank(1))):
+    # user hooks and policies outside the list family run in the reference loop under auto
+    for policy, hook in (("lru", _UserHook(1)), ("lfu", MaxRank(1))):
         a = simulate(t, policy, 3, routing=hook, record=True)
         with pytest.raises(PagingError, match="no compiled kernel for routing"):
             simulate(t, policy, 3, routing=hook, engine="fast")
