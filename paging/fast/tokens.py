@@ -109,6 +109,10 @@ def pairwise(a, lo, n):
     recursive numba function crashed when loaded from the cache)."""
     if n <= 128:
         return _pw_block(a, lo, n)
+    n2 = n // 2
+    n2 -= n2 % 8
+    if n - n2 <= 128:  # two blocks (up to 256 values): no stack to allocate
+        return _pw_block(a, lo, n2) + _pw_block(a, lo + n2, n - n2)
     los = np.empty(64, np.int64)
     ns = np.empty(64, np.int64)
     phase = np.zeros(64, np.int64)
@@ -297,7 +301,7 @@ def _decay_end(S, i, P):
     usedf = scr[2]
     buf = scr[3]
     x = scr[4]
-    w = np.empty(2)
+    w = scr[7, 0:2]
     for q in range(P):
         usedf[q] = 0.0
     for loc in range(npg):
@@ -447,10 +451,17 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     c = s % L
     rnd = (s - ist[i, I_TSTART]) // L
     hor = ist[i, I_HOR]
-    w = np.zeros(2)
-    wb = np.empty(5)
-    c2 = np.zeros(2)
-    den2 = np.ones(2)
+    sc = S[9][7]  # scratch: no allocation per eviction
+    w = sc[0:2]
+    wb = sc[2:7]
+    c2 = sc[7:9]
+    den2 = sc[9:11]
+    w[0] = 0.0
+    w[1] = 0.0
+    c2[0] = 0.0
+    c2[1] = 0.0
+    den2[0] = 1.0
+    den2[1] = 1.0
     M = ist[i, I_M]
     beta = 0.0
     mcur = 0
@@ -802,7 +813,7 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool):
     hist = np.zeros((I, npg, W) if MATCH in kinds else (I, 1, 1), np.int32)
     sim = np.zeros((I, W) if MATCH in kinds else (I, 1), np.int32)
     mcols = np.zeros((I, 2, NB), np.int64)
-    scr = np.zeros((7, P))
+    scr = np.zeros((8, max(P, 16)))  # rows 0-6: _decay_end's; row 7: small scratch
     fc = np.zeros((I, 3, npg))
     layer_of = np.arange(P, dtype=np.int64) // n
     S = (ist, fst, ipg, fpg, hz, hzl, hist, sim, mcols, scr, fc, layer_of)
