@@ -1,9 +1,10 @@
-"""Compiled SpecMD phases: the list-policy kernels with prefetching and miss handling.
+"""Compiled SpecMD phases: the list-policy kernels and LFU with prefetching and miss handling.
 
 :func:`run_phases` replays a trace exactly as the reference loop
 (:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
 prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
-(:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`: same misses,
+(:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists` and LFU (and their
+``-dist`` variants): same misses,
 per-layer misses, collision misses, bypasses, hit mask, eviction log (rows and order), and the
 observers' counters and logs (:class:`paging.observers.PrefetchStats`,
 :class:`paging.observers.MissStats`), field by field.
@@ -38,9 +39,17 @@ does not hold. Their victims are then found by a scan of the partition's lists: 
 among equal keys, as above); a list runs from its oldest touch, where R is largest, so only its
 oldest R bucket is visited. Without prefetching they take the per-layer tails.
 
+LFU (kind ``LFU_SCAN``): :class:`paging.policies.LFU` evicts the fewest requests, then the
+oldest last touch (``PriorityPolicy``: a hit, an insertion and a substitute's hit count a
+request and move the last touch to t; a prefetch moves the last touch to t, the request served
+last, and leaves the count), then the page first in the partition's dict. Its list is kept in
+insertion order (no move on a hit), which is that dict's order, and an eviction scans it from
+the oldest insertion: O(k) per eviction, where the plain heap kernel is O(log k), because a
+prefetch gives several pages one last touch and the dict order then decides.
+
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
-``engine="fast"`` refuses): policies outside the list family (heap, credit, Marking, and the
-reference-only ones), subclasses of the prefetcher and of the handlers, and routing hooks. User
+``engine="fast"`` refuses): Belady, the credit, Marking, adaptive, prediction, token and
+learned families, subclasses of the prefetcher and of the handlers, and routing hooks. User
 predictors and strategies need nothing special: the plan is all the kernel reads.
 """
 
@@ -64,6 +73,10 @@ from paging.fast.lists import (
 )
 
 __all__ = ["phase_kernel", "unsupported", "run_phases"]
+
+#: the phase kernel's kind for LFU (the heap family's, :mod:`paging.fast.heaps`): its lists
+#: keep insertion order and an eviction scans the partition (module docstring)
+LFU_SCAN = 100
 
 #: request outcomes of the kernel (MissStats reads them after the run)
 HIT, FETCHED, DROPPED, SUBSTITUTED = 0, 1, 2, 3
@@ -250,7 +263,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     skipped = 0
     pf_bytes = 0
     grouped = is_grouped(steps)
-    move = kind != FIFO and kind != FWF
+    lfu = kind == LFU_SCAN
+    move = kind != FIFO and kind != FWF and not lfu
+    count = np.zeros(P if lfu else 0, np.int64)  # LFU's request counts (kept after eviction)
     prev_s = -1
     now_pass = 0
     g_start = 0
@@ -341,6 +356,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         last_t[p] = t
                         seq[p] = n_touch
                         n_touch += 1
+                    if lfu:
+                        count[p] += 1
+                        last_t[p] = t
                     continue
                 level = 0
                 if handled and act[t] != 0:
@@ -376,6 +394,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                             last_t[best] = t
                             seq[best] = n_touch
                             n_touch += 1
+                        if lfu:
+                            count[best] += 1
+                            last_t[best] = t
                         continue
                 if leveled:
                     level = lvl[t]
@@ -471,6 +492,21 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                         bl = last_t[v]
                                         bs = seq[v]
                                 v = prv[v]
+                    elif lfu:
+                        # the fewest requests, then the oldest last touch, then the first in
+                        # the partition's dict: its list runs from the oldest insertion (no
+                        # move on a hit), which the scan visits first
+                        victim = -1
+                        bc = 0
+                        bl = 0
+                        v = tail[q]
+                        while v >= 0:
+                            if pin[v] != stamp and (victim < 0 or count[v] < bc or (
+                                    count[v] == bc and last_t[v] < bl)):
+                                victim = v
+                                bc = count[v]
+                                bl = last_t[v]
+                            v = prv[v]
                     else:
                         victim = _victim(kind, q, s, now_pass, L, tail, prv, pin, stamp,
                                          last_step, last_pass)
@@ -519,6 +555,10 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 last_t[x] = t
                 seq[x] = n_touch
                 n_touch += 1
+            if lfu:  # a prefetch moves last, not the count (PriorityPolicy.on_prefetch)
+                last_t[x] = t
+                if not prefetching:
+                    count[x] += 1
             if prefetching:
                 prefetches += 1
                 pf_bytes += pf_size[x]
@@ -555,13 +595,15 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     A configuration the reference loop refuses (a handler that needs gate scores on a trace
     without them, ...) is unsupported here too, so that the reference gives its error."""
     from paging import fast
+    from paging.fast import heaps
     from paging.miss import Drop, FetchLowestBit, FetchPriority, MissHandler, Substitute
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
-    if spec is None or spec[0] != "list":
+    if spec is None or not (spec[0] == "list" or spec[:2] == ("heap", heaps.LFU)):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
-                "(the list policies do: lru, fifo, fwf, llru, fld, least-stale, ...)")
+                "(the list policies and LFU do: lru, fifo, fwf, llru, fld, least-stale, lfu, "
+                "...)")
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
             return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
@@ -626,6 +668,8 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
 
     spec = fast.plan(policy)
     family, kind, dist = spec
+    if family == "heap":  # LFU (unsupported() admits no other heap kernel)
+        kind = LFU_SCAN
     scan = prefetch is not None and _own_kernel(policy) in _SCANNED
     if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
         kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST

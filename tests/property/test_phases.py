@@ -25,8 +25,10 @@ from paging.simulate import simulate
 from paging.trace import Trace
 
 LIST_POLICIES = [n for n in POLICY_NAMES if (fast.plan(make_policy(n)) or ("",))[0] == "list"]
+#: the policies the phase kernel runs: the list family, and LFU (an eviction scans the partition)
+PHASE_POLICIES = [*LIST_POLICIES, "lfu", "lfu-dist"]
 #: with prefetching, LLRU and LLRU-latest (and -dist) find their victims by a scan
-PREFETCH_POLICIES = LIST_POLICIES
+PREFETCH_POLICIES = PHASE_POLICIES
 PREDICTORS = ["oracle:precision=0.6,recall=0.8,seed=2", "oracle", "previous-token", "frequency",
               "transition"]
 STRATEGIES = ["topk", "topk:overfetch=1.5", "percentile:p=60"]
@@ -99,7 +101,7 @@ def test_prefetch_and_miss_kernel_equals_reference(name, trace, data, pred, stra
         both(trace, name, k, pred, strat, miss, record)
 
 
-@pytest.mark.parametrize("name", LIST_POLICIES)
+@pytest.mark.parametrize("name", PHASE_POLICIES)
 @given(trace=scored_traces(), data=st.data(), miss=st.sampled_from(MISSES[1:]))
 def test_miss_kernel_equals_reference(name, trace, data, miss):
     for k in range(1, trace.layout.n_pages + 2):
@@ -108,7 +110,7 @@ def test_miss_kernel_equals_reference(name, trace, data, miss):
 
 
 @pytest.mark.parametrize("name", ["lru", "fifo", "lru-dist", "least-stale", "fld", "fwf",
-                                  "llru", "llru-latest", "llru-dist"])
+                                  "llru", "llru-latest", "llru-dist", "lfu"])
 @given(trace=scored_traces(rounds=True), data=st.data(), pred=st.sampled_from(PREDICTORS),
        miss=st.sampled_from(MISSES))
 def test_rounds_traces(name, trace, data, pred, miss):
@@ -117,7 +119,7 @@ def test_rounds_traces(name, trace, data, pred, miss):
 
 
 @pytest.mark.parametrize("name", ["lru", "fifo", "fwf", "least-stale", "fld", "lru-dist",
-                                  "llru", "llru-latest-dist"])
+                                  "llru", "llru-latest-dist", "lfu", "lfu-dist"])
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS[:3]]),
        cascade=st.sampled_from(["lowest-bit", "priority", "none", "substitute"]))
 def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
@@ -151,7 +153,7 @@ def test_unsupported_configurations_fall_back_or_refuse():
 
     tr = generators.zipf(n=4, layers=3, tokens=20, seed=0)
     pf = Prefetcher(make_prefetch_predictor("frequency"))
-    for name, kw in (("lfu", dict(miss="substitute")), ("belady", dict(prefetch=pf)),
+    for name, kw in (("gdsf", dict(miss="substitute")), ("belady", dict(prefetch=pf)),
                      ("marking", dict(prefetch=pf, miss="substitute"))):
         with pytest.raises(PagingError, match="no compiled kernel for this run") as e:
             simulate(tr, name, 3, engine="fast", **kw)
