@@ -1,10 +1,11 @@
-"""Compiled SpecMD phases: the list-policy kernels and LFU with prefetching and miss handling.
+"""Compiled SpecMD phases: the list policies, LFU and the credit policies with prefetching and
+miss handling.
 
 :func:`run_phases` replays a trace exactly as the reference loop
 (:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
 prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
-(:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists` and LFU (and their
-``-dist`` variants): same misses,
+(:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU and the credit
+policies of :mod:`paging.fast.credit` (and their ``-dist`` variants): same misses,
 per-layer misses, collision misses, bypasses, hit mask, eviction log (rows and order), and the
 observers' counters and logs (:class:`paging.observers.PrefetchStats`,
 :class:`paging.observers.MissStats`), field by field.
@@ -47,9 +48,17 @@ insertion order (no move on a hit), which is that dict's order, and an eviction 
 the oldest insertion: O(k) per eviction, where the plain heap kernel is O(log k), because a
 prefetch gives several pages one last touch and the dict order then decides.
 
+The credit policies (kinds ``CREDIT + kind``: GreedyDual, Landlord, GDSF, Layered Landlord,
+:mod:`paging.policies.weighted`) likewise: a hit, an insertion, a prefetch (an insertion,
+``Policy.on_prefetch``) and a substitute's hit set ``H(p) = L + c(p)`` with the partition's L
+(GDSF counting the request first, or restarting at 1 on an insertion); an eviction scans the
+insertion-ordered list for the smallest (H, then Layered Landlord's largest R and D, then the
+oldest last request), the first in the dict among equals, and L becomes the victim's H. The
+rates read the run's costs and sizes, whatever the precision level fetched, as the reference's.
+
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
-``engine="fast"`` refuses): Belady, the credit, Marking, adaptive, prediction, token and
-learned families, subclasses of the prefetcher and of the handlers, and routing hooks. User
+``engine="fast"`` refuses): Belady, the Marking, adaptive, prediction, token and learned
+families, subclasses of the prefetcher and of the handlers, and routing hooks. User
 predictors and strategies need nothing special: the plan is all the kernel reads.
 """
 
@@ -59,6 +68,8 @@ import numpy as np
 from numba import njit
 
 from paging.fast.common import is_grouped
+from paging.fast.credit import GDSF, GREEDY_DUAL
+from paging.fast.credit import LAYERED as LAYERED_LANDLORD
 from paging.fast.lists import (
     FIFO,
     FLD,
@@ -77,6 +88,8 @@ __all__ = ["phase_kernel", "unsupported", "run_phases"]
 #: the phase kernel's kind for LFU (the heap family's, :mod:`paging.fast.heaps`): its lists
 #: keep insertion order and an eviction scans the partition (module docstring)
 LFU_SCAN = 100
+#: the credit kinds (:mod:`paging.fast.credit`) are CREDIT + their kind there
+CREDIT = 200
 
 #: request outcomes of the kernel (MissStats reads them after the run)
 HIT, FETCHED, DROPPED, SUBSTITUTED = 0, 1, 2, 3
@@ -186,10 +199,27 @@ def _victim(kind, q, s, now_pass, L, tail, prv, pin, stamp, last_step, last_pass
     return victim
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, p, q, t, s):
+    """``GreedyDual._touch`` of page p at request t (step s) in partition q: the last request,
+    and the credit ``H = L + c(p)`` (GreedyDual c = w; Landlord and Layered Landlord w/s;
+    GDSF f·w/s, its count f already updated)."""
+    last_t[p] = t
+    last_step[p] = s
+    if ck == GREEDY_DUAL:
+        c = wcost[p]
+    elif ck == GDSF:
+        c = freq[p] * wcost[p] / float(wsize[p])
+    else:
+        c = wcost[p] / float(wsize[p])
+    H[p] = infl[q] + c
+
+
 @njit(cache=True, nogil=True)
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
-                 record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan):
-    """Replay ``pages`` under list policy ``kind`` with SpecMD's phases.
+                 record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize):
+    """Replay ``pages`` under list policy ``kind`` (or LFU, ``LFU_SCAN``, or a credit policy,
+    ``CREDIT + kind``) with SpecMD's phases.
 
     ``slots[p]``: the room page p takes at the run's precision (1, or its size for a byte
     budget); ``level_slots[l, p]``: its room at precision level l (row 0 unused). Prefetch
@@ -199,12 +229,15 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     fetch at level 0); ``substitute`` serves a miss with the most requested resident unpinned
     expert of its layer (ties to the lower id) when there is one.
 
+    ``wcost``, ``wsize``: the pages' fetch costs and sizes the credit policies' rates read (the
+    run's, whatever the level fetched).
+
     Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
     n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
     (HIT, FETCHED, DROPPED, SUBSTITUTED; filled when ``record`` >= 1 or a miss handler is
-    given),
-    ``subst[t]`` the substitute of request t; ``pf_counts`` = (prefetches, useful, wasted,
-    skipped, bytes); the prefetch log and the prefetch-eviction log, rows ``(t + 1, page)``,
+    given), ``subst[t]`` the substitute of request t; ``pf_counts`` = (prefetches, useful,
+    wasted, skipped, bytes); the prefetch log and the prefetch-eviction log, rows
+    ``(t + 1, page)``,
     filled when ``record`` >= 1.
     """
     n = pages.size
@@ -266,6 +299,12 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     lfu = kind == LFU_SCAN
     move = kind != FIFO and kind != FWF and not lfu
     count = np.zeros(P if lfu else 0, np.int64)  # LFU's request counts (kept after eviction)
+    credit = kind >= CREDIT
+    ck = kind - CREDIT  # GREEDY_DUAL, LANDLORD, GDSF or LAYERED (credit kinds only)
+    move = move and not credit
+    H = np.zeros(P if credit else 0)  # the credits of the cached pages
+    infl = np.zeros(caps.size)  # L, per partition: the credit of its last victim
+    freq = np.zeros(P if credit else 0, np.int64)  # GDSF: requests since the page entered
     prev_s = -1
     now_pass = 0
     g_start = 0
@@ -359,6 +398,11 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     if lfu:
                         count[p] += 1
                         last_t[p] = t
+                    if credit and ck == GDSF:
+                        freq[p] += 1
+                    if credit:
+                        _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, p,
+                                      z if dist else 0, t, s)
                     continue
                 level = 0
                 if handled and act[t] != 0:
@@ -397,6 +441,11 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         if lfu:
                             count[best] += 1
                             last_t[best] = t
+                        if credit and ck == GDSF:
+                            freq[best] += 1
+                        if credit:
+                            _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, best,
+                                          z if dist else 0, t, s)
                         continue
                 if leveled:
                     level = lvl[t]
@@ -507,6 +556,32 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                 bc = count[v]
                                 bl = last_t[v]
                             v = prv[v]
+                    elif credit:
+                        # the smallest credit, then (Layered Landlord) LLRU's largest R and D,
+                        # then the oldest last request, then the first in the partition's dict
+                        # (the list's insertion order, as LFU's)
+                        victim = -1
+                        bh = 0.0
+                        bl = 0
+                        bR = 0
+                        bD = 0
+                        v = tail[q]
+                        while v >= 0:
+                            if pin[v] != stamp:
+                                R = 0
+                                D = 0
+                                if ck == LAYERED_LANDLORD:
+                                    R = (s - last_step[v]) // L
+                                    D = (last_step[v] - s) % L
+                                if victim < 0 or H[v] < bh or (H[v] == bh and (
+                                        R > bR or (R == bR and (D > bD or (
+                                            D == bD and last_t[v] < bl))))):
+                                    victim = v
+                                    bh = H[v]
+                                    bl = last_t[v]
+                                    bR = R
+                                    bD = D
+                            v = prv[v]
                     else:
                         victim = _victim(kind, q, s, now_pass, L, tail, prv, pin, stamp,
                                          last_step, last_pass)
@@ -526,6 +601,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     resident[victim] = False
                     used[q] -= room[victim]
                     evicted_pass[victim] = now_pass
+                    if credit:  # on_evict: L becomes the victim's credit; GDSF forgets
+                        infl[q] = H[victim]
+                        freq[victim] = 0
                     if pending[victim]:
                         pending[victim] = False
                         wasted += 1
@@ -559,6 +637,11 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 last_t[x] = t
                 if not prefetching:
                     count[x] += 1
+            if credit and ck == GDSF:  # (a prefetch is an insertion: Policy.on_prefetch)
+                freq[x] = 1
+            if credit:
+                _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, x,
+                              q, t, s)
             if prefetching:
                 prefetches += 1
                 pf_bytes += pf_size[x]
@@ -600,10 +683,10 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
-    if spec is None or not (spec[0] == "list" or spec[:2] == ("heap", heaps.LFU)):
+    if spec is None or not (spec[0] in ("list", "credit") or spec[:2] == ("heap", heaps.LFU)):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
-                "(the list policies and LFU do: lru, fifo, fwf, llru, fld, least-stale, lfu, "
-                "...)")
+                "(the list policies, LFU and the credit policies do: lru, fifo, fwf, llru, fld, "
+                "least-stale, lfu, greedy-dual, landlord, gdsf, layered-landlord, ...)")
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
             return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
@@ -664,12 +747,14 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     from paging import fast
     from paging.observers import MissStats, PrefetchStats
     from paging.result import build_result
-    from paging.weights import unit_sizes
+    from paging.weights import unit_costs, unit_sizes
 
     spec = fast.plan(policy)
     family, kind, dist = spec
     if family == "heap":  # LFU (unsupported() admits no other heap kernel)
         kind = LFU_SCAN
+    elif family == "credit":
+        kind = CREDIT + kind
     scan = prefetch is not None and _own_kernel(policy) in _SCANNED
     if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
         kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
@@ -691,7 +776,8 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
      n_pf_log, pf_ev, n_pf_ev) = phase_kernel(
         trace.pages, trace.steps, slots, level_slots, trace.layout.n_experts,
         trace.layout.n_layers, caps, dist, kind, level, pf_start, pf_pages, pf_size, act, lvl,
-        substitute, scan)
+        substitute, scan, unit_costs(P) if costs is None else costs,
+        unit_sizes(P) if sizes is None else sizes)
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,

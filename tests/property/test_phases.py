@@ -25,8 +25,11 @@ from paging.simulate import simulate
 from paging.trace import Trace
 
 LIST_POLICIES = [n for n in POLICY_NAMES if (fast.plan(make_policy(n)) or ("",))[0] == "list"]
-#: the policies the phase kernel runs: the list family, and LFU (an eviction scans the partition)
-PHASE_POLICIES = [*LIST_POLICIES, "lfu", "lfu-dist"]
+CREDIT_POLICIES = [n for n in POLICY_NAMES
+                   if (fast.plan(make_policy(n)) or ("",))[0] == "credit"]
+#: the policies the phase kernel runs: the list family, LFU and the credit family (an eviction
+#: scans the partition)
+PHASE_POLICIES = [*LIST_POLICIES, "lfu", "lfu-dist", *CREDIT_POLICIES]
 #: with prefetching, LLRU and LLRU-latest (and -dist) find their victims by a scan
 PREFETCH_POLICIES = PHASE_POLICIES
 PREDICTORS = ["oracle:precision=0.6,recall=0.8,seed=2", "oracle", "previous-token", "frequency",
@@ -119,7 +122,8 @@ def test_rounds_traces(name, trace, data, pred, miss):
 
 
 @pytest.mark.parametrize("name", ["lru", "fifo", "fwf", "least-stale", "fld", "lru-dist",
-                                  "llru", "llru-latest-dist", "lfu", "lfu-dist"])
+                                  "llru", "llru-latest-dist", "lfu", "lfu-dist",
+                                  *CREDIT_POLICIES])
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS[:3]]),
        cascade=st.sampled_from(["lowest-bit", "priority", "none", "substitute"]))
 def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
@@ -148,12 +152,22 @@ def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
         assert_same(ref, got)
 
 
+@pytest.mark.parametrize("name", CREDIT_POLICIES)
+@given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS]),
+       miss=st.sampled_from(MISSES))
+def test_credit_policies_with_costs(name, trace, data, pred, miss):
+    """A cache of k pages whose pages have fetch costs and sizes: the credits read both."""
+    costs, sizes = data.draw(page_weights(trace.layout.n_pages, max_size=6))
+    k = data.draw(st.integers(1, trace.layout.n_pages + 1))
+    both(trace, name, k, pred, "topk", miss, True, costs=costs, sizes=sizes)
+
+
 def test_unsupported_configurations_fall_back_or_refuse():
     from paging import generators
 
     tr = generators.zipf(n=4, layers=3, tokens=20, seed=0)
     pf = Prefetcher(make_prefetch_predictor("frequency"))
-    for name, kw in (("gdsf", dict(miss="substitute")), ("belady", dict(prefetch=pf)),
+    for name, kw in (("arc", dict(miss="substitute")), ("belady", dict(prefetch=pf)),
                      ("marking", dict(prefetch=pf, miss="substitute"))):
         with pytest.raises(PagingError, match="no compiled kernel for this run") as e:
             simulate(tr, name, 3, engine="fast", **kw)
