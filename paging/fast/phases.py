@@ -1,11 +1,11 @@
-"""Compiled SpecMD phases: the list policies, LFU and the credit policies with prefetching and
-miss handling.
+"""Compiled SpecMD phases: the list policies, LFU, the credit policies and Marking with
+prefetching and miss handling.
 
 :func:`run_phases` replays a trace exactly as the reference loop
 (:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
 prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
-(:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU and the credit
-policies of :mod:`paging.fast.credit` (and their ``-dist`` variants): same misses,
+(:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU, the credit
+policies of :mod:`paging.fast.credit` and Marking (and their ``-dist`` variants): same misses,
 per-layer misses, collision misses, bypasses, hit mask, eviction log (rows and order), and the
 observers' counters and logs (:class:`paging.observers.PrefetchStats`,
 :class:`paging.observers.MissStats`), field by field.
@@ -56,9 +56,15 @@ insertion-ordered list for the smallest (H, then Layered Landlord's largest R an
 oldest last request), the first in the dict among equals, and L becomes the victim's H. The
 rates read the run's costs and sizes, whatever the precision level fetched, as the reference's.
 
+Marking (kind ``MARK_SCAN``, :class:`paging.policies.Marking`): a hit, an insertion (a
+prefetch too) and a substitute's hit mark the page, an eviction unmarks it; a victim is the
+unmarked unpinned page of the partition at index ⌊u·m⌋ by id (:func:`pick_uniform`), u the
+next of the run's draws (:func:`paging.fast.marking_draws`, drawn for at most one eviction per
+insertion), after erasing the partition's marks when none is unmarked: O(partition) per
+eviction.
+
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
-``engine="fast"`` refuses): Belady, the Marking, adaptive, prediction, token and learned
-families, subclasses of the prefetcher and of the handlers, and routing hooks. User
+``engine="fast"`` refuses): Belady, the adaptive, prediction, token and learned families, subclasses of the prefetcher and of the handlers, and routing hooks. User
 predictors and strategies need nothing special: the plan is all the kernel reads.
 """
 
@@ -90,6 +96,8 @@ __all__ = ["phase_kernel", "unsupported", "run_phases"]
 LFU_SCAN = 100
 #: the credit kinds (:mod:`paging.fast.credit`) are CREDIT + their kind there
 CREDIT = 200
+#: Marking (:mod:`paging.fast.marking`)
+MARK_SCAN = 300
 
 #: request outcomes of the kernel (MissStats reads them after the run)
 HIT, FETCHED, DROPPED, SUBSTITUTED = 0, 1, 2, 3
@@ -217,7 +225,8 @@ def _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, p, q, t, s
 
 @njit(cache=True, nogil=True)
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
-                 record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize):
+                 record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize,
+                 draws):
     """Replay ``pages`` under list policy ``kind`` (or LFU, ``LFU_SCAN``, or a credit policy,
     ``CREDIT + kind``) with SpecMD's phases.
 
@@ -230,7 +239,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     expert of its layer (ties to the lower id) when there is one.
 
     ``wcost``, ``wsize``: the pages' fetch costs and sizes the credit policies' rates read (the
-    run's, whatever the level fetched).
+    run's, whatever the level fetched); ``draws``: Marking's uniform draws, one per eviction
+    in order (prefetch evictions included).
 
     Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
     n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
@@ -299,9 +309,12 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     lfu = kind == LFU_SCAN
     move = kind != FIFO and kind != FWF and not lfu
     count = np.zeros(P if lfu else 0, np.int64)  # LFU's request counts (kept after eviction)
-    credit = kind >= CREDIT
+    credit = CREDIT <= kind < MARK_SCAN
+    mark = kind == MARK_SCAN
+    marked = np.zeros(P if mark else 0, np.bool_)
+    n_draw = 0
     ck = kind - CREDIT  # GREEDY_DUAL, LANDLORD, GDSF or LAYERED (credit kinds only)
-    move = move and not credit
+    move = move and not credit and not mark
     H = np.zeros(P if credit else 0)  # the credits of the cached pages
     infl = np.zeros(caps.size)  # L, per partition: the credit of its last victim
     freq = np.zeros(P if credit else 0, np.int64)  # GDSF: requests since the page entered
@@ -398,6 +411,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     if lfu:
                         count[p] += 1
                         last_t[p] = t
+                    if mark:
+                        marked[p] = True
                     if credit and ck == GDSF:
                         freq[p] += 1
                     if credit:
@@ -441,6 +456,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         if lfu:
                             count[best] += 1
                             last_t[best] = t
+                        if mark:
+                            marked[best] = True
                         if credit and ck == GDSF:
                             freq[best] += 1
                         if credit:
@@ -556,6 +573,29 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                 bc = count[v]
                                 bl = last_t[v]
                             v = prv[v]
+                    elif mark:
+                        # a uniform unmarked candidate, by id (pick_uniform); none: the phase
+                        # ends, the partition's marks are erased and every candidate counts
+                        lo_p = zx * n_experts if dist else 0
+                        hi_p = lo_p + n_experts if dist else P
+                        m = 0
+                        for y in range(lo_p, hi_p):
+                            if resident[y] and pin[y] != stamp and not marked[y]:
+                                m += 1
+                        if m == 0:
+                            for y in range(lo_p, hi_p):
+                                marked[y] = False
+                                if resident[y] and pin[y] != stamp:
+                                    m += 1
+                        pick = int(draws[n_draw] * m)
+                        n_draw += 1
+                        victim = -1
+                        for y in range(lo_p, hi_p):
+                            if resident[y] and pin[y] != stamp and not marked[y]:
+                                if pick == 0:
+                                    victim = y
+                                    break
+                                pick -= 1
                     elif credit:
                         # the smallest credit, then (Layered Landlord) LLRU's largest R and D,
                         # then the oldest last request, then the first in the partition's dict
@@ -601,6 +641,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     resident[victim] = False
                     used[q] -= room[victim]
                     evicted_pass[victim] = now_pass
+                    if mark:
+                        marked[victim] = False
                     if credit:  # on_evict: L becomes the victim's credit; GDSF forgets
                         infl[q] = H[victim]
                         freq[victim] = 0
@@ -637,6 +679,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 last_t[x] = t
                 if not prefetching:
                     count[x] += 1
+            if mark:  # (a prefetch is an insertion: Policy.on_prefetch)
+                marked[x] = True
             if credit and ck == GDSF:  # (a prefetch is an insertion: Policy.on_prefetch)
                 freq[x] = 1
             if credit:
@@ -683,10 +727,12 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
-    if spec is None or not (spec[0] in ("list", "credit") or spec[:2] == ("heap", heaps.LFU)):
+    if spec is None or not (spec[0] in ("list", "credit", "marking")
+                            or spec[:2] == ("heap", heaps.LFU)):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
-                "(the list policies, LFU and the credit policies do: lru, fifo, fwf, llru, fld, "
-                "least-stale, lfu, greedy-dual, landlord, gdsf, layered-landlord, ...)")
+                "(the list policies, LFU, the credit policies and Marking do: lru, fifo, fwf, "
+                "llru, fld, least-stale, lfu, greedy-dual, landlord, gdsf, layered-landlord, "
+                "marking, ...)")
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
             return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
@@ -755,6 +801,8 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         kind = LFU_SCAN
     elif family == "credit":
         kind = CREDIT + kind
+    elif family == "marking":
+        kind = MARK_SCAN
     scan = prefetch is not None and _own_kernel(policy) in _SCANNED
     if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
         kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
@@ -777,7 +825,10 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         trace.pages, trace.steps, slots, level_slots, trace.layout.n_experts,
         trace.layout.n_layers, caps, dist, kind, level, pf_start, pf_pages, pf_size, act, lvl,
         substitute, scan, unit_costs(P) if costs is None else costs,
-        unit_sizes(P) if sizes is None else sizes)
+        unit_sizes(P) if sizes is None else sizes,
+        # one draw per eviction at most: each insertion (a request or a prefetch) evicts pages
+        # it needs room for, and so at most every page inserted before
+        fast.marking_draws(seed, N + pf_pages.size) if family == "marking" else np.zeros(0))
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,

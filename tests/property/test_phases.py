@@ -27,9 +27,10 @@ from paging.trace import Trace
 LIST_POLICIES = [n for n in POLICY_NAMES if (fast.plan(make_policy(n)) or ("",))[0] == "list"]
 CREDIT_POLICIES = [n for n in POLICY_NAMES
                    if (fast.plan(make_policy(n)) or ("",))[0] == "credit"]
-#: the policies the phase kernel runs: the list family, LFU and the credit family (an eviction
-#: scans the partition)
-PHASE_POLICIES = [*LIST_POLICIES, "lfu", "lfu-dist", *CREDIT_POLICIES]
+#: the policies the phase kernel runs: the list family, LFU, the credit family and Marking (an
+#: eviction scans the partition)
+PHASE_POLICIES = [*LIST_POLICIES, "lfu", "lfu-dist", *CREDIT_POLICIES, "marking",
+                  "marking-dist"]
 #: with prefetching, LLRU and LLRU-latest (and -dist) find their victims by a scan
 PREFETCH_POLICIES = PHASE_POLICIES
 PREDICTORS = ["oracle:precision=0.6,recall=0.8,seed=2", "oracle", "previous-token", "frequency",
@@ -113,7 +114,7 @@ def test_miss_kernel_equals_reference(name, trace, data, miss):
 
 
 @pytest.mark.parametrize("name", ["lru", "fifo", "lru-dist", "least-stale", "fld", "fwf",
-                                  "llru", "llru-latest", "llru-dist", "lfu"])
+                                  "llru", "llru-latest", "llru-dist", "lfu", "marking"])
 @given(trace=scored_traces(rounds=True), data=st.data(), pred=st.sampled_from(PREDICTORS),
        miss=st.sampled_from(MISSES))
 def test_rounds_traces(name, trace, data, pred, miss):
@@ -123,7 +124,7 @@ def test_rounds_traces(name, trace, data, pred, miss):
 
 @pytest.mark.parametrize("name", ["lru", "fifo", "fwf", "least-stale", "fld", "lru-dist",
                                   "llru", "llru-latest-dist", "lfu", "lfu-dist",
-                                  *CREDIT_POLICIES])
+                                  *CREDIT_POLICIES, "marking", "marking-dist"])
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS[:3]]),
        cascade=st.sampled_from(["lowest-bit", "priority", "none", "substitute"]))
 def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
@@ -168,7 +169,7 @@ def test_unsupported_configurations_fall_back_or_refuse():
     tr = generators.zipf(n=4, layers=3, tokens=20, seed=0)
     pf = Prefetcher(make_prefetch_predictor("frequency"))
     for name, kw in (("arc", dict(miss="substitute")), ("belady", dict(prefetch=pf)),
-                     ("marking", dict(prefetch=pf, miss="substitute"))):
+                     ("lecar", dict(prefetch=pf, miss="substitute"))):
         with pytest.raises(PagingError, match="no compiled kernel for this run") as e:
             simulate(tr, name, 3, engine="fast", **kw)
         assert "\n" not in str(e.value)
