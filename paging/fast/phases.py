@@ -58,14 +58,15 @@ rates read the run's costs and sizes, whatever the precision level fetched, as t
 
 Marking (kind ``MARK_SCAN``, :class:`paging.policies.Marking`): a hit, an insertion (a
 prefetch too) and a substitute's hit mark the page, an eviction unmarks it; a victim is the
-unmarked unpinned page of the partition at index ⌊u·m⌋ by id (:func:`pick_uniform`), u the
-next of the run's draws (:func:`paging.fast.marking_draws`, drawn for at most one eviction per
-insertion), after erasing the partition's marks when none is unmarked: O(partition) per
-eviction.
+unmarked unpinned page of the partition at index ⌊u·m⌋ by id
+(:func:`paging.policies.base.pick_uniform`), u the next of the run's draws
+(:func:`paging.fast.marking_draws`, drawn for at most one eviction per insertion), after
+erasing the partition's marks when none is unmarked: O(partition) per eviction.
 
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
-``engine="fast"`` refuses): Belady, the adaptive, prediction, token and learned families, subclasses of the prefetcher and of the handlers, and routing hooks. User
-predictors and strategies need nothing special: the plan is all the kernel reads.
+``engine="fast"`` refuses): Belady, the adaptive, prediction, token and learned families,
+subclasses of the prefetcher and of the handlers, and routing hooks. User predictors and
+strategies need nothing special: the plan is all the kernel reads.
 """
 
 from __future__ import annotations
