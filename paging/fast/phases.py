@@ -95,6 +95,8 @@ __all__ = ["phase_kernel", "unsupported", "run_phases"]
 #: the phase kernel's kind for LFU (the heap family's, :mod:`paging.fast.heaps`): its lists
 #: keep insertion order and an eviction scans the partition (module docstring)
 LFU_SCAN = 100
+#: LHU (:class:`paging.policies.scored.LHU`, whose plain kernel is LFU's)
+LHU_SCAN = 101
 #: the credit kinds (:mod:`paging.fast.credit`) are CREDIT + their kind there
 CREDIT = 200
 #: Marking (:mod:`paging.fast.marking`)
@@ -307,7 +309,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     skipped = 0
     pf_bytes = 0
     grouped = is_grouped(steps)
-    lfu = kind == LFU_SCAN
+    lfu = kind == LFU_SCAN or kind == LHU_SCAN
+    lhu = kind == LHU_SCAN  # LFU counting only the uses at level 0 (the run's precision)
+    plevel = np.zeros(P if lhu else 0, np.int64)  # LHU: the level a resident page was fetched at
     move = kind != FIFO and kind != FWF and not lfu
     count = np.zeros(P if lfu else 0, np.int64)  # LFU's request counts (kept after eviction)
     credit = CREDIT <= kind < MARK_SCAN
@@ -410,7 +414,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         seq[p] = n_touch
                         n_touch += 1
                     if lfu:
-                        count[p] += 1
+                        if not lhu or plevel[p] == 0:
+                            count[p] += 1
                         last_t[p] = t
                     if mark:
                         marked[p] = True
@@ -455,7 +460,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                             seq[best] = n_touch
                             n_touch += 1
                         if lfu:
-                            count[best] += 1
+                            if not lhu or plevel[best] == 0:
+                                count[best] += 1
                             last_t[best] = t
                         if mark:
                             marked[best] = True
@@ -678,7 +684,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 n_touch += 1
             if lfu:  # a prefetch moves last, not the count (PriorityPolicy.on_prefetch)
                 last_t[x] = t
-                if not prefetching:
+                if lhu:
+                    plevel[x] = level
+                if not prefetching and (not lhu or level == 0):
                     count[x] += 1
             if mark:  # (a prefetch is an insertion: Policy.on_prefetch)
                 marked[x] = True
@@ -798,8 +806,12 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
 
     spec = fast.plan(policy)
     family, kind, dist = spec
-    if family == "heap":  # LFU (unsupported() admits no other heap kernel)
-        kind = LFU_SCAN
+    if family == "heap":  # LFU or LHU (unsupported() admits no other heap kernel)
+        from paging.policies.dist import PerLayer
+        from paging.policies.scored import LHU
+
+        proto = policy.factory() if type(policy) is PerLayer else policy
+        kind = LHU_SCAN if type(proto) is LHU else LFU_SCAN
     elif family == "credit":
         kind = CREDIT + kind
     elif family == "marking":

@@ -29,8 +29,8 @@ CREDIT_POLICIES = [n for n in POLICY_NAMES
                    if (fast.plan(make_policy(n)) or ("",))[0] == "credit"]
 #: the policies the phase kernel runs: the list family, LFU, the credit family and Marking (an
 #: eviction scans the partition)
-PHASE_POLICIES = [*LIST_POLICIES, "lfu", "lfu-dist", *CREDIT_POLICIES, "marking",
-                  "marking-dist"]
+PHASE_POLICIES = [*LIST_POLICIES, "lfu", "lfu-dist", "lhu", "lhu-dist", *CREDIT_POLICIES,
+                  "marking", "marking-dist"]
 #: with prefetching, LLRU and LLRU-latest (and -dist) find their victims by a scan
 PREFETCH_POLICIES = PHASE_POLICIES
 PREDICTORS = ["oracle:precision=0.6,recall=0.8,seed=2", "oracle", "previous-token", "frequency",
@@ -123,8 +123,8 @@ def test_rounds_traces(name, trace, data, pred, miss):
 
 
 @pytest.mark.parametrize("name", ["lru", "fifo", "fwf", "least-stale", "fld", "lru-dist",
-                                  "llru", "llru-latest-dist", "lfu", "lfu-dist",
-                                  *CREDIT_POLICIES, "marking", "marking-dist"])
+                                  "llru", "llru-latest-dist", "lfu", "lfu-dist", "lhu",
+                                  "lhu-dist", *CREDIT_POLICIES, "marking", "marking-dist"])
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS[:3]]),
        cascade=st.sampled_from(["lowest-bit", "priority", "none", "substitute"]))
 def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
