@@ -130,7 +130,7 @@ class Simulation:
     def __init__(self, layout, policy: Policy, k: int | None, *, steps, budget: int | None = None,
                  costs=None, sizes=None, seed: int | None = 0, record: bool = False,
                  next_use=None, score=None, rank=None, miss: MissHandler | None = None,
-                 token=None, visits: int = 1, observers=()):
+                 token=None, visits: int = 1, observers=(), pages=None):
         P = layout.n_pages
         self.layout, self.policy, self.seed, self.record = layout, policy, seed, record
         self.costs = None if costs is None else as_costs(costs, P)
@@ -171,7 +171,8 @@ class Simulation:
             next_use=next_use, score=score,
             costs=unit_costs(P) if self.costs is None else self.costs,
             sizes=unit_sizes(P) if self.sizes is None else self.sizes, levels=self.levels,
-            token=token, visits=int(visits), in_bytes=self.budget is not None))
+            token=token, visits=int(visits), in_bytes=self.budget is not None,
+            pages=pages if policy.clairvoyant else None))
         # resident page -> the room it occupies (1, or its size at its level); insertion-ordered
         self.parts: list[dict[int, int]] = [{} for _ in self.caps]
         self.used = [0] * len(self.caps)

@@ -188,7 +188,8 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
     sim = Simulation(trace.layout, policy, k, budget=budget, costs=costs, sizes=sizes,
                      seed=seed, record=level > 0,
                      next_use=trace.next_use if policy.clairvoyant else None, miss=miss,
-                     visits=token_visits(trace), observers=observers, **clock)
+                     visits=token_visits(trace), observers=observers,
+                     pages=trace.pages if policy.clairvoyant else None, **clock)
     pages = trace.pages.tolist()
     N = len(pages)
     ends = group_bounds(trace.steps).tolist()

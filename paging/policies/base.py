@@ -65,6 +65,9 @@ class Context:
     #: whether ``capacity`` counts bytes (a byte-budget run, pages weighing their ``sizes``)
     #: rather than pages (every page one slot, whatever ``sizes`` says)
     in_bytes: bool = False
+    #: the requested pages (clairvoyant policies only, like ``next_use``): Belady reads them
+    #: for the next use of a page prefetched before it is requested
+    pages: np.ndarray | None = None
 
     def with_capacity(self, capacity: int) -> Context:
         return replace(self, capacity=int(capacity))

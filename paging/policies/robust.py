@@ -138,7 +138,8 @@ class Robust(Policy):
         for make, seed in ((self.make_a, seeds[0]), (self.make_b, seeds[1])):
             self.sims.append(Simulation(
                 ctx.layout, make(), **cap, steps=ctx.steps, seed=int(seed),
-                next_use=ctx.next_use, score=ctx.score, token=ctx.token, visits=ctx.visits))
+                next_use=ctx.next_use, score=ctx.score, token=ctx.token, visits=ctx.visits,
+                pages=ctx.pages))
 
     def _see(self, t: int, page: int) -> None:
         """Advance both virtual caches by request ``t`` and update the leader (once per t)."""

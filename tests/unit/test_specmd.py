@@ -143,6 +143,28 @@ def test_prefetch_is_current_for_least_stale_and_not_a_request_for_lfu(name, vic
     assert bare.result().extra is None  # no observer, no extension fields
 
 
+def test_belady_reads_a_prefetched_pages_own_next_use():
+    """One layer of 4 experts, k = 2, requests 2, 1, 2, 0. Page 0 is prefetched after t0: it is
+    next used at t3, page 2 at t2, so t1 (page 1) evicts 0. ``last[0]`` = 0 would have read
+    ``next_use[0]`` = 2 (page 2's next use) for it, a tie that evicts the larger id, 2.
+    A substitute serving a request is touched at another page's request the same way."""
+    lay = Layout(4, 1)
+    pages = np.array([2, 1, 2, 0])
+    nu = np.array([2, 4, 4, 4])
+    pol = make_policy("belady")
+    sim = Simulation(lay, pol, 2, steps=np.arange(4), record=True, next_use=nu, pages=pages)
+    sim.serve(2)
+    assert sim.prefetch_group([0], keep=[2]) == 1
+    assert pol.evict_key(1, 0) == (3, 0) and pol.evict_key(1, 2) == (2, 2)
+    sim.serve(1)
+    assert sim.evictions == [(1, 0)]
+    sim.serve(2)
+    sim.serve(0)
+    assert sim.result().hit_mask.tolist() == [False, False, True, False]
+    pol.on_hit(3, 1)  # page 1 touched at page 0's request: never requested again
+    assert pol.evict_key(3, 1) == (4, 1)
+
+
 def test_prefetch_skipped_when_nothing_can_be_evicted():
     lay = Layout(2, 2)
     stats = PrefetchStats()
