@@ -388,89 +388,61 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 x = p
                 zx = z
                 lx = l
+                hp = -1  # the page the policy sees a hit on: p, or the substitute serving it
                 if resident[p]:
                     if record >= 1:
                         hit_mask[t] = True
                     if pending[p]:
                         pending[p] = False
                         useful += 1
-                    if move and head[l] != p:
-                        a = prv[p]
-                        b = nxt[p]
+                    hp = p
+                else:
+                    level = 0
+                    if handled and act[t] != 0:
+                        outcome[t] = DROPPED
+                        continue
+                    if substitute:
+                        best_n = -1
+                        for y in range(z * n_experts, z * n_experts + n_experts):
+                            if resident[y] and pin[y] != stamp and requested[y] > best_n:
+                                hp = y
+                                best_n = requested[y]
+                        if hp >= 0:
+                            outcome[t] = SUBSTITUTED
+                            subst[t] = hp
+                if hp >= 0:
+                    lb = layer_of[hp] if per_layer_lists else 0
+                    if move and head[lb] != hp:
+                        a = prv[hp]
+                        b = nxt[hp]
                         nxt[a] = b
                         if b >= 0:
                             prv[b] = a
                         else:
-                            tail[l] = a
-                        h = head[l]
-                        prv[p] = -1
-                        nxt[p] = h
-                        prv[h] = p
-                        head[l] = p
+                            tail[lb] = a
+                        h = head[lb]
+                        prv[hp] = -1
+                        nxt[hp] = h
+                        prv[h] = hp
+                        head[lb] = hp
                     if layered:
-                        last_step[p] = s
-                        last_pass[p] = now_pass
-                        last_t[p] = t
-                        seq[p] = n_touch
+                        last_step[hp] = s
+                        last_pass[hp] = now_pass
+                        last_t[hp] = t
+                        seq[hp] = n_touch
                         n_touch += 1
                     if lfu:
-                        if not lhu or plevel[p] == 0:
-                            count[p] += 1
-                        last_t[p] = t
+                        if not lhu or plevel[hp] == 0:
+                            count[hp] += 1
+                        last_t[hp] = t
                     if mark:
-                        marked[p] = True
+                        marked[hp] = True
                     if credit and ck == GDSF:
-                        freq[p] += 1
+                        freq[hp] += 1
                     if credit:
-                        _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, p,
+                        _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, hp,
                                       z if dist else 0, t, s)
                     continue
-                level = 0
-                if handled and act[t] != 0:
-                    outcome[t] = DROPPED
-                    continue
-                if substitute:
-                    best = -1
-                    best_n = -1
-                    for y in range(z * n_experts, z * n_experts + n_experts):
-                        if resident[y] and pin[y] != stamp and requested[y] > best_n:
-                            best = y
-                            best_n = requested[y]
-                    if best >= 0:
-                        outcome[t] = SUBSTITUTED
-                        subst[t] = best
-                        lb = layer_of[best] if per_layer_lists else 0
-                        if move and head[lb] != best:
-                            a = prv[best]
-                            b = nxt[best]
-                            nxt[a] = b
-                            if b >= 0:
-                                prv[b] = a
-                            else:
-                                tail[lb] = a
-                            h = head[lb]
-                            prv[best] = -1
-                            nxt[best] = h
-                            prv[h] = best
-                            head[lb] = best
-                        if layered:
-                            last_step[best] = s
-                            last_pass[best] = now_pass
-                            last_t[best] = t
-                            seq[best] = n_touch
-                            n_touch += 1
-                        if lfu:
-                            if not lhu or plevel[best] == 0:
-                                count[best] += 1
-                            last_t[best] = t
-                        if mark:
-                            marked[best] = True
-                        if credit and ck == GDSF:
-                            freq[best] += 1
-                        if credit:
-                            _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, best,
-                                          z if dist else 0, t, s)
-                        continue
                 if leveled:
                     level = lvl[t]
                 if outcome.size > 0:
