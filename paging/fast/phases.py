@@ -1,11 +1,12 @@
-"""Compiled SpecMD phases: the list policies, LFU, the credit policies and Marking with
-prefetching and miss handling.
+"""Compiled SpecMD phases: the list policies, LFU, LHU, Belady, the credit policies and Marking
+with prefetching and miss handling.
 
 :func:`run_phases` replays a trace exactly as the reference loop
 (:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
 prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
-(:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU, the credit
-policies of :mod:`paging.fast.credit` and Marking (and their ``-dist`` variants): same misses,
+(:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU, LHU, Belady, the
+credit policies of :mod:`paging.fast.credit` and Marking (and their ``-dist`` variants): same
+misses,
 per-layer misses, collision misses, bypasses, hit mask, eviction log (rows and order), and the
 observers' counters and logs (:class:`paging.observers.PrefetchStats`,
 :class:`paging.observers.MissStats`), field by field.
@@ -63,8 +64,15 @@ unmarked unpinned page of the partition at index ⌊u·m⌋ by id
 (:func:`paging.fast.marking_draws`, drawn for at most one eviction per insertion), after
 erasing the partition's marks when none is unmarked: O(partition) per eviction.
 
+LHU (kind ``LHU_SCAN``; its plain kernel is LFU's) is LFU counting only the uses at the run's
+precision: a hit or a substitute's hit on a page resident at level 0, an insertion fetched at
+level 0. Belady (kind ``BELADY_SCAN``) evicts the furthest next request, ties to the larger id:
+a page's next request is ``next_use[t]`` when it is requested at t, and its own first request
+after t when it is touched at another page's request (a prefetch after t, a substitute serving
+t; :class:`paging.offline.belady.Belady`), found in the page's sorted requests.
+
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
-``engine="fast"`` refuses): Belady, the adaptive, prediction, token and learned families,
+``engine="fast"`` refuses): the adaptive, prediction, token and learned families,
 subclasses of the prefetcher and of the handlers, and routing hooks. User predictors and
 strategies need nothing special: the plan is all the kernel reads.
 """
@@ -97,6 +105,8 @@ __all__ = ["phase_kernel", "unsupported", "run_phases"]
 LFU_SCAN = 100
 #: LHU (:class:`paging.policies.scored.LHU`, whose plain kernel is LFU's)
 LHU_SCAN = 101
+#: Belady (the heap family's other kernel)
+BELADY_SCAN = 102
 #: the credit kinds (:mod:`paging.fast.credit`) are CREDIT + their kind there
 CREDIT = 200
 #: Marking (:mod:`paging.fast.marking`)
@@ -211,6 +221,15 @@ def _victim(kind, q, s, now_pass, L, tail, prv, pin, stamp, last_step, last_pass
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _next_after(occ_pos, occ_start, x, t, n):
+    """The first request of page x after request t (n: never)."""
+    lo = occ_start[x]
+    hi = occ_start[x + 1]
+    i = lo + np.searchsorted(occ_pos[lo:hi], t, side="right")
+    return occ_pos[i] if i < hi else n
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, p, q, t, s):
     """``GreedyDual._touch`` of page p at request t (step s) in partition q: the last request,
     and the credit ``H = L + c(p)`` (GreedyDual c = w; Landlord and Layered Landlord w/s;
@@ -229,7 +248,7 @@ def _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, p, q, t, s
 @njit(cache=True, nogil=True)
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
                  record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize,
-                 draws):
+                 draws, next_use, occ_pos, occ_start):
     """Replay ``pages`` under list policy ``kind`` (or LFU, ``LFU_SCAN``, or a credit policy,
     ``CREDIT + kind``) with SpecMD's phases.
 
@@ -243,7 +262,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
 
     ``wcost``, ``wsize``: the pages' fetch costs and sizes the credit policies' rates read (the
     run's, whatever the level fetched); ``draws``: Marking's uniform draws, one per eviction
-    in order (prefetch evictions included).
+    in order (prefetch evictions included); ``next_use``, and the requests of each page x,
+    ``occ_pos[occ_start[x]:occ_start[x + 1]]`` in order: Belady's next uses.
 
     Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
     n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
@@ -310,6 +330,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     pf_bytes = 0
     grouped = is_grouped(steps)
     lfu = kind == LFU_SCAN or kind == LHU_SCAN
+    bel = kind == BELADY_SCAN
+    bnu = np.zeros(P if bel else 0, np.int64)  # Belady: each cached page's next request
     lhu = kind == LHU_SCAN  # LFU counting only the uses at level 0 (the run's precision)
     plevel = np.zeros(P if lhu else 0, np.int64)  # LHU: the level a resident page was fetched at
     move = kind != FIFO and kind != FWF and not lfu
@@ -319,7 +341,7 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     marked = np.zeros(P if mark else 0, np.bool_)
     n_draw = 0
     ck = kind - CREDIT  # GREEDY_DUAL, LANDLORD, GDSF or LAYERED (credit kinds only)
-    move = move and not credit and not mark
+    move = move and not credit and not mark and not bel
     H = np.zeros(P if credit else 0)  # the credits of the cached pages
     infl = np.zeros(caps.size)  # L, per partition: the credit of its last victim
     freq = np.zeros(P if credit else 0, np.int64)  # GDSF: requests since the page entered
@@ -437,6 +459,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         last_t[hp] = t
                     if mark:
                         marked[hp] = True
+                    if bel:  # a substitute is next used at its own next request
+                        bnu[hp] = next_use[t] if hp == p else _next_after(occ_pos, occ_start,
+                                                                           hp, t, n)
                     if credit and ck == GDSF:
                         freq[hp] += 1
                     if credit:
@@ -552,6 +577,17 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                 bc = count[v]
                                 bl = last_t[v]
                             v = prv[v]
+                    elif bel:
+                        # the furthest next request, ties (never again) to the larger id
+                        victim = -1
+                        bn = 0
+                        v = tail[q]
+                        while v >= 0:
+                            if pin[v] != stamp and (victim < 0 or bnu[v] > bn or (
+                                    bnu[v] == bn and v > victim)):
+                                victim = v
+                                bn = bnu[v]
+                            v = prv[v]
                     elif mark:
                         # a uniform unmarked candidate, by id (pick_uniform); none: the phase
                         # ends, the partition's marks are erased and every candidate counts
@@ -662,6 +698,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     count[x] += 1
             if mark:  # (a prefetch is an insertion: Policy.on_prefetch)
                 marked[x] = True
+            if bel:
+                bnu[x] = _next_after(occ_pos, occ_start, x, t, n) if prefetching else next_use[t]
             if credit and ck == GDSF:  # (a prefetch is an insertion: Policy.on_prefetch)
                 freq[x] = 1
             if credit:
@@ -703,17 +741,15 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     A configuration the reference loop refuses (a handler that needs gate scores on a trace
     without them, ...) is unsupported here too, so that the reference gives its error."""
     from paging import fast
-    from paging.fast import heaps
     from paging.miss import Drop, FetchLowestBit, FetchPriority, MissHandler, Substitute
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
-    if spec is None or not (spec[0] in ("list", "credit", "marking")
-                            or spec[:2] == ("heap", heaps.LFU)):
+    if spec is None or spec[0] not in ("list", "credit", "marking", "heap"):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
-                "(the list policies, LFU, the credit policies and Marking do: lru, fifo, fwf, "
-                "llru, fld, least-stale, lfu, greedy-dual, landlord, gdsf, layered-landlord, "
-                "marking, ...)")
+                "(the list policies, LFU, Belady, the credit policies and Marking do: lru, "
+                "fifo, fwf, llru, fld, least-stale, lfu, belady, greedy-dual, landlord, gdsf, "
+                "layered-landlord, marking, ...)")
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
             return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
@@ -778,12 +814,14 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
 
     spec = fast.plan(policy)
     family, kind, dist = spec
-    if family == "heap":  # LFU or LHU (unsupported() admits no other heap kernel)
+    if family == "heap":  # LFU, LHU (whose plain kernel is LFU's) or Belady
+        from paging.fast import heaps
         from paging.policies.dist import PerLayer
         from paging.policies.scored import LHU
 
         proto = policy.factory() if type(policy) is PerLayer else policy
-        kind = LHU_SCAN if type(proto) is LHU else LFU_SCAN
+        kind = (BELADY_SCAN if kind == heaps.BELADY
+                else LHU_SCAN if type(proto) is LHU else LFU_SCAN)
     elif family == "credit":
         kind = CREDIT + kind
     elif family == "marking":
@@ -813,7 +851,8 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         unit_sizes(P) if sizes is None else sizes,
         # one draw per eviction at most: each insertion (a request or a prefetch) evicts pages
         # it needs room for, and so at most every page inserted before
-        fast.marking_draws(seed, N + pf_pages.size) if family == "marking" else np.zeros(0))
+        fast.marking_draws(seed, N + pf_pages.size) if family == "marking" else np.zeros(0),
+        *_belady_arrays(trace, kind == BELADY_SCAN))
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,
@@ -837,6 +876,17 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     pstats.finish(res)
     mstats.finish(res)
     return res
+
+
+def _belady_arrays(trace, needed: bool):
+    """``(next_use, occ_pos, occ_start)`` of :func:`phase_kernel` (empty unless ``needed``)."""
+    if not needed:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64)
+    pages = np.asarray(trace.pages, dtype=np.int64)
+    occ_pos = np.argsort(pages, kind="stable").astype(np.int64)
+    counts = np.bincount(pages, minlength=trace.layout.n_pages)
+    occ_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    return np.asarray(trace.next_use, dtype=np.int64), occ_pos, occ_start
 
 
 def _miss_counts(mstats, trace, outcome, subst, lvl, rec) -> None:
