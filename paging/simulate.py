@@ -70,8 +70,8 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         ``auto`` runs a compiled kernel when the policy is a built-in that has one; ``fast``
         insists on one; ``reference`` always runs the Python loop below. Runs with a
         prefetcher or a miss handler have kernels for the list policies (LRU, FIFO, FWF, FLD,
-        Least-Stale, LLRU, and their ``-dist`` variants), LFU, LHU, Belady, the credit policies and
-        Marking with the built-in prefetcher and
+        Least-Stale, LLRU, and their ``-dist`` variants), LFU, LHU, Belady, the credit policies,
+        Marking and Score-Based with the built-in prefetcher and
         handlers (:mod:`paging.fast.phases`); other configurations take the
         reference loop (``fast`` refuses them, saying why).
     prefetch : paging.predict.prefetch.Prefetcher, optional

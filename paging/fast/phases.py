@@ -1,11 +1,12 @@
-"""Compiled SpecMD phases: the list policies, LFU, LHU, Belady, the credit policies and Marking
-with prefetching and miss handling.
+"""Compiled SpecMD phases: the list policies, LFU, LHU, Belady, the credit policies, Marking and
+Score-Based with prefetching and miss handling.
 
 :func:`run_phases` replays a trace exactly as the reference loop
 (:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
 prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
 (:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU, LHU, Belady, the
-credit policies of :mod:`paging.fast.credit` and Marking (and their ``-dist`` variants): same
+credit policies of :mod:`paging.fast.credit`, Marking and Score-Based (and their ``-dist``
+variants): same
 misses, per-layer misses, collision misses, bypasses, hit mask, eviction log (rows and order),
 and the observers' counters and logs (:class:`paging.observers.PrefetchStats`,
 :class:`paging.observers.MissStats`), field by field.
@@ -70,8 +71,13 @@ a page's next request is ``next_use[t]`` when it is requested at t, and its own 
 after t when it is touched at another page's request (a prefetch after t, a substitute serving
 t; :class:`paging.offline.belady.Belady`), found in the page's sorted requests.
 
+Score-Based (kind ``SCORE_SCAN``) is LFU with each page's summed gate scores for its count: a
+hit, an insertion and a substitute's hit add the score of the request served (a substitute the
+score of the request it serves), a prefetch adds nothing.
+
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
-``engine="fast"`` refuses): the adaptive, prediction, token and learned families,
+``engine="fast"`` refuses): ARC and LeCaR, the prediction policies (BlindOracle, the markers,
+the robust combiner), the token and learned families,
 subclasses of the prefetcher and of the handlers, and routing hooks. User predictors and
 strategies need nothing special: the plan is all the kernel reads.
 """
@@ -106,6 +112,8 @@ LFU_SCAN = 100
 LHU_SCAN = 101
 #: Belady (the heap family's other kernel)
 BELADY_SCAN = 102
+#: Score-Based (the prediction family's SCORE kernel)
+SCORE_SCAN = 103
 #: the credit kinds (:mod:`paging.fast.credit`) are CREDIT + their kind there
 CREDIT = 200
 #: Marking (:mod:`paging.fast.marking`)
@@ -247,7 +255,7 @@ def _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, p, q, t, s
 @njit(cache=True, nogil=True)
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
                  record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize,
-                 draws, next_use, occ_pos, occ_start):
+                 draws, next_use, occ_pos, occ_start, gscore):
     """Replay ``pages`` under list policy ``kind`` (or LFU, ``LFU_SCAN``, or a credit policy,
     ``CREDIT + kind``) with SpecMD's phases.
 
@@ -262,7 +270,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     ``wcost``, ``wsize``: the pages' fetch costs and sizes the credit policies' rates read (the
     run's, whatever the level fetched); ``draws``: Marking's uniform draws, one per eviction
     in order (prefetch evictions included); ``next_use``, and the requests of each page x,
-    ``occ_pos[occ_start[x]:occ_start[x + 1]]`` in order: Belady's next uses.
+    ``occ_pos[occ_start[x]:occ_start[x + 1]]`` in order: Belady's next uses; ``gscore``: the
+    requests' gate scores (Score-Based).
 
     Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
     n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
@@ -328,7 +337,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     skipped = 0
     pf_bytes = 0
     grouped = is_grouped(steps)
-    lfu = kind == LFU_SCAN or kind == LHU_SCAN
+    sb = kind == SCORE_SCAN  # Score-Based: LFU with summed gate scores for counts
+    lfu = kind == LFU_SCAN or kind == LHU_SCAN or sb
+    hsc = np.zeros(P if sb else 0)  # Score-Based: each page's summed scores (kept on eviction)
     bel = kind == BELADY_SCAN
     bnu = np.zeros(P if bel else 0, np.int64)  # Belady: each cached page's next request
     lhu = kind == LHU_SCAN  # LFU counting only the uses at level 0 (the run's precision)
@@ -453,7 +464,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         seq[hp] = n_touch
                         n_touch += 1
                     if lfu:
-                        if not lhu or plevel[hp] == 0:
+                        if sb:  # a substitute adds the score of the request it serves
+                            hsc[hp] += gscore[t]
+                        elif not lhu or plevel[hp] == 0:
                             count[hp] += 1
                         last_t[hp] = t
                     if mark:
@@ -569,12 +582,20 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         bc = 0
                         bl = 0
                         v = tail[q]
+                        bsc = 0.0
                         while v >= 0:
-                            if pin[v] != stamp and (victim < 0 or count[v] < bc or (
-                                    count[v] == bc and last_t[v] < bl)):
-                                victim = v
-                                bc = count[v]
-                                bl = last_t[v]
+                            if pin[v] != stamp:
+                                if sb:
+                                    if victim < 0 or hsc[v] < bsc or (
+                                            hsc[v] == bsc and last_t[v] < bl):
+                                        victim = v
+                                        bsc = hsc[v]
+                                        bl = last_t[v]
+                                elif victim < 0 or count[v] < bc or (
+                                        count[v] == bc and last_t[v] < bl):
+                                    victim = v
+                                    bc = count[v]
+                                    bl = last_t[v]
                             v = prv[v]
                     elif bel:
                         # the furthest next request, ties (never again) to the larger id
@@ -693,7 +714,10 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 last_t[x] = t
                 if lhu:
                     plevel[x] = level
-                if not prefetching and (not lhu or level == 0):
+                if sb:
+                    if not prefetching:
+                        hsc[x] += gscore[t]
+                elif not prefetching and (not lhu or level == 0):
                     count[x] += 1
             if mark:  # (a prefetch is an insertion: Policy.on_prefetch)
                 marked[x] = True
@@ -744,11 +768,14 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
-    if spec is None or spec[0] not in ("list", "credit", "marking", "heap"):
+    from paging.fast import predictive
+
+    if spec is None or not (spec[0] in ("list", "credit", "marking", "heap")
+                            or spec[:2] == ("predictive", predictive.SCORE)):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
-                "(the list policies, LFU, Belady, the credit policies and Marking do: lru, "
-                "fifo, fwf, llru, fld, least-stale, lfu, belady, greedy-dual, landlord, gdsf, "
-                "layered-landlord, marking, ...)")
+                "(the list policies, LFU, LHU, Belady, the credit policies, Marking and "
+                "Score-Based do: lru, fifo, fwf, llru, fld, least-stale, lfu, lhu, belady, "
+                "greedy-dual, landlord, gdsf, layered-landlord, marking, score-based, ...)")
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
             return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
@@ -825,6 +852,8 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         kind = CREDIT + kind
     elif family == "marking":
         kind = MARK_SCAN
+    elif family == "predictive":  # Score-Based (unsupported() admits no other)
+        kind = SCORE_SCAN
     scan = prefetch is not None and _own_kernel(policy) in _SCANNED
     if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
         kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
@@ -851,7 +880,8 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         # one draw per eviction at most: each insertion (a request or a prefetch) evicts pages
         # it needs room for, and so at most every page inserted before
         fast.marking_draws(seed, N + pf_pages.size) if family == "marking" else np.zeros(0),
-        *_belady_arrays(trace, kind == BELADY_SCAN))
+        *_belady_arrays(trace, kind == BELADY_SCAN),
+        np.asarray(trace.score, dtype=np.float64) if kind == SCORE_SCAN else np.zeros(0))
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,

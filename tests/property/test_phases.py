@@ -27,10 +27,11 @@ from paging.trace import Trace
 LIST_POLICIES = [n for n in POLICY_NAMES if (fast.plan(make_policy(n)) or ("",))[0] == "list"]
 CREDIT_POLICIES = [n for n in POLICY_NAMES
                    if (fast.plan(make_policy(n)) or ("",))[0] == "credit"]
-#: the policies the phase kernel runs: the list family, LFU, LHU, Belady, the credit family and
-#: Marking (an eviction scans the partition)
+#: the policies the phase kernel runs: the list family, LFU, LHU, Belady, the credit family,
+#: Marking and Score-Based (an eviction scans the partition)
 PHASE_POLICIES = [*LIST_POLICIES, "lfu", "lfu-dist", "lhu", "lhu-dist", "belady",
-                  "belady-dist", *CREDIT_POLICIES, "marking", "marking-dist"]
+                  "belady-dist", *CREDIT_POLICIES, "marking", "marking-dist", "score-based",
+                  "score-based-dist"]
 #: with prefetching, LLRU and LLRU-latest (and -dist) find their victims by a scan
 PREFETCH_POLICIES = PHASE_POLICIES
 PREDICTORS = ["oracle:precision=0.6,recall=0.8,seed=2", "oracle", "previous-token", "frequency",
@@ -125,7 +126,7 @@ def test_rounds_traces(name, trace, data, pred, miss):
 @pytest.mark.parametrize("name", ["lru", "fifo", "fwf", "least-stale", "fld", "lru-dist",
                                   "llru", "llru-latest-dist", "lfu", "lfu-dist", "lhu",
                                   "lhu-dist", "belady", *CREDIT_POLICIES, "marking",
-                                  "marking-dist"])
+                                  "marking-dist", "score-based"])
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS[:3]]),
        cascade=st.sampled_from(["lowest-bit", "priority", "none", "substitute"]))
 def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
