@@ -6,9 +6,8 @@ Score-Based with prefetching and miss handling.
 prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
 (:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU, LHU, Belady, the
 credit policies of :mod:`paging.fast.credit`, Marking and Score-Based (and their ``-dist``
-variants): same
-misses, per-layer misses, collision misses, bypasses, hit mask, eviction log (rows and order),
-and the observers' counters and logs (:class:`paging.observers.PrefetchStats`,
+variants): same misses, per-layer misses, collision misses, bypasses, hit mask, eviction log
+(rows and order), and the observers' counters and logs (:class:`paging.observers.PrefetchStats`,
 :class:`paging.observers.MissStats`), field by field.
 
 What is planned before the run and what the kernel decides:
