@@ -255,8 +255,9 @@ def _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, p, q, t, s
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
                  record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize,
                  draws, next_use, occ_pos, occ_start, gscore):
-    """Replay ``pages`` under list policy ``kind`` (or LFU, ``LFU_SCAN``, or a credit policy,
-    ``CREDIT + kind``) with SpecMD's phases.
+    """Replay ``pages`` under list policy ``kind``, or one of the scanned kinds (``LFU_SCAN``,
+    ``LHU_SCAN``, ``BELADY_SCAN``, ``SCORE_SCAN``, ``CREDIT + kind``, ``MARK_SCAN``: module
+    docstring), with SpecMD's phases.
 
     ``slots[p]``: the room page p takes at the run's precision (1, or its size for a byte
     budget); ``level_slots[l, p]``: its room at precision level l (row 0 unused). Prefetch
@@ -277,8 +278,7 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     (HIT, FETCHED, DROPPED, SUBSTITUTED; filled when ``record`` >= 1 or a miss handler is
     given), ``subst[t]`` the substitute of request t; ``pf_counts`` = (prefetches, useful,
     wasted, skipped, bytes); the prefetch log and the prefetch-eviction log, rows
-    ``(t + 1, page)``,
-    filled when ``record`` >= 1.
+    ``(t + 1, page)``, filled when ``record`` >= 1.
     """
     n = pages.size
     L = n_layers
@@ -343,14 +343,14 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     bnu = np.zeros(P if bel else 0, np.int64)  # Belady: each cached page's next request
     lhu = kind == LHU_SCAN  # LFU counting only the uses at level 0 (the run's precision)
     plevel = np.zeros(P if lhu else 0, np.int64)  # LHU: the level a resident page was fetched at
-    move = kind != FIFO and kind != FWF and not lfu
     count = np.zeros(P if lfu else 0, np.int64)  # LFU's request counts (kept after eviction)
     credit = CREDIT <= kind < MARK_SCAN
     mark = kind == MARK_SCAN
     marked = np.zeros(P if mark else 0, np.bool_)
     n_draw = 0
     ck = kind - CREDIT  # GREEDY_DUAL, LANDLORD, GDSF or LAYERED (credit kinds only)
-    move = move and not credit and not mark and not bel
+    # the scanned kinds keep their lists in insertion order (the reference's dict order)
+    move = kind != FIFO and kind != FWF and kind < LFU_SCAN
     H = np.zeros(P if credit else 0)  # the credits of the cached pages
     infl = np.zeros(caps.size)  # L, per partition: the credit of its last victim
     freq = np.zeros(P if credit else 0, np.int64)  # GDSF: requests since the page entered
@@ -763,12 +763,11 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     A configuration the reference loop refuses (a handler that needs gate scores on a trace
     without them, ...) is unsupported here too, so that the reference gives its error."""
     from paging import fast
+    from paging.fast import predictive
     from paging.miss import Drop, FetchLowestBit, FetchPriority, MissHandler, Substitute
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
-    from paging.fast import predictive
-
     if spec is None or not (spec[0] in ("list", "credit", "marking", "heap")
                             or spec[:2] == ("predictive", predictive.SCORE)):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
