@@ -103,8 +103,9 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
     r_zz = np.empty(n_experts)
     g_idx = 0
     if record > 1:
-        # a call on a carried state may also evict the pages it starts with (one group of a
-        # routed run: paging.fast.routing), so the log has room for them too
+        # a call on a carried state may also evict the pages it starts with (a streamed or
+        # served run fed piece by piece: paging.stream, paging.serve), so the log has room
+        # for them too
         ev = np.zeros((n + P, 2), np.int64)
     misses = 0
     coll = 0
