@@ -338,12 +338,13 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     grouped = is_grouped(steps)
     sb = kind == SCORE_SCAN  # Score-Based: LFU with summed gate scores for counts
     lfu = kind == LFU_SCAN or kind == LHU_SCAN or sb
-    hsc = np.zeros(P if sb else 0)  # Score-Based: each page's summed scores (kept on eviction)
     bel = kind == BELADY_SCAN
     bnu = np.zeros(P if bel else 0, np.int64)  # Belady: each cached page's next request
     lhu = kind == LHU_SCAN  # LFU counting only the uses at level 0 (the run's precision)
     plevel = np.zeros(P if lhu else 0, np.int64)  # LHU: the level a resident page was fetched at
-    count = np.zeros(P if lfu else 0, np.int64)  # LFU's request counts (kept after eviction)
+    # LFU's and LHU's request counts, Score-Based's summed scores (kept after eviction; counts
+    # as floats: exact below 2**53)
+    count = np.zeros(P if lfu else 0)
     credit = CREDIT <= kind < MARK_SCAN
     mark = kind == MARK_SCAN
     marked = np.zeros(P if mark else 0, np.bool_)
@@ -464,9 +465,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         n_touch += 1
                     if lfu:
                         if sb:  # a substitute adds the score of the request it serves
-                            hsc[hp] += gscore[t]
+                            count[hp] += gscore[t]
                         elif not lhu or plevel[hp] == 0:
-                            count[hp] += 1
+                            count[hp] += 1.0
                         last_t[hp] = t
                     if mark:
                         marked[hp] = True
@@ -578,23 +579,15 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         # the partition's dict: its list runs from the oldest insertion (no
                         # move on a hit), which the scan visits first
                         victim = -1
-                        bc = 0
+                        bc = 0.0
                         bl = 0
                         v = tail[q]
-                        bsc = 0.0
                         while v >= 0:
-                            if pin[v] != stamp:
-                                if sb:
-                                    if victim < 0 or hsc[v] < bsc or (
-                                            hsc[v] == bsc and last_t[v] < bl):
-                                        victim = v
-                                        bsc = hsc[v]
-                                        bl = last_t[v]
-                                elif victim < 0 or count[v] < bc or (
-                                        count[v] == bc and last_t[v] < bl):
-                                    victim = v
-                                    bc = count[v]
-                                    bl = last_t[v]
+                            if pin[v] != stamp and (victim < 0 or count[v] < bc or (
+                                    count[v] == bc and last_t[v] < bl)):
+                                victim = v
+                                bc = count[v]
+                                bl = last_t[v]
                             v = prv[v]
                     elif bel:
                         # the furthest next request, ties (never again) to the larger id
@@ -713,11 +706,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 last_t[x] = t
                 if lhu:
                     plevel[x] = level
-                if sb:
-                    if not prefetching:
-                        hsc[x] += gscore[t]
-                elif not prefetching and (not lhu or level == 0):
-                    count[x] += 1
+                if not prefetching and (sb or not lhu or level == 0):
+                    count[x] += gscore[t] if sb else 1.0
             if mark:  # (a prefetch is an insertion: Policy.on_prefetch)
                 marked[x] = True
             if bel:
