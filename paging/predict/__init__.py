@@ -86,7 +86,9 @@ class OraclePredictor(Predictor):
     miss count at the policy's capacity (:func:`opt_from_next_use`): η is Lykouris &
     Vassilvitskii's error η_ℓ1 divided by OPT. η = 0 gives the true next arrivals. Reading for
     DIST variants: each layer's sub-policy normalises by OPT of the whole trace at its layer's
-    share. Clairvoyant (reads ``ctx.next_use``). Cost: O(N) at reset, O(1) per request.
+    share. Clairvoyant (reads ``ctx.next_use``; asked about a page at another page's request, a
+    substitute serving it (:mod:`paging.miss`), it predicts that page's own next request after t,
+    from ``ctx.pages``, with request t's error). Cost: O(N) at reset, O(1) per request.
     """
 
     name = "oracle"
@@ -108,6 +110,7 @@ class OraclePredictor(Predictor):
         #: :mod:`paging.fast.predictive`)
         self.values = self.predictions(ctx)
         self._pred = None
+        self._where: dict[int, np.ndarray] = {}  # a page's requests (for substitutes)
 
     @property
     def pred(self) -> list[float]:
@@ -130,7 +133,20 @@ class OraclePredictor(Predictor):
 
     def predict(self, t: int, page: int) -> float:
         pred = self._pred
-        return (self.pred if pred is None else pred)[t]
+        pred = self.pred if pred is None else pred
+        pages = self.ctx.pages
+        if pages is not None and int(pages[t]) != page:
+            # asked at another page's request (a substitute serving it, paging.miss): the
+            # page's own next request after t, with request t's error
+            return self._next_after(t, page) + (pred[t] - float(self.ctx.next_use[t]))
+        return pred[t]
+
+    def _next_after(self, t: int, page: int) -> float:
+        where = self._where.get(page)
+        if where is None:
+            where = self._where[page] = np.flatnonzero(np.asarray(self.ctx.pages) == page)
+        i = int(np.searchsorted(where, t, side="right"))
+        return float(where[i]) if i < where.size else float(self.ctx.n_requests)
 
 
 class FrequencyPredictor(Predictor):

@@ -165,6 +165,25 @@ def test_belady_reads_a_prefetched_pages_own_next_use():
     assert pol.evict_key(3, 1) == (4, 1)
 
 
+def test_oracle_predicts_a_substitutes_own_next_request():
+    """One layer of 4 experts, k = 2, requests 0, 1, 2, 1, 0, 3 with ``substitute``: t0 fetches
+    0; every later miss of the layer is served by the resident 0, so BlindOracle with the exact
+    oracle sees hits on 0 at t1 and t2. Page 0 is next requested at t4, which is what it is
+    predicted; reading ``next_use[t]`` would have given 3 (page 1's) and then 6 (page 2's:
+    never)."""
+    lay = Layout(4, 1)
+    pages = np.array([0, 1, 2, 1, 0, 3])
+    nu = np.array([4, 3, 6, 6, 6, 6])
+    pol = make_policy("blind-oracle:oracle")
+    sim = Simulation(lay, pol, 2, steps=np.arange(6), record=True, next_use=nu, pages=pages,
+                     miss=make_miss("substitute"))
+    sim.serve(0)
+    sim.serve(1)
+    assert sim.resident == {0} and pol.pred == {0: 4.0}
+    sim.serve(2)
+    assert pol.pred == {0: 4.0}
+
+
 def test_prefetch_skipped_when_nothing_can_be_evicted():
     lay = Layout(2, 2)
     stats = PrefetchStats()
