@@ -205,25 +205,30 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
             while used[q] + need > caps[q]:
                 victim = -1
                 if scan:
-                    # smallest (credit, -R, -D, last) among unpinned residents (LLRU's R, D)
+                    # smallest (credit, -R, -D, last) among unpinned residents (LLRU's R, D).
+                    # A page of layer zz is requested only at steps ≡ zz (mod ℓ), so with
+                    # r = (c - zz) mod ℓ (c = s mod ℓ) R·ℓ + D = s - τ - r + (ℓ - r if r > 0
+                    # else 0): one integer orders (R, D), with no division (as the list
+                    # kernel's LLRU); it is made only for a candidate that ties on credit
+                    cnow = s - now_pass * L
                     bk = 0.0
-                    br = 0
-                    bd = 0
+                    bkey = 0
                     bl = 0
                     for jj in range(hs[q]):
                         v = hp[base + jj]
                         if pin[v] == s:
                             continue
-                        tau = last_step[v]
-                        r = -((s - tau) // L)
-                        d = -((tau - s) % L)
                         c = credit[v]
-                        if (victim < 0 or c < bk or (c == bk and (r < br or (r == br and (
-                                d < bd or (d == bd and last[v] < bl)))))):
+                        if victim >= 0 and c > bk:
+                            continue
+                        r = cnow - layer_of[v]
+                        r = r + L if r < 0 else r
+                        key = s - last_step[v] - r + (L - r if r > 0 else 0)
+                        if (victim < 0 or c < bk or key > bkey or (
+                                key == bkey and last[v] < bl)):
                             victim = v
                             bk = c
-                            br = r
-                            bd = d
+                            bkey = key
                             bl = last[v]
                     jj = pos[victim]
                     hs[q] -= 1
