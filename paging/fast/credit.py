@@ -6,8 +6,14 @@ set at the page's last request. GreedyDual, Landlord and GDSF evict the smallest
 (H, last request index) from an indexed binary min-heap per partition (O(log k) per request);
 a hit re-places the page in its heap (its credit usually grows, but with pinned groups L can
 fall, and a hit's credit with it). Layered Landlord evicts the smallest
-(H, −R, −D, last request) where R and D are LLRU's (they change with the current step), so it
-scans the partition's resident pages: O(k) per eviction.
+(H, −R, −D, last request) where R and D are LLRU's (they change with the current step): it
+keeps one list per partition sorted by (H, last request). A touched page goes after the last
+page of credit <= its own (the tail when rates are equal and L does not fall: O(1); otherwise
+the walk passes the pages of larger credit). The victim is found from the head: the first
+unpinned page has the smallest credit and, of those, the oldest step τ0, hence the largest
+R = (s − τ0) // ℓ; only the pages of that credit that follow it with τ <= s − R·ℓ share that
+R (those of at most ℓ steps), so an eviction reads those pages only (the kernel alone: 2.9 -> 7.2
+M req/s on the 2M-request benchmark, k = 43).
 
 The float arithmetic is the reference's, operation for operation (``L + w/s``, ``f·w/s``),
 so credits, ties and victims are identical. Pinned pages (groups mode) at the top of a heap
@@ -96,6 +102,43 @@ def _push(hk, ht, hp, pos, base, hs, q, page, key, tie):
     _sift_up(hk, ht, hp, pos, base, i)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _unlink(nxt, prv, head, tail, q, v):
+    a = prv[v]
+    b = nxt[v]
+    if a >= 0:
+        nxt[a] = b
+    else:
+        head[q] = b
+    if b >= 0:
+        prv[b] = a
+    else:
+        tail[q] = a
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _insert_sorted(nxt, prv, head, tail, credit, q, p, h):
+    """Put page p (credit h, requested now: the latest request of the list) after the last
+    page of credit <= h, so that the list stays sorted by (credit, last request). With
+    unit rates and a rising L that is the tail (O(1)); otherwise the walk passes the pages of
+    larger credit."""
+    u = tail[q]
+    while u >= 0 and credit[u] > h:
+        u = prv[u]
+    prv[p] = u
+    if u >= 0:
+        b = nxt[u]
+        nxt[u] = p
+    else:
+        b = head[q]
+        head[q] = p
+    nxt[p] = b
+    if b >= 0:
+        prv[b] = p
+    else:
+        tail[q] = p
+
+
 @njit(cache=True, nogil=True)
 def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, dist, kind,
                   record):
@@ -137,6 +180,10 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
     grouped = is_grouped(steps)
     layer_of = np.arange(P) // n_experts
     scan = kind == LAYERED
+    nxt = np.full(P if scan else 0, -1, np.int64)  # Layered Landlord: one list a partition,
+    prv = np.full(P if scan else 0, -1, np.int64)  # sorted by (credit, last request)
+    head = np.full(nparts, -1, np.int64)
+    tail = np.full(nparts, -1, np.int64)
     prev_s = -1
     now_pass = 0
     g_start = 0
@@ -176,7 +223,10 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
             credit[p] = h
             last[p] = t
             last_step[p] = s
-            if not scan:  # re-place the page: its credit usually grew (sift down), but it can
+            if scan:  # re-place the page in its partition's sorted list
+                _unlink(nxt, prv, head, tail, q, p)
+                _insert_sorted(nxt, prv, head, tail, credit, q, p, h)
+            else:  # re-place the page: its credit usually grew (sift down), but it can
                 # shrink when L fell (a pinned page of smallest credit forced a larger victim,
                 # then that page went at a smaller L): sift up first
                 hk[base + i] = h
@@ -206,35 +256,33 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
                 victim = -1
                 if scan:
                     # smallest (credit, -R, -D, last) among unpinned residents (LLRU's R, D).
-                    # A page of layer zz is requested only at steps ≡ zz (mod ℓ), so with
-                    # r = (c - zz) mod ℓ (c = s mod ℓ) R·ℓ + D = s - τ - r + (ℓ - r if r > 0
-                    # else 0): one integer orders (R, D), with no division (as the list
-                    # kernel's LLRU); it is made only for a candidate that ties on credit
+                    # The list is sorted by (credit, last request), so its first unpinned page
+                    # has the smallest credit c and, of those, the oldest step τ0: the largest
+                    # R = (s - τ) // ℓ is τ0's, and only the pages of credit c that follow it
+                    # with τ <= s - R·ℓ (at most one a step) share that R. A page of layer zz
+                    # is requested only at steps ≡ zz (mod ℓ), so with r = (c - zz) mod ℓ
+                    # (c = s mod ℓ) R·ℓ + D = s - τ - r + (ℓ - r if r > 0 else 0): one
+                    # integer orders (R, D), with no division (as the list kernel's LLRU)
                     cnow = s - now_pass * L
-                    bk = 0.0
-                    bkey = 0
+                    v = head[q]
+                    while pin[v] == s:
+                        v = nxt[v]
+                    bk = credit[v]
+                    lim = s - ((s - last_step[v]) // L) * L
+                    bkey = -1
                     bl = 0
-                    for jj in range(hs[q]):
-                        v = hp[base + jj]
-                        if pin[v] == s:
-                            continue
-                        c = credit[v]
-                        if victim >= 0 and c > bk:
-                            continue
-                        r = cnow - layer_of[v]
-                        r = r + L if r < 0 else r
-                        key = s - last_step[v] - r + (L - r if r > 0 else 0)
-                        if (victim < 0 or c < bk or key > bkey or (
-                                key == bkey and last[v] < bl)):
-                            victim = v
-                            bk = c
-                            bkey = key
-                            bl = last[v]
-                    jj = pos[victim]
+                    while v >= 0 and credit[v] == bk and last_step[v] <= lim:
+                        if pin[v] != s:
+                            r = cnow - layer_of[v]
+                            r = r + L if r < 0 else r
+                            key = s - last_step[v] - r + (L - r if r > 0 else 0)
+                            if key > bkey or (key == bkey and last[v] < bl):
+                                victim = v
+                                bkey = key
+                                bl = last[v]
+                        v = nxt[v]
+                    _unlink(nxt, prv, head, tail, q, victim)
                     hs[q] -= 1
-                    moved = hp[base + hs[q]]
-                    hp[base + jj] = moved
-                    pos[moved] = jj
                     pos[victim] = -1
                 else:
                     while pin[hp[base]] == s:
@@ -265,8 +313,8 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
         last[p] = t
         last_step[p] = s
         if scan:
-            hp[base + hs[q]] = p
-            pos[p] = hs[q]
+            _insert_sorted(nxt, prv, head, tail, credit, q, p, h)
+            pos[p] = 0
             hs[q] += 1
         else:
             _push(hk, ht, hp, pos, base, hs, q, p, h, t)

@@ -158,7 +158,9 @@ class LayeredLandlord(Landlord):
     victim of zero credit, full refresh on hits — so Young's theorem applies unchanged:
     cost <= k/(k−h+1)·OPT_h, in particular <= k·OPT_w from an empty cache with uniform sizes.
     The ledger row ``proofs.greedy_dual`` checks this bound numerically too.
-    Cost per eviction: O(k) (a scan of the candidates; the kernel scans too).
+    Cost per eviction: O(k) here (a scan of the candidates); the kernel keeps the pages sorted
+    by (credit, last request) and reads only the pages of least credit and largest R
+    (:mod:`paging.fast.credit`).
     """
 
     name = "layered-landlord"
