@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+from numba import njit
 
 from paging.errors import PagingError
 from paging.layout import Layout
@@ -183,7 +184,7 @@ class Trace:
     @cached_property
     def next_use(self) -> np.ndarray:
         """``next_use[i]``: index of the next request of ``pages[i]`` after i, or ``len(self)``
-        when there is none (the clairvoyant input of Belady's rule). O(N log N)."""
+        when there is none (the clairvoyant input of Belady's rule). O(N)."""
         return next_use(self.pages)
 
     @cached_property
@@ -255,15 +256,34 @@ def check_logits(logits, layout: Layout, token, name: str = "trace") -> np.ndarr
     return a
 
 
+@njit(cache=True, nogil=True)
+def _next_use_dense(pages, n_ids):
+    """One backward pass with the latest index of each id (ids in 0..n_ids-1): O(N + n_ids)."""
+    n = pages.size
+    out = np.empty(n, np.int64)
+    seen = np.full(n_ids, n, np.int64)
+    for i in range(n - 1, -1, -1):
+        p = pages[i]
+        out[i] = seen[p]
+        seen[p] = i
+    return out
+
+
 def next_use(pages: np.ndarray) -> np.ndarray:
-    """Index of the next occurrence of each element of ``pages`` (``len(pages)`` if none)."""
+    """Index of the next occurrence of each element of ``pages`` (``len(pages)`` if none).
+
+    Page ids are dense (0..nℓ-1), so one compiled backward pass does it in O(N); ids that
+    are negative or sparse (larger than max(N, 2^20)) take a stable sort, O(N log N)."""
     pages = np.asarray(pages, dtype=np.int64)
     n = pages.size
-    out = np.full(n, n, dtype=np.int64)
-    if n:
-        order = np.argsort(pages, kind="stable")
-        same = pages[order[1:]] == pages[order[:-1]]
-        out[order[:-1][same]] = order[1:][same]
+    if n and pages.min() >= 0 and pages.max() < max(n, 1 << 20):
+        out = _next_use_dense(pages, int(pages.max()) + 1)
+    else:
+        out = np.full(n, n, dtype=np.int64)
+        if n:
+            order = np.argsort(pages, kind="stable")
+            same = pages[order[1:]] == pages[order[:-1]]
+            out[order[:-1][same]] = order[1:][same]
     out.setflags(write=False)
     return out
 

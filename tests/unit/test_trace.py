@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import paging.trace as trace_mod
 from paging import Layout, PagingError, Trace, from_pages, from_routing
@@ -70,3 +72,15 @@ def test_head_keeps_only_what_still_holds():
     assert h.meta["n_tokens"] == 2 and h.meta["head_of"] == 12 and h.meta["top_k"] == 2
     assert "rows" not in h.meta and "phases" not in h.meta
     assert t.meta["n_tokens"] == 3  # the original is untouched
+
+
+@given(st.lists(st.integers(0, 20), max_size=60), st.sampled_from([0, -5, 1 << 40]))
+def test_next_use_equals_its_definition(ids, shift):
+    """The compiled pass (dense ids) and the sort (negative or sparse ids) both give, for each
+    i, the smallest j > i with the same id, else len(pages); read-only."""
+    pages = np.array(ids, dtype=np.int64) + shift
+    want = [next((j for j in range(i + 1, len(ids)) if ids[j] == ids[i]), len(ids))
+            for i in range(len(ids))]
+    got = trace_mod.next_use(pages)
+    assert got.tolist() == want
+    assert not got.flags.writeable
