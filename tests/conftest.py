@@ -12,8 +12,11 @@ from hypothesis import HealthCheck, settings
 # shared test modules: tests/strategies.py, tests/golden/naive.py and its GOLDEN numbers
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parent / "golden")]
 
-# "ci" runs more examples; both have no deadline (numba compiles on first call).
+# "ci" runs more examples, "deep" many more (a new kernel's local soak); none has a deadline
+# (numba compiles on first call).
 settings.register_profile("ci", max_examples=150, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("deep", max_examples=1000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=50, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])

@@ -1,14 +1,14 @@
-"""Compiled SpecMD phases: the list policies, LFU, LHU, Belady, the credit policies, Marking and
-Score-Based with prefetching and miss handling.
+"""Compiled SpecMD phases: the list policies, LFU, LHU, Belady, the credit policies, Marking,
+Score-Based and BlindOracle with prefetching and miss handling.
 
 :func:`run_phases` replays a trace exactly as the reference loop
 (:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
 prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
 (:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU, LHU, Belady, the
-credit policies of :mod:`paging.fast.credit`, Marking and Score-Based (and their ``-dist``
-variants): same misses, per-layer misses, collision misses, bypasses, hit mask, eviction log
-(rows and order), and the observers' counters and logs (:class:`paging.observers.PrefetchStats`,
-:class:`paging.observers.MissStats`), field by field.
+credit policies of :mod:`paging.fast.credit`, Marking, Score-Based and BlindOracle (and their
+``-dist`` variants): same misses, per-layer misses, collision misses, bypasses, hit mask,
+eviction log (rows and order), and the observers' counters and logs
+(:class:`paging.observers.PrefetchStats`, :class:`paging.observers.MissStats`), field by field.
 
 What is planned before the run and what the kernel decides:
 
@@ -74,11 +74,38 @@ Score-Based (kind ``SCORE_SCAN``) is LFU with each page's summed gate scores for
 hit, an insertion and a substitute's hit add the score of the request served (a substitute the
 score of the request it serves), a prefetch adds nothing.
 
+BlindOracle (kind ``BLIND_SCAN``, with the ``oracle`` or ``frequency`` predictor,
+:mod:`paging.policies.predictive`) evicts the largest prediction, then the least recently
+requested, then the first in the partition's dict. The policy hears a request once
+(``PredictivePolicy._see``, per partition for ``-dist``): a hit, a substitute's hit (the
+substitute is predicted: the ``oracle``'s next request of that page after t with request t's
+error, :meth:`OraclePredictor.predict`) and an insertion ask the predictor and set the page's
+latest request to t; a prefetch sets prediction t + 1 and latest request t
+(``on_prefetch``). One reading of the reference is reproduced as it stands: an eviction for a
+prefetch after a request the policy did not hear (dropped, bypassed, or of another layer's
+partition) calls ``victim(t, x)``, which asks the predictor about the prefetched page x, so
+the ``frequency`` predictor counts x once more (its prediction is then replaced by
+``on_prefetch``'s).
+
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
-``engine="fast"`` refuses): ARC and LeCaR, the prediction policies (BlindOracle, the markers,
-the robust combiner), the token and learned families,
-subclasses of the prefetcher and of the handlers, and routing hooks. User predictors and
-strategies need nothing special: the plan is all the kernel reads.
+``engine="fast"`` refuses), each for a written reason:
+
+* ARC and LeCaR: a prefetch is an insertion (``on_prefetch`` = ``on_insert``) whose ghost-list
+  and adaptation steps run under the per-request guard of the request just served, so a
+  prefetched page found in a ghost list stays there and p (ARC) or the weights (LeCaR) move
+  or not depending on whether that request hit: a reading to settle before it is compiled.
+* PredictiveMarker, LMarker and the robust combiner: the same ``victim(t, x)`` call, after a
+  request the policy did not hear, makes the prefetched page x the request that starts or
+  extends a marking chain, and a request of the combiner's virtual BlindOracle and LRU
+  caches (their miss counts, hence the leader): the same kind of reading.
+* the token and learned families (token-hazard, token-decay, token-match, FlashMoE): their
+  plain kernels run at 0.4-1 M requests/s (:mod:`paging.fast.tokens`,
+  :mod:`paging.fast.learned`); each phase would be a second copy of their token state
+  (per-token logs, features) in this kernel.
+* subclasses of the prefetcher and of the handlers, and routing hooks (routing has its own
+  compiled hooks in the list kernel, :mod:`paging.fast.routing`).
+
+User predictors and strategies need nothing special: the plan is all the kernel reads.
 """
 
 from __future__ import annotations
@@ -101,6 +128,7 @@ from paging.fast.lists import (
     LLRU_LATEST,
     LRU,
 )
+from paging.fast.predictive import BLIND, FREQUENCY, ORACLE, SCORE, predictions, predictor_kind
 
 __all__ = ["phase_kernel", "unsupported", "run_phases"]
 
@@ -113,6 +141,9 @@ LHU_SCAN = 101
 BELADY_SCAN = 102
 #: Score-Based (the prediction family's SCORE kernel)
 SCORE_SCAN = 103
+#: BlindOracle (the prediction family's BLIND kernel) with the ``oracle`` or ``frequency``
+#: predictor
+BLIND_SCAN = 104
 #: the credit kinds (:mod:`paging.fast.credit`) are CREDIT + their kind there
 CREDIT = 200
 #: Marking (:mod:`paging.fast.marking`)
@@ -251,10 +282,25 @@ def _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, p, q, t, s
     H[p] = infl[q] + c
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _predict(pkind, preds, row, next_use, occ_pos, occ_start, fcount, pages, x, t, n):
+    """The prediction a predictor gives when asked about page x at request t
+    (:meth:`paging.predict.Predictor.predict`): ``frequency`` counts the ask and predicts
+    t + (t + 1)/c; ``oracle`` reads its prediction of request t, or, for another page than the
+    one requested at t, x's own next request after t with request t's error."""
+    if pkind == FREQUENCY:
+        c = fcount[x] + 1
+        fcount[x] = c
+        return t + (t + 1) / c
+    if x == pages[t]:
+        return preds[row, t]
+    return float(_next_after(occ_pos, occ_start, x, t, n)) + (preds[row, t] - float(next_use[t]))
+
+
 @njit(cache=True, nogil=True)
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
                  record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize,
-                 draws, next_use, occ_pos, occ_start, gscore):
+                 draws, next_use, occ_pos, occ_start, gscore, pkind, preds, pred_row):
     """Replay ``pages`` under list policy ``kind``, or one of the scanned kinds (``LFU_SCAN``,
     ``LHU_SCAN``, ``BELADY_SCAN``, ``SCORE_SCAN``, ``CREDIT + kind``, ``MARK_SCAN``: module
     docstring), with SpecMD's phases.
@@ -271,7 +317,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     run's, whatever the level fetched); ``draws``: Marking's uniform draws, one per eviction
     in order (prefetch evictions included); ``next_use``, and the requests of each page x,
     ``occ_pos[occ_start[x]:occ_start[x + 1]]`` in order: Belady's next uses; ``gscore``: the
-    requests' gate scores (Score-Based).
+    requests' gate scores (Score-Based); ``pkind``, ``preds``, ``pred_row``: BlindOracle's
+    predictor (:func:`_predict`; ``preds[pred_row[q]]`` the ``oracle``'s row of partition q).
 
     Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
     n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
@@ -349,6 +396,10 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     mark = kind == MARK_SCAN
     marked = np.zeros(P if mark else 0, np.bool_)
     n_draw = 0
+    blind = kind == BLIND_SCAN
+    bpred = np.zeros(P if blind else 0)  # BlindOracle: each page's latest prediction
+    fcount = np.zeros(P if blind else 0, np.int64)  # the frequency predictor's counts
+    heard = np.full(caps.size, -1, np.int64)  # the request each partition's policy heard last
     ck = kind - CREDIT  # GREEDY_DUAL, LANDLORD, GDSF or LAYERED (credit kinds only)
     # the scanned kinds keep their lists in insertion order (the reference's dict order)
     move = kind != FIFO and kind != FWF and kind < LFU_SCAN
@@ -479,6 +530,12 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     if credit:
                         _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, hp,
                                       z if dist else 0, t, s)
+                    if blind:  # the policy hears request t: a prediction for hp (p or its
+                        qh = z if dist else 0  # substitute), its latest request t
+                        heard[qh] = t
+                        bpred[hp] = _predict(pkind, preds, pred_row[qh], next_use, occ_pos,
+                                             occ_start, fcount, pages, hp, t, n)
+                        last_t[hp] = t
                     continue
                 if leveled:
                     level = lvl[t]
@@ -587,6 +644,31 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                     count[v] == bc and last_t[v] < bl)):
                                 victim = v
                                 bc = count[v]
+                                bl = last_t[v]
+                            v = prv[v]
+                    elif blind:
+                        # victim(t, x) first asks the predictor about x when the policy has
+                        # not heard request t (a prefetch after a request dropped or bypassed,
+                        # or of another layer's partition): the prefetched page is counted,
+                        # and its prediction then replaced by on_prefetch's
+                        if heard[q] != t:
+                            heard[q] = t
+                            val = _predict(pkind, preds, pred_row[q], next_use, occ_pos,
+                                           occ_start, fcount, pages, x, t, n)
+                            if not prefetching:
+                                bpred[x] = val
+                                last_t[x] = t
+                        # the furthest prediction, then the least recently requested, then
+                        # the first in the partition's dict (the list's insertion order)
+                        victim = -1
+                        bk = 0.0
+                        bl = 0
+                        v = tail[q]
+                        while v >= 0:
+                            if pin[v] != stamp and (victim < 0 or bpred[v] > bk or (
+                                    bpred[v] == bk and last_t[v] < bl)):
+                                victim = v
+                                bk = bpred[v]
                                 bl = last_t[v]
                             v = prv[v]
                     elif bel:
@@ -712,6 +794,15 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 marked[x] = True
             if bel:
                 bnu[x] = _next_after(occ_pos, occ_start, x, t, n) if prefetching else next_use[t]
+            if blind:
+                if prefetching:  # on_prefetch: predicted for request t + 1, last touched at t
+                    bpred[x] = float(t + 1)
+                    last_t[x] = t
+                elif heard[q] != t:  # on_insert hears request t (unless a victim call did)
+                    heard[q] = t
+                    bpred[x] = _predict(pkind, preds, pred_row[q], next_use, occ_pos,
+                                        occ_start, fcount, pages, x, t, n)
+                    last_t[x] = t
             if credit and ck == GDSF:  # (a prefetch is an insertion: Policy.on_prefetch)
                 freq[x] = 1
             if credit:
@@ -753,17 +844,17 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     A configuration the reference loop refuses (a handler that needs gate scores on a trace
     without them, ...) is unsupported here too, so that the reference gives its error."""
     from paging import fast
-    from paging.fast import predictive
     from paging.miss import Drop, FetchLowestBit, FetchPriority, MissHandler, Substitute
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
     if spec is None or not (spec[0] in ("list", "credit", "marking", "heap")
-                            or spec[:2] == ("predictive", predictive.SCORE)):
+                            or spec[:2] in (("predictive", SCORE), ("predictive", BLIND))):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
-                "(the list policies, LFU, LHU, Belady, the credit policies, Marking and "
-                "Score-Based do: lru, fifo, fwf, llru, fld, least-stale, lfu, lhu, belady, "
-                "greedy-dual, landlord, gdsf, layered-landlord, marking, score-based, ...)")
+                "(the list policies, LFU, LHU, Belady, the credit policies, Marking, "
+                "Score-Based and BlindOracle do: lru, fifo, fwf, llru, fld, least-stale, lfu, "
+                "lhu, belady, greedy-dual, landlord, gdsf, layered-landlord, marking, "
+                "score-based, blind-oracle, ...)")
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
             return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
@@ -840,8 +931,8 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         kind = CREDIT + kind
     elif family == "marking":
         kind = MARK_SCAN
-    elif family == "predictive":  # Score-Based (unsupported() admits no other)
-        kind = SCORE_SCAN
+    elif family == "predictive":  # Score-Based or BlindOracle (unsupported() admits no other)
+        kind = SCORE_SCAN if kind == SCORE else BLIND_SCAN
     scan = prefetch is not None and _own_kernel(policy) in _SCANNED
     if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
         kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
@@ -859,6 +950,10 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     pf_size = unit_sizes(P) if sizes is None else sizes
     act, lvl, substitute, level_slots = _miss_plan(trace, miss)
     caps = fast._caps(trace.layout, int(capacity), dist)
+    pkind, preds, pred_row = FREQUENCY, np.zeros((1, 0)), np.zeros(caps.size, np.int64)
+    if kind == BLIND_SCAN:  # the predictor's kind and the oracle's predictions
+        pkind = predictor_kind(spec.proto.predictor)
+        preds, pred_row = predictions(trace, caps, spec.proto, policy, dist)
     (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts, pf_log,
      n_pf_log, pf_ev, n_pf_ev) = phase_kernel(
         trace.pages, trace.steps, slots, level_slots, trace.layout.n_experts,
@@ -868,8 +963,9 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         # one draw per eviction at most: each insertion (a request or a prefetch) evicts pages
         # it needs room for, and so at most every page inserted before
         fast.marking_draws(seed, N + pf_pages.size) if family == "marking" else np.zeros(0),
-        *_belady_arrays(trace, kind == BELADY_SCAN),
-        np.asarray(trace.score, dtype=np.float64) if kind == SCORE_SCAN else np.zeros(0))
+        *_belady_arrays(trace, kind == BELADY_SCAN or (kind == BLIND_SCAN and pkind == ORACLE)),
+        np.asarray(trace.score, dtype=np.float64) if kind == SCORE_SCAN else np.zeros(0),
+        pkind, preds, pred_row)
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,

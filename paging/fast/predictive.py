@@ -444,7 +444,7 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
 
 
 # -- set-up (Python) ---------------------------------------------------------------------------
-def _predictor_kind(predictor) -> int | None:
+def predictor_kind(predictor) -> int | None:
     from paging.predict import FrequencyPredictor, OraclePredictor
 
     return {OraclePredictor: ORACLE, FrequencyPredictor: FREQUENCY}.get(type(predictor))
@@ -456,12 +456,42 @@ def supports(policy, proto, kind: int, dist: bool) -> bool:
     ``oracle`` or ``frequency`` (exact types) and, per layer, each layer gets its own."""
     if kind == SCORE:
         return True
-    if _predictor_kind(proto.predictor) is None:
+    if predictor_kind(proto.predictor) is None:
         return False
     return not dist or policy.factory().predictor is not proto.predictor
 
 
 
+
+def predictions(trace, caps, proto, policy=None, dist=False):
+    """``(preds, pred_row)``: the ``oracle`` predictor's prediction of every request,
+    ``preds[pred_row[q], t]`` for partition q of capacity ``caps[q]`` (its values depend on
+    the partition's capacity only: one row per distinct share), made by the predictor's own
+    code; empty rows for the ``frequency`` predictor, computed in the kernel. A shared
+    ``policy`` given has its own predictor reset, as by a reference run."""
+    from paging.policies.base import Context
+    from paging.predict import OraclePredictor
+
+    pred_row = np.zeros(caps.size, np.int64)
+    if predictor_kind(proto.predictor) != ORACLE:
+        return np.zeros((1, 0)), pred_row
+    lay = trace.layout
+    rows: dict[int, int] = {}
+    arrays = []
+    for i, c in enumerate(caps.tolist()):
+        if c not in rows:
+            ctx = Context(layout=lay, capacity=int(c), rng=np.random.default_rng(0),
+                          steps=trace.steps, n_requests=trace.n_requests,
+                          next_use=trace.next_use)
+            rows[c] = len(arrays)
+            if policy is not None and not dist:  # the policy's own predictor, reset as
+                policy.predictor.reset(ctx)      # by a reference run
+                arrays.append(policy.predictor.values)
+            else:
+                pr = OraclePredictor(proto.predictor.eta, proto.predictor.seed)
+                arrays.append(pr.predictions(ctx))
+        pred_row[i] = rows[c]
+    return np.ascontiguousarray(np.stack(arrays)), pred_row
 
 
 def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=None):
@@ -470,12 +500,10 @@ def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=N
     the run's uniform draws (PredictiveMarker, LMarker). A shared combiner given as
     ``policy`` ends with the run's ``leader`` and ``switches``."""
     from paging.errors import PagingError
-    from paging.policies.base import Context
 
     _, kind, dist = spec
     proto = spec.proto
     lay = trace.layout
-    N = trace.n_requests
     caps = lay.dist_shares(capacity) if dist else np.array([capacity], dtype=np.int64)
     caps = np.ascontiguousarray(caps, dtype=np.int64)
     pkind = FREQUENCY
@@ -488,26 +516,8 @@ def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=N
             raise PagingError(f"{who.name} reads gate scores and the trace has none")
         score = np.ascontiguousarray(trace.score, dtype=np.float64)
     else:
-        pkind = _predictor_kind(proto.predictor)
-    if pkind == ORACLE and kind != SCORE:
-        # the oracle's predictions depend on the partition's capacity only: one array per share
-        from paging.predict import OraclePredictor
-
-        rows: dict[int, int] = {}
-        arrays = []
-        for i, c in enumerate(caps.tolist()):
-            if c not in rows:
-                ctx = Context(layout=lay, capacity=int(c), rng=np.random.default_rng(0),
-                              steps=trace.steps, n_requests=N, next_use=trace.next_use)
-                rows[c] = len(arrays)
-                if policy is not None and not dist:  # the policy's own predictor, reset as
-                    policy.predictor.reset(ctx)      # by a reference run
-                    arrays.append(policy.predictor.values)
-                else:
-                    pr = OraclePredictor(proto.predictor.eta, proto.predictor.seed)
-                    arrays.append(pr.predictions(ctx))
-            pred_row[i] = rows[c]
-        preds = np.ascontiguousarray(np.stack(arrays)) if arrays else preds
+        pkind = predictor_kind(proto.predictor)
+        preds, pred_row = predictions(trace, caps, proto, policy, dist)
     from paging.policies.predictive import harmonic, marker_k
 
     in_bytes = bool((slots != 1).any())  # a byte budget: the pages weigh their sizes
