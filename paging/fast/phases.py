@@ -1,13 +1,13 @@
 """Compiled SpecMD phases: the list policies, LFU, LHU, Belady, the credit policies, Marking,
-Score-Based and BlindOracle with prefetching and miss handling.
+Score-Based, BlindOracle, PredictiveMarker and LMarker with prefetching and miss handling.
 
 :func:`run_phases` replays a trace exactly as the reference loop
 (:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
 prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
 (:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU, LHU, Belady, the
-credit policies of :mod:`paging.fast.credit`, Marking, Score-Based and BlindOracle (and their
-``-dist`` variants): same misses, per-layer misses, collision misses, bypasses, hit mask,
-eviction log (rows and order), and the observers' counters and logs
+credit policies of :mod:`paging.fast.credit`, Marking, Score-Based, BlindOracle and the
+markers (and their ``-dist`` variants): same misses, per-layer misses, collision misses,
+bypasses, hit mask, eviction log (rows and order), and the observers' counters and logs
 (:class:`paging.observers.PrefetchStats`, :class:`paging.observers.MissStats`), field by field.
 
 What is planned before the run and what the kernel decides:
@@ -87,6 +87,18 @@ partition) calls ``victim(t, x)``, which asks the predictor about the prefetched
 the ``frequency`` predictor counts x once more (its prediction is then replaced by
 ``on_prefetch``'s).
 
+PredictiveMarker and LMarker (kinds ``PMARK_SCAN``, ``LMARK_SCAN``) add the marking phases and
+chains of ``_MarkingBase``: a hit, a substitute's hit and an insertion mark the page, a
+prefetch does not; an eviction unmarks the victim and records the current chain. The first
+victim call of a request (and the first after a new phase) updates the chain with the page it
+is called with, so a prefetch's eviction after a request that evicted nothing (a hit, a miss
+with room, a drop) makes the prefetched page the one that starts a chain, or continues the
+chain of the eviction that removed it in this phase, as the reference does. The victim is the
+furthest unmarked candidate (BlindOracle's order) or, when the chain is longer than H_k
+(PredictiveMarker) or the page was stale (LMarker), the unmarked candidate at ⌊u·m⌋ by id, u
+the next of the run's draws; with no unmarked candidate a new phase begins (marks, evictions
+and chains erased).
+
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
 ``engine="fast"`` refuses), each for a written reason:
 
@@ -94,10 +106,11 @@ Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the referenc
   and adaptation steps run under the per-request guard of the request just served, so a
   prefetched page found in a ghost list stays there and p (ARC) or the weights (LeCaR) move
   or not depending on whether that request hit: a reading to settle before it is compiled.
-* PredictiveMarker, LMarker and the robust combiner: the same ``victim(t, x)`` call, after a
-  request the policy did not hear, makes the prefetched page x the request that starts or
-  extends a marking chain, and a request of the combiner's virtual BlindOracle and LRU
-  caches (their miss counts, hence the leader): the same kind of reading.
+* the robust combiner of BlindOracle and LRU: the same ``victim(t, x)`` call, after a request
+  it did not hear, makes the prefetched page x a request of its virtual BlindOracle and LRU
+  caches (their miss counts, hence the leader), and its virtual BlindOracle, a Python set,
+  breaks ties between equal (prediction, latest request), which prefetches create (every page
+  of a batch gets t + 1 and t), in the set's hash order: a reading to settle first.
 * the token and learned families (token-hazard, token-decay, token-match, FlashMoE): their
   plain kernels run at 0.4-1 M requests/s (:mod:`paging.fast.tokens`,
   :mod:`paging.fast.learned`); each phase would be a second copy of their token state
@@ -128,7 +141,16 @@ from paging.fast.lists import (
     LLRU_LATEST,
     LRU,
 )
-from paging.fast.predictive import BLIND, FREQUENCY, ORACLE, SCORE, predictions, predictor_kind
+from paging.fast.predictive import (
+    BLIND,
+    FREQUENCY,
+    LMARKER,
+    ORACLE,
+    PMARKER,
+    SCORE,
+    predictions,
+    predictor_kind,
+)
 
 __all__ = ["phase_kernel", "unsupported", "run_phases"]
 
@@ -144,6 +166,9 @@ SCORE_SCAN = 103
 #: BlindOracle (the prediction family's BLIND kernel) with the ``oracle`` or ``frequency``
 #: predictor
 BLIND_SCAN = 104
+#: PredictiveMarker and LMarker (the prediction family's PMARKER and LMARKER kernels)
+PMARK_SCAN = 105
+LMARK_SCAN = 106
 #: the credit kinds (:mod:`paging.fast.credit`) are CREDIT + their kind there
 CREDIT = 200
 #: Marking (:mod:`paging.fast.marking`)
@@ -300,7 +325,7 @@ def _predict(pkind, preds, row, next_use, occ_pos, occ_start, fcount, pages, x, 
 @njit(cache=True, nogil=True)
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
                  record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize,
-                 draws, next_use, occ_pos, occ_start, gscore, pkind, preds, pred_row):
+                 draws, next_use, occ_pos, occ_start, gscore, pkind, preds, pred_row, hks):
     """Replay ``pages`` under list policy ``kind``, or one of the scanned kinds (``LFU_SCAN``,
     ``LHU_SCAN``, ``BELADY_SCAN``, ``SCORE_SCAN``, ``CREDIT + kind``, ``MARK_SCAN``: module
     docstring), with SpecMD's phases.
@@ -318,7 +343,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     in order (prefetch evictions included); ``next_use``, and the requests of each page x,
     ``occ_pos[occ_start[x]:occ_start[x + 1]]`` in order: Belady's next uses; ``gscore``: the
     requests' gate scores (Score-Based); ``pkind``, ``preds``, ``pred_row``: BlindOracle's
-    predictor (:func:`_predict`; ``preds[pred_row[q]]`` the ``oracle``'s row of partition q).
+    predictor (:func:`_predict`; ``preds[pred_row[q]]`` the ``oracle``'s row of partition q);
+    ``hks[q]``: PredictiveMarker's H_k of partition q.
 
     Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
     n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
@@ -394,12 +420,23 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     count = np.zeros(P if lfu else 0)
     credit = CREDIT <= kind < MARK_SCAN
     mark = kind == MARK_SCAN
-    marked = np.zeros(P if mark else 0, np.bool_)
+    pm = kind == PMARK_SCAN or kind == LMARK_SCAN  # the markers (PredictiveMarker, LMarker)
+    marked = np.zeros(P if mark or pm else 0, np.bool_)
     n_draw = 0
     blind = kind == BLIND_SCAN
-    bpred = np.zeros(P if blind else 0)  # BlindOracle: each page's latest prediction
-    fcount = np.zeros(P if blind else 0, np.int64)  # the frequency predictor's counts
+    predf = blind or pm  # the prediction policies
+    bpred = np.zeros(P if predf else 0)  # each page's latest prediction
+    fcount = np.zeros(P if predf else 0, np.int64)  # the frequency predictor's counts
     heard = np.full(caps.size, -1, np.int64)  # the request each partition's policy heard last
+    # the markers' phases and chains (paging.policies.predictive._MarkingBase), per partition
+    evc = np.zeros(P if pm else 0, np.int64)  # chain of the eviction that removed the page ...
+    evph = np.full(P if pm else 0, -1, np.int64)  # ... valid while this is the partition's phase
+    mphase = np.zeros(caps.size, np.int64)
+    vt = np.full(caps.size, -1, np.int64)  # the request whose chain is current
+    cur = np.zeros(caps.size, np.int64)  # the current chain
+    stale = np.zeros(caps.size, np.bool_)  # whether that request's page was stale
+    chain_len = np.zeros(n + pf_pages.size + 1 if pm else 0, np.int64)
+    nch = 0
     ck = kind - CREDIT  # GREEDY_DUAL, LANDLORD, GDSF or LAYERED (credit kinds only)
     # the scanned kinds keep their lists in insertion order (the reference's dict order)
     move = kind != FIFO and kind != FWF and kind < LFU_SCAN
@@ -530,12 +567,15 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     if credit:
                         _credit_touch(H, infl, freq, last_t, last_step, wcost, wsize, ck, hp,
                                       z if dist else 0, t, s)
-                    if blind:  # the policy hears request t: a prediction for hp (p or its
+                    if predf:  # the policy hears request t: a prediction for hp (p or its
                         qh = z if dist else 0  # substitute), its latest request t
-                        heard[qh] = t
-                        bpred[hp] = _predict(pkind, preds, pred_row[qh], next_use, occ_pos,
-                                             occ_start, fcount, pages, hp, t, n)
-                        last_t[hp] = t
+                        if heard[qh] != t:
+                            heard[qh] = t
+                            bpred[hp] = _predict(pkind, preds, pred_row[qh], next_use, occ_pos,
+                                                 occ_start, fcount, pages, hp, t, n)
+                            last_t[hp] = t
+                        if pm:
+                            marked[hp] = True
                     continue
                 if leveled:
                     level = lvl[t]
@@ -646,7 +686,7 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                 bc = count[v]
                                 bl = last_t[v]
                             v = prv[v]
-                    elif blind:
+                    elif predf:
                         # victim(t, x) first asks the predictor about x when the policy has
                         # not heard request t (a prefetch after a request dropped or bypassed,
                         # or of another layer's partition): the prefetched page is counted,
@@ -658,15 +698,63 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                             if not prefetching:
                                 bpred[x] = val
                                 last_t[x] = t
-                        # the furthest prediction, then the least recently requested, then
-                        # the first in the partition's dict (the list's insertion order)
+                        rand = False
+                        m = 0
+                        lo_p = zx * n_experts if dist else 0
+                        hi_p = lo_p + n_experts if dist else P
+                        if pm:
+                            # _MarkingBase._unmarked: the unmarked candidates; none: a new
+                            # phase (marks, evictions and chains erased, every candidate
+                            # counts); the chain, once per request (and again after a new
+                            # phase): x evicted earlier in the phase continues the chain of
+                            # that eviction, else it starts one (x is the prefetched page for
+                            # a prefetch's eviction, as victim(t, x) is called with it)
+                            for y in range(lo_p, hi_p):
+                                if resident[y] and pin[y] != stamp and not marked[y]:
+                                    m += 1
+                            if m == 0:
+                                for y in range(lo_p, hi_p):
+                                    marked[y] = False
+                                    if resident[y] and pin[y] != stamp:
+                                        m += 1
+                                mphase[q] += 1
+                                vt[q] = -1
+                            if vt[q] != t:
+                                vt[q] = t
+                                st = evph[x] == mphase[q]
+                                stale[q] = st
+                                if st:
+                                    evph[x] = -1
+                                    cur[q] = evc[x]
+                                    chain_len[cur[q]] += 1
+                                else:
+                                    cur[q] = nch
+                                    chain_len[nch] = 1
+                                    nch += 1
+                            if kind == PMARK_SCAN:
+                                rand = chain_len[cur[q]] > hks[q]
+                            else:
+                                rand = stale[q]
                         victim = -1
+                        if rand:  # the unmarked candidate of rank ⌊u·m⌋ by page id
+                            pick = int(draws[n_draw] * m)
+                            n_draw += 1
+                            for y in range(lo_p, hi_p):
+                                if resident[y] and pin[y] != stamp and not marked[y]:
+                                    if pick == 0:
+                                        victim = y
+                                        break
+                                    pick -= 1
+                        # else the furthest prediction (of the unmarked candidates for the
+                        # markers), then the least recently requested, then the first in the
+                        # partition's dict (the list's insertion order)
                         bk = 0.0
                         bl = 0
-                        v = tail[q]
+                        v = tail[q] if not rand else -1
                         while v >= 0:
-                            if pin[v] != stamp and (victim < 0 or bpred[v] > bk or (
-                                    bpred[v] == bk and last_t[v] < bl)):
+                            if pin[v] != stamp and not (pm and marked[v]) and (
+                                    victim < 0 or bpred[v] > bk or (
+                                        bpred[v] == bk and last_t[v] < bl)):
                                 victim = v
                                 bk = bpred[v]
                                 bl = last_t[v]
@@ -752,6 +840,10 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     evicted_pass[victim] = now_pass
                     if mark:
                         marked[victim] = False
+                    if pm:  # on_evict: unmarked, removed by the current chain's eviction
+                        marked[victim] = False
+                        evc[victim] = cur[q]
+                        evph[victim] = mphase[q]
                     if credit:  # on_evict: L becomes the victim's credit; GDSF forgets
                         infl[q] = H[victim]
                         freq[victim] = 0
@@ -794,15 +886,18 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 marked[x] = True
             if bel:
                 bnu[x] = _next_after(occ_pos, occ_start, x, t, n) if prefetching else next_use[t]
-            if blind:
-                if prefetching:  # on_prefetch: predicted for request t + 1, last touched at t
-                    bpred[x] = float(t + 1)
+            if predf:
+                if prefetching:  # on_prefetch: predicted for request t + 1, last touched at
+                    bpred[x] = float(t + 1)  # t; the markers do not mark it
                     last_t[x] = t
-                elif heard[q] != t:  # on_insert hears request t (unless a victim call did)
-                    heard[q] = t
-                    bpred[x] = _predict(pkind, preds, pred_row[q], next_use, occ_pos,
-                                        occ_start, fcount, pages, x, t, n)
-                    last_t[x] = t
+                else:
+                    if heard[q] != t:  # on_insert hears request t (unless a victim call did)
+                        heard[q] = t
+                        bpred[x] = _predict(pkind, preds, pred_row[q], next_use, occ_pos,
+                                            occ_start, fcount, pages, x, t, n)
+                        last_t[x] = t
+                    if pm:
+                        marked[x] = True
             if credit and ck == GDSF:  # (a prefetch is an insertion: Policy.on_prefetch)
                 freq[x] = 1
             if credit:
@@ -849,12 +944,13 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
 
     spec = fast.plan(policy)
     if spec is None or not (spec[0] in ("list", "credit", "marking", "heap")
-                            or spec[:2] in (("predictive", SCORE), ("predictive", BLIND))):
+                            or spec[:2] in (("predictive", SCORE), ("predictive", BLIND),
+                                            ("predictive", PMARKER), ("predictive", LMARKER))):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
                 "(the list policies, LFU, LHU, Belady, the credit policies, Marking, "
-                "Score-Based and BlindOracle do: lru, fifo, fwf, llru, fld, least-stale, lfu, "
-                "lhu, belady, greedy-dual, landlord, gdsf, layered-landlord, marking, "
-                "score-based, blind-oracle, ...)")
+                "Score-Based, BlindOracle and the markers do: lru, fifo, fwf, llru, fld, "
+                "least-stale, lfu, lhu, belady, greedy-dual, landlord, gdsf, layered-landlord, "
+                "marking, score-based, blind-oracle, predictive-marker, lmarker, ...)")
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
             return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
@@ -931,8 +1027,9 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         kind = CREDIT + kind
     elif family == "marking":
         kind = MARK_SCAN
-    elif family == "predictive":  # Score-Based or BlindOracle (unsupported() admits no other)
-        kind = SCORE_SCAN if kind == SCORE else BLIND_SCAN
+    elif family == "predictive":  # (unsupported() admits no other)
+        kind = {SCORE: SCORE_SCAN, BLIND: BLIND_SCAN, PMARKER: PMARK_SCAN,
+                LMARKER: LMARK_SCAN}[kind]
     scan = prefetch is not None and _own_kernel(policy) in _SCANNED
     if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
         kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
@@ -951,9 +1048,15 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     act, lvl, substitute, level_slots = _miss_plan(trace, miss)
     caps = fast._caps(trace.layout, int(capacity), dist)
     pkind, preds, pred_row = FREQUENCY, np.zeros((1, 0)), np.zeros(caps.size, np.int64)
-    if kind == BLIND_SCAN:  # the predictor's kind and the oracle's predictions
-        pkind = predictor_kind(spec.proto.predictor)
+    hks = np.zeros(caps.size)
+    if kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN):  # the predictor's kind and the oracle's
+        pkind = predictor_kind(spec.proto.predictor)  # predictions
         preds, pred_row = predictions(trace, caps, spec.proto, policy, dist)
+    if kind == PMARK_SCAN:  # H_k of each partition (in pages; under a budget, of its bytes)
+        from paging.policies.predictive import harmonic, marker_k
+
+        hks = np.array([harmonic(marker_k(c, slots if budget is not None else None, P))
+                        for c in caps.tolist()])
     (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts, pf_log,
      n_pf_log, pf_ev, n_pf_ev) = phase_kernel(
         trace.pages, trace.steps, slots, level_slots, trace.layout.n_experts,
@@ -962,10 +1065,11 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         unit_sizes(P) if sizes is None else sizes,
         # one draw per eviction at most: each insertion (a request or a prefetch) evicts pages
         # it needs room for, and so at most every page inserted before
-        fast.marking_draws(seed, N + pf_pages.size) if family == "marking" else np.zeros(0),
-        *_belady_arrays(trace, kind == BELADY_SCAN or (kind == BLIND_SCAN and pkind == ORACLE)),
+        fast.marking_draws(seed, N + pf_pages.size) if fast.needs_draws(spec) else np.zeros(0),
+        *_belady_arrays(trace, kind == BELADY_SCAN or (
+            kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN) and pkind == ORACLE)),
         np.asarray(trace.score, dtype=np.float64) if kind == SCORE_SCAN else np.zeros(0),
-        pkind, preds, pred_row)
+        pkind, preds, pred_row, hks)
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,

@@ -28,11 +28,13 @@ LIST_POLICIES = [n for n in POLICY_NAMES if (fast.plan(make_policy(n)) or ("",))
 CREDIT_POLICIES = [n for n in POLICY_NAMES
                    if (fast.plan(make_policy(n)) or ("",))[0] == "credit"]
 #: the policies the phase kernel runs: the list family, LFU, LHU, Belady, the credit family,
-#: Marking, Score-Based and BlindOracle (an eviction scans the partition)
+#: Marking, Score-Based, BlindOracle and the markers (an eviction scans the partition)
 SCANNED_POLICIES = ["lfu", "lfu-dist", "lhu", "lhu-dist", "belady", "belady-dist",
                     *CREDIT_POLICIES, "marking", "marking-dist", "score-based",
                     "score-based-dist", "blind-oracle", "blind-oracle-dist",
-                    "blind-oracle:oracle:eta=0.5,seed=1", "blind-oracle-dist:oracle:eta=0.3"]
+                    "blind-oracle:oracle:eta=0.5,seed=1", "blind-oracle-dist:oracle:eta=0.3",
+                    "predictive-marker", "predictive-marker-dist:oracle:eta=0.5", "lmarker",
+                    "lmarker-dist:oracle"]
 PHASE_POLICIES = [*LIST_POLICIES, *SCANNED_POLICIES]
 #: with prefetching, LLRU and LLRU-latest (and -dist) find their victims by a scan
 PREFETCH_POLICIES = PHASE_POLICIES
@@ -141,7 +143,8 @@ def test_rounds_traces(name, trace, data, pred, miss):
                                   "llru", "llru-latest-dist", "lfu", "lfu-dist", "lhu",
                                   "lhu-dist", "belady", *CREDIT_POLICIES, "marking",
                                   "marking-dist", "score-based", "blind-oracle",
-                                  "blind-oracle-dist:oracle:eta=0.3"])
+                                  "blind-oracle-dist:oracle:eta=0.3", "predictive-marker",
+                                  "lmarker-dist"])
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS[:3]]),
        cascade=st.sampled_from(["lowest-bit", "priority", "none", "substitute"]))
 def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
@@ -185,7 +188,7 @@ def test_unsupported_configurations_fall_back_or_refuse():
 
     tr = generators.zipf(n=4, layers=3, tokens=20, seed=0)
     pf = Prefetcher(make_prefetch_predictor("frequency"))
-    for name, kw in (("arc", dict(miss="substitute")), ("lmarker", dict(prefetch=pf)),
+    for name, kw in (("arc", dict(miss="substitute")), ("robust-blind-oracle", dict(prefetch=pf)),
                      ("lecar", dict(prefetch=pf, miss="substitute"))):
         with pytest.raises(PagingError, match="no compiled kernel for this run") as e:
             simulate(tr, name, 3, engine="fast", **kw)
