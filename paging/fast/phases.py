@@ -147,6 +147,7 @@ from paging.fast.predictive import (
     LMARKER,
     ORACLE,
     PMARKER,
+    ROBUST,
     SCORE,
     predictions,
     predictor_kind,
@@ -169,6 +170,8 @@ BLIND_SCAN = 104
 #: PredictiveMarker and LMarker (the prediction family's PMARKER and LMARKER kernels)
 PMARK_SCAN = 105
 LMARK_SCAN = 106
+#: the robust combiner of BlindOracle and LRU (the prediction family's ROBUST kernel)
+ROBUST_SCAN = 107
 #: the credit kinds (:mod:`paging.fast.credit`) are CREDIT + their kind there
 CREDIT = 200
 #: Marking (:mod:`paging.fast.marking`)
@@ -322,10 +325,85 @@ def _predict(pkind, preds, row, next_use, occ_pos, occ_start, fcount, pages, x, 
     return float(_next_after(occ_pos, occ_start, x, t, n)) + (preds[row, t] - float(next_use[t]))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _ll_unlink(nx, pv, hd, tl, q, v):
+    """Take page v out of partition q's list (``hd`` its oldest end)."""
+    a = pv[v]
+    b = nx[v]
+    if a >= 0:
+        nx[a] = b
+    else:
+        hd[q] = b
+    if b >= 0:
+        pv[b] = a
+    else:
+        tl[q] = a
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ll_append(nx, pv, hd, tl, q, v):
+    """Put page v at the newest end of partition q's list."""
+    e = tl[q]
+    pv[v] = e
+    nx[v] = -1
+    if e >= 0:
+        nx[e] = v
+    else:
+        hd[q] = v
+    tl[q] = v
+
+
+@njit(cache=True, nogil=True)
+def _robust_hear(y, q, vc, in_bo, bnx, bpv, bhd, btl, bcnt, in_lru, lnx, lpv, lhd, ltl, lcnt,
+                 bpred, last_t, rob):
+    """``RobustBlindOracle._see`` after the prediction: page y is a request of the virtual
+    BlindOracle (its pages in insertion order; a miss there evicts the largest prediction, then
+    the least recently requested, then the first inserted) and of the virtual LRU, both of
+    ``vc`` pages; then the leader switches when its miss count exceeds twice the other's.
+    ``rob[q]`` = (leader, switches, BlindOracle's misses, LRU's misses)."""
+    if not in_bo[y]:
+        rob[q, 2] += 1
+        if bcnt[q] >= vc:
+            best = -1
+            bk = 0.0
+            bl = 0
+            v = bhd[q]
+            while v >= 0:
+                if best < 0 or bpred[v] > bk or (bpred[v] == bk and last_t[v] < bl):
+                    best = v
+                    bk = bpred[v]
+                    bl = last_t[v]
+                v = bnx[v]
+            _ll_unlink(bnx, bpv, bhd, btl, q, best)
+            in_bo[best] = False
+            bcnt[q] -= 1
+        _ll_append(bnx, bpv, bhd, btl, q, y)
+        in_bo[y] = True
+        bcnt[q] += 1
+    if in_lru[y]:
+        if ltl[q] != y:
+            _ll_unlink(lnx, lpv, lhd, ltl, q, y)
+            _ll_append(lnx, lpv, lhd, ltl, q, y)
+    else:
+        rob[q, 3] += 1
+        if lcnt[q] >= vc:
+            h = lhd[q]
+            _ll_unlink(lnx, lpv, lhd, ltl, q, h)
+            in_lru[h] = False
+            lcnt[q] -= 1
+        _ll_append(lnx, lpv, lhd, ltl, q, y)
+        in_lru[y] = True
+        lcnt[q] += 1
+    lead = rob[q, 0]
+    if rob[q, 2 + lead] > 2 * rob[q, 3 - lead]:
+        rob[q, 0] = 1 - lead
+        rob[q, 1] += 1
+
+
 @njit(cache=True, nogil=True)
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
                  record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize,
-                 draws, next_use, occ_pos, occ_start, gscore, pkind, preds, pred_row, hks):
+                 draws, next_use, occ_pos, occ_start, gscore, pkind, preds, pred_row, hks, rob):
     """Replay ``pages`` under list policy ``kind``, or one of the scanned kinds (``LFU_SCAN``,
     ``LHU_SCAN``, ``BELADY_SCAN``, ``SCORE_SCAN``, ``CREDIT + kind``, ``MARK_SCAN``: module
     docstring), with SpecMD's phases.
@@ -344,7 +422,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     ``occ_pos[occ_start[x]:occ_start[x + 1]]`` in order: Belady's next uses; ``gscore``: the
     requests' gate scores (Score-Based); ``pkind``, ``preds``, ``pred_row``: BlindOracle's
     predictor (:func:`_predict`; ``preds[pred_row[q]]`` the ``oracle``'s row of partition q);
-    ``hks[q]``: PredictiveMarker's H_k of partition q.
+    ``hks[q]``: PredictiveMarker's H_k of partition q; ``rob[q]``: the robust combiner's
+    (leader, switches, BlindOracle's misses, LRU's misses), zeros on entry.
 
     Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
     n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
@@ -424,7 +503,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     marked = np.zeros(P if mark or pm else 0, np.bool_)
     n_draw = 0
     blind = kind == BLIND_SCAN
-    predf = blind or pm  # the prediction policies
+    robust = kind == ROBUST_SCAN
+    predf = blind or pm or robust  # the prediction policies
     bpred = np.zeros(P if predf else 0)  # each page's latest prediction
     fcount = np.zeros(P if predf else 0, np.int64)  # the frequency predictor's counts
     heard = np.full(caps.size, -1, np.int64)  # the request each partition's policy heard last
@@ -437,6 +517,20 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     stale = np.zeros(caps.size, np.bool_)  # whether that request's page was stale
     chain_len = np.zeros(n + pf_pages.size + 1 if pm else 0, np.int64)
     nch = 0
+    # the robust combiner's virtual caches (lists per partition, oldest first)
+    rP = P if robust else 0
+    in_bo = np.zeros(rP, np.bool_)
+    bnx = np.full(rP, -1, np.int64)
+    bpv = np.full(rP, -1, np.int64)
+    bhd = np.full(caps.size, -1, np.int64)
+    btl = np.full(caps.size, -1, np.int64)
+    bcnt = np.zeros(caps.size, np.int64)
+    in_lru = np.zeros(rP, np.bool_)
+    lnx = np.full(rP, -1, np.int64)
+    lpv = np.full(rP, -1, np.int64)
+    lhd = np.full(caps.size, -1, np.int64)
+    ltl = np.full(caps.size, -1, np.int64)
+    lcnt = np.zeros(caps.size, np.int64)
     ck = kind - CREDIT  # GREEDY_DUAL, LANDLORD, GDSF or LAYERED (credit kinds only)
     # the scanned kinds keep their lists in insertion order (the reference's dict order)
     move = kind != FIFO and kind != FWF and kind < LFU_SCAN
@@ -574,6 +668,10 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                             bpred[hp] = _predict(pkind, preds, pred_row[qh], next_use, occ_pos,
                                                  occ_start, fcount, pages, hp, t, n)
                             last_t[hp] = t
+                            if robust:
+                                _robust_hear(hp, qh, max(caps[qh], 1), in_bo, bnx, bpv, bhd,
+                                             btl, bcnt, in_lru, lnx, lpv, lhd, ltl, lcnt,
+                                             bpred, last_t, rob)
                         if pm:
                             marked[hp] = True
                     continue
@@ -698,6 +796,12 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                             if not prefetching:
                                 bpred[x] = val
                                 last_t[x] = t
+                            if robust:  # (a prefetched page's prediction and latest
+                                # request are read by none of the virtual caches' decisions
+                                # before on_prefetch replaces them)
+                                _robust_hear(x, q, max(caps[q], 1), in_bo, bnx, bpv, bhd, btl,
+                                             bcnt, in_lru, lnx, lpv, lhd, ltl, lcnt, bpred,
+                                             last_t, rob)
                         rand = False
                         m = 0
                         lo_p = zx * n_experts if dist else 0
@@ -750,7 +854,28 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         # partition's dict (the list's insertion order)
                         bk = 0.0
                         bl = 0
-                        v = tail[q] if not rand else -1
+                        if robust:
+                            # the least recently requested candidate outside the leader's
+                            # virtual cache, else the least recently requested candidate;
+                            # the first in the partition's dict among equals
+                            out_v = -1
+                            ol = 0
+                            lead_bo = rob[q, 0] == 0
+                            v = tail[q]
+                            while v >= 0:
+                                if pin[v] != stamp:
+                                    lv_ = last_t[v]
+                                    if victim < 0 or lv_ < bl:
+                                        victim = v
+                                        bl = lv_
+                                    if not (in_bo[v] if lead_bo else in_lru[v]) and (
+                                            out_v < 0 or lv_ < ol):
+                                        out_v = v
+                                        ol = lv_
+                                v = prv[v]
+                            if out_v >= 0:
+                                victim = out_v
+                        v = tail[q] if not (rand or robust) else -1
                         while v >= 0:
                             if pin[v] != stamp and not (pm and marked[v]) and (
                                     victim < 0 or bpred[v] > bk or (
@@ -896,6 +1021,10 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         bpred[x] = _predict(pkind, preds, pred_row[q], next_use, occ_pos,
                                             occ_start, fcount, pages, x, t, n)
                         last_t[x] = t
+                        if robust:
+                            _robust_hear(x, q, max(caps[q], 1), in_bo, bnx, bpv, bhd, btl,
+                                         bcnt, in_lru, lnx, lpv, lhd, ltl, lcnt, bpred,
+                                         last_t, rob)
                     if pm:
                         marked[x] = True
             if credit and ck == GDSF:  # (a prefetch is an insertion: Policy.on_prefetch)
@@ -944,8 +1073,7 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
 
     spec = fast.plan(policy)
     if spec is None or not (spec[0] in ("list", "credit", "marking", "heap")
-                            or spec[:2] in (("predictive", SCORE), ("predictive", BLIND),
-                                            ("predictive", PMARKER), ("predictive", LMARKER))):
+                            or spec[0] == "predictive"):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
                 "(the list policies, LFU, LHU, Belady, the credit policies, Marking, "
                 "Score-Based, BlindOracle and the markers do: lru, fifo, fwf, llru, fld, "
@@ -1029,7 +1157,7 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         kind = MARK_SCAN
     elif family == "predictive":  # (unsupported() admits no other)
         kind = {SCORE: SCORE_SCAN, BLIND: BLIND_SCAN, PMARKER: PMARK_SCAN,
-                LMARKER: LMARK_SCAN}[kind]
+                LMARKER: LMARK_SCAN, ROBUST: ROBUST_SCAN}[kind]
     scan = prefetch is not None and _own_kernel(policy) in _SCANNED
     if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
         kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
@@ -1049,8 +1177,9 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     caps = fast._caps(trace.layout, int(capacity), dist)
     pkind, preds, pred_row = FREQUENCY, np.zeros((1, 0)), np.zeros(caps.size, np.int64)
     hks = np.zeros(caps.size)
-    if kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN):  # the predictor's kind and the oracle's
-        pkind = predictor_kind(spec.proto.predictor)  # predictions
+    rob = np.zeros((caps.size, 4), np.int64)
+    if kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN):  # the predictor's kind and
+        pkind = predictor_kind(spec.proto.predictor)  # the oracle's predictions
         preds, pred_row = predictions(trace, caps, spec.proto, policy, dist)
     if kind == PMARK_SCAN:  # H_k of each partition (in pages; under a budget, of its bytes)
         from paging.policies.predictive import harmonic, marker_k
@@ -1067,9 +1196,9 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         # it needs room for, and so at most every page inserted before
         fast.marking_draws(seed, N + pf_pages.size) if fast.needs_draws(spec) else np.zeros(0),
         *_belady_arrays(trace, kind == BELADY_SCAN or (
-            kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN) and pkind == ORACLE)),
+            kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN) and pkind == ORACLE)),
         np.asarray(trace.score, dtype=np.float64) if kind == SCORE_SCAN else np.zeros(0),
-        pkind, preds, pred_row, hks)
+        pkind, preds, pred_row, hks, rob)
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,
@@ -1077,6 +1206,9 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         hit_mask=hit_mask if level else None,
         evictions=ev[:n_ev].copy() if level > 1 else None,
         bypassed=byp[:n_byp].copy() if level > 1 else None)
+    if kind == ROBUST_SCAN and not dist:  # what a reference run leaves on a shared combiner
+        policy.leader, policy.switches = int(rob[0, 0]), int(rob[0, 1])
+        policy.cost = [int(rob[0, 2]), int(rob[0, 3])]
     state = _State(trace, costs, sizes)
     rec = level > 0
     pstats = PrefetchStats(*((prefetch.predicted, prefetch.predicted_right, prefetch.actual)

@@ -248,7 +248,10 @@ class RobustBlindOracle(PredictivePolicy):
     def reset(self, ctx) -> None:
         super().reset(ctx)
         self.c = max(int(ctx.capacity), 1)
-        self.bo: set[int] = set()
+        # the virtual BlindOracle's pages in insertion order: of two pages of equal
+        # (prediction, latest request), which prefetches create (a batch gets t + 1 and t), the
+        # one inserted first is evicted (a set broke that tie in its hash order)
+        self.bo: dict[int, None] = {}
         self.lru: dict[int, None] = {}
         self.cost = [0, 0]          # BlindOracle, LRU
         self.leader = 0
@@ -260,8 +263,8 @@ class RobustBlindOracle(PredictivePolicy):
         if page not in self.bo:
             self.cost[0] += 1
             if len(self.bo) >= self.c:
-                self.bo.remove(self.furthest(q for q in self.bo))
-            self.bo.add(page)
+                del self.bo[self.furthest(self.bo)]
+            self.bo[page] = None
         if page in self.lru:
             del self.lru[page]
         else:

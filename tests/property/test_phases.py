@@ -28,13 +28,14 @@ LIST_POLICIES = [n for n in POLICY_NAMES if (fast.plan(make_policy(n)) or ("",))
 CREDIT_POLICIES = [n for n in POLICY_NAMES
                    if (fast.plan(make_policy(n)) or ("",))[0] == "credit"]
 #: the policies the phase kernel runs: the list family, LFU, LHU, Belady, the credit family,
-#: Marking, Score-Based, BlindOracle and the markers (an eviction scans the partition)
+#: Marking, Score-Based and the prediction policies (an eviction scans the partition)
 SCANNED_POLICIES = ["lfu", "lfu-dist", "lhu", "lhu-dist", "belady", "belady-dist",
                     *CREDIT_POLICIES, "marking", "marking-dist", "score-based",
                     "score-based-dist", "blind-oracle", "blind-oracle-dist",
                     "blind-oracle:oracle:eta=0.5,seed=1", "blind-oracle-dist:oracle:eta=0.3",
                     "predictive-marker", "predictive-marker-dist:oracle:eta=0.5", "lmarker",
-                    "lmarker-dist:oracle"]
+                    "lmarker-dist:oracle", "robust-blind-oracle",
+                    "robust-blind-oracle-dist:oracle:eta=0.5"]
 PHASE_POLICIES = [*LIST_POLICIES, *SCANNED_POLICIES]
 #: with prefetching, LLRU and LLRU-latest (and -dist) find their victims by a scan
 PREFETCH_POLICIES = PHASE_POLICIES
@@ -144,7 +145,7 @@ def test_rounds_traces(name, trace, data, pred, miss):
                                   "lhu-dist", "belady", *CREDIT_POLICIES, "marking",
                                   "marking-dist", "score-based", "blind-oracle",
                                   "blind-oracle-dist:oracle:eta=0.3", "predictive-marker",
-                                  "lmarker-dist"])
+                                  "lmarker-dist", "robust-blind-oracle:oracle"])
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS[:3]]),
        cascade=st.sampled_from(["lowest-bit", "priority", "none", "substitute"]))
 def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
@@ -173,6 +174,23 @@ def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
         assert_same(ref, got)
 
 
+@pytest.mark.parametrize("spec", ["robust-blind-oracle", "robust-blind-oracle:oracle:eta=0.5"])
+@given(trace=scored_traces(), data=st.data(), pred=st.sampled_from(PREDICTORS),
+       miss=st.sampled_from(MISSES))
+def test_robust_combiner_state(spec, trace, data, pred, miss):
+    """The shared combiner ends a compiled phase run as a reference run leaves it: its virtual
+    caches' miss counts (which a prefetch's eviction after a request the policy did not hear
+    also moves), its leader and its switches."""
+    k = data.draw(st.integers(1, trace.layout.n_pages + 1))
+    pols = [make_policy(spec), make_policy(spec)]
+    res = [simulate(trace, pol, k, engine=engine, prefetch=prefetcher(pred, "topk", trace),
+                    miss=make_miss(miss), record=True)
+           for pol, engine in zip(pols, ("reference", "fast"), strict=True)]
+    assert_same(*res)
+    ref, got = pols
+    assert (got.cost, got.leader, got.switches) == (ref.cost, ref.leader, ref.switches)
+
+
 @pytest.mark.parametrize("name", CREDIT_POLICIES)
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS]),
        miss=st.sampled_from(MISSES))
@@ -188,7 +206,7 @@ def test_unsupported_configurations_fall_back_or_refuse():
 
     tr = generators.zipf(n=4, layers=3, tokens=20, seed=0)
     pf = Prefetcher(make_prefetch_predictor("frequency"))
-    for name, kw in (("arc", dict(miss="substitute")), ("robust-blind-oracle", dict(prefetch=pf)),
+    for name, kw in (("arc", dict(miss="substitute")), ("token-hazard", dict(prefetch=pf)),
                      ("lecar", dict(prefetch=pf, miss="substitute"))):
         with pytest.raises(PagingError, match="no compiled kernel for this run") as e:
             simulate(tr, name, 3, engine="fast", **kw)

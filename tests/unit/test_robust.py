@@ -187,3 +187,25 @@ def test_byte_budget_counts_the_virtual_caches_in_bytes():
         by_bytes = simulate(trace, policy, budget=15, sizes=sizes)
         assert by_bytes.misses == by_k.misses
     assert simulate(trace, "robust-token-match", 5).misses != simulate(trace, "lru", 5).misses
+
+
+def test_robust_blind_oracle_virtual_ties_go_to_the_first_inserted():
+    """The combiner's virtual BlindOracle evicts the largest (prediction, -latest request), and
+    of two equal pages the one it took in first. One layer of 8, c = 2, the frequency
+    predictor: 5 at t0 (predicted 1.0), 3 at t1 (3.0), then a prefetch batch after t1 gives both
+    prediction 2.0 and latest request 1; page 6 at t2 misses the virtual cache and evicts 5.
+    (A set, as before, iterated {3, 5} from 3 and evicted 3.)"""
+    from paging.policies.base import Context
+
+    lay = Layout(8, 1)
+    pol = make_policy("robust-blind-oracle")
+    pol.reset(Context(layout=lay, capacity=2, rng=np.random.default_rng(0),
+                      steps=np.arange(3), n_requests=3))
+    pol.on_insert(0, 5)
+    pol.on_insert(1, 3)
+    assert pol.pred == {5: 1.0, 3: 3.0} and list(pol.bo) == [5, 3]
+    pol.on_prefetch(1, 5)
+    pol.on_prefetch(1, 3)
+    assert pol.pred == {5: 2.0, 3: 2.0} and pol.last == {5: 1, 3: 1}
+    pol.on_insert(2, 6)
+    assert list(pol.bo) == [3, 6] and pol.cost == [3, 3]
