@@ -13,13 +13,14 @@ a *universe* of pages (all nℓ pages, or the n pages of its layer); pages outsi
 requested by it, and where the reference's numpy work runs over all nℓ pages (token-decay's
 totals and log-losses) the kernel lays out the same nℓ values, constants outside the universe,
 and sums them in numpy's order (its pairwise summation, :func:`pairwise`), so that every
-probability, log-loss and posterior weight is the reference's to the last bit (numpy's float64
-``log``, ``log1p``, ``exp``, 2-row ``matmul`` and 5-element ``dot`` on this build are the libm
-calls and plain sums the kernel makes; ``tests/property/test_token_kernels.py`` compares the
-two). Victims are then chosen by the same total order: (P(unused) rounded at 1e-9, layer
-distance (z - c - 1) mod ℓ, page id), the largest evicted; the combiner's lazy rule takes the
-least recently requested page outside the leader's virtual cache (and, preferably, outside the
-other's).
+probability, log-loss and posterior weight is the reference's to the last bit (the reference
+takes its ``log``, ``log1p``, ``exp``, 2-row mixtures and 5-term dot from
+:mod:`paging.floatops`: the C library's calls and the plain products and sums the kernel makes,
+where numpy's own differ in the last bit on AVX-512 machines;
+``tests/property/test_token_kernels.py`` compares the two). Victims are then chosen by the
+same total order: (P(unused) rounded at 1e-9, layer distance (z - c - 1) mod ℓ, page id),
+the largest evicted; the combiner's lazy rule takes the least recently requested page outside
+the leader's virtual cache (and, preferably, outside the other's).
 
 What the kernels follow of the reference, hook for hook: a policy hears a request only through
 ``on_hit``, ``victims`` and ``on_insert``, so a bypassed request is unseen (its token may then

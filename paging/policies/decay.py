@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from paging import floatops
 from paging.options import take_float, take_int
 from paging.policies.base import CacheView, Context
 from paging.policies.tokens import TokenPolicy
@@ -106,7 +107,7 @@ class TokenDecay(TokenPolicy):
 
     def weights(self) -> np.ndarray:
         """The memories' posterior weights w_j ∝ exp(−L_j)."""
-        w = np.exp(-(self.loss - self.loss.min()))
+        w = floatops.exp(-(self.loss - self.loss.min()))
         return w / w.sum()
 
     def _score(self, pi: np.ndarray) -> None:
@@ -115,7 +116,7 @@ class TokenDecay(TokenPolicy):
         if self.n_tok >= 2:
             q = np.clip(pi, 1e-4, 1.0 - 1e-4)
             u = self.used
-            self.loss -= np.log(q[:, u]).sum(1) + np.log1p(-q[:, ~u]).sum(1)
+            self.loss -= floatops.log(q[:, u]).sum(1) + floatops.log1p(-q[:, ~u]).sum(1)
 
     def _end_token(self) -> None:
         D, N = self.decayed, self.n_decayed
@@ -130,9 +131,10 @@ class TokenDecay(TokenPolicy):
         its start) and for the next one (the current token counted as ended now)."""
         w, lams = self.weights(), self.lams[:, None]
         D, N = self.decayed, self.n_decayed
-        h = w @ self.probs(D[:, cands], N, self.total)
+        h = floatops.mix(w, self.probs(D[:, cands], N, self.total))
         after = lams * D[:, cands] + self.used[cands]
-        p = w @ self.probs(after, self.lams * N + 1.0, self.lams * self.total + self.n_used)
+        p = floatops.mix(w, self.probs(after, self.lams * N + 1.0,
+                                       self.lams * self.total + self.n_used))
         return h, p
 
     def p_unused(self, t: int, cands: np.ndarray) -> np.ndarray:

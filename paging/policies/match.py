@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from paging import floatops
 from paging.options import take_float, take_int
 from paging.policies.base import Context
 from paging.policies.decay import TokenDecay
@@ -101,8 +102,8 @@ class TokenMatch(TokenDecay):
     def beta(self) -> float:
         """The mixing weight: the posterior mean of β over :data:`BETAS`, or 0 below
         :data:`BETA_OFF`."""
-        w = np.exp(-(self.beta_loss - self.beta_loss.min()))
-        b = float(w @ BETAS / w.sum())
+        w = floatops.exp(-(self.beta_loss - self.beta_loss.min()))
+        b = floatops.dot(w, BETAS) / float(w.sum())
         return b if b >= BETA_OFF else 0.0
 
     def match(self) -> np.ndarray | None:
@@ -134,11 +135,11 @@ class TokenMatch(TokenDecay):
         (token-decay's, with the weights before its memories pay, and the match made from the
         token before), then token-decay's memories pay theirs."""
         if self.n_tok >= 2 and self.m_cur is not None:
-            dec = self.weights() @ pi
+            dec = floatops.mix(self.weights(), pi)
             u = self.used
             for i, b in enumerate(BETAS):
                 x = np.clip(self.mixed(dec, self.m_cur, b), 1e-4, 1.0 - 1e-4)
-                self.beta_loss[i] -= np.log(x[u]).sum() + np.log1p(-x[~u]).sum()
+                self.beta_loss[i] -= floatops.log(x[u]).sum() + floatops.log1p(-x[~u]).sum()
         super()._score(pi)
 
     def _end_token(self) -> None:

@@ -132,11 +132,13 @@ def test_pairwise_is_numpys_sum():
         assert pairwise(a, 0, n) == a.sum()
 
 
-def test_numpys_float_work_is_the_kernels():
-    """The bit-for-bit agreement rests on numpy's float64 log, log1p and exp being the libm
-    calls the kernel makes, and its 2-row matmul and 5-element dot being plain sums (true on
-    this build; a numpy with its own SIMD log would differ in the last bit, rarely a decision)."""
+def test_the_references_float_work_is_the_kernels():
+    """The bit-for-bit agreement rests on the reference's log, log1p, exp, row mixtures and
+    dots being the kernel's scalar operations (:mod:`paging.floatops`: numpy's own log and
+    BLAS's matmul differ in the last bit on AVX-512 machines)."""
     from numba import njit
+
+    from paging import floatops
 
     @njit
     def scalar(x):
@@ -148,16 +150,29 @@ def test_numpys_float_work_is_the_kernels():
     rng = np.random.default_rng(5)
     x = rng.random(20000) * 0.9998 + 1e-4
     got = scalar(x)
-    assert np.array_equal(got[0], np.log(x)) and np.array_equal(got[1], np.log1p(-x))
-    assert np.array_equal(got[2], np.exp(-50 * x))
+    assert np.array_equal(got[0], floatops.log(x)) and np.array_equal(got[1], floatops.log1p(-x))
+    assert np.array_equal(got[2], floatops.exp(-50 * x))
+    two = x[:600].reshape(2, 300)  # any shape, the same values
+    assert np.array_equal(floatops.log(two), got[0, :600].reshape(2, 300))
+    @njit
+    def rows(w, X):  # the kernel's w[0]*X[0] + w[1]*X[1], and its 5-term dot
+        out = np.empty(X.shape[1])
+        for q in range(X.shape[1]):
+            out[q] = w[0] * X[0, q] + w[1] * X[1, q]
+        return out
+
+    @njit
+    def dot5(v, b):
+        d = 0.0
+        for j in range(5):
+            d += v[j] * b[j]
+        return d
+
     w, X = rng.random(2), rng.random((2, 500))
-    assert np.array_equal(w @ X, w[0] * X[0] + w[1] * X[1])
+    assert np.array_equal(floatops.mix(w, X), rows(w, X))
     b = np.linspace(0.0, 1.0, 5)
     for v in rng.random((200, 5)):
-        acc = 0.0
-        for j in range(5):
-            acc += v[j] * b[j]
-        assert v @ b == acc
+        assert floatops.dot(v, b) == dot5(v, b)
 
 
 def test_what_stays_in_the_reference_loop():
