@@ -71,7 +71,7 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         insists on one; ``reference`` always runs the Python loop below. Runs with a
         prefetcher or a miss handler have kernels for the list policies (LRU, FIFO, FWF, FLD,
         Least-Stale, LLRU, and their ``-dist`` variants), LFU, LHU, Belady, the credit policies,
-        Marking, Score-Based, BlindOracle and the markers with the built-in prefetcher and
+        Marking, Score-Based and the prediction policies with the built-in prefetcher and
         handlers (:mod:`paging.fast.phases`); other configurations take the
         reference loop (``fast`` refuses them, saying why).
     prefetch : paging.predict.prefetch.Prefetcher, optional

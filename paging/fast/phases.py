@@ -1,12 +1,13 @@
 """Compiled SpecMD phases: the list policies, LFU, LHU, Belady, the credit policies, Marking,
-Score-Based, BlindOracle, PredictiveMarker and LMarker with prefetching and miss handling.
+Score-Based and the prediction policies (BlindOracle, PredictiveMarker, LMarker, the robust
+combiner) with prefetching and miss handling.
 
 :func:`run_phases` replays a trace exactly as the reference loop
 (:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
 prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
 (:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU, LHU, Belady, the
-credit policies of :mod:`paging.fast.credit`, Marking, Score-Based, BlindOracle and the
-markers (and their ``-dist`` variants): same misses, per-layer misses, collision misses,
+credit policies of :mod:`paging.fast.credit`, Marking, Score-Based and the prediction policies
+(and their ``-dist`` variants): same misses, per-layer misses, collision misses,
 bypasses, hit mask, eviction log (rows and order), and the observers' counters and logs
 (:class:`paging.observers.PrefetchStats`, :class:`paging.observers.MissStats`), field by field.
 
@@ -99,6 +100,17 @@ furthest unmarked candidate (BlindOracle's order) or, when the chain is longer t
 the next of the run's draws; with no unmarked candidate a new phase begins (marks, evictions
 and chains erased).
 
+The robust combiner (kind ``ROBUST_SCAN``): every request the policy hears (the same places)
+is also a request of its virtual BlindOracle and LRU caches (``RobustBlindOracle._see``: their
+miss counts, the leader switching when its count exceeds twice the other's), and so is the
+prefetched page x of a prefetch's eviction after a request it did not hear. The virtual
+BlindOracle keeps its pages in insertion order and evicts the largest (prediction, −latest
+request), the first inserted among equals (a prefetch batch gives its pages equal ones); the
+virtual caches read the pages' current predictions, which a prefetch sets. The real victim is
+the least recently requested candidate outside the leader's virtual cache, else the least
+recently requested candidate, the first in the partition's dict among equals. A shared
+combiner ends with the run's ``leader``, ``switches`` and ``cost``, as after a reference run.
+
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
 ``engine="fast"`` refuses), each for a written reason:
 
@@ -106,11 +118,6 @@ Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the referenc
   and adaptation steps run under the per-request guard of the request just served, so a
   prefetched page found in a ghost list stays there and p (ARC) or the weights (LeCaR) move
   or not depending on whether that request hit: a reading to settle before it is compiled.
-* the robust combiner of BlindOracle and LRU: the same ``victim(t, x)`` call, after a request
-  it did not hear, makes the prefetched page x a request of its virtual BlindOracle and LRU
-  caches (their miss counts, hence the leader), and its virtual BlindOracle, a Python set,
-  breaks ties between equal (prediction, latest request), which prefetches create (every page
-  of a batch gets t + 1 and t), in the set's hash order: a reading to settle first.
 * the token and learned families (token-hazard, token-decay, token-match, FlashMoE): their
   plain kernels run at 0.4-1 M requests/s (:mod:`paging.fast.tokens`,
   :mod:`paging.fast.learned`); each phase would be a second copy of their token state
@@ -1076,9 +1083,10 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
                             or spec[0] == "predictive"):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
                 "(the list policies, LFU, LHU, Belady, the credit policies, Marking, "
-                "Score-Based, BlindOracle and the markers do: lru, fifo, fwf, llru, fld, "
+                "Score-Based and the prediction policies do: lru, fifo, fwf, llru, fld, "
                 "least-stale, lfu, lhu, belady, greedy-dual, landlord, gdsf, layered-landlord, "
-                "marking, score-based, blind-oracle, predictive-marker, lmarker, ...)")
+                "marking, score-based, blind-oracle, predictive-marker, lmarker, "
+                "robust-blind-oracle, ...)")
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
             return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
