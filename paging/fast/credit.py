@@ -104,6 +104,7 @@ def _push(hk, ht, hp, pos, base, hs, q, page, key, tie):
 
 @njit(cache=True, nogil=True, inline="always")
 def _unlink(nxt, prv, head, tail, q, v):
+    """Take page v out of partition q's sorted list."""
     a = prv[v]
     b = nxt[v]
     if a >= 0:
@@ -180,7 +181,7 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
     grouped = is_grouped(steps)
     layer_of = np.arange(P) // n_experts
     scan = kind == LAYERED
-    nxt = np.full(P if scan else 0, -1, np.int64)  # Layered Landlord: one list a partition,
+    nxt = np.full(P if scan else 0, -1, np.int64)  # Layered Landlord: a list per partition,
     prv = np.full(P if scan else 0, -1, np.int64)  # sorted by (credit, last request)
     head = np.full(nparts, -1, np.int64)
     tail = np.full(nparts, -1, np.int64)
@@ -259,7 +260,7 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
                     # The list is sorted by (credit, last request), so its first unpinned page
                     # has the smallest credit c and, of those, the oldest step τ0: the largest
                     # R = (s - τ) // ℓ is τ0's, and only the pages of credit c that follow it
-                    # with τ <= s - R·ℓ (at most one a step) share that R. A page of layer zz
+                    # with τ <= s - R·ℓ (at most ℓ steps' pages) share it. A page of layer zz
                     # is requested only at steps ≡ zz (mod ℓ), so with r = (c - zz) mod ℓ
                     # (c = s mod ℓ) R·ℓ + D = s - τ - r + (ℓ - r if r > 0 else 0): one
                     # integer orders (R, D), with no division (as the list kernel's LLRU)

@@ -46,13 +46,13 @@ None): any other predictor (a learned or user-registered one may keep any state 
 anything the context offers), a subclass of the two (it may change ``predict``), a ``-dist``
 policy whose factory hands the same predictor object to every layer (the layers' resets would
 overwrite one another's predictions; ``make_policy`` builds one per layer), and, as for every
-kernel, a subclass of a policy that does not declare its own ``kernel``. Runs with a
-prefetcher, a miss handler or a routing hook take the reference loop anyway
-(:func:`paging.simulate.simulate`). A compiled run leaves the policy object as it was, except
-what a reference run leaves that callers read: a shared policy's ``oracle`` predictor is reset
-(its ``pred``, ``values`` and ``opt``), a shared combiner ends with its ``leader``,
-``switches`` and ``cost``; the other bookkeeping (``pred``/``last`` dicts, marks, the
-``frequency`` predictor's counts, a ``-dist`` policy's sub-policies) exists only after a
+kernel, a subclass of a policy that does not declare its own ``kernel``. Runs with a prefetcher
+or a miss handler take the phase kernel (:mod:`paging.fast.phases`, the same predictions and
+victim rules), routing hooks the reference loop. A compiled run leaves the policy object as it
+was, except what a reference run leaves that callers read: a shared policy's ``oracle``
+predictor is reset (its ``pred``, ``values`` and ``opt``), a shared combiner ends with its
+``leader``, ``switches`` and ``cost``; the other bookkeeping (``pred``/``last`` dicts, marks,
+the ``frequency`` predictor's counts, a ``-dist`` policy's sub-policies) exists only after a
 reference run.
 
 Cost per request: O(1) for a hit and for a miss with room (plus, for the combiner, O(c) when
