@@ -12,8 +12,9 @@ page of credit <= its own (the tail when rates are equal and L does not fall: O(
 the walk passes the pages of larger credit). The victim is found from the head: the first
 unpinned page has the smallest credit and, of those, the oldest step τ0, hence the largest
 R = (s − τ0) // ℓ; only the pages of that credit that follow it with τ <= s − R·ℓ share that
-R (those of at most ℓ steps), so an eviction reads those pages only (the kernel alone: 2.9 -> 7.2
-M req/s on the 2M-request benchmark, k = 43).
+R (those of at most ℓ steps), so an eviction reads those pages only (`bench_matrix.py --policy
+layered-landlord --phase plain`: 6.6–7.1 M req/s, where the scan of every resident ran at
+3.3–4.2 M).
 
 The float arithmetic is the reference's, operation for operation (``L + w/s``, ``f·w/s``),
 so credits, ties and victims are identical. Pinned pages (groups mode) at the top of a heap
@@ -25,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import buffers, is_grouped
+from paging.fast.common import buffers, is_grouped, unlink
 
 GREEDY_DUAL, LANDLORD, GDSF, LAYERED = 0, 1, 2, 3
 
@@ -103,21 +104,6 @@ def _push(hk, ht, hp, pos, base, hs, q, page, key, tie):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _unlink(nxt, prv, head, tail, q, v):
-    """Take page v out of partition q's sorted list."""
-    a = prv[v]
-    b = nxt[v]
-    if a >= 0:
-        nxt[a] = b
-    else:
-        head[q] = b
-    if b >= 0:
-        prv[b] = a
-    else:
-        tail[q] = a
-
-
-@njit(cache=True, nogil=True, inline="always")
 def _insert_sorted(nxt, prv, head, tail, credit, q, p, h):
     """Put page p (credit h, requested now: the latest request of the list) after the last
     page of credit <= h, so that the list stays sorted by (credit, last request). With
@@ -155,10 +141,11 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
     off = np.zeros(nparts + 1, np.int64)
     for q in range(nparts):
         off[q + 1] = off[q] + min(caps[q], part_pages)
-    m_all = max(off[nparts], 1)
+    scan = kind == LAYERED
+    m_all = 1 if scan else max(off[nparts], 1)  # (Layered Landlord keeps a list, no heap)
     hk = np.zeros(m_all, np.float64)   # heap: credit
     ht = np.zeros(m_all, np.int64)     # heap: last request index (tie-break)
-    hp = np.zeros(m_all, np.int64)     # heap (or resident list for LAYERED): page
+    hp = np.zeros(m_all, np.int64)     # heap: page
     hs = np.zeros(nparts, np.int64)
     used = np.zeros(nparts, np.int64)
     infl = np.zeros(nparts, np.float64)  # L of each partition
@@ -180,7 +167,6 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
     n_byp = 0
     grouped = is_grouped(steps)
     layer_of = np.arange(P) // n_experts
-    scan = kind == LAYERED
     nxt = np.full(P if scan else 0, -1, np.int64)  # Layered Landlord: a list per partition,
     prv = np.full(P if scan else 0, -1, np.int64)  # sorted by (credit, last request)
     head = np.full(nparts, -1, np.int64)
@@ -225,7 +211,7 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
             last[p] = t
             last_step[p] = s
             if scan:  # re-place the page in its partition's sorted list
-                _unlink(nxt, prv, head, tail, q, p)
+                unlink(nxt, prv, head, tail, q, p)
                 _insert_sorted(nxt, prv, head, tail, credit, q, p, h)
             else:  # re-place the page: its credit usually grew (sift down), but it can
                 # shrink when L fell (a pinned page of smallest credit forced a larger victim,
@@ -282,8 +268,7 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
                                 bkey = key
                                 bl = last[v]
                         v = nxt[v]
-                    _unlink(nxt, prv, head, tail, q, victim)
-                    hs[q] -= 1
+                    unlink(nxt, prv, head, tail, q, victim)
                     pos[victim] = -1
                 else:
                     while pin[hp[base]] == s:
@@ -315,8 +300,7 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
         last_step[p] = s
         if scan:
             _insert_sorted(nxt, prv, head, tail, credit, q, p, h)
-            pos[p] = 0
-            hs[q] += 1
+            pos[p] = 0  # resident (pos is a heap index for the other kinds)
         else:
             _push(hk, ht, hp, pos, base, hs, q, p, h, t)
         used[q] += need

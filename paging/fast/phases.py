@@ -133,7 +133,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import is_grouped
+from paging.fast.common import append, is_grouped, unlink
 from paging.fast.credit import GDSF, GREEDY_DUAL
 from paging.fast.credit import LAYERED as LAYERED_LANDLORD
 from paging.fast.lists import (
@@ -332,34 +332,6 @@ def _predict(pkind, preds, row, next_use, occ_pos, occ_start, fcount, pages, x, 
     return float(_next_after(occ_pos, occ_start, x, t, n)) + (preds[row, t] - float(next_use[t]))
 
 
-@njit(cache=True, nogil=True, inline="always")
-def _ll_unlink(nx, pv, hd, tl, q, v):
-    """Take page v out of partition q's list (``hd`` its oldest end)."""
-    a = pv[v]
-    b = nx[v]
-    if a >= 0:
-        nx[a] = b
-    else:
-        hd[q] = b
-    if b >= 0:
-        pv[b] = a
-    else:
-        tl[q] = a
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _ll_append(nx, pv, hd, tl, q, v):
-    """Put page v at the newest end of partition q's list."""
-    e = tl[q]
-    pv[v] = e
-    nx[v] = -1
-    if e >= 0:
-        nx[e] = v
-    else:
-        hd[q] = v
-    tl[q] = v
-
-
 @njit(cache=True, nogil=True)
 def _robust_hear(y, q, vc, in_bo, bnx, bpv, bhd, btl, bcnt, in_lru, lnx, lpv, lhd, ltl, lcnt,
                  bpred, last_t, rob):
@@ -381,24 +353,24 @@ def _robust_hear(y, q, vc, in_bo, bnx, bpv, bhd, btl, bcnt, in_lru, lnx, lpv, lh
                     bk = bpred[v]
                     bl = last_t[v]
                 v = bnx[v]
-            _ll_unlink(bnx, bpv, bhd, btl, q, best)
+            unlink(bnx, bpv, bhd, btl, q, best)
             in_bo[best] = False
             bcnt[q] -= 1
-        _ll_append(bnx, bpv, bhd, btl, q, y)
+        append(bnx, bpv, bhd, btl, q, y)
         in_bo[y] = True
         bcnt[q] += 1
     if in_lru[y]:
         if ltl[q] != y:
-            _ll_unlink(lnx, lpv, lhd, ltl, q, y)
-            _ll_append(lnx, lpv, lhd, ltl, q, y)
+            unlink(lnx, lpv, lhd, ltl, q, y)
+            append(lnx, lpv, lhd, ltl, q, y)
     else:
         rob[q, 3] += 1
         if lcnt[q] >= vc:
             h = lhd[q]
-            _ll_unlink(lnx, lpv, lhd, ltl, q, h)
+            unlink(lnx, lpv, lhd, ltl, q, h)
             in_lru[h] = False
             lcnt[q] -= 1
-        _ll_append(lnx, lpv, lhd, ltl, q, y)
+        append(lnx, lpv, lhd, ltl, q, y)
         in_lru[y] = True
         lcnt[q] += 1
     lead = rob[q, 0]
@@ -970,10 +942,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     resident[victim] = False
                     used[q] -= room[victim]
                     evicted_pass[victim] = now_pass
-                    if mark:
+                    if mark or pm:
                         marked[victim] = False
-                    if pm:  # on_evict: unmarked, removed by the current chain's eviction
-                        marked[victim] = False
+                    if pm:  # on_evict: removed by the current chain's eviction
                         evc[victim] = cur[q]
                         evph[victim] = mphase[q]
                     if credit:  # on_evict: L becomes the victim's credit; GDSF forgets
