@@ -763,12 +763,12 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                 bc = count[v]
                                 bl = last_t[v]
                             v = prv[v]
-                    elif predf:
+                    elif predf or mark:
                         # victim(t, x) first asks the predictor about x when the policy has
                         # not heard request t (a prefetch after a request dropped or bypassed,
                         # or of another layer's partition): the prefetched page is counted,
                         # and its prediction then replaced by on_prefetch's
-                        if heard[q] != t:
+                        if predf and heard[q] != t:
                             heard[q] = t
                             val = _predict(pkind, preds, pred_row[q], next_use, occ_pos,
                                            occ_start, fcount, pages, x, t, n)
@@ -781,17 +781,14 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                 _robust_hear(x, q, max(caps[q], 1), in_bo, bnx, bpv, bhd, btl,
                                              bcnt, in_lru, lnx, lpv, lhd, ltl, lcnt, bpred,
                                              last_t, rob)
-                        rand = False
+                        rand = mark  # Marking: always a uniform unmarked candidate
                         m = 0
                         lo_p = zx * n_experts if dist else 0
                         hi_p = lo_p + n_experts if dist else P
-                        if pm:
-                            # _MarkingBase._unmarked: the unmarked candidates; none: a new
-                            # phase (marks, evictions and chains erased, every candidate
-                            # counts); the chain, once per request (and again after a new
-                            # phase): x evicted earlier in the phase continues the chain of
-                            # that eviction, else it starts one (x is the prefetched page for
-                            # a prefetch's eviction, as victim(t, x) is called with it)
+                        if pm or mark:
+                            # the unmarked candidates (Marking, _MarkingBase._unmarked); none:
+                            # a new phase (the partition's marks erased, and the markers'
+                            # evictions and chains, every candidate counts)
                             for y in range(lo_p, hi_p):
                                 if resident[y] and pin[y] != stamp and not marked[y]:
                                     m += 1
@@ -802,6 +799,11 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                         m += 1
                                 mphase[q] += 1
                                 vt[q] = -1
+                        if pm:
+                            # the chain, once per request (and again after a new phase): x
+                            # evicted earlier in the phase continues the chain of that
+                            # eviction, else it starts one (x is the prefetched page for a
+                            # prefetch's eviction, as victim(t, x) is called with it)
                             if vt[q] != t:
                                 vt[q] = t
                                 st = evph[x] == mphase[q]
@@ -820,6 +822,7 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                 rand = stale[q]
                         victim = -1
                         if rand:  # the unmarked candidate of rank ⌊u·m⌋ by page id
+                            # (pick_uniform)
                             pick = int(draws[n_draw] * m)
                             n_draw += 1
                             for y in range(lo_p, hi_p):
@@ -874,29 +877,6 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                 victim = v
                                 bn = bnu[v]
                             v = prv[v]
-                    elif mark:
-                        # a uniform unmarked candidate, by id (pick_uniform); none: the phase
-                        # ends, the partition's marks are erased and every candidate counts
-                        lo_p = zx * n_experts if dist else 0
-                        hi_p = lo_p + n_experts if dist else P
-                        m = 0
-                        for y in range(lo_p, hi_p):
-                            if resident[y] and pin[y] != stamp and not marked[y]:
-                                m += 1
-                        if m == 0:
-                            for y in range(lo_p, hi_p):
-                                marked[y] = False
-                                if resident[y] and pin[y] != stamp:
-                                    m += 1
-                        pick = int(draws[n_draw] * m)
-                        n_draw += 1
-                        victim = -1
-                        for y in range(lo_p, hi_p):
-                            if resident[y] and pin[y] != stamp and not marked[y]:
-                                if pick == 0:
-                                    victim = y
-                                    break
-                                pick -= 1
                     elif credit:
                         # the smallest credit, then (Layered Landlord) LLRU's largest R and D,
                         # then the oldest last request, then the first in the partition's dict
