@@ -75,7 +75,8 @@ N_R = 10
 
 @njit(cache=True, nogil=True)
 def _pw_block(a, lo, n):
-    """numpy's pairwise sum of at most 128 values: 8 lanes, then the rest one by one."""
+    """numpy's pairwise sum of at most 128 values ``a[lo:lo+n]``: 8 lanes, then the rest one
+    by one."""
     if n < 8:
         res = 0.0
         for i in range(lo, lo + n):
@@ -103,17 +104,103 @@ def _pw_block(a, lo, n):
     return res
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _at(a, j, ra, rm, c):
+    j -= ra
+    return a[j] if 0 <= j < rm else c
+
+
 @njit(cache=True, nogil=True)
-def pairwise(a, lo, n):
-    """``a[lo:lo+n].sum()`` in numpy's order: blocks of at most 128 values (:func:`_pw_block`)
-    combined by halving, the split a multiple of 8. Written with an explicit stack (a cached
-    recursive numba function crashed when loaded from the cache)."""
-    if n <= 128:
-        return _pw_block(a, lo, n)
+def _pw_block_runs(a, lo, n, ra, rm, c):
+    """:func:`_pw_block` over positions lo..lo+n−1 of the virtual array that holds ``a[0:rm]``
+    at positions ra..ra+rm−1 and ``c`` everywhere else (:func:`pairwise_runs`): the same
+    additions, those of c alone done once for the eight equal lanes."""
+    if lo + n <= ra or lo >= ra + rm:  # c alone: the eight lanes are equal
+        if n < 8:
+            res = 0.0
+            for _ in range(n):
+                res += c
+            return res
+        r = c
+        for _ in range(8, n - n % 8, 8):
+            r += c
+        res = ((r + r) + (r + r)) + ((r + r) + (r + r))
+        for _ in range(n % 8):
+            res += c
+        return res
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += _at(a, i, ra, rm, c)
+        return res
+    r0, r1, r2, r3 = _at(a, lo, ra, rm, c), _at(a, lo + 1, ra, rm, c), _at(
+        a, lo + 2, ra, rm, c), _at(a, lo + 3, ra, rm, c)
+    r4, r5, r6, r7 = _at(a, lo + 4, ra, rm, c), _at(a, lo + 5, ra, rm, c), _at(
+        a, lo + 6, ra, rm, c), _at(a, lo + 7, ra, rm, c)
+    i = 8
+    m = n - n % 8
+    while i < m:
+        j = lo + i
+        if j + 8 <= ra or j >= ra + rm:  # eight c's
+            r0 += c
+            r1 += c
+            r2 += c
+            r3 += c
+            r4 += c
+            r5 += c
+            r6 += c
+            r7 += c
+            i += 8
+            continue
+        r0 += _at(a, j, ra, rm, c)
+        r1 += _at(a, j + 1, ra, rm, c)
+        r2 += _at(a, j + 2, ra, rm, c)
+        r3 += _at(a, j + 3, ra, rm, c)
+        r4 += _at(a, j + 4, ra, rm, c)
+        r5 += _at(a, j + 5, ra, rm, c)
+        r6 += _at(a, j + 6, ra, rm, c)
+        r7 += _at(a, j + 7, ra, rm, c)
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += _at(a, lo + i, ra, rm, c)
+        i += 1
+    return res
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _leaf(a, lo, n, ra, rm, c, runs):
+    return _pw_block_runs(a, lo, n, ra, rm, c) if runs else _pw_block(a, lo, n)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _split(n):
     n2 = n // 2
-    n2 -= n2 % 8
-    if n - n2 <= 128:  # two blocks (up to 256 values): no stack to allocate
-        return _pw_block(a, lo, n2) + _pw_block(a, lo + n2, n - n2)
+    return n2 - n2 % 8
+
+
+@njit(cache=True, nogil=True)
+def _pw_tree(a, lo, n, ra, rm, c, runs):
+    """numpy's pairwise order: blocks of at most 128 values (:func:`_pw_block`) combined by
+    halving, the split a multiple of 8. Two levels of halving are written out (no allocation:
+    the rows of up to about 480 values the token kernels sum); deeper trees walk an explicit
+    stack (a cached recursive numba function crashed when loaded from the cache)."""
+    if n <= 128:
+        return _leaf(a, lo, n, ra, rm, c, runs)
+    n2 = _split(n)
+    if n - n2 <= 128:
+        return _leaf(a, lo, n2, ra, rm, c, runs) + _leaf(a, lo + n2, n - n2, ra, rm, c, runs)
+    h = n - n2
+    h2 = _split(h)
+    if h - h2 <= 128 and n2 - _split(n2) <= 128:
+        if n2 <= 128:
+            left = _leaf(a, lo, n2, ra, rm, c, runs)
+        else:
+            g2 = _split(n2)
+            left = _leaf(a, lo, g2, ra, rm, c, runs) + _leaf(a, lo + g2, n2 - g2, ra, rm, c,
+                                                             runs)
+        return left + (_leaf(a, lo + n2, h2, ra, rm, c, runs) + _leaf(a, lo + n2 + h2, h - h2,
+                                                                       ra, rm, c, runs))
     los = np.empty(64, np.int64)
     ns = np.empty(64, np.int64)
     phase = np.zeros(64, np.int64)
@@ -131,7 +218,7 @@ def pairwise(a, lo, n):
             ns[top + 1] = n2
             top += 1
             continue
-        ret = _pw_block(a, los[top], m)
+        ret = _leaf(a, los[top], m, ra, rm, c, runs)
         top -= 1
         while phase[top] == 2:  # a right half done: combine and go up
             ret = left[top] + ret
@@ -146,6 +233,19 @@ def pairwise(a, lo, n):
         ns[top + 1] = ns[top] - n2
         phase[top + 1] = 0
         top += 1
+
+
+@njit(cache=True, nogil=True)
+def pairwise(a, lo, n):
+    """``a[lo:lo+n].sum()`` in numpy's order (:func:`_pw_tree`)."""
+    return _pw_tree(a, lo, n, 0, 0, 0.0, False)
+
+
+@njit(cache=True, nogil=True)
+def pairwise_runs(a, ra, rm, c, n):
+    """The sum, in numpy's order, of n values: ``c`` at positions 0..ra−1, ``a[0:rm]``, then
+    ``c`` again; the blocks of c alone cost one lane each, not eight."""
+    return _pw_tree(a, 0, n, ra, rm, c, True)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -236,30 +336,40 @@ def _match(S, i, which):
     W = ist[i, I_W]
     n = ist[i, I_NHIST]
     filled = min(n, W)
-    srow = sim[i, :filled]
     for j in range(ist[i, I_NPEND]):
-        srow += hist[i, ipg[i, R_PEND, j], :filled]
+        h = hist[i, ipg[i, R_PEND, j]]
+        for s in range(filled):
+            sim[i, s] += h[s]
     ist[i, I_NPEND] = 0
     if n < 2:
         return 0
     lo = max(0, n - W)
     m = min(ist[i, I_NB], n - 1 - lo)
-    topv = np.full(m, -1, np.int64)  # the m largest keys (similarity, recency), descending
-    tops = np.full(m, -1, np.int64)
-    col = lo % W
-    for s in range(lo, n - 1):
+    # the m largest keys (similarity, recency), descending: scanned from the latest token
+    # back, a token enters only with a strictly larger similarity (of equal ones the later
+    # ranks first), and the scan stops once the m kept all reach |U|, the largest possible
+    topv = mcols[i, 2]  # scratch rows: no allocation per match
+    tops = mcols[i, 3]
+    for r in range(m):
+        topv[r] = -1
+        tops[r] = -1
+    cap = ist[i, I_NUSED]  # sim[s] = |U ∩ U_s| <= |U|
+    col = (n - 2) % W
+    for s in range(n - 2, lo - 1, -1):
         v = sim[i, col]
-        col += 1
-        if col == W:
-            col = 0
-        if v >= topv[m - 1]:  # s is the latest so far: of equal similarities it ranks first
+        col -= 1
+        if col < 0:
+            col = W - 1
+        if v > topv[m - 1]:
             r = m - 1
-            while r > 0 and v >= topv[r - 1]:
+            while r > 0 and v > topv[r - 1]:
                 topv[r] = topv[r - 1]
                 tops[r] = tops[r - 1]
                 r -= 1
             topv[r] = v
             tops[r] = s
+            if topv[m - 1] >= cap:
+                break
     if topv[0] == 0:  # no overlap at all
         return 0
     for r in range(m):
@@ -277,47 +387,52 @@ def _match_value(S, i, which, m, loc):
 
 
 @njit(cache=True, nogil=True)
-def _loss_rows(x, used_full, P, buf):
-    """Σ log(x[used]) + Σ log1p(−x[unused]) over the nℓ values x, each sum in numpy's order."""
+def _loss_rows(xl, cx, usedl, base, npg, P, buf):
+    """Σ log(x[used]) + Σ log1p(−x[unused]) over the P = nℓ values x, each sum in numpy's
+    order (q ascending). The instance's pages base..base+npg−1 take ``xl[loc]``; a ``-dist``
+    instance's other pages are never used and all take the one value ``cx``, so their
+    ``log1p(−cx)`` is computed once and summed by :func:`pairwise_runs` (the same numbers,
+    P − npg fewer logarithms and additions)."""
     nu = 0
-    for q in range(P):
-        if used_full[q]:
-            buf[nu] = np.log(x[q])
+    for loc in range(npg):
+        if usedl[loc]:
+            buf[nu] = np.log(xl[loc])
             nu += 1
     a = pairwise(buf, 0, nu)
     nn = 0
-    for q in range(P):
-        if not used_full[q]:
-            buf[nn] = np.log1p(-x[q])
+    for loc in range(npg):
+        if not usedl[loc]:
+            buf[nn] = np.log1p(-xl[loc])
             nn += 1
-    return a + pairwise(buf, 0, nn)
+    if npg == P:
+        return a + pairwise(buf, 0, nn)
+    return a + pairwise_runs(buf, base, nn, np.log1p(-cx), P - npg + nn)
 
 
 @njit(cache=True, nogil=True)
 def _decay_end(S, i, P):
+    """``TokenDecay`` / ``TokenMatch`` at a token's end: the losses of the memories and of the
+    five β, then the decayed counts. The reference scores all P pages; a ``-dist`` instance's
+    pages outside its layer share one probability per row (their counts are 0), so the rows
+    are computed over its npg pages plus that one value (:func:`_loss_rows`)."""
     ist, fst, ipg, fpg, scr = S[0], S[1], S[2], S[3], S[9]
     base, npg, M, ntok = ist[i, I_BASE], ist[i, I_NPG], ist[i, I_M], ist[i, I_NTOK]
     prior = fst[i, F_PRIOR]
     pi = scr[0:2]
-    usedf = scr[2]
+    usedl = scr[2]
     buf = scr[3]
     x = scr[4]
     w = scr[7, 0:2]
-    for q in range(P):
-        usedf[q] = 0.0
+    out0 = scr[7, 2:4]
     for loc in range(npg):
-        if ipg[i, R_USED, loc]:
-            usedf[base + loc] = 1.0
+        usedl[loc] = 1.0 if ipg[i, R_USED, loc] else 0.0
     for j in range(M):
         N = fst[i, F_N + j]
         bj = fst[i, F_TOT + j] / (N * P) if N > 0 else 0.0
         den = N + prior
-        out0 = (0.0 + prior * bj) / den if den > 0 else 0.0
-        for q in range(P):
-            pi[j, q] = out0
-        if den > 0:
-            for loc in range(npg):
-                pi[j, base + loc] = (fpg[i, j, loc] + prior * bj) / den
+        out0[j] = (0.0 + prior * bj) / den if den > 0 else 0.0
+        for loc in range(npg):
+            pi[j, loc] = (fpg[i, j, loc] + prior * bj) / den if den > 0 else out0[j]
     if ist[i, I_KIND] == MATCH and ntok >= 2 and ist[i, I_MCUR] > 0:
         tot = _weights(fst, i, F_LOSS, M, w)
         for j in range(M):
@@ -327,39 +442,43 @@ def _decay_end(S, i, P):
         shrink = fst[i, F_SHRINK]
         dec = scr[5]
         mval = scr[6]
-        for q in range(P):
-            d = w[0] * pi[0, q]
-            if M > 1:
-                d = d + w[1] * pi[1, q]
-            dec[q] = d
-            mval[q] = 0.0
+        dc = w[0] * out0[0]
+        if M > 1:
+            dc = dc + w[1] * out0[1]
         for loc in range(npg):
-            mval[base + loc] = _match_value(S, i, 0, m, loc)
+            d = w[0] * pi[0, loc]
+            if M > 1:
+                d = d + w[1] * pi[1, loc]
+            dec[loc] = d
+            mval[loc] = _match_value(S, i, 0, m, loc)
         for b in range(5):
             beta = _BETAS[b]
-            for q in range(P):
-                d = dec[q]
+            for loc in range(npg):
+                d = dec[loc]
                 if beta != 0.0:
-                    d = _mixed(d, mval[q], beta, nb, shrink)
-                x[q] = _clip(d, 1e-4, 1.0 - 1e-4)
-            fst[i, F_BLOSS + b] -= _loss_rows(x, usedf, P, buf)
+                    d = _mixed(d, mval[loc], beta, nb, shrink)
+                x[loc] = _clip(d, 1e-4, 1.0 - 1e-4)
+            d = dc
+            if beta != 0.0:
+                d = _mixed(d, 0.0, beta, nb, shrink)
+            fst[i, F_BLOSS + b] -= _loss_rows(x, _clip(d, 1e-4, 1.0 - 1e-4), usedl, base, npg,
+                                              P, buf)
     if ntok >= 2:
         for j in range(M):
-            for q in range(P):
-                x[q] = _clip(pi[j, q], 1e-4, 1.0 - 1e-4)
-            fst[i, F_LOSS + j] -= _loss_rows(x, usedf, P, buf)
+            for loc in range(npg):
+                x[loc] = _clip(pi[j, loc], 1e-4, 1.0 - 1e-4)
+            fst[i, F_LOSS + j] -= _loss_rows(x, _clip(out0[j], 1e-4, 1.0 - 1e-4), usedl, base,
+                                             npg, P, buf)
     for j in range(M):
         lam = fst[i, F_LAM + j]
-        for q in range(P):
-            x[q] = 0.0
         for loc in range(npg):
             d = fpg[i, j, loc] * lam
             if ipg[i, R_USED, loc]:
                 d += 1.0
             fpg[i, j, loc] = d
-            x[base + loc] = d
+            x[loc] = d
         fst[i, F_N + j] = lam * fst[i, F_N + j] + 1.0
-        fst[i, F_TOT + j] = pairwise(x, 0, P)
+        fst[i, F_TOT + j] = pairwise(x, 0, P) if npg == P else pairwise_runs(x, base, npg, 0.0, P)
     if ist[i, I_KIND] == MATCH:
         hist = S[6]
         W = ist[i, I_W]
@@ -813,7 +932,7 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool):
     hzl = np.zeros((I, 3, L, A1) if HAZARD in kinds else (I, 3, 1, 1))
     hist = np.zeros((I, npg, W) if MATCH in kinds else (I, 1, 1), np.int32)
     sim = np.zeros((I, W) if MATCH in kinds else (I, 1), np.int32)
-    mcols = np.zeros((I, 2, NB), np.int64)
+    mcols = np.zeros((I, 4, NB), np.int64)  # rows 0, 1: the matches; 2, 3: _match's scratch
     scr = np.zeros((8, max(P, 16)))  # rows 0-6: _decay_end's; row 7: small scratch
     fc = np.zeros((I, 3, npg))
     layer_of = np.arange(P, dtype=np.int64) // n

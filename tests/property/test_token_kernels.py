@@ -14,7 +14,7 @@ from strategies import round_traces, topk_traces
 from test_kernels import assert_same
 
 from paging import fast
-from paging.fast.tokens import pairwise, supports
+from paging.fast.tokens import pairwise, pairwise_runs, supports
 from paging.layout import Layout
 from paging.policies import PerLayer, make_policy
 from paging.policies.decay import TokenDecay, TokenDecayLookahead
@@ -130,6 +130,23 @@ def test_pairwise_is_numpys_sum():
     for n in [*range(300), 1000, 1031, 4097, 9000]:
         a = rng.random(n) * rng.choice([1.0, 1e-3, 1e6])
         assert pairwise(a, 0, n) == a.sum()
+
+
+@given(n=st.integers(0, 1200), data=st.data(),
+       c=st.sampled_from([0.0, -0.0, 1e-4, -2.5e-3, 0.3, 1e6, -7.25]))
+def test_pairwise_runs_is_numpys_sum_of_the_whole_row(n, data, c):
+    """A ``-dist`` instance's rows are c outside its run of explicit values: summed without
+    writing the c's out, they equal numpy's sum of the written-out row, bit for bit (lengths
+    across one, two, three levels of halving and the stack beyond)."""
+    rm = data.draw(st.integers(0, n))
+    ra = data.draw(st.integers(0, n - rm))
+    run = np.random.default_rng(n + 7 * rm + ra).random(rm) - 0.5
+    row = np.full(n, c)
+    row[ra:ra + rm] = run
+    buf = np.concatenate([run, np.zeros(3)])  # the scratch row is longer than the run
+    got = pairwise_runs(buf, ra, rm, c, n)
+    want = pairwise(row, 0, n)  # the written-out row's sum, -0.0 included
+    assert got == want == row.sum() and np.signbit(got) == np.signbit(want)
 
 
 def test_the_references_float_work_is_the_kernels():
