@@ -11,8 +11,9 @@ caches, stepped in lockstep with the real one: the component serves request t, t
 is updated, then the combiner serves it, exactly the order of ``Robust._see``). An instance owns
 a *universe* of pages (all nℓ pages, or the n pages of its layer); pages outside it are never
 requested by it, and where the reference's numpy work runs over all nℓ pages (token-decay's
-totals and log-losses) the kernel lays out the same nℓ values, constants outside the universe,
-and sums them in numpy's order (its pairwise summation, :func:`pairwise`), so that every
+totals and log-losses) the kernel sums the same nℓ values, one constant per row outside the
+universe (its logarithm taken once, its blocks summed on one lane: :func:`pairwise_runs`), in
+numpy's order (its pairwise summation, :func:`pairwise`), so that every
 probability, log-loss and posterior weight is the reference's to the last bit (the reference
 takes its ``log``, ``log1p``, ``exp``, 2-row mixtures and 5-term dot from
 :mod:`paging.floatops`: the C library's calls and the plain products and sums the kernel makes,
@@ -180,27 +181,9 @@ def _split(n):
 
 
 @njit(cache=True, nogil=True)
-def _pw_tree(a, lo, n, ra, rm, c, runs):
-    """numpy's pairwise order: blocks of at most 128 values (:func:`_pw_block`) combined by
-    halving, the split a multiple of 8. Two levels of halving are written out (no allocation:
-    the rows of up to about 480 values the token kernels sum); deeper trees walk an explicit
-    stack (a cached recursive numba function crashed when loaded from the cache)."""
-    if n <= 128:
-        return _leaf(a, lo, n, ra, rm, c, runs)
-    n2 = _split(n)
-    if n - n2 <= 128:
-        return _leaf(a, lo, n2, ra, rm, c, runs) + _leaf(a, lo + n2, n - n2, ra, rm, c, runs)
-    h = n - n2
-    h2 = _split(h)
-    if h - h2 <= 128 and n2 - _split(n2) <= 128:
-        if n2 <= 128:
-            left = _leaf(a, lo, n2, ra, rm, c, runs)
-        else:
-            g2 = _split(n2)
-            left = _leaf(a, lo, g2, ra, rm, c, runs) + _leaf(a, lo + g2, n2 - g2, ra, rm, c,
-                                                             runs)
-        return left + (_leaf(a, lo + n2, h2, ra, rm, c, runs) + _leaf(a, lo + n2 + h2, h - h2,
-                                                                       ra, rm, c, runs))
+def _pw_stack(a, lo, n, ra, rm, c, runs):
+    """numpy's pairwise order walked on an explicit stack, for trees deeper than the written
+    out levels (a cached recursive numba function crashed when loaded from the cache)."""
     los = np.empty(64, np.int64)
     ns = np.empty(64, np.int64)
     phase = np.zeros(64, np.int64)
@@ -233,6 +216,38 @@ def _pw_tree(a, lo, n, ra, rm, c, runs):
         ns[top + 1] = ns[top] - n2
         phase[top + 1] = 0
         top += 1
+
+
+# numpy's pairwise order: blocks of at most 128 values (_pw_block) combined by halving, the
+# split a multiple of 8. Four levels of halving are written out, with no allocation (rows of up
+# to about 1,900 values: every layout the token kernels meet); a deeper tree walks _pw_stack.
+@njit(cache=True, nogil=True)
+def _pw1(a, lo, n, ra, rm, c, runs):
+    return _leaf(a, lo, n, ra, rm, c, runs) if n <= 128 else _pw_stack(a, lo, n, ra, rm, c, runs)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pw2(a, lo, n, ra, rm, c, runs):
+    if n <= 128:
+        return _leaf(a, lo, n, ra, rm, c, runs)
+    n2 = _split(n)
+    return _pw1(a, lo, n2, ra, rm, c, runs) + _pw1(a, lo + n2, n - n2, ra, rm, c, runs)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pw3(a, lo, n, ra, rm, c, runs):
+    if n <= 128:
+        return _leaf(a, lo, n, ra, rm, c, runs)
+    n2 = _split(n)
+    return _pw2(a, lo, n2, ra, rm, c, runs) + _pw2(a, lo + n2, n - n2, ra, rm, c, runs)
+
+
+@njit(cache=True, nogil=True)
+def _pw_tree(a, lo, n, ra, rm, c, runs):
+    if n <= 128:
+        return _leaf(a, lo, n, ra, rm, c, runs)
+    n2 = _split(n)
+    return _pw3(a, lo, n2, ra, rm, c, runs) + _pw3(a, lo + n2, n - n2, ra, rm, c, runs)
 
 
 @njit(cache=True, nogil=True)
