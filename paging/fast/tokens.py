@@ -281,17 +281,23 @@ def _power(x, h):
 # -- token-hazard ------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
 def _hazard_prior(S, i, L):
-    """The layer hazards H_z(a) (shrunk to the global H(a)), stored in hzl[i, 2]."""
-    ist, hzl = S[0], S[5]
+    """The layer hazards H_z(a) (shrunk to the global H(a)), stored in hzl[i, 2], for the
+    layers of the instance's pages: a ``-dist`` instance's counts of other layers are 0, so its
+    sums over the ℓ layers equal those over its own (adding +0.0 is exact), and only its own
+    layer's hazards are ever read."""
+    ist, hzl, layer_of = S[0], S[5], S[11]
     A1 = ist[i, I_A1]
+    base = ist[i, I_BASE]
+    zlo = layer_of[base]
+    zhi = layer_of[base + ist[i, I_NPG] - 1] + 1
     for a in range(A1):
         se = 0.0
         st = 0.0
-        for z in range(L):
+        for z in range(zlo, zhi):
             se += hzl[i, 0, z, a]
             st += hzl[i, 1, z, a]
         glob = (se + 1.0) / (st + 2.0)
-        for z in range(L):
+        for z in range(zlo, zhi):
             hzl[i, 2, z, a] = (hzl[i, 0, z, a] + 2.0 * glob) / (hzl[i, 1, z, a] + 2.0)
 
 

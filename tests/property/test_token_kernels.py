@@ -57,8 +57,8 @@ def _ks(trace):
 
 
 @pytest.mark.parametrize("name", ["token-hazard", "token-decay", "token-match",
-                                  "robust-token-match", "token-match-dist",
-                                  "robust-token-match-dist"])
+                                  "robust-token-match", "token-hazard-dist", "token-decay-dist",
+                                  "token-match-dist", "robust-token-match-dist"])
 @given(trace=repeating_traces())
 def test_repeating_routing(name, trace):
     check(trace, lambda: make_policy(name), _ks(trace))
