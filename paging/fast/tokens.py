@@ -280,7 +280,7 @@ def _power(x, h):
 
 # -- token-hazard ------------------------------------------------------------------------------
 @njit(cache=True, nogil=True)
-def _hazard_prior(S, i, L):
+def _hazard_prior(S, i):
     """The layer hazards H_z(a) (shrunk to the global H(a)), stored in hzl[i, 2], for the
     layers of the instance's pages: a ``-dist`` instance's counts of other layers are 0, so its
     sums over the ℓ layers equal those over its own (adding +0.0 is exact), and only its own
@@ -302,7 +302,7 @@ def _hazard_prior(S, i, L):
 
 
 @njit(cache=True, nogil=True)
-def _hazard_end(S, i, n_experts, L):
+def _hazard_end(S, i):
     ist, ipg, hz, hzl, layer_of = S[0], S[2], S[4], S[5], S[11]
     base, npg, ntok = ist[i, I_BASE], ist[i, I_NPG], ist[i, I_NTOK]
     amax = ist[i, I_A1] - 1
@@ -316,7 +316,7 @@ def _hazard_end(S, i, n_experts, L):
             hz[i, 0, loc, age] += hit
             hzl[i, 1, z, age] += 1.0
             hzl[i, 0, z, age] += hit
-    _hazard_prior(S, i, L)
+    _hazard_prior(S, i)
 
 
 # -- token-decay and token-match ---------------------------------------------------------------
@@ -522,7 +522,7 @@ def _advance(S, i, t, steps, token, n_experts, L, P):
     kind = ist[i, I_KIND]
     if ist[i, I_NTOK] >= 0:
         if kind == HAZARD:
-            _hazard_end(S, i, n_experts, L)
+            _hazard_end(S, i)
         else:
             _decay_end(S, i, P)
     ist[i, I_NTOK] += 1
@@ -960,7 +960,7 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool):
     S = (ist, fst, ipg, fpg, hz, hzl, hist, sim, mcols, scr, fc, layer_of)
     for i, _, k, _ in members:
         if k == HAZARD:
-            _hazard_prior(S, i, L)
+            _hazard_prior(S, i)
     return S, margins
 
 
