@@ -63,12 +63,20 @@ _BETAS = np.linspace(0.0, 1.0, 5)
 
 # per-instance integer fields (ist[i, .])
 (I_KIND, I_BASE, I_NPG, I_CAP, I_HAS, I_TOK, I_NTOK, I_TSTART, I_NUSED, I_VCNT, I_VMISS,
- I_NHIST, I_NPEND, I_MCUR, I_MNEXT, I_MNEXTAT, I_M, I_W, I_A1, I_HOR, I_NB, I_VUSED) = range(22)
-N_I = 22
+ I_NHIST, I_NPEND, I_MCUR, I_MNEXT, I_MNEXTAT, I_M, I_W, I_A1, I_HOR, I_NB, I_VUSED, I_APX,
+ I_NAPX, I_ABORT) = range(25)
+N_I = 25
+# I_APX, the log-losses' mode (:func:`_certify`): EXACT (may turn BOUNDED), BOUNDED, or
+# EXACT_ONLY (a rerun after a bound failed); I_NAPX counts the token ends scored in BOUNDED
+# mode; ist[0, I_ABORT] is set when a bound no longer decides the weights (the run is redone)
+EXACT, BOUNDED, EXACT_ONLY = 0, 1, -1
 # per-instance float fields (fst[i, .]): decays λ_j, prior, shrink, alpha, losses L_j, N_j,
 # totals Σ_q D_jq, token-match's β losses
+# token-match's β losses; in BOUNDED mode the radius of the losses, its growth per token end,
+# the certified weights w_j and β, and the margin a certification must clear to enter it
 F_LAM, F_PRIOR, F_SHRINK, F_ALPHA, F_LOSS, F_N, F_TOT, F_BLOSS = 0, 2, 3, 4, 5, 7, 9, 11
-N_F = 16
+F_RAD, F_RHO, F_CW, F_CB, F_ENTER = 16, 17, 18, 20, 21
+N_F = 22
 # per-instance page rows (ipg[i, ., local page])
 R_USED, R_ULIST, R_VRES, R_VLIST, R_VPOS, R_VLAST, R_LASTTOK, R_BEFORE, R_PEND, R_STAMP = range(10)
 N_R = 10
@@ -431,6 +439,159 @@ def _loss_rows(xl, cx, usedl, base, npg, P, buf):
 
 
 @njit(cache=True, nogil=True)
+def _loss_rows_bounded(xl, cx, usedl, npg, P):
+    """The sum of :func:`_loss_rows` within a known error (BOUNDED mode): the logarithms of
+    products of at most 67 factors (x used, 1 − x unused: each in [1e-4, 1], so no product
+    leaves the normal range) instead of one per page, four products at a time, and the P − npg
+    pages outside a ``-dist`` instance's layer as one multiple. Its error against the exact
+    row is far below ``F_RHO``: the factors' and products' rounding (relative ≤ 134u per
+    product), the libm calls' (≤ 2 ulp), the exact row's pairwise sum and this one's
+    sequential sum (≤ (log2 P + P/64 + 8)·u·Σ|term|, |term| ≤ 9.22)."""
+    s = 0.0
+    blk = 0
+    while blk < npg:
+        e = min(blk + 256, npg)
+        a0 = 1.0
+        a1 = 1.0
+        a2 = 1.0
+        a3 = 1.0
+        loc = blk
+        while loc + 4 <= e:
+            v = xl[loc]
+            a0 *= v if usedl[loc] else 1.0 - v
+            v = xl[loc + 1]
+            a1 *= v if usedl[loc + 1] else 1.0 - v
+            v = xl[loc + 2]
+            a2 *= v if usedl[loc + 2] else 1.0 - v
+            v = xl[loc + 3]
+            a3 *= v if usedl[loc + 3] else 1.0 - v
+            loc += 4
+        while loc < e:
+            v = xl[loc]
+            a0 *= v if usedl[loc] else 1.0 - v
+            loc += 1
+        s += np.log(a0) + np.log(a1) + np.log(a2) + np.log(a3)
+        blk = e
+    if npg < P:
+        s += (P - npg) * np.log1p(-cx)
+    return s
+
+
+@njit(cache=True, nogil=True)
+def _beta_rows_bounded(fst, i, dec, mval, dc, usedl, npg, P, nb, shrink):
+    """token-match's five β rows of :func:`_decay_end` in BOUNDED mode, in one pass: each
+    page's five values x_β (the same expressions), each row summed as
+    :func:`_loss_rows_bounded` does (products of at most 64 factors; the five products are
+    independent chains, so they overlap)."""
+    b1, b2, b3, b4 = _BETAS[1], _BETAS[2], _BETAS[3], _BETAS[4]
+    lo, hi = 1e-4, 1.0 - 1e-4
+    s0 = s1 = s2 = s3 = s4 = 0.0
+    blk = 0
+    while blk < npg:
+        e = min(blk + 64, npg)
+        a0 = a1 = a2 = a3 = a4 = 1.0
+        for loc in range(blk, e):
+            d = dec[loc]
+            mv = mval[loc]
+            x0 = _clip(d, lo, hi)
+            x1 = _clip(_mixed(d, mv, b1, nb, shrink), lo, hi)
+            x2 = _clip(_mixed(d, mv, b2, nb, shrink), lo, hi)
+            x3 = _clip(_mixed(d, mv, b3, nb, shrink), lo, hi)
+            x4 = _clip(_mixed(d, mv, b4, nb, shrink), lo, hi)
+            if usedl[loc]:
+                a0 *= x0
+                a1 *= x1
+                a2 *= x2
+                a3 *= x3
+                a4 *= x4
+            else:
+                a0 *= 1.0 - x0
+                a1 *= 1.0 - x1
+                a2 *= 1.0 - x2
+                a3 *= 1.0 - x3
+                a4 *= 1.0 - x4
+        s0 += np.log(a0)
+        s1 += np.log(a1)
+        s2 += np.log(a2)
+        s3 += np.log(a3)
+        s4 += np.log(a4)
+        blk = e
+    if npg < P:
+        out = P - npg
+        s0 += out * np.log1p(-_clip(dc, lo, hi))
+        s1 += out * np.log1p(-_clip(_mixed(dc, 0.0, b1, nb, shrink), lo, hi))
+        s2 += out * np.log1p(-_clip(_mixed(dc, 0.0, b2, nb, shrink), lo, hi))
+        s3 += out * np.log1p(-_clip(_mixed(dc, 0.0, b3, nb, shrink), lo, hi))
+        s4 += out * np.log1p(-_clip(_mixed(dc, 0.0, b4, nb, shrink), lo, hi))
+    fst[i, F_BLOSS] -= s0
+    fst[i, F_BLOSS + 1] -= s1
+    fst[i, F_BLOSS + 2] -= s2
+    fst[i, F_BLOSS + 3] -= s3
+    fst[i, F_BLOSS + 4] -= s4
+
+
+@njit(cache=True, nogil=True)
+def _certify(S, i, margin):
+    """Whether the losses decide the posterior weights, each loss known within ``margin / 2``:
+    every memory's loss above the least one's by more than 746 + margin (its weight
+    exp(−gap) then rounds to 0, the least one's is exp(0) = 1, so w is exactly one-hot), and
+    for token-match every β's above the least one's by more than 746 + margin, or, when the
+    least is β = 0's, by more than 40 + margin (the others' weights then sum below 4e-17,
+    the mean β below ``BETA_OFF`` = 1e-9, so β = 0). Sets the weights and β decided
+    (``F_CW``, ``F_CB``)."""
+    ist, fst = S[0], S[1]
+    M = ist[i, I_M]
+    win = 0
+    for j in range(1, M):
+        if fst[i, F_LOSS + j] < fst[i, F_LOSS + win]:
+            win = j
+    for j in range(M):
+        if j != win and not fst[i, F_LOSS + j] - fst[i, F_LOSS + win] > 746.0 + margin:
+            return False
+    if ist[i, I_KIND] == MATCH:
+        bw = 0
+        for b in range(1, 5):
+            if fst[i, F_BLOSS + b] < fst[i, F_BLOSS + bw]:
+                bw = b
+        th = 40.0 if bw == 0 else 746.0
+        for b in range(5):
+            if b != bw and not fst[i, F_BLOSS + b] - fst[i, F_BLOSS + bw] > th + margin:
+                return False
+        fst[i, F_CB] = _BETAS[bw]
+    for j in range(M):
+        fst[i, F_CW + j] = 1.0 if j == win else 0.0
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _losses_paid(S, i):
+    """After a token end's log-losses: an EXACT instance turns BOUNDED once its losses decide
+    the weights by ``F_ENTER`` more than needed; a BOUNDED one widens its radius by the rows'
+    error bound and the subtraction's rounding (2u·|L| for the reference's and its own), and
+    stops the run (``ist[0, I_ABORT]``: :func:`execute` redoes it EXACT_ONLY) when the
+    weights are no longer decided."""
+    ist, fst = S[0], S[1]
+    mode = ist[i, I_APX]
+    if mode == EXACT_ONLY:
+        return
+    if mode == EXACT:
+        if _certify(S, i, fst[i, F_ENTER]):
+            ist[i, I_APX] = BOUNDED
+            fst[i, F_RAD] = 0.0
+        return
+    big = 0.0
+    for j in range(ist[i, I_M]):
+        big = max(big, abs(fst[i, F_LOSS + j]))
+    if ist[i, I_KIND] == MATCH:
+        for b in range(5):
+            big = max(big, abs(fst[i, F_BLOSS + b]))
+    fst[i, F_RAD] += fst[i, F_RHO] + 4.5e-16 * big
+    ist[i, I_NAPX] += 1
+    if not _certify(S, i, 2.0 * fst[i, F_RAD]):
+        ist[0, I_ABORT] = 1
+
+
+@njit(cache=True, nogil=True)
 def _decay_end(S, i, P):
     """``TokenDecay`` / ``TokenMatch`` at a token's end: the losses of the memories and of the
     five β, then the decayed counts. The reference scores all P pages; a ``-dist`` instance's
@@ -454,10 +615,15 @@ def _decay_end(S, i, P):
         out0[j] = (0.0 + prior * bj) / den if den > 0 else 0.0
         for loc in range(npg):
             pi[j, loc] = (fpg[i, j, loc] + prior * bj) / den if den > 0 else out0[j]
+    bounded = ist[i, I_APX] == BOUNDED
     if ist[i, I_KIND] == MATCH and ntok >= 2 and ist[i, I_MCUR] > 0:
-        tot = _weights(fst, i, F_LOSS, M, w)
-        for j in range(M):
-            w[j] = w[j] / tot
+        if bounded:
+            for j in range(M):
+                w[j] = fst[i, F_CW + j]
+        else:
+            tot = _weights(fst, i, F_LOSS, M, w)
+            for j in range(M):
+                w[j] = w[j] / tot
         m = ist[i, I_MCUR]
         nb = float(ist[i, I_NB])
         shrink = fst[i, F_SHRINK]
@@ -472,24 +638,31 @@ def _decay_end(S, i, P):
                 d = d + w[1] * pi[1, loc]
             dec[loc] = d
             mval[loc] = _match_value(S, i, 0, m, loc)
-        for b in range(5):
-            beta = _BETAS[b]
-            for loc in range(npg):
-                d = dec[loc]
+        if bounded:
+            _beta_rows_bounded(fst, i, dec, mval, dc, usedl, npg, P, nb, shrink)
+        else:
+            for b in range(5):
+                beta = _BETAS[b]
+                for loc in range(npg):
+                    d = dec[loc]
+                    if beta != 0.0:
+                        d = _mixed(d, mval[loc], beta, nb, shrink)
+                    x[loc] = _clip(d, 1e-4, 1.0 - 1e-4)
+                d = dc
                 if beta != 0.0:
-                    d = _mixed(d, mval[loc], beta, nb, shrink)
-                x[loc] = _clip(d, 1e-4, 1.0 - 1e-4)
-            d = dc
-            if beta != 0.0:
-                d = _mixed(d, 0.0, beta, nb, shrink)
-            fst[i, F_BLOSS + b] -= _loss_rows(x, _clip(d, 1e-4, 1.0 - 1e-4), usedl, base, npg,
-                                              P, buf)
+                    d = _mixed(d, 0.0, beta, nb, shrink)
+                fst[i, F_BLOSS + b] -= _loss_rows(x, _clip(d, 1e-4, 1.0 - 1e-4), usedl, base,
+                                                  npg, P, buf)
     if ntok >= 2:
         for j in range(M):
             for loc in range(npg):
                 x[loc] = _clip(pi[j, loc], 1e-4, 1.0 - 1e-4)
-            fst[i, F_LOSS + j] -= _loss_rows(x, _clip(out0[j], 1e-4, 1.0 - 1e-4), usedl, base,
-                                             npg, P, buf)
+            cx = _clip(out0[j], 1e-4, 1.0 - 1e-4)
+            if bounded:
+                fst[i, F_LOSS + j] -= _loss_rows_bounded(x, cx, usedl, npg, P)
+            else:
+                fst[i, F_LOSS + j] -= _loss_rows(x, cx, usedl, base, npg, P, buf)
+        _losses_paid(S, i)
     for j in range(M):
         lam = fst[i, F_LAM + j]
         for loc in range(npg):
@@ -609,17 +782,26 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     mnext = 0
     prior = fst[i, F_PRIOR]
     nused = float(ist[i, I_NUSED])
+    win = -1  # BOUNDED: the memory of weight 1 (the others' 0)
     if kind != HAZARD:
-        tot = _weights(fst, i, F_LOSS, M, w)
+        bounded = ist[i, I_APX] == BOUNDED  # the weights decided by the losses' bounds
+        if bounded:
+            for j in range(M):
+                w[j] = fst[i, F_CW + j]
+                if w[j] == 1.0:
+                    win = j
+        else:
+            tot = _weights(fst, i, F_LOSS, M, w)
+            for j in range(M):
+                w[j] = w[j] / tot
         for j in range(M):
-            w[j] = w[j] / tot
             lam = fst[i, F_LAM + j]
             n2 = lam * fst[i, F_N + j] + 1.0
             t2 = lam * fst[i, F_TOT + j] + nused
             c2[j] = prior * (t2 / (n2 * P))
             den2[j] = n2 + prior
         if kind == MATCH:
-            beta = _beta(fst, i, wb)
+            beta = fst[i, F_CB] if bounded else _beta(fst, i, wb)
             if beta > 0.0 and ist[i, I_MNEXTAT] != ist[i, I_NUSED]:
                 ist[i, I_MNEXT] = _match(S, i, 1) if ist[i, I_NUSED] else 0
                 ist[i, I_MNEXTAT] = ist[i, I_NUSED]
@@ -672,8 +854,8 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
         a0 = 0.0
         if not used:
             rem = K - rnd - 1 + (1 if z > c else 0)
-            if rem >= K:
-                a0 = _clip(h * K / K, 0.0, 1.0)
+            if rem >= K:  # h·K/K (h itself for K = 1: no division)
+                a0 = _clip(h if K == 1 else h * K / K, 0.0, 1.0)
             elif rem > 0:
                 dd = 1.0 - h * (K - rem) / K
                 a0 = _clip(h * rem / K / (dd if dd > 1e-12 else 1e-12), 0.0, 1.0)
@@ -681,9 +863,12 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
             pu = (1.0 - a0) * fc[i, 2 if used else 1, loc]
         else:
             ux = 1.0 if used else 0.0
-            pn = w[0] * ((fc[i, 1, loc] + ux + c2[0]) / den2[0])
-            if M > 1:
-                pn = pn + w[1] * ((fc[i, 2, loc] + ux + c2[1]) / den2[1])
+            if win >= 0:  # 1·a + 0·b = a exactly (a, b finite, ≥ 0): one memory's estimate
+                pn = (fc[i, 1 + win, loc] + ux + c2[win]) / den2[win]
+            else:
+                pn = w[0] * ((fc[i, 1, loc] + ux + c2[0]) / den2[0])
+                if M > 1:
+                    pn = pn + w[1] * ((fc[i, 2, loc] + ux + c2[1]) / den2[1])
             if beta != 0.0 and mnext > 0:
                 pn = _mixed(pn, _match_value(S, i, 1, mnext, loc), beta, nb, shrink)
             pu = (1.0 - a0) * _power(1.0 - pn, hor)
@@ -775,6 +960,8 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     g_start = 0
     g_end = 0
     for t in range(n):
+        if ist[0, I_ABORT]:  # a BOUNDED instance's weights are undecided: execute redoes it
+            break
         p = pages[t]
         s = steps[t]
         if s != prev_s:
@@ -903,8 +1090,11 @@ def supports(proto, kind: int) -> bool:
     return all(_component_kind(make()) is not None for make in (proto.make_a, proto.make_b))
 
 
-def _fill(ist, fst, i, pol, kind, base, npg, cap) -> None:
+def _fill(ist, fst, i, pol, kind, base, npg, cap, P, enter) -> None:
     ist[i, I_KIND], ist[i, I_BASE], ist[i, I_NPG], ist[i, I_CAP] = kind, base, npg, cap
+    ist[i, I_APX] = EXACT if enter is not None else EXACT_ONLY
+    fst[i, F_ENTER] = enter if enter is not None else 0.0
+    fst[i, F_RHO] = 1e-13 * P * (P / 16 + 64)  # ≥ the rows' error (_loss_rows_bounded)
     ist[i, I_NTOK] = -1
     ist[i, I_MNEXTAT] = -1
     ist[i, I_M] = 1
@@ -920,9 +1110,16 @@ def _fill(ist, fst, i, pol, kind, base, npg, cap) -> None:
             fst[i, F_SHRINK] = pol.shrink
 
 
-def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool):
+#: the margin beyond the certification's thresholds (746 and 40, :func:`_certify`) by which an
+#: instance's exact losses must decide its weights before it turns BOUNDED: a run redone
+#: because a bound failed costs a second run, so only a wide margin is trusted
+ENTER = 500.0
+
+
+def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool, enter: float | None = ENTER):
     """The instances' state for a run of ``proto`` (the policy, or the factory's product of a
-    ``-dist`` one) on partitions of capacities ``caps``; returns ``(S, margins)``."""
+    ``-dist`` one) on partitions of capacities ``caps``; returns ``(S, margins)``. ``enter``:
+    the margin to turn BOUNDED (:func:`_losses_paid`), None to stay EXACT_ONLY."""
     n, L, P = layout.n_experts, layout.n_layers, layout.n_pages
     parts = caps.size
     if kind == ROBUST:
@@ -944,7 +1141,7 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool):
     ist = np.zeros((I, N_I), np.int64)
     fst = np.zeros((I, N_F), np.float64)
     for i, pol, k, q in members:
-        _fill(ist, fst, i, pol, k, q * n if dist else 0, npg, int(caps[q]))
+        _fill(ist, fst, i, pol, k, q * n if dist else 0, npg, int(caps[q]), P, enter)
     ipg = np.zeros((I, N_R, npg), np.int64)
     ipg[:, R_LASTTOK] = _NEVER
     ipg[:, R_BEFORE] = _NEVER
@@ -964,17 +1161,22 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool):
     return S, margins
 
 
-def execute(trace, spec, slots, capacity: int, record: int, policy=None):
+def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
+            bounded: bool = True, info: dict | None = None):
     """Run the kernel of ``spec`` (:func:`paging.fast.plan`: its ``proto`` carries the
     parameters) on ``trace``; ``slots[p]`` is the room page p takes in ``capacity``. A shared
     combiner given as ``policy`` ends with the run's ``leader`` and ``switches``, as after a
-    reference run (its virtual ``sims`` exist only in the reference loop)."""
+    reference run (its virtual ``sims`` exist only in the reference loop).
+
+    token-decay's and token-match's log-losses are summed exactly until they decide the
+    posterior weights by the margin :data:`ENTER`, then (``bounded``) within a bound
+    (:func:`_losses_paid`); if a bound stops deciding them the run is redone with exact sums
+    throughout, so the decisions are the reference's either way. ``info``, if given, receives
+    ``bounded`` (the token ends scored within a bound, in the run returned) and ``redone``
+    (whether a bound failed)."""
     _, kind, dist = spec
     lay = trace.layout
     caps = lay.dist_shares(capacity) if dist else np.array([capacity], dtype=np.int64)
-    S, margins = setup(spec.proto, kind, lay, caps, dist)
-    if kind == ROBUST and spec.proto.margin == "k":  # k: the most pages a partition holds
-        margins = caps // int(np.min(slots))
     from paging.trace import token_visits
 
     # TokenPolicy: the trace's tokens and K visits per token, else one walk (steps // ℓ) each
@@ -982,11 +1184,23 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None):
         token, visits = trace.token, max(token_visits(trace), 1)
     else:
         token, visits = trace.passes, 1
-    leader = np.zeros(caps.size, np.int64)
-    switches = np.zeros(caps.size, np.int64)
-    out = token_kernel(trace.pages, trace.steps, token, visits, slots,
-                       lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
-                       record, leader, switches)
+    redone = False
+    enter = ENTER if bounded else None
+    while True:
+        S, margins = setup(spec.proto, kind, lay, caps, dist, enter)
+        if kind == ROBUST and spec.proto.margin == "k":  # k: the most pages a partition holds
+            margins = caps // int(np.min(slots))
+        leader = np.zeros(caps.size, np.int64)
+        switches = np.zeros(caps.size, np.int64)
+        out = token_kernel(trace.pages, trace.steps, token, visits, slots,
+                           lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
+                           record, leader, switches)
+        if not S[0][0, I_ABORT]:
+            break
+        enter, redone = None, True
+    if info is not None:
+        info["bounded"] = int(S[0][:, I_NAPX].sum())
+        info["redone"] = redone
     if policy is not None and kind == ROBUST and not dist:
         policy.leader, policy.switches = int(leader[0]), int(switches[0])
     return out

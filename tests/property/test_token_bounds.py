@@ -1,0 +1,176 @@
+"""token-decay's and token-match's kernels in BOUNDED mode (:mod:`paging.fast.tokens`): once
+the exact log-losses decide the posterior weights (w one-hot, token-match's β one value) by a
+margin, the kernel sums each token's losses within a known error instead of exactly, and redoes
+the run with exact sums if a bound stops deciding them. Checked here: each bounded row against
+the exact one, the certification against the reference's own weight and β functions under
+every perturbation within the radius, and whole runs that turn BOUNDED (and runs that are
+redone) against the reference loop."""
+
+from __future__ import annotations
+
+import types
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_kernels import assert_same
+
+from paging import fast, generators
+from paging.fast import tokens as T
+from paging.policies import make_policy
+from paging.policies.decay import TokenDecay
+from paging.policies.match import TokenMatch
+from paging.simulate import simulate
+from paging.weights import unit_sizes
+
+
+def _rho(P):
+    return 1e-13 * P * (P / 16 + 64)  # setup's F_RHO
+
+
+@given(P=st.integers(1, 2000), data=st.data())
+def test_a_bounded_row_is_within_rho_of_the_exact_row(P, data):
+    """The products-of-factors sum against :func:`_loss_rows` (numpy's pairwise order, one log
+    per page), a whole-layout row and a ``-dist`` one (npg pages and one constant outside),
+    probabilities at the clip's ends included."""
+    npg = data.draw(st.sampled_from(sorted({P, max(1, P // 8), 1})))
+    base = data.draw(st.integers(0, P - npg))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    x = np.clip(rng.choice([rng.random(npg), rng.random(npg) ** 8, 1 - rng.random(npg) ** 8]),
+                1e-4, 1 - 1e-4)
+    used = (rng.random(npg) < data.draw(st.sampled_from([0.0, 0.1, 0.5, 1.0]))).astype(float)
+    cx = float(np.clip(rng.random() ** 4, 1e-4, 1 - 1e-4))
+    buf = np.zeros(max(P, 16))
+    exact = T._loss_rows(x, cx, used, base, npg, P, buf)
+    got = T._loss_rows_bounded(x, cx, used, npg, P)
+    assert abs(got - exact) <= _rho(P)
+    assert abs(got - exact) <= 1e-9 * max(1.0, abs(exact))  # and far inside it
+
+
+@given(P=st.integers(1, 600), data=st.data())
+def test_the_bounded_beta_rows_are_within_rho_of_the_exact_ones(P, data):
+    npg = data.draw(st.sampled_from(sorted({P, max(1, P // 8)})))
+    base = data.draw(st.integers(0, P - npg))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    dec = rng.random(npg) ** data.draw(st.sampled_from([1, 6]))
+    mval = rng.integers(0, 4, npg) / 3.0
+    used = (rng.random(npg) < 0.3).astype(float)
+    dc, nb, shrink = float(rng.random() ** 3), 3.0, data.draw(st.sampled_from([0.25, 1.0, 4.0]))
+    fst = np.zeros((1, T.N_F))
+    T._beta_rows_bounded(fst, 0, dec, mval, dc, used, npg, P, nb, shrink)
+    buf = np.zeros(max(P, 16))
+    for b, beta in enumerate(T._BETAS):
+        # the kernel's _mixed, elementwise
+        x = dec if beta == 0.0 else beta * (nb * mval + shrink * dec) / (nb + shrink) + (
+            1.0 - beta) * dec
+        cx = dc if beta == 0.0 else beta * (nb * 0.0 + shrink * dc) / (nb + shrink) + (
+            1.0 - beta) * dc
+        exact = -T._loss_rows(np.clip(x, 1e-4, 1 - 1e-4), min(max(cx, 1e-4), 1 - 1e-4), used,
+                              base, npg, P, buf)
+        assert abs(fst[0, T.F_BLOSS + b] - exact) <= _rho(P), b
+
+
+gaps = st.one_of(st.floats(0.0, 2000.0),
+                 st.sampled_from([40.0, 746.0]).flatmap(
+                     lambda g: st.floats(g - 1.0, g + 1.0)))
+
+
+@given(M=st.integers(1, 2), match=st.booleans(), lo=st.floats(0.0, 1e7),
+       mem=st.lists(gaps, min_size=2, max_size=2), beta=st.lists(gaps, min_size=5, max_size=5),
+       bwin=st.integers(0, 4), rad=st.sampled_from([0.0, 1e-9, 0.5, 30.0]), data=st.data())
+def test_a_certificate_is_the_references_weights_within_the_radius(M, match, lo, mem, beta,
+                                                                   bwin, rad, data):
+    """Whenever the kernel certifies losses known within ``rad`` (margin 2·rad), every loss
+    vector within ``rad`` of them gives, in the reference's own functions
+    (``TokenDecay.weights``, ``TokenMatch.beta``), exactly the certified weights and β."""
+    ist = np.zeros((1, T.N_I), np.int64)
+    fst = np.zeros((1, T.N_F))
+    ist[0, T.I_M] = M
+    ist[0, T.I_KIND] = T.MATCH if match else T.DECAY
+    L = lo + np.array(mem[:M])
+    L[data.draw(st.integers(0, M - 1))] = lo
+    B = lo + np.array(beta)
+    B[bwin] = lo
+    fst[0, T.F_LOSS:T.F_LOSS + M] = L
+    fst[0, T.F_BLOSS:T.F_BLOSS + 5] = B
+    if not T._certify((ist, fst), 0, 2 * rad):
+        return
+    w = fst[0, T.F_CW:T.F_CW + M]
+    assert sorted(w) == [0.0] * (M - 1) + [1.0]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    for _ in range(20):
+        d = rng.choice([-rad, rad, 0.0], size=M + 5) * rng.choice([1.0, rng.random()])
+        ref = types.SimpleNamespace(loss=L + d[:M], beta_loss=B + d[M:])
+        assert np.array_equal(TokenDecay.weights(ref), w)
+        if match:
+            assert TokenMatch.beta(ref) == fst[0, T.F_CB]
+
+
+def test_certification_thresholds_by_hand():
+    ist = np.zeros((1, T.N_I), np.int64)
+    fst = np.zeros((1, T.N_F))
+    ist[0, T.I_M], ist[0, T.I_KIND] = 2, T.MATCH
+    fst[0, T.F_LOSS:T.F_LOSS + 2] = [1000.0, 1000.0 + 746.5]
+    fst[0, T.F_BLOSS:T.F_BLOSS + 5] = [5.0, 45.5, 60.0, 800.0, 900.0]
+    assert T._certify((ist, fst), 0, 0.0)
+    assert list(fst[0, T.F_CW:T.F_CW + 2]) == [1.0, 0.0] and fst[0, T.F_CB] == 0.0
+    assert not T._certify((ist, fst), 0, 1.0)  # memories: 746.5 is not above 746 + 1
+    fst[0, T.F_LOSS + 1] = 3000.0
+    assert not T._certify((ist, fst), 0, 1.0)  # β = 0 leads β = 0.25 by 40.5, not 41
+    fst[0, T.F_BLOSS:T.F_BLOSS + 5] = [800.0, 900.0, 5.0, 700.0, 760.0]
+    assert not T._certify((ist, fst), 0, 0.0)  # β = 0.5 leads, by 695 only: not one-hot
+    fst[0, T.F_BLOSS + 3] = 752.0
+    assert T._certify((ist, fst), 0, 0.0) and fst[0, T.F_CB] == 0.5
+
+
+def _bounded_runs(monkeypatch):
+    """Every kernel run turns BOUNDED as soon as certified (margin 0, the least safe); each
+    run's info is kept."""
+    monkeypatch.setattr(T, "ENTER", 0.0)
+    infos = []
+    execute = T.execute
+
+    def run(*a, **kw):
+        infos.append({})
+        return execute(*a, info=infos[-1], **kw)
+
+    monkeypatch.setattr(T, "execute", run)
+    return infos
+
+
+# (policy, layout n x ℓ, tokens, seed, k, what happens with ENTER = 0): runs that turn
+# BOUNDED and stay so, and runs whose bound fails after they turned (redone exactly)
+RUNS = [("token-match", 8, 16, 2000, 1, 42, "bounded"),
+        ("token-decay", 8, 16, 2000, 1, 42, "bounded"),
+        ("robust-token-match", 8, 16, 1000, 0, 42, "bounded"),
+        ("token-match", 8, 8, 2000, 1, 21, "redone"),
+        ("token-match-dist", 32, 4, 2000, 0, 42, "bounded"),
+        ("token-decay-dist", 32, 4, 2000, 1, 42, "redone")]
+
+
+@pytest.mark.parametrize("name,n,L,tokens,seed,k,what", RUNS)
+def test_bounded_runs_are_the_references(monkeypatch, name, n, L, tokens, seed, k, what):
+    trace = generators.zipf(n=n, layers=L, tokens=tokens, seed=seed)
+    ref = simulate(trace, make_policy(name), k, record=True, engine="reference")
+    infos = _bounded_runs(monkeypatch)
+    got = simulate(trace, make_policy(name), k, record=True, engine="fast")
+    assert_same(ref, got)
+    (info,) = infos
+    if what == "bounded":
+        assert info["bounded"] > tokens // 4 and not info["redone"]
+    else:
+        assert info["redone"] and info["bounded"] == 0
+
+
+def test_exact_sums_when_asked(monkeypatch):
+    """``bounded=False`` keeps every sum exact (no token end scored within a bound); the
+    decisions are the same."""
+    trace = generators.zipf(n=8, layers=16, tokens=2000, seed=1)
+    infos = _bounded_runs(monkeypatch)
+    plan, one = fast.plan(make_policy("token-match")), unit_sizes(trace.layout.n_pages)
+    a = T.execute(trace, plan, one, 42, 2)
+    b = T.execute(trace, plan, one, 42, 2, bounded=False)
+    assert infos[0]["bounded"] > 0 and infos[1] == {"bounded": 0, "redone": False}
+    assert a[0] == b[0] and np.array_equal(a[3], b[3])
+    assert np.array_equal(a[4][:a[5]], b[4][:b[5]])
