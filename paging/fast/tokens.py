@@ -383,22 +383,28 @@ def _match(S, i, which):
         topv[r] = -1
         tops[r] = -1
     cap = ist[i, I_NUSED]  # sim[s] = |U ∩ U_s| <= |U|
-    col = (n - 2) % W
-    for s in range(n - 2, lo - 1, -1):
-        v = sim[i, col]
-        col -= 1
-        if col < 0:
-            col = W - 1
-        if v > topv[m - 1]:
-            r = m - 1
-            while r > 0 and v > topv[r - 1]:
-                topv[r] = topv[r - 1]
-                tops[r] = tops[r - 1]
-                r -= 1
-            topv[r] = v
-            tops[r] = s
-            if topv[m - 1] >= cap:
-                break
+    th = -1  # topv[m - 1], kept in a register
+    s = n - 2
+    while s >= lo and th < cap:
+        # the tokens s, s − 1, ... down to lo or to the ring's column 0, without a wrap test
+        col = s % W
+        stop = max(lo, s - col)
+        row = sim[i]
+        while s >= stop:
+            v = row[col]
+            if v > th:
+                r = m - 1
+                while r > 0 and v > topv[r - 1]:
+                    topv[r] = topv[r - 1]
+                    tops[r] = tops[r - 1]
+                    r -= 1
+                topv[r] = v
+                tops[r] = s
+                th = topv[m - 1]
+                if th >= cap:
+                    break
+            s -= 1
+            col -= 1
     if topv[0] == 0:  # no overlap at all
         return 0
     for r in range(m):
@@ -408,10 +414,12 @@ def _match(S, i, which):
 
 @njit(cache=True, nogil=True, inline="always")
 def _match_value(S, i, which, m, loc):
-    hist, mcols = S[6], S[8]
+    """The match's value at a page: the mean of its neighbours' successor columns (read
+    from the token-major copy of the history, where a column is contiguous)."""
+    histt, mcols = S[12], S[8]
     c = 0
     for r in range(m):
-        c += hist[i, loc, mcols[i, which, r]]
+        c += histt[i, mcols[i, which, r], loc]
     return c / m
 
 
@@ -444,9 +452,7 @@ def _loss_rows_bounded(xl, cx, usedl, npg, P):
     products of at most 67 factors (x used, 1 − x unused: each in [1e-4, 1], so no product
     leaves the normal range) instead of one per page, four products at a time, and the P − npg
     pages outside a ``-dist`` instance's layer as one multiple. Its error against the exact
-    row is far below ``F_RHO``: the factors' and products' rounding (relative ≤ 134u per
-    product), the libm calls' (≤ 2 ulp), the exact row's pairwise sum and this one's
-    sequential sum (≤ (log2 P + P/64 + 8)·u·Σ|term|, |term| ≤ 9.22)."""
+    row is within :func:`rho` (``F_RHO``)."""
     s = 0.0
     blk = 0
     while blk < npg:
@@ -480,11 +486,13 @@ def _loss_rows_bounded(xl, cx, usedl, npg, P):
 @njit(cache=True, nogil=True)
 def _beta_rows_bounded(fst, i, dec, mval, dc, usedl, npg, P, nb, shrink):
     """token-match's five β rows of :func:`_decay_end` in BOUNDED mode, in one pass: each
-    page's five values x_β (the same expressions), each row summed as
-    :func:`_loss_rows_bounded` does (products of at most 64 factors; the five products are
-    independent chains, so they overlap)."""
+    page's five values x_β = β·a + (1 − β)·d with a = (nb·m + shrink·d)/(nb + shrink) taken
+    once per page (the exact rows' :func:`_mixed` divides for each β: the same value within
+    4u), each row summed as :func:`_loss_rows_bounded` does (products of at most 64
+    factors; the five products are independent chains, so they overlap)."""
     b1, b2, b3, b4 = _BETAS[1], _BETAS[2], _BETAS[3], _BETAS[4]
     lo, hi = 1e-4, 1.0 - 1e-4
+    inv = 1.0 / (nb + shrink)
     s0 = s1 = s2 = s3 = s4 = 0.0
     blk = 0
     while blk < npg:
@@ -493,11 +501,12 @@ def _beta_rows_bounded(fst, i, dec, mval, dc, usedl, npg, P, nb, shrink):
         for loc in range(blk, e):
             d = dec[loc]
             mv = mval[loc]
+            a = (nb * mv + shrink * d) * inv
             x0 = _clip(d, lo, hi)
-            x1 = _clip(_mixed(d, mv, b1, nb, shrink), lo, hi)
-            x2 = _clip(_mixed(d, mv, b2, nb, shrink), lo, hi)
-            x3 = _clip(_mixed(d, mv, b3, nb, shrink), lo, hi)
-            x4 = _clip(_mixed(d, mv, b4, nb, shrink), lo, hi)
+            x1 = _clip(b1 * a + (1.0 - b1) * d, lo, hi)
+            x2 = _clip(b2 * a + (1.0 - b2) * d, lo, hi)
+            x3 = _clip(b3 * a + (1.0 - b3) * d, lo, hi)
+            x4 = _clip(b4 * a + (1.0 - b4) * d, lo, hi)
             if usedl[loc]:
                 a0 *= x0
                 a1 *= x1
@@ -608,14 +617,22 @@ def _decay_end(S, i, P):
     out0 = scr[7, 2:4]
     for loc in range(npg):
         usedl[loc] = 1.0 if ipg[i, R_USED, loc] else 0.0
+    # BOUNDED: pi feeds only the bounded sums, so it may be rounded differently (a product
+    # by 1/den instead of a quotient: within 4u of the quotient, inside F_RHO)
+    bounded = ist[i, I_APX] == BOUNDED
     for j in range(M):
         N = fst[i, F_N + j]
         bj = fst[i, F_TOT + j] / (N * P) if N > 0 else 0.0
         den = N + prior
         out0[j] = (0.0 + prior * bj) / den if den > 0 else 0.0
-        for loc in range(npg):
-            pi[j, loc] = (fpg[i, j, loc] + prior * bj) / den if den > 0 else out0[j]
-    bounded = ist[i, I_APX] == BOUNDED
+        if bounded and den > 0:
+            inv = 1.0 / den
+            pb = prior * bj
+            for loc in range(npg):
+                pi[j, loc] = (fpg[i, j, loc] + pb) * inv
+        else:
+            for loc in range(npg):
+                pi[j, loc] = (fpg[i, j, loc] + prior * bj) / den if den > 0 else out0[j]
     if ist[i, I_KIND] == MATCH and ntok >= 2 and ist[i, I_MCUR] > 0:
         if bounded:
             for j in range(M):
@@ -677,8 +694,11 @@ def _decay_end(S, i, P):
         hist = S[6]
         W = ist[i, I_W]
         col = ist[i, I_NHIST] % W
+        histt = S[12]
         for loc in range(npg):
-            hist[i, loc, col] = ipg[i, R_USED, loc]
+            u = ipg[i, R_USED, loc]
+            hist[i, loc, col] = u
+            histt[i, col, loc] = u
         ist[i, I_NHIST] += 1
         ist[i, I_MCUR] = _match(S, i, 0)
 
@@ -1094,7 +1114,7 @@ def _fill(ist, fst, i, pol, kind, base, npg, cap, P, enter) -> None:
     ist[i, I_KIND], ist[i, I_BASE], ist[i, I_NPG], ist[i, I_CAP] = kind, base, npg, cap
     ist[i, I_APX] = EXACT if enter is not None else EXACT_ONLY
     fst[i, F_ENTER] = enter if enter is not None else 0.0
-    fst[i, F_RHO] = 1e-13 * P * (P / 16 + 64)  # ≥ the rows' error (_loss_rows_bounded)
+    fst[i, F_RHO] = rho(P)
     ist[i, I_NTOK] = -1
     ist[i, I_MNEXTAT] = -1
     ist[i, I_M] = 1
@@ -1108,6 +1128,18 @@ def _fill(ist, fst, i, pol, kind, base, npg, cap, P, enter) -> None:
         if kind == MATCH:
             ist[i, I_W], ist[i, I_NB] = pol.window, pol.neighbours
             fst[i, F_SHRINK] = pol.shrink
+
+
+def rho(P: int) -> float:
+    """A bound on one bounded row's error against the exact row, P values (``F_RHO``): the
+    probabilities computed within 8u of the exact ones (pi as a product by 1/den, the β
+    mixtures with one division), so each factor 1 − x, at least 1e-4 after the clip,
+    within 8u/1e-4 < 9e-12 relative, P·9e-12 in all; the products' own rounding and the
+    libm calls' (≤ 134u and 2 ulp per product of ≤ 67 factors, ≤ P/64 + 8 products), and
+    both sums' (the exact row's pairwise ≤ (log2 P + 3)·u·Σ|term|, this one's sequential
+    ≤ (P/64 + 8)·u·Σ|term|, |term| ≤ 9.22), together below 1e-11 + 1e-14·P·(log2 P + 14) +
+    2e-17·P²: all of it below 2e-11·P + 1e-14·P²."""
+    return 2e-11 * P + 1e-14 * P * P
 
 
 #: the margin beyond the certification's thresholds (746 and 40, :func:`_certify`) by which an
@@ -1148,13 +1180,17 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool, enter: float |
     fpg = np.zeros((I, 2, npg) if kinds & {DECAY, MATCH} else (I, 2, 1))
     hz = np.zeros((I, 2, npg, A1) if HAZARD in kinds else (I, 2, 1, 1))
     hzl = np.zeros((I, 3, L, A1) if HAZARD in kinds else (I, 3, 1, 1))
-    hist = np.zeros((I, npg, W) if MATCH in kinds else (I, 1, 1), np.int32)
-    sim = np.zeros((I, W) if MATCH in kinds else (I, 1), np.int32)
+    # 0/1 in bytes: a page's row of W tokens is read whole (the similarities), a token's
+    # column across the pages (the match's values) at a stride of W bytes, in cache
+    hist = np.zeros((I, npg, W) if MATCH in kinds else (I, 1, 1), np.int8)
+    histt = np.zeros((I, W, npg) if MATCH in kinds else (I, 1, 1), np.int8)  # its transpose
+    # similarities |U ∩ U_s| <= npg: 16 bits where that fits (twice the lanes per addition)
+    sim = np.zeros((I, W) if MATCH in kinds else (I, 1), np.int16 if npg < 32767 else np.int32)
     mcols = np.zeros((I, 4, NB), np.int64)  # rows 0, 1: the matches; 2, 3: _match's scratch
     scr = np.zeros((8, max(P, 16)))  # rows 0-6: _decay_end's; row 7: small scratch
     fc = np.zeros((I, 3, npg))
     layer_of = np.arange(P, dtype=np.int64) // n
-    S = (ist, fst, ipg, fpg, hz, hzl, hist, sim, mcols, scr, fc, layer_of)
+    S = (ist, fst, ipg, fpg, hz, hzl, hist, sim, mcols, scr, fc, layer_of, histt)
     for i, _, k, _ in members:
         if k == HAZARD:
             _hazard_prior(S, i)

@@ -26,7 +26,7 @@ from paging.weights import unit_sizes
 
 
 def _rho(P):
-    return 1e-13 * P * (P / 16 + 64)  # setup's F_RHO
+    return T.rho(P)  # setup's F_RHO
 
 
 @given(P=st.integers(1, 2000), data=st.data())
@@ -46,6 +46,15 @@ def test_a_bounded_row_is_within_rho_of_the_exact_row(P, data):
     got = T._loss_rows_bounded(x, cx, used, npg, P)
     assert abs(got - exact) <= _rho(P)
     assert abs(got - exact) <= 1e-9 * max(1.0, abs(exact))  # and far inside it
+    # BOUNDED computes the memories' probabilities as (D + prior·b)·(1/den), the reference
+    # as (D + prior·b)/den: the bounded row of the former within rho of the exact row of
+    # the latter
+    D = rng.random(npg) * rng.choice([1.0, 50.0, 1e4])
+    pb, den = rng.random() * 2, 1.0 + rng.random() * rng.choice([1.0, 1e4])
+    want = T._loss_rows(np.clip((D + pb) / den, 1e-4, 1 - 1e-4), cx, used, base, npg, P, buf)
+    have = T._loss_rows_bounded(np.clip((D + pb) * (1.0 / den), 1e-4, 1 - 1e-4), cx, used,
+                                npg, P)
+    assert abs(have - want) <= _rho(P)
 
 
 @given(P=st.integers(1, 600), data=st.data())
