@@ -833,9 +833,12 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     alpha = fst[i, F_ALPHA]
     nb = float(ist[i, I_NB])
     shrink = fst[i, F_SHRINK]
+    fw = 1 + win  # BOUNDED: the row and constants of the memory of weight 1, in registers
+    c2w = c2[win] if win >= 0 else 0.0
+    d2w = den2[win] if win >= 0 else 1.0
     best = -1
     bkey = 0.0
-    bdist = 0
+    br = 0
     for j in range(nc):
         v = cands[j]
         loc = v - base
@@ -872,7 +875,10 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
         # the within-token chance a0 (TokenPolicy.within_token)
         # (rem = 0 gives exactly 0, and rem = K divides by exactly 1: both skip divisions)
         a0 = 0.0
-        if not used:
+        if K == 1:  # one visit per token: rem is 1 for a layer ahead (a0 = h·1/1), else 0
+            hc = _clip(h, 0.0, 1.0)
+            a0 = hc if not used and z > c else 0.0
+        elif not used:
             rem = K - rnd - 1 + (1 if z > c else 0)
             if rem >= K:  # h·K/K (h itself for K = 1: no division)
                 a0 = _clip(h if K == 1 else h * K / K, 0.0, 1.0)
@@ -884,7 +890,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
         else:
             ux = 1.0 if used else 0.0
             if win >= 0:  # 1·a + 0·b = a exactly (a, b finite, ≥ 0): one memory's estimate
-                pn = (fc[i, 1 + win, loc] + ux + c2[win]) / den2[win]
+                pn = (fc[i, fw, loc] + ux + c2w) / d2w
             else:
                 pn = w[0] * ((fc[i, 1, loc] + ux + c2[0]) / den2[0])
                 if M > 1:
@@ -893,14 +899,12 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
                 pn = _mixed(pn, _match_value(S, i, 1, mnext, loc), beta, nb, shrink)
             pu = (1.0 - a0) * _power(1.0 - pn, hor)
         key = np.rint(pu * 1e9)
-        dist = z - c - 1  # (z − c − 1) mod ℓ, z and c in 0..ℓ−1
-        if dist < 0:
-            dist += L
-        if best < 0 or key > bkey or (key == bkey and (dist > bdist or (
-                dist == bdist and v > best))):
+        # (layer distance (z − c − 1) mod ℓ, page id) as one number: z, c in 0..ℓ−1, v < P
+        r = (z - c - 1 + (L if z <= c else 0)) * P + v
+        if best < 0 or key > bkey or (key == bkey and r > br):
             best = v
             bkey = key
-            bdist = dist
+            br = r
     return best
 
 
