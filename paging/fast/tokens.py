@@ -14,7 +14,8 @@ requested by it, and where the reference's numpy work runs over all nℓ pages (
 totals and log-losses) the kernel sums the same nℓ values, one constant per row outside the
 universe (its logarithm taken once, its blocks summed on one lane: :func:`pairwise_runs`), in
 numpy's order (its pairwise summation, :func:`pairwise`), so that every
-probability, log-loss and posterior weight is the reference's to the last bit (the reference
+probability, log-loss and posterior weight is the reference's to the last bit (but see
+BOUNDED mode below; the reference
 takes its ``log``, ``log1p``, ``exp``, 2-row mixtures and 5-term dot from
 :mod:`paging.floatops`: the C library's calls and the plain products and sums the kernel makes,
 where numpy's own differ in the last bit on AVX-512 machines;
@@ -40,6 +41,25 @@ Runs with a prefetcher, a miss handler or a routing hook take the reference loop
 shared combiner's ``leader`` and ``switches`` (:func:`execute`); its virtual simulations
 (``Robust.sims``) and the token policies' internal state exist only after a reference run.
 
+*BOUNDED mode.* The losses matter only through the posterior weights: w_j ∝ exp(−L_j) and
+token-match's β, the posterior mean over five values set to 0 below 1e-9. Once a memory's loss
+trails the least by more than 746 its weight is exp(−gap) = 0 in float64 (the least one's
+exp(0) = 1), and once every β trails β = 0's by more than 40 the mean rounds below 1e-9: the
+weights are then decided by the losses' order alone, not their last bits. So an instance whose
+exact losses decide its weights with a margin of :data:`ENTER` (500) to spare turns BOUNDED
+(:func:`_losses_paid`): each token's rows are summed as logarithms of products of up to 67
+factors (:func:`_loss_rows_bounded`, :func:`_beta_rows_bounded`; 8–16 logarithms per 256
+pages instead of 256), every loss is then known within a radius that grows by :func:`rho` (a
+proven bound on one row's error against the exact row) and by the subtraction's rounding per
+token end, and the weights are certified again after every token end with that radius as the
+margin (:func:`_certify`). Victims read the certified weights, which are exactly the ones the
+reference computes from its own losses; if a certificate fails (the losses come back within
+reach of each other), the run stops and :func:`execute` redoes it with exact sums throughout
+(at most one extra run; ``bounded=False`` asks for exact sums from the start). On the shipped
+routing files the losses never separate that far (their sequences are a few hundred tokens),
+so those runs are exact throughout; on long stationary traces the mode starts after a few
+hundred tokens (``tests/property/test_token_bounds.py``).
+
 Cost per request: O(1) for a hit; per token (per instance) O(nℓ) for token-decay's estimates
 and log-losses (5 more log-loss rows for token-match), O(universe·max_age) for token-hazard;
 per eviction O(k) candidate scores; token-match adds O(window) per page first used in a token
@@ -59,13 +79,14 @@ from paging.fast.common import buffers, is_grouped
 HAZARD, DECAY, MATCH, ROBUST, LRU = range(5)
 
 _NEVER = -(1 << 40)  # token-hazard's token index of a page never requested
+_LAZY_U = 4  # token-match: similarities of at most this many used pages counted as scanned
 _BETAS = np.linspace(0.0, 1.0, 5)
 
 # per-instance integer fields (ist[i, .])
 (I_KIND, I_BASE, I_NPG, I_CAP, I_HAS, I_TOK, I_NTOK, I_TSTART, I_NUSED, I_VCNT, I_VMISS,
  I_NHIST, I_NPEND, I_MCUR, I_MNEXT, I_MNEXTAT, I_M, I_W, I_A1, I_HOR, I_NB, I_VUSED, I_APX,
- I_NAPX, I_ABORT) = range(25)
-N_I = 25
+ I_NAPX, I_ABORT, I_SIMOK) = range(26)
+N_I = 26
 # I_APX, the log-losses' mode (:func:`_certify`): EXACT (may turn BOUNDED), BOUNDED, or
 # EXACT_ONLY (a rerun after a bound failed); I_NAPX counts the token ends scored in BOUNDED
 # mode; ist[0, I_ABORT] is set when a bound no longer decides the weights (the run is redone)
@@ -267,8 +288,67 @@ def pairwise(a, lo, n):
 @njit(cache=True, nogil=True)
 def pairwise_runs(a, ra, rm, c, n):
     """The sum, in numpy's order, of n values: ``c`` at positions 0..ra−1, ``a[0:rm]``, then
-    ``c`` again; the blocks of c alone cost one lane each, not eight."""
+    ``c`` again; the blocks of c alone cost one lane each, not eight (and none for c = +0.0,
+    :func:`_pw_zero`)."""
+    if c == 0.0 and math.copysign(1.0, c) > 0.0:
+        ok, v = _pw_zero(a, ra, rm, n)
+        if ok:
+            return v
     return _pw_tree(a, 0, n, ra, rm, c, True)
+
+
+@njit(cache=True, nogil=True)
+def _pw_zero(a, ra, rm, n):
+    """:func:`pairwise_runs` for c = +0.0, when the run holds no −0.0 and lies in one leaf of
+    numpy's tree (a block of at most 128 values): no partial sum is then −0.0, so adding +0.0
+    leaves it as it is, every subtree outside the run sums to +0.0, and the total is the
+    leaf's own sum over the run's positions (its 8 lanes, their tree, its tail). Returns
+    (False, 0) when these do not hold."""
+    for j in range(rm):
+        if a[j] == 0.0 and math.copysign(1.0, a[j]) < 0.0:
+            return False, 0.0
+    lo = 0
+    while n > 128:  # the child holding the whole run, else give up
+        n2 = n // 2
+        n2 -= n2 % 8
+        if ra + rm <= lo + n2:
+            n = n2
+        elif ra >= lo + n2:
+            lo += n2
+            n -= n2
+        else:
+            return False, 0.0
+    b = ra + rm
+    if n < 8:
+        res = 0.0
+        for q in range(max(ra, lo), min(b, lo + n)):
+            res += a[q - ra]
+        return True, res
+    main = lo + n - n % 8
+    r0 = r1 = r2 = r3 = r4 = r5 = r6 = r7 = 0.0
+    for q in range(max(ra, lo), min(b, main)):
+        v = a[q - ra]
+        j = (q - lo) & 7
+        if j == 0:
+            r0 += v
+        elif j == 1:
+            r1 += v
+        elif j == 2:
+            r2 += v
+        elif j == 3:
+            r3 += v
+        elif j == 4:
+            r4 += v
+        elif j == 5:
+            r5 += v
+        elif j == 6:
+            r6 += v
+        else:
+            r7 += v
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for q in range(max(ra, main), min(b, lo + n)):
+        res += a[q - ra]
+    return True, res
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -361,14 +441,30 @@ def _mixed(dec, m, beta, nb, shrink):
 def _match(S, i, which):
     """M(u) for u = the instance's current token so far: its neighbours' successor columns in
     mcols[i, which] (returns how many, 0 for no match)."""
-    ist, ipg, hist, sim, mcols = S[0], S[2], S[6], S[7], S[8]
+    ist, ipg, hist, sim, mcols, histt = S[0], S[2], S[6], S[7], S[8], S[12]
     W = ist[i, I_W]
     n = ist[i, I_NHIST]
     filled = min(n, W)
-    for j in range(ist[i, I_NPEND]):
-        h = hist[i, ipg[i, R_PEND, j]]
-        for s in range(filled):
-            sim[i, s] += h[s]
+    # the similarities |U ∩ U_s|: for a few used pages counted where the scan reads them (from
+    # the token-major history, |U| bytes of one row each); beyond, kept in sim for the whole
+    # window, zeroed at the token's first such match and grown by each page's row
+    nu = ist[i, I_NUSED]
+    ul = ipg[i, R_ULIST]
+    lazy = nu <= _LAZY_U
+    if not lazy:
+        if ist[i, I_SIMOK] == 0:
+            for s in range(filled):
+                sim[i, s] = 0
+            for j in range(nu):
+                h = hist[i, ul[j]]
+                for s in range(filled):
+                    sim[i, s] += h[s]
+            ist[i, I_SIMOK] = 1
+        else:
+            for j in range(ist[i, I_NPEND]):
+                h = hist[i, ipg[i, R_PEND, j]]
+                for s in range(filled):
+                    sim[i, s] += h[s]
     ist[i, I_NPEND] = 0
     if n < 2:
         return 0
@@ -391,7 +487,12 @@ def _match(S, i, which):
         stop = max(lo, s - col)
         row = sim[i]
         while s >= stop:
-            v = row[col]
+            if lazy:
+                v = 0
+                for j in range(nu):
+                    v += histt[i, col, ul[j]]
+            else:
+                v = row[col]
             if v > th:
                 r = m - 1
                 while r > 0 and v > topv[r - 1]:
@@ -726,9 +827,7 @@ def _advance(S, i, t, steps, token, n_experts, L, P):
         for loc in range(ist[i, I_NPG]):
             ipg[i, R_BEFORE, loc] = ipg[i, R_LASTTOK, loc]
     elif kind == MATCH:
-        sim = S[7]
-        for c in range(ist[i, I_W]):
-            sim[i, c] = 0
+        ist[i, I_SIMOK] = 0  # the similarities restart (zeroed when next kept: _match)
         ist[i, I_NPEND] = 0
         ist[i, I_MNEXT] = 0
         ist[i, I_MNEXTAT] = -1

@@ -141,12 +141,30 @@ def test_pairwise_runs_is_numpys_sum_of_the_whole_row(n, data, c):
     rm = data.draw(st.integers(0, n))
     ra = data.draw(st.integers(0, n - rm))
     run = np.random.default_rng(n + 7 * rm + ra).random(rm) - 0.5
+    zeros = data.draw(st.sampled_from([None, 0.0, -0.0]))  # signed zeros in the run too
+    if zeros is not None and rm:
+        run[data.draw(st.integers(0, rm - 1))] = zeros
+        if data.draw(st.booleans()):
+            run = np.abs(run)  # a run of non-negative values (the totals' case)
     row = np.full(n, c)
     row[ra:ra + rm] = run
     buf = np.concatenate([run, np.zeros(3)])  # the scratch row is longer than the run
     got = pairwise_runs(buf, ra, rm, c, n)
     want = pairwise(row, 0, n)  # the written-out row's sum, -0.0 included
     assert got == want == row.sum() and np.signbit(got) == np.signbit(want)
+
+
+@pytest.mark.parametrize("n,ra,rm", [(8, 0, 8), (16, 8, 8), (200, 64, 8), (5, 0, 5)])
+def test_pairwise_runs_of_negative_zeros(n, ra, rm):
+    """A run of −0.0 among +0.0: numpy's pairwise routine gives −0.0 where the run fills a
+    leaf's eight lanes (its sum then adds that to the reduction's +0.0), and the shortcut for
+    c = +0.0 must not turn it into +0.0."""
+    row = np.zeros(n)
+    row[ra:ra + rm] = -0.0
+    got = pairwise_runs(np.full(rm, -0.0), ra, rm, 0.0, n)
+    want = pairwise(row, 0, n)
+    assert got == want == row.sum() and np.signbit(got) == np.signbit(want)
+    assert np.signbit(want) == (n == 8)
 
 
 def test_the_references_float_work_is_the_kernels():
