@@ -85,8 +85,8 @@ _BETAS = np.linspace(0.0, 1.0, 5)
 # per-instance integer fields (ist[i, .])
 (I_KIND, I_BASE, I_NPG, I_CAP, I_HAS, I_TOK, I_NTOK, I_TSTART, I_NUSED, I_VCNT, I_VMISS,
  I_NHIST, I_NPEND, I_MCUR, I_MNEXT, I_MNEXTAT, I_M, I_W, I_A1, I_HOR, I_NB, I_VUSED, I_APX,
- I_NAPX, I_ABORT, I_SIMOK) = range(26)
-N_I = 26
+ I_NAPX, I_ABORT, I_SIMOK, I_LLEN, I_LTOK, I_EVID) = range(29)
+N_I = 29
 # I_APX, the log-losses' mode (:func:`_certify`): EXACT (may turn BOUNDED), BOUNDED, or
 # EXACT_ONLY (a rerun after a bound failed); I_NAPX counts the token ends scored in BOUNDED
 # mode; ist[0, I_ABORT] is set when a bound no longer decides the weights (the run is redone)
@@ -99,8 +99,10 @@ F_LAM, F_PRIOR, F_SHRINK, F_ALPHA, F_LOSS, F_N, F_TOT, F_BLOSS = 0, 2, 3, 4, 5, 
 F_RAD, F_RHO, F_CW, F_CB, F_ENTER = 16, 17, 18, 20, 21
 N_F = 22
 # per-instance page rows (ipg[i, ., local page])
-R_USED, R_ULIST, R_VRES, R_VLIST, R_VPOS, R_VLAST, R_LASTTOK, R_BEFORE, R_PEND, R_STAMP = range(10)
-N_R = 10
+# R_SORT, R_INL, R_CAND: the ordered scan of the victim choice (:func:`_choose`)
+(R_USED, R_ULIST, R_VRES, R_VLIST, R_VPOS, R_VLAST, R_LASTTOK, R_BEFORE, R_PEND, R_STAMP, R_SORT,
+ R_INL, R_CAND) = range(13)
+N_R = 13
 
 
 @njit(cache=True, nogil=True)
@@ -935,12 +937,58 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     fw = 1 + win  # BOUNDED: the row and constants of the memory of weight 1, in registers
     c2w = c2[win] if win >= 0 else 0.0
     d2w = den2[win] if win >= 0 else 1.0
+    # Ordered scan (BOUNDED, one visit per token, β = 0: no match mixed in): every candidate's
+    # key is then a non-increasing function of its decayed count d under the memory of weight 1
+    # (fixed for the token): each step of it (λ·d, + used + c2, / den2, 1 − ·, h = (d + prior·b)
+    # / den, the clip, 1 − a0, the square of a number ≥ 0, the product, rint) is monotone; and
+    # a page unused in the token whose layer is not ahead (a0 = 0) has the largest key of any
+    # page of the same d. So the candidates are visited in ascending d (a list sorted once per
+    # token, pages inserted as they become candidates; R_CAND marks this eviction's) and the
+    # scan stops at the first d whose largest possible key is below the best found: the pages
+    # left cannot beat it or tie with it.
+    lam_w = fst[i, F_LAM + win] if win >= 0 else 0.0
+    ordered = win >= 0 and K == 1 and beta == 0.0 and kind != HAZARD
+    lrow = ipg[i, R_SORT]
+    n_it = nc
+    evid = 0
+    if ordered:
+        evid = ist[i, I_EVID] + 1
+        ist[i, I_EVID] = evid
+        stamp_l = ist[i, I_NTOK] + 1
+        if ist[i, I_LTOK] != stamp_l:
+            ist[i, I_LTOK] = stamp_l
+            ist[i, I_LLEN] = 0
+        n_l = ist[i, I_LLEN]
+        for j in range(nc):
+            loc = cands[j] - base
+            ipg[i, R_CAND, loc] = evid
+            if ipg[i, R_INL, loc] != stamp_l:  # a new candidate: into the list by its d
+                ipg[i, R_INL, loc] = stamp_l
+                d = fpg[i, win, loc]
+                q = n_l
+                while q > 0 and fpg[i, win, lrow[q - 1]] > d:
+                    lrow[q] = lrow[q - 1]
+                    q -= 1
+                lrow[q] = loc
+                n_l += 1
+        ist[i, I_LLEN] = n_l
+        n_it = n_l
     best = -1
     bkey = 0.0
     br = 0
-    for j in range(nc):
-        v = cands[j]
-        loc = v - base
+    for j in range(n_it):
+        if ordered:
+            loc = lrow[j]
+            if ipg[i, R_CAND, loc] != evid:  # evicted since it entered, or pinned now
+                continue
+            v = loc + base
+            if best >= 0:  # the largest key at this d: unused, a0 = 0
+                pn = (lam_w * fpg[i, win, loc] + 0.0 + c2w) / d2w
+                if np.rint((1.0 - 0.0) * _power(1.0 - pn, hor) * 1e9) < bkey:
+                    break
+        else:
+            v = cands[j]
+            loc = v - base
         z = layer_of[v]
         used = ipg[i, R_USED, loc] != 0
         if ipg[i, R_STAMP, loc] != stamp:  # the page's values for this token

@@ -148,19 +148,24 @@ def _bounded_runs(monkeypatch):
     return infos
 
 
-# (policy, layout n x ℓ, tokens, seed, k, what happens with ENTER = 0): runs that turn
-# BOUNDED and stay so, and runs whose bound fails after they turned (redone exactly)
-RUNS = [("token-match", 8, 16, 2000, 1, 42, "bounded"),
-        ("token-decay", 8, 16, 2000, 1, 42, "bounded"),
-        ("robust-token-match", 8, 16, 1000, 0, 42, "bounded"),
-        ("token-match", 8, 8, 2000, 1, 21, "redone"),
-        ("token-match-dist", 32, 4, 2000, 0, 42, "bounded"),
-        ("token-decay-dist", 32, 4, 2000, 1, 42, "redone")]
+# (policy, layout n x ℓ, tokens, seed, k, what happens with ENTER = 0, top-K and mode): runs
+# that turn BOUNDED and stay so (one visit per token: the victim choice's ordered scan; top-2 in
+# groups mode: pinned groups; top-2 in rounds mode, K = 2: the full scan), and runs whose
+# bound fails after they turned (redone exactly)
+RUNS = [("token-match", 8, 16, 2000, 1, 42, "bounded", 1, "rounds"),
+        ("token-decay", 8, 16, 2000, 1, 42, "bounded", 1, "rounds"),
+        ("robust-token-match", 8, 16, 1000, 0, 42, "bounded", 1, "rounds"),
+        ("token-match", 8, 8, 2000, 0, 21, "bounded", 2, "groups"),
+        ("token-decay", 8, 8, 2000, 1, 21, "bounded", 2, "rounds"),
+        ("token-match", 8, 8, 2000, 1, 21, "redone", 1, "rounds"),
+        ("token-match-dist", 32, 4, 2000, 0, 42, "bounded", 1, "rounds"),
+        ("token-decay-dist", 32, 4, 2000, 1, 42, "redone", 1, "rounds")]
 
 
-@pytest.mark.parametrize("name,n,L,tokens,seed,k,what", RUNS)
-def test_bounded_runs_are_the_references(monkeypatch, name, n, L, tokens, seed, k, what):
-    trace = generators.zipf(n=n, layers=L, tokens=tokens, seed=seed)
+@pytest.mark.parametrize("name,n,L,tokens,seed,k,what,topk,mode", RUNS)
+def test_bounded_runs_are_the_references(monkeypatch, name, n, L, tokens, seed, k, what, topk,
+                                         mode):
+    trace = generators.zipf(n=n, layers=L, tokens=tokens, seed=seed, topk=topk, expand=mode)
     ref = simulate(trace, make_policy(name), k, record=True, engine="reference")
     infos = _bounded_runs(monkeypatch)
     got = simulate(trace, make_policy(name), k, record=True, engine="fast")
