@@ -92,9 +92,8 @@ N_I = 29
 # mode; ist[0, I_ABORT] is set when a bound no longer decides the weights (the run is redone)
 EXACT, BOUNDED, EXACT_ONLY = 0, 1, -1
 # per-instance float fields (fst[i, .]): decays λ_j, prior, shrink, alpha, losses L_j, N_j,
-# totals Σ_q D_jq, token-match's β losses
-# token-match's β losses; in BOUNDED mode the radius of the losses, its growth per token end,
-# the certified weights w_j and β, and the margin a certification must clear to enter it
+# totals Σ_q D_jq, token-match's β losses; for BOUNDED mode the radius of the losses, its
+# growth per token end, the certified weights w_j and β, and the margin to enter it
 F_LAM, F_PRIOR, F_SHRINK, F_ALPHA, F_LOSS, F_N, F_TOT, F_BLOSS = 0, 2, 3, 4, 5, 7, 9, 11
 F_RAD, F_RHO, F_CW, F_CB, F_ENTER = 16, 17, 18, 20, 21
 N_F = 22
