@@ -62,8 +62,10 @@ hundred tokens (``tests/property/test_token_bounds.py``).
 
 Cost per request: O(1) for a hit; per token (per instance) O(nℓ) for token-decay's estimates
 and log-losses (5 more log-loss rows for token-match), O(universe·max_age) for token-hazard;
-per eviction O(k) candidate scores; token-match adds O(window) per page first used in a token
-and O(window·neighbours) per match.
+per eviction O(k) candidate scores (BOUNDED with one visit per token and β = 0: O(k) marks,
+one insertion into a sorted list, and the few scores of an ordered scan, :func:`_choose`);
+token-match adds O(window) per page first used in a token (only past 4 used pages) and
+O(window·neighbours) per match.
 """
 
 from __future__ import annotations
