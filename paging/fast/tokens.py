@@ -300,6 +300,16 @@ def pairwise_runs(a, ra, rm, c, n):
     return _pw_tree(a, 0, n, ra, rm, c, True)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _lane(a, ra, lo, f, e, j):
+    """Lane j of a leaf starting at lo: the run's values at positions f..e−1 that are j after
+    a multiple of 8 from lo, added in order from +0.0."""
+    r = 0.0
+    for q in range(f + (j - (f - lo)) % 8, e, 8):
+        r += a[q - ra]
+    return r
+
+
 @njit(cache=True, nogil=True)
 def _pw_zero(a, ra, rm, n):
     """:func:`pairwise_runs` for c = +0.0, when the run holds no −0.0 and lies in one leaf of
@@ -328,27 +338,11 @@ def _pw_zero(a, ra, rm, n):
             res += a[q - ra]
         return True, res
     main = lo + n - n % 8
-    r0 = r1 = r2 = r3 = r4 = r5 = r6 = r7 = 0.0
-    for q in range(max(ra, lo), min(b, main)):
-        v = a[q - ra]
-        j = (q - lo) & 7
-        if j == 0:
-            r0 += v
-        elif j == 1:
-            r1 += v
-        elif j == 2:
-            r2 += v
-        elif j == 3:
-            r3 += v
-        elif j == 4:
-            r4 += v
-        elif j == 5:
-            r5 += v
-        elif j == 6:
-            r6 += v
-        else:
-            r7 += v
-    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    f, e = max(ra, lo), min(b, main)
+    res = ((_lane(a, ra, lo, f, e, 0) + _lane(a, ra, lo, f, e, 1)) + (
+        _lane(a, ra, lo, f, e, 2) + _lane(a, ra, lo, f, e, 3))) + (
+        (_lane(a, ra, lo, f, e, 4) + _lane(a, ra, lo, f, e, 5)) + (
+            _lane(a, ra, lo, f, e, 6) + _lane(a, ra, lo, f, e, 7)))
     for q in range(max(ra, main), min(b, lo + n)):
         res += a[q - ra]
     return True, res
