@@ -1017,7 +1017,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
         # the within-token chance a0 (TokenPolicy.within_token)
         # (rem = 0 gives exactly 0, and rem = K divides by exactly 1: both skip divisions)
         a0 = 0.0
-        if K == 1:  # one visit per token: rem is 1 for a layer ahead (a0 = h·1/1), else 0
+        if K == 1 and rnd == 0:  # one visit per token: rem = 1 ahead (a0 = h·1/1), else 0
             hc = _clip(h, 0.0, 1.0)
             a0 = hc if not used and z > c else 0.0
         elif not used:
