@@ -48,7 +48,7 @@ exp(0) = 1), and once every β trails β = 0's by more than 40 the mean rounds b
 weights are then decided by the losses' order alone, not their last bits. So an instance whose
 exact losses decide its weights with a margin of :data:`ENTER` (500) to spare turns BOUNDED
 (:func:`_losses_paid`): each token's rows are summed as logarithms of products of up to 67
-factors (:func:`_loss_rows_bounded`, :func:`_beta_rows_bounded`; 8–16 logarithms per 256
+factors (:func:`_loss_rows_bounded`, :func:`_beta_rows_bounded`; 4 logarithms per 256
 pages instead of 256), every loss is then known within a radius that grows by :func:`rho` (a
 proven bound on one row's error against the exact row) and by the subtraction's rounding per
 token end, and the weights are certified again after every token end with that radius as the
@@ -1022,8 +1022,8 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
             a0 = hc if not used and z > c else 0.0
         elif not used:
             rem = K - rnd - 1 + (1 if z > c else 0)
-            if rem >= K:  # h·K/K (h itself for K = 1: no division)
-                a0 = _clip(h if K == 1 else h * K / K, 0.0, 1.0)
+            if rem >= K:
+                a0 = _clip(h * K / K, 0.0, 1.0)
             elif rem > 0:
                 dd = 1.0 - h * (K - rem) / K
                 a0 = _clip(h * rem / K / (dd if dd > 1e-12 else 1e-12), 0.0, 1.0)

@@ -92,7 +92,14 @@ def test_a_certificate_is_the_references_weights_within_the_radius(M, match, lo,
                                                                    bwin, rad, data):
     """Whenever the kernel certifies losses known within ``rad`` (margin 2·rad), every loss
     vector within ``rad`` of them gives, in the reference's own functions
-    (``TokenDecay.weights``, ``TokenMatch.beta``), exactly the certified weights and β."""
+    (``TokenDecay.weights``, ``TokenMatch.beta``), exactly the certified weights and β; and
+    gaps clear of the thresholds by more than 2·rad are always certified."""
+    if data.draw(st.booleans()):  # clear of every threshold
+        mem = [g + 746.0 + 2 * rad + 1.0 for g in mem]
+        beta = [g + (40.0 if bwin == 0 else 746.0) + 2 * rad + 1.0 for g in beta]
+        clear = True
+    else:
+        clear = False
     ist = np.zeros((1, T.N_I), np.int64)
     fst = np.zeros((1, T.N_F))
     ist[0, T.I_M] = M
@@ -103,7 +110,9 @@ def test_a_certificate_is_the_references_weights_within_the_radius(M, match, lo,
     B[bwin] = lo
     fst[0, T.F_LOSS:T.F_LOSS + M] = L
     fst[0, T.F_BLOSS:T.F_BLOSS + 5] = B
-    if not T._certify((ist, fst), 0, 2 * rad):
+    ok = T._certify((ist, fst), 0, 2 * rad)
+    assert ok or not clear
+    if not ok:
         return
     w = fst[0, T.F_CW:T.F_CW + M]
     assert sorted(w) == [0.0] * (M - 1) + [1.0]
