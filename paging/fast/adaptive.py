@@ -44,7 +44,7 @@ import math
 import numpy as np
 from numba import njit
 
-from paging.fast.common import buffers, is_grouped
+from paging.fast.common import borrow, buffers, hold, is_grouped
 
 #: the kinds of this family (``Policy.kernel = "adaptive:KIND"``)
 ARC, LECAR = 0, 1
@@ -140,6 +140,10 @@ def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record):
     prev_s = -1
     g_start = 0
     g_end = 0
+    # the lists read through views without reference counts (:func:`borrow`), held to the end
+    lk_own, ls_own, pin_own, layer_own = lk, ls, pin, layer_of
+    lk, ls, pin, layer_of = borrow(lk), borrow(ls), borrow(pin), borrow(layer_of)
+    pages, steps, sizes = borrow(pages), borrow(steps), borrow(sizes)
     s = -2  # no page is pinned in rounds mode (pin[v] is never -2)
     for t in range(n):
         p = pages[t]
@@ -224,6 +228,10 @@ def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record):
                 n_ev += 1
         _push(lk, ls, q, _T2 if ghost else _T1, p)
         used[q] += need
+    hold(lk_own)
+    hold(ls_own)
+    hold(pin_own)
+    hold(layer_own)
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
 
@@ -269,6 +277,10 @@ def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr
     prev_s = -1
     g_start = 0
     g_end = 0
+    # as in arc_kernel: the lists through views without reference counts, held to the end
+    lk_own, ls_own, pin_own, layer_own = lk, ls, pin, layer_of
+    lk, ls, pin, layer_of = borrow(lk), borrow(ls), borrow(pin), borrow(layer_of)
+    pages, steps, sizes = borrow(pages), borrow(steps), borrow(sizes)
     s = -2
     for t in range(n):
         p = pages[t]
@@ -444,6 +456,10 @@ def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr
         nd[2, x] = p
         node_of[p] = x
         used[q] += need
+    hold(lk_own)
+    hold(ls_own)
+    hold(pin_own)
+    hold(layer_own)
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
 

@@ -75,7 +75,7 @@ import math
 import numpy as np
 from numba import njit
 
-from paging.fast.common import buffers, is_grouped
+from paging.fast.common import borrow, buffers, is_grouped
 
 # kinds: the policies (``kernel = "token:KIND"``); LRU only as a component of the combiner
 HAZARD, DECAY, MATCH, ROBUST, LRU = range(5)
@@ -1102,6 +1102,11 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     L = n_layers
     P = n_experts * n_layers
     K = visits
+    # the state without reference counts (:func:`borrow`: the caller holds S for the call)
+    S = (borrow(S[0]), borrow(S[1]), borrow(S[2]), borrow(S[3]), borrow(S[4]), borrow(S[5]),
+         borrow(S[6]), borrow(S[7]), borrow(S[8]), borrow(S[9]), borrow(S[10]), borrow(S[11]),
+         borrow(S[12]))
+    pages, steps, token, sizes = borrow(pages), borrow(steps), borrow(token), borrow(sizes)
     ist = S[0]
     layer_of = S[11]
     nparts = caps.size
