@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import buffers, is_grouped, unlink
+from paging.fast.common import borrow, buffers, hold, is_grouped, unlink
 
 GREEDY_DUAL, LANDLORD, GDSF, LAYERED = 0, 1, 2, 3
 
@@ -171,6 +171,12 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
     prv = np.full(P if scan else 0, -1, np.int64)  # sorted by (credit, last request)
     head = np.full(nparts, -1, np.int64)
     tail = np.full(nparts, -1, np.int64)
+    # the heap and lists through views without reference counts (:func:`borrow`: every call
+    # of a heap helper counted its arrays), the arrays held to the end
+    own = (hk, ht, hp, pos, hs, credit, nxt, prv, head, tail)
+    hk, ht, hp, pos, hs = borrow(hk), borrow(ht), borrow(hp), borrow(pos), borrow(hs)
+    credit, nxt, prv, head, tail = (borrow(credit), borrow(nxt), borrow(prv), borrow(head),
+                                    borrow(tail))
     prev_s = -1
     now_pass = 0
     g_start = 0
@@ -304,4 +310,6 @@ def credit_kernel(pages, steps, costs, sizes, slots, n_experts, n_layers, caps, 
         else:
             _push(hk, ht, hp, pos, base, hs, q, p, h, t)
         used[q] += need
+    hold(own[0]), hold(own[1]), hold(own[2]), hold(own[3]), hold(own[4])
+    hold(own[5]), hold(own[6]), hold(own[7]), hold(own[8]), hold(own[9])
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
