@@ -133,7 +133,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import append, is_grouped, unlink
+from paging.fast.common import append, borrow, hold, is_grouped, unlink
 from paging.fast.credit import GDSF, GREEDY_DUAL
 from paging.fast.credit import LAYERED as LAYERED_LANDLORD
 from paging.fast.lists import (
@@ -524,6 +524,13 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     stamp = -2  # the pin stamp of the pages pinned now (-2: none, rounds mode)
     next_stamp = 0
     hstamp = 0
+    # the lists and the inlined helpers' arrays through views without reference counts
+    # (:func:`borrow`), the arrays held to the end
+    own = (nxt, prv, head, tail, pin, last_step, last_pass, H, infl, freq, last_t)
+    nxt, prv, head, tail, pin = borrow(nxt), borrow(prv), borrow(head), borrow(tail), borrow(pin)
+    last_step, last_pass, last_t = borrow(last_step), borrow(last_pass), borrow(last_t)
+    H, infl, freq = borrow(H), borrow(infl), borrow(freq)
+    pages, steps, slots = borrow(pages), borrow(steps), borrow(slots)
     for t in range(n):
         p = pages[t]
         s = steps[t]
@@ -1003,6 +1010,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
         if pending[y]:
             wasted += 1
     pf_counts = np.array([prefetches, useful, wasted, skipped, pf_bytes], np.int64)
+    hold(own[0]), hold(own[1]), hold(own[2]), hold(own[3]), hold(own[4]), hold(own[5])
+    hold(own[6]), hold(own[7]), hold(own[8]), hold(own[9]), hold(own[10])
     return (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts,
             pf_log, n_pf_log, pf_ev, n_pf_ev)
 
