@@ -338,6 +338,18 @@ def _pw_zero(a, ra, rm, n):
             res += a[q - ra]
         return True, res
     main = lo + n - n % 8
+    if rm <= 8 and (ra - lo) % 8 == 0 and b <= main:
+        # a run of at most 8 from a lane boundary (a -dist instance's counts, n experts = 8):
+        # lane j holds a[j] alone, the others +0.0, and the tail adds only +0.0
+        r0 = a[0] if rm > 0 else 0.0
+        r1 = a[1] if rm > 1 else 0.0
+        r2 = a[2] if rm > 2 else 0.0
+        r3 = a[3] if rm > 3 else 0.0
+        r4 = a[4] if rm > 4 else 0.0
+        r5 = a[5] if rm > 5 else 0.0
+        r6 = a[6] if rm > 6 else 0.0
+        r7 = a[7] if rm > 7 else 0.0
+        return True, ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
     f, e = max(ra, lo), min(b, main)
     res = ((_lane(a, ra, lo, f, e, 0) + _lane(a, ra, lo, f, e, 1)) + (
         _lane(a, ra, lo, f, e, 2) + _lane(a, ra, lo, f, e, 3))) + (
@@ -435,10 +447,10 @@ def _mixed(dec, m, beta, nb, shrink):
 
 
 @njit(cache=True, nogil=True)
-def _match(S, i, which):
+def _match(ist, ipg, hist, sim, mcols, histt, i, which):
     """M(u) for u = the instance's current token so far: its neighbours' successor columns in
-    mcols[i, which] (returns how many, 0 for no match)."""
-    ist, ipg, hist, sim, mcols, histt = S[0], S[2], S[6], S[7], S[8], S[12]
+    mcols[i, which] (returns how many, 0 for no match). Called with the arrays of S it reads
+    (S[0], S[2], S[6], S[7], S[8], S[12]), not S: a call counts each array it is given."""
     W = ist[i, I_W]
     n = ist[i, I_NHIST]
     filled = min(n, W)
@@ -638,7 +650,7 @@ def _beta_rows_bounded(fst, i, dec, mval, dc, usedl, npg, P, nb, shrink):
 
 
 @njit(cache=True, nogil=True)
-def _certify(S, i, margin):
+def _certify(ist, fst, i, margin):
     """Whether the losses decide the posterior weights, each loss known within ``margin / 2``:
     every memory's loss above the least one's by more than 746 + margin (its weight
     exp(−gap) then rounds to 0, the least one's is exp(0) = 1, so w is exactly one-hot), and
@@ -646,7 +658,6 @@ def _certify(S, i, margin):
     least is β = 0's, by more than 40 + margin (the others' weights then sum below 4e-17,
     the mean β below ``BETA_OFF`` = 1e-9, so β = 0). Sets the weights and β decided
     (``F_CW``, ``F_CB``)."""
-    ist, fst = S[0], S[1]
     M = ist[i, I_M]
     win = 0
     for j in range(1, M):
@@ -671,18 +682,18 @@ def _certify(S, i, margin):
 
 
 @njit(cache=True, nogil=True)
-def _losses_paid(S, i):
+def _losses_paid(ist, fst, i):
     """After a token end's log-losses: an EXACT instance turns BOUNDED once its losses decide
     the weights by ``F_ENTER`` more than needed; a BOUNDED one widens its radius by the rows'
     error bound and the subtraction's rounding (2u·|L| for the reference's and its own), and
     stops the run (``ist[0, I_ABORT]``: :func:`execute` redoes it EXACT_ONLY) when the
-    weights are no longer decided."""
-    ist, fst = S[0], S[1]
+    weights are no longer decided. (It and :func:`_certify` take the two arrays they read,
+    not S: a call counts each array it is given.)"""
     mode = ist[i, I_APX]
     if mode == EXACT_ONLY:
         return
     if mode == EXACT:
-        if _certify(S, i, fst[i, F_ENTER]):
+        if _certify(ist, fst, i, fst[i, F_ENTER]):
             ist[i, I_APX] = BOUNDED
             fst[i, F_RAD] = 0.0
         return
@@ -694,7 +705,7 @@ def _losses_paid(S, i):
             big = max(big, abs(fst[i, F_BLOSS + b]))
     fst[i, F_RAD] += fst[i, F_RHO] + 4.5e-16 * big
     ist[i, I_NAPX] += 1
-    if not _certify(S, i, 2.0 * fst[i, F_RAD]):
+    if not _certify(ist, fst, i, 2.0 * fst[i, F_RAD]):
         ist[0, I_ABORT] = 1
 
 
@@ -777,7 +788,7 @@ def _decay_end(S, i, P):
                 fst[i, F_LOSS + j] -= _loss_rows_bounded(x, cx, usedl, npg, P)
             else:
                 fst[i, F_LOSS + j] -= _loss_rows(x, cx, usedl, base, npg, P, buf)
-        _losses_paid(S, i)
+        _losses_paid(ist, fst, i)
     for j in range(M):
         lam = fst[i, F_LAM + j]
         for loc in range(npg):
@@ -798,7 +809,7 @@ def _decay_end(S, i, P):
             hist[i, loc, col] = u
             histt[i, col, loc] = u
         ist[i, I_NHIST] += 1
-        ist[i, I_MCUR] = _match(S, i, 0)
+        ist[i, I_MCUR] = _match(ist, ipg, hist, S[7], S[8], histt, i, 0)
 
 
 # -- the token clock ---------------------------------------------------------------------------
@@ -919,7 +930,8 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
         if kind == MATCH:
             beta = fst[i, F_CB] if bounded else _beta(fst, i, wb)
             if beta > 0.0 and ist[i, I_MNEXTAT] != ist[i, I_NUSED]:
-                ist[i, I_MNEXT] = _match(S, i, 1) if ist[i, I_NUSED] else 0
+                ist[i, I_MNEXT] = (_match(ist, ipg, S[6], S[7], S[8], S[12], i, 1)
+                                   if ist[i, I_NUSED] else 0)
                 ist[i, I_MNEXTAT] = ist[i, I_NUSED]
             mcur = ist[i, I_MCUR]
             mnext = ist[i, I_MNEXT]

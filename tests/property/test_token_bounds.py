@@ -110,7 +110,7 @@ def test_a_certificate_is_the_references_weights_within_the_radius(M, match, lo,
     B[bwin] = lo
     fst[0, T.F_LOSS:T.F_LOSS + M] = L
     fst[0, T.F_BLOSS:T.F_BLOSS + 5] = B
-    ok = T._certify((ist, fst), 0, 2 * rad)
+    ok = T._certify(ist, fst, 0, 2 * rad)
     assert ok or not clear
     if not ok:
         return
@@ -131,15 +131,15 @@ def test_certification_thresholds_by_hand():
     ist[0, T.I_M], ist[0, T.I_KIND] = 2, T.MATCH
     fst[0, T.F_LOSS:T.F_LOSS + 2] = [1000.0, 1000.0 + 746.5]
     fst[0, T.F_BLOSS:T.F_BLOSS + 5] = [5.0, 45.5, 60.0, 800.0, 900.0]
-    assert T._certify((ist, fst), 0, 0.0)
+    assert T._certify(ist, fst, 0, 0.0)
     assert list(fst[0, T.F_CW:T.F_CW + 2]) == [1.0, 0.0] and fst[0, T.F_CB] == 0.0
-    assert not T._certify((ist, fst), 0, 1.0)  # memories: 746.5 is not above 746 + 1
+    assert not T._certify(ist, fst, 0, 1.0)  # memories: 746.5 is not above 746 + 1
     fst[0, T.F_LOSS + 1] = 3000.0
-    assert not T._certify((ist, fst), 0, 1.0)  # β = 0 leads β = 0.25 by 40.5, not 41
+    assert not T._certify(ist, fst, 0, 1.0)  # β = 0 leads β = 0.25 by 40.5, not 41
     fst[0, T.F_BLOSS:T.F_BLOSS + 5] = [800.0, 900.0, 5.0, 700.0, 760.0]
-    assert not T._certify((ist, fst), 0, 0.0)  # β = 0.5 leads, by 695 only: not one-hot
+    assert not T._certify(ist, fst, 0, 0.0)  # β = 0.5 leads, by 695 only: not one-hot
     fst[0, T.F_BLOSS + 3] = 752.0
-    assert T._certify((ist, fst), 0, 0.0) and fst[0, T.F_CB] == 0.5
+    assert T._certify(ist, fst, 0, 0.0) and fst[0, T.F_CB] == 0.5
 
 
 def _bounded_runs(monkeypatch):

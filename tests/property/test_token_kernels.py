@@ -154,6 +154,21 @@ def test_pairwise_runs_is_numpys_sum_of_the_whole_row(n, data, c):
     assert got == want == row.sum() and np.signbit(got) == np.signbit(want)
 
 
+@pytest.mark.parametrize("n", [8, 13, 64, 200, 256, 1031])
+def test_pairwise_runs_of_a_short_aligned_run(n):
+    """The shortcut for a run of at most 8 values starting at a lane boundary (a ``-dist``
+    instance's counts, 8 experts a layer) among +0.0: numpy's sum of the written-out row, for
+    every such start and length, the row's tail included."""
+    rng = np.random.default_rng(n)
+    for ra in range(0, n, 8):
+        for rm in range(0, min(8, n - ra) + 1):
+            run = rng.random(rm) * rng.choice([1.0, 1e-3, 1e6])
+            row = np.zeros(n)
+            row[ra:ra + rm] = run
+            got = pairwise_runs(np.concatenate([run, np.ones(2)]), ra, rm, 0.0, n)
+            assert got == row.sum() and not np.signbit(got), (n, ra, rm)
+
+
 @pytest.mark.parametrize("n,ra,rm", [(8, 0, 8), (16, 8, 8), (200, 64, 8), (5, 0, 5)])
 def test_pairwise_runs_of_negative_zeros(n, ra, rm):
     """A run of −0.0 among +0.0: numpy's pairwise routine gives −0.0 where the run fills a
