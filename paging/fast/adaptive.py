@@ -277,10 +277,6 @@ def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr
     prev_s = -1
     g_start = 0
     g_end = 0
-    # as in arc_kernel: the lists through views without reference counts, held to the end
-    lk_own, ls_own, pin_own, layer_own = lk, ls, pin, layer_of
-    lk, ls, pin, layer_of = borrow(lk), borrow(ls), borrow(pin), borrow(layer_of)
-    pages, steps, sizes = borrow(pages), borrow(steps), borrow(sizes)
     s = -2
     for t in range(n):
         p = pages[t]
@@ -456,10 +452,6 @@ def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr
         nd[2, x] = p
         node_of[p] = x
         used[q] += need
-    hold(lk_own)
-    hold(ls_own)
-    hold(pin_own)
-    hold(layer_own)
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
 
