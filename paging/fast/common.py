@@ -34,7 +34,7 @@ def borrow(typingctx, a):
     numba counts references atomically: every non-inlined call that takes an array, and
     every inlined helper that binds one to an argument, increments and decrements its count
     (a ``lock`` instruction each), and the token kernels, whose helpers take a tuple of 13
-    arrays, spent about 30 % of their time there (more than 100 counts per request). A
+    arrays, paid many such counts per request (benchmarks/README.md, "Reference counts"). A
     borrowed view has no count: numba's increments and decrements test the null pointer
     and return. Valid only while the array it views is alive, so it must not outlive the
     kernel call that made it (never returned, stored or boxed)."""

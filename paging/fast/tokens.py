@@ -954,7 +954,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     # scan stops at the first d whose largest possible key is below the best found: the pages
     # left cannot beat it or tie with it.
     lam_w = fst[i, F_LAM + win] if win >= 0 else 0.0
-    ordered = win >= 0 and K == 1 and beta == 0.0 and kind != HAZARD
+    ordered = win >= 0 and K == 1 and beta == 0.0  # (win >= 0: not token-hazard)
     lrow = ipg[i, R_SORT]
     n_it = nc
     evid = 0
