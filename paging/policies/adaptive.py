@@ -54,6 +54,18 @@ class ARC(Policy):
     With a byte budget the simulator may ask for several victims for one request: each is
     chosen by the full rule above. Pinned pages (groups mode) are skipped: the victim is the
     least recent unpinned page of the list the rule picks, else of the other list.
+
+    Prefetching (SpecMD's phase 3; the ARC paper has none): a prefetch is an insertion
+    (``on_prefetch`` = ``on_insert``), and an insertion into ARC is the arrival of a page that
+    is not resident, so the prefetched page x takes the miss path as if it were requested:
+    cases II/III when x is a ghost (p moves, x leaves its ghost list and enters T2), case IV
+    otherwise (trimming when room must be made, then T1). An arrival is processed once per
+    (request index, page): the victims and the insertion of one page share it, and a prefetch
+    after request t, which the simulator reports at that t, is another page's arrival. (Keyed
+    on t alone, as it was, a prefetched ghost stayed in its ghost list while it entered T1 or
+    T2 under the flag of the request before it: a page in two lists at once.) The other
+    reading, a prefetch that adapts nothing, is not built: a prefetched ghost's return is the
+    evidence ARC's adaptation reads, whoever fetched it.
     Deterministic. Cost per request: O(1) dictionary work (O(pinned) to skip pinned pages);
     the compiled kernel (:mod:`paging.fast.adaptive`) makes the same decisions in O(1).
     """
@@ -71,16 +83,16 @@ class ARC(Policy):
         self.B1: dict[int, None] = {}
         self.B2: dict[int, None] = {}
         self.p = 0.0
-        self._t = -1           # the request whose arrival was processed
-        self._ghost = 0        # 1 or 2: that request hit ghost list B1 or B2
+        self._arrived = (-1, -1)  # (t, page) of the arrival processed last
+        self._ghost = 0        # 1 or 2: that arrival hit ghost list B1 or B2
         self._to_ghost: dict[int, bool] = {}  # victim -> whether it becomes a ghost
 
     def _arrive(self, t: int, page: int) -> None:
-        """Cases II and III (once per missed request): adapt p, take the page off its ghost
-        list."""
-        if self._t == t:
+        """Cases II and III (once per arrival: a missed request, or a prefetch after request
+        t): adapt p, take the page off its ghost list."""
+        if self._arrived == (t, page):
             return
-        self._t, self._ghost = t, 0
+        self._arrived, self._ghost = (t, page), 0
         if page in self.B1:
             self.p = min(self.p + max(len(self.B2) / len(self.B1), 1.0), float(self.c))
             del self.B1[page]
@@ -162,7 +174,10 @@ class LeCaR(Policy):
     runs differ from libCacheSim's and only distributions can be compared. A page re-entering
     the cache starts at frequency 1 (libCacheSim; the HotStorage text does not restore it from
     the history). Times are request indices t. Pinned pages are skipped by both experts. With a
-    byte budget each victim is chosen (and one draw made) separately.
+    byte budget each victim is chosen (and one draw made) separately. A prefetch is an
+    insertion (frequency 1 at t, the request it follows) and, as in :class:`ARC`, the arrival
+    of its page: a prefetched page found in a history is that expert's regret, once per
+    (request index, page).
     Randomized. No competitive guarantee. Cost per request: O(1) hook work; O(k) per eviction
     in this reference (a scan for the LFU candidate); O(1) in the compiled kernel
     (:mod:`paging.fast.adaptive`: frequency lists, the draws made before the run).
@@ -188,14 +203,15 @@ class LeCaR(Policy):
         self.freq_t: dict[int, int] = {}     # when the page reached its current frequency
         self.h_lru: dict[int, int] = {}      # page -> eviction time, oldest first
         self.h_lfu: dict[int, int] = {}
-        self._t = -1
+        self._regretted = (-1, -1)  # (t, page) of the arrival whose regret was processed
         self._expert: dict[int, int] = {}    # victim -> 0 both, 1 LRU, 2 LFU
 
     def _regret(self, t: int, page: int) -> None:
-        """A miss on a page in a history: penalise the expert that evicted it (once per t)."""
-        if self._t == t:
+        """A miss on a page in a history: penalise the expert that evicted it (once per
+        arrival: a missed request, or a prefetch after request t, as ARC's)."""
+        if self._regretted == (t, page):
             return
-        self._t = t
+        self._regretted = (t, page)
         for hist, which in ((self.h_lru, 1), (self.h_lfu, 2)):
             if page in hist:
                 r = self.dr ** (t - hist.pop(page))

@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies import round_traces
+from strategies import round_traces, topk_traces
 
 from paging import Layout, from_pages, simulate
 from paging.cli import main
+from paging.core import Simulation
 from paging.errors import PagingError
 from paging.generators import cyclic
 from paging.policies import make_policy
@@ -45,6 +46,55 @@ def test_arc_case_iv_a_evicts_without_ghost():
     pol = make_policy("arc")
     r = run(pol, [0, 1, 2], 2)
     assert r.evictions.tolist() == [[2, 0]] and not pol.B1 and not pol.B2
+
+
+def _arc_lists(pol):
+    return list(pol.T1), list(pol.T2), list(pol.B1), list(pol.B2)
+
+
+def test_arc_prefetched_ghost_is_an_arrival():
+    """One layer of 5 experts, c = 3, requests 0 0 1 1 2 3 4: T2 = [0, 1], T1 = [2] after t4;
+    t5 (3) and t6 (4) miss with |T1| + |B1| < c and 6 pages in all directories < 2c: REPLACE,
+    |T1| = 1 > p = 0, sends 2 then 3 to B1 (T1 = [4], B1 = [2, 3]). Prefetch 2 after t6 with 4
+    pinned: it is 2's arrival (t6's was 4's): 2 in B1, p = min(0 + max(0/2, 1), 3) = 1, 2
+    leaves B1; REPLACE with |T1| = 1 = p and no B2 hit picks T2, whose LRU 0 goes to B2; 2
+    enters T2. Keyed on t alone, t6's arrival counted for 2: p stayed 0, case IV.A dropped the
+    ghost 2 from B1, and 2 entered T1."""
+    pol = make_policy("arc")
+    sim = Simulation(Layout(5, 1), pol, 3, steps=np.arange(7), record=True)
+    for p in (0, 0, 1, 1, 2, 3, 4):
+        sim.serve(p)
+    assert _arc_lists(pol) == ([4], [0, 1], [2, 3], []) and pol.p == 0.0
+    assert sim.prefetch_group([2], keep=[4]) == 1
+    assert _arc_lists(pol) == ([4], [1, 2], [3], [0]) and pol.p == 1.0
+    assert sim.evictions == [(5, 2), (6, 3)] and sorted(sim.resident) == [1, 2, 4]
+
+
+@pytest.mark.parametrize("name", ["arc", "arc-dist", "lecar"])
+@given(tr=st.one_of(round_traces(max_experts=4, max_layers=3, max_rounds=20),
+                    topk_traces(max_experts=4, max_layers=3, max_tokens=8)), k=st.integers(1, 5),
+       seed=st.integers(0, 3))
+def test_adaptive_prefetch_keeps_the_lists_consistent(name, tr, k, seed):
+    """With a prefetcher (a prefetch after every group): ARC's T1 ∪ T2 is the partition's
+    resident set and T1, T2, B1, B2 are disjoint (|T1| + |B1| <= c, all four <= 2c), LeCaR's
+    recency list is the resident set and no resident page is in a history."""
+    from paging.predict.prefetch import Frequency, Prefetcher, TopK
+
+    pol = make_policy(name)
+    if name.endswith("-dist"):
+        k = k * tr.layout.n_layers  # every layer's share >= 1
+    r = simulate(tr, pol, k, seed=seed, prefetch=Prefetcher(Frequency(), TopK(1.0)),
+                 engine="reference")
+    assert r.extra["prefetches"] >= 0 and r.misses <= tr.n_requests
+    parts = pol.subs if name.endswith("-dist") else [pol]
+    for sub in parts:
+        if name.startswith("arc"):
+            lists = [set(x) for x in (sub.T1, sub.T2, sub.B1, sub.B2)]
+            assert sum(map(len, lists)) == len(set().union(*lists))
+            assert len(lists[0]) + len(lists[2]) <= sub.c
+            assert sum(map(len, lists)) <= 2 * sub.c
+        else:
+            assert not (set(sub.recency) & (set(sub.h_lru) | set(sub.h_lfu)))
 
 
 def test_lecar_hand_example():
