@@ -1,14 +1,14 @@
 """Compiled SpecMD phases: the list policies, LFU, LHU, Belady, the credit policies, Marking,
-Score-Based and the prediction policies (BlindOracle, PredictiveMarker, LMarker, the robust
-combiner) with prefetching and miss handling.
+ARC, LeCaR, Score-Based and the prediction policies (BlindOracle, PredictiveMarker, LMarker,
+the robust combiner) with prefetching and miss handling.
 
 :func:`run_phases` replays a trace exactly as the reference loop
 (:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
 prefetcher (:class:`paging.predict.prefetch.Prefetcher`) or a miss handler
 (:mod:`paging.miss`), for the list policies of :mod:`paging.fast.lists`, LFU, LHU, Belady, the
-credit policies of :mod:`paging.fast.credit`, Marking, Score-Based and the prediction policies
-(and their ``-dist`` variants): same misses, per-layer misses, collision misses,
-bypasses, hit mask, eviction log (rows and order), and the observers' counters and logs
+credit policies of :mod:`paging.fast.credit`, Marking, ARC, LeCaR, Score-Based and the
+prediction policies (and their ``-dist`` variants): same misses, per-layer misses, collision
+misses, bypasses, hit mask, eviction log (rows and order), and the observers' counters and logs
 (:class:`paging.observers.PrefetchStats`, :class:`paging.observers.MissStats`), field by field.
 
 What is planned before the run and what the kernel decides:
@@ -111,13 +111,24 @@ the least recently requested candidate outside the leader's virtual cache, else 
 recently requested candidate, the first in the partition's dict among equals. A shared
 combiner ends with the run's ``leader``, ``switches`` and ``cost``, as after a reference run.
 
+ARC and LeCaR (kinds ``ARC_SCAN``, ``LECAR_SCAN``, :class:`paging.policies.adaptive.ARC`,
+``LeCaR``) keep their own lists beside the partition's, one family per partition as in
+:mod:`paging.fast.adaptive`: ARC's T1, T2, B1, B2 and target p; LeCaR's histories H_LRU and
+H_LFU with eviction times, its weights, and each page's in-cache frequency and the time it was
+reached (the partition's list, moved on a hit, is LeCaR's recency order). A hit and a
+substitute's hit are ARC's case I (to T2's MRU end) and LeCaR's +1. An *arrival*, a missed
+request or a prefetched page (a prefetch is an insertion, ``on_prefetch`` = ``on_insert``), is
+processed once per (request index, page), by the first victim call or the insertion: ARC's
+cases II and III (p moves, the page leaves its ghost list and enters T2), LeCaR's regret (the
+page leaves the history, the weights move). ARC's victim is case IV's trimming then REPLACE;
+LeCaR's is the least recently used or the least frequently used candidate (the earliest to
+reach its count, then the first in recency order), one of the run's draws deciding when they
+differ (:func:`paging.fast.marking_draws`, shared across layers for ``lecar-dist`` as the
+reference's generator). An eviction by LeCaR's O(k) scan, where its plain kernel is O(1).
+
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
 ``engine="fast"`` refuses), each for a written reason:
 
-* ARC and LeCaR: a prefetch is an insertion (``on_prefetch`` = ``on_insert``) whose ghost-list
-  and adaptation steps run under the per-request guard of the request just served, so a
-  prefetched page found in a ghost list stays there and p (ARC) or the weights (LeCaR) move
-  or not depending on whether that request hit: a reading to settle before it is compiled.
 * the token and learned families (token-hazard, token-decay, token-match, FlashMoE): their
   plain kernels run at 0.4-1 M requests/s (:mod:`paging.fast.tokens`,
   :mod:`paging.fast.learned`); each phase would be a second copy of their token state
@@ -130,9 +141,12 @@ User predictors and strategies need nothing special: the plan is all the kernel 
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
+from paging.fast.adaptive import _B1, _B2, _NL, _T1, _T2, _oldest, _push, _unlink
 from paging.fast.common import append, borrow, hold, is_grouped, unlink
 from paging.fast.credit import GDSF, GREEDY_DUAL
 from paging.fast.credit import LAYERED as LAYERED_LANDLORD
@@ -183,6 +197,9 @@ ROBUST_SCAN = 107
 CREDIT = 200
 #: Marking (:mod:`paging.fast.marking`)
 MARK_SCAN = 300
+#: ARC and LeCaR (:mod:`paging.fast.adaptive`): their own lists beside the partition's
+ARC_SCAN = 400
+LECAR_SCAN = 401
 
 #: request outcomes of the kernel (MissStats reads them after the run)
 HIT, FETCHED, DROPPED, SUBSTITUTED = 0, 1, 2, 3
@@ -379,13 +396,80 @@ def _robust_hear(y, q, vc, in_bo, bnx, bpv, bhd, btl, bcnt, in_lru, lnx, lpv, lh
         rob[q, 1] += 1
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _arrive(arc, ak, als, target, akey, htime, wts, adp, q, t, x, c):
+    """The arrival of page x at request t (a miss, or a prefetch after t) in partition q, once
+    per (t, x) (``akey[:, q]``): ARC's cases II and III (p moves, x leaves its ghost list,
+    ``akey[2, q]`` says which), or LeCaR's regret for the expert whose history holds x
+    (:class:`paging.policies.adaptive.ARC`, ``LeCaR``)."""
+    if akey[0, q] == t and akey[1, q] == x:
+        return
+    akey[0, q] = t
+    akey[1, q] = x
+    akey[2, q] = 0
+    w = ak[2, x]
+    if w != _B1 and w != _B2:
+        return
+    b = q * _NL
+    if arc:
+        if w == _B1:
+            d = als[2, b + _B2] / als[2, b + _B1]
+            target[q] = min(target[q] + max(d, 1.0), float(c))
+            akey[2, q] = 1
+        else:
+            d = als[2, b + _B1] / als[2, b + _B2]
+            target[q] = max(target[q] - max(d, 1.0), 0.0)
+            akey[2, q] = 2
+        _unlink(ak, als, q, x)
+        return
+    r = math.pow(adp[q, 1], float(t - htime[x]))
+    _unlink(ak, als, q, x)
+    lr = adp[q, 0]
+    if w == _B1:
+        wl = wts[0, q] * math.exp(-lr * r) + 1e-10
+        tot = wl + wts[1, q] + 2e-10
+        wts[0, q] = wl / tot
+        wts[1, q] = (wts[1, q] + 1e-10) / tot
+    else:
+        wf = wts[1, q] * math.exp(-lr * r) + 1e-10
+        tot = wf + wts[0, q] + 2e-10
+        wts[1, q] = wf / tot
+        wts[0, q] = (wts[0, q] + 1e-10) / tot
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _arc_victim(ak, als, target, ghost, q, c, pin, stamp):
+    """ARC's victim in partition q and whether it becomes a ghost (``ARC.victim``: case IV's
+    trimming unless the arrival hit a ghost, then REPLACE; pinned pages skipped)."""
+    b = q * _NL
+    if not ghost:
+        if als[2, b + _T1] + als[2, b + _B1] >= c:  # case IV.A
+            if als[2, b + _B1] > 0:
+                _unlink(ak, als, q, als[0, b + _B1])
+            else:
+                v = _oldest(ak, als, q, _T1, pin, stamp)
+                if v >= 0:
+                    return v, False
+        elif (als[2, b + _T1] + als[2, b + _T2] + als[2, b + _B1] + als[2, b + _B2] >= 2 * c
+              and als[2, b + _B2] > 0):  # case IV.B
+            _unlink(ak, als, q, als[0, b + _B2])
+    n1 = als[2, b + _T1]
+    first = ((n1 > 0 and (n1 > target[q] or (n1 == target[q] and ghost == 2)))
+             or als[2, b + _T2] == 0)
+    v = _oldest(ak, als, q, _T1 if first else _T2, pin, stamp)
+    if v < 0:
+        v = _oldest(ak, als, q, _T2 if first else _T1, pin, stamp)
+    return v, True
+
+
 @njit(cache=True, nogil=True)
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
                  record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize,
-                 draws, next_use, occ_pos, occ_start, gscore, pkind, preds, pred_row, hks, rob):
+                 draws, next_use, occ_pos, occ_start, gscore, pkind, preds, pred_row, hks, rob,
+                 adp):
     """Replay ``pages`` under list policy ``kind``, or one of the scanned kinds (``LFU_SCAN``,
-    ``LHU_SCAN``, ``BELADY_SCAN``, ``SCORE_SCAN``, ``CREDIT + kind``, ``MARK_SCAN``: module
-    docstring), with SpecMD's phases.
+    ``LHU_SCAN``, ``BELADY_SCAN``, ``SCORE_SCAN``, ``CREDIT + kind``, ``MARK_SCAN``,
+    ``ARC_SCAN``, ``LECAR_SCAN``: module docstring), with SpecMD's phases.
 
     ``slots[p]``: the room page p takes at the run's precision (1, or its size for a byte
     budget); ``level_slots[l, p]``: its room at precision level l (row 0 unused). Prefetch
@@ -402,7 +486,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     requests' gate scores (Score-Based); ``pkind``, ``preds``, ``pred_row``: BlindOracle's
     predictor (:func:`_predict`; ``preds[pred_row[q]]`` the ``oracle``'s row of partition q);
     ``hks[q]``: PredictiveMarker's H_k of partition q; ``rob[q]``: the robust combiner's
-    (leader, switches, BlindOracle's misses, LRU's misses), zeros on entry.
+    (leader, switches, BlindOracle's misses, LRU's misses), zeros on entry; ``adp[q]``: LeCaR's
+    learning rate, discount and history size in partition q (:func:`adaptive.lecar_params`).
 
     Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
     n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
@@ -510,9 +595,27 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     lhd = np.full(caps.size, -1, np.int64)
     ltl = np.full(caps.size, -1, np.int64)
     lcnt = np.zeros(caps.size, np.int64)
+    # ARC and LeCaR: their lists (ARC's T1, T2, B1, B2; LeCaR's histories H_LRU, H_LFU as B1,
+    # B2) of one family per partition (paging.fast.adaptive); the partition's own list is
+    # LeCaR's recency order, as LRU's
+    arc = kind == ARC_SCAN
+    lecar = kind == LECAR_SCAN
+    adapt = arc or lecar
+    aP = P if adapt else 0
+    ak = np.zeros((3, aP), np.int64)
+    als = np.full((3, caps.size * _NL if adapt else 0), -1, np.int64)
+    als[2, :] = 0
+    target = np.zeros(caps.size)  # ARC's p
+    akey = np.full((3, caps.size), -1, np.int64)  # the arrival processed last, ARC's ghost
+    htime = np.zeros(aP, np.int64)  # LeCaR: the eviction time of a page in a history
+    lfreq = np.zeros(aP, np.int64)  # LeCaR: in-cache frequency, and when it was reached
+    lfreq_t = np.zeros(aP, np.int64)
+    wts = np.full((2, caps.size), 0.5)  # LeCaR: w_LRU, w_LFU
+    a_keep = True  # ARC: the victim becomes a ghost
+    a_exp = 0  # LeCaR: the history the victim joins (_B1: H_LRU, _B2: H_LFU, 0: none)
     ck = kind - CREDIT  # GREEDY_DUAL, LANDLORD, GDSF or LAYERED (credit kinds only)
     # the scanned kinds keep their lists in insertion order (the reference's dict order)
-    move = kind != FIFO and kind != FWF and kind < LFU_SCAN
+    move = (kind != FIFO and kind != FWF and kind < LFU_SCAN) or lecar
     H = np.zeros(P if credit else 0)  # the credits of the cached pages
     infl = np.zeros(caps.size)  # L, per partition: the credit of its last victim
     freq = np.zeros(P if credit else 0, np.int64)  # GDSF: requests since the page entered
@@ -639,6 +742,13 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                         last_t[hp] = t
                     if mark:
                         marked[hp] = True
+                    if arc:  # case I: to T2's MRU end
+                        qa = z if dist else 0
+                        _unlink(ak, als, qa, hp)
+                        _push(ak, als, qa, _T2, hp)
+                    if lecar:
+                        lfreq[hp] += 1
+                        lfreq_t[hp] = t
                     if bel:  # a substitute is next used at its own next request
                         bnu[hp] = next_use[t] if hp == p else _next_after(occ_pos, occ_start,
                                                                            hp, t, n)
@@ -910,6 +1020,40 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                     bR = R
                                     bD = D
                             v = prv[v]
+                    elif adapt:
+                        _arrive(arc, ak, als, target, akey, htime, wts, adp, q, t, x, caps[q])
+                        if arc:
+                            victim, a_keep = _arc_victim(ak, als, target, akey[2, q], q, caps[q],
+                                                         pin, stamp)
+                        else:
+                            # the least recently used candidate, and the fewest requests
+                            # then the earliest time that count was reached (the first in
+                            # recency order among equals); a draw when they differ
+                            c_lru = -1
+                            c_lfu = -1
+                            f_min = 0
+                            f_t = 0
+                            v = tail[q]
+                            while v >= 0:
+                                if pin[v] != stamp:
+                                    if c_lru < 0:
+                                        c_lru = v
+                                    if c_lfu < 0 or lfreq[v] < f_min or (
+                                            lfreq[v] == f_min and lfreq_t[v] < f_t):
+                                        c_lfu = v
+                                        f_min = lfreq[v]
+                                        f_t = lfreq_t[v]
+                                v = prv[v]
+                            victim = c_lru
+                            a_exp = 0
+                            if c_lru != c_lfu:
+                                ud = draws[n_draw]
+                                n_draw += 1
+                                if ud < wts[0, q]:
+                                    a_exp = _B1
+                                else:
+                                    a_exp = _B2
+                                    victim = c_lfu
                     else:
                         victim = _victim(kind, q, s, now_pass, L, tail, prv, pin, stamp,
                                          last_step, last_pass)
@@ -937,6 +1081,17 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     if credit:  # on_evict: L becomes the victim's credit; GDSF forgets
                         infl[q] = H[victim]
                         freq[victim] = 0
+                    if arc:  # on_evict: out of T1 or T2, into B1 or B2 unless case IV.A
+                        wv = ak[2, victim]
+                        _unlink(ak, als, q, victim)
+                        if a_keep:
+                            _push(ak, als, q, _B1 if wv == _T1 else _B2, victim)
+                    if lecar and a_exp:  # on_evict: into the expert's history, trimmed
+                        htime[victim] = t
+                        _push(ak, als, q, a_exp, victim)
+                        hi = q * _NL + a_exp
+                        while als[2, hi] > int(adp[q, 2]):
+                            _unlink(ak, als, q, als[0, hi])
                     if pending[victim]:
                         pending[victim] = False
                         wasted += 1
@@ -992,6 +1147,13 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                          last_t, rob)
                     if pm:
                         marked[x] = True
+            if adapt:  # on_insert (on_prefetch too): the arrival, unless a victim call made it
+                _arrive(arc, ak, als, target, akey, htime, wts, adp, q, t, x, caps[q])
+                if arc:
+                    _push(ak, als, q, _T2 if akey[2, q] else _T1, x)
+                else:
+                    lfreq[x] = 1
+                    lfreq_t[x] = t
             if credit and ck == GDSF:  # (a prefetch is an insertion: Policy.on_prefetch)
                 freq[x] = 1
             if credit:
@@ -1039,13 +1201,13 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
-    if spec is None or not (spec[0] in ("list", "credit", "marking", "heap")
+    if spec is None or not (spec[0] in ("list", "credit", "marking", "heap", "adaptive")
                             or spec[0] == "predictive"):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
-                "(the list policies, LFU, LHU, Belady, the credit policies, Marking, "
-                "Score-Based and the prediction policies do: lru, fifo, fwf, llru, fld, "
+                "(the list policies, LFU, LHU, Belady, the credit policies, Marking, ARC, "
+                "LeCaR, Score-Based and the prediction policies do: lru, fifo, fwf, llru, fld, "
                 "least-stale, lfu, lhu, belady, greedy-dual, landlord, gdsf, layered-landlord, "
-                "marking, score-based, blind-oracle, predictive-marker, lmarker, "
+                "marking, arc, lecar, score-based, blind-oracle, predictive-marker, lmarker, "
                 "robust-blind-oracle, ...)")
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
@@ -1105,6 +1267,7 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     configuration :func:`unsupported` accepts), in :func:`phase_kernel`: the same
     :class:`~paging.result.Result`, every field, counters and logs."""
     from paging import fast
+    from paging.fast import adaptive
     from paging.observers import MissStats, PrefetchStats
     from paging.result import build_result
     from paging.weights import unit_costs, unit_sizes
@@ -1123,6 +1286,8 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         kind = CREDIT + kind
     elif family == "marking":
         kind = MARK_SCAN
+    elif family == "adaptive":
+        kind = ARC_SCAN if kind == adaptive.ARC else LECAR_SCAN
     elif family == "predictive":  # (unsupported() admits no other)
         kind = {SCORE: SCORE_SCAN, BLIND: BLIND_SCAN, PMARKER: PMARK_SCAN,
                 LMARKER: LMARK_SCAN, ROBUST: ROBUST_SCAN}[kind]
@@ -1146,6 +1311,8 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     pkind, preds, pred_row = FREQUENCY, np.zeros((1, 0)), np.zeros(caps.size, np.int64)
     hks = np.zeros(caps.size)
     rob = np.zeros((caps.size, 4), np.int64)
+    lr, dr, hist_cap = adaptive.lecar_params(caps)
+    adp = np.column_stack([np.full(caps.size, lr), dr, hist_cap.astype(np.float64)])
     if kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN):  # the predictor's kind and
         pkind = predictor_kind(spec.proto.predictor)  # the oracle's predictions
         preds, pred_row = predictions(trace, caps, spec.proto, policy, dist)
@@ -1166,7 +1333,7 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         *_belady_arrays(trace, kind == BELADY_SCAN or (
             kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN) and pkind == ORACLE)),
         np.asarray(trace.score, dtype=np.float64) if kind == SCORE_SCAN else np.zeros(0),
-        pkind, preds, pred_row, hks, rob)
+        pkind, preds, pred_row, hks, rob, adp)
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,

@@ -28,9 +28,11 @@ LIST_POLICIES = [n for n in POLICY_NAMES if (fast.plan(make_policy(n)) or ("",))
 CREDIT_POLICIES = [n for n in POLICY_NAMES
                    if (fast.plan(make_policy(n)) or ("",))[0] == "credit"]
 #: the policies the phase kernel runs: the list family, LFU, LHU, Belady, the credit family,
-#: Marking, Score-Based and the prediction policies (an eviction scans the partition)
+#: Marking, ARC, LeCaR, Score-Based and the prediction policies (an eviction scans the
+#: partition, or ARC's lists)
 SCANNED_POLICIES = ["lfu", "lfu-dist", "lhu", "lhu-dist", "belady", "belady-dist",
-                    *CREDIT_POLICIES, "marking", "marking-dist", "score-based",
+                    *CREDIT_POLICIES, "marking", "marking-dist", "arc", "arc-dist", "lecar",
+                    "lecar-dist", "score-based",
                     "score-based-dist", "blind-oracle", "blind-oracle-dist",
                     "blind-oracle:oracle:eta=0.5,seed=1", "blind-oracle-dist:oracle:eta=0.3",
                     "predictive-marker", "predictive-marker-dist:oracle:eta=0.5", "lmarker",
@@ -132,7 +134,7 @@ def test_miss_kernel_equals_reference_scanned(name, trace, data, miss):
 
 @pytest.mark.parametrize("name", ["lru", "fifo", "lru-dist", "least-stale", "fld", "fwf",
                                   "llru", "llru-latest", "llru-dist", "lfu", "marking",
-                                  "blind-oracle:oracle:eta=0.5,seed=1"])
+                                  "arc-dist", "lecar", "blind-oracle:oracle:eta=0.5,seed=1"])
 @given(trace=scored_traces(rounds=True), data=st.data(), pred=st.sampled_from(PREDICTORS),
        miss=st.sampled_from(MISSES))
 def test_rounds_traces(name, trace, data, pred, miss):
@@ -143,7 +145,8 @@ def test_rounds_traces(name, trace, data, pred, miss):
 @pytest.mark.parametrize("name", ["lru", "fifo", "fwf", "least-stale", "fld", "lru-dist",
                                   "llru", "llru-latest-dist", "lfu", "lfu-dist", "lhu",
                                   "lhu-dist", "belady", *CREDIT_POLICIES, "marking",
-                                  "marking-dist", "score-based", "blind-oracle",
+                                  "marking-dist", "arc", "lecar-dist", "score-based",
+                                  "blind-oracle",
                                   "blind-oracle-dist:oracle:eta=0.3", "predictive-marker",
                                   "lmarker-dist", "robust-blind-oracle:oracle"])
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS[:3]]),
@@ -206,8 +209,9 @@ def test_unsupported_configurations_fall_back_or_refuse():
 
     tr = generators.zipf(n=4, layers=3, tokens=20, seed=0)
     pf = Prefetcher(make_prefetch_predictor("frequency"))
-    for name, kw in (("arc", dict(miss="substitute")), ("token-hazard", dict(prefetch=pf)),
-                     ("lecar", dict(prefetch=pf, miss="substitute"))):
+    for name, kw in (("token-match", dict(miss="substitute")),
+                     ("token-hazard", dict(prefetch=pf)),
+                     ("token-decay-dist", dict(prefetch=pf, miss="substitute"))):
         with pytest.raises(PagingError, match="no compiled kernel for this run") as e:
             simulate(tr, name, 3, engine="fast", **kw)
         assert "\n" not in str(e.value)
