@@ -112,347 +112,380 @@ def _held(pages, sizes, lk, g_start, g_end, layer_of, dist, z, grouped):
     return held
 
 
-@njit(cache=True, nogil=True)
+def _arc(GROUPED):
+    """ARC's kernel for traces with (``GROUPED`` True) or without groups of two or more
+    requests (:func:`is_grouped`). The flag is a constant of each compiled kernel, so the
+    rounds-mode one carries no pinning code (LLVM drops it; against libCacheSim's ARC,
+    2.29–2.58x after, 1.90–2.23x before, benchmarks/README.md, "Compiled ARC and LeCaR").
+    numba keys its cache on the closure's values, so each is cached apart."""
+
+    @njit(cache=True, nogil=True)
+    def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record):
+        n = pages.size
+        L = n_layers
+        P = n_experts * n_layers
+        nparts = caps.size
+        lk = np.zeros((3, P), np.int64)        # next, prev, list (0: none) of each page
+        ls = np.zeros((3, nparts * _NL), np.int64)  # head, tail, length of each list
+        ls[0, :] = -1
+        ls[1, :] = -1
+        target = np.zeros(nparts)              # ARC's p, per partition
+        used = np.zeros(nparts, np.int64)
+        pin = np.full(P, -1, np.int64)
+        evicted_pass = np.full(P, -1, np.int64)
+        page_miss = np.zeros(P, np.int64)
+        layer_of = np.arange(P) // n_experts
+        hit_mask, ev, byp = buffers(n, record)
+        misses = 0
+        coll = 0
+        n_ev = 0
+        n_byp = 0
+        grouped = GROUPED
+        prev_s = -1
+        g_start = 0
+        g_end = 0
+        # the lists read through views without reference counts (:func:`borrow`), held to the end
+        lk_own, ls_own, pin_own, layer_own = lk, ls, pin, layer_of
+        lk, ls, pin, layer_of = borrow(lk), borrow(ls), borrow(pin), borrow(layer_of)
+        pages, steps, sizes = borrow(pages), borrow(steps), borrow(sizes)
+        s = -2  # no page is pinned in rounds mode (pin[v] is never -2)
+        for t in range(n):
+            p = pages[t]
+            st = steps[t]
+            if grouped:
+                s = st
+                if st != prev_s:
+                    prev_s = st
+                    j = t
+                    while j < n and steps[j] == st:
+                        pin[pages[j]] = st
+                        j += 1
+                    g_start = t
+                    g_end = j
+            z = layer_of[p]
+            q = z if dist else 0
+            w = lk[2, p]
+            if w == _T1 or w == _T2:  # case I: a hit moves the page to T2's MRU end
+                if record:
+                    hit_mask[t] = True
+                _unlink(lk, ls, q, p)
+                _push(lk, ls, q, _T2, p)
+                continue
+            misses += 1
+            page_miss[p] += 1
+            now_pass = st // L
+            if evicted_pass[p] == now_pass:
+                coll += 1
+            need = sizes[p]
+            c = caps[q]
+            if used[q] + need > c:
+                held = _held(pages, sizes, lk, g_start, g_end, layer_of, dist, z, grouped)
+                if need > c - held:
+                    if record > 1:
+                        byp[n_byp] = t
+                    n_byp += 1
+                    continue
+            # cases II and III: adapt p, take the page off its ghost list
+            b = q * _NL
+            ghost = 0
+            if w == _B1:
+                d = ls[2, b + _B2] / ls[2, b + _B1]
+                target[q] = min(target[q] + max(d, 1.0), float(c))
+                _unlink(lk, ls, q, p)
+                ghost = 1
+            elif w == _B2:
+                d = ls[2, b + _B1] / ls[2, b + _B2]
+                target[q] = max(target[q] - max(d, 1.0), 0.0)
+                _unlink(lk, ls, q, p)
+                ghost = 2
+            while used[q] + need > c:
+                v = -1
+                keep = True  # the victim becomes a ghost
+                replace = True
+                if not ghost:
+                    if ls[2, b + _T1] + ls[2, b + _B1] >= c:  # case IV.A
+                        if ls[2, b + _B1] > 0:
+                            _unlink(lk, ls, q, ls[0, b + _B1])
+                        else:
+                            v = _oldest(lk, ls, q, _T1, pin, s)
+                            if v >= 0:
+                                keep = False
+                                replace = False
+                    elif (ls[2, b + _T1] + ls[2, b + _T2] + ls[2, b + _B1] + ls[2, b + _B2]
+                          >= 2 * c and ls[2, b + _B2] > 0):  # case IV.B
+                        _unlink(lk, ls, q, ls[0, b + _B2])
+                if replace:
+                    n1 = ls[2, b + _T1]
+                    first = ((n1 > 0 and (n1 > target[q] or (n1 == target[q] and ghost == 2)))
+                             or ls[2, b + _T2] == 0)
+                    v = _oldest(lk, ls, q, _T1 if first else _T2, pin, s)
+                    if v < 0:
+                        v = _oldest(lk, ls, q, _T2 if first else _T1, pin, s)
+                wv = lk[2, v]
+                _unlink(lk, ls, q, v)
+                if keep:
+                    _push(lk, ls, q, _B1 if wv == _T1 else _B2, v)
+                used[q] -= sizes[v]
+                evicted_pass[v] = now_pass
+                if record > 1:
+                    ev[n_ev, 0] = t
+                    ev[n_ev, 1] = v
+                    n_ev += 1
+            _push(lk, ls, q, _T2 if ghost else _T1, p)
+            used[q] += need
+        hold(lk_own)
+        hold(ls_own)
+        hold(pin_own)
+        hold(layer_own)
+        return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+
+    return arc_kernel
+
+
+_ARC_ROUNDS, _ARC_GROUPS = _arc(False), _arc(True)
+
+
 def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record):
     """Replay ``pages`` (layer clock ``steps``) under ARC, one instance per partition of
     capacity ``caps[q]`` (the shared cache, or one per layer with ``dist``). Returns the tuple
     of :mod:`paging.fast.common`."""
-    n = pages.size
-    L = n_layers
-    P = n_experts * n_layers
-    nparts = caps.size
-    lk = np.zeros((3, P), np.int64)        # next, prev, list (0: none) of each page
-    ls = np.zeros((3, nparts * _NL), np.int64)  # head, tail, length of each list
-    ls[0, :] = -1
-    ls[1, :] = -1
-    target = np.zeros(nparts)              # ARC's p, per partition
-    used = np.zeros(nparts, np.int64)
-    pin = np.full(P, -1, np.int64)
-    evicted_pass = np.full(P, -1, np.int64)
-    page_miss = np.zeros(P, np.int64)
-    layer_of = np.arange(P) // n_experts
-    hit_mask, ev, byp = buffers(n, record)
-    misses = 0
-    coll = 0
-    n_ev = 0
-    n_byp = 0
-    grouped = is_grouped(steps)
-    prev_s = -1
-    g_start = 0
-    g_end = 0
-    # the lists read through views without reference counts (:func:`borrow`), held to the end
-    lk_own, ls_own, pin_own, layer_own = lk, ls, pin, layer_of
-    lk, ls, pin, layer_of = borrow(lk), borrow(ls), borrow(pin), borrow(layer_of)
-    pages, steps, sizes = borrow(pages), borrow(steps), borrow(sizes)
-    s = -2  # no page is pinned in rounds mode (pin[v] is never -2)
-    for t in range(n):
-        p = pages[t]
-        st = steps[t]
-        if grouped:
-            s = st
-            if st != prev_s:
-                prev_s = st
-                j = t
-                while j < n and steps[j] == st:
-                    pin[pages[j]] = st
-                    j += 1
-                g_start = t
-                g_end = j
-        z = layer_of[p]
-        q = z if dist else 0
-        w = lk[2, p]
-        if w == _T1 or w == _T2:  # case I: a hit moves the page to T2's MRU end
-            if record:
-                hit_mask[t] = True
-            _unlink(lk, ls, q, p)
-            _push(lk, ls, q, _T2, p)
-            continue
-        misses += 1
-        page_miss[p] += 1
-        now_pass = st // L
-        if evicted_pass[p] == now_pass:
-            coll += 1
-        need = sizes[p]
-        c = caps[q]
-        if used[q] + need > c:
-            if need > c - _held(pages, sizes, lk, g_start, g_end, layer_of, dist, z, grouped):
-                if record > 1:
-                    byp[n_byp] = t
-                n_byp += 1
-                continue
-        # cases II and III: adapt p, take the page off its ghost list
-        b = q * _NL
-        ghost = 0
-        if w == _B1:
-            d = ls[2, b + _B2] / ls[2, b + _B1]
-            target[q] = min(target[q] + max(d, 1.0), float(c))
-            _unlink(lk, ls, q, p)
-            ghost = 1
-        elif w == _B2:
-            d = ls[2, b + _B1] / ls[2, b + _B2]
-            target[q] = max(target[q] - max(d, 1.0), 0.0)
-            _unlink(lk, ls, q, p)
-            ghost = 2
-        while used[q] + need > c:
-            v = -1
-            keep = True  # the victim becomes a ghost
-            replace = True
-            if not ghost:
-                if ls[2, b + _T1] + ls[2, b + _B1] >= c:  # case IV.A
-                    if ls[2, b + _B1] > 0:
-                        _unlink(lk, ls, q, ls[0, b + _B1])
+    kernel = _ARC_GROUPS if is_grouped(steps) else _ARC_ROUNDS
+    return kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record)
+
+
+def _lecar(GROUPED):
+    """LeCaR's kernel for traces with or without groups, as :func:`_arc`."""
+
+    @njit(cache=True, nogil=True)
+    def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr, dr,
+                     hist_cap, record):
+        n = pages.size
+        L = n_layers
+        P = n_experts * n_layers
+        nparts = caps.size
+        lk = np.zeros((3, P), np.int64)        # recency list and histories
+        ls = np.zeros((3, nparts * _NL), np.int64)
+        ls[0, :] = -1
+        ls[1, :] = -1
+        htime = np.zeros(P, np.int64)          # eviction time of a page in a history
+        # the frequency lists: page links, and nodes (one per frequency present in a partition)
+        fnx = np.full(P, -1, np.int64)
+        fpv = np.full(P, -1, np.int64)
+        node_of = np.full(P, -1, np.int64)
+        # freq, head, tail, next node, prev node; P + 1 nodes: a hit takes the next frequency's
+        # node before its old one may be freed
+        nd = np.zeros((5, P + 1), np.int64)
+        free = np.arange(P, -1, -1)            # a stack of unused nodes
+        n_free = P + 1
+        first = np.full(nparts, -1, np.int64)  # each partition's node of least frequency
+        w_lru = np.full(nparts, 0.5)
+        w_lfu = np.full(nparts, 0.5)
+        used = np.zeros(nparts, np.int64)
+        pin = np.full(P, -1, np.int64)
+        evicted_pass = np.full(P, -1, np.int64)
+        page_miss = np.zeros(P, np.int64)
+        layer_of = np.arange(P) // n_experts
+        hit_mask, ev, byp = buffers(n, record)
+        misses = 0
+        coll = 0
+        n_ev = 0
+        n_byp = 0
+        n_draw = 0
+        grouped = GROUPED
+        prev_s = -1
+        g_start = 0
+        g_end = 0
+        s = -2
+        for t in range(n):
+            p = pages[t]
+            st = steps[t]
+            if grouped:
+                s = st
+                if st != prev_s:
+                    prev_s = st
+                    j = t
+                    while j < n and steps[j] == st:
+                        pin[pages[j]] = st
+                        j += 1
+                    g_start = t
+                    g_end = j
+            z = layer_of[p]
+            q = z if dist else 0
+            w = lk[2, p]
+            if w == _T1:  # a hit: most recent, one more request
+                if record:
+                    hit_mask[t] = True
+                _unlink(lk, ls, q, p)
+                _push(lk, ls, q, _T1, p)
+                x = node_of[p]
+                f = nd[0, x] + 1
+                y = nd[3, x]
+                if y < 0 or nd[0, y] != f:  # a new node for frequency f, right after x
+                    n_free -= 1
+                    y = free[n_free]
+                    nd[0, y] = f
+                    nd[1, y] = -1
+                    nd[2, y] = -1
+                    nd[4, y] = x
+                    nd[3, y] = nd[3, x]
+                    if nd[3, x] >= 0:
+                        nd[4, nd[3, x]] = y
+                    nd[3, x] = y
+                # out of x
+                a = fpv[p]
+                bb = fnx[p]
+                if a >= 0:
+                    fnx[a] = bb
+                else:
+                    nd[1, x] = bb
+                if bb >= 0:
+                    fpv[bb] = a
+                else:
+                    nd[2, x] = a
+                if nd[1, x] < 0:  # x is empty: drop it (y follows it)
+                    nd[4, y] = nd[4, x]
+                    if nd[4, x] >= 0:
+                        nd[3, nd[4, x]] = y
                     else:
-                        v = _oldest(lk, ls, q, _T1, pin, s)
-                        if v >= 0:
-                            keep = False
-                            replace = False
-                elif (ls[2, b + _T1] + ls[2, b + _T2] + ls[2, b + _B1] + ls[2, b + _B2]
-                      >= 2 * c and ls[2, b + _B2] > 0):  # case IV.B
-                    _unlink(lk, ls, q, ls[0, b + _B2])
-            if replace:
-                n1 = ls[2, b + _T1]
-                first = ((n1 > 0 and (n1 > target[q] or (n1 == target[q] and ghost == 2)))
-                         or ls[2, b + _T2] == 0)
-                v = _oldest(lk, ls, q, _T1 if first else _T2, pin, s)
-                if v < 0:
-                    v = _oldest(lk, ls, q, _T2 if first else _T1, pin, s)
-            wv = lk[2, v]
-            _unlink(lk, ls, q, v)
-            if keep:
-                _push(lk, ls, q, _B1 if wv == _T1 else _B2, v)
-            used[q] -= sizes[v]
-            evicted_pass[v] = now_pass
-            if record > 1:
-                ev[n_ev, 0] = t
-                ev[n_ev, 1] = v
-                n_ev += 1
-        _push(lk, ls, q, _T2 if ghost else _T1, p)
-        used[q] += need
-    hold(lk_own)
-    hold(ls_own)
-    hold(pin_own)
-    hold(layer_own)
-    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
-
-
-@njit(cache=True, nogil=True)
-def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr, dr,
-                 hist_cap, record):
-    """Replay ``pages`` under LeCaR, one instance per partition: learning rate ``lr``, discount
-    ``dr[q]`` and history size ``hist_cap[q]`` per partition, ``draws`` the run's uniform draws
-    in order (at least one per eviction). Returns the tuple of :mod:`paging.fast.common`."""
-    n = pages.size
-    L = n_layers
-    P = n_experts * n_layers
-    nparts = caps.size
-    lk = np.zeros((3, P), np.int64)        # recency list and histories
-    ls = np.zeros((3, nparts * _NL), np.int64)
-    ls[0, :] = -1
-    ls[1, :] = -1
-    htime = np.zeros(P, np.int64)          # eviction time of a page in a history
-    # the frequency lists: page links, and nodes (one per frequency present in a partition)
-    fnx = np.full(P, -1, np.int64)
-    fpv = np.full(P, -1, np.int64)
-    node_of = np.full(P, -1, np.int64)
-    # freq, head, tail, next node, prev node; P + 1 nodes: a hit takes the next frequency's
-    # node before its old one may be freed
-    nd = np.zeros((5, P + 1), np.int64)
-    free = np.arange(P, -1, -1)            # a stack of unused nodes
-    n_free = P + 1
-    first = np.full(nparts, -1, np.int64)  # each partition's node of least frequency
-    w_lru = np.full(nparts, 0.5)
-    w_lfu = np.full(nparts, 0.5)
-    used = np.zeros(nparts, np.int64)
-    pin = np.full(P, -1, np.int64)
-    evicted_pass = np.full(P, -1, np.int64)
-    page_miss = np.zeros(P, np.int64)
-    layer_of = np.arange(P) // n_experts
-    hit_mask, ev, byp = buffers(n, record)
-    misses = 0
-    coll = 0
-    n_ev = 0
-    n_byp = 0
-    n_draw = 0
-    grouped = is_grouped(steps)
-    prev_s = -1
-    g_start = 0
-    g_end = 0
-    s = -2
-    for t in range(n):
-        p = pages[t]
-        st = steps[t]
-        if grouped:
-            s = st
-            if st != prev_s:
-                prev_s = st
-                j = t
-                while j < n and steps[j] == st:
-                    pin[pages[j]] = st
-                    j += 1
-                g_start = t
-                g_end = j
-        z = layer_of[p]
-        q = z if dist else 0
-        w = lk[2, p]
-        if w == _T1:  # a hit: most recent, one more request
-            if record:
-                hit_mask[t] = True
-            _unlink(lk, ls, q, p)
+                        first[q] = y
+                    free[n_free] = x
+                    n_free += 1
+                # to the end of y
+                tl = nd[2, y]
+                fpv[p] = tl
+                fnx[p] = -1
+                if tl >= 0:
+                    fnx[tl] = p
+                else:
+                    nd[1, y] = p
+                nd[2, y] = p
+                node_of[p] = y
+                continue
+            misses += 1
+            page_miss[p] += 1
+            now_pass = st // L
+            if evicted_pass[p] == now_pass:
+                coll += 1
+            need = sizes[p]
+            c = caps[q]
+            if used[q] + need > c:
+                if need > c - _held(pages, sizes, lk, g_start, g_end, layer_of, dist, z, grouped):
+                    if record > 1:
+                        byp[n_byp] = t
+                    n_byp += 1
+                    continue
+            # a miss on a page in a history: a regret for the expert that evicted it
+            if w == _B1 or w == _B2:
+                r = math.pow(dr[q], float(t - htime[p]))
+                _unlink(lk, ls, q, p)
+                if w == _B1:
+                    wl = w_lru[q] * math.exp(-lr * r) + 1e-10
+                    tot = wl + w_lfu[q] + 2e-10
+                    w_lru[q] = wl / tot
+                    w_lfu[q] = (w_lfu[q] + 1e-10) / tot
+                else:
+                    wf = w_lfu[q] * math.exp(-lr * r) + 1e-10
+                    tot = wf + w_lru[q] + 2e-10
+                    w_lfu[q] = wf / tot
+                    w_lru[q] = (w_lru[q] + 1e-10) / tot
+            while used[q] + need > c:
+                lru = _oldest(lk, ls, q, _T1, pin, s)
+                x = first[q]
+                lfu = -1
+                while x >= 0:
+                    v = nd[1, x]
+                    while v >= 0 and pin[v] == s:
+                        v = fnx[v]
+                    if v >= 0:
+                        lfu = v
+                        break
+                    x = nd[3, x]
+                expert = 0
+                v = lru
+                if lru != lfu:
+                    u = draws[n_draw]
+                    n_draw += 1
+                    if u < w_lru[q]:
+                        expert = _B1
+                    else:
+                        expert = _B2
+                        v = lfu
+                # on_evict: out of the recency list and its frequency list, into a history
+                _unlink(lk, ls, q, v)
+                x = node_of[v]
+                a = fpv[v]
+                bb = fnx[v]
+                if a >= 0:
+                    fnx[a] = bb
+                else:
+                    nd[1, x] = bb
+                if bb >= 0:
+                    fpv[bb] = a
+                else:
+                    nd[2, x] = a
+                if nd[1, x] < 0:
+                    if nd[4, x] >= 0:
+                        nd[3, nd[4, x]] = nd[3, x]
+                    else:
+                        first[q] = nd[3, x]
+                    if nd[3, x] >= 0:
+                        nd[4, nd[3, x]] = nd[4, x]
+                    free[n_free] = x
+                    n_free += 1
+                node_of[v] = -1
+                if expert:
+                    htime[v] = t
+                    _push(lk, ls, q, expert, v)
+                    i = q * _NL + expert
+                    while ls[2, i] > hist_cap[q]:
+                        _unlink(lk, ls, q, ls[0, i])
+                used[q] -= sizes[v]
+                evicted_pass[v] = now_pass
+                if record > 1:
+                    ev[n_ev, 0] = t
+                    ev[n_ev, 1] = v
+                    n_ev += 1
+            # on_insert: most recent, frequency 1
             _push(lk, ls, q, _T1, p)
-            x = node_of[p]
-            f = nd[0, x] + 1
-            y = nd[3, x]
-            if y < 0 or nd[0, y] != f:  # a new node for frequency f, right after x
+            x = first[q]
+            if x < 0 or nd[0, x] != 1:
                 n_free -= 1
                 y = free[n_free]
-                nd[0, y] = f
+                nd[0, y] = 1
                 nd[1, y] = -1
                 nd[2, y] = -1
-                nd[4, y] = x
-                nd[3, y] = nd[3, x]
-                if nd[3, x] >= 0:
-                    nd[4, nd[3, x]] = y
-                nd[3, x] = y
-            # out of x
-            a = fpv[p]
-            bb = fnx[p]
-            if a >= 0:
-                fnx[a] = bb
-            else:
-                nd[1, x] = bb
-            if bb >= 0:
-                fpv[bb] = a
-            else:
-                nd[2, x] = a
-            if nd[1, x] < 0:  # x is empty: drop it (y follows it)
-                nd[4, y] = nd[4, x]
-                if nd[4, x] >= 0:
-                    nd[3, nd[4, x]] = y
-                else:
-                    first[q] = y
-                free[n_free] = x
-                n_free += 1
-            # to the end of y
-            tl = nd[2, y]
+                nd[3, y] = x
+                nd[4, y] = -1
+                if x >= 0:
+                    nd[4, x] = y
+                first[q] = y
+                x = y
+            tl = nd[2, x]
             fpv[p] = tl
             fnx[p] = -1
             if tl >= 0:
                 fnx[tl] = p
             else:
-                nd[1, y] = p
-            nd[2, y] = p
-            node_of[p] = y
-            continue
-        misses += 1
-        page_miss[p] += 1
-        now_pass = st // L
-        if evicted_pass[p] == now_pass:
-            coll += 1
-        need = sizes[p]
-        c = caps[q]
-        if used[q] + need > c:
-            if need > c - _held(pages, sizes, lk, g_start, g_end, layer_of, dist, z, grouped):
-                if record > 1:
-                    byp[n_byp] = t
-                n_byp += 1
-                continue
-        # a miss on a page in a history: a regret for the expert that evicted it
-        if w == _B1 or w == _B2:
-            r = math.pow(dr[q], float(t - htime[p]))
-            _unlink(lk, ls, q, p)
-            if w == _B1:
-                wl = w_lru[q] * math.exp(-lr * r) + 1e-10
-                tot = wl + w_lfu[q] + 2e-10
-                w_lru[q] = wl / tot
-                w_lfu[q] = (w_lfu[q] + 1e-10) / tot
-            else:
-                wf = w_lfu[q] * math.exp(-lr * r) + 1e-10
-                tot = wf + w_lru[q] + 2e-10
-                w_lfu[q] = wf / tot
-                w_lru[q] = (w_lru[q] + 1e-10) / tot
-        while used[q] + need > c:
-            lru = _oldest(lk, ls, q, _T1, pin, s)
-            x = first[q]
-            lfu = -1
-            while x >= 0:
-                v = nd[1, x]
-                while v >= 0 and pin[v] == s:
-                    v = fnx[v]
-                if v >= 0:
-                    lfu = v
-                    break
-                x = nd[3, x]
-            expert = 0
-            v = lru
-            if lru != lfu:
-                u = draws[n_draw]
-                n_draw += 1
-                if u < w_lru[q]:
-                    expert = _B1
-                else:
-                    expert = _B2
-                    v = lfu
-            # on_evict: out of the recency list and its frequency list, into a history
-            _unlink(lk, ls, q, v)
-            x = node_of[v]
-            a = fpv[v]
-            bb = fnx[v]
-            if a >= 0:
-                fnx[a] = bb
-            else:
-                nd[1, x] = bb
-            if bb >= 0:
-                fpv[bb] = a
-            else:
-                nd[2, x] = a
-            if nd[1, x] < 0:
-                if nd[4, x] >= 0:
-                    nd[3, nd[4, x]] = nd[3, x]
-                else:
-                    first[q] = nd[3, x]
-                if nd[3, x] >= 0:
-                    nd[4, nd[3, x]] = nd[4, x]
-                free[n_free] = x
-                n_free += 1
-            node_of[v] = -1
-            if expert:
-                htime[v] = t
-                _push(lk, ls, q, expert, v)
-                i = q * _NL + expert
-                while ls[2, i] > hist_cap[q]:
-                    _unlink(lk, ls, q, ls[0, i])
-            used[q] -= sizes[v]
-            evicted_pass[v] = now_pass
-            if record > 1:
-                ev[n_ev, 0] = t
-                ev[n_ev, 1] = v
-                n_ev += 1
-        # on_insert: most recent, frequency 1
-        _push(lk, ls, q, _T1, p)
-        x = first[q]
-        if x < 0 or nd[0, x] != 1:
-            n_free -= 1
-            y = free[n_free]
-            nd[0, y] = 1
-            nd[1, y] = -1
-            nd[2, y] = -1
-            nd[3, y] = x
-            nd[4, y] = -1
-            if x >= 0:
-                nd[4, x] = y
-            first[q] = y
-            x = y
-        tl = nd[2, x]
-        fpv[p] = tl
-        fnx[p] = -1
-        if tl >= 0:
-            fnx[tl] = p
-        else:
-            nd[1, x] = p
-        nd[2, x] = p
-        node_of[p] = x
-        used[q] += need
-    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+                nd[1, x] = p
+            nd[2, x] = p
+            node_of[p] = x
+            used[q] += need
+        return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+
+    return lecar_kernel
+
+
+_LECAR_ROUNDS, _LECAR_GROUPS = _lecar(False), _lecar(True)
+
+
+def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr, dr,
+                 hist_cap, record):
+    """Replay ``pages`` under LeCaR, one instance per partition: learning rate ``lr``, discount
+    ``dr[q]`` and history size ``hist_cap[q]`` per partition, ``draws`` the run's uniform draws
+    in order (at least one per eviction). Returns the tuple of :mod:`paging.fast.common`."""
+    kernel = _LECAR_GROUPS if is_grouped(steps) else _LECAR_ROUNDS
+    return kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr, dr,
+                  hist_cap, record)
 
 
 def lecar_params(caps: np.ndarray):
