@@ -87,8 +87,8 @@ _BETAS = np.linspace(0.0, 1.0, 5)
 # per-instance integer fields (ist[i, .])
 (I_KIND, I_BASE, I_NPG, I_CAP, I_HAS, I_TOK, I_NTOK, I_TSTART, I_NUSED, I_VCNT, I_VMISS,
  I_NHIST, I_NPEND, I_MCUR, I_MNEXT, I_MNEXTAT, I_M, I_W, I_A1, I_HOR, I_NB, I_VUSED, I_APX,
- I_NAPX, I_ABORT, I_SIMOK, I_LLEN, I_LTOK, I_EVID) = range(29)
-N_I = 29
+ I_NAPX, I_ABORT, I_SIMOK, I_LLEN, I_LTOK, I_EVID, I_LWIN) = range(30)
+N_I = 30
 # I_APX, the log-losses' mode (:func:`_certify`): EXACT (may turn BOUNDED), BOUNDED, or
 # EXACT_ONLY (a rerun after a bound failed); I_NAPX counts the token ends scored in BOUNDED
 # mode; ist[0, I_ABORT] is set when a bound no longer decides the weights (the run is redone)
@@ -865,8 +865,21 @@ def _touch(S, i, t, p, steps, token, n_experts, L, P):
         ipg[i, R_LASTTOK, loc] = ist[i, I_NTOK]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _list_insert(ipg, fpg, i, win, n_l, loc):
+    """Page ``loc`` into instance i's ordered list ``R_SORT[:n_l]`` by its decayed count under
+    memory ``win``, after the pages of an equal count (:func:`_choose`)."""
+    lrow = ipg[i, R_SORT]
+    d = fpg[i, win, loc]
+    q = n_l
+    while q > 0 and fpg[i, win, lrow[q - 1]] > d:
+        lrow[q] = lrow[q - 1]
+        q -= 1
+    lrow[q] = loc
+
+
 @njit(cache=True, nogil=True)
-def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
+def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K, virt):
     """The victim of instance i among ``cands[:nc]`` (token policies: ``TokenPolicy.victim``
     after the advance; LRU: the least recently used).
 
@@ -874,7 +887,10 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     ``R_STAMP`` = token index + 1): token-hazard's h at the age before the token and its two
     products Π (1 − h) (used in the token or not), token-decay's h (mixed with the match of the
     previous token for token-match) and λ_j·D_jq; the rest per eviction, with the same
-    operations in the same order as the reference's numpy expressions."""
+    operations in the same order as the reference's numpy expressions.
+
+    ``virt``: the candidates are instance i's whole virtual cache, ``R_VLIST[:nc]`` (a
+    component of the combiner, :func:`_vserve`; ``cands`` is not read), else ``cands[:nc]``."""
     ist, fst, ipg, fpg, hz, hzl, fc, layer_of = S[0], S[1], S[2], S[3], S[4], S[5], S[10], S[11]
     kind = ist[i, I_KIND]
     base = ist[i, I_BASE]
@@ -882,7 +898,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
         best = -1
         bl = 0
         for j in range(nc):
-            v = cands[j]
+            v = ipg[i, R_VLIST, j] + base if virt else cands[j]
             lv = ipg[i, R_VLAST, v - base]
             if best < 0 or lv < bl:
                 best = v
@@ -950,7 +966,9 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     # / den, the clip, 1 − a0, the square of a number ≥ 0, the product, rint) is monotone; and
     # a page unused in the token whose layer is not ahead (a0 = 0) has the largest key of any
     # page of the same d. So the candidates are visited in ascending d (a list sorted once per
-    # token, pages inserted as they become candidates; R_CAND marks this eviction's) and the
+    # token, pages inserted as they become candidates; R_CAND marks this eviction's, or, in a
+    # virtual cache, whose candidates are its residents, R_VRES, and :func:`_vserve` inserts a
+    # page as it enters once the token's list is built) and the
     # scan stops at the first d whose largest possible key is below the best found: the pages
     # left cannot beat it or tie with it.
     lam_w = fst[i, F_LAM + win] if win >= 0 else 0.0
@@ -959,25 +977,25 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     n_it = nc
     evid = 0
     if ordered:
-        evid = ist[i, I_EVID] + 1
-        ist[i, I_EVID] = evid
         stamp_l = ist[i, I_NTOK] + 1
-        if ist[i, I_LTOK] != stamp_l:
+        fresh = ist[i, I_LTOK] != stamp_l
+        if fresh:
             ist[i, I_LTOK] = stamp_l
+            ist[i, I_LWIN] = win
             ist[i, I_LLEN] = 0
         n_l = ist[i, I_LLEN]
-        for j in range(nc):
-            loc = cands[j] - base
-            ipg[i, R_CAND, loc] = evid
-            if ipg[i, R_INL, loc] != stamp_l:  # a new candidate: into the list by its d
-                ipg[i, R_INL, loc] = stamp_l
-                d = fpg[i, win, loc]
-                q = n_l
-                while q > 0 and fpg[i, win, lrow[q - 1]] > d:
-                    lrow[q] = lrow[q - 1]
-                    q -= 1
-                lrow[q] = loc
-                n_l += 1
+        if not virt:
+            evid = ist[i, I_EVID] + 1
+            ist[i, I_EVID] = evid
+        if fresh or not virt:
+            for j in range(nc):
+                loc = ipg[i, R_VLIST, j] if virt else cands[j] - base
+                if not virt:
+                    ipg[i, R_CAND, loc] = evid
+                if ipg[i, R_INL, loc] != stamp_l:  # a new candidate: into the list by its d
+                    ipg[i, R_INL, loc] = stamp_l
+                    _list_insert(ipg, fpg, i, win, n_l, loc)
+                    n_l += 1
         ist[i, I_LLEN] = n_l
         n_it = n_l
     best = -1
@@ -986,15 +1004,15 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K):
     for j in range(n_it):
         if ordered:
             loc = lrow[j]
-            if ipg[i, R_CAND, loc] != evid:  # evicted since it entered, or pinned now
-                continue
+            if (ipg[i, R_VRES, loc] == 0) if virt else (ipg[i, R_CAND, loc] != evid):
+                continue  # evicted since it entered, or pinned now
             v = loc + base
             if best >= 0:  # the largest key at this d: unused, a0 = 0
                 pn = (lam_w * fpg[i, win, loc] + 0.0 + c2w) / d2w
                 if np.rint((1.0 - 0.0) * _power(1.0 - pn, hor) * 1e9) < bkey:
                     break
         else:
-            v = cands[j]
+            v = ipg[i, R_VLIST, j] + base if virt else cands[j]
             loc = v - base
         z = layer_of[v]
         used = ipg[i, R_USED, loc] != 0
@@ -1083,9 +1101,7 @@ def _vserve(S, i, t, p, cands, steps, token, n_experts, L, P, K, sizes):
         if ist[i, I_KIND] != LRU:
             _advance(S, i, t, steps, token, n_experts, L, P)
         while ist[i, I_VUSED] + need > ist[i, I_CAP]:
-            for j in range(n):
-                cands[j] = ipg[i, R_VLIST, j] + base
-            v = _choose(S, i, t, cands, n, steps, n_experts, L, P, K) - base
+            v = _choose(S, i, t, cands, n, steps, n_experts, L, P, K, True) - base
             # swap-remove v from the list
             pos = ipg[i, R_VPOS, v]
             last = ipg[i, R_VLIST, n - 1]
@@ -1099,6 +1115,12 @@ def _vserve(S, i, t, p, cands, steps, token, n_experts, L, P, K, sizes):
     ipg[i, R_VRES, loc] = 1
     ist[i, I_VCNT] = n + 1
     ist[i, I_VUSED] += need
+    stamp_l = ist[i, I_LTOK]
+    if stamp_l == ist[i, I_NTOK] + 1 and ipg[i, R_INL, loc] != stamp_l:
+        # the token's ordered list is built (:func:`_choose`): the new resident joins it
+        ipg[i, R_INL, loc] = stamp_l
+        _list_insert(ipg, S[3], i, ist[i, I_LWIN], ist[i, I_LLEN], loc)
+        ist[i, I_LLEN] += 1
     _touch(S, i, t, p, steps, token, n_experts, L, P)
 
 
@@ -1224,7 +1246,7 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                                 bo = v
                 victim = bo if bo >= 0 else (bl if bl >= 0 else ba)
             else:
-                victim = _choose(S, q, t, cands, nc, steps, n_experts, L, P, K)
+                victim = _choose(S, q, t, cands, nc, steps, n_experts, L, P, K, False)
             pos = cpos[victim]
             last = clist[q, ccount[q] - 1]
             clist[q, pos] = last
