@@ -141,12 +141,21 @@ User predictors and strategies need nothing special: the plan is all the kernel 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
-from paging.fast.adaptive import _B1, _B2, _NL, _T1, _T2, _oldest, _push, _unlink
+from paging.fast.adaptive import (
+    _B1,
+    _B2,
+    _NL,
+    _T1,
+    _T2,
+    _arc_ghost,
+    _arc_victim,
+    _lecar_regret,
+    _push,
+    _unlink,
+)
 from paging.fast.common import append, borrow, hold, is_grouped, unlink
 from paging.fast.credit import GDSF, GREEDY_DUAL
 from paging.fast.credit import LAYERED as LAYERED_LANDLORD
@@ -397,69 +406,18 @@ def _robust_hear(y, q, vc, in_bo, bnx, bpv, bhd, btl, bcnt, in_lru, lnx, lpv, lh
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _arrive(arc, ak, als, target, akey, htime, wts, adp, q, t, x, c):
+def _arrive(arc, ak, als, target, akey, htime, w_lru, w_lfu, adp, q, t, x, c):
     """The arrival of page x at request t (a miss, or a prefetch after t) in partition q, once
-    per (t, x) (``akey[:, q]``): ARC's cases II and III (p moves, x leaves its ghost list,
-    ``akey[2, q]`` says which), or LeCaR's regret for the expert whose history holds x
-    (:class:`paging.policies.adaptive.ARC`, ``LeCaR``)."""
+    per (t, x) (``akey[:, q]``): ARC's cases II and III (``akey[2, q]`` says which ghost list
+    x was in), or LeCaR's regret (:mod:`paging.fast.adaptive`)."""
     if akey[0, q] == t and akey[1, q] == x:
         return
     akey[0, q] = t
     akey[1, q] = x
-    akey[2, q] = 0
-    w = ak[2, x]
-    if w != _B1 and w != _B2:
-        return
-    b = q * _NL
     if arc:
-        if w == _B1:
-            d = als[2, b + _B2] / als[2, b + _B1]
-            target[q] = min(target[q] + max(d, 1.0), float(c))
-            akey[2, q] = 1
-        else:
-            d = als[2, b + _B1] / als[2, b + _B2]
-            target[q] = max(target[q] - max(d, 1.0), 0.0)
-            akey[2, q] = 2
-        _unlink(ak, als, q, x)
-        return
-    r = math.pow(adp[q, 1], float(t - htime[x]))
-    _unlink(ak, als, q, x)
-    lr = adp[q, 0]
-    if w == _B1:
-        wl = wts[0, q] * math.exp(-lr * r) + 1e-10
-        tot = wl + wts[1, q] + 2e-10
-        wts[0, q] = wl / tot
-        wts[1, q] = (wts[1, q] + 1e-10) / tot
+        akey[2, q] = _arc_ghost(ak, als, target, q, x, ak[2, x], c)
     else:
-        wf = wts[1, q] * math.exp(-lr * r) + 1e-10
-        tot = wf + wts[0, q] + 2e-10
-        wts[1, q] = wf / tot
-        wts[0, q] = (wts[0, q] + 1e-10) / tot
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _arc_victim(ak, als, target, ghost, q, c, pin, stamp):
-    """ARC's victim in partition q and whether it becomes a ghost (``ARC.victim``: case IV's
-    trimming unless the arrival hit a ghost, then REPLACE; pinned pages skipped)."""
-    b = q * _NL
-    if not ghost:
-        if als[2, b + _T1] + als[2, b + _B1] >= c:  # case IV.A
-            if als[2, b + _B1] > 0:
-                _unlink(ak, als, q, als[0, b + _B1])
-            else:
-                v = _oldest(ak, als, q, _T1, pin, stamp)
-                if v >= 0:
-                    return v, False
-        elif (als[2, b + _T1] + als[2, b + _T2] + als[2, b + _B1] + als[2, b + _B2] >= 2 * c
-              and als[2, b + _B2] > 0):  # case IV.B
-            _unlink(ak, als, q, als[0, b + _B2])
-    n1 = als[2, b + _T1]
-    first = ((n1 > 0 and (n1 > target[q] or (n1 == target[q] and ghost == 2)))
-             or als[2, b + _T2] == 0)
-    v = _oldest(ak, als, q, _T1 if first else _T2, pin, stamp)
-    if v < 0:
-        v = _oldest(ak, als, q, _T2 if first else _T1, pin, stamp)
-    return v, True
+        _lecar_regret(ak, als, htime, w_lru, w_lfu, q, t, x, ak[2, x], adp[q, 0], adp[q, 1])
 
 
 @njit(cache=True, nogil=True)
@@ -610,7 +568,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     htime = np.zeros(aP, np.int64)  # LeCaR: the eviction time of a page in a history
     lfreq = np.zeros(aP, np.int64)  # LeCaR: in-cache frequency, and when it was reached
     lfreq_t = np.zeros(aP, np.int64)
-    wts = np.full((2, caps.size), 0.5)  # LeCaR: w_LRU, w_LFU
+    w_lru = np.full(caps.size, 0.5)  # LeCaR's weights
+    w_lfu = np.full(caps.size, 0.5)
     a_keep = True  # ARC: the victim becomes a ghost
     a_exp = 0  # LeCaR: the history the victim joins (_B1: H_LRU, _B2: H_LFU, 0: none)
     ck = kind - CREDIT  # GREEDY_DUAL, LANDLORD, GDSF or LAYERED (credit kinds only)
@@ -1021,10 +980,11 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                     bD = D
                             v = prv[v]
                     elif adapt:
-                        _arrive(arc, ak, als, target, akey, htime, wts, adp, q, t, x, caps[q])
+                        _arrive(arc, ak, als, target, akey, htime, w_lru, w_lfu, adp, q, t, x,
+                                caps[q])
                         if arc:
-                            victim, a_keep = _arc_victim(ak, als, target, akey[2, q], q, caps[q],
-                                                         pin, stamp)
+                            victim, a_keep = _arc_victim(ak, als, target, akey[2, q], q,
+                                                         caps[q], pin, stamp)
                         else:
                             # the least recently used candidate, and the fewest requests
                             # then the earliest time that count was reached (the first in
@@ -1049,7 +1009,7 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                             if c_lru != c_lfu:
                                 ud = draws[n_draw]
                                 n_draw += 1
-                                if ud < wts[0, q]:
+                                if ud < w_lru[q]:
                                     a_exp = _B1
                                 else:
                                     a_exp = _B2
@@ -1148,7 +1108,7 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                     if pm:
                         marked[x] = True
             if adapt:  # on_insert (on_prefetch too): the arrival, unless a victim call made it
-                _arrive(arc, ak, als, target, akey, htime, wts, adp, q, t, x, caps[q])
+                _arrive(arc, ak, als, target, akey, htime, w_lru, w_lfu, adp, q, t, x, caps[q])
                 if arc:
                     _push(ak, als, q, _T2 if akey[2, q] else _T1, x)
                 else:
