@@ -182,14 +182,23 @@ def _lecar_regret(lk, ls, htime, w_lru, w_lfu, q, t, x, w, lr, dr):
         w_lru[q] = (w_lru[q] + 1e-10) / tot
 
 
+def _compiled(fn, grouped: bool):
+    """``fn`` compiled and cached under a name of its own per variant (``…_groups``,
+    ``…_rounds``). numba's cache keys a closure's entries on its values but keeps both
+    variants in one index file, whose entries and data files two processes compiling the two
+    at once (pytest workers, Dask workers) can cross: a variant could then load the other's
+    code."""
+    fn.__qualname__ = f"{fn.__name__}_{'groups' if grouped else 'rounds'}"
+    return njit(cache=True, nogil=True)(fn)
+
+
 def _arc(GROUPED):
     """ARC's kernel for traces with (``GROUPED`` True) or without groups of two or more
     requests (:func:`is_grouped`). The flag is a constant of each compiled kernel, so the
     rounds-mode one carries no pinning code (LLVM drops it; against libCacheSim's ARC,
     2.29–2.58x after, 1.90–2.23x before, benchmarks/README.md, "Compiled ARC and LeCaR").
-    numba keys its cache on the closure's values, so each is cached apart."""
+    Each is cached under its own name (:func:`_compiled`)."""
 
-    @njit(cache=True, nogil=True)
     def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record):
         n = pages.size
         L = n_layers
@@ -301,7 +310,7 @@ def _arc(GROUPED):
         hold(layer_own)
         return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
-    return arc_kernel
+    return _compiled(arc_kernel, GROUPED)
 
 
 _ARC_ROUNDS, _ARC_GROUPS = _arc(False), _arc(True)
@@ -318,7 +327,6 @@ def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record):
 def _lecar(GROUPED):
     """LeCaR's kernel for traces with or without groups, as :func:`_arc`."""
 
-    @njit(cache=True, nogil=True)
     def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr, dr,
                      hist_cap, record):
         n = pages.size
@@ -437,7 +445,20 @@ def _lecar(GROUPED):
                     n_byp += 1
                     continue
             # a miss on a page in a history: a regret for the expert that evicted it
-            _lecar_regret(lk, ls, htime, w_lru, w_lfu, q, t, p, w, lr, dr[q])
+            # (_lecar_regret written out, as ARC's victim rule: the call measured slower here)
+            if w == _B1 or w == _B2:
+                r = math.pow(dr[q], float(t - htime[p]))
+                _unlink(lk, ls, q, p)
+                if w == _B1:
+                    wl = w_lru[q] * math.exp(-lr * r) + 1e-10
+                    tot = wl + w_lfu[q] + 2e-10
+                    w_lru[q] = wl / tot
+                    w_lfu[q] = (w_lfu[q] + 1e-10) / tot
+                else:
+                    wf = w_lfu[q] * math.exp(-lr * r) + 1e-10
+                    tot = wf + w_lru[q] + 2e-10
+                    w_lfu[q] = wf / tot
+                    w_lru[q] = (w_lru[q] + 1e-10) / tot
             while used[q] + need > c:
                 lru = _oldest(lk, ls, q, _T1, pin, s)
                 x = first[q]
@@ -522,7 +543,7 @@ def _lecar(GROUPED):
             used[q] += need
         return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
-    return lecar_kernel
+    return _compiled(lecar_kernel, GROUPED)
 
 
 _LECAR_ROUNDS, _LECAR_GROUPS = _lecar(False), _lecar(True)
