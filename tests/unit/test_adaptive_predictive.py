@@ -75,17 +75,16 @@ def test_arc_prefetched_ghost_is_an_arrival():
                     topk_traces(max_experts=4, max_layers=3, max_tokens=8)), k=st.integers(1, 5),
        seed=st.integers(0, 3))
 def test_adaptive_prefetch_keeps_the_lists_consistent(name, tr, k, seed):
-    """With a prefetcher (a prefetch after every group): ARC's T1 ∪ T2 is the partition's
-    resident set and T1, T2, B1, B2 are disjoint (|T1| + |B1| <= c, all four <= 2c), LeCaR's
-    recency list is the resident set and no resident page is in a history."""
+    """With a prefetcher (a prefetch after every group), at the end of the run: ARC's T1, T2,
+    B1 and B2 are disjoint, |T1| + |B1| <= c and all four hold <= 2c pages; no page of
+    LeCaR's recency list is in a history."""
     from paging.predict.prefetch import Frequency, Prefetcher, TopK
 
     pol = make_policy(name)
     if name.endswith("-dist"):
         k = k * tr.layout.n_layers  # every layer's share >= 1
-    r = simulate(tr, pol, k, seed=seed, prefetch=Prefetcher(Frequency(), TopK(1.0)),
-                 engine="reference")
-    assert r.extra["prefetches"] >= 0 and r.misses <= tr.n_requests
+    simulate(tr, pol, k, seed=seed, prefetch=Prefetcher(Frequency(), TopK(1.0)),
+             engine="reference")
     parts = pol.subs if name.endswith("-dist") else [pol]
     for sub in parts:
         if name.startswith("arc"):
