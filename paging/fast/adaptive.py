@@ -268,8 +268,8 @@ def _arc(GROUPED):
             ghost = _arc_ghost(lk, ls, target, q, p, w, c)
             b = q * _NL
             while used[q] + need > c:
-                # _arc_victim written out (the phase kernel calls it): its (victim, keep)
-                # return cost this kernel about 13 % in a paired timing
+                # _arc_victim written out (the phase kernel calls it): calling it here was
+                # slower in paired timings of this kernel (a scratch script, not shipped)
                 v = -1
                 keep = True  # the victim becomes a ghost
                 replace = True

@@ -1271,8 +1271,10 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     pkind, preds, pred_row = FREQUENCY, np.zeros((1, 0)), np.zeros(caps.size, np.int64)
     hks = np.zeros(caps.size)
     rob = np.zeros((caps.size, 4), np.int64)
-    lr, dr, hist_cap = adaptive.lecar_params(caps)
-    adp = np.column_stack([np.full(caps.size, lr), dr, hist_cap.astype(np.float64)])
+    adp = np.zeros((caps.size, 3))
+    if kind == LECAR_SCAN:  # LeCaR's learning rate, discount and history size per partition
+        lr, dr, hist_cap = adaptive.lecar_params(caps)
+        adp = np.column_stack([np.full(caps.size, lr), dr, hist_cap.astype(np.float64)])
     if kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN):  # the predictor's kind and
         pkind = predictor_kind(spec.proto.predictor)  # the oracle's predictions
         preds, pred_row = predictions(trace, caps, spec.proto, policy, dist)

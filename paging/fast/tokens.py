@@ -889,8 +889,8 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K, virt):
     previous token for token-match) and λ_j·D_jq; the rest per eviction, with the same
     operations in the same order as the reference's numpy expressions.
 
-    ``virt``: the candidates are instance i's whole virtual cache, ``R_VLIST[:nc]`` (a
-    component of the combiner, :func:`_vserve`; ``cands`` is not read), else ``cands[:nc]``."""
+    ``virt``: ``cands[:nc]`` is instance i's whole virtual cache, its ``R_VLIST`` row of
+    instance-local ids (a component of the combiner, :func:`_vserve`), else page ids."""
     ist, fst, ipg, fpg, hz, hzl, fc, layer_of = S[0], S[1], S[2], S[3], S[4], S[5], S[10], S[11]
     kind = ist[i, I_KIND]
     base = ist[i, I_BASE]
@@ -898,7 +898,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K, virt):
         best = -1
         bl = 0
         for j in range(nc):
-            v = ipg[i, R_VLIST, j] + base if virt else cands[j]
+            v = cands[j] + base if virt else cands[j]
             lv = ipg[i, R_VLAST, v - base]
             if best < 0 or lv < bl:
                 best = v
@@ -989,7 +989,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K, virt):
             ist[i, I_EVID] = evid
         if fresh or not virt:
             for j in range(nc):
-                loc = ipg[i, R_VLIST, j] if virt else cands[j] - base
+                loc = cands[j] if virt else cands[j] - base
                 if not virt:
                     ipg[i, R_CAND, loc] = evid
                 if ipg[i, R_INL, loc] != stamp_l:  # a new candidate: into the list by its d
@@ -1012,7 +1012,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K, virt):
                 if np.rint((1.0 - 0.0) * _power(1.0 - pn, hor) * 1e9) < bkey:
                     break
         else:
-            v = ipg[i, R_VLIST, j] + base if virt else cands[j]
+            v = cands[j] + base if virt else cands[j]
             loc = v - base
         z = layer_of[v]
         used = ipg[i, R_USED, loc] != 0
@@ -1081,7 +1081,7 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K, virt):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _vserve(S, i, t, p, cands, steps, token, n_experts, L, P, K, sizes):
+def _vserve(S, i, t, p, steps, token, n_experts, L, P, K, sizes):
     """A component's virtual cache serves request t (a ``Simulation.serve`` without pins):
     pages take ``sizes[p]`` of its capacity (1 each in a run counted in pages, their bytes
     under a budget); a page larger than the capacity is served uncached (a bypass, no hook),
@@ -1101,7 +1101,7 @@ def _vserve(S, i, t, p, cands, steps, token, n_experts, L, P, K, sizes):
         if ist[i, I_KIND] != LRU:
             _advance(S, i, t, steps, token, n_experts, L, P)
         while ist[i, I_VUSED] + need > ist[i, I_CAP]:
-            v = _choose(S, i, t, cands, n, steps, n_experts, L, P, K, True) - base
+            v = _choose(S, i, t, ipg[i, R_VLIST], n, steps, n_experts, L, P, K, True) - base
             # swap-remove v from the list
             pos = ipg[i, R_VPOS, v]
             last = ipg[i, R_VLIST, n - 1]
@@ -1207,8 +1207,8 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
             if seen[q] != t:
                 seen[q] = t
                 a = 2 * q
-                _vserve(S, a, t, p, cands, steps, token, n_experts, L, P, K, sizes)
-                _vserve(S, a + 1, t, p, cands, steps, token, n_experts, L, P, K, sizes)
+                _vserve(S, a, t, p, steps, token, n_experts, L, P, K, sizes)
+                _vserve(S, a + 1, t, p, steps, token, n_experts, L, P, K, sizes)
                 rlast[p] = t
                 lead = leader[q]
                 if ist[a + lead, I_VMISS] > ist[a + 1 - lead, I_VMISS] + margins[q]:
