@@ -12,9 +12,9 @@ and each phase:
 * ``drop:rank=1``, ``substitute`` — the other miss handlers;
 * ``timeline`` — ``RunSpec(policy, budget=8 GB, model="mixtral-8x7b", precision="int4")``:
   the cost model's weights, the run and the latency timeline (:func:`paging.run.run`);
-* ``routing`` — ``pruning:j=1`` (compiled for the list policies, ``bench_routing.py``), on a
-  top-2 trace of as many requests in groups mode (``load("zipf:...,topk=2",
-  expand="groups")``: routing reads the (token, layer) groups).
+* ``routing`` — ``pruning:j=1`` (compiled for every online policy but FlashMoE,
+  ``bench_routing.py``), on a top-2 trace of as many requests in groups mode
+  (``load("zipf:...,topk=2", expand="groups")``: routing reads the (token, layer) groups).
 
 A warm run is one run of the same kernel over the sequences joined (:mod:`paging.warm`), and a
 serving step is a pinned group of the same kernel (``bench_serve.py``), so neither is a column.

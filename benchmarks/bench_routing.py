@@ -1,9 +1,11 @@
 """Compiled cache-aware routing hooks (paging.fast.routing) against the reference loop, with LRU
-(issue 22 item 1).
+or any policy given by ``--policy`` (repeatable; the list policies run in the list kernel, the
+others of the phase kernel in :func:`paging.fast.phases.phase_kernel`) (issue 22 item 1).
 
 Run::
 
     python benchmarks/bench_routing.py [--json] [--k 64] [--prefix 200000] [--repeat 3]
+                                       [--policy lru --policy arc ...] [--hook max-rank:j=1 ...]
 
 Trace: ``zipf:n=8,layers=32,tokens=31250,topk=2,seed=0`` loaded with ``expand="groups"``
 (2,000,000 requests, 1,000,000 (token, layer) groups of 2, expert ids only). For each hook:
@@ -60,6 +62,8 @@ def main() -> None:
     ap.add_argument("--prefix", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--policy", action="append", help="policy spec (default: lru)")
+    ap.add_argument("--hook", action="append", help=f"routing hook (default: {', '.join(HOOKS)})")
     a = ap.parse_args()
     trace = load(TRACE, expand="groups")[0]
     N = trace.n_requests
@@ -67,9 +71,9 @@ def main() -> None:
     rows = []
     print(f"trace {TRACE} groups: {N:,} requests, k = {a.k}, "
           f"{platform.processor() or platform.machine()}, load {os.getloadavg()[0]:.1f}")
-    for hook in HOOKS:
+    for pol, hook in ((p, h) for p in a.policy or ["lru"] for h in a.hook or HOOKS):
         try:
-            simulate(prefix, "lru", a.k, routing=hook, engine="fast")
+            simulate(prefix, pol, a.k, routing=hook, engine="fast")
             compiled = True
         except Exception:  # noqa: BLE001 (a hook without a kernel: reference only)
             compiled = False
@@ -78,18 +82,18 @@ def main() -> None:
         if compiled:
             for _ in range(a.repeat):
                 t0 = time.perf_counter()
-                res = simulate(trace, "lru", a.k, routing=hook, engine="fast")
+                res = simulate(trace, pol, a.k, routing=hook, engine="fast")
                 dt = time.perf_counter() - t0
                 best = dt if best is None else min(best, dt)
         t0 = time.perf_counter()
-        simulate(prefix, "lru", a.k, routing=hook, engine="reference")
+        simulate(prefix, pol, a.k, routing=hook, engine="reference")
         dref = time.perf_counter() - t0
         same = None
         if compiled:
-            same = _same(simulate(prefix, "lru", a.k, routing=hook, record=True, engine="fast"),
-                         simulate(prefix, "lru", a.k, routing=hook, record=True,
+            same = _same(simulate(prefix, pol, a.k, routing=hook, record=True, engine="fast"),
+                         simulate(prefix, pol, a.k, routing=hook, record=True,
                                   engine="reference"))
-        row = {"hook": hook, "compiled": compiled,
+        row = {"policy": pol, "hook": hook, "compiled": compiled,
                "kernel_req_s": N / best if best else None, "kernel_s": best,
                "reference_req_s": prefix.n_requests / dref,
                "misses": None if res is None else res.misses,
@@ -99,8 +103,9 @@ def main() -> None:
         ks = (f"{row['kernel_req_s'] / 1e6:6.2f} Mreq/s ({best:.2f} s)" if best
               else "   (reference only)")
         ratio = f"{row['kernel_req_s'] / row['reference_req_s']:6.0f}x" if best else "      -"
-        print(f"{hook:24s} kernel {ks}  reference {row['reference_req_s'] / 1e3:7.1f} kreq/s  "
-              f"{ratio}  misses {row['misses']}  prefix equal {same}", flush=True)
+        print(f"{pol:12s} {hook:24s} kernel {ks}  "
+              f"reference {row['reference_req_s'] / 1e3:7.1f} kreq/s  {ratio}  "
+              f"misses {row['misses']}  prefix equal {same}", flush=True)
     if a.json:
         print(json.dumps({"trace": TRACE, "k": a.k, "requests": N, "rows": rows}))
 

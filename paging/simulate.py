@@ -136,9 +136,8 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
             if engine == "fast":
                 raise PagingError(f"no compiled kernel for routing {router.spec()} with "
                                   f"{policy.name}: compiled routing covers the built-in hooks "
-                                  "(pruning, max-rank, cumsum, cache-prior) with the list "
-                                  "policies (LRU, FIFO, FWF, LLRU, FLD, Least-Stale and their "
-                                  "-dist variants)")
+                                  "(pruning, max-rank, cumsum, cache-prior) with the built-in "
+                                  "online policies but FlashMoE")
         return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router)
     if prefetch is not None or miss is not None:
         if engine != "reference":

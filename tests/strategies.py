@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -95,3 +97,22 @@ def scored_for(name: str, trace: Trace) -> Trace:
         return trace
     return Trace(trace.layout, trace.pages, trace.steps, trace.name, trace.token, trace.rank,
                  (trace.pages % 7 + 1) / 8, trace.expand, trace.meta)
+
+
+def assert_same_fields(a, b) -> None:
+    """Every field of two Results equal (arrays with their dtype, extra's values with their
+    type: the floats bit for bit)."""
+    for f in dataclasses.fields(b):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(y, np.ndarray):
+            assert isinstance(x, np.ndarray) and x.dtype == y.dtype, f.name
+            assert np.array_equal(x, y), f.name
+        elif isinstance(y, dict):
+            assert isinstance(x, dict) and x.keys() == y.keys(), f.name
+            for key in y:
+                if isinstance(y[key], np.ndarray):
+                    assert x[key].dtype == y[key].dtype and np.array_equal(x[key], y[key]), key
+                else:
+                    assert type(x[key]) is type(y[key]) and x[key] == y[key], (key, x[key], y[key])
+        else:
+            assert type(x) is type(y) and x == y, (f.name, x, y)

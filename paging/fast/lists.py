@@ -43,8 +43,16 @@ def no_route():
 
 def no_prior():
     """The ``cp`` argument of :func:`paging.fast.common.route_group` for a hook other than
-    ``cache-prior``."""
-    return (np.zeros((0, 0, 0)), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    ``cache-prior``. Its logits are read-only, as a trace's are, so that a kernel called with
+    either has one compiled signature."""
+    return (no_logits(), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+
+
+def no_logits():
+    """An empty read-only ``(0, 0, 0)`` logits array (:func:`no_prior`)."""
+    a = np.zeros((0, 0, 0))
+    a.setflags(write=False)
+    return a
 
 
 def list_state(n_pages, n_layers, n_caps):

@@ -133,8 +133,12 @@ Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the referenc
   plain kernels run at 0.4-1 M requests/s (:mod:`paging.fast.tokens`,
   :mod:`paging.fast.learned`); each phase would be a second copy of their token state
   (per-token logs, features) in this kernel.
-* subclasses of the prefetcher and of the handlers, and routing hooks (routing has its own
-  compiled hooks in the list kernel, :mod:`paging.fast.routing`).
+* subclasses of the prefetcher and of the handlers.
+
+Routing (:mod:`paging.fast.routing`) is refused together with a prefetcher or a miss handler;
+a routed run of one of this kernel's policies outside the list family (whose routed runs take
+the list kernel) runs here with neither, each group routed as it starts (the ``route``
+argument of :func:`phase_kernel`).
 
 User predictors and strategies need nothing special: the plan is all the kernel reads.
 """
@@ -156,7 +160,7 @@ from paging.fast.adaptive import (
     _push,
     _unlink,
 )
-from paging.fast.common import append, borrow, hold, is_grouped, unlink
+from paging.fast.common import append, borrow, hold, is_grouped, route_group, unlink
 from paging.fast.credit import GDSF, GREEDY_DUAL
 from paging.fast.credit import LAYERED as LAYERED_LANDLORD
 from paging.fast.lists import (
@@ -170,6 +174,7 @@ from paging.fast.lists import (
     LLRU,
     LLRU_LATEST,
     LRU,
+    no_prior,
 )
 from paging.fast.predictive import (
     BLIND,
@@ -183,7 +188,7 @@ from paging.fast.predictive import (
     predictor_kind,
 )
 
-__all__ = ["phase_kernel", "unsupported", "run_phases"]
+__all__ = ["phase_kernel", "unsupported", "run_phases", "no_route"]
 
 #: the phase kernel's kind for LFU (the heap family's, :mod:`paging.fast.heaps`): its lists
 #: keep insertion order and an eviction scans the partition (module docstring)
@@ -424,7 +429,7 @@ def _arrive(arc, ak, als, target, akey, htime, w_lru, w_lfu, adp, q, t, x, c):
 def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, dist, kind,
                  record, pf_start, pf_pages, pf_size, act, lvl, substitute, scan, wcost, wsize,
                  draws, next_use, occ_pos, occ_start, gscore, pkind, preds, pred_row, hks, rob,
-                 adp):
+                 adp, route):
     """Replay ``pages`` under list policy ``kind``, or one of the scanned kinds (``LFU_SCAN``,
     ``LHU_SCAN``, ``BELADY_SCAN``, ``SCORE_SCAN``, ``CREDIT + kind``, ``MARK_SCAN``,
     ``ARC_SCAN``, ``LECAR_SCAN``: module docstring), with SpecMD's phases.
@@ -446,6 +451,13 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     ``hks[q]``: PredictiveMarker's H_k of partition q; ``rob[q]``: the robust combiner's
     (leader, switches, BlindOracle's misses, LRU's misses), zeros on entry; ``adp[q]``: LeCaR's
     learning rate, discount and history size in partition q (:func:`adaptive.lecar_params`).
+
+    ``route`` (:func:`no_route`, or :func:`paging.fast.routing.run_routed`'s) is ``(order, m,
+    j, cp, prob)``: when ``m`` has entries, each group is first routed by
+    :func:`paging.fast.common.route_group` against the cache as it stands (row g of ``order``,
+    ``m[g]``, ``j``, ``cp``: one served expert per slot), its served pages written over
+    ``pages`` in place, then served and pinned; when ``prob`` has rows, the served request's
+    gate score, ``prob[g, expert]``, is written over ``gscore`` (Score-Based reads it).
 
     Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
     n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
@@ -593,6 +605,12 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     last_step, last_pass, last_t = borrow(last_step), borrow(last_pass), borrow(last_t)
     H, infl, freq = borrow(H), borrow(infl), borrow(freq)
     pages, steps, slots = borrow(pages), borrow(steps), borrow(slots)
+    r_order, r_m, r_j, r_cp, r_prob = route
+    routed = r_m.size > 0
+    r_rank = np.empty(n_experts, np.int64)
+    r_pos = np.empty(n_experts, np.int64)
+    r_taken = np.zeros(n_experts, np.bool_)
+    r_zz = np.empty(n_experts)
     for t in range(n):
         p = pages[t]
         s = steps[t]
@@ -609,6 +627,14 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 j += 1
             g_start = t
             g_end = j
+            if routed:  # the group's served experts, chosen against the cache as it stands
+                base = (s - now_pass * L) * n_experts
+                route_group(pages, t, j - t, base, n_experts, group, r_order, r_m[group], r_j,
+                            j - t, resident, r_rank, r_taken, pages, t, r_cp, r_zz, r_pos)
+                if r_prob.shape[0] > 0:
+                    for i in range(t, j):
+                        gscore[i] = r_prob[group, pages[i] - base]
+                p = pages[t]
             if grouped:
                 stamp = next_stamp
                 next_stamp += 1
@@ -1222,35 +1248,89 @@ def _miss_plan(trace, miss):
     return act, lvl, type(miss) is Substitute, level_slots
 
 
-def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss):
-    """The run :func:`paging.simulate._run` makes with ``prefetch`` and/or ``miss`` (a
-    configuration :func:`unsupported` accepts), in :func:`phase_kernel`: the same
-    :class:`~paging.result.Result`, every field, counters and logs."""
-    from paging import fast
-    from paging.fast import adaptive
-    from paging.observers import MissStats, PrefetchStats
-    from paging.result import build_result
-    from paging.weights import unit_costs, unit_sizes
+def no_route():
+    """The ``route`` argument of :func:`phase_kernel` for a run without routing."""
+    return (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior(), np.zeros((0, 0)))
 
-    spec = fast.plan(policy)
-    family, kind, dist = spec
+
+def phase_kind(policy, spec) -> int:
+    """The :func:`phase_kernel` kind of ``policy`` (``spec`` = :func:`paging.fast.plan`'s, of a
+    family :func:`unsupported` admits)."""
+    from paging.fast import adaptive
+
+    family, kind, _ = spec
     if family == "heap":  # LFU, LHU (whose plain kernel is LFU's) or Belady
         from paging.fast import heaps
         from paging.policies.dist import PerLayer
         from paging.policies.scored import LHU
 
         proto = policy.factory() if type(policy) is PerLayer else policy
-        kind = (BELADY_SCAN if kind == heaps.BELADY
+        return (BELADY_SCAN if kind == heaps.BELADY
                 else LHU_SCAN if type(proto) is LHU else LFU_SCAN)
-    elif family == "credit":
-        kind = CREDIT + kind
-    elif family == "marking":
-        kind = MARK_SCAN
-    elif family == "adaptive":
-        kind = ARC_SCAN if kind == adaptive.ARC else LECAR_SCAN
-    elif family == "predictive":  # (unsupported() admits no other)
-        kind = {SCORE: SCORE_SCAN, BLIND: BLIND_SCAN, PMARKER: PMARK_SCAN,
+    if family == "credit":
+        return CREDIT + kind
+    if family == "marking":
+        return MARK_SCAN
+    if family == "adaptive":
+        return ARC_SCAN if kind == adaptive.ARC else LECAR_SCAN
+    if family == "predictive":
+        return {SCORE: SCORE_SCAN, BLIND: BLIND_SCAN, PMARKER: PMARK_SCAN,
                 LMARKER: LMARK_SCAN, ROBUST: ROBUST_SCAN}[kind]
+    return kind
+
+
+def policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed, n_inserts):
+    """The policy's own inputs of :func:`phase_kernel`, ``draws`` to ``adp`` (its docstring),
+    for a run of at most ``n_inserts`` insertions (requests and prefetches)."""
+    from paging import fast
+    from paging.fast import adaptive
+
+    P = trace.layout.n_pages
+    pkind, preds, pred_row = FREQUENCY, np.zeros((1, 0)), np.zeros(caps.size, np.int64)
+    hks = np.zeros(caps.size)
+    rob = np.zeros((caps.size, 4), np.int64)
+    adp = np.zeros((caps.size, 3))
+    if kind == LECAR_SCAN:  # LeCaR's learning rate, discount and history size per partition
+        lr, dr, hist_cap = adaptive.lecar_params(caps)
+        adp = np.column_stack([np.full(caps.size, lr), dr, hist_cap.astype(np.float64)])
+    if kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN):  # the predictor's kind and
+        pkind = predictor_kind(spec.proto.predictor)  # the oracle's predictions
+        preds, pred_row = predictions(trace, caps, spec.proto, policy, spec[2])
+    if kind == PMARK_SCAN:  # H_k of each partition (in pages; under a budget, of its bytes)
+        from paging.policies.predictive import harmonic, marker_k
+
+        hks = np.array([harmonic(marker_k(c, slots if budget is not None else None, P))
+                        for c in caps.tolist()])
+    return (
+        # one draw per eviction at most: each insertion (a request or a prefetch) evicts pages
+        # it needs room for, and so at most every page inserted before
+        fast.marking_draws(seed, n_inserts) if fast.needs_draws(spec) else np.zeros(0),
+        *_belady_arrays(trace, kind == BELADY_SCAN or (
+            kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN) and pkind == ORACLE)),
+        np.array(trace.score, dtype=np.float64) if kind == SCORE_SCAN else np.zeros(0),
+        pkind, preds, pred_row, hks, rob, adp)
+
+
+def leave_state(policy, kind, dist, rob) -> None:
+    """What a reference run leaves on the policy object: a shared robust combiner's ``leader``,
+    ``switches`` and ``cost``."""
+    if kind == ROBUST_SCAN and not dist:
+        policy.leader, policy.switches = int(rob[0, 0]), int(rob[0, 1])
+        policy.cost = [int(rob[0, 2]), int(rob[0, 3])]
+
+
+def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss):
+    """The run :func:`paging.simulate._run` makes with ``prefetch`` and/or ``miss`` (a
+    configuration :func:`unsupported` accepts), in :func:`phase_kernel`: the same
+    :class:`~paging.result.Result`, every field, counters and logs."""
+    from paging import fast
+    from paging.observers import MissStats, PrefetchStats
+    from paging.result import build_result
+    from paging.weights import unit_costs, unit_sizes
+
+    spec = fast.plan(policy)
+    dist = spec[2]
+    kind = phase_kind(policy, spec)
     scan = prefetch is not None and _own_kernel(policy) in _SCANNED
     if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
         kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
@@ -1268,34 +1348,16 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     pf_size = unit_sizes(P) if sizes is None else sizes
     act, lvl, substitute, level_slots = _miss_plan(trace, miss)
     caps = fast._caps(trace.layout, int(capacity), dist)
-    pkind, preds, pred_row = FREQUENCY, np.zeros((1, 0)), np.zeros(caps.size, np.int64)
-    hks = np.zeros(caps.size)
-    rob = np.zeros((caps.size, 4), np.int64)
-    adp = np.zeros((caps.size, 3))
-    if kind == LECAR_SCAN:  # LeCaR's learning rate, discount and history size per partition
-        lr, dr, hist_cap = adaptive.lecar_params(caps)
-        adp = np.column_stack([np.full(caps.size, lr), dr, hist_cap.astype(np.float64)])
-    if kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN):  # the predictor's kind and
-        pkind = predictor_kind(spec.proto.predictor)  # the oracle's predictions
-        preds, pred_row = predictions(trace, caps, spec.proto, policy, dist)
-    if kind == PMARK_SCAN:  # H_k of each partition (in pages; under a budget, of its bytes)
-        from paging.policies.predictive import harmonic, marker_k
-
-        hks = np.array([harmonic(marker_k(c, slots if budget is not None else None, P))
-                        for c in caps.tolist()])
+    inputs = policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed,
+                           N + pf_pages.size)
     (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts, pf_log,
      n_pf_log, pf_ev, n_pf_ev) = phase_kernel(
-        trace.pages, trace.steps, slots, level_slots, trace.layout.n_experts,
-        trace.layout.n_layers, caps, dist, kind, level, pf_start, pf_pages, pf_size, act, lvl,
-        substitute, scan, unit_costs(P) if costs is None else costs,
-        unit_sizes(P) if sizes is None else sizes,
-        # one draw per eviction at most: each insertion (a request or a prefetch) evicts pages
-        # it needs room for, and so at most every page inserted before
-        fast.marking_draws(seed, N + pf_pages.size) if fast.needs_draws(spec) else np.zeros(0),
-        *_belady_arrays(trace, kind == BELADY_SCAN or (
-            kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN) and pkind == ORACLE)),
-        np.asarray(trace.score, dtype=np.float64) if kind == SCORE_SCAN else np.zeros(0),
-        pkind, preds, pred_row, hks, rob, adp)
+        # a writable copy of the pages (a routed run writes the served ones over them), the
+        # steps read-only, as every caller passes them: one compiled signature
+        np.array(trace.pages, dtype=np.int64), trace.steps, slots, level_slots,
+        trace.layout.n_experts, trace.layout.n_layers, caps, dist, kind, level, pf_start,
+        pf_pages, pf_size, act, lvl, substitute, scan, unit_costs(P) if costs is None else costs,
+        unit_sizes(P) if sizes is None else sizes, *inputs, no_route())
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,
@@ -1303,9 +1365,7 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         hit_mask=hit_mask if level else None,
         evictions=ev[:n_ev].copy() if level > 1 else None,
         bypassed=byp[:n_byp].copy() if level > 1 else None)
-    if kind == ROBUST_SCAN and not dist:  # what a reference run leaves on a shared combiner
-        policy.leader, policy.switches = int(rob[0, 0]), int(rob[0, 1])
-        policy.cost = [int(rob[0, 2]), int(rob[0, 3])]
+    leave_state(policy, kind, dist, inputs[-2])
     state = _State(trace, costs, sizes)
     rec = level > 0
     pstats = PrefetchStats(*((prefetch.predicted, prefetch.predicted_right, prefetch.actual)

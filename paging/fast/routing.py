@@ -1,14 +1,25 @@
 """Compiled cache-aware routing (:mod:`paging.routing`) for the list family
-(:mod:`paging.fast.lists`).
+(:mod:`paging.fast.lists`), every policy of the phase kernel (:mod:`paging.fast.phases`: LFU,
+LHU, the credit policies, Marking, ARC, LeCaR, Score-Based and the prediction policies with the
+``frequency`` predictor, and their ``-dist`` forms) and the token policies
+(:mod:`paging.fast.tokens`).
 
-A hook that reads the cache (``max-rank``, ``cumsum``, ``cache-prior``) runs inside
-:func:`paging.fast.lists.list_kernel`: when a group starts, the kernel reads the layer's
+A hook that reads the cache (``max-rank``, ``cumsum``, ``cache-prior``) runs inside the kernel
+(:func:`paging.fast.lists.list_kernel`, :func:`paging.fast.phases.phase_kernel`,
+:func:`paging.fast.tokens.token_kernel`): when a group starts, the kernel reads the layer's
 residency from its own state, chooses the served experts exactly as the hook does
 (:func:`paging.fast.common.route_group`), writes them over the group's slots of the served
 sequence and serves them, one pass over the trace, so the counts, the hit mask, the eviction log
-and the bypasses are the reference loop's, decision for decision. Such hooks serve K experts
-per group, so the served sequence has the trace's group bounds. ``pruning`` does not read the
-cache: every group is routed first (:func:`route_static`), then the served sequence is run once.
+and the bypasses are the reference loop's, decision for decision. Such hooks serve K experts per
+group, so the served sequence has the trace's group bounds.
+``pruning`` does not read the cache: every group is routed first (:func:`route_static`), then
+the served sequence is run once.
+
+Score-Based reads the served requests' gate scores, which :class:`paging.routing.RoutedRun`
+writes as each group is routed: the expert's router weight (:meth:`paging.routing.Group.probs`:
+the softmax of the group's logits, else its gate score, 0 for an expert outside the group).
+They are one row per group, made before the run (they do not depend on the cache); the phase
+kernel writes the served expert's entry over the request's score as it routes the group.
 
 Hooks compiled (exact types only; anything else returns None from :func:`plan_routed` and runs
 in the reference loop):
@@ -27,8 +38,16 @@ in the reference loop):
   The choice (the sums, one addition per boosted expert and the comparisons of
   ``numpy.lexsort``) is exact arithmetic, so it is the reference's bit for bit.
 
-Not compiled: policies outside the list family, and runs with a prefetcher or a miss handler
-(refused with routing anyway).
+The token policies (token-hazard, token-decay, token-match, robust-token-match and their
+``-dist`` forms) are routed inside their kernel (:func:`paging.fast.tokens.token_kernel`) in the
+same way; they read the served requests' tokens, which are the group's (``pruning``'s served
+sequence is given its groups' tokens).
+
+Not compiled: FlashMoE (:mod:`paging.fast.learned`: its kernel has no routing step; not built,
+for want of time: its training-sequence watch would have to hash the served pages), user
+subclasses of a hook or of a policy, and runs with a prefetcher or a miss handler (refused with
+routing anyway). Clairvoyant policies (Belady, the ``oracle`` predictor) are refused with
+routing by both engines.
 
 Quality proxies: a group served exactly as ranked (the same experts in the same order) adds
 ``(1.0, False, 0.0)`` (what :func:`paging.routing.quality` returns then); every other group
@@ -42,7 +61,7 @@ import numpy as np
 from numba import njit
 
 from paging.fast.common import route_group
-from paging.fast.lists import list_kernel, list_state, no_prior, no_route
+from paging.fast.lists import list_kernel, list_state, no_logits, no_prior, no_route
 
 __all__ = ["plan_routed", "run_routed", "route_static"]
 
@@ -195,14 +214,18 @@ def _quality_sums(pages, bounds, served, served_lo, w, n, L, steps, eps):
 
 
 def plan_routed(trace, policy, router, budget=None):
-    """The list kernel's ``(family, kind, dist)`` when this routed run compiles, else None."""
-    from paging.fast import _LIST, plan
+    """The policy's ``(family, kind, dist)`` (:func:`paging.fast.plan`) when this routed run
+    compiles (a built-in hook with a policy of the list kernel, of the phase kernel,
+    :mod:`paging.fast.phases`, or of the token kernel), else None."""
+    from paging.fast import _TOKEN, phases, plan
     from paging.routing import CachePrior, Cumsum, MaxRank, Pruning
 
     if type(router) not in (Pruning, MaxRank, Cumsum, CachePrior):
         return None
     spec = plan(policy)
-    if spec is None or spec[0] != _LIST:
+    if spec is not None and spec[0] == _TOKEN:
+        return spec
+    if spec is None or phases.unsupported(trace, policy, budget, None, None) is not None:
         return None
     return spec
 
@@ -216,15 +239,19 @@ def _bounds(steps) -> np.ndarray:
 
 
 def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level):
-    """The routed run of ``simulate(trace, policy, k, routing=router, ...)`` on the list kernel
-    (``spec`` from :func:`plan_routed`); every field of the reference's Result, ``extra`` and,
-    when recorded, ``events``, included."""
-    from paging.fast import _caps
+    """The routed run of ``simulate(trace, policy, k, routing=router, ...)`` on the policy's
+    kernel (``spec`` from :func:`plan_routed`); every field of the reference's Result,
+    ``extra`` and, when recorded, ``events``, included."""
+    from paging.errors import PagingError
+    from paging.fast import _LIST, _TOKEN, _caps
     from paging.result import build_result
     from paging.routing import KL_EPS, CachePrior, Cumsum, Group, Pruning, RoutedRun, quality
+    from paging.trace import Trace
     from paging.weights import unit_sizes
 
     RoutedRun.check(trace, router, policy)  # the reference's checks, and router.reset
+    if policy.needs_scores and trace.score is None:  # and its Simulation's
+        raise PagingError(f"{policy.name} reads gate scores and the trace has none")
     lay = trace.layout
     n, L, P = lay.n_experts, lay.n_layers, lay.n_pages
     pages = np.ascontiguousarray(trace.pages, dtype=np.int64)
@@ -267,22 +294,39 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         cp = _prior(router, trace, bounds, steps, tok_of, G, L)
     caps = _caps(lay, int(k if budget is None else budget), spec[2])
     slots = unit_sizes(P) if budget is None else sizes
-    state = list_state(P, L, caps.size)
-    if cap > 0 or not (mcol.any() or cp[3].size):
-        # no choice reads the cache: route every group, then serve the sequence once
+    static = cap > 0 or not (mcol.any() or cp[3].size)
+    if static:  # no choice reads the cache: route every group, then serve the sequence once
         sp, ss, N = route_static(pages, bounds, order, int(j), int(cap), n, L, steps)
-        misses, coll, _, hit_mask, ev, n_ev, byp, n_byp = list_kernel(
-            sp[:N], ss[:N], slots, n, L, caps, spec[2], spec[1], level, state, no_route())
-    else:
+        sp, ss = sp[:N], ss[:N]
+    else:  # each group routed in the kernel, against the cache as it stands, over sp
         sp, ss, N = pages.copy(), steps, pages.size
+    if spec[0] == _LIST:
+        state = list_state(P, L, caps.size)
         misses, coll, _, hit_mask, ev, n_ev, byp, n_byp = list_kernel(
             sp, ss, slots, n, L, caps, spec[2], spec[1], level, state,
-            (order, mcol, int(j), sp, cp))
+            no_route() if static else (order, mcol, int(j), sp, cp))
+        page_miss = state[10]
+    elif spec[0] == _TOKEN:
+        from paging.fast.tokens import execute
+
+        capacity = int(k if budget is None else budget)
+        if static:  # the served sequence as a trace: its tokens, one visit per token
+            served = Trace(lay, sp, ss, trace.name,
+                           token=np.repeat(tok_of, _served_sizes(bounds, cap)), expand="groups")
+            out = execute(served, spec, slots, capacity, level, policy)
+        else:
+            out = execute(trace, spec, slots, capacity, level, policy,
+                          route=(order, mcol, int(j), cp), served=sp)
+        _, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = out
+    else:
+        coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = _phase_routed(
+            trace, policy, spec, sp, ss, static, (order, mcol, int(j), cp), bounds, cap, caps,
+            slots, budget, costs, sizes, seed, level, tok_of, z_of)
     served_lo = np.concatenate(([0], np.cumsum(_served_sizes(bounds, cap)))).astype(np.int64)
     changed = _changed(pages, bounds, sp, served_lo)
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=int(N),
-        page_misses=state[10], n_layers=L, collisions=int(coll), bypasses=int(n_byp),
+        page_misses=page_miss, n_layers=L, collisions=int(coll), bypasses=int(n_byp),
         seed=seed, dist=spec[2], costs=costs, sizes=sizes,
         hit_mask=hit_mask[:N].copy() if level else None,
         evictions=ev[:n_ev].copy() if level > 1 else None,
@@ -313,6 +357,55 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     return res
 
 
+def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, caps, slots, budget,
+                  costs, sizes, seed, level, tok_of, z_of):
+    """A routed run of a policy of the phase kernel (:func:`paging.fast.phases.phase_kernel`,
+    no prefetcher, no miss handler) over the served sequence ``sp``: routed in the kernel
+    (``route``) unless ``static``. Returns ``(collisions, page_misses, hit_mask, evictions,
+    n_evictions, bypassed, n_bypassed)``."""
+    from paging.fast import phases
+    from paging.weights import unit_costs, unit_sizes
+
+    lay = trace.layout
+    n, L, P = lay.n_experts, lay.n_layers, lay.n_pages
+    kind = phases.phase_kind(policy, spec)
+    inputs = list(phases.policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed,
+                                       sp.size))
+    prob = np.zeros((0, 0))
+    if kind == phases.SCORE_SCAN:  # the served requests' gate scores, as RoutedRun writes them
+        prob = _served_probs(trace, bounds, tok_of, z_of)
+        if static:
+            g_of = np.repeat(np.arange(bounds.size - 1), _served_sizes(bounds, cap))
+            inputs[4] = prob[g_of, sp - z_of[g_of] * n] if sp.size else np.zeros(0)
+            prob = np.zeros((0, 0))
+    none = np.zeros(0, np.int64)
+    ss = ss.view()
+    ss.setflags(write=False)  # read-only steps, as run_phases passes them: one signature
+    (_, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, *_) = phases.phase_kernel(
+        sp, ss, slots, np.zeros((1, P), np.int64), n, L, caps, spec[2], kind, level,
+        none, none, unit_sizes(P), np.zeros(0, np.int8), none, False, False,
+        unit_costs(P) if costs is None else costs, unit_sizes(P) if sizes is None else sizes,
+        *inputs, phases.no_route() if static else (*route, prob))
+    phases.leave_state(policy, kind, spec[2], inputs[-2])
+    return coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+
+
+def _served_probs(trace, bounds, tok_of, z_of):
+    """Row g: the router weight of every expert of group g's layer (:meth:`Group.probs`, 0 for
+    an unknown one): the softmax of the group's logits, else its gate scores."""
+    n = trace.layout.n_experts
+    G = bounds.size - 1
+    if trace.logits is not None:
+        rows = trace.logits[tok_of, z_of]
+        w = np.exp(rows - rows.max(axis=1, keepdims=True))
+        w /= w.sum(axis=1, keepdims=True)
+        return w.astype(np.float64)
+    prob = np.zeros((G, n))
+    g_of = np.repeat(np.arange(G), np.diff(bounds))
+    prob[g_of, np.asarray(trace.pages, dtype=np.int64) - z_of[g_of] * n] = trace.score
+    return prob
+
+
 def _request_weights(trace, bounds):
     """Each request's router weight without full logits (:meth:`paging.routing.Group.probs`):
     its gate score, else 1/K of its group (the same double as Python's ``1.0 / K``)."""
@@ -328,7 +421,7 @@ def _prior(router, trace, bounds, steps, tok_of, G, L):
     if trace.logits is not None:
         logits, known = trace.logits, np.zeros(0)
     else:
-        logits = np.zeros((0, 0, 0))
+        logits = no_logits()  # read-only, as a trace's logits: one compiled signature
         # CachePrior.logits_of, every group at once
         known = np.log(np.maximum(_request_weights(trace, bounds), 1e-300))
     rsum = np.array(router._range_sum, dtype=np.float64)

@@ -75,7 +75,8 @@ import math
 import numpy as np
 from numba import njit
 
-from paging.fast.common import borrow, buffers, is_grouped
+from paging.fast.common import borrow, buffers, is_grouped, route_group
+from paging.fast.lists import no_prior
 
 # kinds: the policies (``kernel = "token:KIND"``); LRU only as a component of the combiner
 HAZARD, DECAY, MATCH, ROBUST, LRU = range(5)
@@ -1126,12 +1127,16 @@ def _vserve(S, i, t, p, steps, token, n_experts, L, P, K, sizes):
 
 @njit(cache=True, nogil=True)
 def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
-                 dist, robust, margins, S, record, leader, switches):
+                 dist, robust, margins, S, record, leader, switches, route):
     """Replay ``pages`` under the instances of ``S`` (built by :func:`setup`): a token policy
     (``robust`` False: instance q serves partition q) or the combiner (instances 2q, 2q + 1 are
     partition q's components; ``margins[q]`` its h; ``leader[q]`` and ``switches[q]``, zeros
     on entry, end as the partition's ``Robust.leader`` and ``Robust.switches``). Returns the
-    tuple of :mod:`paging.fast.common`."""
+    tuple of :mod:`paging.fast.common`.
+
+    ``route`` = ``(order, m, j, cp)`` (:func:`paging.fast.routing.run_routed`; ``m`` empty: no
+    routing): each group is first routed by :func:`paging.fast.common.route_group` against
+    the cache as it stands, its served pages written over ``pages`` in place."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
@@ -1164,6 +1169,13 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     prev_s = -1
     g_start = 0
     g_end = 0
+    r_order, r_m, r_j, r_cp = route
+    routed = r_m.size > 0
+    r_rank = np.empty(n_experts, np.int64)
+    r_pos = np.empty(n_experts, np.int64)
+    r_taken = np.zeros(n_experts, np.bool_)
+    r_zz = np.empty(n_experts)
+    group = -1
     for t in range(n):
         if ist[0, I_ABORT]:  # a BOUNDED instance's weights are undecided: execute redoes it
             break
@@ -1171,6 +1183,15 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
         s = steps[t]
         if s != prev_s:
             prev_s = s
+            group += 1
+            if routed:  # the group's served experts, chosen against the cache as it stands
+                j = t
+                while j < n and steps[j] == s:
+                    j += 1
+                route_group(pages, t, j - t, (s % L) * n_experts, n_experts, group, r_order,
+                            r_m[group], r_j, j - t, resident, r_rank, r_taken, pages, t, r_cp,
+                            r_zz, r_pos)
+                p = pages[t]
             if grouped:
                 j = t
                 while j < n and steps[j] == s:
@@ -1332,6 +1353,9 @@ def rho(P: int) -> float:
 #: because a bound failed costs a second run, so only a wide margin is trusted
 ENTER = 500.0
 
+#: the ``route`` argument of :func:`token_kernel` for a run without routing
+_NO_ROUTE = (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior())
+
 
 def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool, enter: float | None = ENTER):
     """The instances' state for a run of ``proto`` (the policy, or the factory's product of a
@@ -1383,7 +1407,7 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool, enter: float |
 
 
 def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
-            bounded: bool = True, info: dict | None = None):
+            bounded: bool = True, info: dict | None = None, route=None, served=None):
     """Run the kernel of ``spec`` (:func:`paging.fast.plan`: its ``proto`` carries the
     parameters) on ``trace``; ``slots[p]`` is the room page p takes in ``capacity``. A shared
     combiner given as ``policy`` ends with the run's ``leader`` and ``switches``, as after a
@@ -1394,7 +1418,11 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
     (:func:`_losses_paid`); if a bound stops deciding them the run is redone with exact sums
     throughout, so the decisions are the reference's either way. ``info``, if given, receives
     ``bounded`` (the token ends scored within a bound, in the run returned) and ``redone``
-    (whether a bound failed)."""
+    (whether a bound failed).
+
+    A routed run (:func:`paging.fast.routing.run_routed`) gives ``route`` (the kernel's) and
+    ``served``, an array of the trace's length that receives the served pages (the kernel
+    routes over a copy of the trace's pages; a redone run starts again from the trace's)."""
     _, kind, dist = spec
     lay = trace.layout
     caps = lay.dist_shares(capacity) if dist else np.array([capacity], dtype=np.int64)
@@ -1413,12 +1441,18 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
             margins = caps // int(np.min(slots))
         leader = np.zeros(caps.size, np.int64)
         switches = np.zeros(caps.size, np.int64)
-        out = token_kernel(trace.pages, trace.steps, token, visits, slots,
+        # a writable copy of the pages (a routed run writes the served ones over them; numba
+        # types the write for every run)
+        pages = np.array(trace.pages, dtype=np.int64)
+        rt = _NO_ROUTE if route is None else route
+        out = token_kernel(pages, trace.steps, token, visits, slots,
                            lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
-                           record, leader, switches)
+                           record, leader, switches, rt)
         if not S[0][0, I_ABORT]:
             break
         enter, redone = None, True
+    if served is not None:
+        served[:] = pages
     if info is not None:
         info["bounded"] = int(S[0][:, I_NAPX].sum())
         info["redone"] = redone

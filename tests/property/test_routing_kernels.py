@@ -2,20 +2,21 @@
 decision: every Result field (counts, per-layer and per-page misses, hit mask, eviction log,
 bypasses), the routing fields of ``extra`` (bit for bit) and, with record=True, the served
 sequence in ``events``, on random top-K traces in groups mode with tokens (full logits, gate
-scores only, expert ids only), for pruning, max-rank, cumsum and cache-prior, list policies and
--dist variants, pages and byte budgets."""
+scores only, expert ids only), for pruning, max-rank, cumsum and cache-prior, the list
+policies (the list kernel), the phase kernel's and the token kernel's policies, -dist
+variants, pages and byte budgets."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import assert_same_fields as assert_same
 
 from paging.errors import PagingError
 from paging.generators import router
+from paging.policies import LFU
 from paging.routing import CachePrior, Cumsum, MaxRank, Pruning
 from paging.simulate import simulate
 from paging.trace import from_routing
@@ -23,25 +24,15 @@ from paging.verify import verify
 
 LIST_POLICIES = ["lru", "fifo", "fwf", "llru", "fld", "least-stale", "lru-dist", "fifo-dist",
                  "llru-dist", "fld-dist", "least-stale-dist"]
-
-
-def assert_same(a, b):
-    """Every field of two Results equal (arrays with their dtype, extra's values with their
-    type: the floats bit for bit)."""
-    for f in dataclasses.fields(b):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(y, np.ndarray):
-            assert isinstance(x, np.ndarray) and x.dtype == y.dtype, f.name
-            assert np.array_equal(x, y), f.name
-        elif isinstance(y, dict):
-            assert isinstance(x, dict) and x.keys() == y.keys(), f.name
-            for key in y:
-                if isinstance(y[key], np.ndarray):
-                    assert x[key].dtype == y[key].dtype and np.array_equal(x[key], y[key]), key
-                else:
-                    assert type(x[key]) is type(y[key]) and x[key] == y[key], (key, x[key], y[key])
-        else:
-            assert type(x) is type(y) and x == y, (f.name, x, y)
+#: the online policies the phase kernel runs (paging.fast.phases), some as -dist variants
+PHASE_POLICIES = ["lfu", "lhu", "score-based", "greedy-dual", "landlord", "gdsf",
+                  "layered-landlord", "marking", "arc", "lecar", "blind-oracle",
+                  "predictive-marker", "lmarker", "robust-blind-oracle", "lfu-dist",
+                  "marking-dist", "arc-dist", "lecar-dist", "gdsf-dist", "score-based-dist",
+                  "robust-blind-oracle-dist"]
+#: the token policies (paging.fast.tokens)
+TOKEN_POLICIES = ["token-match", "token-decay", "token-hazard", "robust-token-match",
+                  "token-match-dist", "token-hazard-dist"]
 
 
 def _variant(t, what):
@@ -102,9 +93,56 @@ def test_routed_kernel_equals_reference(data, trace, k, policy, record):
         verify(trace, fast)
 
 
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), trace=traces, k=st.integers(1, 14),
+       policy=st.sampled_from(PHASE_POLICIES + TOKEN_POLICIES), seed=st.integers(0, 3),
+       record=st.sampled_from([True, False]))
+def test_routed_phase_kernel_equals_reference(data, trace, k, policy, seed, record):
+    # the phase kernel's and the token kernel's policies (each group routed inside the kernel);
+    # Score-Based reads the served requests' gate scores (the softmax of the logits, else the
+    # trace's scores); a trace with neither is refused by both engines alike
+    hook = _hook(data, trace)
+    if policy.startswith("score-based") and trace.score is None:
+        for engine in ("fast", "reference"):
+            with pytest.raises(PagingError, match="reads gate scores and the trace has none"):
+                simulate(trace, policy, k, routing=hook(), engine=engine)
+        return
+    fast = simulate(trace, policy, k, routing=hook(), record=record, seed=seed, engine="fast")
+    ref = simulate(trace, policy, k, routing=hook(), record=record, seed=seed,
+                   engine="reference")
+    assert_same(fast, ref)
+    if record is True:
+        verify(trace, fast)
+
+
+def test_hand_checked_routing_follows_the_policy():
+    # one layer, n = 4, top-1 with logits, max-rank:j=0,m=2 (serve a cached expert of rank 0
+    # or 1 if there is one), k = 2. Served 0, 0, 1, 2 (nothing cached ranks < 2 at t = 2, 3);
+    # at t = 3 LFU evicts 1 (1 request; 0 has 2), LRU evicts 0 (touched at t = 1). At t = 4
+    # the ranking is 3, 1, 0, 2: LRU has 1 cached and serves it (a hit), LFU serves 3 (a miss
+    # that evicts 2, 1 request, against 0's 2)
+    logits = np.array([[[3.0, 2, 1, 0]], [[3.0, 2, 1, 0]], [[0.0, 3, 2, 1]], [[0.0, 1, 3, 2]],
+                       [[1.0, 2, 0, 3]]])
+    t = from_routing(np.array([[[0]], [[0]], [[1]], [[2]], [[3]]]), router(4, 1, 5).layout,
+                     "groups", logits=logits)
+    hook = "max-rank:j=0,m=2"
+    lfu = simulate(t, "lfu", 2, routing=hook, record=True, engine="fast")
+    assert lfu.events["served_pages"].tolist() == [0, 0, 1, 2, 3]
+    assert lfu.misses == 4 and lfu.hit_mask.tolist() == [0, 1, 0, 0, 0]
+    assert lfu.evictions.tolist() == [[3, 1], [4, 2]]
+    lru = simulate(t, "lru", 2, routing=hook, record=True, engine="fast")
+    assert lru.events["served_pages"].tolist() == [0, 0, 1, 2, 1]
+    assert lru.misses == 3 and lru.hit_mask.tolist() == [0, 1, 0, 0, 1]
+    assert lru.evictions.tolist() == [[3, 0]]
+    for policy, res in (("lfu", lfu), ("lru", lru)):
+        assert_same(res, simulate(t, policy, 2, routing=hook, record=True, engine="reference"))
+
+
 @settings(max_examples=60, deadline=None)
 @given(data=st.data(), trace=traces,
-       policy=st.sampled_from(["lru", "fifo", "fwf", "llru", "lru-dist", "least-stale-dist"]))
+       policy=st.sampled_from(["lru", "fifo", "fwf", "llru", "lru-dist", "least-stale-dist",
+                               "lfu", "gdsf", "arc", "lecar-dist", "marking", "token-match",
+                               "token-hazard-dist"]))
 def test_routed_kernel_equals_reference_with_byte_budgets(data, trace, policy):
     P = trace.layout.n_pages
     sizes = np.array(data.draw(st.lists(st.integers(1, 4), min_size=P, max_size=P)))
@@ -169,10 +207,14 @@ class _UserHook(MaxRank):
     """A subclass may change any hook method: no kernel."""
 
 
+class _UserLFU(LFU):
+    """A subclass that does not declare its own kernel may change any policy hook: no kernel."""
+
+
 def test_uncompiled_routing_falls_back_or_is_refused():
     t = router(5, 2, 6, k=2, seed=1, expand="groups")
-    # user hooks and policies outside the list family run in the reference loop under auto
-    for policy, hook in (("lru", _UserHook(1)), ("lfu", MaxRank(1))):
+    # user hooks and user policies run in the reference loop under auto
+    for policy, hook in (("lru", _UserHook(1)), (_UserLFU(), MaxRank(1))):
         a = simulate(t, policy, 3, routing=hook, record=True)
         with pytest.raises(PagingError, match="no compiled kernel for routing"):
             simulate(t, policy, 3, routing=hook, engine="fast")
