@@ -12,7 +12,7 @@ and each phase:
 * ``drop:rank=1``, ``substitute`` — the other miss handlers;
 * ``timeline`` — ``RunSpec(policy, budget=8 GB, model="mixtral-8x7b", precision="int4")``:
   the cost model's weights, the run and the latency timeline (:func:`paging.run.run`);
-* ``routing`` — ``pruning:j=1`` (compiled for every online policy but FlashMoE,
+* ``routing`` — ``pruning:j=1`` (compiled for every built-in online policy,
   ``bench_routing.py``), on a top-2 trace of as many requests in groups mode
   (``load("zipf:...,topk=2", expand="groups")``: routing reads the (token, layer) groups).
 

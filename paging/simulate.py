@@ -137,7 +137,7 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
                 raise PagingError(f"no compiled kernel for routing {router.spec()} with "
                                   f"{policy.name}: compiled routing covers the built-in hooks "
                                   "(pruning, max-rank, cumsum, cache-prior) with the built-in "
-                                  "online policies but FlashMoE")
+                                  "online policies, not user subclasses")
         return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router)
     if prefetch is not None or miss is not None:
         if engine != "reference":

@@ -31,8 +31,10 @@ hashes them as the policy does and raises the same :class:`~paging.errors.Paging
 runs again without the watch.
 
 Left in the reference loop: the per-layer variant (``PerLayer`` over FlashMoE: no ``-dist``
-name is registered), subclasses, and runs with a prefetcher, a miss handler or a routing hook
-(:func:`paging.simulate.simulate`).
+name is registered), subclasses, and runs with a prefetcher or a miss handler
+(:func:`paging.simulate.simulate`). A routing hook is routed inside this kernel
+(:mod:`paging.fast.routing`: each group as it starts, against the kernel's residency), and the
+training-sequence watch then hashes the served pages, as the reference's policy sees them.
 
 Cost per request: O(1) for a hit or an insert; per eviction O(k) table look-ups plus one
 O(h²) network evaluation per surviving candidate when more than one survives (h = 128 for the
@@ -53,7 +55,8 @@ import numpy as np
 from numba import njit, objmode
 
 from paging.errors import PagingError
-from paging.fast.common import buffers, is_grouped
+from paging.fast.common import buffers, is_grouped, route_group
+from paging.fast.lists import no_prior
 
 FLASHMOE = 0
 
@@ -308,11 +311,15 @@ def _row(r, r_lo, rmap):
 
 @njit(cache=True)
 def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, bf, dims, woff,
-                    boff, r_lo, rmap, lo_t, hi_t, filled, tau, margin, key, watch, seen, stats):
+                    boff, r_lo, rmap, lo_t, hi_t, filled, tau, margin, key, watch, seen, stats,
+                    route):
     """Replay ``pages`` under FlashMoE on one shared partition of ``cap`` (``sizes`` in the
     same unit). ``watch`` > 0: stop once request ``watch - 1`` has been seen by the policy,
     its pages so far in ``seen``; the extra last return value is then the number of pages
-    seen (else -1). ``stats``: evictions, network evaluations, near ties (reference calls)."""
+    seen (else -1). ``stats``: evictions, network evaluations, near ties (reference calls).
+    ``route`` = ``(order, m, j, cp)`` (:func:`paging.fast.routing.run_routed`; ``m`` empty: no
+    routing): each group is first routed by :func:`paging.fast.common.route_group` against
+    the cache as it stands, its served pages written over ``pages`` in place."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
@@ -349,6 +356,14 @@ def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, b
     now_pass = 0
     g_start = 0
     g_end = 0
+    r_order, r_m, r_j, r_cp = route
+    routed = r_m.size > 0
+    r_res = np.zeros(P if routed else 0, np.bool_)  # the routed layer's residency
+    r_rank = np.empty(n_experts, np.int64)
+    r_pos = np.empty(n_experts, np.int64)
+    r_taken = np.zeros(n_experts, np.bool_)
+    r_zz = np.empty(n_experts)
+    group = -1
     for t in range(n):
         p = pages[t]
         s = steps[t]
@@ -359,6 +374,17 @@ def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, b
             else:
                 now_pass = s // L
             prev_s = s
+            group += 1
+            if routed:  # the group's served experts, chosen against the cache as it stands
+                base = (s - now_pass * L) * n_experts
+                for e in range(base, base + n_experts):
+                    r_res[e] = where[e] >= 0
+                j = t
+                while j < n and steps[j] == s:
+                    j += 1
+                route_group(pages, t, j - t, base, n_experts, group, r_order, r_m[group], r_j,
+                            j - t, r_res, r_rank, r_taken, pages, t, r_cp, r_zz, r_pos)
+                p = pages[t]
             if grouped:
                 j = t
                 while j < n and steps[j] == s:
@@ -491,11 +517,21 @@ def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, b
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, -1
 
 
-def execute(trace, spec, slots, capacity: int, record: int, policy=None, stats=None):
+#: the ``route`` argument of :func:`flashmoe_kernel` for a run without routing
+_NO_ROUTE = (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior())
+
+
+def execute(trace, spec, slots, capacity: int, record: int, policy=None, stats=None, *,
+            route=None, served=None, n_requests=None):
     """Run the FlashMoE kernel (``spec`` from :func:`paging.fast.plan`, whose ``proto`` is the
     policy) on ``trace``: the model is found as :meth:`FlashMoE.reset` finds it (the same
     errors), and the training-sequence check is made on the same prefix. ``stats`` (an int64
-    array of 3, optional) receives the evictions, network evaluations and near ties."""
+    array of 3, optional) receives the evictions, network evaluations and near ties.
+
+    A routed run (:func:`paging.fast.routing.run_routed`) gives ``route`` (the kernel's) and
+    ``served``, an array of the trace's length that receives the served pages, or, when the
+    groups were routed before the run (``pruning``), the served sequence as ``trace`` and the
+    routed trace's length as ``n_requests`` (the run's length the policy is told)."""
     from paging.learned.model import PREFIX, _trained_on_message, page_hash
 
     proto = spec.proto if policy is None else policy
@@ -505,7 +541,7 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, stats=N
         policy.model = model  # as after a reference run's reset
     net = model.net
     pr = prepare(net)
-    n = trace.n_requests
+    n = trace.n_requests if n_requests is None else n_requests
     watch_recs = [rec for rec in model.trained_on if rec.get("n_requests") == n]
     watch = min(PREFIX, n) if watch_recs else 0
     st = np.zeros(3, np.int64) if stats is None else stats
@@ -513,10 +549,17 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, stats=N
     _NETS[key] = (pr, net)
 
     def go(watch, seen):
-        return flashmoe_kernel(trace.pages, trace.steps, slots, lay.n_experts, lay.n_layers,
-                               int(capacity), record, pr.wf, pr.bf, pr.dims, pr.woff, pr.boff,
-                               pr.r_lo, pr.rmap, pr.lo, pr.hi, pr.filled, float(pr.tau),
-                               float(pr.margin), key, watch, seen, st)
+        # a writable copy of the pages (a routed run writes the served ones over them; numba
+        # types the write for every run)
+        pages = np.array(trace.pages, dtype=np.int64)
+        out = flashmoe_kernel(pages, trace.steps, slots, lay.n_experts, lay.n_layers,
+                              int(capacity), record, pr.wf, pr.bf, pr.dims, pr.woff, pr.boff,
+                              pr.r_lo, pr.rmap, pr.lo, pr.hi, pr.filled, float(pr.tau),
+                              float(pr.margin), key, watch, seen, st,
+                              _NO_ROUTE if route is None else route)
+        if served is not None:
+            served[:] = pages
+        return out
 
     try:
         seen = np.zeros(max(watch, 1), np.int64)

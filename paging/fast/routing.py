@@ -1,17 +1,18 @@
 """Compiled cache-aware routing (:mod:`paging.routing`) for the list family
 (:mod:`paging.fast.lists`), every policy of the phase kernel (:mod:`paging.fast.phases`: LFU,
 LHU, the credit policies, Marking, ARC, LeCaR, Score-Based and the prediction policies with the
-``frequency`` predictor, and their ``-dist`` forms) and the token policies
-(:mod:`paging.fast.tokens`).
+``frequency`` predictor, and their ``-dist`` forms), the token policies
+(:mod:`paging.fast.tokens`) and FlashMoE (:mod:`paging.fast.learned`): every built-in online
+policy.
 
 A hook that reads the cache (``max-rank``, ``cumsum``, ``cache-prior``) runs inside the kernel
 (:func:`paging.fast.lists.list_kernel`, :func:`paging.fast.phases.phase_kernel`,
-:func:`paging.fast.tokens.token_kernel`): when a group starts, the kernel reads the layer's
-residency from its own state, chooses the served experts exactly as the hook does
-(:func:`paging.fast.common.route_group`), writes them over the group's slots of the served
-sequence and serves them, one pass over the trace, so the counts, the hit mask, the eviction log
-and the bypasses are the reference loop's, decision for decision. Such hooks serve K experts per
-group, so the served sequence has the trace's group bounds.
+:func:`paging.fast.tokens.token_kernel`, :func:`paging.fast.learned.flashmoe_kernel`): when a
+group starts, the kernel reads the layer's residency from its own state, chooses the served
+experts exactly as the hook does (:func:`paging.fast.common.route_group`), writes them over the
+group's slots of the served sequence and serves them, one pass over the trace, so the counts,
+the hit mask, the eviction log and the bypasses are the reference loop's, decision for decision.
+Such hooks serve K experts per group, so the served sequence has the trace's group bounds.
 ``pruning`` does not read the cache: every group is routed first (:func:`route_static`), then
 the served sequence is run once.
 
@@ -39,15 +40,13 @@ in the reference loop):
   ``numpy.lexsort``) is exact arithmetic, so it is the reference's bit for bit.
 
 The token policies (token-hazard, token-decay, token-match, robust-token-match and their
-``-dist`` forms) are routed inside their kernel (:func:`paging.fast.tokens.token_kernel`) in the
-same way; they read the served requests' tokens, which are the group's (``pruning``'s served
-sequence is given its groups' tokens).
+``-dist`` forms) read the served requests' tokens, which are the group's (``pruning``'s served
+sequence is given its groups' tokens). FlashMoE's training-sequence watch hashes the served
+pages, as the reference's policy sees them, and is told the routed trace's length.
 
-Not compiled: FlashMoE (:mod:`paging.fast.learned`: its kernel has no routing step; not built,
-for want of time: its training-sequence watch would have to hash the served pages), user
-subclasses of a hook or of a policy, and runs with a prefetcher or a miss handler (refused with
-routing anyway). Clairvoyant policies (Belady, the ``oracle`` predictor) are refused with
-routing by both engines.
+Not compiled: user subclasses of a hook or of a policy, and runs with a prefetcher or a miss
+handler (refused with routing anyway). Clairvoyant policies (Belady, the ``oracle`` predictor)
+are refused with routing by both engines.
 
 Quality proxies: a group served exactly as ranked (the same experts in the same order) adds
 ``(1.0, False, 0.0)`` (what :func:`paging.routing.quality` returns then); every other group
@@ -216,14 +215,14 @@ def _quality_sums(pages, bounds, served, served_lo, w, n, L, steps, eps):
 def plan_routed(trace, policy, router, budget=None):
     """The policy's ``(family, kind, dist)`` (:func:`paging.fast.plan`) when this routed run
     compiles (a built-in hook with a policy of the list kernel, of the phase kernel,
-    :mod:`paging.fast.phases`, or of the token kernel), else None."""
-    from paging.fast import _TOKEN, phases, plan
+    :mod:`paging.fast.phases`, of the token kernel or FlashMoE's), else None."""
+    from paging.fast import _LEARNED, _TOKEN, phases, plan
     from paging.routing import CachePrior, Cumsum, MaxRank, Pruning
 
     if type(router) not in (Pruning, MaxRank, Cumsum, CachePrior):
         return None
     spec = plan(policy)
-    if spec is not None and spec[0] == _TOKEN:
+    if spec is not None and spec[0] in (_TOKEN, _LEARNED):
         return spec
     if spec is None or phases.unsupported(trace, policy, budget, None, None) is not None:
         return None
@@ -243,7 +242,7 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     kernel (``spec`` from :func:`plan_routed`); every field of the reference's Result,
     ``extra`` and, when recorded, ``events``, included."""
     from paging.errors import PagingError
-    from paging.fast import _LIST, _TOKEN, _caps
+    from paging.fast import _LEARNED, _LIST, _TOKEN, _caps
     from paging.result import build_result
     from paging.routing import KL_EPS, CachePrior, Cumsum, Group, Pruning, RoutedRun, quality
     from paging.trace import Trace
@@ -306,10 +305,15 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
             sp, ss, slots, n, L, caps, spec[2], spec[1], level, state,
             no_route() if static else (order, mcol, int(j), sp, cp))
         page_miss = state[10]
-    elif spec[0] == _TOKEN:
-        from paging.fast.tokens import execute
-
+    elif spec[0] in (_TOKEN, _LEARNED):
         capacity = int(k if budget is None else budget)
+        if spec[0] == _TOKEN:
+            from paging.fast.tokens import execute
+        else:  # FlashMoE is told the routed trace's length, as the reference's policy is
+            from paging.fast.learned import execute as run_learned
+
+            def execute(tr, *args, **kw):
+                return run_learned(tr, *args, n_requests=trace.n_requests, **kw)
         if static:  # the served sequence as a trace: its tokens, one visit per token
             served = Trace(lay, sp, ss, trace.name,
                            token=np.repeat(tok_of, _served_sizes(bounds, cap)), expand="groups")

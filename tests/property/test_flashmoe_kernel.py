@@ -7,6 +7,8 @@ refusal in a compiled run; what stays in the reference loop; decisions checked b
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -180,6 +182,51 @@ def test_training_sequence_refused_in_the_kernel(n_tokens, tmp_path):
     pages[0] = (pages[0] + 1) % 8  # another first request: another prefix hash
     other = from_pages(pages, MIXTRAL)
     check(other, lambda: FlashMoE(model), [dict(k=40), dict(k=5)])
+
+
+ROUTING_HOOKS = ["pruning:j=1", "max-rank:j=1", "max-rank:j=0", "cumsum:tau=0.5",
+                 "cache-prior:lambda=0.5"]
+
+
+@given(trace=mixtral_traces(), k=st.integers(1, 257), hook=st.sampled_from(ROUTING_HOOKS))
+def test_routed_runs(trace, k, hook):
+    """Cache-aware routing inside the kernel (each group routed against the kernel's residency
+    as it starts) equals the reference loop, every Result field and the served sequence."""
+    from strategies import assert_same_fields
+
+    if trace.expand != "groups" and int(trace.rank.max()) > 0:
+        for engine in ("reference", "fast"):  # rounds mode spreads a group over K rounds
+            with pytest.raises(PagingError, match="routing decides per"):
+                simulate(trace, FlashMoE(), k, routing=hook, engine=engine)
+        return
+    ref = simulate(trace, FlashMoE(), k, routing=hook, record=True, engine="reference")
+    got = simulate(trace, FlashMoE(), k, routing=hook, record=True, engine="fast")
+    assert_same_fields(got, ref)
+
+
+def test_routed_training_sequence_refused_on_the_served_pages(tmp_path):
+    """With routing the policy sees the served pages: a model trained on a routed run's served
+    sequence refuses that routed run in both engines (same error), and not the unrouted one."""
+    from paging.generators import router
+
+    tr = router(8, 32, 10, k=2, seed=5, expand="groups")  # 640 requests > PREFIX
+    hook = "max-rank:j=0"  # cached experts first: the served pages are not the trace's
+    plain = FlashMoE(FlashMoEModel(load_model(shipped_model_path(MIXTRAL)).net, MIXTRAL,
+                                   {"trained_on": []}))
+    served = simulate(tr, plain, 40, routing=hook, record=True,
+                      engine="reference").events["served_pages"]
+    assert served.size == tr.n_requests and not np.array_equal(served[:PREFIX],
+                                                                tr.pages[:PREFIX])
+    model = FlashMoEModel(plain.model.net, MIXTRAL,
+                          {"trained_on": [fingerprint(SimpleNamespace(pages=served,
+                                                                      name="served"))]})
+    msgs = []
+    for engine in ("reference", "fast"):
+        with pytest.raises(PagingError, match="was trained on sequence") as e:
+            simulate(tr, FlashMoE(model), 40, routing=hook, engine=engine)
+        msgs.append(str(e.value))
+    assert msgs[0] == msgs[1]
+    check(tr, lambda: FlashMoE(model), [dict(k=40)])
 
 
 def test_what_stays_in_the_reference_loop():
