@@ -76,6 +76,13 @@ def buffers(n, record):
     return (np.zeros(m, np.bool_), np.zeros((e, 2), np.int64), np.zeros(e, np.int64))
 
 
+@njit(cache=True, nogil=True, inline="always")
+def route_scratch(n):
+    """The scratch arrays of :func:`route_group` for ``n`` experts: ``(rank, pos, taken, zz)``
+    (every kernel that routes allocates them once per run)."""
+    return np.empty(n, np.int64), np.empty(n, np.int64), np.zeros(n, np.bool_), np.empty(n)
+
+
 @njit(cache=True, nogil=True)
 def route_group(src, lo, K, base, n, g, order, m, j, kout, resident, rank, taken, out, o0,
                 cp, zz, pos):

@@ -55,7 +55,7 @@ import numpy as np
 from numba import njit, objmode
 
 from paging.errors import PagingError
-from paging.fast.common import buffers, is_grouped, route_group
+from paging.fast.common import buffers, is_grouped, route_group, route_scratch
 from paging.fast.lists import no_prior
 
 FLASHMOE = 0
@@ -359,10 +359,7 @@ def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, b
     r_order, r_m, r_j, r_cp = route
     routed = r_m.size > 0
     r_res = np.zeros(P if routed else 0, np.bool_)  # the routed layer's residency
-    r_rank = np.empty(n_experts, np.int64)
-    r_pos = np.empty(n_experts, np.int64)
-    r_taken = np.zeros(n_experts, np.bool_)
-    r_zz = np.empty(n_experts)
+    r_rank, r_pos, r_taken, r_zz = route_scratch(n_experts)
     group = -1
     for t in range(n):
         p = pages[t]

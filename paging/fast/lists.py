@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import buffers, is_grouped, route_group
+from paging.fast.common import buffers, is_grouped, route_group, route_scratch
 
 LRU, FIFO, FWF, LLRU, FLD, LEAST_STALE, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP = range(9)
 LLRU_LATEST = 9
@@ -105,10 +105,7 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
     hit_mask, ev, byp = buffers(n, record)
     r_order, r_m, r_j, r_out, r_cp = route
     routed = r_m.size > 0
-    rank = np.empty(n_experts, np.int64)
-    r_pos = np.empty(n_experts, np.int64)
-    taken = np.zeros(n_experts, np.bool_)
-    r_zz = np.empty(n_experts)
+    rank, r_pos, taken, r_zz = route_scratch(n_experts)
     g_idx = 0
     if record > 1:
         # a call on a carried state may also evict the pages it starts with (a streamed or

@@ -160,7 +160,15 @@ from paging.fast.adaptive import (
     _push,
     _unlink,
 )
-from paging.fast.common import append, borrow, hold, is_grouped, route_group, unlink
+from paging.fast.common import (
+    append,
+    borrow,
+    hold,
+    is_grouped,
+    route_group,
+    route_scratch,
+    unlink,
+)
 from paging.fast.credit import GDSF, GREEDY_DUAL
 from paging.fast.credit import LAYERED as LAYERED_LANDLORD
 from paging.fast.lists import (
@@ -607,10 +615,7 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     pages, steps, slots = borrow(pages), borrow(steps), borrow(slots)
     r_order, r_m, r_j, r_cp, r_prob = route
     routed = r_m.size > 0
-    r_rank = np.empty(n_experts, np.int64)
-    r_pos = np.empty(n_experts, np.int64)
-    r_taken = np.zeros(n_experts, np.bool_)
-    r_zz = np.empty(n_experts)
+    r_rank, r_pos, r_taken, r_zz = route_scratch(n_experts)
     for t in range(n):
         p = pages[t]
         s = steps[t]

@@ -75,7 +75,7 @@ import math
 import numpy as np
 from numba import njit
 
-from paging.fast.common import borrow, buffers, is_grouped, route_group
+from paging.fast.common import borrow, buffers, is_grouped, route_group, route_scratch
 from paging.fast.lists import no_prior
 
 # kinds: the policies (``kernel = "token:KIND"``); LRU only as a component of the combiner
@@ -1171,10 +1171,7 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     g_end = 0
     r_order, r_m, r_j, r_cp = route
     routed = r_m.size > 0
-    r_rank = np.empty(n_experts, np.int64)
-    r_pos = np.empty(n_experts, np.int64)
-    r_taken = np.zeros(n_experts, np.bool_)
-    r_zz = np.empty(n_experts)
+    r_rank, r_pos, r_taken, r_zz = route_scratch(n_experts)
     group = -1
     for t in range(n):
         if ist[0, I_ABORT]:  # a BOUNDED instance's weights are undecided: execute redoes it
