@@ -5,7 +5,8 @@ or any iterable of ``(pages, steps)`` chunks) and feeds every chunk to compiled 
 carry their state from one chunk to the next:
 
 * the list-family policies (LRU, FIFO, FWF, LLRU, FLD, Least-Stale and their readings, and the
-  -dist variants: :mod:`paging.fast.lists`), at any number of cache sizes k in one pass;
+  -dist variants: :mod:`paging.fast.lists`), LFU and ARC (and their -dist variants), at any
+  number of cache sizes k in one pass (:class:`paging.fast.CarriedRun`);
 * LRU's one-pass miss curve (stack distances, :func:`paging.fast.stack.lru_stack_update`), and
   the per-layer curves of the -dist variants that evict as LRU inside a layer (lru-dist,
   llru-dist, fld-dist, least-stale-dist), in rounds mode.
@@ -17,9 +18,10 @@ into the next chunk, so the kernels always see whole groups. Memory: the kernels
 (O(nℓ) per run, O(nℓ) for a curve) plus one chunk of the reader — independent of the trace's
 length.
 
-Not streamed (refused with one line by ``paging simulate --stream``): policies outside the list
-family, byte budgets and weights, the latency timeline, prefetching, miss handling, routing,
-warm runs, recording (hit masks, evictions).
+Not streamed (refused with one line by ``paging simulate --stream``): the other policies (their
+kernels allocate their state inside the call, :func:`paging.fast.carries`), byte budgets and
+weights, the latency timeline, prefetching, miss handling, routing, warm runs, recording (hit
+masks, evictions).
 
 >>> import numpy as np
 >>> from paging import Layout, from_pages, simulate
@@ -67,10 +69,10 @@ def stream_policy(name: str):
 
     pol = make_policy(name)
     spec = fast.plan(pol)
-    if spec is None or spec[0] != "list":
+    if not fast.carries(spec):
         raise PagingError(f"--policy {pol.name} has no streaming kernel; streaming runs the "
                           "list family: lru, fifo, fwf, llru, fld, least-stale (and their "
-                          "variants and -dist forms)")
+                          "variants), lfu and arc, and their -dist forms")
     return pol, spec
 
 
@@ -91,7 +93,7 @@ def curve_policy(name: str):
 
 
 class _ListRun:
-    """One list-family policy at one k, its cache carried from chunk to chunk."""
+    """One list-family, LFU or ARC policy at one k, its cache carried from chunk to chunk."""
 
     def __init__(self, name: str, k: int, layout: Layout):
         from paging import fast
@@ -255,7 +257,8 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
         ``layout`` (``steps`` None: rounds mode, counting on from the previous chunk). Chunks
         are validated as the readers validate a whole trace.
     runs : iterable of (str, int)
-        ``(policy, k)`` pairs: list-family policies (:func:`stream_policy`), k in pages.
+        ``(policy, k)`` pairs: policies with a carried kernel (:func:`stream_policy`), k in
+        pages.
     curves : iterable of str
         Policies whose miss curve to compute (:func:`curve_policy`); rounds mode.
     chunk : int

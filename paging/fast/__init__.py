@@ -146,18 +146,22 @@ _CARRIED_STRIDE = 1 << 40
 
 
 def carries(spec) -> bool:
-    """Whether :class:`CarriedRun` runs the kernel of ``spec``: the list family, and LFU (the
-    heap family without Belady, which reads next uses)."""
-    from paging.fast import heaps
+    """Whether :class:`CarriedRun` runs the kernel of ``spec``: the list family, LFU (the
+    heap family without Belady, which reads next uses) and ARC (whose state holds no request
+    index). The other kernels allocate their state inside the call (and LeCaR's, Marking's and
+    the token policies' hold request indices or a run's draws), so they run whole traces only."""
+    from paging.fast import adaptive, heaps
 
-    return spec is not None and (spec[0] == _LIST or (spec[0] == _HEAP
-                                                      and spec[1] == heaps.LFU))
+    return spec is not None and (spec[0] == _LIST
+                                 or (spec[0] == _HEAP and spec[1] == heaps.LFU)
+                                 or (spec[0] == _ADAPT and spec[1] == adaptive.ARC))
 
 
 class CarriedRun:
-    """A run of a list-family or LFU kernel (``spec`` = ``(family, kind, dist)`` of
+    """A run of a list-family, LFU or ARC kernel (``spec`` = ``(family, kind, dist)`` of
     :func:`plan`; :func:`carries`) whose cache is carried from call to call
-    (:func:`paging.fast.lists.list_state`, :func:`paging.fast.heaps.heap_state`): consecutive
+    (:func:`paging.fast.lists.list_state`, :func:`paging.fast.heaps.heap_state`,
+    :func:`paging.fast.adaptive.arc_state`): consecutive
     :meth:`feed` calls on consecutive pieces of one trace, each cut between two groups, are one
     run. ``capacity`` counts ``slots`` (default one per page; page sizes for a byte budget). A
     streamed trace feeds it chunk by chunk (:mod:`paging.stream`), a serving run step by step
@@ -174,6 +178,10 @@ class CarriedRun:
         self.slots = unit_sizes(layout.n_pages) if slots is None else slots
         if self.family == _LIST:
             self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
+        elif self.family == _ADAPT:
+            from paging.fast.adaptive import arc_state
+
+            self.state = arc_state(layout.n_pages, self.caps.size)
         else:
             self.state = heap_state(layout.n_experts, layout.n_layers, self.caps, self.dist,
                                     _CARRIED_STRIDE)
@@ -183,7 +191,7 @@ class CarriedRun:
     @property
     def page_misses(self) -> np.ndarray:
         """Per-page misses so far (the state's running totals)."""
-        return self.state[10] if self.family == _LIST else self.state[7]
+        return self.state[{_LIST: 10, _ADAPT: 6}.get(self.family, 7)]  # heap_state's: 7
 
     def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False):
         """Serve the next piece; its hit mask when ``hits``."""
@@ -193,6 +201,11 @@ class CarriedRun:
         if self.family == _LIST:
             out = list_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
                               self.dist, self.kind, 1 if hits else 0, self.state, no_route())
+        elif self.family == _ADAPT:
+            from paging.fast.adaptive import arc_kernel
+
+            out = arc_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
+                             self.dist, 1 if hits else 0, self.state)
         else:
             out = heap_kernel(pages, steps, _no_next_use(), self.slots, lay.n_experts,
                               lay.n_layers, self.caps, self.dist, self.kind, 1 if hits else 0,

@@ -199,22 +199,15 @@ def _arc(GROUPED):
     2.29–2.58x after, 1.90–2.23x before, benchmarks/README.md, "Compiled ARC and LeCaR").
     Each is cached under its own name (:func:`_compiled`)."""
 
-    def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record):
+    def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record, state):
         n = pages.size
         L = n_layers
         P = n_experts * n_layers
-        nparts = caps.size
-        lk = np.zeros((3, P), np.int64)        # next, prev, list (0: none) of each page
-        ls = np.zeros((3, nparts * _NL), np.int64)  # head, tail, length of each list
-        ls[0, :] = -1
-        ls[1, :] = -1
-        target = np.zeros(nparts)              # ARC's p, per partition
-        used = np.zeros(nparts, np.int64)
-        pin = np.full(P, -1, np.int64)
-        evicted_pass = np.full(P, -1, np.int64)
-        page_miss = np.zeros(P, np.int64)
+        lk, ls, target, used, pin, evicted_pass, page_miss = state
         layer_of = np.arange(P) // n_experts
         hit_mask, ev, byp = buffers(n, record)
+        if record > 1:  # a call on a carried state may also evict the pages it starts with
+            ev = np.zeros((n + P, 2), np.int64)
         misses = 0
         coll = 0
         n_ev = 0
@@ -316,12 +309,31 @@ def _arc(GROUPED):
 _ARC_ROUNDS, _ARC_GROUPS = _arc(False), _arc(True)
 
 
-def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record):
+def arc_state(n_pages: int, n_parts: int):
+    """A cold cache for :func:`arc_kernel`: each page's list links (next, previous, which of
+    T1, T2, B1, B2), each list's head, tail and length per partition, ARC's p and the room used
+    per partition, the pin stamps, each page's pass of its last eviction and its misses (a
+    running total). Passing the state a call left to the next call continues the same run:
+    nothing in it is a request index (the pins are layer-clock steps)."""
+    P, parts = int(n_pages), int(n_parts)
+    ls = np.zeros((3, parts * _NL), np.int64)
+    ls[0, :] = -1
+    ls[1, :] = -1
+    return (np.zeros((3, P), np.int64), ls, np.zeros(parts), np.zeros(parts, np.int64),
+            np.full(P, -1, np.int64), np.full(P, -1, np.int64), np.zeros(P, np.int64))
+
+
+def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record, state=None):
     """Replay ``pages`` (layer clock ``steps``) under ARC, one instance per partition of
-    capacity ``caps[q]`` (the shared cache, or one per layer with ``dist``). Returns the tuple
-    of :mod:`paging.fast.common`."""
+    capacity ``caps[q]`` (the shared cache, or one per layer with ``dist``). ``state``
+    (:func:`arc_state`; a cold one when None) is the cache the call starts from and leaves
+    behind: consecutive calls on consecutive pieces of one trace, each cut between two groups,
+    are one run (:class:`paging.fast.CarriedRun`). Returns the tuple of :mod:`paging.fast.common`
+    (per-page misses: the state's running totals)."""
+    if state is None:
+        state = arc_state(n_experts * n_layers, caps.size)
     kernel = _ARC_GROUPS if is_grouped(steps) else _ARC_ROUNDS
-    return kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record)
+    return kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record, state)
 
 
 def _lecar(GROUPED):

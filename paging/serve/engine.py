@@ -186,8 +186,8 @@ class _StepEvents(Observer):
 
 def _compiled(run_spec, policy, handler) -> bool:
     """Whether the serving run's cache runs in a compiled kernel carried from step to step
-    (:func:`paging.fast.carries`: LRU, FIFO, FWF, LLRU, FLD, the Least-Stale readings, LFU and
-    their -dist forms; no miss handler, no prefetcher, no routing hook, not verified:
+    (:func:`paging.fast.carries`: LRU, FIFO, FWF, LLRU, FLD, the Least-Stale readings, LFU, ARC
+    and their -dist forms; no miss handler, no prefetcher, no routing hook, not verified:
     ``--verify`` records the run in the reference loop). ``engine="fast"`` insists."""
     from paging import fast
 
@@ -197,8 +197,8 @@ def _compiled(run_spec, policy, handler) -> bool:
           and run_spec.engine != "reference")
     if run_spec.engine == "fast" and not ok:
         raise PagingError(f"--engine fast: paging serve compiles the list family (lru, fifo, "
-                          f"fwf, llru, fld, least-stale and their -dist forms) and lfu "
-                          f"(lfu-dist) without --miss, "
+                          f"fwf, llru, fld, least-stale and their -dist forms), lfu and arc "
+                          f"(lfu-dist, arc-dist) without --miss, "
                           f"--prefetch, --routing or --verify; {policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return ok

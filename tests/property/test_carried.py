@@ -1,6 +1,6 @@
 """A run carried from piece to piece (:class:`paging.fast.CarriedRun`, what a serving run and a
 streamed trace feed step by step) equals the one-call run of the same kernel: the hit mask,
-the misses and the per-page misses, for the list family and LFU, pages and byte budgets,
+the misses and the per-page misses, for the list family, LFU and ARC, pages and byte budgets,
 shared and per layer, cut at any group boundaries."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from paging.policies import make_policy
 from paging.simulate import simulate
 
 CARRIED = ("lru", "fifo", "fwf", "llru", "least-stale", "fld", "lfu", "lru-dist", "lfu-dist",
-           "llru-dist")
+           "llru-dist", "arc", "arc-dist")
 
 
 @given(tr=topk_traces(max_tokens=8), name=st.sampled_from(CARRIED), k=st.integers(1, 8),

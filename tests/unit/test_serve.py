@@ -256,7 +256,8 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
 
 
 @given(seqs=_workload(), policy=st.sampled_from(("lru", "fifo", "llru", "least-stale",
-                                                 "fld-dist", "fwf", "lfu", "lfu-dist")),
+                                                 "fld-dist", "fwf", "lfu", "lfu-dist", "arc",
+                                                 "arc-dist")),
        k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
 def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed):
     from paging.cost.setup import CostSetup
