@@ -97,7 +97,7 @@ def test_routed_kernel_equals_reference(data, trace, k, policy, record):
 @given(data=st.data(), trace=traces, k=st.integers(1, 14),
        policy=st.sampled_from(PHASE_POLICIES + TOKEN_POLICIES), seed=st.integers(0, 3),
        record=st.sampled_from([True, False]))
-def test_routed_phase_kernel_equals_reference(data, trace, k, policy, seed, record):
+def test_routed_phase_and_token_kernels_equal_reference(data, trace, k, policy, seed, record):
     # the phase kernel's and the token kernel's policies (each group routed inside the kernel);
     # Score-Based reads the served requests' gate scores (the softmax of the logits, else the
     # trace's scores); a trace with neither is refused by both engines alike
