@@ -261,8 +261,9 @@ def _arc(GROUPED):
             ghost = _arc_ghost(lk, ls, target, q, p, w, c)
             b = q * _NL
             while used[q] + need > c:
-                # _arc_victim written out (the phase kernel calls it): calling it here was
-                # slower in paired timings of this kernel (a scratch script, not shipped)
+                # _arc_victim written out (the phase kernel calls it): a call patched in measured
+                # 0.69-1.13x (median 0.90) of this in `benchmarks/paired.py --pairs 3 --
+                # --policy arc --phase plain --repeat 5` (2026-11-27)
                 v = -1
                 keep = True  # the victim becomes a ghost
                 replace = True
@@ -457,7 +458,9 @@ def _lecar(GROUPED):
                     n_byp += 1
                     continue
             # a miss on a page in a history: a regret for the expert that evicted it
-            # (_lecar_regret written out, as ARC's victim rule: the call measured slower here)
+            # (_lecar_regret written out, as ARC's victim rule: a call patched in measured
+            # 0.59-0.79x of this in three pairs of `benchmarks/paired.py -- --policy lecar
+            # --phase plain`, 2026-11-27, although it is inlined; the cause is not known)
             if w == _B1 or w == _B2:
                 r = math.pow(dr[q], float(t - htime[p]))
                 _unlink(lk, ls, q, p)
