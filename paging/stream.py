@@ -5,8 +5,9 @@ or any iterable of ``(pages, steps)`` chunks) and feeds every chunk to compiled 
 carry their state from one chunk to the next:
 
 * the list-family policies (LRU, FIFO, FWF, LLRU, FLD, Least-Stale and their readings, and the
-  -dist variants: :mod:`paging.fast.lists`), LFU and ARC (and their -dist variants), at any
-  number of cache sizes k in one pass (:class:`paging.fast.CarriedRun`);
+  -dist variants: :mod:`paging.fast.lists`), LFU, ARC, LeCaR and Marking (and their -dist
+  variants; LeCaR and Marking draw from the run's ``seed`` as in memory), at any number of
+  cache sizes k in one pass (:class:`paging.fast.CarriedRun`);
 * LRU's one-pass miss curve (stack distances, :func:`paging.fast.stack.lru_stack_update`), and
   the per-layer curves of the -dist variants that evict as LRU inside a layer (lru-dist,
   llru-dist, fld-dist, least-stale-dist), in rounds mode.
@@ -72,7 +73,7 @@ def stream_policy(name: str):
     if not fast.carries(spec):
         raise PagingError(f"--policy {pol.name} has no streaming kernel; streaming runs the "
                           "list family: lru, fifo, fwf, llru, fld, least-stale (and their "
-                          "variants), lfu and arc, and their -dist forms")
+                          "variants), lfu, arc, lecar and marking, and their -dist forms")
     return pol, spec
 
 
@@ -93,15 +94,16 @@ def curve_policy(name: str):
 
 
 class _ListRun:
-    """One list-family, LFU or ARC policy at one k, its cache carried from chunk to chunk."""
+    """One list-family, LFU, ARC, LeCaR or Marking policy at one k, its cache carried from
+    chunk to chunk (the draws of LeCaR and Marking from ``seed``)."""
 
-    def __init__(self, name: str, k: int, layout: Layout):
+    def __init__(self, name: str, k: int, layout: Layout, seed: int | None = 0):
         from paging import fast
         from paging.errors import check_k
 
         self.policy, spec = stream_policy(name)
         self.k = check_k(k, layout.n_pages)
-        self.run = fast.CarriedRun(layout, spec, self.k)
+        self.run = fast.CarriedRun(layout, spec, self.k, seed=seed)
 
     def feed(self, pages: np.ndarray, steps: np.ndarray) -> None:
         self.run.feed(pages, steps)
@@ -289,7 +291,7 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                           n_experts=n_experts, n_layers=n_layers, format=format):
         t0 = time.perf_counter()
         lay = seq.layout
-        sims = [_ListRun(pol, k, lay) for pol, k in runs]
+        sims = [_ListRun(pol, k, lay, seed) for pol, k in runs]
         mrcs = [_LRUCurve(pol, lay) for pol in curves]
         chunks = seq.chunks if seq.expand == "rounds" else _whole_groups(seq.chunks)
         n = 0

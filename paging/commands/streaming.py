@@ -33,10 +33,10 @@ def refusal(args, command: str, specs=()) -> str | None:
                ("--phase", args.phase != "both"))
         flags = [f for f, on in own if on] + [f for f in (s.stream_refusal() for s in specs) if f]
         if flags:
-            return (f"--stream does not support {flags[0]}: streaming runs the list family, LFU "
-                    "and ARC at --k sizes from an empty cache (no byte budgets, weights, timeline, "
-                    f"prefetching, miss handling, routing or warm runs); drop {flags[0]} or "
-                    "--stream")
+            return (f"--stream does not support {flags[0]}: streaming runs the list family, LFU, "
+                    "ARC, LeCaR and Marking at --k sizes from an empty cache (no byte budgets, "
+                    "weights, timeline, prefetching, miss handling, routing or warm runs); drop "
+                    f"{flags[0]} or --stream")
         try:
             for name in args.policy:
                 stream_policy(name)

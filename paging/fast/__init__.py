@@ -147,28 +147,35 @@ _CARRIED_STRIDE = 1 << 40
 
 def carries(spec) -> bool:
     """Whether :class:`CarriedRun` runs the kernel of ``spec``: the list family, LFU (the
-    heap family without Belady, which reads next uses) and ARC (whose state holds no request
-    index). The other kernels allocate their state inside the call (and LeCaR's, Marking's and
-    the token policies' hold request indices or a run's draws), so they run whole traces only."""
-    from paging.fast import adaptive, heaps
+    heap family without Belady, which reads next uses), ARC, LeCaR and Marking (LeCaR's
+    eviction times count requests from the run's start, and both consume the run's draws from
+    a count kept in the state). The other kernels allocate their state inside the call (and the
+    token and prediction policies' hold request indices of the call), so they run whole traces
+    only."""
+    from paging.fast import heaps
 
-    return spec is not None and (spec[0] == _LIST
-                                 or (spec[0] == _HEAP and spec[1] == heaps.LFU)
-                                 or (spec[0] == _ADAPT and spec[1] == adaptive.ARC))
+    return spec is not None and (spec[0] in (_LIST, _ADAPT, _MARK)
+                                 or (spec[0] == _HEAP and spec[1] == heaps.LFU))
 
 
 class CarriedRun:
-    """A run of a list-family, LFU or ARC kernel (``spec`` = ``(family, kind, dist)`` of
-    :func:`plan`; :func:`carries`) whose cache is carried from call to call
+    """A run of a list-family, LFU, ARC, LeCaR or Marking kernel (``spec`` = ``(family, kind,
+    dist)`` of :func:`plan`; :func:`carries`) whose cache is carried from call to call
     (:func:`paging.fast.lists.list_state`, :func:`paging.fast.heaps.heap_state`,
-    :func:`paging.fast.adaptive.arc_state`): consecutive
-    :meth:`feed` calls on consecutive pieces of one trace, each cut between two groups, are one
-    run. ``capacity`` counts ``slots`` (default one per page; page sizes for a byte budget). A
-    streamed trace feeds it chunk by chunk (:mod:`paging.stream`), a serving run step by step
+    :func:`paging.fast.adaptive.arc_state`, :func:`paging.fast.adaptive.lecar_state`,
+    :func:`paging.fast.marking.marking_state`): consecutive :meth:`feed` calls on consecutive
+    pieces of one trace, each cut between two groups, are one run. ``capacity`` counts
+    ``slots`` (default one per page; page sizes for a byte budget). LeCaR and Marking draw from
+    ``numpy.random.default_rng(seed)`` in eviction order, as the reference's one-at-a-time
+    draws (the generator yields the same doubles in pieces: the draws are made a piece ahead,
+    at most one per request of the piece and one per page it starts with). A streamed trace
+    feeds it chunk by chunk (:mod:`paging.stream`), a serving run step by step
     (:mod:`paging.serve`)."""
 
-    def __init__(self, layout, spec, capacity: int, slots=None):
+    def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0):
+        from paging.fast import adaptive
         from paging.fast.lists import list_state
+        from paging.fast.marking import marking_state
 
         if not carries(spec):
             raise ValueError(f"no carried kernel for {spec!r}")
@@ -176,12 +183,18 @@ class CarriedRun:
         self.layout = layout
         self.caps = _caps(layout, int(capacity), self.dist)
         self.slots = unit_sizes(layout.n_pages) if slots is None else slots
+        P, parts = layout.n_pages, self.caps.size
+        self.rng = np.random.default_rng(seed) if needs_draws(spec) else None
+        self.draws = np.zeros(0)
         if self.family == _LIST:
-            self.state = list_state(layout.n_pages, layout.n_layers, self.caps.size)
+            self.state = list_state(P, layout.n_layers, parts)
+        elif self.family == _MARK:
+            self.state = marking_state(P, parts)
+        elif self.family == _ADAPT and self.kind == adaptive.ARC:
+            self.state = adaptive.arc_state(P, parts)
         elif self.family == _ADAPT:
-            from paging.fast.adaptive import arc_state
-
-            self.state = arc_state(layout.n_pages, self.caps.size)
+            self.state = adaptive.lecar_state(P, parts)
+            self.lecar = adaptive.lecar_params(self.caps)
         else:
             self.state = heap_state(layout.n_experts, layout.n_layers, self.caps, self.dist,
                                     _CARRIED_STRIDE)
@@ -191,25 +204,47 @@ class CarriedRun:
     @property
     def page_misses(self) -> np.ndarray:
         """Per-page misses so far (the state's running totals)."""
-        return self.state[{_LIST: 10, _ADAPT: 6}.get(self.family, 7)]  # heap_state's: 7
+        from paging.fast import adaptive
+
+        if self.family == _ADAPT:
+            return self.state[6 if self.kind == adaptive.ARC else 14]
+        return self.state[{_LIST: 10, _MARK: 7}.get(self.family, 7)]  # heap_state's: 7
+
+    def _draws(self, n: int) -> np.ndarray:
+        """The run's draws from the state's count on, at least ``n`` + P of them (one per
+        request of the piece and one per page it starts with bound its evictions): the unused
+        ones are kept and the generator continues behind them."""
+        cnt = self.state[-1]
+        at = 1 if self.family == _ADAPT else 0  # lecar_state's count of draws consumed
+        left = self.draws[cnt[at]:]
+        need = n + self.layout.n_pages
+        if left.size < need:
+            left = np.concatenate([left, self.rng.random(max(need - left.size, need))])
+        self.draws = left
+        cnt[at] = 0
+        return left
 
     def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False):
         """Serve the next piece; its hit mask when ``hits``."""
+        from paging.fast import adaptive
         from paging.fast.lists import list_kernel
+        from paging.fast.marking import marking_kernel
 
         lay = self.layout
+        rec = 1 if hits else 0
+        args = (pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps, self.dist)
         if self.family == _LIST:
-            out = list_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
-                              self.dist, self.kind, 1 if hits else 0, self.state, no_route())
+            out = list_kernel(*args, self.kind, rec, self.state, no_route())
+        elif self.family == _MARK:
+            out = marking_kernel(*args, self._draws(pages.size), rec, self.state)
+        elif self.family == _ADAPT and self.kind == adaptive.ARC:
+            out = adaptive.arc_kernel(*args, rec, self.state)
         elif self.family == _ADAPT:
-            from paging.fast.adaptive import arc_kernel
-
-            out = arc_kernel(pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps,
-                             self.dist, 1 if hits else 0, self.state)
+            out = adaptive.lecar_kernel(*args, self._draws(pages.size), *self.lecar, rec,
+                                        self.state)
         else:
             out = heap_kernel(pages, steps, _no_next_use(), self.slots, lay.n_experts,
-                              lay.n_layers, self.caps, self.dist, self.kind, 1 if hits else 0,
-                              self.state)
+                              lay.n_layers, self.caps, self.dist, self.kind, rec, self.state)
         self.collisions += int(out[1])
         self.bypasses += int(out[7])
         return np.asarray(out[3], dtype=bool) if hits else None

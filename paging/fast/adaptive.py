@@ -35,6 +35,12 @@ under a budget) and the partitions' capacities in that unit, and evict until the
 :meth:`paging.core.Simulation.serve` does (a page that cannot fit even after evicting every
 unpinned page of its partition is a bypass, unseen by the policy). As in the reference, ARC's c
 and LeCaR's history size and discount read that capacity (bytes under a budget).
+
+Each kernel starts from a state it leaves behind (:func:`arc_state`, :func:`lecar_state`), so
+consecutive calls on consecutive pieces of one trace are one run
+(:class:`paging.fast.CarriedRun`: serving steps, streamed chunks). LeCaR's state also counts the
+draws consumed and the requests served: its eviction times are request indices of the whole
+run (the regret's discount reads their differences).
 """
 
 from __future__ import annotations
@@ -182,13 +188,14 @@ def _lecar_regret(lk, ls, htime, w_lru, w_lfu, q, t, x, w, lr, dr):
         w_lru[q] = (w_lru[q] + 1e-10) / tot
 
 
-def _compiled(fn, grouped: bool):
+def _compiled(fn, grouped: bool, carried: bool = False):
     """``fn`` compiled and cached under a name of its own per variant (``…_groups``,
-    ``…_rounds``). numba's cache keys a closure's entries on its values but keeps both
-    variants in one index file, whose entries and data files two processes compiling the two
-    at once (pytest workers, Dask workers) can cross: a variant could then load the other's
-    code."""
-    fn.__qualname__ = f"{fn.__name__}_{'groups' if grouped else 'rounds'}"
+    ``…_rounds``, and ``…_carried``). numba's cache keys a closure's entries on its values but
+    keeps the variants in one index file, whose entries and data files two processes compiling
+    two of them at once (pytest workers, Dask workers) can cross: a variant could then load
+    another's code."""
+    fn.__qualname__ = (f"{fn.__name__}_{'groups' if grouped else 'rounds'}"
+                       f"{'_carried' if carried else ''}")
     return njit(cache=True, nogil=True)(fn)
 
 
@@ -337,43 +344,54 @@ def arc_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record, sta
     return kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, record, state)
 
 
-def _lecar(GROUPED):
-    """LeCaR's kernel for traces with or without groups, as :func:`_arc`."""
+def _lecar_cold(P, parts):
+    """:func:`lecar_state`'s arrays (numpy here, and inside the whole run's kernel)."""
+    ls = np.zeros((3, parts * _NL), np.int64)
+    ls[0, :] = -1
+    ls[1, :] = -1
+    cnt = np.zeros(3, np.int64)
+    cnt[0] = P + 1
+    return (np.zeros((3, P), np.int64), ls, np.zeros(P, np.int64), np.full(P, -1, np.int64),
+            np.full(P, -1, np.int64), np.full(P, -1, np.int64), np.zeros((5, P + 1), np.int64),
+            np.arange(P, -1, -1), np.full(parts, -1, np.int64), np.full(parts, 0.5),
+            np.full(parts, 0.5), np.zeros(parts, np.int64), np.full(P, -1, np.int64),
+            np.full(P, -1, np.int64), np.zeros(P, np.int64), cnt)
+
+
+_lecar_fresh = njit(cache=True, nogil=True, inline="always")(_lecar_cold)
+
+
+def _lecar(GROUPED, CARRIED):
+    """LeCaR's kernel for traces with or without groups, as :func:`_arc`; ``CARRIED``: it
+    starts from the ``state`` given (:func:`lecar_state`), else from a cold one of its own
+    (``state`` unread). A whole run takes the second: with the state passed in, the plain
+    kernel ran at 0.83-0.88x (three pairs of ``benchmarks/paired.py -- --policy lecar --phase
+    plain``, 2026-11-27), the arrays then being the caller's."""
 
     def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr, dr,
-                     hist_cap, record):
+                     hist_cap, record, state):
         n = pages.size
         L = n_layers
         P = n_experts * n_layers
-        nparts = caps.size
-        lk = np.zeros((3, P), np.int64)        # recency list and histories
-        ls = np.zeros((3, nparts * _NL), np.int64)
-        ls[0, :] = -1
-        ls[1, :] = -1
-        htime = np.zeros(P, np.int64)          # eviction time of a page in a history
-        # the frequency lists: page links, and nodes (one per frequency present in a partition)
-        fnx = np.full(P, -1, np.int64)
-        fpv = np.full(P, -1, np.int64)
-        node_of = np.full(P, -1, np.int64)
-        # freq, head, tail, next node, prev node; P + 1 nodes: a hit takes the next frequency's
-        # node before its old one may be freed
-        nd = np.zeros((5, P + 1), np.int64)
-        free = np.arange(P, -1, -1)            # a stack of unused nodes
-        n_free = P + 1
-        first = np.full(nparts, -1, np.int64)  # each partition's node of least frequency
-        w_lru = np.full(nparts, 0.5)
-        w_lfu = np.full(nparts, 0.5)
-        used = np.zeros(nparts, np.int64)
-        pin = np.full(P, -1, np.int64)
-        evicted_pass = np.full(P, -1, np.int64)
-        page_miss = np.zeros(P, np.int64)
+        # the recency list and histories; each history page's eviction time (a request index
+        # counted from the run's start: t0 + t); the frequency lists: page links, and nodes (one
+        # per frequency present in a partition: freq, head, tail, next node, prev node), a
+        # stack of the free ones; each partition's node of least frequency, weights and room
+        if not CARRIED:
+            state = _lecar_fresh(P, caps.size)
+        (lk, ls, htime, fnx, fpv, node_of, nd, free, first, w_lru, w_lfu, used, pin,
+         evicted_pass, page_miss, cnt) = state
+        n_free = cnt[0]
+        t0 = cnt[2]
         layer_of = np.arange(P) // n_experts
         hit_mask, ev, byp = buffers(n, record)
+        if record > 1:  # a call on a carried state may also evict the pages it starts with
+            ev = np.zeros((n + P, 2), np.int64)
         misses = 0
         coll = 0
         n_ev = 0
         n_byp = 0
-        n_draw = 0
+        n_draw = cnt[1]
         grouped = GROUPED
         prev_s = -1
         g_start = 0
@@ -462,7 +480,7 @@ def _lecar(GROUPED):
             # 0.59-0.79x of this in three pairs of `benchmarks/paired.py -- --policy lecar
             # --phase plain`, 2026-11-27, although it is inlined; the cause is not known)
             if w == _B1 or w == _B2:
-                r = math.pow(dr[q], float(t - htime[p]))
+                r = math.pow(dr[q], float(t0 + t - htime[p]))
                 _unlink(lk, ls, q, p)
                 if w == _B1:
                     wl = w_lru[q] * math.exp(-lr * r) + 1e-10
@@ -520,7 +538,7 @@ def _lecar(GROUPED):
                     n_free += 1
                 node_of[v] = -1
                 if expert:
-                    htime[v] = t
+                    htime[v] = t0 + t
                     _push(lk, ls, q, expert, v)
                     i = q * _NL + expert
                     while ls[2, i] > hist_cap[q]:
@@ -556,22 +574,48 @@ def _lecar(GROUPED):
             nd[2, x] = p
             node_of[p] = x
             used[q] += need
+        cnt[0] = n_free
+        cnt[1] = n_draw
+        cnt[2] = t0 + n
         return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
-    return _compiled(lecar_kernel, GROUPED)
+    return _compiled(lecar_kernel, GROUPED, CARRIED)
 
 
-_LECAR_ROUNDS, _LECAR_GROUPS = _lecar(False), _lecar(True)
+_LECAR = {(g, c): _lecar(g, c) for g in (False, True) for c in (False, True)}
+
+
+def lecar_state(n_pages: int, n_parts: int):
+    """A cold cache for :func:`lecar_kernel`: the recency list and the two histories (links and
+    per-partition heads, tails and lengths), each history page's eviction time, the frequency
+    lists and their nodes (P + 1 of them: a hit takes the next frequency's node before its old
+    one may be freed) with the stack of free ones, each partition's node of least frequency,
+    its two weights (0.5 each) and room used, the pin stamps, each page's pass of its last
+    eviction and its misses (a running total), and three counts: the free nodes, the draws
+    consumed and the requests served (the next call's t0, so the eviction times stay request
+    indices of the whole run). Passing the state a call left to the next call, with the same
+    draws, continues the same run."""
+    return _lecar_cold(int(n_pages), int(n_parts))
+
+
+#: the state argument of a whole run's kernel, which starts from a cold state of its own
+_NO_LECAR_STATE = _lecar_cold(0, 0)
 
 
 def lecar_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr, dr,
-                 hist_cap, record):
+                 hist_cap, record, state=None):
     """Replay ``pages`` under LeCaR, one instance per partition: learning rate ``lr``, discount
     ``dr[q]`` and history size ``hist_cap[q]`` per partition, ``draws`` the run's uniform draws
-    in order (at least one per eviction). Returns the tuple of :mod:`paging.fast.common`."""
-    kernel = _LECAR_GROUPS if is_grouped(steps) else _LECAR_ROUNDS
+    in order (at least one per eviction; a carried call consumes them from the state's count
+    on). ``state`` (:func:`lecar_state`; a cold one when None) is the cache the call starts
+    from and leaves behind: consecutive calls on consecutive pieces of one trace, each cut
+    between two groups, are one run (:class:`paging.fast.CarriedRun`). Returns the tuple of
+    :mod:`paging.fast.common` (per-page misses: the state's running totals)."""
+    kernel = _LECAR[bool(is_grouped(steps)), state is not None]
+    if state is None:
+        state = _NO_LECAR_STATE
     return kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, lr, dr,
-                  hist_cap, record)
+                  hist_cap, record, state)
 
 
 def lecar_params(caps: np.ndarray):

@@ -10,6 +10,10 @@ the run's generator).
 Candidates live in a Fenwick tree over page ids (indicator: resident, unmarked, unpinned), so
 counting the candidates of a partition (a contiguous page range) and finding the j-th one take
 O(log nℓ); a phase end (every candidate marked) unmarks the partition in O(n log nℓ).
+
+The cache, the marks and the count of draws consumed are a state (:func:`marking_state`) the
+kernel starts from and leaves behind, so consecutive calls on consecutive pieces of a trace are
+one run (:class:`paging.fast.CarriedRun`: serving steps, streamed chunks).
 """
 
 from __future__ import annotations
@@ -41,31 +45,49 @@ def _prefix(tree, i):
     return s
 
 
+def marking_state(n_pages: int, n_parts: int):
+    """A cold cache for :func:`marking_kernel`: the candidate tree, each page's residency, mark
+    and pin, the room used and the room held by pinned pages per partition, each page's pass of
+    its last eviction and its misses (a running total), and the draws consumed. Passing the
+    state a call left to the next call, with the same draws, continues the same run: nothing in
+    it is a request index, and a call ends with its last group unpinned."""
+    P, parts = int(n_pages), int(n_parts)
+    return (np.zeros(P + 1, np.int64), np.zeros(P, np.bool_), np.zeros(P, np.bool_),
+            np.zeros(P, np.bool_), np.zeros(parts, np.int64), np.zeros(parts, np.int64),
+            np.full(P, -1, np.int64), np.zeros(P, np.int64), np.zeros(1, np.int64))
+
+
 @njit(cache=True, nogil=True)
-def marking_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, record):
-    """Replay ``pages`` under randomized Marking; ``draws`` holds the run's uniform draws in
-    order (at least one per eviction); ``sizes`` and ``caps`` as in :mod:`paging.fast.lists`."""
+def _unpin(pages, lo, hi, sizes, n_experts, dist, tree, resident, marked, pinned, held):
+    """The group pages[lo:hi] is no longer pinned: its unmarked residents are candidates again."""
+    for j in range(lo, hi):
+        r = pages[j]
+        if pinned[r]:
+            pinned[r] = False
+            if resident[r]:
+                held[r // n_experts if dist else 0] -= sizes[r]
+                if not marked[r]:
+                    _add(tree, r, 1)
+
+
+@njit(cache=True, nogil=True)
+def _marking(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, record, state):
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
-    tree = np.zeros(P + 1, np.int64)
+    tree, resident, marked, pinned, used, held, evicted_pass, page_miss, cnt = state
     top = 1
     while top * 2 <= P:
         top *= 2
-    resident = np.zeros(P, np.bool_)
-    marked = np.zeros(P, np.bool_)
-    pinned = np.zeros(P, np.bool_)
-    used = np.zeros(caps.size, np.int64)
-    held = np.zeros(caps.size, np.int64)  # room held by pinned resident pages
-    evicted_pass = np.full(P, -1, np.int64)
-    page_miss = np.zeros(P, np.int64)
     layer_of = np.arange(P) // n_experts
     hit_mask, ev, byp = buffers(n, record)
+    if record > 1:  # a call on a carried state may also evict the pages it starts with
+        ev = np.zeros((n + P, 2), np.int64)
     misses = 0
     coll = 0
     n_ev = 0
     n_byp = 0
-    n_draw = 0
+    n_draw = cnt[0]
     grouped = is_grouped(steps)
     g_start = 0
     g_end = 0
@@ -74,13 +96,8 @@ def marking_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, 
         s = steps[t]
         if grouped and t == g_end:
             # unpin the previous group, pin the next one; keep the candidate tree in step
-            for j in range(g_start, g_end):
-                r = pages[j]
-                pinned[r] = False
-                if resident[r]:
-                    held[r // n_experts if dist else 0] -= sizes[r]
-                    if not marked[r]:
-                        _add(tree, r, 1)
+            _unpin(pages, g_start, g_end, sizes, n_experts, dist, tree, resident, marked,
+                   pinned, held)
             g_start = t
             g_end = t
             while g_end < n and steps[g_end] == s:
@@ -166,4 +183,20 @@ def marking_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, 
         used[q] += need
         if pinned[p]:
             held[q] += need
+    _unpin(pages, g_start, g_end, sizes, n_experts, dist, tree, resident, marked, pinned, held)
+    cnt[0] = n_draw
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+
+
+def marking_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, record,
+                   state=None):
+    """Replay ``pages`` under randomized Marking; ``draws`` holds the run's uniform draws in
+    order (at least one per eviction; a carried call consumes them from the state's count on);
+    ``sizes`` and ``caps`` as in :mod:`paging.fast.lists`. ``state`` (:func:`marking_state`; a
+    cold one when None) is the cache the call starts from and leaves behind: consecutive calls
+    on consecutive pieces of one trace, each cut between two groups, are one run
+    (:class:`paging.fast.CarriedRun`). Returns the tuple of :mod:`paging.fast.common`
+    (per-page misses: the state's running totals)."""
+    if state is None:
+        state = marking_state(n_experts * n_layers, caps.size)
+    return _marking(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, record, state)

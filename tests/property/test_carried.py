@@ -1,7 +1,7 @@
 """A run carried from piece to piece (:class:`paging.fast.CarriedRun`, what a serving run and a
 streamed trace feed step by step) equals the one-call run of the same kernel: the hit mask,
-the misses and the per-page misses, for the list family, LFU and ARC, pages and byte budgets,
-shared and per layer, cut at any group boundaries."""
+the misses and the per-page misses, for the list family, LFU, ARC, LeCaR and Marking (with the
+run's seed), pages and byte budgets, shared and per layer, cut at any group boundaries."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from paging.policies import make_policy
 from paging.simulate import simulate
 
 CARRIED = ("lru", "fifo", "fwf", "llru", "least-stale", "fld", "lfu", "lru-dist", "lfu-dist",
-           "llru-dist", "arc", "arc-dist")
+           "llru-dist", "arc", "arc-dist", "lecar", "lecar-dist", "marking", "marking-dist")
 
 
 @given(tr=topk_traces(max_tokens=8), name=st.sampled_from(CARRIED), k=st.integers(1, 8),
-       byte=st.booleans(), data=st.data())
-def test_a_carried_run_fed_in_pieces_equals_one_run(tr, name, k, byte, data):
+       byte=st.booleans(), seed=st.integers(0, 3), data=st.data())
+def test_a_carried_run_fed_in_pieces_equals_one_run(tr, name, k, byte, seed, data):
     policy = make_policy(name)
     spec = fast.plan(policy)
     assert fast.carries(spec)
@@ -28,8 +28,8 @@ def test_a_carried_run_fed_in_pieces_equals_one_run(tr, name, k, byte, data):
     sizes = np.asarray(data.draw(st.lists(st.integers(1, 3), min_size=P, max_size=P)),
                        dtype=np.int64) if byte else None
     cap = {"budget": k * 3} if byte else {"k": k}  # every page fits a budget of 3 or more
-    whole = simulate(tr, name, sizes=sizes, record="hits", engine="reference", **cap)
-    run = fast.CarriedRun(tr.layout, spec, k * 3 if byte else k, sizes)
+    whole = simulate(tr, name, sizes=sizes, record="hits", engine="reference", seed=seed, **cap)
+    run = fast.CarriedRun(tr.layout, spec, k * 3 if byte else k, sizes, seed=seed)
     bounds = np.flatnonzero(np.r_[True, tr.steps[1:] != tr.steps[:-1]]) if tr.n_requests \
         else np.zeros(0, np.int64)
     cuts = sorted(set(data.draw(st.lists(st.sampled_from(bounds.tolist()), max_size=4))

@@ -257,7 +257,8 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
 
 @given(seqs=_workload(), policy=st.sampled_from(("lru", "fifo", "llru", "least-stale",
                                                  "fld-dist", "fwf", "lfu", "lfu-dist", "arc",
-                                                 "arc-dist")),
+                                                 "arc-dist", "lecar", "lecar-dist", "marking",
+                                                 "marking-dist")),
        k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
 def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed):
     from paging.cost.setup import CostSetup
@@ -503,6 +504,11 @@ def test_refusals(toy):
         serve(RunSpec("lru", k=4), arr, seqs)
     with pytest.raises(PagingError, match="--max-batch must be >= 1"):
         ServeSpec(Arrivals(rate=1.0, duration=1.0), max_batch=0)
+    # --engine fast: a policy whose serving cache is not compiled, and one compiled with an
+    # option that is not (marking carries its draws; with --verify it is recorded in the loop)
+    for name, kw in (("token-match", {}), ("marking", dict(verify=True))):
+        with pytest.raises(PagingError, match=r"lfu, arc, lecar and marking .* reference loop"):
+            serve(RunSpec(name, k=4, model=toy, engine="fast", **kw), arr, seqs)
 
 
 # -- the command -----------------------------------------------------------------------------

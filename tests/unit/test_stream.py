@@ -23,7 +23,8 @@ from tests.strategies import round_traces, topk_traces
 
 LIST_POLICIES = ["lru", "fifo", "fwf", "llru", "llru-latest", "fld", "fld-cyclic",
                  "least-stale", "least-stale-layer", "least-stale-upcoming", "lru-dist",
-                 "llru-dist", "fifo-dist", "fwf-dist", "lfu", "lfu-dist", "arc", "arc-dist"]
+                 "llru-dist", "fifo-dist", "fwf-dist", "lfu", "lfu-dist", "arc", "arc-dist",
+                 "lecar", "lecar-dist", "marking", "marking-dist"]
 CURVES = ["lru", "lru-dist", "llru-dist"]
 
 
@@ -51,19 +52,20 @@ def _case(draw):
     bounds = _cuts(draw, tr.n_requests)
     pols = draw(st.lists(st.sampled_from(LIST_POLICIES), min_size=1, max_size=4, unique=True))
     ks = draw(st.lists(st.integers(1, tr.layout.n_pages + 1), min_size=1, max_size=3))
-    return tr, bounds, pols, ks
+    return tr, bounds, pols, ks, draw(st.integers(0, 2))
 
 
 @given(_case())
 def test_streamed_runs_equal_the_in_memory_runs(case):
-    tr, bounds, pols, ks = case
+    tr, bounds, pols, ks, seed = case  # seed: LeCaR's and Marking's draws
     runs = [(p, k) for p in pols for k in ks]
     rounds = not tr.is_grouped
     curves = CURVES if rounds else []
-    (out,) = stream_run(_chunks(tr, bounds), runs, curves, layout=tr.layout, expand=tr.expand)
+    (out,) = stream_run(_chunks(tr, bounds), runs, curves, layout=tr.layout, expand=tr.expand,
+                        seed=seed)
     assert out.requests == tr.n_requests
     for (p, k), res in zip(runs, out.results, strict=True):
-        _same(simulate(tr, p, k), res)
+        _same(simulate(tr, p, k, seed=seed), res)
     for name in curves:
         assert np.array_equal(out.curves[name], miss_curve(tr, name)), name
 
