@@ -46,7 +46,8 @@ token-match's β, the posterior mean over five values set to 0 below 1e-9. Once 
 trails the least by more than 746 its weight is exp(−gap) = 0 in float64 (the least one's
 exp(0) = 1), and once every β trails β = 0's by more than 40 the mean rounds below 1e-9: the
 weights are then decided by the losses' order alone, not their last bits. So an instance whose
-exact losses decide its weights with a margin of :data:`ENTER` (500) to spare turns BOUNDED
+exact losses decide its weights with a margin of :data:`ENTER` (50, then 500) to spare turns
+BOUNDED
 (:func:`_losses_paid`): each token's rows are summed as logarithms of products of up to 67
 factors (:func:`_loss_rows_bounded`, :func:`_beta_rows_bounded`; 4 logarithms per 256
 pages instead of 256), every loss is then known within a radius that grows by :func:`rho` (a
@@ -54,8 +55,9 @@ proven bound on one row's error against the exact row) and by the subtraction's 
 token end, and the weights are certified again after every token end with that radius as the
 margin (:func:`_certify`). Victims read the certified weights, which are exactly the ones the
 reference computes from its own losses; if a certificate fails (the losses come back within
-reach of each other), the run stops and :func:`execute` redoes it with exact sums throughout
-(at most one extra run; ``bounded=False`` asks for exact sums from the start). On the shipped
+reach of each other), the run stops and :func:`execute` redoes it with the next, wider margin,
+and after the last with exact sums throughout (at most two extra runs; ``bounded=False`` asks
+for exact sums from the start). On the shipped
 routing files the losses never separate that far (their sequences are a few hundred tokens),
 so those runs are exact throughout; on long stationary traces the mode starts after a few
 hundred tokens (``tests/property/test_token_bounds.py``).
@@ -1345,16 +1347,25 @@ def rho(P: int) -> float:
     return 2e-11 * P + 1e-14 * P * P
 
 
-#: the margin beyond the certification's thresholds (746 and 40, :func:`_certify`) by which an
-#: instance's exact losses must decide its weights before it turns BOUNDED: a run redone
-#: because a bound failed costs a second run, so only a wide margin is trusted
-ENTER = 500.0
+#: the margins beyond the certification's thresholds (746 and 40, :func:`_certify`) by which an
+#: instance's exact losses must decide its weights before it turns BOUNDED, tried in turn: a run
+#: whose bound fails is redone with the next margin, then with exact sums. The exact token ends
+#: before an instance turns are the costly ones (their log-losses are summed term by term, and
+#: token-match's β > 0 matches at every eviction): on the 2M-request benchmark trace
+#: (``bench_matrix.py``, k = 43) token-match-dist turns at 1.86 M token ends with 50 and at
+#: 1.54 M with 500, 0.67-0.74 M req/s against 0.43-0.48 M. No bound failed at 50 on 72 Zipf
+#: runs (n = 8, ℓ = 32, 10^4 and 62,500 tokens, a = 0.7 and 1.2, seeds 0-2, k = 20-100,
+#: token-decay, token-match and their -dist forms); at 5, 2 of 24 did, and at 0 the benchmark
+#: run did. The wide margin stays as the second try, so a failure costs one run more than before
+#: at most.
+ENTER = (50.0, 500.0)
 
 #: the ``route`` argument of :func:`token_kernel` for a run without routing
 _NO_ROUTE = (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior())
 
 
-def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool, enter: float | None = ENTER):
+def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool,
+          enter: float | None = ENTER[0]):
     """The instances' state for a run of ``proto`` (the policy, or the factory's product of a
     ``-dist`` one) on partitions of capacities ``caps``; returns ``(S, margins)``. ``enter``:
     the margin to turn BOUNDED (:func:`_losses_paid`), None to stay EXACT_ONLY."""
@@ -1411,11 +1422,12 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
     reference run (its virtual ``sims`` exist only in the reference loop).
 
     token-decay's and token-match's log-losses are summed exactly until they decide the
-    posterior weights by the margin :data:`ENTER`, then (``bounded``) within a bound
-    (:func:`_losses_paid`); if a bound stops deciding them the run is redone with exact sums
-    throughout, so the decisions are the reference's either way. ``info``, if given, receives
-    ``bounded`` (the token ends scored within a bound, in the run returned) and ``redone``
-    (whether a bound failed).
+    posterior weights by the first margin of :data:`ENTER`, then (``bounded``) within a bound
+    (:func:`_losses_paid`); if a bound stops deciding them the run is redone with the next
+    margin, and after the last with exact sums throughout, so the decisions are the reference's
+    either way. ``info``, if given, receives ``bounded`` (the token ends scored within a bound,
+    in the run returned), ``redone`` (whether a bound failed) and ``enter`` (the margin of the
+    run returned, None for exact sums).
 
     A routed run (:func:`paging.fast.routing.run_routed`) gives ``route`` (the kernel's) and
     ``served``, an array of the trace's length that receives the served pages (the kernel
@@ -1431,8 +1443,9 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
     else:
         token, visits = trace.passes, 1
     redone = False
-    enter = ENTER if bounded else None
+    tries = list(ENTER) if bounded else []
     while True:
+        enter = tries.pop(0) if tries else None
         S, margins = setup(spec.proto, kind, lay, caps, dist, enter)
         if kind == ROBUST and spec.proto.margin == "k":  # k: the most pages a partition holds
             margins = caps // int(np.min(slots))
@@ -1447,12 +1460,13 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
                            record, leader, switches, rt)
         if not S[0][0, I_ABORT]:
             break
-        enter, redone = None, True
+        redone = True
     if served is not None:
         served[:] = pages
     if info is not None:
         info["bounded"] = int(S[0][:, I_NAPX].sum())
         info["redone"] = redone
+        info["enter"] = enter
     if policy is not None and kind == ROBUST and not dist:
         policy.leader, policy.switches = int(leader[0]), int(switches[0])
     return out

@@ -143,9 +143,9 @@ def test_certification_thresholds_by_hand():
 
 
 def _bounded_runs(monkeypatch):
-    """Every kernel run turns BOUNDED as soon as certified (margin 0, the least safe); each
-    run's info is kept."""
-    monkeypatch.setattr(T, "ENTER", 0.0)
+    """Every kernel run turns BOUNDED as soon as certified (margin 0, the least safe, and no
+    second margin: a failed bound redoes the run exactly); each run's info is kept."""
+    monkeypatch.setattr(T, "ENTER", (0.0,))
     infos = []
     execute = T.execute
 
@@ -181,9 +181,22 @@ def test_bounded_runs_are_the_references(monkeypatch, name, n, L, tokens, seed, 
     assert_same(ref, got)
     (info,) = infos
     if what == "bounded":
-        assert info["bounded"] > tokens // 4 and not info["redone"]
+        assert info["bounded"] > tokens // 4 and not info["redone"] and info["enter"] == 0.0
     else:
-        assert info["redone"] and info["bounded"] == 0
+        assert info["redone"] and info["bounded"] == 0 and info["enter"] is None
+
+
+def test_a_failed_bound_is_redone_with_the_next_margin(monkeypatch):
+    """A run whose bound fails at margin 0 (a case of RUNS) is redone with the next margin of
+    the ladder, where it stays BOUNDED to the end: the same decisions as the reference."""
+    trace = generators.zipf(n=8, layers=8, tokens=2000, seed=1)
+    ref = simulate(trace, make_policy("token-match"), 21, record=True, engine="reference")
+    infos = _bounded_runs(monkeypatch)
+    monkeypatch.setattr(T, "ENTER", (0.0, 50.0))
+    got = simulate(trace, make_policy("token-match"), 21, record=True, engine="fast")
+    assert_same(ref, got)
+    (info,) = infos
+    assert info["redone"] and info["enter"] == 50.0 and info["bounded"] > 0
 
 
 def test_exact_sums_when_asked(monkeypatch):
@@ -194,6 +207,7 @@ def test_exact_sums_when_asked(monkeypatch):
     plan, one = fast.plan(make_policy("token-match")), unit_sizes(trace.layout.n_pages)
     a = T.execute(trace, plan, one, 42, 2)
     b = T.execute(trace, plan, one, 42, 2, bounded=False)
-    assert infos[0]["bounded"] > 0 and infos[1] == {"bounded": 0, "redone": False}
+    assert infos[0]["bounded"] > 0
+    assert infos[1] == {"bounded": 0, "redone": False, "enter": None}
     assert a[0] == b[0] and np.array_equal(a[3], b[3])
     assert np.array_equal(a[4][:a[5]], b[4][:b[5]])
