@@ -1,8 +1,8 @@
 """Streaming a trace larger than memory (issue 22 item 4): LRU and LLRU at one k, and LRU's
 miss curve, on a layered Zipf sequence of ``--requests`` requests, each case in a fresh process
 whose peak RSS (``ru_maxrss``: interpreter, numba and the kernels included) is reported with
-its wall time. ``--cases`` takes any policy that streams (the list family, LFU, ARC, LeCaR,
-Marking; seed 0's draws) and ``mrc``.
+its wall time. ``--cases`` takes any policy that streams (the list family, LFU, the credit
+policies, ARC, LeCaR, Marking; seed 0's draws) and ``mrc``.
 
 The sequence is ``zipf:n=8,layers=32,tokens=R/32,a=1,h=0,seed=0`` (Angelopoulos et al.,
 Sec. 5.1; the spec ``paging simulate`` reads). Two sources:

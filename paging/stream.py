@@ -5,7 +5,8 @@ or any iterable of ``(pages, steps)`` chunks) and feeds every chunk to compiled 
 carry their state from one chunk to the next:
 
 * the list-family policies (LRU, FIFO, FWF, LLRU, FLD, Least-Stale and their readings, and the
-  -dist variants: :mod:`paging.fast.lists`), LFU, ARC, LeCaR and Marking (and their -dist
+  -dist variants: :mod:`paging.fast.lists`), LFU, the credit policies (GreedyDual, Landlord,
+  GDSF, Layered Landlord; unit costs and sizes), ARC, LeCaR and Marking (and their -dist
   variants; LeCaR and Marking draw from the run's ``seed`` as in memory), at any number of
   cache sizes k in one pass (:class:`paging.fast.CarriedRun`);
 * LRU's one-pass miss curve (stack distances, :func:`paging.fast.stack.lru_stack_update`), and
@@ -73,7 +74,8 @@ def stream_policy(name: str):
     if not fast.carries(spec):
         raise PagingError(f"--policy {pol.name} has no streaming kernel; streaming runs the "
                           "list family: lru, fifo, fwf, llru, fld, least-stale (and their "
-                          "variants), lfu, arc, lecar and marking, and their -dist forms")
+                          "variants), lfu, greedy-dual, landlord, gdsf, layered-landlord, arc, "
+                          "lecar and marking, and their -dist forms")
     return pol, spec
 
 
@@ -94,8 +96,8 @@ def curve_policy(name: str):
 
 
 class _ListRun:
-    """One list-family, LFU, ARC, LeCaR or Marking policy at one k, its cache carried from
-    chunk to chunk (the draws of LeCaR and Marking from ``seed``)."""
+    """One list-family, LFU, credit, ARC, LeCaR or Marking policy at one k, its cache carried
+    from chunk to chunk (the draws of LeCaR and Marking from ``seed``)."""
 
     def __init__(self, name: str, k: int, layout: Layout, seed: int | None = 0):
         from paging import fast

@@ -34,9 +34,9 @@ def refusal(args, command: str, specs=()) -> str | None:
         flags = [f for f, on in own if on] + [f for f in (s.stream_refusal() for s in specs) if f]
         if flags:
             return (f"--stream does not support {flags[0]}: streaming runs the list family, LFU, "
-                    "ARC, LeCaR and Marking at --k sizes from an empty cache (no byte budgets, "
-                    "weights, timeline, prefetching, miss handling, routing or warm runs); drop "
-                    f"{flags[0]} or --stream")
+                    "the credit policies, ARC, LeCaR and Marking at --k sizes from an empty "
+                    "cache (no byte budgets, weights, timeline, prefetching, miss handling, "
+                    f"routing or warm runs); drop {flags[0]} or --stream")
         try:
             for name in args.policy:
                 stream_policy(name)

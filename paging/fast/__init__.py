@@ -147,33 +147,38 @@ _CARRIED_STRIDE = 1 << 40
 
 def carries(spec) -> bool:
     """Whether :class:`CarriedRun` runs the kernel of ``spec``: the list family, LFU (the
-    heap family without Belady, which reads next uses), ARC, LeCaR and Marking (LeCaR's
-    eviction times count requests from the run's start, and both consume the run's draws from
-    a count kept in the state). The other kernels allocate their state inside the call (and the
-    token and prediction policies' hold request indices of the call), so they run whole traces
-    only."""
+    heap family without Belady, which reads next uses), the credit policies (GreedyDual,
+    Landlord, GDSF, Layered Landlord), ARC, LeCaR and Marking (LeCaR's eviction times and the
+    credit policies' tie-breaking request indices count requests from the run's start, and
+    LeCaR and Marking consume the run's draws from a count kept in the state). The other
+    kernels allocate their state inside the call (and the token and prediction policies' hold
+    request indices of the call), so they run whole traces only."""
     from paging.fast import heaps
 
-    return spec is not None and (spec[0] in (_LIST, _ADAPT, _MARK)
+    return spec is not None and (spec[0] in (_LIST, _ADAPT, _MARK, _CREDIT)
                                  or (spec[0] == _HEAP and spec[1] == heaps.LFU))
 
 
 class CarriedRun:
-    """A run of a list-family, LFU, ARC, LeCaR or Marking kernel (``spec`` = ``(family, kind,
-    dist)`` of :func:`plan`; :func:`carries`) whose cache is carried from call to call
-    (:func:`paging.fast.lists.list_state`, :func:`paging.fast.heaps.heap_state`,
-    :func:`paging.fast.adaptive.arc_state`, :func:`paging.fast.adaptive.lecar_state`,
-    :func:`paging.fast.marking.marking_state`): consecutive :meth:`feed` calls on consecutive
-    pieces of one trace, each cut between two groups, are one run. ``capacity`` counts
-    ``slots`` (default one per page; page sizes for a byte budget). LeCaR and Marking draw from
+    """A run of a list-family, LFU, credit, ARC, LeCaR or Marking kernel (``spec`` =
+    ``(family, kind, dist)`` of :func:`plan`; :func:`carries`) whose cache is carried from call
+    to call (:func:`paging.fast.lists.list_state`, :func:`paging.fast.heaps.heap_state`,
+    :func:`paging.fast.credit.credit_state`, :func:`paging.fast.adaptive.arc_state`,
+    :func:`paging.fast.adaptive.lecar_state`, :func:`paging.fast.marking.marking_state`):
+    consecutive :meth:`feed` calls on consecutive pieces of one trace, each cut between two
+    groups, are one run. ``capacity`` counts ``slots`` (default one per page; page sizes for a
+    byte budget); ``costs`` and ``sizes`` are the pages' weights the credit policies' rates read
+    (unit ones when None), as :func:`run`'s. LeCaR and Marking draw from
     ``numpy.random.default_rng(seed)`` in eviction order, as the reference's one-at-a-time
     draws (the generator yields the same doubles in pieces: the draws are made a piece ahead,
     at most one per request of the piece and one per page it starts with). A streamed trace
     feeds it chunk by chunk (:mod:`paging.stream`), a serving run step by step
     (:mod:`paging.serve`)."""
 
-    def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0):
+    def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0,
+                 costs=None, sizes=None):
         from paging.fast import adaptive
+        from paging.fast.credit import credit_state
         from paging.fast.lists import list_state
         from paging.fast.marking import marking_state
 
@@ -184,12 +189,17 @@ class CarriedRun:
         self.caps = _caps(layout, int(capacity), self.dist)
         self.slots = unit_sizes(layout.n_pages) if slots is None else slots
         P, parts = layout.n_pages, self.caps.size
+        self.costs = unit_costs(P) if costs is None else costs
+        self.sizes = unit_sizes(P) if sizes is None else sizes
         self.rng = np.random.default_rng(seed) if needs_draws(spec) else None
         self.draws = np.zeros(0)
         if self.family == _LIST:
             self.state = list_state(P, layout.n_layers, parts)
         elif self.family == _MARK:
             self.state = marking_state(P, parts)
+        elif self.family == _CREDIT:
+            self.state = credit_state(layout.n_experts, layout.n_layers, self.caps, self.dist,
+                                      self.kind)
         elif self.family == _ADAPT and self.kind == adaptive.ARC:
             self.state = adaptive.arc_state(P, parts)
         elif self.family == _ADAPT:
@@ -208,7 +218,7 @@ class CarriedRun:
 
         if self.family == _ADAPT:
             return self.state[6 if self.kind == adaptive.ARC else 14]
-        return self.state[{_LIST: 10, _MARK: 7}.get(self.family, 7)]  # heap_state's: 7
+        return self.state[{_LIST: 10, _MARK: 7, _CREDIT: 13}.get(self.family, 7)]  # heap's: 7
 
     def _draws(self, n: int) -> np.ndarray:
         """The run's draws from the state's count on, at least ``n`` + P of them (one per
@@ -237,6 +247,9 @@ class CarriedRun:
             out = list_kernel(*args, self.kind, rec, self.state, no_route())
         elif self.family == _MARK:
             out = marking_kernel(*args, self._draws(pages.size), rec, self.state)
+        elif self.family == _CREDIT:
+            out = credit_kernel(pages, steps, self.costs, self.sizes, self.slots, lay.n_experts,
+                                lay.n_layers, self.caps, self.dist, self.kind, rec, self.state)
         elif self.family == _ADAPT and self.kind == adaptive.ARC:
             out = adaptive.arc_kernel(*args, rec, self.state)
         elif self.family == _ADAPT:

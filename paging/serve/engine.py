@@ -186,8 +186,9 @@ class _StepEvents(Observer):
 
 def _compiled(run_spec, policy, handler) -> bool:
     """Whether the serving run's cache runs in a compiled kernel carried from step to step
-    (:func:`paging.fast.carries`: LRU, FIFO, FWF, LLRU, FLD, the Least-Stale readings, LFU, ARC,
-    LeCaR, Marking and their -dist forms, LeCaR's and Marking's draws from ``--seed``; no miss
+    (:func:`paging.fast.carries`: LRU, FIFO, FWF, LLRU, FLD, the Least-Stale readings, LFU, the
+    credit policies (with the run's costs and sizes), ARC, LeCaR, Marking and their -dist
+    forms, LeCaR's and Marking's draws from ``--seed``; no miss
     handler, no prefetcher, no routing hook, not verified: ``--verify`` records the run in the
     reference loop). ``engine="fast"`` insists."""
     from paging import fast
@@ -198,8 +199,9 @@ def _compiled(run_spec, policy, handler) -> bool:
           and run_spec.engine != "reference")
     if run_spec.engine == "fast" and not ok:
         raise PagingError(f"--engine fast: paging serve compiles the list family (lru, fifo, "
-                          f"fwf, llru, fld, least-stale and their -dist forms), lfu, arc, "
-                          f"lecar and marking (and their -dist forms) without --miss, "
+                          f"fwf, llru, fld, least-stale and their -dist forms), lfu, the credit "
+                          f"policies (greedy-dual, landlord, gdsf, layered-landlord), arc, lecar "
+                          f"and marking (and their -dist forms) without --miss, "
                           f"--prefetch, --routing or --verify; {policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return ok
@@ -264,7 +266,8 @@ class _Server:
             k, budget = check_capacity(run_spec.k, run_spec.budget, self.sizes, lay.n_pages)
             self.kernel = fast.CarriedRun(lay, fast.plan(policy), k or budget,
                                           None if k is not None else self.sizes,
-                                          seed=run_spec.seed)
+                                          seed=run_spec.seed, costs=self.costs,
+                                          sizes=self.sizes)
         else:
             room = lay.n_layers * sum(min(lay.n_experts, s.experts.shape[2]) * s.n_tokens
                                       for s in self.drawn)  # a step's union <= its experts

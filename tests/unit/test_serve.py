@@ -258,7 +258,8 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
 @given(seqs=_workload(), policy=st.sampled_from(("lru", "fifo", "llru", "least-stale",
                                                  "fld-dist", "fwf", "lfu", "lfu-dist", "arc",
                                                  "arc-dist", "lecar", "lecar-dist", "marking",
-                                                 "marking-dist")),
+                                                 "marking-dist", "gdsf", "landlord-dist",
+                                                 "greedy-dual", "layered-landlord")),
        k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
 def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed):
     from paging.cost.setup import CostSetup
@@ -507,7 +508,7 @@ def test_refusals(toy):
     # --engine fast: a policy whose serving cache is not compiled, and one compiled with an
     # option that is not (marking carries its draws; with --verify it is recorded in the loop)
     for name, kw in (("token-match", {}), ("marking", dict(verify=True))):
-        with pytest.raises(PagingError, match=r"lfu, arc, lecar and marking .* reference loop"):
+        with pytest.raises(PagingError, match=r"gdsf, .* arc, lecar and marking .* reference"):
             serve(RunSpec(name, k=4, model=toy, engine="fast", **kw), arr, seqs)
 
 

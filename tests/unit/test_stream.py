@@ -24,7 +24,8 @@ from tests.strategies import round_traces, topk_traces
 LIST_POLICIES = ["lru", "fifo", "fwf", "llru", "llru-latest", "fld", "fld-cyclic",
                  "least-stale", "least-stale-layer", "least-stale-upcoming", "lru-dist",
                  "llru-dist", "fifo-dist", "fwf-dist", "lfu", "lfu-dist", "arc", "arc-dist",
-                 "lecar", "lecar-dist", "marking", "marking-dist"]
+                 "lecar", "lecar-dist", "marking", "marking-dist", "gdsf", "landlord-dist",
+                 "layered-landlord"]
 CURVES = ["lru", "lru-dist", "llru-dist"]
 
 
