@@ -212,9 +212,7 @@ def _arc(GROUPED):
         P = n_experts * n_layers
         lk, ls, target, used, pin, evicted_pass, page_miss = state
         layer_of = np.arange(P) // n_experts
-        hit_mask, ev, byp = buffers(n, record)
-        if record > 1:  # a call on a carried state may also evict the pages it starts with
-            ev = np.zeros((n + P, 2), np.int64)
+        hit_mask, ev, byp = buffers(n, record, P)
         misses = 0
         coll = 0
         n_ev = 0
@@ -384,9 +382,7 @@ def _lecar(GROUPED, CARRIED):
         n_free = cnt[0]
         t0 = cnt[2]
         layer_of = np.arange(P) // n_experts
-        hit_mask, ev, byp = buffers(n, record)
-        if record > 1:  # a call on a carried state may also evict the pages it starts with
-            ev = np.zeros((n + P, 2), np.int64)
+        hit_mask, ev, byp = buffers(n, record, P)
         misses = 0
         coll = 0
         n_ev = 0

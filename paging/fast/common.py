@@ -68,12 +68,15 @@ def is_grouped(steps) -> bool:
 
 
 @njit(cache=True, nogil=True)
-def buffers(n, record):
+def buffers(n, record, carried=0):
     """Hit mask (``record`` >= 1), eviction log and bypass log (``record`` == 2), sized for
-    ``n`` requests; empty otherwise."""
+    ``n`` requests; empty otherwise. A kernel whose call may start from a carried state (a
+    streamed or served run fed piece by piece: :class:`paging.fast.CarriedRun`) can also evict
+    the pages that state holds: ``carried`` (its number of pages) more rows of the log."""
     m = n if record >= 1 else 0
     e = n if record >= 2 else 0
-    return (np.zeros(m, np.bool_), np.zeros((e, 2), np.int64), np.zeros(e, np.int64))
+    return (np.zeros(m, np.bool_), np.zeros((e + carried if e else 0, 2), np.int64),
+            np.zeros(e, np.int64))
 
 
 @njit(cache=True, nogil=True, inline="always")

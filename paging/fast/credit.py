@@ -196,9 +196,7 @@ def _credit(CARRIED):
         aside_p = np.zeros(P, np.int64)  # pinned pages set aside while victims are popped
         aside_k = np.zeros(P, np.float64)
         aside_t = np.zeros(P, np.int64)
-        hit_mask, ev, byp = buffers(n, record)
-        if record > 1:  # a call on a carried state may also evict the pages it starts with
-            ev = np.zeros((n + P, 2), np.int64)
+        hit_mask, ev, byp = buffers(n, record, P)
         misses = 0
         coll = 0
         n_ev = 0

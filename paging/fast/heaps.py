@@ -124,7 +124,7 @@ def heap_kernel(pages, steps, next_use, sizes, n_experts, n_layers, caps, dist, 
     pin = np.full(P, -1, np.int64)
     aside_p = np.zeros(P, np.int64)
     aside_k = np.zeros(P, np.int64)
-    hit_mask, ev, byp = buffers(n, record)
+    hit_mask, ev, byp = buffers(n, record, P)
     misses = 0
     coll = 0
     n_ev = 0

@@ -102,16 +102,11 @@ def list_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, reco
     nxt, prv, head, tail, resident, used, pin, evicted_pass, last_step, last_pass, page_miss = \
         state
     layer_of = np.arange(P) // n_experts
-    hit_mask, ev, byp = buffers(n, record)
+    hit_mask, ev, byp = buffers(n, record, P)
     r_order, r_m, r_j, r_out, r_cp = route
     routed = r_m.size > 0
     rank, r_pos, taken, r_zz = route_scratch(n_experts)
     g_idx = 0
-    if record > 1:
-        # a call on a carried state may also evict the pages it starts with (a streamed or
-        # served run fed piece by piece: paging.stream, paging.serve), so the log has room
-        # for them too
-        ev = np.zeros((n + P, 2), np.int64)
     misses = 0
     coll = 0
     n_ev = 0

@@ -80,9 +80,7 @@ def _marking(pages, steps, sizes, n_experts, n_layers, caps, dist, draws, record
     while top * 2 <= P:
         top *= 2
     layer_of = np.arange(P) // n_experts
-    hit_mask, ev, byp = buffers(n, record)
-    if record > 1:  # a call on a carried state may also evict the pages it starts with
-        ev = np.zeros((n + P, 2), np.int64)
+    hit_mask, ev, byp = buffers(n, record, P)
     misses = 0
     coll = 0
     n_ev = 0
