@@ -221,9 +221,9 @@ class CarriedRun:
         return self.state[{_LIST: 10, _MARK: 7, _CREDIT: 13}.get(self.family, 7)]  # heap's: 7
 
     def _draws(self, n: int) -> np.ndarray:
-        """The run's draws from the state's count on, at least ``n`` + P of them (one per
-        request of the piece and one per page it starts with bound its evictions): the unused
-        ones are kept and the generator continues behind them."""
+        """The run's draws from the state's count on, at least ``n`` + P of them (a piece of
+        ``n`` requests evicts at most its own insertions and the P pages the state may hold):
+        the unused ones are kept and the generator continues behind them."""
         cnt = self.state[-1]
         at = 1 if self.family == _ADAPT else 0  # lecar_state's count of draws consumed
         left = self.draws[cnt[at]:]
