@@ -259,7 +259,7 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
                                                  "fld-dist", "fwf", "lfu", "lfu-dist", "arc",
                                                  "arc-dist", "lecar", "lecar-dist", "marking",
                                                  "marking-dist", "gdsf", "landlord-dist",
-                                                 "greedy-dual", "layered-landlord")),
+                                                 "greedy-dual", "layered-landlord", "lhu")),
        k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
 def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed):
     from paging.cost.setup import CostSetup
