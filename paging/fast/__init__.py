@@ -210,15 +210,9 @@ class CarriedRun:
                                     _CARRIED_STRIDE)
         self.collisions = 0
         self.bypasses = 0
-
-    @property
-    def page_misses(self) -> np.ndarray:
-        """Per-page misses so far (the state's running totals)."""
-        from paging.fast import adaptive
-
-        if self.family == _ADAPT:
-            return self.state[6 if self.kind == adaptive.ARC else 14]
-        return self.state[{_LIST: 10, _MARK: 7, _CREDIT: 13}.get(self.family, 7)]  # heap's: 7
+        #: per-page misses so far: the running totals every carried kernel returns (its
+        #: state's own array)
+        self.page_misses = np.zeros(P, np.int64)
 
     def _draws(self, n: int) -> np.ndarray:
         """The run's draws from the state's count on, at least ``n`` + P of them (a piece of
@@ -260,6 +254,7 @@ class CarriedRun:
                               lay.n_layers, self.caps, self.dist, self.kind, rec, self.state)
         self.collisions += int(out[1])
         self.bypasses += int(out[7])
+        self.page_misses = out[2]
         return np.asarray(out[3], dtype=bool) if hits else None
 
 
