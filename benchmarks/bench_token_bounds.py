@@ -7,6 +7,12 @@ Run: ``python benchmarks/bench_token_bounds.py [--tokens T] [--k K] [--repeat R]
 The trace is ``zipf(n=8, layers=32, tokens=T, seed=0)`` (T = 62,500: the 2M-request benchmark
 trace). ``--real`` instead reports, for the shipped routing files (``PAGING_TRACES``), at
 k = 32, 64, 128, how many token ends turn BOUNDED (timing those short sequences says little).
+
+``--margins`` compares the margin ladders ``(500,)`` and :data:`paging.fast.tokens.ENTER` (the
+module constant set between runs, alternated, best of ``--repeat``; the misses equal), and
+``--safety`` counts the runs whose bound fails at each first margin of ``--first`` on a grid of
+Zipf traces (n = 8, ℓ = 32, ``--tokens`` tokens, a = 0.7 and 1.2, seeds 1 and 2, k = 20 and
+100; token-match, token-decay-dist, token-match-dist).
 """
 
 from __future__ import annotations
@@ -46,7 +52,12 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=43)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--real", action="store_true")
+    ap.add_argument("--margins", action="store_true")
+    ap.add_argument("--safety", action="store_true")
+    ap.add_argument("--first", default="5,50", help="--safety: first margins, comma-separated")
     a = ap.parse_args()
+    if a.margins or a.safety:
+        return margins(a)
     if a.real:
         root = os.environ.get("PAGING_TRACES")
         if not root:
@@ -80,6 +91,47 @@ def main() -> None:
         print(f"{name} | exact {rate[False]:.2f} M/s | bounded {rate[True]:.2f} M/s | "
               f"{best[False] / best[True]:.2f}x | misses {seen[True][0]:,} | bounded token ends "
               f"{info['bounded']:,} | redone {info['redone']}")
+
+
+def margins(a) -> None:
+    """``--margins`` and ``--safety`` (see the module docstring)."""
+    ladder = tokens.ENTER
+    names = ("token-match", "token-decay", "token-match-dist", "token-decay-dist")
+    try:
+        if a.margins:
+            trace = generators.zipf(n=8, layers=32, tokens=a.tokens, seed=0)
+            small = generators.zipf(n=8, layers=32, tokens=50, seed=0)
+            best: dict = {}
+            for name in names:
+                run(small, name, a.k, True)
+            for r in range(a.repeat):
+                for lad in ((500.0,), ladder) if r % 2 == 0 else (ladder, (500.0,)):
+                    tokens.ENTER = lad
+                    for name in names:
+                        dt, misses, info = run(trace, name, a.k, True)
+                        key = (name, lad)
+                        best[key] = min(best.get(key, (float("inf"),))[0], dt), misses, info
+            for name in names:
+                (d0, m0, i0), (d1, m1, i1) = best[(name, (500.0,))], best[(name, ladder)]
+                assert m0 == m1, (name, m0, m1)
+                print(f"{name} | (500,) {trace.n_requests / d0 / 1e6:.2f} M/s, bounded "
+                      f"{i0['bounded']:,} | {ladder} {trace.n_requests / d1 / 1e6:.2f} M/s, "
+                      f"bounded {i1['bounded']:,}, margin used {i1['enter']}")
+        if a.safety:
+            for first in (float(x) for x in a.first.split(",")):
+                tokens.ENTER = (first,)
+                failed = total = 0
+                for seed in (1, 2):
+                    for z in (0.7, 1.2):
+                        tr = generators.zipf(n=8, layers=32, tokens=a.tokens, a=z, seed=seed)
+                        for k in (20, 100):
+                            for name in ("token-match", "token-decay-dist",
+                                         "token-match-dist"):
+                                failed += run(tr, name, k, True)[2]["redone"]
+                                total += 1
+                print(f"first margin {first:g}: {failed} of {total} runs with a failed bound")
+    finally:
+        tokens.ENTER = ladder
 
 
 if __name__ == "__main__":

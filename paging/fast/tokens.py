@@ -1353,11 +1353,10 @@ def rho(P: int) -> float:
 #: before an instance turns are the costly ones (their log-losses are summed term by term, and
 #: token-match's β > 0 matches at every eviction): on the 2M-request benchmark trace
 #: (``bench_matrix.py``, k = 43) token-match-dist turns at 1.86 M token ends with 50 and at
-#: 1.54 M with 500, 0.67-0.74 M req/s against 0.43-0.48 M. No bound failed at 50 on 72 Zipf
-#: runs (n = 8, ℓ = 32, 10^4 and 62,500 tokens, a = 0.7 and 1.2, seeds 0-2, k = 20-100,
-#: token-decay, token-match and their -dist forms); at 5, 2 of 24 did, and at 0 the benchmark
-#: run did. The wide margin stays as the second try, so a failure costs one run more than before
-#: at most.
+#: 1.54 M with 500, 0.70 M req/s against 0.56 M (``bench_token_bounds.py --margins``). No
+#: bound failed at 50 on the 24 runs of ``bench_token_bounds.py --safety --tokens 62500``; at 5,
+#: 2 of them did, and at 0 the benchmark run did (benchmarks/README.md, "Two margins"). The
+#: wide margin stays as the second try, so a failure costs one run more than before at most.
 ENTER = (50.0, 500.0)
 
 #: the ``route`` argument of :func:`token_kernel` for a run without routing
