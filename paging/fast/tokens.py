@@ -43,24 +43,28 @@ shared combiner's ``leader`` and ``switches`` (:func:`execute`); its virtual sim
 
 *BOUNDED mode.* The losses matter only through the posterior weights: w_j ∝ exp(−L_j) and
 token-match's β, the posterior mean over five values set to 0 below 1e-9. Once a memory's loss
-trails the least by more than 746 its weight is exp(−gap) = 0 in float64 (the least one's
-exp(0) = 1), and once every β trails β = 0's by more than 40 the mean rounds below 1e-9: the
-weights are then decided by the losses' order alone, not their last bits. So an instance whose
-exact losses decide its weights with a margin of :data:`ENTER` (50, then 500) to spare turns
-BOUNDED
+trails the least by more than 746 its weight is exp(−gap) = 0 in float64 (the least one's exp(0)
+= 1), and once every β trails β = 0's by more than 40 the mean rounds below 1e-9: the weights
+are then decided by the losses' order alone, not their last bits. So an instance whose exact
+losses decide its weights with a margin of :data:`ENTER` (50, then 500) to spare turns BOUNDED
 (:func:`_losses_paid`): each token's rows are summed as logarithms of products of up to 67
-factors (:func:`_loss_rows_bounded`, :func:`_beta_rows_bounded`; 4 logarithms per 256
-pages instead of 256), every loss is then known within a radius that grows by :func:`rho` (a
-proven bound on one row's error against the exact row) and by the subtraction's rounding per
-token end, and the weights are certified again after every token end with that radius as the
-margin (:func:`_certify`). Victims read the certified weights, which are exactly the ones the
-reference computes from its own losses; if a certificate fails (the losses come back within
-reach of each other), the run stops and :func:`execute` redoes it with the next, wider margin,
-and after the last with exact sums throughout (at most two extra runs; ``bounded=False`` asks
-for exact sums from the start). On the shipped
-routing files the losses never separate that far (their sequences are a few hundred tokens),
-so those runs are exact throughout; on long stationary traces the mode starts after a few
-hundred tokens (``tests/property/test_token_bounds.py``).
+factors (:func:`_loss_rows_bounded`, :func:`_beta_rows_bounded`; 4 logarithms per 256 pages
+instead of 256), every loss is then known within a radius that grows by :func:`rho` (a proven
+bound on one row's error against the exact row) and by the subtraction's rounding per token end,
+and the weights are certified again after every token end with that radius as the margin
+(:func:`_certify`). An instance of at most :data:`DEFER` pages (a ``-dist`` one of a few
+experts) does not even take those logarithms per token: each row is kept as two products, its
+factors inside the instance and its one factor outside, and a product's logarithm is paid into
+the loss only when it falls below e^-OWE (:func:`_owe`; on the benchmark trace a row's inside
+product is paid about once in 19 token ends); the losses as paid then owe at most 2·OWE, so they
+are certified with 2·OWE more to spare, and paid in full and certified again when that fails.
+Victims read the certified weights, which are exactly the ones the reference computes from its
+own losses; if a certificate fails (the losses come back within reach of each other), the run
+stops and :func:`execute` redoes it with the next, wider margin, and after the last with exact
+sums throughout (at most two extra runs; ``bounded=False`` asks for exact sums from the start).
+On the shipped routing files the losses never separate that far (their sequences are a few
+hundred tokens), so those runs are exact throughout; on long stationary traces the mode starts
+after a few hundred tokens (``tests/property/test_token_bounds.py``).
 
 Cost per request: O(1) for a hit; per token (per instance) O(nℓ) for token-decay's estimates
 and log-losses (5 more log-loss rows for token-match), O(universe·max_age) for token-hazard;
@@ -86,6 +90,13 @@ HAZARD, DECAY, MATCH, ROBUST, LRU = range(5)
 _NEVER = -(1 << 40)  # token-hazard's token index of a page never requested
 _LAZY_U = 4  # token-match: similarities of at most this many used pages counted as scanned
 _BETAS = np.linspace(0.0, 1.0, 5)
+#: BOUNDED rows of an instance of at most this many pages are kept as products and their
+#: logarithms taken only when the product falls below e^-OWE (:func:`_owe`): a token's row is
+#: a product of at most DEFER factors, each at least 1e-4, so its product (>= 1e-240) times a
+#: kept one (>= e^-OWE) is a normal double
+DEFER = 60
+OWE = 50.0
+_E_OWE = math.exp(-OWE)
 
 # per-instance integer fields (ist[i, .])
 (I_KIND, I_BASE, I_NPG, I_CAP, I_HAS, I_TOK, I_NTOK, I_TSTART, I_NUSED, I_VCNT, I_VMISS,
@@ -101,7 +112,12 @@ EXACT, BOUNDED, EXACT_ONLY = 0, 1, -1
 # growth per token end, the certified weights w_j and β, and the margin to enter it
 F_LAM, F_PRIOR, F_SHRINK, F_ALPHA, F_LOSS, F_N, F_TOT, F_BLOSS = 0, 2, 3, 4, 5, 7, 9, 11
 F_RAD, F_RHO, F_CW, F_CB, F_ENTER = 16, 17, 18, 20, 21
-N_F = 22
+# BOUNDED rows kept as products (:func:`_owe`): per row (the memories' 0, 1, token-match's
+# β rows 2..6) the product of its factors inside the instance's pages and of its factors
+# outside (one per token, the row's 1 − x raised to P − npg when paid), and the threshold
+# below which the outside product is paid
+F_PIN, F_POUT, F_THOUT = 22, 29, 36
+N_F = 37
 # per-instance page rows (ipg[i, ., local page])
 # R_SORT, R_INL, R_CAND: the ordered scan of the victim choice (:func:`_choose`)
 (R_USED, R_ULIST, R_VRES, R_VLIST, R_VPOS, R_VLAST, R_LASTTOK, R_BEFORE, R_PEND, R_STAMP, R_SORT,
@@ -570,30 +586,102 @@ def _loss_rows_bounded(xl, cx, usedl, npg, P):
     blk = 0
     while blk < npg:
         e = min(blk + 256, npg)
-        a0 = 1.0
-        a1 = 1.0
-        a2 = 1.0
-        a3 = 1.0
-        loc = blk
-        while loc + 4 <= e:
-            v = xl[loc]
-            a0 *= v if usedl[loc] else 1.0 - v
-            v = xl[loc + 1]
-            a1 *= v if usedl[loc + 1] else 1.0 - v
-            v = xl[loc + 2]
-            a2 *= v if usedl[loc + 2] else 1.0 - v
-            v = xl[loc + 3]
-            a3 *= v if usedl[loc + 3] else 1.0 - v
-            loc += 4
-        while loc < e:
-            v = xl[loc]
-            a0 *= v if usedl[loc] else 1.0 - v
-            loc += 1
+        a0, a1, a2, a3 = _lanes(xl, usedl, blk, e)
         s += np.log(a0) + np.log(a1) + np.log(a2) + np.log(a3)
         blk = e
     if npg < P:
         s += (P - npg) * np.log1p(-cx)
     return s
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lanes(xl, usedl, lo, e):
+    """The products of the factors x (used) or 1 − x (unused) of pages lo..e−1 (at most 256,
+    so at most 64 factors a lane), in four interleaved lanes."""
+    a0 = 1.0
+    a1 = 1.0
+    a2 = 1.0
+    a3 = 1.0
+    loc = lo
+    while loc + 4 <= e:
+        v = xl[loc]
+        a0 *= v if usedl[loc] else 1.0 - v
+        v = xl[loc + 1]
+        a1 *= v if usedl[loc + 1] else 1.0 - v
+        v = xl[loc + 2]
+        a2 *= v if usedl[loc + 2] else 1.0 - v
+        v = xl[loc + 3]
+        a3 *= v if usedl[loc + 3] else 1.0 - v
+        loc += 4
+    while loc < e:
+        v = xl[loc]
+        a0 *= v if usedl[loc] else 1.0 - v
+        loc += 1
+    return a0, a1, a2, a3
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _owe(fst, i, r, f, a, oc, out):
+    """A bounded row of an instance of at most :data:`DEFER` pages, kept as products: its
+    factors inside the instance's pages (product ``a``) and its one factor ``oc`` = 1 − x of
+    the ``out`` = P − npg pages outside, multiplied into row r's kept products. A kept product
+    below its threshold (e^-OWE inside, e^(-OWE/out) outside) is paid: its logarithm (times
+    ``out`` outside) is taken from the loss ``fst[i, f]`` and the product starts again at 1.
+    So a loss owes at most 2·OWE when its instance certifies (:func:`_losses_paid`)."""
+    p = fst[i, F_PIN + r] * a
+    if p < _E_OWE:
+        fst[i, f] -= np.log(p)
+        p = 1.0
+    fst[i, F_PIN + r] = p
+    q = fst[i, F_POUT + r] * oc
+    if q < fst[i, F_THOUT]:
+        fst[i, f] -= out * np.log(q)
+        q = 1.0
+    fst[i, F_POUT + r] = q
+
+
+@njit(cache=True, nogil=True)
+def _pay(ist, fst, i, out):
+    """Every kept product of instance i paid into its loss (:func:`_owe`)."""
+    nr = 7 if ist[i, I_KIND] == MATCH else ist[i, I_M]
+    for r in range(nr):
+        f = F_LOSS + r if r < 2 else F_BLOSS + r - 2
+        if fst[i, F_PIN + r] != 1.0:
+            fst[i, f] -= np.log(fst[i, F_PIN + r])
+            fst[i, F_PIN + r] = 1.0
+        if fst[i, F_POUT + r] != 1.0:
+            fst[i, f] -= out * np.log(fst[i, F_POUT + r])
+            fst[i, F_POUT + r] = 1.0
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _beta_block(dec, mval, usedl, lo, e, nb, shrink, inv):
+    """The five β rows' products over pages lo..e−1 (at most 64 factors each)."""
+    b1, b2, b3, b4 = _BETAS[1], _BETAS[2], _BETAS[3], _BETAS[4]
+    cl, ch = 1e-4, 1.0 - 1e-4
+    a0 = a1 = a2 = a3 = a4 = 1.0
+    for loc in range(lo, e):
+        d = dec[loc]
+        mv = mval[loc]
+        a = (nb * mv + shrink * d) * inv
+        x0 = _clip(d, cl, ch)
+        x1 = _clip(b1 * a + (1.0 - b1) * d, cl, ch)
+        x2 = _clip(b2 * a + (1.0 - b2) * d, cl, ch)
+        x3 = _clip(b3 * a + (1.0 - b3) * d, cl, ch)
+        x4 = _clip(b4 * a + (1.0 - b4) * d, cl, ch)
+        if usedl[loc]:
+            a0 *= x0
+            a1 *= x1
+            a2 *= x2
+            a3 *= x3
+            a4 *= x4
+        else:
+            a0 *= 1.0 - x0
+            a1 *= 1.0 - x1
+            a2 *= 1.0 - x2
+            a3 *= 1.0 - x3
+            a4 *= 1.0 - x4
+    return a0, a1, a2, a3, a4
 
 
 @njit(cache=True, nogil=True)
@@ -607,31 +695,23 @@ def _beta_rows_bounded(fst, i, dec, mval, dc, usedl, npg, P, nb, shrink):
     lo, hi = 1e-4, 1.0 - 1e-4
     inv = 1.0 / (nb + shrink)
     s0 = s1 = s2 = s3 = s4 = 0.0
+    out = P - npg
+    if npg <= DEFER:  # one block; the rows kept as products (:func:`_owe`)
+        a0, a1, a2, a3, a4 = _beta_block(dec, mval, usedl, 0, npg, nb, shrink, inv)
+        _owe(fst, i, 2, F_BLOSS, a0, 1.0 - _clip(dc, lo, hi), out)
+        _owe(fst, i, 3, F_BLOSS + 1, a1, 1.0 - _clip(_mixed(dc, 0.0, b1, nb, shrink), lo, hi),
+             out)
+        _owe(fst, i, 4, F_BLOSS + 2, a2, 1.0 - _clip(_mixed(dc, 0.0, b2, nb, shrink), lo, hi),
+             out)
+        _owe(fst, i, 5, F_BLOSS + 3, a3, 1.0 - _clip(_mixed(dc, 0.0, b3, nb, shrink), lo, hi),
+             out)
+        _owe(fst, i, 6, F_BLOSS + 4, a4, 1.0 - _clip(_mixed(dc, 0.0, b4, nb, shrink), lo, hi),
+             out)
+        return
     blk = 0
     while blk < npg:
         e = min(blk + 64, npg)
-        a0 = a1 = a2 = a3 = a4 = 1.0
-        for loc in range(blk, e):
-            d = dec[loc]
-            mv = mval[loc]
-            a = (nb * mv + shrink * d) * inv
-            x0 = _clip(d, lo, hi)
-            x1 = _clip(b1 * a + (1.0 - b1) * d, lo, hi)
-            x2 = _clip(b2 * a + (1.0 - b2) * d, lo, hi)
-            x3 = _clip(b3 * a + (1.0 - b3) * d, lo, hi)
-            x4 = _clip(b4 * a + (1.0 - b4) * d, lo, hi)
-            if usedl[loc]:
-                a0 *= x0
-                a1 *= x1
-                a2 *= x2
-                a3 *= x3
-                a4 *= x4
-            else:
-                a0 *= 1.0 - x0
-                a1 *= 1.0 - x1
-                a2 *= 1.0 - x2
-                a3 *= 1.0 - x3
-                a4 *= 1.0 - x4
+        a0, a1, a2, a3, a4 = _beta_block(dec, mval, usedl, blk, e, nb, shrink, inv)
         s0 += np.log(a0)
         s1 += np.log(a1)
         s2 += np.log(a2)
@@ -685,7 +765,7 @@ def _certify(ist, fst, i, margin):
 
 
 @njit(cache=True, nogil=True)
-def _losses_paid(ist, fst, i):
+def _losses_paid(ist, fst, i, P):
     """After a token end's log-losses: an EXACT instance turns BOUNDED once its losses decide
     the weights by ``F_ENTER`` more than needed; a BOUNDED one widens its radius by the rows'
     error bound and the subtraction's rounding (2u·|L| for the reference's and its own), and
@@ -700,16 +780,26 @@ def _losses_paid(ist, fst, i):
             ist[i, I_APX] = BOUNDED
             fst[i, F_RAD] = 0.0
         return
+    # a loss kept as products owes at most 2·OWE (:func:`_owe`): the losses as paid, each
+    # within that of its bounded value, decide the weights with 2·OWE more to spare, or are
+    # paid in full and certified again
+    owe = 2.0 * OWE if ist[i, I_NPG] <= DEFER else 0.0
     big = 0.0
     for j in range(ist[i, I_M]):
         big = max(big, abs(fst[i, F_LOSS + j]))
     if ist[i, I_KIND] == MATCH:
         for b in range(5):
             big = max(big, abs(fst[i, F_BLOSS + b]))
-    fst[i, F_RAD] += fst[i, F_RHO] + 4.5e-16 * big
+    fst[i, F_RAD] += fst[i, F_RHO] + 4.5e-16 * (big + owe)
     ist[i, I_NAPX] += 1
-    if not _certify(ist, fst, i, 2.0 * fst[i, F_RAD]):
-        ist[0, I_ABORT] = 1
+    margin = 2.0 * fst[i, F_RAD]
+    if _certify(ist, fst, i, margin + owe):
+        return
+    if owe > 0.0:
+        _pay(ist, fst, i, P - ist[i, I_NPG])
+        if _certify(ist, fst, i, margin):
+            return
+    ist[0, I_ABORT] = 1
 
 
 @njit(cache=True, nogil=True)
@@ -787,11 +877,14 @@ def _decay_end(S, i, P):
             for loc in range(npg):
                 x[loc] = _clip(pi[j, loc], 1e-4, 1.0 - 1e-4)
             cx = _clip(out0[j], 1e-4, 1.0 - 1e-4)
-            if bounded:
+            if bounded and npg <= DEFER:
+                a0, a1, a2, a3 = _lanes(x, usedl, 0, npg)
+                _owe(fst, i, j, F_LOSS + j, (a0 * a1) * (a2 * a3), 1.0 - cx, P - npg)
+            elif bounded:
                 fst[i, F_LOSS + j] -= _loss_rows_bounded(x, cx, usedl, npg, P)
             else:
                 fst[i, F_LOSS + j] -= _loss_rows(x, cx, usedl, base, npg, P, buf)
-        _losses_paid(ist, fst, i)
+        _losses_paid(ist, fst, i, P)
     for j in range(M):
         lam = fst[i, F_LAM + j]
         for loc in range(npg):
@@ -1315,11 +1408,20 @@ def supports(proto, kind: int) -> bool:
     return all(_component_kind(make()) is not None for make in (proto.make_a, proto.make_b))
 
 
+def owing(fst, i: int, npg: int, P: int) -> None:
+    """Instance i's rows kept as products (:func:`_owe`) start owing nothing: every product
+    1, and the outside threshold e^(-OWE/(P − npg)) (0, never reached, with no page
+    outside)."""
+    fst[i, F_PIN:F_THOUT] = 1.0
+    fst[i, F_THOUT] = math.exp(-OWE / (P - npg)) if npg < P else 0.0
+
+
 def _fill(ist, fst, i, pol, kind, base, npg, cap, P, enter) -> None:
     ist[i, I_KIND], ist[i, I_BASE], ist[i, I_NPG], ist[i, I_CAP] = kind, base, npg, cap
     ist[i, I_APX] = EXACT if enter is not None else EXACT_ONLY
     fst[i, F_ENTER] = enter if enter is not None else 0.0
     fst[i, F_RHO] = rho(P)
+    owing(fst, i, npg, P)
     ist[i, I_NTOK] = -1
     ist[i, I_MNEXTAT] = -1
     ist[i, I_M] = 1
@@ -1343,7 +1445,10 @@ def rho(P: int) -> float:
     libm calls' (≤ 134u and 2 ulp per product of ≤ 67 factors, ≤ P/64 + 8 products), and
     both sums' (the exact row's pairwise ≤ (log2 P + 3)·u·Σ|term|, this one's sequential
     ≤ (P/64 + 8)·u·Σ|term|, |term| ≤ 9.22), together below 1e-11 + 1e-14·P·(log2 P + 14) +
-    2e-17·P²: all of it below 2e-11·P + 1e-14·P²."""
+    2e-17·P²: all of it below 2e-11·P + 1e-14·P². Rows kept as products (:func:`_owe`, at
+    most 60 pages inside) err less per token: the same factors, one product of at most 61
+    factors and one rounding of 1 − x, ``P − npg`` times over (≤ (P + 2)·u), and a logarithm
+    of at most 2 ulp of |log| ≤ OWE + 553 when paid, after one token or more."""
     return 2e-11 * P + 1e-14 * P * P
 
 

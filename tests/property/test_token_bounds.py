@@ -67,7 +67,11 @@ def test_the_bounded_beta_rows_are_within_rho_of_the_exact_ones(P, data):
     used = (rng.random(npg) < 0.3).astype(float)
     dc, nb, shrink = float(rng.random() ** 3), 3.0, data.draw(st.sampled_from([0.25, 1.0, 4.0]))
     fst = np.zeros((1, T.N_F))
+    T.owing(fst, 0, npg, P)
     T._beta_rows_bounded(fst, 0, dec, mval, dc, used, npg, P, nb, shrink)
+    ist = np.zeros((1, T.N_I), np.int64)
+    ist[0, T.I_KIND] = T.MATCH
+    T._pay(ist, fst, 0, P - npg)  # rows of at most DEFER pages were kept as products
     buf = np.zeros(max(P, 16))
     for b, beta in enumerate(T._BETAS):
         # the kernel's _mixed, elementwise
@@ -78,6 +82,37 @@ def test_the_bounded_beta_rows_are_within_rho_of_the_exact_ones(P, data):
         exact = -T._loss_rows(np.clip(x, 1e-4, 1 - 1e-4), min(max(cx, 1e-4), 1 - 1e-4), used,
                               base, npg, P, buf)
         assert abs(fst[0, T.F_BLOSS + b] - exact) <= _rho(P), b
+
+
+@given(npg=st.integers(1, T.DEFER), out=st.sampled_from([0, 1, 7, 248, 5000]),
+       tokens=st.integers(1, 300), data=st.data())
+def test_rows_kept_as_products_are_the_bounded_rows(npg, out, tokens, data):
+    """An instance of at most DEFER pages keeps its bounded rows as products (``_owe``) and
+    pays their logarithms only when a product falls below its threshold: after any number of
+    tokens its loss plus what it still owes is within tokens·rho of the sum of the exact rows,
+    and what it owes never exceeds 2·OWE (the allowance of its certification). Probabilities
+    down to the clip's 1e-4 make the products fall fast, so both products are paid often."""
+    P = npg + out
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    fst = np.zeros((1, T.N_F))
+    T.owing(fst, 0, npg, P)
+    ist = np.zeros((1, T.N_I), np.int64)
+    ist[0, T.I_KIND], ist[0, T.I_M] = T.DECAY, 1
+    buf = np.zeros(max(P, 16))
+    exact = 0.0
+    power = data.draw(st.sampled_from([1, 8]))
+    for _ in range(tokens):
+        x = np.clip(rng.random(npg) ** power, 1e-4, 1 - 1e-4)
+        used = (rng.random(npg) < 0.3).astype(float)
+        cx = float(np.clip(rng.random() ** rng.choice([1, 12]), 1e-4, 1 - 1e-4))
+        exact += T._loss_rows(x, cx, used, 0, npg, P, buf)
+        a0, a1, a2, a3 = T._lanes(x, used, 0, npg)
+        T._owe(fst, 0, 0, T.F_LOSS, (a0 * a1) * (a2 * a3), 1.0 - cx, out)
+        owed = -np.log(fst[0, T.F_PIN]) - out * np.log(fst[0, T.F_POUT])
+        assert 0.0 <= owed <= 2 * T.OWE + 1e-9
+    T._pay(ist, fst, 0, out)
+    assert fst[0, T.F_PIN] == fst[0, T.F_POUT] == 1.0
+    assert abs(-fst[0, T.F_LOSS] - exact) <= tokens * T.rho(P)
 
 
 gaps = st.one_of(st.floats(0.0, 2000.0),
