@@ -1,7 +1,8 @@
 """token-decay's and token-match's kernels with their bounded log-losses on and off
 (:mod:`paging.fast.tokens`, "BOUNDED mode"), in one process: requests/s of each (best of
 ``--repeat``, the two modes alternated), their misses (equal, or the script fails), how many
-token ends the bounded run scored within the bound and whether it was redone.
+token ends the bounded run scored within the bound (and, for token-match, with only its β
+rows within it: BETA mode) and whether it was redone.
 
 Run: ``python benchmarks/bench_token_bounds.py [--tokens T] [--k K] [--repeat R] [--real]``.
 The trace is ``zipf(n=8, layers=32, tokens=T, seed=0)`` (T = 62,500: the 2M-request benchmark
@@ -90,7 +91,7 @@ def main() -> None:
         info = seen[True][1]
         print(f"{name} | exact {rate[False]:.2f} M/s | bounded {rate[True]:.2f} M/s | "
               f"{best[False] / best[True]:.2f}x | misses {seen[True][0]:,} | bounded token ends "
-              f"{info['bounded']:,} | redone {info['redone']}")
+              f"{info['bounded']:,} (β only {info['beta_bounded']:,}) | redone {info['redone']}")
 
 
 def margins(a) -> None:

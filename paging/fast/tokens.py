@@ -58,13 +58,16 @@ factors inside the instance and its one factor outside, and a product's logarith
 the loss only when it falls below e^-OWE (:func:`_owe`; on the benchmark trace a row's inside
 product is paid about once in 19 token ends); the losses as paid then owe at most 2·OWE, so they
 are certified with 2·OWE more to spare, and paid in full and certified again when that fails.
-Victims read the certified weights, which are exactly the ones the reference computes from its
-own losses; if a certificate fails (the losses come back within reach of each other), the run
-stops and :func:`execute` redoes it with the next, wider margin, and after the last with exact
-sums throughout (at most two extra runs; ``bounded=False`` asks for exact sums from the start).
-On the shipped routing files the losses never separate that far (their sequences are a few
-hundred tokens), so those runs are exact throughout; on long stationary traces the mode starts
-after a few hundred tokens (``tests/property/test_token_bounds.py``).
+token-match's β losses often decide β long before its memories' losses decide the weights: from
+then (with :data:`BETA_ENTER` to spare) its β rows alone are bounded, the memories' still exact,
+and so is β in its victim choices (BETA mode, until the memories too are decided). Victims read
+the certified weights, which are exactly the ones the reference computes from its own losses; if
+a certificate fails (the losses come back within reach of each other), the run stops and
+:func:`execute` redoes it with the next, wider margin, and after the last with exact sums
+throughout (at most two extra runs; ``bounded=False`` asks for exact sums from the start). On
+the shipped routing files the losses never separate that far (their sequences are a few hundred
+tokens), so those runs are exact throughout; on long stationary traces the mode starts after a
+few hundred tokens (``tests/property/test_token_bounds.py``).
 
 Cost per request: O(1) for a hit; per token (per instance) O(nℓ) for token-decay's estimates
 and log-losses (5 more log-loss rows for token-match), O(universe·max_age) for token-hazard;
@@ -101,12 +104,14 @@ _E_OWE = math.exp(-OWE)
 # per-instance integer fields (ist[i, .])
 (I_KIND, I_BASE, I_NPG, I_CAP, I_HAS, I_TOK, I_NTOK, I_TSTART, I_NUSED, I_VCNT, I_VMISS,
  I_NHIST, I_NPEND, I_MCUR, I_MNEXT, I_MNEXTAT, I_M, I_W, I_A1, I_HOR, I_NB, I_VUSED, I_APX,
- I_NAPX, I_ABORT, I_SIMOK, I_LLEN, I_LTOK, I_EVID, I_LWIN) = range(30)
-N_I = 30
-# I_APX, the log-losses' mode (:func:`_certify`): EXACT (may turn BOUNDED), BOUNDED, or
-# EXACT_ONLY (a rerun after a bound failed); I_NAPX counts the token ends scored in BOUNDED
+ I_NAPX, I_ABORT, I_SIMOK, I_LLEN, I_LTOK, I_EVID, I_LWIN, I_NBAPX) = range(31)
+N_I = 31
+# I_APX, the log-losses' mode (:func:`_certify`): EXACT (may turn BETA or BOUNDED), BETA
+# (token-match's β rows bounded, β decided, the memories' rows exact; may turn BOUNDED),
+# BOUNDED, or EXACT_ONLY (a rerun after a bound failed); I_NAPX counts the token ends scored in
+# BOUNDED mode, I_NBAPX those in BETA mode;
 # mode; ist[0, I_ABORT] is set when a bound no longer decides the weights (the run is redone)
-EXACT, BOUNDED, EXACT_ONLY = 0, 1, -1
+EXACT, BOUNDED, BETA, EXACT_ONLY = 0, 1, 2, -1
 # per-instance float fields (fst[i, .]): decays λ_j, prior, shrink, alpha, losses L_j, N_j,
 # totals Σ_q D_jq, token-match's β losses; for BOUNDED mode the radius of the losses, its
 # growth per token end, the certified weights w_j and β, and the margin to enter it
@@ -117,7 +122,8 @@ F_RAD, F_RHO, F_CW, F_CB, F_ENTER = 16, 17, 18, 20, 21
 # outside (one per token, the row's 1 − x raised to P − npg when paid), and the threshold
 # below which the outside product is paid
 F_PIN, F_POUT, F_THOUT = 22, 29, 36
-N_F = 37
+F_BENTER = 37  # the margin to turn BETA (:data:`BETA_ENTER`)
+N_F = 38
 # per-instance page rows (ipg[i, ., local page])
 # R_SORT, R_INL, R_CAND: the ordered scan of the victim choice (:func:`_choose`)
 (R_USED, R_ULIST, R_VRES, R_VLIST, R_VPOS, R_VLAST, R_LASTTOK, R_BEFORE, R_PEND, R_STAMP, R_SORT,
@@ -733,14 +739,30 @@ def _beta_rows_bounded(fst, i, dec, mval, dc, usedl, npg, P, nb, shrink):
 
 
 @njit(cache=True, nogil=True)
-def _certify(ist, fst, i, margin):
+def _beta_decided(fst, i, margin):
+    """:func:`_certify`'s test of token-match's five β losses alone, each known within
+    ``margin / 2``; sets ``F_CB`` when they decide β."""
+    bw = 0
+    for b in range(1, 5):
+        if fst[i, F_BLOSS + b] < fst[i, F_BLOSS + bw]:
+            bw = b
+    th = 40.0 if bw == 0 else 746.0
+    for b in range(5):
+        if b != bw and not fst[i, F_BLOSS + b] - fst[i, F_BLOSS + bw] > th + margin:
+            return False
+    fst[i, F_CB] = _BETAS[bw]
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _certify(ist, fst, i, margin, bmargin=-1.0):
     """Whether the losses decide the posterior weights, each loss known within ``margin / 2``:
     every memory's loss above the least one's by more than 746 + margin (its weight
     exp(−gap) then rounds to 0, the least one's is exp(0) = 1, so w is exactly one-hot), and
     for token-match every β's above the least one's by more than 746 + margin, or, when the
     least is β = 0's, by more than 40 + margin (the others' weights then sum below 4e-17,
     the mean β below ``BETA_OFF`` = 1e-9, so β = 0). Sets the weights and β decided
-    (``F_CW``, ``F_CB``)."""
+    (``F_CW``, ``F_CB``). ``bmargin``: the β losses' margin (by default ``margin``)."""
     M = ist[i, I_M]
     win = 0
     for j in range(1, M):
@@ -749,16 +771,8 @@ def _certify(ist, fst, i, margin):
     for j in range(M):
         if j != win and not fst[i, F_LOSS + j] - fst[i, F_LOSS + win] > 746.0 + margin:
             return False
-    if ist[i, I_KIND] == MATCH:
-        bw = 0
-        for b in range(1, 5):
-            if fst[i, F_BLOSS + b] < fst[i, F_BLOSS + bw]:
-                bw = b
-        th = 40.0 if bw == 0 else 746.0
-        for b in range(5):
-            if b != bw and not fst[i, F_BLOSS + b] - fst[i, F_BLOSS + bw] > th + margin:
-                return False
-        fst[i, F_CB] = _BETAS[bw]
+    if ist[i, I_KIND] == MATCH and not _beta_decided(fst, i, margin if bmargin < 0 else bmargin):
+        return False
     for j in range(M):
         fst[i, F_CW + j] = 1.0 if j == win else 0.0
     return True
@@ -767,7 +781,9 @@ def _certify(ist, fst, i, margin):
 @njit(cache=True, nogil=True)
 def _losses_paid(ist, fst, i, P):
     """After a token end's log-losses: an EXACT instance turns BOUNDED once its losses decide
-    the weights by ``F_ENTER`` more than needed; a BOUNDED one widens its radius by the rows'
+    the weights by ``F_ENTER`` more than needed, and a token-match one whose β losses alone
+    decide β so turns BETA (its β rows bounded from the next token end, its memories' still
+    exact, until they decide the weights too); a BETA or BOUNDED one widens its radius by the rows'
     error bound and the subtraction's rounding (2u·|L| for the reference's and its own), and
     stops the run (``ist[0, I_ABORT]``: :func:`execute` redoes it EXACT_ONLY) when the
     weights are no longer decided. (It and :func:`_certify` take the two arrays they read,
@@ -775,9 +791,13 @@ def _losses_paid(ist, fst, i, P):
     mode = ist[i, I_APX]
     if mode == EXACT_ONLY:
         return
+    enter = fst[i, F_ENTER]
     if mode == EXACT:
-        if _certify(ist, fst, i, fst[i, F_ENTER]):
+        if _certify(ist, fst, i, enter):
             ist[i, I_APX] = BOUNDED
+            fst[i, F_RAD] = 0.0
+        elif ist[i, I_KIND] == MATCH and _beta_decided(fst, i, fst[i, F_BENTER]):
+            ist[i, I_APX] = BETA
             fst[i, F_RAD] = 0.0
         return
     # a loss kept as products owes at most 2·OWE (:func:`_owe`): the losses as paid, each
@@ -785,14 +805,26 @@ def _losses_paid(ist, fst, i, P):
     # paid in full and certified again
     owe = 2.0 * OWE if ist[i, I_NPG] <= DEFER else 0.0
     big = 0.0
-    for j in range(ist[i, I_M]):
-        big = max(big, abs(fst[i, F_LOSS + j]))
+    if mode == BOUNDED:
+        for j in range(ist[i, I_M]):
+            big = max(big, abs(fst[i, F_LOSS + j]))
     if ist[i, I_KIND] == MATCH:
         for b in range(5):
             big = max(big, abs(fst[i, F_BLOSS + b]))
     fst[i, F_RAD] += fst[i, F_RHO] + 4.5e-16 * (big + owe)
-    ist[i, I_NAPX] += 1
     margin = 2.0 * fst[i, F_RAD]
+    if mode == BETA:  # β's losses bounded, the memories' exact
+        ist[i, I_NBAPX] += 1
+        if not _beta_decided(fst, i, margin + owe):
+            if owe > 0.0:
+                _pay(ist, fst, i, P - ist[i, I_NPG])
+            if not _beta_decided(fst, i, margin):
+                ist[0, I_ABORT] = 1
+                return
+        if _certify(ist, fst, i, enter, enter + margin + owe):
+            ist[i, I_APX] = BOUNDED
+        return
+    ist[i, I_NAPX] += 1
     if _certify(ist, fst, i, margin + owe):
         return
     if owe > 0.0:
@@ -822,6 +854,7 @@ def _decay_end(S, i, P):
     # BOUNDED: pi feeds only the bounded sums, so it may be rounded differently (a product
     # by 1/den instead of a quotient: within 4u of the quotient, inside F_RHO)
     bounded = ist[i, I_APX] == BOUNDED
+    bbounded = bounded or ist[i, I_APX] == BETA  # the β rows bounded
     for j in range(M):
         N = fst[i, F_N + j]
         bj = fst[i, F_TOT + j] / (N * P) if N > 0 else 0.0
@@ -857,7 +890,7 @@ def _decay_end(S, i, P):
                 d = d + w[1] * pi[1, loc]
             dec[loc] = d
             mval[loc] = _match_value(S, i, 0, m, loc)
-        if bounded:
+        if bbounded:
             _beta_rows_bounded(fst, i, dec, mval, dc, usedl, npg, P, nb, shrink)
         else:
             for b in range(5):
@@ -1040,7 +1073,8 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K, virt):
             c2[j] = prior * (t2 / (n2 * P))
             den2[j] = n2 + prior
         if kind == MATCH:
-            beta = fst[i, F_CB] if bounded else _beta(fst, i, wb)
+            decided = bounded or ist[i, I_APX] == BETA
+            beta = fst[i, F_CB] if decided else _beta(fst, i, wb)
             if beta > 0.0 and ist[i, I_MNEXTAT] != ist[i, I_NUSED]:
                 ist[i, I_MNEXT] = (_match(ist, ipg, S[6], S[7], S[8], S[12], i, 1)
                                    if ist[i, I_NUSED] else 0)
@@ -1420,6 +1454,7 @@ def _fill(ist, fst, i, pol, kind, base, npg, cap, P, enter) -> None:
     ist[i, I_KIND], ist[i, I_BASE], ist[i, I_NPG], ist[i, I_CAP] = kind, base, npg, cap
     ist[i, I_APX] = EXACT if enter is not None else EXACT_ONLY
     fst[i, F_ENTER] = enter if enter is not None else 0.0
+    fst[i, F_BENTER] = max(fst[i, F_ENTER], BETA_ENTER)
     fst[i, F_RHO] = rho(P)
     owing(fst, i, npg, P)
     ist[i, I_NTOK] = -1
@@ -1463,6 +1498,15 @@ def rho(P: int) -> float:
 #: 2 of them did, and at 0 the benchmark run did (benchmarks/README.md, "Two margins"). The
 #: wide margin stays as the second try, so a failure costs one run more than before at most.
 ENTER = (50.0, 500.0)
+
+#: the margin beyond :func:`_certify`'s β thresholds by which token-match's exact β losses must
+#: decide β before its β rows alone are bounded, the memories' still exact (BETA mode), at least
+#: the run's margin of :data:`ENTER`. A bound failing there redoes the run as one failing in
+#: BOUNDED mode does, so it keeps the first margin of the ladder even where a test lowers
+#: ENTER: with 0 for both, 20 of the 24 runs of ``bench_token_bounds.py --safety --first 0``
+#: failed (2 at 5, none at 50). On the benchmark trace token-match-dist spends 62,630 token
+#: ends in BETA mode with 50, 22,355 with 100, none with 200 (its memories decide first).
+BETA_ENTER = 50.0
 
 #: the ``route`` argument of :func:`token_kernel` for a run without routing
 _NO_ROUTE = (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior())
@@ -1530,7 +1574,8 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
     (:func:`_losses_paid`); if a bound stops deciding them the run is redone with the next
     margin, and after the last with exact sums throughout, so the decisions are the reference's
     either way. ``info``, if given, receives ``bounded`` (the token ends scored within a bound,
-    in the run returned), ``redone`` (whether a bound failed) and ``enter`` (the margin of the
+    in the run returned), ``beta_bounded`` (token-match's token ends with only its β rows
+    within a bound, BETA mode), ``redone`` (whether a bound failed) and ``enter`` (the margin of the
     run returned, None for exact sums).
 
     A routed run (:func:`paging.fast.routing.run_routed`) gives ``route`` (the kernel's) and
@@ -1569,6 +1614,7 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
         served[:] = pages
     if info is not None:
         info["bounded"] = int(S[0][:, I_NAPX].sum())
+        info["beta_bounded"] = int(S[0][:, I_NBAPX].sum())
         info["redone"] = redone
         info["enter"] = enter
     if policy is not None and kind == ROBUST and not dist:

@@ -217,8 +217,25 @@ def test_bounded_runs_are_the_references(monkeypatch, name, n, L, tokens, seed, 
     (info,) = infos
     if what == "bounded":
         assert info["bounded"] > tokens // 4 and not info["redone"] and info["enter"] == 0.0
+        # token-match's β losses decide β before its memories' decide the weights: BETA mode
+        # (β rows bounded, the memories' exact) in between, at BETA_ENTER's margin
+        assert (info["beta_bounded"] > 0) == ("match" in name)
     else:
         assert info["redone"] and info["bounded"] == 0 and info["enter"] is None
+
+
+def test_a_bound_failing_in_beta_mode_redoes_the_run(monkeypatch):
+    """With no margin to enter BETA mode either, token-match-dist's β bound fails on a case
+    of RUNS that stays BOUNDED with BETA_ENTER's margin: the run is redone exactly, with the
+    reference's decisions."""
+    trace = generators.zipf(n=32, layers=4, tokens=2000, seed=0)
+    ref = simulate(trace, make_policy("token-match-dist"), 42, record=True, engine="reference")
+    infos = _bounded_runs(monkeypatch)
+    monkeypatch.setattr(T, "BETA_ENTER", 0.0)
+    got = simulate(trace, make_policy("token-match-dist"), 42, record=True, engine="fast")
+    assert_same(ref, got)
+    (info,) = infos
+    assert info["redone"] and info["enter"] is None
 
 
 def test_a_failed_bound_is_redone_with_the_next_margin(monkeypatch):
@@ -243,6 +260,6 @@ def test_exact_sums_when_asked(monkeypatch):
     a = T.execute(trace, plan, one, 42, 2)
     b = T.execute(trace, plan, one, 42, 2, bounded=False)
     assert infos[0]["bounded"] > 0
-    assert infos[1] == {"bounded": 0, "redone": False, "enter": None}
+    assert infos[1] == {"bounded": 0, "beta_bounded": 0, "redone": False, "enter": None}
     assert a[0] == b[0] and np.array_equal(a[3], b[3])
     assert np.array_equal(a[4][:a[5]], b[4][:b[5]])
