@@ -74,7 +74,8 @@ and log-losses (5 more log-loss rows for token-match), O(universe·max_age) for 
 per eviction O(k) candidate scores (BOUNDED with one visit per token and β = 0: O(k) marks,
 one insertion into a sorted list, and the few scores of an ordered scan, :func:`_choose`);
 token-match adds O(window) per page first used in a token (only past 4 used pages) and
-O(window·neighbours) per match.
+O(window·neighbours) per match, O(neighbours) for a token of one page (its ring of uses,
+:func:`_match_one`).
 """
 
 from __future__ import annotations
@@ -129,6 +130,10 @@ N_F = 38
 (R_USED, R_ULIST, R_VRES, R_VLIST, R_VPOS, R_VLAST, R_LASTTOK, R_BEFORE, R_PEND, R_STAMP, R_SORT,
  R_INL, R_CAND) = range(13)
 N_R = 13
+# token-match: then per page the count of its uses in the history (R_NOCC) and a ring of the
+# tokens of its last neighbours + 1 uses (R_OCC...; :func:`_match`'s one-page case)
+R_NOCC = N_R
+R_OCC = N_R + 1
 
 
 @njit(cache=True, nogil=True)
@@ -504,6 +509,8 @@ def _match(ist, ipg, hist, sim, mcols, histt, i, which):
         return 0
     lo = max(0, n - W)
     m = min(ist[i, I_NB], n - 1 - lo)
+    if nu == 1:
+        return _match_one(ipg, mcols, i, which, ul[0], n, lo, m, W, ist[i, I_NB] + 1)
     # the m largest keys (similarity, recency), descending: scanned from the latest token
     # back, a token enters only with a strictly larger similarity (of equal ones the later
     # ranks first), and the scan stops once the m kept all reach |U|, the largest possible
@@ -542,6 +549,44 @@ def _match(ist, ipg, hist, sim, mcols, histt, i, which):
             col -= 1
     if topv[0] == 0:  # no overlap at all
         return 0
+    for r in range(m):
+        mcols[i, which, r] = (tops[r] + 1) % W
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _match_one(ipg, mcols, i, which, q, n, lo, m, W, ring):
+    """:func:`_match` for a token of one page q, from q's ring of uses instead of a scan: the
+    similarities are then 1 (tokens s that used q) or 0, so the scan's m largest keys
+    (similarity, recency) are q's last uses in lo..n−2, latest first, up to m, then, if fewer,
+    the latest tokens of lo..n−2 that did not use q (those the scan keeps: a 0 enters only
+    while fewer than m are kept, and a later 1 pushes out the earliest 0); no use at all is
+    no match. The ring holds q's last ``ring`` = neighbours + 1 uses: the ended token's own
+    use (n − 1) and m more at most."""
+    tops = mcols[i, 3]
+    c = 0
+    cnt = ipg[i, R_NOCC, q]
+    for t in range(min(cnt, ring)):
+        s = ipg[i, R_OCC + (cnt - 1 - t) % ring, q]
+        if s > n - 2:
+            continue
+        if s < lo or c == m:
+            break
+        tops[c] = s
+        c += 1
+    if c == 0:
+        return 0
+    if c < m:  # the latest tokens without q, skipping its uses (tops[:c], descending)
+        k = c
+        j = 0
+        s = n - 2
+        while k < m:
+            if j < c and tops[j] == s:
+                j += 1
+            else:
+                tops[k] = s
+                k += 1
+            s -= 1
     for r in range(m):
         mcols[i, which, r] = (tops[r] + 1) % W
     return m
@@ -933,10 +978,16 @@ def _decay_end(S, i, P):
         W = ist[i, I_W]
         col = ist[i, I_NHIST] % W
         histt = S[12]
+        ring = ist[i, I_NB] + 1
         for loc in range(npg):
             u = ipg[i, R_USED, loc]
             hist[i, loc, col] = u
             histt[i, col, loc] = u
+        for j in range(ist[i, I_NUSED]):  # the token's pages: their rings of uses
+            loc = ipg[i, R_ULIST, j]
+            c = ipg[i, R_NOCC, loc]
+            ipg[i, R_OCC + c % ring, loc] = ist[i, I_NHIST]
+            ipg[i, R_NOCC, loc] = c + 1
         ist[i, I_NHIST] += 1
         ist[i, I_MCUR] = _match(ist, ipg, hist, S[7], S[8], histt, i, 0)
 
@@ -1539,7 +1590,7 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool,
     fst = np.zeros((I, N_F), np.float64)
     for i, pol, k, q in members:
         _fill(ist, fst, i, pol, k, q * n if dist else 0, npg, int(caps[q]), P, enter)
-    ipg = np.zeros((I, N_R, npg), np.int64)
+    ipg = np.zeros((I, R_OCC + NB + 1, npg), np.int64)
     ipg[:, R_LASTTOK] = _NEVER
     ipg[:, R_BEFORE] = _NEVER
     fpg = np.zeros((I, 2, npg) if kinds & {DECAY, MATCH} else (I, 2, 1))
@@ -1574,9 +1625,10 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
     (:func:`_losses_paid`); if a bound stops deciding them the run is redone with the next
     margin, and after the last with exact sums throughout, so the decisions are the reference's
     either way. ``info``, if given, receives ``bounded`` (the token ends scored within a bound,
-    in the run returned), ``beta_bounded`` (token-match's token ends with only its β rows
-    within a bound, BETA mode), ``redone`` (whether a bound failed) and ``enter`` (the margin of the
-    run returned, None for exact sums).
+    in the run returned), ``beta_bounded`` (token-match's token ends with only its β rows within
+    a bound, BETA mode), ``losses`` and ``beta_losses`` (each instance's log-losses at the end,
+    rows of :func:`setup`'s instances), ``redone`` (whether a bound failed) and ``enter`` (the
+    margin of the run returned, None for exact sums).
 
     A routed run (:func:`paging.fast.routing.run_routed`) gives ``route`` (the kernel's) and
     ``served``, an array of the trace's length that receives the served pages (the kernel
@@ -1615,6 +1667,10 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
     if info is not None:
         info["bounded"] = int(S[0][:, I_NAPX].sum())
         info["beta_bounded"] = int(S[0][:, I_NBAPX].sum())
+        # each instance's log-losses at the end (exact in a run with exact sums; within the
+        # radius, less what its kept products owe, in a bounded one)
+        info["losses"] = S[1][:, F_LOSS:F_LOSS + 2].copy()
+        info["beta_losses"] = S[1][:, F_BLOSS:F_BLOSS + 5].copy()
         info["redone"] = redone
         info["enter"] = enter
     if policy is not None and kind == ROBUST and not dist:

@@ -14,6 +14,7 @@ from strategies import round_traces, topk_traces
 from test_kernels import assert_same
 
 from paging import fast
+from paging.fast import tokens
 from paging.fast.tokens import pairwise, pairwise_runs, supports
 from paging.layout import Layout
 from paging.policies import PerLayer, make_policy
@@ -23,6 +24,7 @@ from paging.policies.match import TokenMatch
 from paging.policies.robust import NeverSwitch, Robust
 from paging.simulate import simulate
 from paging.trace import from_pages, from_routing
+from paging.weights import unit_sizes
 
 COMPONENTS = ("token-hazard", "token-decay", "token-match", "lru")
 
@@ -123,6 +125,40 @@ def test_byte_budgets(name, run):
         ref = simulate(trace, name, budget=cap, sizes=sizes, record=True, engine="reference")
         got = simulate(trace, name, budget=cap, sizes=sizes, record=True, engine="fast")
         assert_same(ref, got)
+
+
+@settings(deadline=None)
+@given(data=st.data())
+def test_one_page_tokens_match_as_the_reference(data):
+    """A token of one page (every token of a ``-dist`` instance in rounds mode with top-1
+    routing, or of a one-layer layout) is matched from the page's ring of uses, not by a scan
+    of the history: the neighbours chosen are the reference's, as its β losses show, which
+    every match feeds (compared bit for bit at the end of a run with exact sums; windows of
+    2..6 tokens and 1..4 neighbours, so the window's edge and too few uses both occur)."""
+    n = data.draw(st.integers(2, 6))
+    L = data.draw(st.integers(1, 3))
+    T = data.draw(st.integers(2, 60))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    # few repeating patterns, so that uses recur (and β moves)
+    pats = rng.integers(0, n, (data.draw(st.integers(1, 3)), L, 1))
+    table = pats[rng.integers(0, len(pats), T)]
+    table[rng.random(T) < 0.2] = rng.integers(0, n, (1, L, 1))
+    trace = from_routing(table, Layout(n, L), expand="rounds")
+    W, nb = data.draw(st.integers(2, 6)), data.draw(st.integers(1, 4))
+    dist = L > 1 or data.draw(st.booleans())
+    spec = f"token-match{'-dist' if dist else ''}:window={W},neighbours={nb}"
+    factory = (lambda: PerLayer(lambda: TokenMatch(window=W, neighbours=nb))) if dist else (
+        lambda: TokenMatch(window=W, neighbours=nb))
+    k = data.draw(st.integers(1, n * L))
+    ref = factory()
+    simulate(trace, ref, k, engine="reference")
+    info: dict = {}
+    tokens.execute(trace, fast.plan(factory()), unit_sizes(trace.layout.n_pages), k, 0,
+                   bounded=False, info=info)
+    subs = ref.subs if dist else [ref]
+    assert len(subs) == len(info["beta_losses"]), spec
+    for q, sub in enumerate(subs):
+        assert np.array_equal(info["beta_losses"][q], sub.beta_loss), (q, spec)
 
 
 def test_pairwise_is_numpys_sum():
