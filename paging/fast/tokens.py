@@ -110,8 +110,8 @@ N_I = 31
 # I_APX, the log-losses' mode (:func:`_certify`): EXACT (may turn BETA or BOUNDED), BETA
 # (token-match's β rows bounded, β decided, the memories' rows exact; may turn BOUNDED),
 # BOUNDED, or EXACT_ONLY (a rerun after a bound failed); I_NAPX counts the token ends scored in
-# BOUNDED mode, I_NBAPX those in BETA mode;
-# mode; ist[0, I_ABORT] is set when a bound no longer decides the weights (the run is redone)
+# BOUNDED mode, I_NBAPX those in BETA mode; ist[0, I_ABORT] is set when a bound no longer
+# decides the weights (the run is redone)
 EXACT, BOUNDED, BETA, EXACT_ONLY = 0, 1, 2, -1
 # per-instance float fields (fst[i, .]): decays λ_j, prior, shrink, alpha, losses L_j, N_j,
 # totals Σ_q D_jq, token-match's β losses; for BOUNDED mode the radius of the losses, its
