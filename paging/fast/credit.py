@@ -172,6 +172,17 @@ def credit_state(n_experts: int, n_layers: int, caps: np.ndarray, dist: bool, ki
     return _credit_cold(int(n_experts), int(n_layers), caps, bool(dist), kind == LAYERED)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _rate(kind, f, c, s):
+    """A page's credit over L when requested: GDSF's frequency·cost/size, GreedyDual's cost,
+    Landlord's (and Layered Landlord's) cost/size."""
+    if kind == GDSF:
+        return f * c / s
+    if kind == GREEDY_DUAL:
+        return c
+    return c / s
+
+
 def _credit(CARRIED):
     """The credit kernel starting from the ``state`` given (``CARRIED``), else from a cold
     one of its own (``state`` unread; a whole run's arrays are then its own, as LeCaR's,
@@ -239,12 +250,7 @@ def _credit(CARRIED):
                     hit_mask[t] = True
                 if kind == GDSF:
                     freq[p] += 1
-                    rate = freq[p] * costs[p] / sizes[p]
-                elif kind == GREEDY_DUAL:
-                    rate = costs[p]
-                else:
-                    rate = costs[p] / sizes[p]
-                h = infl[q] + rate
+                h = infl[q] + _rate(kind, freq[p], costs[p], sizes[p])
                 credit[p] = h
                 last[p] = t0 + t
                 last_step[p] = s
@@ -326,13 +332,7 @@ def _credit(CARRIED):
                 for a in range(n_aside):
                     _push(hk, ht, hp, pos, base, hs, q, aside_p[a], aside_k[a], aside_t[a])
             freq[p] = 1
-            if kind == GDSF:
-                rate = freq[p] * costs[p] / sizes[p]
-            elif kind == GREEDY_DUAL:
-                rate = costs[p]
-            else:
-                rate = costs[p] / sizes[p]
-            h = infl[q] + rate
+            h = infl[q] + _rate(kind, freq[p], costs[p], sizes[p])
             credit[p] = h
             last[p] = t0 + t
             last_step[p] = s

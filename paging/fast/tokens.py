@@ -55,19 +55,18 @@ and the weights are certified again after every token end with that radius as th
 (:func:`_certify`). An instance of at most :data:`DEFER` pages (a ``-dist`` one of a few
 experts) does not even take those logarithms per token: each row is kept as two products, its
 factors inside the instance and its one factor outside, and a product's logarithm is paid into
-the loss only when it falls below e^-OWE (:func:`_owe`; on the benchmark trace a row's inside
-product is paid about once in 19 token ends); the losses as paid then owe at most 2·OWE, so they
-are certified with 2·OWE more to spare, and paid in full and certified again when that fails.
-token-match's β losses often decide β long before its memories' losses decide the weights: from
-then (with :data:`BETA_ENTER` to spare) its β rows alone are bounded, the memories' still exact,
-and so is β in its victim choices (BETA mode, until the memories too are decided). Victims read
-the certified weights, which are exactly the ones the reference computes from its own losses; if
-a certificate fails (the losses come back within reach of each other), the run stops and
-:func:`execute` redoes it with the next, wider margin, and after the last with exact sums
-throughout (at most two extra runs; ``bounded=False`` asks for exact sums from the start). On
-the shipped routing files the losses never separate that far (their sequences are a few hundred
-tokens), so those runs are exact throughout; on long stationary traces the mode starts after a
-few hundred tokens (``tests/property/test_token_bounds.py``).
+the loss only when it falls below e^-OWE (:func:`_owe`); the losses as paid then owe at most
+2·OWE, so they are certified with 2·OWE more to spare, and paid in full and certified again when
+that fails. token-match's β losses often decide β long before its memories' losses decide the
+weights: from then (with :data:`BETA_ENTER` to spare) its β rows alone are bounded, the
+memories' still exact, and so is β in its victim choices (BETA mode, until the memories too are
+decided). Victims read the certified weights, which are exactly the ones the reference computes
+from its own losses; if a certificate fails (the losses come back within reach of each other),
+the run stops and :func:`execute` redoes it with the next, wider margin, and after the last with
+exact sums throughout (at most two extra runs; ``bounded=False`` asks for exact sums from the
+start). On the shipped routing files the losses never separate that far (their sequences are a
+few hundred tokens), so those runs are exact throughout; on long stationary traces the mode
+starts after a few hundred tokens (``tests/property/test_token_bounds.py``).
 
 Cost per request: O(1) for a hit; per token (per instance) O(nℓ) for token-decay's estimates
 and log-losses (5 more log-loss rows for token-match), O(universe·max_age) for token-hazard;
@@ -1556,7 +1555,7 @@ ENTER = (50.0, 500.0)
 #: BOUNDED mode does, so it keeps the first margin of the ladder even where a test lowers
 #: ENTER: with 0 for both, 20 of the 24 runs of ``bench_token_bounds.py --safety --first 0``
 #: failed (2 at 5, none at 50). On the benchmark trace token-match-dist spends 62,630 token
-#: ends in BETA mode with 50, 22,355 with 100, none with 200 (its memories decide first).
+#: ends in BETA mode (``bench_token_bounds.py``, "β only").
 BETA_ENTER = 50.0
 
 #: the ``route`` argument of :func:`token_kernel` for a run without routing
@@ -1626,8 +1625,8 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
     margin, and after the last with exact sums throughout, so the decisions are the reference's
     either way. ``info``, if given, receives ``bounded`` (the token ends scored within a bound,
     in the run returned), ``beta_bounded`` (token-match's token ends with only its β rows within
-    a bound, BETA mode), ``losses`` and ``beta_losses`` (each instance's log-losses at the end,
-    rows of :func:`setup`'s instances), ``redone`` (whether a bound failed) and ``enter`` (the
+    a bound, BETA mode), ``beta_losses`` (each instance's β log-losses at the end, rows of
+    :func:`setup`'s instances), ``redone`` (whether a bound failed) and ``enter`` (the
     margin of the run returned, None for exact sums).
 
     A routed run (:func:`paging.fast.routing.run_routed`) gives ``route`` (the kernel's) and
@@ -1667,9 +1666,8 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
     if info is not None:
         info["bounded"] = int(S[0][:, I_NAPX].sum())
         info["beta_bounded"] = int(S[0][:, I_NBAPX].sum())
-        # each instance's log-losses at the end (exact in a run with exact sums; within the
-        # radius, less what its kept products owe, in a bounded one)
-        info["losses"] = S[1][:, F_LOSS:F_LOSS + 2].copy()
+        # token-match's β losses of each instance at the end (exact in a run with exact sums;
+        # within the radius, less what its kept products owe, in a bounded one)
         info["beta_losses"] = S[1][:, F_BLOSS:F_BLOSS + 5].copy()
         info["redone"] = redone
         info["enter"] = enter
