@@ -25,6 +25,10 @@ from numba import njit
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+#: request outcomes of the phase kernels (:mod:`paging.fast.phases`, the token kernel's
+#: phases): what ``MissStats`` reads after the run
+HIT, FETCHED, DROPPED, SUBSTITUTED = 0, 1, 2, 3
+
 
 @intrinsic
 def borrow(typingctx, a):

@@ -161,6 +161,9 @@ from paging.fast.adaptive import (
     _unlink,
 )
 from paging.fast.common import (
+    DROPPED,
+    FETCHED,
+    SUBSTITUTED,
     append,
     borrow,
     hold,
@@ -223,8 +226,6 @@ MARK_SCAN = 300
 ARC_SCAN = 400
 LECAR_SCAN = 401
 
-#: request outcomes of the kernel (MissStats reads them after the run)
-HIT, FETCHED, DROPPED, SUBSTITUTED = 0, 1, 2, 3
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -1188,21 +1189,25 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     A configuration the reference loop refuses (a handler that needs gate scores on a trace
     without them, ...) is unsupported here too, so that the reference gives its error."""
     from paging import fast
+    from paging.fast.tokens import ROBUST
     from paging.miss import Drop, FetchLowestBit, FetchPriority, MissHandler, Substitute
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
-    if spec is None or not (spec[0] in ("list", "credit", "marking", "heap", "adaptive")
-                            or spec[0] == "predictive"):
+    if spec is None or spec[0] not in ("list", "credit", "marking", "heap", "adaptive",
+                                       "predictive", "token"):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
                 "(the list policies, LFU, LHU, Belady, the credit policies, Marking, ARC, "
-                "LeCaR, Score-Based and the prediction policies do: lru, fifo, fwf, llru, fld, "
-                "least-stale, lfu, lhu, belady, greedy-dual, landlord, gdsf, layered-landlord, "
-                "marking, arc, lecar, score-based, blind-oracle, predictive-marker, lmarker, "
-                "robust-blind-oracle, ...)")
+                "LeCaR, Score-Based, the prediction policies and the token policies do: lru, "
+                "fifo, fwf, llru, fld, least-stale, lfu, lhu, belady, greedy-dual, landlord, "
+                "gdsf, layered-landlord, marking, arc, lecar, score-based, blind-oracle, "
+                "predictive-marker, lmarker, robust-blind-oracle, token-hazard, token-decay, "
+                "token-match, ...)")
     if prefetch is not None:
         if type(prefetch) is not Prefetcher:
             return f"prefetcher {type(prefetch).__name__} is not the built-in Prefetcher"
+        if spec[0] == "token" and spec[1] == ROBUST:  # the reference raises at its first one
+            return f"{policy.name} refuses prefetching (its virtual caches follow requests)"
     if miss is not None:
         if type(miss) not in (MissHandler, FetchLowestBit, FetchPriority, Drop, Substitute):
             return f"miss handler {type(miss).__name__} is not a built-in handler"
@@ -1352,17 +1357,27 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         pf_pages = np.zeros(0, np.int64)
     pf_size = unit_sizes(P) if sizes is None else sizes
     act, lvl, substitute, level_slots = _miss_plan(trace, miss)
-    caps = fast._caps(trace.layout, int(capacity), dist)
-    inputs = policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed,
-                           N + pf_pages.size)
+    if spec[0] == "token":  # the token policies' own kernel, with the same phases
+        from paging.fast.tokens import execute
+
+        out = execute(trace, spec, slots, int(capacity), level, policy, phases=(
+            pf_start, pf_pages, np.array(pf_size, dtype=np.int64), act, lvl,
+            np.array(level_slots, dtype=np.int64), substitute))
+    else:
+        caps = fast._caps(trace.layout, int(capacity), dist)
+        inputs = policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed,
+                               N + pf_pages.size)
+        out = phase_kernel(
+            # a writable copy of the pages (a routed run writes the served ones over them),
+            # the steps read-only, as every caller passes them: one compiled signature
+            np.array(trace.pages, dtype=np.int64), trace.steps, slots, level_slots,
+            trace.layout.n_experts, trace.layout.n_layers, caps, dist, kind, level, pf_start,
+            pf_pages, pf_size, act, lvl, substitute, scan,
+            unit_costs(P) if costs is None else costs,
+            unit_sizes(P) if sizes is None else sizes, *inputs, no_route())
+        leave_state(policy, kind, dist, inputs[-2])
     (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts, pf_log,
-     n_pf_log, pf_ev, n_pf_ev) = phase_kernel(
-        # a writable copy of the pages (a routed run writes the served ones over them), the
-        # steps read-only, as every caller passes them: one compiled signature
-        np.array(trace.pages, dtype=np.int64), trace.steps, slots, level_slots,
-        trace.layout.n_experts, trace.layout.n_layers, caps, dist, kind, level, pf_start,
-        pf_pages, pf_size, act, lvl, substitute, scan, unit_costs(P) if costs is None else costs,
-        unit_sizes(P) if sizes is None else sizes, *inputs, no_route())
+     n_pf_log, pf_ev, n_pf_ev) = out
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
         page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,
@@ -1370,7 +1385,6 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         hit_mask=hit_mask if level else None,
         evictions=ev[:n_ev].copy() if level > 1 else None,
         bypassed=byp[:n_byp].copy() if level > 1 else None)
-    leave_state(policy, kind, dist, inputs[-2])
     state = _State(trace, costs, sizes)
     rec = level > 0
     pstats = PrefetchStats(*((prefetch.predicted, prefetch.predicted_right, prefetch.actual)

@@ -84,7 +84,15 @@ import math
 import numpy as np
 from numba import njit
 
-from paging.fast.common import borrow, buffers, is_grouped, route_group, route_scratch
+from paging.fast.common import (
+    DROPPED,
+    FETCHED,
+    SUBSTITUTED,
+    borrow,
+    is_grouped,
+    route_group,
+    route_scratch,
+)
 from paging.fast.lists import no_prior
 
 # kinds: the policies (``kernel = "token:KIND"``); LRU only as a component of the combiner
@@ -1306,16 +1314,31 @@ def _vserve(S, i, t, p, steps, token, n_experts, L, P, K, sizes):
 
 @njit(cache=True, nogil=True)
 def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
-                 dist, robust, margins, S, record, leader, switches, route):
+                 dist, robust, margins, S, record, leader, switches, route, phases):
     """Replay ``pages`` under the instances of ``S`` (built by :func:`setup`): a token policy
     (``robust`` False: instance q serves partition q) or the combiner (instances 2q, 2q + 1 are
     partition q's components; ``margins[q]`` its h; ``leader[q]`` and ``switches[q]``, zeros
-    on entry, end as the partition's ``Robust.leader`` and ``Robust.switches``). Returns the
-    tuple of :mod:`paging.fast.common`.
+    on entry, end as the partition's ``Robust.leader`` and ``Robust.switches``).
 
     ``route`` = ``(order, m, j, cp)`` (:func:`paging.fast.routing.run_routed`; ``m`` empty: no
     routing): each group is first routed by :func:`paging.fast.common.route_group` against
-    the cache as it stands, its served pages written over ``pages`` in place."""
+    the cache as it stands, its served pages written over ``pages`` in place.
+
+    ``phases`` = ``(pf_start, pf_pages, pf_size, act, lvl, level_slots, substitute)``
+    (:data:`NO_PHASES`: none), SpecMD's phases as :func:`paging.fast.phases.phase_kernel` takes
+    them: batch g of the prefetch plan, ``pf_pages[pf_start[g]:pf_start[g + 1]]``, is inserted
+    after group g with the group and the batch pinned (a resident page skipped, one no
+    eviction can make room for a skipped prefetch); the token policy hears a prefetch of x
+    after request t as ``on_prefetch(t, x)`` = ``on_insert``: the victims' advance to t's
+    token, then x used in it (the combiner refuses prefetching in the reference, so
+    :func:`paging.fast.phases.unsupported` sends it there). ``act[t]`` 1 drops a missing
+    request (the policy hears nothing), ``lvl[t]`` is its fetch level (``level_slots[lvl, p]``
+    its room), ``substitute`` serves a miss with the most requested resident unpinned expert
+    of its layer (ties to the lower id), which the policy hears as a hit.
+
+    Returns the tuple of :func:`paging.fast.phases.phase_kernel`: the eight of
+    :mod:`paging.fast.common`, then ``outcome``, ``subst``, ``pf_counts``, the prefetch log
+    and the prefetch-eviction log (empty without phases)."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
@@ -1325,29 +1348,54 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
          borrow(S[6]), borrow(S[7]), borrow(S[8]), borrow(S[9]), borrow(S[10]), borrow(S[11]),
          borrow(S[12]))
     pages, steps, token, sizes = borrow(pages), borrow(steps), borrow(token), borrow(sizes)
+    pf_start, pf_pages, pf_size, act, lvl, level_slots, substitute = phases
+    has_pf = pf_start.size > 0
+    n_pf = pf_pages.size
+    handled = act.size > 0
+    leveled = lvl.size > 0
     ist = S[0]
     layer_of = S[11]
     nparts = caps.size
     resident = np.zeros(P, np.bool_)
+    room = np.zeros(P, np.int64)  # what each resident page takes of its partition
     used_c = np.zeros(nparts, np.int64)
     clist = np.zeros((nparts, P), np.int64)
     cpos = np.zeros(P, np.int64)
     ccount = np.zeros(nparts, np.int64)
     pin = np.full(P, -1, np.int64)
+    hseen = np.full(P, -1, np.int64)  # pinned pages counted once by the bypass rule
     evicted_pass = np.full(P, -1, np.int64)
     page_miss = np.zeros(P, np.int64)
     cands = np.zeros(P, np.int64)
     rlast = np.full(P, -1, np.int64)       # the combiner's last request of each page
     seen = np.full(nparts, -1, np.int64)   # the last request its components served
-    hit_mask, ev, byp = buffers(n, record)
+    requested = np.zeros(P if substitute else 0, np.int64)  # the substitute's request counts
+    pending = np.zeros(P if has_pf else 0, np.bool_)  # prefetched, not requested since
+    hit_mask = np.zeros(n if record >= 1 else 0, np.bool_)
+    ev = np.zeros((n + n_pf if record >= 2 else 0, 2), np.int64)
+    byp = np.zeros(n if record >= 2 else 0, np.int64)
+    outcome = np.zeros(n if (record >= 1 or handled or substitute or leveled) else 0, np.int8)
+    subst = np.full(n if substitute else 0, -1, np.int64)
+    pf_log = np.zeros((n_pf if record >= 1 else 0, 2), np.int64)
+    pf_ev = np.zeros((n + n_pf if record >= 1 and has_pf else 0, 2), np.int64)
     misses = 0
     coll = 0
     n_ev = 0
     n_byp = 0
+    n_pf_log = 0
+    n_pf_ev = 0
+    prefetches = 0
+    useful = 0
+    wasted = 0
+    skipped = 0
+    pf_bytes = 0
     grouped = is_grouped(steps)
     prev_s = -1
     g_start = 0
     g_end = 0
+    stamp = -2  # the pin stamp of the pages pinned now (-2: none, rounds mode)
+    next_stamp = 0
+    hstamp = 0
     r_order, r_m, r_j, r_cp = route
     routed = r_m.size > 0
     r_rank, r_pos, r_taken, r_zz = route_scratch(n_experts)
@@ -1360,110 +1408,206 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
         if s != prev_s:
             prev_s = s
             group += 1
-            if routed:  # the group's served experts, chosen against the cache as it stands
-                j = t
+            j = t + 1
+            if grouped or has_pf or routed:
                 while j < n and steps[j] == s:
                     j += 1
+            g_start = t
+            g_end = j
+            if routed:  # the group's served experts, chosen against the cache as it stands
                 route_group(pages, t, j - t, (s % L) * n_experts, n_experts, group, r_order,
                             r_m[group], r_j, j - t, resident, r_rank, r_taken, pages, t, r_cp,
                             r_zz, r_pos)
                 p = pages[t]
             if grouped:
-                j = t
-                while j < n and steps[j] == s:
-                    pin[pages[j]] = s
-                    j += 1
-                g_start = t
-                g_end = j
-        z = layer_of[p]
-        q = z if dist else 0
-        if resident[p]:
-            if record:
-                hit_mask[t] = True
-        else:
-            misses += 1
-            page_miss[p] += 1
-            now_pass = s // L
-            if evicted_pass[p] == now_pass:
-                coll += 1
-            need = sizes[p]
-            if used_c[q] + need > caps[q]:
-                held = 0
-                if grouped:
-                    for j in range(g_start, g_end):
-                        r = pages[j]
-                        if resident[r] and (not dist or layer_of[r] == z):
-                            held += sizes[r]
-                if need > caps[q] - held:
-                    if record > 1:
-                        byp[n_byp] = t
-                    n_byp += 1
-                    continue
-        # the hook of request t (hit, victims or insert; the same for the three)
-        if robust:
-            if seen[q] != t:
-                seen[q] = t
-                a = 2 * q
-                _vserve(S, a, t, p, steps, token, n_experts, L, P, K, sizes)
-                _vserve(S, a + 1, t, p, steps, token, n_experts, L, P, K, sizes)
-                rlast[p] = t
-                lead = leader[q]
-                if ist[a + lead, I_VMISS] > ist[a + 1 - lead, I_VMISS] + margins[q]:
-                    leader[q] = 1 - lead
-                    switches[q] += 1
-        elif resident[p]:
-            _touch(S, q, t, p, steps, token, n_experts, L, P)
-        else:
-            _advance(S, q, t, steps, token, n_experts, L, P)
-        if resident[p]:
-            continue
-        need = sizes[p]
-        while used_c[q] + need > caps[q]:
-            nc = 0
-            for j in range(ccount[q]):
-                v = clist[q, j]
-                if pin[v] != s:
-                    cands[nc] = v
-                    nc += 1
-            if robust:
-                lead = 2 * q + leader[q]
-                oth = 2 * q + 1 - leader[q]
-                bo = -1  # outside both virtual caches
-                bl = -1  # outside the leader's
-                ba = -1  # any
-                for j in range(nc):
-                    v = cands[j]
-                    if ba < 0 or rlast[v] < rlast[ba]:
-                        ba = v
-                    if not ipg_res(S, lead, v):
-                        if bl < 0 or rlast[v] < rlast[bl]:
-                            bl = v
-                        if not ipg_res(S, oth, v):
-                            if bo < 0 or rlast[v] < rlast[bo]:
-                                bo = v
-                victim = bo if bo >= 0 else (bl if bl >= 0 else ba)
+                stamp = next_stamp
+                next_stamp += 1
+                for j in range(g_start, g_end):
+                    pin[pages[j]] = stamp
             else:
-                victim = _choose(S, q, t, cands, nc, steps, n_experts, L, P, K, False)
-            pos = cpos[victim]
-            last = clist[q, ccount[q] - 1]
-            clist[q, pos] = last
-            cpos[last] = pos
-            ccount[q] -= 1
-            resident[victim] = False
-            used_c[q] -= sizes[victim]
-            evicted_pass[victim] = s // L
-            if record > 1:
-                ev[n_ev, 0] = t
-                ev[n_ev, 1] = victim
-                n_ev += 1
-        clist[q, ccount[q]] = p
-        cpos[p] = ccount[q]
-        ccount[q] += 1
-        resident[p] = True
-        used_c[q] += need
-        if not robust:
-            _touch(S, q, t, p, steps, token, n_experts, L, P)
-    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+                stamp = -2
+        if substitute:
+            requested[p] += 1
+        # one pass of the loop body below serves request t (sub = 0), then, at the end of a
+        # group that has a prefetch batch, inserts the batch's pages one by one (sub = 1..)
+        b_lo = 0
+        b_hi = 0
+        if has_pf and t + 1 == g_end and g_end < n:
+            b_lo = pf_start[group]
+            b_hi = pf_start[group + 1]
+        batch_pinned = False
+        for sub in range(b_hi - b_lo + 1):
+            prefetching = sub > 0
+            if prefetching:
+                x = pf_pages[b_lo + sub - 1]
+                if resident[x]:
+                    continue
+                if not batch_pinned:  # pin the group just served and the batch
+                    batch_pinned = True
+                    stamp = next_stamp
+                    next_stamp += 1
+                    for j in range(g_start, g_end):
+                        pin[pages[j]] = stamp
+                    for j in range(b_lo, b_hi):
+                        pin[pf_pages[j]] = stamp
+                need = sizes[x]
+            else:
+                x = p
+                hp = p  # the page the policy hears: p, or the substitute serving it
+                if not resident[p]:
+                    hp = -1
+                    if handled and act[t] != 0:
+                        outcome[t] = DROPPED
+                        continue
+                    if substitute:
+                        z = layer_of[p]
+                        best_n = -1
+                        for y in range(z * n_experts, z * n_experts + n_experts):
+                            if resident[y] and pin[y] != stamp and requested[y] > best_n:
+                                hp = y
+                                best_n = requested[y]
+                        if hp >= 0:
+                            outcome[t] = SUBSTITUTED
+                            subst[t] = hp
+                if hp >= 0:  # a hit (on p, or on its substitute)
+                    q = layer_of[hp] if dist else 0
+                    if hp == p:
+                        if record:
+                            hit_mask[t] = True
+                        if has_pf and pending[p]:
+                            pending[p] = False
+                            useful += 1
+                    if robust:
+                        if seen[q] != t:
+                            seen[q] = t
+                            _hear(S, 2 * q, t, hp, steps, token, n_experts, L, P, K, sizes,
+                                  leader, switches, margins, q)
+                            rlast[hp] = t
+                    else:
+                        _touch(S, q, t, hp, steps, token, n_experts, L, P)
+                    continue
+                level = lvl[t] if leveled else 0
+                if outcome.size > 0:
+                    outcome[t] = FETCHED
+                misses += 1
+                page_miss[p] += 1
+                if evicted_pass[p] == s // L:
+                    coll += 1
+                need = sizes[p] if level == 0 else level_slots[level, p]
+            z = layer_of[x]
+            q = z if dist else 0
+            if used_c[q] + need > caps[q]:
+                held = 0  # room of the pinned resident pages of the partition
+                if stamp >= 0:
+                    hstamp += 1
+                    for j in range(g_start, g_end + (b_hi - b_lo if prefetching else 0)):
+                        r = pages[j] if j < g_end else pf_pages[b_lo + j - g_end]
+                        if resident[r] and hseen[r] != hstamp and (not dist or layer_of[r] == z):
+                            hseen[r] = hstamp
+                            held += room[r]
+                if need > caps[q] - held:
+                    if prefetching:
+                        skipped += 1
+                    else:
+                        if record > 1:
+                            byp[n_byp] = t
+                        n_byp += 1
+                    continue
+            # the hook of request t (victims or insert; the same for both)
+            if robust:
+                if seen[q] != t:
+                    seen[q] = t
+                    _hear(S, 2 * q, t, x, steps, token, n_experts, L, P, K, sizes, leader,
+                          switches, margins, q)
+                    rlast[x] = t
+            else:
+                _advance(S, q, t, steps, token, n_experts, L, P)
+            while used_c[q] + need > caps[q]:
+                nc = 0
+                for j in range(ccount[q]):
+                    v = clist[q, j]
+                    if pin[v] != stamp:
+                        cands[nc] = v
+                        nc += 1
+                if robust:
+                    victim = _lazy(S, 2 * q + leader[q], 2 * q + 1 - leader[q], cands, nc, rlast)
+                else:
+                    victim = _choose(S, q, t, cands, nc, steps, n_experts, L, P, K, False)
+                pos = cpos[victim]
+                last = clist[q, ccount[q] - 1]
+                clist[q, pos] = last
+                cpos[last] = pos
+                ccount[q] -= 1
+                resident[victim] = False
+                used_c[q] -= room[victim]
+                evicted_pass[victim] = s // L
+                if has_pf and pending[victim]:
+                    pending[victim] = False
+                    wasted += 1
+                if prefetching:
+                    if record >= 1:
+                        pf_ev[n_pf_ev, 0] = t + 1
+                        pf_ev[n_pf_ev, 1] = victim
+                        n_pf_ev += 1
+                elif record > 1:
+                    ev[n_ev, 0] = t
+                    ev[n_ev, 1] = victim
+                    n_ev += 1
+            clist[q, ccount[q]] = x
+            cpos[x] = ccount[q]
+            ccount[q] += 1
+            resident[x] = True
+            room[x] = need
+            used_c[q] += need
+            if not robust:
+                _touch(S, q, t, x, steps, token, n_experts, L, P)
+            if prefetching:
+                prefetches += 1
+                pf_bytes += pf_size[x]
+                pending[x] = True
+                if record >= 1:
+                    pf_log[n_pf_log, 0] = t + 1
+                    pf_log[n_pf_log, 1] = x
+                    n_pf_log += 1
+    for y in range(pending.size):
+        if pending[y]:
+            wasted += 1
+    pf_counts = np.array([prefetches, useful, wasted, skipped, pf_bytes], np.int64)
+    return (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts,
+            pf_log, n_pf_log, pf_ev, n_pf_ev)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _hear(S, a, t, p, steps, token, n_experts, L, P, K, sizes, leader, switches, margins, q):
+    """``Robust._see``: both components of partition q (instances a, a + 1) serve request t
+    (page p), then the leader follows."""
+    _vserve(S, a, t, p, steps, token, n_experts, L, P, K, sizes)
+    _vserve(S, a + 1, t, p, steps, token, n_experts, L, P, K, sizes)
+    ist = S[0]
+    lead = leader[q]
+    if ist[a + lead, I_VMISS] > ist[a + 1 - lead, I_VMISS] + margins[q]:
+        leader[q] = 1 - lead
+        switches[q] += 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _lazy(S, lead, oth, cands, nc, rlast):
+    """The combiner's victim among ``cands[:nc]``: the least recently requested outside both
+    virtual caches (instances ``lead``, ``oth``), else outside the leader's, else any."""
+    bo = -1  # outside both virtual caches
+    bl = -1  # outside the leader's
+    ba = -1  # any
+    for j in range(nc):
+        v = cands[j]
+        if ba < 0 or rlast[v] < rlast[ba]:
+            ba = v
+        if not ipg_res(S, lead, v):
+            if bl < 0 or rlast[v] < rlast[bl]:
+                bl = v
+            if not ipg_res(S, oth, v):
+                if bo < 0 or rlast[v] < rlast[bo]:
+                    bo = v
+    return bo if bo >= 0 else (bl if bl >= 0 else ba)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -1612,8 +1756,16 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool,
     return S, margins
 
 
+def no_phases():
+    """The ``phases`` argument of :func:`token_kernel` for a run without prefetching or miss
+    handling."""
+    z = np.zeros(0, np.int64)
+    return (z, z, z, np.zeros(0, np.int8), z, np.zeros((1, 1), np.int64), False)
+
+
 def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
-            bounded: bool = True, info: dict | None = None, route=None, served=None):
+            bounded: bool = True, info: dict | None = None, route=None, served=None,
+            phases=None):
     """Run the kernel of ``spec`` (:func:`paging.fast.plan`: its ``proto`` carries the
     parameters) on ``trace``; ``slots[p]`` is the room page p takes in ``capacity``. A shared
     combiner given as ``policy`` ends with the run's ``leader`` and ``switches``, as after a
@@ -1631,7 +1783,11 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
 
     A routed run (:func:`paging.fast.routing.run_routed`) gives ``route`` (the kernel's) and
     ``served``, an array of the trace's length that receives the served pages (the kernel
-    routes over a copy of the trace's pages; a redone run starts again from the trace's)."""
+    routes over a copy of the trace's pages; a redone run starts again from the trace's).
+
+    ``phases`` (:func:`token_kernel`'s, from :func:`paging.fast.phases.run_phases`): a run with
+    prefetching or miss handling, which returns :func:`token_kernel`'s whole tuple; without
+    it, the first eight (:mod:`paging.fast.common`'s)."""
     _, kind, dist = spec
     lay = trace.layout
     caps = lay.dist_shares(capacity) if dist else np.array([capacity], dtype=np.int64)
@@ -1642,6 +1798,7 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
         token, visits = trace.token, max(token_visits(trace), 1)
     else:
         token, visits = trace.passes, 1
+    ph = no_phases() if phases is None else phases
     redone = False
     tries = list(ENTER) if bounded else []
     while True:
@@ -1657,7 +1814,7 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
         rt = _NO_ROUTE if route is None else route
         out = token_kernel(pages, trace.steps, token, visits, slots,
                            lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
-                           record, leader, switches, rt)
+                           record, leader, switches, rt, ph)
         if not S[0][0, I_ABORT]:
             break
         redone = True
@@ -1673,4 +1830,4 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
         info["enter"] = enter
     if policy is not None and kind == ROBUST and not dist:
         policy.leader, policy.switches = int(leader[0]), int(switches[0])
-    return out
+    return out if phases is not None else out[:8]

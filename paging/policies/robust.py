@@ -130,8 +130,10 @@ class Robust(Policy):
         self.switches = 0
         self.last: dict[int, int] = {}
         self._t = -1
-        if most < 1:  # no page fits (a DIST layer with no slot, or fewer bytes than the
-            return    # smallest page): every request bypasses it, no hook is ever called
+        if most < 1:  # no page of the run's size fits (a DIST layer with no slot, or fewer
+            return    # bytes than the smallest page): both virtual caches would miss every
+            # request and never switch; a page fetched at a smaller precision level (a miss
+            # handler's cascade) still enters the real cache, and is evicted lazily
         # the virtual caches count the run's capacity in its own unit: pages, or bytes
         cap = dict(k=None, budget=int(ctx.capacity), sizes=ctx.sizes) if ctx.in_bytes \
             else dict(k=int(ctx.capacity))
@@ -146,6 +148,9 @@ class Robust(Policy):
         if t == self._t:
             return
         self._t = t
+        if not self.sims:  # (reset: no page fits them)
+            self.last[page] = t
+            return
         for sim in self.sims:  # request t (a -dist partition sees only its layer's requests,
             sim.t = t          # so the virtual runs are set to the run's clock, not counted)
             sim.serve(page)
@@ -172,6 +177,8 @@ class Robust(Policy):
     def victim(self, t, page, cache):
         self._see(t, page)
         cands = cache.candidates
+        if not self.sims:  # no page fits the virtual caches: every candidate is outside both
+            return min(cands, key=lambda q: self.last.get(q, -1))
         lead, other = self.sims[self.leader], self.sims[1 - self.leader]
         outside = [q for q in cands if q not in lead]
         pool = [q for q in outside if q not in other] or outside or cands

@@ -1,10 +1,11 @@
 """The compiled SpecMD phases (paging.fast.phases) reproduce the reference loop exactly.
 
-Every list policy is run with a prefetcher and/or a miss handler by ``simulate(...,
-engine="reference")`` and ``engine="fast"`` on random rounds- and groups-mode traces (with
-random gate scores and ranks), and the two Results must agree field by field: the counts, the
-hit mask, the eviction log (rows and order), the bypasses, the ``extra`` counters (prefetch and
-miss statistics, exact floats) and every event log.
+Every policy with a phase kernel (and the token policies, in theirs) is run with a prefetcher
+and/or a miss handler by ``simulate(..., engine="reference")`` and ``engine="fast"`` on random
+rounds- and groups-mode traces (with random gate scores and ranks), and the two Results must
+agree field by field: the counts, the hit mask, the eviction log (rows and order), the
+bypasses, the ``extra`` counters (prefetch and miss statistics, exact floats) and every event
+log.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ SCANNED_POLICIES = ["lfu", "lfu-dist", "lhu", "lhu-dist", "belady", "belady-dist
                     "predictive-marker", "predictive-marker-dist:oracle:eta=0.5", "lmarker",
                     "lmarker-dist:oracle", "robust-blind-oracle",
                     "robust-blind-oracle-dist:oracle:eta=0.5"]
+#: the token policies' own kernel (paging.fast.tokens) runs the same phases; the combiner
+#: refuses prefetching in the reference, so it is run with miss handling only
+TOKEN_POLICIES = ["token-hazard", "token-decay", "token-match", "token-hazard-dist",
+                  "token-decay-dist", "token-match-dist", "match-window"]
+COMBINERS = ["robust-token-match", "robust-token-match-dist", "robust:token-decay,lru,margin=1"]
 PHASE_POLICIES = [*LIST_POLICIES, *SCANNED_POLICIES]
 #: with prefetching, LLRU and LLRU-latest (and -dist) find their victims by a scan
 PREFETCH_POLICIES = PHASE_POLICIES
@@ -194,6 +200,67 @@ def test_robust_combiner_state(spec, trace, data, pred, miss):
     assert (got.cost, got.leader, got.switches) == (ref.cost, ref.leader, ref.switches)
 
 
+@pytest.mark.parametrize("name", [*TOKEN_POLICIES, *COMBINERS])
+@settings(max_examples=40)
+@given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS]),
+       strat=st.sampled_from(STRATEGIES), miss=st.sampled_from(MISSES))
+def test_token_policies_with_phases(name, trace, data, pred, strat, miss):
+    """The token policies and the combiner over them, in the token kernel with prefetching
+    (not the combiner: the reference refuses it) and/or a miss handler, in pages and under a
+    byte budget with the precision cascades (pages of several sizes in the cache)."""
+    if name == "match-window":  # a small window (the match's ring of tokens wraps)
+        from paging.policies.match import TokenMatch
+
+        name = TokenMatch(neighbours=2, shrink=0.25, window=3, lam=0.9)
+    if name in COMBINERS:
+        pred = None
+    if pred is None and miss is None:
+        miss = "substitute"
+    k = data.draw(st.integers(1, trace.layout.n_pages + 1))
+    both(trace, name, k, pred, strat, miss, data.draw(st.sampled_from(RECORDS)))
+    P = trace.layout.n_pages
+    costs, sizes = data.draw(page_weights(P, max_size=6))
+    budget = max(data.draw(st.integers(1, int(sizes.sum()) + 1)), int(sizes.min()))
+    lv = [sizes, np.maximum(1, sizes // 2), np.maximum(1, sizes // 4)]
+    lc = [costs, costs / 2, costs / 4]
+    cascade = data.draw(st.sampled_from(["lowest-bit", "priority", "substitute"]))
+    if cascade == "lowest-bit":
+        handler = FetchLowestBit(("int8", "int4")).bind(lv[:2], lc[:2])
+    elif cascade == "priority":
+        handler = FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(lv, lc)
+    else:
+        handler = make_miss(cascade)
+    kw = dict(budget=budget, costs=costs, sizes=sizes, record=True)
+    ref = simulate(trace, name, engine="reference", prefetch=prefetcher(pred, "topk", trace),
+                   miss=handler, **kw)
+    got = simulate(trace, name, engine="fast", prefetch=prefetcher(pred, "topk", trace),
+                   miss=handler, **kw)
+    assert_same(ref, got)
+
+
+@pytest.mark.parametrize("name", ["token-match", "token-decay-dist", "robust-token-match"])
+@given(trace=scored_traces(rounds=True), data=st.data(), pred=st.sampled_from(PREDICTORS),
+       miss=st.sampled_from(MISSES))
+def test_token_policies_rounds_traces(name, trace, data, pred, miss):
+    k = data.draw(st.integers(1, trace.layout.n_pages + 1))
+    both(trace, name, k, None if name in COMBINERS else pred, "topk:overfetch=1.5",
+         miss or "substitute", True)
+
+
+@given(trace=scored_traces(), data=st.data(), miss=st.sampled_from(MISSES[1:]))
+def test_token_combiner_state(trace, data, miss):
+    """A shared combiner over token policies ends a compiled run with a miss handler as a
+    reference run leaves it: its leader and switches (a substitute is heard as a hit on the
+    page that serves the request, so its virtual caches serve that page)."""
+    k = data.draw(st.integers(1, trace.layout.n_pages + 1))
+    pols = [make_policy("robust:token-decay,lru"), make_policy("robust:token-decay,lru")]
+    res = [simulate(trace, pol, k, engine=engine, miss=make_miss(miss), record=True)
+           for pol, engine in zip(pols, ("reference", "fast"), strict=True)]
+    assert_same(*res)
+    ref, got = pols
+    assert (got.leader, got.switches) == (ref.leader, ref.switches)
+
+
 @pytest.mark.parametrize("name", CREDIT_POLICIES)
 @given(trace=scored_traces(), data=st.data(), pred=st.sampled_from([None, *PREDICTORS]),
        miss=st.sampled_from(MISSES))
@@ -206,17 +273,24 @@ def test_credit_policies_with_costs(name, trace, data, pred, miss):
 
 def test_unsupported_configurations_fall_back_or_refuse():
     from paging import generators
+    from paging.policies.classic import LRU
+
+    class MyLRU(LRU):  # a subclass may change any hook: the reference loop
+        pass
 
     tr = generators.zipf(n=4, layers=3, tokens=20, seed=0)
     pf = Prefetcher(make_prefetch_predictor("frequency"))
-    for name, kw in (("token-match", dict(miss="substitute")),
-                     ("token-hazard", dict(prefetch=pf)),
-                     ("token-decay-dist", dict(prefetch=pf, miss="substitute"))):
+    for kw in (dict(miss="substitute"), dict(prefetch=pf), dict(prefetch=pf, miss="substitute")):
         with pytest.raises(PagingError, match="no compiled kernel for this run") as e:
-            simulate(tr, name, 3, engine="fast", **kw)
+            simulate(tr, MyLRU(), 3, engine="fast", **kw)
         assert "\n" not in str(e.value)
-        ref = simulate(tr, name, 3, engine="reference", record=True, **kw)
-        assert_same(ref, simulate(tr, name, 3, engine="auto", record=True, **kw))
+        ref = simulate(tr, MyLRU(), 3, engine="reference", record=True, **kw)
+        assert_same(ref, simulate(tr, MyLRU(), 3, engine="auto", record=True, **kw))
+    # the combiner refuses prefetching in the reference; the kernel sends it there
+    with pytest.raises(PagingError, match="no compiled kernel for this run: .*refuses prefetch"):
+        simulate(tr, "robust-token-match", 3, engine="fast", prefetch=pf)
+    with pytest.raises(PagingError, match="does not support prefetching"):
+        simulate(tr, "robust-token-match", 3, prefetch=pf)
     # a handler that needs ranks the trace lacks: the reference loop's own error
     with pytest.raises(PagingError, match="ranks"):
         simulate(tr.__class__(tr.layout, tr.pages, tr.steps, tr.name), "lru", 3,

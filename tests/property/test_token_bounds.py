@@ -264,3 +264,42 @@ def test_exact_sums_when_asked(monkeypatch):
         "bounded": 0, "beta_bounded": 0, "redone": False, "enter": None}
     assert a[0] == b[0] and np.array_equal(a[3], b[3])
     assert np.array_equal(a[4][:a[5]], b[4][:b[5]])
+
+
+#: (policy, layout n x ℓ, tokens, seed, k, top-K, mode, prefetch predictor, miss handler,
+#: what happens with ENTER = 0): runs with SpecMD's phases in the token kernel that turn
+#: BOUNDED and stay so, or whose bound fails (redone exactly)
+ORACLE = "oracle:precision=0.6,recall=0.8,seed=2"
+PHASED = [("token-match", 8, 16, 2000, 1, 42, 1, "rounds", ORACLE, "substitute", "bounded"),
+          ("token-match", 8, 8, 2000, 0, 21, 2, "groups", ORACLE, "drop:rank=1", "bounded"),
+          ("token-match", 8, 16, 2000, 1, 42, 1, "rounds", "previous-token", "substitute",
+           "redone"),
+          ("token-match-dist", 32, 4, 2000, 0, 42, 1, "rounds", "previous-token", "substitute",
+           "bounded"),
+          ("token-decay-dist", 32, 4, 2000, 0, 42, 1, "rounds", "previous-token", "substitute",
+           "redone")]
+
+
+@pytest.mark.parametrize("name,n,L,tokens,seed,k,topk,mode,pred,miss,what", PHASED)
+def test_bounded_runs_with_phases_are_the_references(monkeypatch, name, n, L, tokens, seed, k,
+                                                     topk, mode, pred, miss, what):
+    """A prefetch is heard as an insertion (the page used in the current token), a substitute
+    as a hit and a dropped request not at all: the runs that turn BOUNDED or are redone with
+    these phases make the reference's decisions, counters and logs."""
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor
+
+    trace = generators.zipf(n=n, layers=L, tokens=tokens, seed=seed, topk=topk, expand=mode)
+    ref = simulate(trace, make_policy(name), k, record=True, engine="reference",
+                   prefetch=Prefetcher(make_prefetch_predictor(pred)), miss=miss)
+    infos = _bounded_runs(monkeypatch)
+    got = simulate(trace, make_policy(name), k, record=True, engine="fast",
+                   prefetch=Prefetcher(make_prefetch_predictor(pred)), miss=miss)
+    assert_same(ref, got)
+    assert ref.extra == got.extra and ref.extra["prefetches"] > 0
+    for key, a in ref.events.items():
+        assert np.array_equal(np.asarray(a), np.asarray(got.events[key])), key
+    (info,) = infos
+    if what == "bounded":
+        assert info["bounded"] > 0 and not info["redone"]
+    else:
+        assert info["redone"] and info["enter"] is None
