@@ -1325,16 +1325,17 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     the cache as it stands, its served pages written over ``pages`` in place.
 
     ``phases`` = ``(pf_start, pf_pages, pf_size, act, lvl, level_slots, substitute)``
-    (:data:`NO_PHASES`: none), SpecMD's phases as :func:`paging.fast.phases.phase_kernel` takes
-    them: batch g of the prefetch plan, ``pf_pages[pf_start[g]:pf_start[g + 1]]``, is inserted
-    after group g with the group and the batch pinned (a resident page skipped, one no
-    eviction can make room for a skipped prefetch); the token policy hears a prefetch of x
-    after request t as ``on_prefetch(t, x)`` = ``on_insert``: the victims' advance to t's
-    token, then x used in it (the combiner refuses prefetching in the reference, so
-    :func:`paging.fast.phases.unsupported` sends it there). ``act[t]`` 1 drops a missing
-    request (the policy hears nothing), ``lvl[t]`` is its fetch level (``level_slots[lvl, p]``
-    its room), ``substitute`` serves a miss with the most requested resident unpinned expert
-    of its layer (ties to the lower id), which the policy hears as a hit.
+    (None: none, a plain run compiled apart), SpecMD's phases as
+    :func:`paging.fast.phases.phase_kernel` takes them: batch g of the prefetch plan,
+    ``pf_pages[pf_start[g]:pf_start[g + 1]]``, is inserted after group g with the group and
+    the batch pinned (a resident page skipped, one no eviction can make room for a skipped
+    prefetch); the token policy hears a prefetch of x after request t as ``on_prefetch(t,
+    x)`` = ``on_insert``: the victims' advance to t's token, then x used in it (the combiner
+    refuses prefetching in the reference, so :func:`paging.fast.phases.unsupported` sends it
+    there). ``act[t]`` 1 drops a missing request (the policy hears nothing), ``lvl[t]`` is
+    its fetch level (``level_slots[lvl, p]`` its room), ``substitute`` serves a miss with the
+    most requested resident unpinned expert of its layer (ties to the lower id), which the
+    policy hears as a hit.
 
     Returns the tuple of :func:`paging.fast.phases.phase_kernel`: the eight of
     :mod:`paging.fast.common`, then ``outcome``, ``subst``, ``pf_counts``, the prefetch log
@@ -1348,11 +1349,19 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
          borrow(S[6]), borrow(S[7]), borrow(S[8]), borrow(S[9]), borrow(S[10]), borrow(S[11]),
          borrow(S[12]))
     pages, steps, token, sizes = borrow(pages), borrow(steps), borrow(token), borrow(sizes)
-    pf_start, pf_pages, pf_size, act, lvl, level_slots, substitute = phases
-    has_pf = pf_start.size > 0
-    n_pf = pf_pages.size
-    handled = act.size > 0
-    leveled = lvl.size > 0
+    if phases is None:  # (pruned as numba compiles: the plain run's loop has no phase left)
+        pf_start = np.zeros(0, np.int64)
+        pf_pages, pf_size, lvl = pf_start, pf_start, pf_start
+        act = np.zeros(0, np.int8)
+        level_slots = np.zeros((1, 1), np.int64)
+        substitute = has_pf = handled = leveled = False
+        n_pf = 0
+    else:
+        pf_start, pf_pages, pf_size, act, lvl, level_slots, substitute = phases
+        has_pf = pf_start.size > 0
+        n_pf = pf_pages.size
+        handled = act.size > 0
+        leveled = lvl.size > 0
     ist = S[0]
     layer_of = S[11]
     nparts = caps.size
@@ -1756,13 +1765,6 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool,
     return S, margins
 
 
-def no_phases():
-    """The ``phases`` argument of :func:`token_kernel` for a run without prefetching or miss
-    handling."""
-    z = np.zeros(0, np.int64)
-    return (z, z, z, np.zeros(0, np.int8), z, np.zeros((1, 1), np.int64), False)
-
-
 def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
             bounded: bool = True, info: dict | None = None, route=None, served=None,
             phases=None):
@@ -1798,7 +1800,6 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
         token, visits = trace.token, max(token_visits(trace), 1)
     else:
         token, visits = trace.passes, 1
-    ph = no_phases() if phases is None else phases
     redone = False
     tries = list(ENTER) if bounded else []
     while True:
@@ -1814,7 +1815,7 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
         rt = _NO_ROUTE if route is None else route
         out = token_kernel(pages, trace.steps, token, visits, slots,
                            lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
-                           record, leader, switches, rt, ph)
+                           record, leader, switches, rt, phases)
         if not S[0][0, I_ABORT]:
             break
         redone = True

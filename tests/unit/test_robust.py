@@ -209,3 +209,21 @@ def test_robust_blind_oracle_virtual_ties_go_to_the_first_inserted():
     assert pol.pred == {5: 2.0, 3: 2.0} and pol.last == {5: 1, 3: 1}
     pol.on_insert(2, 6)
     assert list(pol.bo) == [3, 6] and pol.cost == [3, 3]
+
+
+def test_a_cascade_fills_a_layer_whose_share_fits_no_page_at_full_size():
+    """robust-token-match-dist under a 2-byte budget on 2 layers of one 2-byte expert: each
+    layer's share (1 byte) fits no page at the run's size, so the virtual caches hold nothing,
+    but fetch-lowest-bit brings the pages in at 1 byte. Each request after a page's first is
+    then a hit; the reference no longer fails (its virtual caches were never built), and the
+    kernel agrees."""
+    from paging.miss import FetchLowestBit
+
+    trace = from_pages([0, 1, 0, 1], Layout(1, 2))
+    sizes = np.array([2, 2])
+    miss = FetchLowestBit(("bf16", "int8")).bind([sizes, sizes // 2], [np.ones(2), np.ones(2) / 2])
+    res = [simulate(trace, "robust-token-match-dist", budget=2, sizes=sizes, miss=miss,
+                    record=True, engine=engine) for engine in ("reference", "fast")]
+    for r in res:
+        assert r.misses == 2 and r.hit_mask.tolist() == [False, False, True, True]
+        assert r.bypasses == 0 and r.evictions.size == 0
