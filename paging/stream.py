@@ -71,7 +71,7 @@ def stream_policy(name: str):
 
     pol = make_policy(name)
     spec = fast.plan(pol)
-    if not fast.carries(spec):
+    if not fast.carries(spec, bounded_memory=True):
         raise PagingError(f"--policy {pol.name} has no streaming kernel; streaming runs the "
                           "list family: lru, fifo, fwf, llru, fld, least-stale (and their "
                           "variants), lfu, greedy-dual, landlord, gdsf, layered-landlord, arc, "

@@ -145,35 +145,41 @@ def _caps(layout, capacity: int, dist: bool) -> np.ndarray:
 _CARRIED_STRIDE = 1 << 40
 
 
-def carries(spec) -> bool:
+def carries(spec, *, bounded_memory: bool = False) -> bool:
     """Whether :class:`CarriedRun` runs the kernel of ``spec``: the list family, LFU (the
     heap family without Belady, which reads next uses), the credit policies (GreedyDual,
     Landlord, GDSF, Layered Landlord), ARC, LeCaR and Marking (LeCaR's eviction times and the
     credit policies' tie-breaking request indices count requests from the run's start, and
-    LeCaR and Marking consume the run's draws from a count kept in the state). The other
-    kernels allocate their state inside the call (and the token and prediction policies' hold
-    request indices of the call), so they run whole traces only."""
+    LeCaR and Marking consume the run's draws from a count kept in the state), and the token
+    policies (:class:`paging.fast.tokens.Carried`), which keep the pieces fed to redo the run
+    when a bound fails, so not where memory must stay bounded by one piece
+    (``bounded_memory``: a streamed trace). The other kernels allocate their state inside the
+    call (and the prediction policies' hold request indices of the call), so they run whole
+    traces only."""
     from paging.fast import heaps
 
     return spec is not None and (spec[0] in (_LIST, _ADAPT, _MARK, _CREDIT)
-                                 or (spec[0] == _HEAP and spec[1] == heaps.LFU))
+                                 or (spec[0] == _HEAP and spec[1] == heaps.LFU)
+                                 or (spec[0] == _TOKEN and not bounded_memory))
 
 
 class CarriedRun:
-    """A run of a list-family, LFU, credit, ARC, LeCaR or Marking kernel (``spec`` =
-    ``(family, kind, dist)`` of :func:`plan`; :func:`carries`) whose cache is carried from call
-    to call (:func:`paging.fast.lists.list_state`, :func:`paging.fast.heaps.heap_state`,
-    :func:`paging.fast.credit.credit_state`, :func:`paging.fast.adaptive.arc_state`,
-    :func:`paging.fast.adaptive.lecar_state`, :func:`paging.fast.marking.marking_state`):
+    """A run of a list-family, LFU, credit, ARC, LeCaR, Marking or token-policy kernel
+    (``spec`` = ``(family, kind, dist)`` of :func:`plan`; :func:`carries`) whose cache is
+    carried from call to call (:func:`paging.fast.lists.list_state`,
+    :func:`paging.fast.heaps.heap_state`, :func:`paging.fast.credit.credit_state`,
+    :func:`paging.fast.adaptive.arc_state`, :func:`paging.fast.adaptive.lecar_state`,
+    :func:`paging.fast.marking.marking_state`, :class:`paging.fast.tokens.Carried`):
     consecutive :meth:`feed` calls on consecutive pieces of one trace, each cut between two
     groups, are one run. ``capacity`` counts ``slots`` (default one per page; page sizes for a
     byte budget); ``costs`` and ``sizes`` are the pages' weights the credit policies' rates read
     (unit ones when None), as :func:`run`'s. LeCaR and Marking draw from
     ``numpy.random.default_rng(seed)`` in eviction order, as the reference's one-at-a-time
     draws (the generator yields the same doubles in pieces: the draws are made a piece ahead,
-    at most one per request of the piece and one per page it starts with). A streamed trace
-    feeds it chunk by chunk (:mod:`paging.stream`), a serving run step by step
-    (:mod:`paging.serve`)."""
+    at most one per request of the piece and one per page it starts with). The token policies
+    read one token per walk over the layers (``steps // ℓ``), as a run without the trace's
+    tokens does. A streamed trace feeds it chunk by chunk (:mod:`paging.stream`; not the token
+    policies, whose pieces are kept), a serving run step by step (:mod:`paging.serve`)."""
 
     def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0,
                  costs=None, sizes=None):
@@ -205,6 +211,10 @@ class CarriedRun:
         elif self.family == _ADAPT:
             self.state = adaptive.lecar_state(P, parts)
             self.lecar = adaptive.lecar_params(self.caps)
+        elif self.family == _TOKEN:
+            from paging.fast.tokens import Carried
+
+            self.state = Carried(layout, spec, self.caps, self.slots)
         else:
             self.state = heap_state(layout.n_experts, layout.n_layers, self.caps, self.dist,
                                     _CARRIED_STRIDE)
@@ -249,6 +259,8 @@ class CarriedRun:
         elif self.family == _ADAPT:
             out = adaptive.lecar_kernel(*args, self._draws(pages.size), *self.lecar, rec,
                                         self.state)
+        elif self.family == _TOKEN:
+            out = self.state.feed(pages, steps, hits)
         else:
             out = heap_kernel(pages, steps, _no_next_use(), self.slots, lay.n_experts,
                               lay.n_layers, self.caps, self.dist, self.kind, rec, self.state)

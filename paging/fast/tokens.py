@@ -1314,11 +1314,15 @@ def _vserve(S, i, t, p, steps, token, n_experts, L, P, K, sizes):
 
 @njit(cache=True, nogil=True)
 def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
-                 dist, robust, margins, S, record, leader, switches, route, phases):
+                 dist, robust, margins, S, record, C, route, phases, t_lo):
     """Replay ``pages`` under the instances of ``S`` (built by :func:`setup`): a token policy
     (``robust`` False: instance q serves partition q) or the combiner (instances 2q, 2q + 1 are
-    partition q's components; ``margins[q]`` its h; ``leader[q]`` and ``switches[q]``, zeros
-    on entry, end as the partition's ``Robust.leader`` and ``Robust.switches``).
+    partition q's components; ``margins[q]`` its h), from request ``t_lo`` on, with the
+    cache of ``C`` (:func:`cache_state`: a fresh one, or the state an earlier call left after
+    serving requests ``0..t_lo-1`` of the same arrays: a run carried from piece to piece,
+    :class:`Carried`). ``C``'s ``leader[q]`` and ``switches[q]`` end as the partition's
+    ``Robust.leader`` and ``Robust.switches``, its ``page_miss`` counts every call's misses;
+    the logs returned hold requests ``t_lo..``, the request indices counted from 0.
 
     ``route`` = ``(order, m, j, cp)`` (:func:`paging.fast.routing.run_routed`; ``m`` empty: no
     routing): each group is first routed by :func:`paging.fast.common.route_group` against
@@ -1339,7 +1343,8 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
 
     Returns the tuple of :func:`paging.fast.phases.phase_kernel`: the eight of
     :mod:`paging.fast.common`, then ``outcome``, ``subst``, ``pf_counts``, the prefetch log
-    and the prefetch-eviction log (empty without phases)."""
+    and the prefetch-eviction log (empty without phases; a carried call, ``t_lo`` > 0, has
+    none)."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
@@ -1364,27 +1369,18 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
         leveled = lvl.size > 0
     ist = S[0]
     layer_of = S[11]
-    nparts = caps.size
-    resident = np.zeros(P, np.bool_)
-    room = np.zeros(P, np.int64)  # what each resident page takes of its partition
-    used_c = np.zeros(nparts, np.int64)
-    clist = np.zeros((nparts, P), np.int64)
-    cpos = np.zeros(P, np.int64)
-    ccount = np.zeros(nparts, np.int64)
-    pin = np.full(P, -1, np.int64)
-    hseen = np.full(P, -1, np.int64)  # pinned pages counted once by the bypass rule
-    evicted_pass = np.full(P, -1, np.int64)
-    page_miss = np.zeros(P, np.int64)
+    (resident, room, used_c, clist, cpos, ccount, pin, hseen, evicted_pass, page_miss, rlast,
+     seen, leader, switches, cnt) = C
     cands = np.zeros(P, np.int64)
-    rlast = np.full(P, -1, np.int64)       # the combiner's last request of each page
-    seen = np.full(nparts, -1, np.int64)   # the last request its components served
     requested = np.zeros(P if substitute else 0, np.int64)  # the substitute's request counts
     pending = np.zeros(P if has_pf else 0, np.bool_)  # prefetched, not requested since
-    hit_mask = np.zeros(n if record >= 1 else 0, np.bool_)
-    ev = np.zeros((n + n_pf if record >= 2 else 0, 2), np.int64)
-    byp = np.zeros(n if record >= 2 else 0, np.int64)
-    outcome = np.zeros(n if (record >= 1 or handled or substitute or leveled) else 0, np.int8)
-    subst = np.full(n if substitute else 0, -1, np.int64)
+    m = n - t_lo  # the requests of this call
+    hit_mask = np.zeros(m if record >= 1 else 0, np.bool_)
+    # (a carried call may also evict the pages its state starts with)
+    ev = np.zeros((m + n_pf + (P if t_lo > 0 else 0) if record >= 2 else 0, 2), np.int64)
+    byp = np.zeros(m if record >= 2 else 0, np.int64)
+    outcome = np.zeros(m if (record >= 1 or handled or substitute or leveled) else 0, np.int8)
+    subst = np.full(m if substitute else 0, -1, np.int64)
     pf_log = np.zeros((n_pf if record >= 1 else 0, 2), np.int64)
     pf_ev = np.zeros((n + n_pf if record >= 1 and has_pf else 0, 2), np.int64)
     misses = 0
@@ -1398,18 +1394,18 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     wasted = 0
     skipped = 0
     pf_bytes = 0
-    grouped = is_grouped(steps)
-    prev_s = -1
+    grouped = is_grouped(steps[t_lo:])
+    prev_s = -1  # (a carried call starts at a group's first request)
     g_start = 0
     g_end = 0
     stamp = -2  # the pin stamp of the pages pinned now (-2: none, rounds mode)
-    next_stamp = 0
-    hstamp = 0
+    next_stamp = cnt[0]  # (carried: stamps of earlier calls stay in pin)
+    hstamp = cnt[1]
     r_order, r_m, r_j, r_cp = route
     routed = r_m.size > 0
     r_rank, r_pos, r_taken, r_zz = route_scratch(n_experts)
     group = -1
-    for t in range(n):
+    for t in range(t_lo, n):
         if ist[0, I_ABORT]:  # a BOUNDED instance's weights are undecided: execute redoes it
             break
         p = pages[t]
@@ -1466,7 +1462,7 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                 if not resident[p]:
                     hp = -1
                     if handled and act[t] != 0:
-                        outcome[t] = DROPPED
+                        outcome[t - t_lo] = DROPPED
                         continue
                     if substitute:
                         z = layer_of[p]
@@ -1476,13 +1472,13 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                                 hp = y
                                 best_n = requested[y]
                         if hp >= 0:
-                            outcome[t] = SUBSTITUTED
-                            subst[t] = hp
+                            outcome[t - t_lo] = SUBSTITUTED
+                            subst[t - t_lo] = hp
                 if hp >= 0:  # a hit (on p, or on its substitute)
                     q = layer_of[hp] if dist else 0
                     if hp == p:
                         if record:
-                            hit_mask[t] = True
+                            hit_mask[t - t_lo] = True
                         if has_pf and pending[p]:
                             pending[p] = False
                             useful += 1
@@ -1497,7 +1493,7 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                     continue
                 level = lvl[t] if leveled else 0
                 if outcome.size > 0:
-                    outcome[t] = FETCHED
+                    outcome[t - t_lo] = FETCHED
                 misses += 1
                 page_miss[p] += 1
                 if evicted_pass[p] == s // L:
@@ -1581,6 +1577,8 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     for y in range(pending.size):
         if pending[y]:
             wasted += 1
+    cnt[0] = next_stamp
+    cnt[1] = hstamp
     pf_counts = np.array([prefetches, useful, wasted, skipped, pf_bytes], np.int64)
     return (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts,
             pf_log, n_pf_log, pf_ev, n_pf_ev)
@@ -1765,6 +1763,98 @@ def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool,
     return S, margins
 
 
+def cache_state(P: int, parts: int) -> tuple:
+    """A cold cache of :func:`token_kernel` over ``parts`` partitions of P pages: ``resident``,
+    ``room`` (what each resident page takes), ``used``, each partition's list of residents
+    (``clist``, ``cpos``, ``ccount``), ``pin`` stamps, the bypass rule's ``hseen``, the pass of
+    each page's last eviction, ``page_miss``, the combiner's last request of each page and of
+    each partition, its ``leader`` and ``switches``, and the next pin stamps."""
+    i64 = np.int64
+    return (np.zeros(P, np.bool_), np.zeros(P, i64), np.zeros(parts, i64),
+            np.zeros((parts, P), i64), np.zeros(P, i64), np.zeros(parts, i64),
+            np.full(P, -1, i64), np.full(P, -1, i64), np.full(P, -1, i64), np.zeros(P, i64),
+            np.full(P, -1, i64), np.full(parts, -1, i64), np.zeros(parts, i64),
+            np.zeros(parts, i64), np.zeros(2, i64))
+
+
+def _start(spec, lay, caps, slots, enter):
+    """``(S, margins, C)`` of a run from its first request (:func:`setup`,
+    :func:`cache_state`); the combiner's margin ``k`` is the most pages a partition holds."""
+    _, kind, dist = spec
+    S, margins = setup(spec.proto, kind, lay, caps, dist, enter)
+    if kind == ROBUST and spec.proto.margin == "k":
+        margins = caps // int(np.min(slots))
+    return S, margins, cache_state(lay.n_pages, caps.size)
+
+
+class Carried:
+    """A token-policy run fed piece by piece (a serving run's steps: :class:`paging.fast.
+    CarriedRun`), each piece cut between two groups, one token per walk over the layers
+    (``steps // ℓ``, one visit per token: what a run without the trace's tokens reads, as a
+    serving run's reference loop does). Every call serves its piece from the cache the last
+    one left. A bound that fails in a piece (BOUNDED mode, :func:`execute`) redoes the whole
+    run so far with the next margin, then with exact sums: the pieces are kept for that (16
+    bytes a request), and the earlier pieces' decisions, the reference's either way, are
+    unchanged. :meth:`feed` returns the piece's tuple of :mod:`paging.fast.common` (its hit
+    mask, its misses, collisions and bypasses; ``page_miss``: the run's totals so far)."""
+
+    def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray):
+        self.layout, self.spec, self.caps, self.slots = layout, spec, caps, slots
+        self.tries = list(ENTER)
+        self.enter = self.tries.pop(0)  # the margin of the run so far (None: exact sums)
+        self.S, self.margins, self.C = _start(spec, layout, caps, slots, self.enter)
+        self.pages = np.zeros(1024, np.int64)
+        self.steps = np.zeros(1024, np.int64)
+        self.token = np.zeros(1024, np.int64)
+        self.n = 0
+        self.totals = np.zeros(3, np.int64)  # misses, collisions, bypasses so far
+
+    def _append(self, pages, steps) -> None:
+        lo, hi = self.n, self.n + pages.size
+        if hi > self.pages.size:
+            size = max(hi, 2 * self.pages.size)
+            for name in ("pages", "steps", "token"):
+                grown = np.zeros(size, np.int64)
+                grown[:lo] = getattr(self, name)[:lo]
+                setattr(self, name, grown)
+        self.pages[lo:hi] = pages
+        self.steps[lo:hi] = steps
+        self.token[lo:hi] = np.asarray(steps, dtype=np.int64) // self.layout.n_layers
+        self.n = hi
+
+    def _call(self, lo: int, record: int):
+        lay, hi = self.layout, self.n
+        return token_kernel(self.pages[:hi], self.steps[:hi], self.token[:hi], 1, self.slots,
+                            lay.n_experts, lay.n_layers, self.caps, self.spec[2],
+                            self.spec[1] == ROBUST, self.margins, self.S, record, self.C,
+                            _NO_ROUTE, None, lo)
+
+    def feed(self, pages, steps, hits: bool = False):
+        """Serve the next piece; its hit mask (the fourth item) is filled when ``hits``."""
+        record = 1 if hits else 0
+        lo = self.n
+        self._append(pages, steps)
+        out = self._call(lo, record)
+        if self.S[0][0, I_ABORT]:  # redo the run so far, the pieces as one
+            while True:
+                self.enter = self.tries.pop(0) if self.tries else None
+                self.S, self.margins, self.C = _start(self.spec, self.layout, self.caps,
+                                                      self.slots, self.enter)
+                out = self._call(0, record)
+                if not self.S[0][0, I_ABORT]:
+                    break
+            m = lo  # this piece's part of the whole run's outputs
+            out = (out[0], out[1], out[2], out[3][m:] if record else out[3], out[4], out[5],
+                   out[6], out[7])
+            whole = np.array([out[0], out[1], out[7]], np.int64)
+            piece = whole - self.totals
+            self.totals = whole
+            return (int(piece[0]), int(piece[1]), out[2], out[3], out[4], out[5], out[6],
+                    int(piece[2]))
+        self.totals += np.array([out[0], out[1], out[7]], np.int64)
+        return out[:8]
+
+
 def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
             bounded: bool = True, info: dict | None = None, route=None, served=None,
             phases=None):
@@ -1804,18 +1894,14 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
     tries = list(ENTER) if bounded else []
     while True:
         enter = tries.pop(0) if tries else None
-        S, margins = setup(spec.proto, kind, lay, caps, dist, enter)
-        if kind == ROBUST and spec.proto.margin == "k":  # k: the most pages a partition holds
-            margins = caps // int(np.min(slots))
-        leader = np.zeros(caps.size, np.int64)
-        switches = np.zeros(caps.size, np.int64)
+        S, margins, C = _start(spec, lay, caps, slots, enter)
         # a writable copy of the pages (a routed run writes the served ones over them; numba
         # types the write for every run)
         pages = np.array(trace.pages, dtype=np.int64)
         rt = _NO_ROUTE if route is None else route
         out = token_kernel(pages, trace.steps, token, visits, slots,
                            lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
-                           record, leader, switches, rt, phases)
+                           record, C, rt, phases, 0)
         if not S[0][0, I_ABORT]:
             break
         redone = True
@@ -1830,5 +1916,5 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
         info["redone"] = redone
         info["enter"] = enter
     if policy is not None and kind == ROBUST and not dist:
-        policy.leader, policy.switches = int(leader[0]), int(switches[0])
+        policy.leader, policy.switches = int(C[12][0]), int(C[13][0])
     return out if phases is not None else out[:8]

@@ -7,11 +7,12 @@ shared and per layer, cut at any group boundaries."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import topk_traces
 
-from paging import fast
+from paging import fast, generators
 from paging.policies import make_policy
 from paging.simulate import simulate
 
@@ -50,3 +51,71 @@ def test_a_carried_run_fed_in_pieces_equals_one_run(tr, name, k, byte, seed, dat
     assert np.array_equal(mask, whole.hit_mask)
     assert int(run.page_misses.sum()) == whole.misses
     assert run.collisions == whole.collision_misses and run.bypasses == whole.bypasses
+
+
+TOKEN_CARRIED = ("token-hazard", "token-decay", "token-match", "token-match-dist",
+                 "token-decay-dist", "robust-token-match", "robust-token-match-dist",
+                 "robust:token-decay,lru,margin=k")
+
+
+def _pieces(tr, data):
+    """``tr`` cut at up to 4 group boundaries drawn by ``data``: the pieces' bounds."""
+    bounds = np.flatnonzero(np.r_[True, tr.steps[1:] != tr.steps[:-1]]) if tr.n_requests \
+        else np.zeros(0, np.int64)
+    cuts = sorted(set(data.draw(st.lists(st.sampled_from(bounds.tolist()), max_size=4))
+                      if bounds.size else []))
+    return [(lo, hi) for lo, hi in zip([0, *cuts], [*cuts, tr.n_requests], strict=True)
+            if hi > lo]
+
+
+@given(tr=topk_traces(max_tokens=8), name=st.sampled_from(TOKEN_CARRIED), k=st.integers(1, 8),
+       byte=st.booleans(), data=st.data())
+def test_a_carried_token_run_equals_the_reference(tr, name, k, byte, data):
+    """The token policies carried from piece to piece (one token per walk, ``steps // ℓ``, as
+    a serving run reads them) against the reference loop on the same trace without tokens."""
+    from paging.trace import Trace
+
+    tr = Trace(tr.layout, tr.pages, tr.steps, tr.name, expand=tr.expand)  # one token a walk
+    P = tr.layout.n_pages
+    sizes = np.asarray(data.draw(st.lists(st.integers(1, 3), min_size=P, max_size=P)),
+                       dtype=np.int64) if byte else None
+    cap = {"budget": k * 3} if byte else {"k": k}
+    whole = simulate(tr, name, sizes=sizes, record="hits", engine="reference", **cap)
+    spec = fast.plan(make_policy(name))
+    assert fast.carries(spec) and not fast.carries(spec, bounded_memory=True)
+    run = fast.CarriedRun(tr.layout, spec, k * 3 if byte else k, sizes, sizes=sizes)
+    hits = [run.feed(tr.pages[lo:hi], tr.steps[lo:hi], hits=True)
+            for lo, hi in _pieces(tr, data)]
+    mask = np.concatenate(hits) if hits else np.zeros(0, bool)
+    assert np.array_equal(mask, whole.hit_mask)
+    assert np.array_equal(run.page_misses, whole.page_misses)
+    assert run.collisions == whole.collision_misses and run.bypasses == whole.bypasses
+
+
+@pytest.mark.parametrize("name,n,L,tokens,seed,k,what", [
+    ("token-match", 8, 16, 2000, 1, 42, "bounded"),
+    ("token-match", 8, 8, 2000, 1, 21, "redone"),
+    ("token-decay-dist", 32, 4, 2000, 1, 42, "redone")])
+def test_a_carried_token_run_redoes_its_pieces_when_a_bound_fails(monkeypatch, name, n, L,
+                                                                  tokens, seed, k, what):
+    """With no margin (ENTER = 0) these runs turn BOUNDED, and two of them fail a bound later
+    (tests/property/test_token_bounds.py's RUNS): fed in 50 pieces, the carried run redoes
+    the pieces so far with exact sums at the failing piece, and every piece's hits, and the
+    totals, are the reference's."""
+    from paging.fast import tokens as T
+
+    monkeypatch.setattr(T, "ENTER", (0.0,))
+    tr = generators.zipf(n=n, layers=L, tokens=tokens, seed=seed)
+    whole = simulate(tr, name, k, record="hits", engine="reference")
+    run = fast.CarriedRun(tr.layout, fast.plan(make_policy(name)), k)
+    cuts = np.linspace(0, tr.n_requests // L, 51).astype(np.int64) * L
+    mask = np.concatenate([run.feed(tr.pages[lo:hi], tr.steps[lo:hi], hits=True)
+                           for lo, hi in zip(cuts[:-1], cuts[1:], strict=True)])
+    assert np.array_equal(mask, whole.hit_mask)
+    assert np.array_equal(run.page_misses, whole.page_misses)
+    assert run.collisions == whole.collision_misses
+    ist = run.state.S[0]
+    if what == "bounded":
+        assert ist[:, T.I_NAPX].sum() > 0 and run.state.enter == 0.0
+    else:  # redone with exact sums: no bounded token end in the run kept
+        assert ist[:, T.I_NAPX].sum() == 0 and run.state.enter is None

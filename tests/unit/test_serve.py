@@ -259,7 +259,11 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
                                                  "fld-dist", "fwf", "lfu", "lfu-dist", "arc",
                                                  "arc-dist", "lecar", "lecar-dist", "marking",
                                                  "marking-dist", "gdsf", "landlord-dist",
-                                                 "greedy-dual", "layered-landlord", "lhu")),
+                                                 "greedy-dual", "layered-landlord", "lhu",
+                                                 "token-hazard", "token-decay", "token-match",
+                                                 "token-match-dist", "token-decay-dist",
+                                                 "robust-token-match",
+                                                 "robust-token-match-dist")),
        k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
 def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed):
     from paging.cost.setup import CostSetup
@@ -505,10 +509,12 @@ def test_refusals(toy):
         serve(RunSpec("lru", k=4), arr, seqs)
     with pytest.raises(PagingError, match="--max-batch must be >= 1"):
         ServeSpec(Arrivals(rate=1.0, duration=1.0), max_batch=0)
-    # --engine fast: a policy whose serving cache is not compiled, and one compiled with an
-    # option that is not (marking carries its draws; with --verify it is recorded in the loop)
-    for name, kw in (("token-match", {}), ("marking", dict(verify=True))):
-        with pytest.raises(PagingError, match=r"gdsf, .* arc, lecar and marking .* reference"):
+    # --engine fast: a policy whose serving cache is not compiled (blind-oracle), and one
+    # compiled with an option that is not (marking carries its draws; with --verify it is
+    # recorded in the loop)
+    for name, kw in (("blind-oracle", {}), ("marking", dict(verify=True))):
+        with pytest.raises(PagingError, match=r"gdsf, .* lecar, marking, token-hazard, .*"
+                                              r"robust-token-match .* reference"):
             serve(RunSpec(name, k=4, model=toy, engine="fast", **kw), arr, seqs)
 
 
