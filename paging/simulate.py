@@ -71,9 +71,9 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         insists on one; ``reference`` always runs the Python loop below. Runs with a
         prefetcher or a miss handler have kernels for the list policies (LRU, FIFO, FWF, FLD,
         Least-Stale, LLRU, and their ``-dist`` variants), LFU, LHU, Belady, the credit policies,
-        Marking, ARC, LeCaR, Score-Based and the prediction policies with the built-in
-        prefetcher and handlers (:mod:`paging.fast.phases`); other configurations take the
-        reference loop (``fast`` refuses them, saying why).
+        Marking, ARC, LeCaR, Score-Based, the prediction policies and the token policies with
+        the built-in prefetcher and handlers (:mod:`paging.fast.phases`); other
+        configurations take the reference loop (``fast`` refuses them, saying why).
     prefetch : paging.predict.prefetch.Prefetcher, optional
         After each group (SpecMD Algorithm 1: gate -> serve -> prefetch), its predictor and
         strategy propose the next request's layer; the pages are inserted without a request

@@ -1,6 +1,7 @@
 """Compiled SpecMD phases: the list policies, LFU, LHU, Belady, the credit policies, Marking,
 ARC, LeCaR, Score-Based and the prediction policies (BlindOracle, PredictiveMarker, LMarker,
-the robust combiner) with prefetching and miss handling.
+the robust combiner) with prefetching and miss handling (and the token policies, in their own
+kernel: the end of this docstring).
 
 :func:`run_phases` replays a trace exactly as the reference loop
 (:func:`paging.simulate._run` over :class:`paging.simulate.Simulation`) does when it is given a
@@ -129,11 +130,19 @@ reference's generator). An eviction by LeCaR's O(k) scan, where its plain kernel
 Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the reference loop,
 ``engine="fast"`` refuses), each for a written reason:
 
-* the token and learned families (token-hazard, token-decay, token-match, FlashMoE): their
-  plain kernels run at 0.4-1 M requests/s (:mod:`paging.fast.tokens`,
-  :mod:`paging.fast.learned`); each phase would be a second copy of their token state
-  (per-token logs, features) in this kernel.
+* FlashMoE (:mod:`paging.fast.learned`): its kernel is a loop of its own (the network's
+  cell bounds, the reference's forward pass at a near tie), and its reference also checks the
+  first pages it is touched with against the sequences its model was trained on, which a
+  prefetch or a substitute changes; the phases would be a third copy of this loop.
+* the combiner over the token policies with prefetching: the reference refuses it at the
+  first prefetch inserted (its virtual caches follow requests), so the reference loop runs it
+  and says so.
 * subclasses of the prefetcher and of the handlers.
+
+The token policies (token-hazard, token-decay, token-match, the combiner over them, and
+their ``-dist`` forms) run the same phases in their own kernel,
+:func:`paging.fast.tokens.token_kernel`, whose per-token state this kernel does not hold:
+:func:`run_phases` hands their runs to it (the same plan, handler arrays and outputs).
 
 Routing (:mod:`paging.fast.routing`) is refused together with a prefetcher or a miss handler;
 a routed run of one of this kernel's policies outside the list family (whose routed runs take

@@ -36,8 +36,10 @@ the combiner over components other than token-hazard, token-decay, token-match a
 other kernels are whole-trace loops, not steppable per request, and a virtual cache must not pin
 the group as the existing kernels do in groups mode), over ``-dist`` components, and any
 subclass that does not declare its own ``kernel`` (``NeverSwitch``, ``TokenDecayLookahead``).
-Runs with a prefetcher, a miss handler or a routing hook take the reference loop anyway
-(:func:`paging.simulate.simulate`). A compiled run leaves the policy object as it was, except a
+SpecMD's phases (a prefetch plan, the miss handlers) run in this kernel too
+(:func:`token_kernel`'s ``phases``, from :func:`paging.fast.phases.run_phases`), and so do
+routed runs (``route``, :mod:`paging.fast.routing`); a serving run carries the kernel's cache
+from step to step (:class:`Carried`). A compiled run leaves the policy object as it was, except a
 shared combiner's ``leader`` and ``switches`` (:func:`execute`); its virtual simulations
 (``Robust.sims``) and the token policies' internal state exist only after a reference run.
 
