@@ -214,3 +214,51 @@ def append(nxt, prv, head, tail, q, v):
     else:
         head[q] = v
     tail[q] = v
+
+
+# -- SpecMD's phases in the token kernel (paging.fast.tokens). The phase kernel
+# (paging.fast.phases) writes the same steps inline: with these helpers inlined into its large
+# loop, benchmarks/paired.py measured 12 of its cells (lru, lfu, arc, blind-oracle x transition,
+# fetch-priority, substitute) at medians of 0.81-1.00x (2026-11-27), as unlink's note says ---
+
+@njit(cache=True, nogil=True, inline="always")
+def pin_pages(pin, pages, lo, hi, stamp):
+    """Stamp ``pages[lo:hi]`` as pinned (``pin[p] == stamp`` while they are)."""
+    for j in range(lo, hi):
+        pin[pages[j]] = stamp
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pin_batch(pin, pages, g_start, g_end, pf_pages, b_lo, b_hi, stamp):
+    """Pin the group just served and its prefetch batch (``Simulation.prefetch_group``)."""
+    pin_pages(pin, pages, g_start, g_end, stamp)
+    pin_pages(pin, pf_pages, b_lo, b_hi, stamp)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def most_requested(resident, pin, stamp, requested, z, n_experts):
+    """``substitute``'s page for a miss of layer z: its resident, unpinned expert requested
+    most so far (ties to the lower id), or -1 when there is none."""
+    hp = -1
+    best_n = -1
+    for y in range(z * n_experts, z * n_experts + n_experts):
+        if resident[y] and pin[y] != stamp and requested[y] > best_n:
+            hp = y
+            best_n = requested[y]
+    return hp
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pinned_room(pages, g_start, g_end, pf_pages, b_lo, n_batch, resident, seen, hstamp, dist,
+                layer_of, z, room):
+    """What the pinned resident pages hold of the partition of layer z (every layer when
+    not ``dist``): the group ``pages[g_start:g_end]`` and, for a prefetch, the first
+    ``n_batch`` pages of its batch from ``pf_pages[b_lo]``, each counted once (``seen`` =
+    ``hstamp``, a fresh stamp per call)."""
+    held = 0
+    for j in range(g_start, g_end + n_batch):
+        r = pages[j] if j < g_end else pf_pages[b_lo + j - g_end]
+        if resident[r] and seen[r] != hstamp and (not dist or layer_of[r] == z):
+            seen[r] = hstamp
+            held += room[r]
+    return held

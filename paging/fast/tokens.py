@@ -92,6 +92,10 @@ from paging.fast.common import (
     SUBSTITUTED,
     borrow,
     is_grouped,
+    most_requested,
+    pin_batch,
+    pin_pages,
+    pinned_room,
     route_group,
     route_scratch,
 )
@@ -1429,8 +1433,7 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
             if grouped:
                 stamp = next_stamp
                 next_stamp += 1
-                for j in range(g_start, g_end):
-                    pin[pages[j]] = stamp
+                pin_pages(pin, pages, g_start, g_end, stamp)
             else:
                 stamp = -2
         if substitute:
@@ -1453,10 +1456,7 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                     batch_pinned = True
                     stamp = next_stamp
                     next_stamp += 1
-                    for j in range(g_start, g_end):
-                        pin[pages[j]] = stamp
-                    for j in range(b_lo, b_hi):
-                        pin[pf_pages[j]] = stamp
+                    pin_batch(pin, pages, g_start, g_end, pf_pages, b_lo, b_hi, stamp)
                 need = sizes[x]
             else:
                 x = p
@@ -1467,12 +1467,8 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                         outcome[t - t_lo] = DROPPED
                         continue
                     if substitute:
-                        z = layer_of[p]
-                        best_n = -1
-                        for y in range(z * n_experts, z * n_experts + n_experts):
-                            if resident[y] and pin[y] != stamp and requested[y] > best_n:
-                                hp = y
-                                best_n = requested[y]
+                        hp = most_requested(resident, pin, stamp, requested, layer_of[p],
+                                            n_experts)
                         if hp >= 0:
                             outcome[t - t_lo] = SUBSTITUTED
                             subst[t - t_lo] = hp
@@ -1507,11 +1503,9 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                 held = 0  # room of the pinned resident pages of the partition
                 if stamp >= 0:
                     hstamp += 1
-                    for j in range(g_start, g_end + (b_hi - b_lo if prefetching else 0)):
-                        r = pages[j] if j < g_end else pf_pages[b_lo + j - g_end]
-                        if resident[r] and hseen[r] != hstamp and (not dist or layer_of[r] == z):
-                            hseen[r] = hstamp
-                            held += room[r]
+                    held = pinned_room(pages, g_start, g_end, pf_pages, b_lo,
+                                       b_hi - b_lo if prefetching else 0, resident, hseen,
+                                       hstamp, dist, layer_of, z, room)
                 if need > caps[q] - held:
                     if prefetching:
                         skipped += 1

@@ -242,3 +242,38 @@ def test_routed_phase_kernels_golden(hook):
         verify(trace, fast)
         got[p] = fast.misses
     assert got == ROUTED_K64[hook]
+
+
+#: the token policies with SpecMD's phases on problem 0 of the Mixtral file (groups mode,
+#: k = 128): (misses, prefetches or drops) with the previous-token prefetcher (top-K) or
+#: drop:rank=1, the compiled token kernel equal to the reference loop field by field
+TOKEN_PHASES_K128 = {
+    ("token-hazard", "prefetch"): (1996, 371), ("token-decay", "prefetch"): (1751, 1112),
+    ("token-match", "prefetch"): (1737, 912), ("token-hazard", "drop"): (1003, 1237),
+    ("token-decay", "drop"): (991, 1238), ("token-match", "drop"): (952, 1234),
+    ("token-match-dist", "drop"): (928, 1193), ("robust-token-match", "drop"): (951, 1226)}
+
+
+@needs_traces
+def test_token_phase_kernels_golden():
+    from strategies import assert_same_fields
+
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor
+    from paging.verify import verify
+
+    root = os.environ["PAGING_TRACES"]
+    (trace,) = [t for t in load(os.path.join(root, MIXTRAL), expand="groups")
+                if t.name.endswith("problem_id=0")]
+    got = {}
+    def kw(phase):  # a fresh prefetcher per run
+        return (dict(prefetch=Prefetcher(make_prefetch_predictor("previous-token")))
+                if phase == "prefetch" else dict(miss="drop:rank=1"))
+
+    for p, phase in TOKEN_PHASES_K128:
+        fast = simulate(trace, p, 128, record=True, engine="fast", **kw(phase))
+        assert_same_fields(fast, simulate(trace, p, 128, record=True, engine="reference",
+                                          **kw(phase)))
+        verify(trace, fast)
+        got[(p, phase)] = (fast.misses, fast.extra["prefetches" if phase == "prefetch"
+                                                    else "dropped"])
+    assert got == TOKEN_PHASES_K128

@@ -39,14 +39,8 @@ def test_a_carried_run_fed_in_pieces_equals_one_run(tr, name, k, byte, seed, dat
                      seed=seed, **cap)
     run = fast.CarriedRun(tr.layout, spec, k * 3 if byte else k, sizes, seed=seed, costs=costs,
                           sizes=sizes)
-    bounds = np.flatnonzero(np.r_[True, tr.steps[1:] != tr.steps[:-1]]) if tr.n_requests \
-        else np.zeros(0, np.int64)
-    cuts = sorted(set(data.draw(st.lists(st.sampled_from(bounds.tolist()), max_size=4))
-                      if bounds.size else []))
-    hits = []
-    for lo, hi in zip([0, *cuts], [*cuts, tr.n_requests], strict=True):
-        if hi > lo:
-            hits.append(run.feed(tr.pages[lo:hi], tr.steps[lo:hi], hits=True))
+    hits = [run.feed(tr.pages[lo:hi], tr.steps[lo:hi], hits=True)
+            for lo, hi in _pieces(tr, data)]
     mask = np.concatenate(hits) if hits else np.zeros(0, bool)
     assert np.array_equal(mask, whole.hit_mask)
     assert int(run.page_misses.sum()) == whole.misses

@@ -148,6 +148,18 @@ def test_rounds_traces(name, trace, data, pred, miss):
     both(trace, name, k, pred, "topk:overfetch=1.5", miss, True)
 
 
+def cascade_handler(cascade, costs, sizes):
+    """A handler whose cascade puts pages of several sizes in the cache (``lowest-bit``: half
+    size, ``priority``: full, half or quarter by gate score), or ``substitute``, or None."""
+    lv = [sizes, np.maximum(1, sizes // 2), np.maximum(1, sizes // 4)]
+    lc = [costs, costs / 2, costs / 4]
+    if cascade == "lowest-bit":
+        return FetchLowestBit(("int8", "int4")).bind(lv[:2], lc[:2])
+    if cascade == "priority":
+        return FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(lv, lc)
+    return None if cascade == "none" else make_miss(cascade)
+
+
 @pytest.mark.parametrize("name", ["lru", "fifo", "fwf", "least-stale", "fld", "lru-dist",
                                   "llru", "llru-latest-dist", "lfu", "lfu-dist", "lhu",
                                   "lhu-dist", "belady", *CREDIT_POLICIES, "marking",
@@ -164,14 +176,7 @@ def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
     budget = data.draw(st.integers(1, int(sizes.sum()) + 1))
     if budget < int(sizes.min()):
         budget = int(sizes.min())
-    lv = [sizes, np.maximum(1, sizes // 2), np.maximum(1, sizes // 4)]
-    lc = [costs, costs / 2, costs / 4]
-    if cascade == "lowest-bit":
-        miss = FetchLowestBit(("int8", "int4")).bind(lv[:2], lc[:2])
-    elif cascade == "priority":
-        miss = FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(lv, lc)
-    else:
-        miss = None if cascade == "none" else make_miss(cascade)
+    miss = cascade_handler(cascade, costs, sizes)
     if pred is None and miss is None:
         miss = make_miss("substitute")
     for record in RECORDS:
@@ -221,15 +226,8 @@ def test_token_policies_with_phases(name, trace, data, pred, strat, miss):
     P = trace.layout.n_pages
     costs, sizes = data.draw(page_weights(P, max_size=6))
     budget = max(data.draw(st.integers(1, int(sizes.sum()) + 1)), int(sizes.min()))
-    lv = [sizes, np.maximum(1, sizes // 2), np.maximum(1, sizes // 4)]
-    lc = [costs, costs / 2, costs / 4]
-    cascade = data.draw(st.sampled_from(["lowest-bit", "priority", "substitute"]))
-    if cascade == "lowest-bit":
-        handler = FetchLowestBit(("int8", "int4")).bind(lv[:2], lc[:2])
-    elif cascade == "priority":
-        handler = FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(lv, lc)
-    else:
-        handler = make_miss(cascade)
+    handler = cascade_handler(data.draw(st.sampled_from(["lowest-bit", "priority",
+                                                          "substitute"])), costs, sizes)
     kw = dict(budget=budget, costs=costs, sizes=sizes, record=True)
     ref = simulate(trace, name, engine="reference", prefetch=prefetcher(pred, "topk", trace),
                    miss=handler, **kw)
