@@ -115,7 +115,8 @@ def add_parser(sub) -> None:
                         "step by step (the list family: lru, fifo, fwf, llru, fld, "
                         "least-stale; lfu, lhu; greedy-dual, landlord, gdsf, layered-landlord; "
                         "arc, lecar, marking; token-hazard, token-decay, token-match, "
-                        "robust-token-match; -dist), else the reference loop (auto); same "
+                        "robust-token-match; blind-oracle, predictive-marker, lmarker, "
+                        "robust-blind-oracle; -dist), else the reference loop (auto); same "
                         "numbers")
     p.add_argument("--verify", action="store_true",
                    help="check the cache's run independently (capacity, every request served, "

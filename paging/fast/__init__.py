@@ -150,26 +150,39 @@ def carries(spec, *, bounded_memory: bool = False) -> bool:
     heap family without Belady, which reads next uses), the credit policies (GreedyDual,
     Landlord, GDSF, Layered Landlord), ARC, LeCaR and Marking (LeCaR's eviction times and the
     credit policies' tie-breaking request indices count requests from the run's start, and
-    LeCaR and Marking consume the run's draws from a count kept in the state), and the token
-    policies (:class:`paging.fast.tokens.Carried`), which keep the pieces fed to redo the run
-    when a bound fails, so not where memory must stay bounded by one piece
-    (``bounded_memory``: a streamed trace). The other kernels allocate their state inside the
-    call (and the prediction policies' hold request indices of the call), so they run whole
-    traces only."""
+    LeCaR and Marking consume the run's draws from a count kept in the state); and the token
+    policies (:class:`paging.fast.tokens.Carried`) and the prediction policies with the
+    ``frequency`` predictor (:class:`paging.fast.predictive.Carried`), which keep the run's
+    requests so far (the token policies redo them when a bound fails; the prediction
+    policies' keys read request indices from the run's start), so not where memory must stay
+    bounded by one piece (``bounded_memory``: a streamed trace). The other kernels (Belady,
+    FlashMoE, the ``oracle`` predictor's policies, Score-Based) read the whole trace."""
     from paging.fast import heaps
 
-    return spec is not None and (spec[0] in (_LIST, _ADAPT, _MARK, _CREDIT)
-                                 or (spec[0] == _HEAP and spec[1] == heaps.LFU)
-                                 or (spec[0] == _TOKEN and not bounded_memory))
+    if spec is None:
+        return False
+    if spec[0] in (_LIST, _ADAPT, _MARK, _CREDIT) or (spec[0] == _HEAP
+                                                      and spec[1] == heaps.LFU):
+        return True
+    if bounded_memory:
+        return False
+    if spec[0] == _TOKEN:
+        return True
+    if spec[0] == _PRED:
+        from paging.fast.predictive import FREQUENCY, SCORE, predictor_kind
+
+        return spec[1] != SCORE and predictor_kind(spec.proto.predictor) == FREQUENCY
+    return False
 
 
 class CarriedRun:
-    """A run of a list-family, LFU, credit, ARC, LeCaR, Marking or token-policy kernel
-    (``spec`` = ``(family, kind, dist)`` of :func:`plan`; :func:`carries`) whose cache is
-    carried from call to call (:func:`paging.fast.lists.list_state`,
+    """A run of a list-family, LFU, credit, ARC, LeCaR, Marking, token- or prediction-policy
+    kernel (``spec`` = ``(family, kind, dist)`` of :func:`plan`; :func:`carries`) whose cache
+    is carried from call to call (:func:`paging.fast.lists.list_state`,
     :func:`paging.fast.heaps.heap_state`, :func:`paging.fast.credit.credit_state`,
     :func:`paging.fast.adaptive.arc_state`, :func:`paging.fast.adaptive.lecar_state`,
-    :func:`paging.fast.marking.marking_state`, :class:`paging.fast.tokens.Carried`):
+    :func:`paging.fast.marking.marking_state`, :class:`paging.fast.tokens.Carried`,
+    :class:`paging.fast.predictive.Carried`):
     consecutive :meth:`feed` calls on consecutive pieces of one trace, each cut between two
     groups, are one run. ``capacity`` counts ``slots`` (default one per page; page sizes for a
     byte budget); ``costs`` and ``sizes`` are the pages' weights the credit policies' rates read
@@ -178,8 +191,9 @@ class CarriedRun:
     draws (the generator yields the same doubles in pieces: the draws are made a piece ahead,
     at most one per request of the piece and one per page it starts with). The token policies
     read one token per walk over the layers (``steps // ℓ``), as a run without the trace's
-    tokens does. A streamed trace feeds it chunk by chunk (:mod:`paging.stream`; not the token
-    policies, whose pieces are kept), a serving run step by step (:mod:`paging.serve`)."""
+    tokens does; PredictiveMarker and LMarker draw from ``seed`` as Marking. A streamed trace
+    feeds it chunk by chunk (:mod:`paging.stream`; not the token and prediction policies, whose
+    pieces are kept), a serving run step by step (:mod:`paging.serve`)."""
 
     def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0,
                  costs=None, sizes=None):
@@ -197,7 +211,9 @@ class CarriedRun:
         P, parts = layout.n_pages, self.caps.size
         self.costs = unit_costs(P) if costs is None else costs
         self.sizes = unit_sizes(P) if sizes is None else sizes
-        self.rng = np.random.default_rng(seed) if needs_draws(spec) else None
+        # (a prediction policy's state draws for itself)
+        self.rng = np.random.default_rng(seed) if needs_draws(spec) and spec[0] != _PRED \
+            else None
         self.draws = np.zeros(0)
         if self.family == _LIST:
             self.state = list_state(P, layout.n_layers, parts)
@@ -215,6 +231,10 @@ class CarriedRun:
             from paging.fast.tokens import Carried
 
             self.state = Carried(layout, spec, self.caps, self.slots)
+        elif self.family == _PRED:
+            from paging.fast.predictive import Carried as CarriedPred
+
+            self.state = CarriedPred(layout, spec, self.caps, self.slots, seed)
         else:
             self.state = heap_state(layout.n_experts, layout.n_layers, self.caps, self.dist,
                                     _CARRIED_STRIDE)
@@ -259,7 +279,7 @@ class CarriedRun:
         elif self.family == _ADAPT:
             out = adaptive.lecar_kernel(*args, self._draws(pages.size), *self.lecar, rec,
                                         self.state)
-        elif self.family == _TOKEN:
+        elif self.family in (_TOKEN, _PRED):
             out = self.state.feed(pages, steps, hits)
         else:
             out = heap_kernel(pages, steps, _no_next_use(), self.slots, lay.n_experts,

@@ -124,15 +124,18 @@ def _swap(clist, ckey, clast, cpos, i, j):
 
 @njit(cache=True, nogil=True)
 def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, pkind,
-                      preds, pred_row, score, hks, draws, record, leader, switches, cost):
+                      preds, pred_row, score, hks, draws, record, S, t_lo):
     """Replay ``pages`` under the policy ``kind``. ``sizes[p]`` is the room page p takes in
     the partition capacities ``caps`` (one partition, or one per layer with ``dist``);
     ``pkind`` says where predictions come from (``preds[pred_row[q], t]`` for partition q, or
     the frequency formula); ``score`` the gate scores (Score-Based); ``hks[q]`` the harmonic
     number H_k of partition q (PredictiveMarker); ``draws`` the run's uniform draws
-    (PredictiveMarker, LMarker); ``leader``, ``switches`` and ``cost`` (the virtual
-    BlindOracle's and LRU's misses; zeros on entry) end as each partition's combiner state.
-    Returns the tuple of :mod:`paging.fast.common`.
+    (PredictiveMarker, LMarker). ``S`` is the run's state (:func:`pred_state`): a fresh one,
+    or the one an earlier call left after requests ``0..t_lo-1`` of the same arrays (a run
+    carried from piece to piece, :class:`Carried`), served from request ``t_lo`` on; its
+    ``leader``, ``switches`` and ``cost`` (the virtual BlindOracle's and LRU's misses) end as
+    each partition's combiner state, its ``page_miss`` counts every call's misses. Returns
+    the tuple of :mod:`paging.fast.common` (the logs hold requests ``t_lo..``).
 
     Partition q's resident pages are ``clist[q·span : q·span + ccount[q]]`` (insertion order
     does not matter: every rule is a total order), with their keys alongside (``ckey``: the
@@ -144,58 +147,25 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
-    nparts = caps.size
     span = n_experts if dist else P
     marking = kind == PMARKER or kind == LMARKER
     robust = kind == ROBUST
-    resident = np.zeros(P, np.bool_)
-    used = np.zeros(nparts, np.int64)
-    clist = np.zeros(P, np.int64)   # partition q's resident pages: clist[q·span ...]
-    ckey = np.zeros(P)              # their keys (largest evicted) ...
-    clast = np.zeros(P, np.int64)   # ... and latest requests (ties: the smallest evicted)
-    cpos = np.zeros(P, np.int64)
-    ccount = np.zeros(nparts, np.int64)
-    pin = np.full(P, -1, np.int64)
-    evicted_pass = np.full(P, -1, np.int64)
-    page_miss = np.zeros(P, np.int64)
-    unm = np.zeros(P, np.int64)
-    hist = np.zeros(P)               # Score-Based's H
-    fcount = np.zeros(P, np.int64)   # frequency predictor's counts
-    # marking phases and chains
-    ucount = np.zeros(nparts, np.int64)  # the unmarked resident pages come first
-    evc = np.zeros(P, np.int64)      # chain of the eviction that removed the page ...
-    evph = np.full(P, -1, np.int64)  # ... valid while this is the partition's phase
-    phase = np.zeros(nparts, np.int64)
-    vt = np.full(nparts, -1, np.int64)
-    cur = np.zeros(nparts, np.int64)
-    stale = np.zeros(nparts, np.bool_)
-    chain_len = np.zeros(n + 1 if marking else 1, np.int64)
-    nch = 0
-    n_draw = 0
-    # the combiner's virtual caches: BlindOracle (a list with its keys) and LRU (a doubly
-    # linked list, least recent first)
-    in_bo = np.zeros(P, np.bool_)
-    bolist = np.zeros(P, np.int64)
-    bkey = np.zeros(P)
-    blast = np.zeros(P, np.int64)
-    bopos = np.zeros(P, np.int64)
-    bocount = np.zeros(nparts, np.int64)
-    in_lru = np.zeros(P, np.bool_)
-    lprev = np.full(P, -1, np.int64)
-    lnext = np.full(P, -1, np.int64)
-    lhead = np.full(nparts, -1, np.int64)
-    ltail = np.full(nparts, -1, np.int64)
-    lcount = np.zeros(nparts, np.int64)
-    hit_mask, ev, byp = buffers(n, record)
+    (resident, used, clist, ckey, clast, cpos, ccount, pin, evicted_pass, page_miss, unm, hist,
+     fcount, ucount, evc, evph, phase, vt, cur, stale, chain_len, in_bo, bolist, bkey, blast,
+     bopos, bocount, in_lru, lprev, lnext, lhead, ltail, lcount, leader, switches, cost,
+     cnt) = S
+    nch = cnt[0]
+    n_draw = cnt[1]
+    hit_mask, ev, byp = buffers(n - t_lo, record, P if t_lo > 0 else 0)
     misses = 0
     coll = 0
     n_ev = 0
     n_byp = 0
-    grouped = is_grouped(steps)
+    grouped = is_grouped(steps[t_lo:])
     prev_s = -1
     g_start = 0
     g_end = 0
-    for t in range(n):
+    for t in range(t_lo, n):
         p = pages[t]
         s = steps[t]
         if s != prev_s:
@@ -214,7 +184,7 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
         need = sizes[p]
         if hit:
             if record:
-                hit_mask[t] = True
+                hit_mask[t - t_lo] = True
         else:
             misses += 1
             page_miss[p] += 1
@@ -440,6 +410,8 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
         ccount[q] += 1
         resident[p] = True
         used[q] += need
+    cnt[0] = nch
+    cnt[1] = n_draw
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
 
@@ -494,6 +466,96 @@ def predictions(trace, caps, proto, policy=None, dist=False):
     return np.ascontiguousarray(np.stack(arrays)), pred_row
 
 
+def pred_state(P: int, parts: int, chains: int) -> tuple:
+    """A cold state of :func:`predictive_kernel` over ``parts`` partitions of P pages, with
+    room for ``chains`` marking chains (at most one per eviction, and one more): the cache
+    (``resident``, ``used``, the partitions' resident lists with their keys and latest
+    requests, ``pin``, the pass of each page's last eviction, ``page_miss``), Score-Based's
+    sums, the frequency predictor's counts, the markers' phases and chains, the combiner's
+    virtual BlindOracle and LRU and its ``leader``, ``switches`` and ``cost``, and the counts
+    of chains and of draws consumed."""
+    i64 = np.int64
+    return (np.zeros(P, np.bool_), np.zeros(parts, i64), np.zeros(P, i64), np.zeros(P),
+            np.zeros(P, i64), np.zeros(P, i64), np.zeros(parts, i64), np.full(P, -1, i64),
+            np.full(P, -1, i64), np.zeros(P, i64), np.zeros(P, i64), np.zeros(P),
+            np.zeros(P, i64), np.zeros(parts, i64), np.zeros(P, i64), np.full(P, -1, i64),
+            np.zeros(parts, i64), np.full(parts, -1, i64), np.zeros(parts, i64),
+            np.zeros(parts, np.bool_), np.zeros(max(chains, 1), i64), np.zeros(P, np.bool_),
+            np.zeros(P, i64), np.zeros(P), np.zeros(P, i64), np.zeros(P, i64),
+            np.zeros(parts, i64), np.zeros(P, np.bool_), np.full(P, -1, i64),
+            np.full(P, -1, i64), np.full(parts, -1, i64), np.full(parts, -1, i64),
+            np.zeros(parts, i64), np.zeros(parts, i64), np.zeros(parts, i64),
+            np.zeros((parts, 2), i64), np.zeros(2, i64))
+
+
+#: where :func:`pred_state`'s tuple keeps the marking chains, and the combiner's leader,
+#: switches and cost
+_CHAINS, _LEADER, _SWITCHES, _COST = 20, 33, 34, 35
+
+
+def _hks(kind: int, caps, slots, n_pages: int) -> np.ndarray:
+    """H_k of each partition (PredictiveMarker; in pages, or, under a byte budget, of its
+    bytes), zeros for the other kinds."""
+    from paging.policies.predictive import harmonic, marker_k
+
+    if kind != PMARKER:
+        return np.zeros(caps.size)
+    in_bytes = bool((slots != 1).any())  # a byte budget: the pages weigh their sizes
+    return np.array([harmonic(marker_k(c, slots if in_bytes else None, n_pages))
+                     for c in caps.tolist()])
+
+
+class Carried:
+    """A prediction-policy run fed piece by piece (a serving run's steps:
+    :class:`paging.fast.CarriedRun`), each piece cut between two groups; the ``frequency``
+    predictor only (``oracle`` reads the future, which a carried run does not have; Score-
+    Based reads gate scores). Each call serves its piece from the state the last one left, on
+    the run's request arrays so far (the keys and tie-breaks read request indices from the
+    run's start): 16 bytes a request. PredictiveMarker's and LMarker's draws come from
+    ``numpy.random.default_rng(seed)`` in eviction order, as the reference's one at a time.
+    :meth:`feed` returns the piece's tuple of :mod:`paging.fast.common`."""
+
+    def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray, seed=0):
+        self.layout, self.spec, self.slots = layout, spec, slots
+        self.caps = np.ascontiguousarray(caps, dtype=np.int64)
+        self.kind = spec[1]
+        self.hks = _hks(self.kind, self.caps, slots, layout.n_pages)
+        self.S = pred_state(layout.n_pages, self.caps.size, 1024)
+        self.rng = np.random.default_rng(seed)
+        self.draws = np.zeros(0)
+        self.pages = np.zeros(1024, np.int64)
+        self.steps = np.zeros(1024, np.int64)
+        self.n = 0
+
+    def feed(self, pages, steps, hits: bool = False):
+        """Serve the next piece; its hit mask (the fourth item) is filled when ``hits``."""
+        lo, hi = self.n, self.n + pages.size
+        if hi > self.pages.size:
+            size = max(hi, 2 * self.pages.size)
+            for name in ("pages", "steps"):
+                grown = np.zeros(size, np.int64)
+                grown[:lo] = getattr(self, name)[:lo]
+                setattr(self, name, grown)
+        self.pages[lo:hi] = pages
+        self.steps[lo:hi] = steps
+        self.n = hi
+        S = self.S
+        if S[_CHAINS].size < hi + 1:  # at most one chain per eviction, one per request here
+            grown = np.zeros(max(hi + 1, 2 * S[_CHAINS].size), np.int64)
+            grown[:S[_CHAINS].size] = S[_CHAINS]
+            self.S = S = (*S[:_CHAINS], grown, *S[_CHAINS + 1:])
+        # the draws the piece may consume: one per eviction, at most its requests and the
+        # pages the state holds (the generator continues behind those drawn)
+        need = S[-1][1] + pages.size + self.layout.n_pages
+        if self.draws.size < need:
+            self.draws = np.concatenate([self.draws, self.rng.random(need - self.draws.size)])
+        lay = self.layout
+        return predictive_kernel(self.pages[:hi], self.steps[:hi], self.slots, lay.n_experts,
+                                 lay.n_layers, self.caps, self.spec[2], self.kind, FREQUENCY,
+                                 np.zeros((1, 0)), np.zeros(self.caps.size, np.int64),
+                                 np.zeros(0), self.hks, self.draws, 1 if hits else 0, S, lo)
+
+
 def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=None):
     """Run the kernel of ``spec`` (:func:`paging.fast.plan`: its ``proto`` carries the
     predictor) on ``trace``; ``slots[p]`` is the room page p takes in ``capacity``; ``draws``
@@ -518,21 +580,15 @@ def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=N
     else:
         pkind = predictor_kind(proto.predictor)
         preds, pred_row = predictions(trace, caps, proto, policy, dist)
-    from paging.policies.predictive import harmonic, marker_k
-
-    in_bytes = bool((slots != 1).any())  # a byte budget: the pages weigh their sizes
-    hks = np.array([harmonic(marker_k(c, slots if in_bytes else None, lay.n_pages))
-                    for c in caps.tolist()]) if kind == PMARKER else np.zeros(caps.size)
+    hks = _hks(kind, caps, slots, lay.n_pages)
     if draws is None:
         draws = np.zeros(1)
-    leader = np.zeros(caps.size, np.int64)
-    switches = np.zeros(caps.size, np.int64)
-    cost = np.zeros((caps.size, 2), np.int64)
+    marking = kind in (PMARKER, LMARKER)
+    S = pred_state(lay.n_pages, caps.size, trace.n_requests + 1 if marking else 1)
     out = predictive_kernel(trace.pages, trace.steps, slots, lay.n_experts, lay.n_layers, caps,
-                            dist, kind, pkind, preds, pred_row, score, hks, draws, record,
-                            leader, switches, cost)
+                            dist, kind, pkind, preds, pred_row, score, hks, draws, record, S, 0)
     if policy is not None and kind == ROBUST and not dist:
         # what a reference run leaves (RobustBlindOracle.cost, .leader, .switches)
-        policy.leader, policy.switches = int(leader[0]), int(switches[0])
-        policy.cost = [int(c) for c in cost[0]]
+        policy.leader, policy.switches = int(S[_LEADER][0]), int(S[_SWITCHES][0])
+        policy.cost = [int(c) for c in S[_COST][0]]
     return out

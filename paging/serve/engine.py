@@ -188,8 +188,9 @@ def _compiled(run_spec, policy, handler) -> bool:
     """Whether the serving run's cache runs in a compiled kernel carried from step to step
     (:func:`paging.fast.carries`: LRU, FIFO, FWF, LLRU, FLD, the Least-Stale readings, LFU, the
     credit policies (with the run's costs and sizes), ARC, LeCaR, Marking, token-hazard,
-    token-decay, token-match, the combiner over them and their -dist forms, LeCaR's and
-    Marking's draws from ``--seed``; no miss
+    token-decay, token-match, the combiner over them, the prediction policies with the
+    ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
+    markers from ``--seed``; no miss
     handler, no prefetcher, no routing hook, not verified: ``--verify`` records the run in the
     reference loop). ``engine="fast"`` insists."""
     from paging import fast
@@ -202,8 +203,10 @@ def _compiled(run_spec, policy, handler) -> bool:
         raise PagingError(f"--engine fast: paging serve compiles the list family (lru, fifo, "
                           f"fwf, llru, fld, least-stale and their -dist forms), lfu, the credit "
                           f"policies (greedy-dual, landlord, gdsf, layered-landlord), arc, lecar, "
-                          f"marking, token-hazard, token-decay, token-match and "
-                          f"robust-token-match (and their -dist forms) without --miss, "
+                          f"marking, token-hazard, token-decay, token-match, "
+                          f"robust-token-match, blind-oracle, predictive-marker, lmarker and "
+                          f"robust-blind-oracle (frequency predictor; and their -dist forms) "
+                          f"without --miss, "
                           f"--prefetch, --routing or --verify; {policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return ok

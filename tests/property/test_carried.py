@@ -62,11 +62,19 @@ def _pieces(tr, data):
             if hi > lo]
 
 
-@given(tr=topk_traces(max_tokens=8), name=st.sampled_from(TOKEN_CARRIED), k=st.integers(1, 8),
-       byte=st.booleans(), data=st.data())
-def test_a_carried_token_run_equals_the_reference(tr, name, k, byte, data):
-    """The token policies carried from piece to piece (one token per walk, ``steps // ℓ``, as
-    a serving run reads them) against the reference loop on the same trace without tokens."""
+#: the prediction policies with the frequency predictor (the markers with the run's seed)
+PRED_CARRIED = ("blind-oracle", "blind-oracle-dist", "predictive-marker",
+                "predictive-marker-dist", "lmarker", "lmarker-dist", "robust-blind-oracle",
+                "robust-blind-oracle-dist")
+
+
+@given(tr=topk_traces(max_tokens=8), name=st.sampled_from(TOKEN_CARRIED + PRED_CARRIED),
+       k=st.integers(1, 8), byte=st.booleans(), seed=st.integers(0, 3), data=st.data())
+def test_a_carried_token_or_prediction_run_equals_the_reference(tr, name, k, byte, seed,
+                                                                 data):
+    """The token policies (one token per walk, ``steps // ℓ``, as a serving run reads them)
+    and the prediction policies carried from piece to piece, against the reference loop on
+    the same trace without tokens."""
     from paging.trace import Trace
 
     tr = Trace(tr.layout, tr.pages, tr.steps, tr.name, expand=tr.expand)  # one token a walk
@@ -74,10 +82,11 @@ def test_a_carried_token_run_equals_the_reference(tr, name, k, byte, data):
     sizes = np.asarray(data.draw(st.lists(st.integers(1, 3), min_size=P, max_size=P)),
                        dtype=np.int64) if byte else None
     cap = {"budget": k * 3} if byte else {"k": k}
-    whole = simulate(tr, name, sizes=sizes, record="hits", engine="reference", **cap)
+    whole = simulate(tr, name, sizes=sizes, record="hits", engine="reference", seed=seed,
+                     **cap)
     spec = fast.plan(make_policy(name))
     assert fast.carries(spec) and not fast.carries(spec, bounded_memory=True)
-    run = fast.CarriedRun(tr.layout, spec, k * 3 if byte else k, sizes, sizes=sizes)
+    run = fast.CarriedRun(tr.layout, spec, k * 3 if byte else k, sizes, seed=seed, sizes=sizes)
     hits = [run.feed(tr.pages[lo:hi], tr.steps[lo:hi], hits=True)
             for lo, hi in _pieces(tr, data)]
     mask = np.concatenate(hits) if hits else np.zeros(0, bool)
@@ -113,3 +122,13 @@ def test_a_carried_token_run_redoes_its_pieces_when_a_bound_fails(monkeypatch, n
         assert ist[:, T.I_NAPX].sum() > 0 and run.state.enter == 0.0
     else:  # redone with exact sums: no bounded token end in the run kept
         assert ist[:, T.I_NAPX].sum() == 0 and run.state.enter is None
+
+
+def test_what_does_not_carry():
+    """The oracle predictor reads the future and Score-Based the gate scores: whole traces
+    only; a stream keeps no requests, so neither the token nor the prediction policies."""
+    for name in ("blind-oracle:oracle", "score-based", "belady"):
+        assert not fast.carries(fast.plan(make_policy(name)))
+    for name in ("token-match", "blind-oracle"):
+        assert not fast.carries(fast.plan(make_policy(name)), bounded_memory=True)
+    assert fast.carries(fast.plan(make_policy("lru")), bounded_memory=True)

@@ -263,7 +263,11 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
                                                  "token-hazard", "token-decay", "token-match",
                                                  "token-match-dist", "token-decay-dist",
                                                  "robust-token-match",
-                                                 "robust-token-match-dist")),
+                                                 "robust-token-match-dist", "blind-oracle",
+                                                 "blind-oracle-dist", "predictive-marker",
+                                                 "predictive-marker-dist", "lmarker",
+                                                 "lmarker-dist", "robust-blind-oracle",
+                                                 "robust-blind-oracle-dist")),
        k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
 def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed):
     from paging.cost.setup import CostSetup
@@ -509,13 +513,12 @@ def test_refusals(toy):
         serve(RunSpec("lru", k=4), arr, seqs)
     with pytest.raises(PagingError, match="--max-batch must be >= 1"):
         ServeSpec(Arrivals(rate=1.0, duration=1.0), max_batch=0)
-    # --engine fast: a policy whose serving cache is not compiled (blind-oracle), and one
-    # compiled with an option that is not (marking carries its draws; with --verify it is
-    # recorded in the loop)
-    for name, kw in (("blind-oracle", {}), ("marking", dict(verify=True))):
-        with pytest.raises(PagingError, match=r"gdsf, .* lecar, marking, token-hazard, .*"
-                                              r"robust-token-match .* reference"):
-            serve(RunSpec(name, k=4, model=toy, engine="fast", **kw), arr, seqs)
+    # --engine fast: a policy compiled with an option that is not (marking carries its draws;
+    # with --verify it is recorded in the loop); every registered online policy a server can
+    # run has a serving kernel
+    with pytest.raises(PagingError, match=r"gdsf, .* lecar, marking, token-hazard, .*"
+                                          r"robust-token-match, blind-oracle, .* reference"):
+        serve(RunSpec("marking", k=4, model=toy, engine="fast", verify=True), arr, seqs)
 
 
 # -- the command -----------------------------------------------------------------------------
