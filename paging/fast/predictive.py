@@ -522,7 +522,7 @@ class Carried:
         self.hks = _hks(self.kind, self.caps, slots, layout.n_pages)
         self.S = pred_state(layout.n_pages, self.caps.size, 1024)
         self.rng = np.random.default_rng(seed)
-        self.draws = np.zeros(0)
+        self.draws = np.zeros(0)  # (only the markers read draws)
         self.pages = np.zeros(1024, np.int64)
         self.steps = np.zeros(1024, np.int64)
         self.n = 0
@@ -544,11 +544,12 @@ class Carried:
             grown = np.zeros(max(hi + 1, 2 * S[_CHAINS].size), np.int64)
             grown[:S[_CHAINS].size] = S[_CHAINS]
             self.S = S = (*S[:_CHAINS], grown, *S[_CHAINS + 1:])
-        # the draws the piece may consume: one per eviction, at most its requests and the
-        # pages the state holds (the generator continues behind those drawn)
+        # the markers' draws the piece may consume: one per eviction, at most its requests and
+        # the pages the state holds (drawn ahead, doubling: the generator continues behind)
         need = S[-1][1] + pages.size + self.layout.n_pages
-        if self.draws.size < need:
-            self.draws = np.concatenate([self.draws, self.rng.random(need - self.draws.size)])
+        if self.kind in (PMARKER, LMARKER) and self.draws.size < need:
+            more = max(need - self.draws.size, self.draws.size)
+            self.draws = np.concatenate([self.draws, self.rng.random(more)])
         lay = self.layout
         return predictive_kernel(self.pages[:hi], self.steps[:hi], self.slots, lay.n_experts,
                                  lay.n_layers, self.caps, self.spec[2], self.kind, FREQUENCY,
