@@ -130,12 +130,14 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
     ``pkind`` says where predictions come from (``preds[pred_row[q], t]`` for partition q, or
     the frequency formula); ``score`` the gate scores (Score-Based); ``hks[q]`` the harmonic
     number H_k of partition q (PredictiveMarker); ``draws`` the run's uniform draws
-    (PredictiveMarker, LMarker). ``S`` is the run's state (:func:`pred_state`): a fresh one,
-    or the one an earlier call left after requests ``0..t_lo-1`` of the same arrays (a run
-    carried from piece to piece, :class:`Carried`), served from request ``t_lo`` on; its
+    (PredictiveMarker, LMarker). ``S`` is the run's state (:func:`pred_state`): None (a
+    whole run: made in the kernel), a fresh one, or the one an earlier call left after
+    requests ``0..t_lo-1`` of the same arrays (a run carried from piece to piece,
+    :class:`Carried`), served from request ``t_lo`` on; its
     ``leader``, ``switches`` and ``cost`` (the virtual BlindOracle's and LRU's misses) end as
     each partition's combiner state, its ``page_miss`` counts every call's misses. Returns
-    the tuple of :mod:`paging.fast.common` (the logs hold requests ``t_lo..``).
+    the tuple of :mod:`paging.fast.common` (the logs hold requests ``t_lo..``), then the
+    combiner's ``(leader, switches, cost)``.
 
     Partition q's resident pages are ``clist[q·span : q·span + ccount[q]]`` (insertion order
     does not matter: every rule is a total order), with their keys alongside (``ckey``: the
@@ -150,10 +152,14 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
     span = n_experts if dist else P
     marking = kind == PMARKER or kind == LMARKER
     robust = kind == ROBUST
+    # a whole run's state is made here (None: numba prunes the other branch, and the arrays
+    # allocated in the kernel are known apart, which its loop is faster for), a carried one's
+    # comes in
+    St = pred_state(P, caps.size, n + 1 if marking else 1) if S is None else S
     (resident, used, clist, ckey, clast, cpos, ccount, pin, evicted_pass, page_miss, unm, hist,
      fcount, ucount, evc, evph, phase, vt, cur, stale, chain_len, in_bo, bolist, bkey, blast,
      bopos, bocount, in_lru, lprev, lnext, lhead, ltail, lcount, leader, switches, cost,
-     cnt) = S
+     cnt) = St
     nch = cnt[0]
     n_draw = cnt[1]
     hit_mask, ev, byp = buffers(n - t_lo, record, P if t_lo > 0 else 0)
@@ -412,7 +418,7 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
         used[q] += need
     cnt[0] = nch
     cnt[1] = n_draw
-    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+    return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, (leader, switches, cost)
 
 
 # -- set-up (Python) ---------------------------------------------------------------------------
@@ -466,7 +472,8 @@ def predictions(trace, caps, proto, policy=None, dist=False):
     return np.ascontiguousarray(np.stack(arrays)), pred_row
 
 
-def pred_state(P: int, parts: int, chains: int) -> tuple:
+@njit(cache=True, nogil=True, inline="always")
+def pred_state(P, parts, chains):
     """A cold state of :func:`predictive_kernel` over ``parts`` partitions of P pages, with
     room for ``chains`` marking chains (at most one per eviction, and one more): the cache
     (``resident``, ``used``, the partitions' resident lists with their keys and latest
@@ -488,9 +495,8 @@ def pred_state(P: int, parts: int, chains: int) -> tuple:
             np.zeros((parts, 2), i64), np.zeros(2, i64))
 
 
-#: where :func:`pred_state`'s tuple keeps the marking chains, and the combiner's leader,
-#: switches and cost
-_CHAINS, _LEADER, _SWITCHES, _COST = 20, 33, 34, 35
+#: where :func:`pred_state`'s tuple keeps the marking chains
+_CHAINS = 20
 
 
 def _hks(kind: int, caps, slots, n_pages: int) -> np.ndarray:
@@ -554,7 +560,8 @@ class Carried:
         return predictive_kernel(self.pages[:hi], self.steps[:hi], self.slots, lay.n_experts,
                                  lay.n_layers, self.caps, self.spec[2], self.kind, FREQUENCY,
                                  np.zeros((1, 0)), np.zeros(self.caps.size, np.int64),
-                                 np.zeros(0), self.hks, self.draws, 1 if hits else 0, S, lo)
+                                 np.zeros(0), self.hks, self.draws, 1 if hits else 0, S,
+                                 lo)[:8]
 
 
 def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=None):
@@ -584,12 +591,12 @@ def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=N
     hks = _hks(kind, caps, slots, lay.n_pages)
     if draws is None:
         draws = np.zeros(1)
-    marking = kind in (PMARKER, LMARKER)
-    S = pred_state(lay.n_pages, caps.size, trace.n_requests + 1 if marking else 1)
     out = predictive_kernel(trace.pages, trace.steps, slots, lay.n_experts, lay.n_layers, caps,
-                            dist, kind, pkind, preds, pred_row, score, hks, draws, record, S, 0)
+                            dist, kind, pkind, preds, pred_row, score, hks, draws, record, None,
+                            0)
     if policy is not None and kind == ROBUST and not dist:
         # what a reference run leaves (RobustBlindOracle.cost, .leader, .switches)
-        policy.leader, policy.switches = int(S[_LEADER][0]), int(S[_SWITCHES][0])
-        policy.cost = [int(c) for c in S[_COST][0]]
-    return out
+        leader, switches, cost = out[8]
+        policy.leader, policy.switches = int(leader[0]), int(switches[0])
+        policy.cost = [int(c) for c in cost[0]]
+    return out[:8]
