@@ -180,12 +180,8 @@ def test_byte_budget_and_mixed_precision(name, trace, data, pred, cascade):
     if pred is None and miss is None:
         miss = make_miss("substitute")
     for record in RECORDS:
-        kw = dict(budget=budget, costs=costs, sizes=sizes, record=record)
-        ref = simulate(trace, name, engine="reference", prefetch=prefetcher(pred, "topk", trace),
-                       miss=miss, **kw)
-        got = simulate(trace, name, engine="fast", prefetch=prefetcher(pred, "topk", trace),
-                       miss=miss, **kw)
-        assert_same(ref, got)
+        both(trace, name, None, pred, "topk", miss, record, budget=budget, costs=costs,
+             sizes=sizes)
 
 
 @pytest.mark.parametrize("spec", ["robust-blind-oracle", "robust-blind-oracle:oracle:eta=0.5"])
@@ -228,12 +224,8 @@ def test_token_policies_with_phases(name, trace, data, pred, strat, miss):
     budget = max(data.draw(st.integers(1, int(sizes.sum()) + 1)), int(sizes.min()))
     handler = cascade_handler(data.draw(st.sampled_from(["lowest-bit", "priority",
                                                           "substitute"])), costs, sizes)
-    kw = dict(budget=budget, costs=costs, sizes=sizes, record=True)
-    ref = simulate(trace, name, engine="reference", prefetch=prefetcher(pred, "topk", trace),
-                   miss=handler, **kw)
-    got = simulate(trace, name, engine="fast", prefetch=prefetcher(pred, "topk", trace),
-                   miss=handler, **kw)
-    assert_same(ref, got)
+    both(trace, name, None, pred, "topk", handler, True, budget=budget, costs=costs,
+         sizes=sizes)
 
 
 @pytest.mark.parametrize("name", ["token-match", "token-decay-dist", "robust-token-match"])
