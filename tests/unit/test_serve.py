@@ -515,7 +515,7 @@ def test_refusals(toy):
         ServeSpec(Arrivals(rate=1.0, duration=1.0), max_batch=0)
     # --engine fast: a policy compiled with an option that is not (marking carries its draws;
     # with --verify it is recorded in the loop); every registered online policy a server can
-    # run has a serving kernel
+    # run but FlashMoE (whose kernel reads the whole trace) has a serving kernel
     with pytest.raises(PagingError, match=r"gdsf, .* lecar, marking, token-hazard, .*"
                                           r"robust-token-match, blind-oracle, .* reference"):
         serve(RunSpec("marking", k=4, model=toy, engine="fast", verify=True), arr, seqs)
