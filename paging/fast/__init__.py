@@ -211,9 +211,7 @@ class CarriedRun:
         P, parts = layout.n_pages, self.caps.size
         self.costs = unit_costs(P) if costs is None else costs
         self.sizes = unit_sizes(P) if sizes is None else sizes
-        # (a prediction policy's state draws for itself)
-        self.rng = np.random.default_rng(seed) if needs_draws(spec) and spec[0] != _PRED \
-            else None
+        self.rng = np.random.default_rng(seed) if needs_draws(spec) else None
         self.draws = np.zeros(0)
         if self.family == _LIST:
             self.state = list_state(P, layout.n_layers, parts)
@@ -234,7 +232,7 @@ class CarriedRun:
         elif self.family == _PRED:
             from paging.fast.predictive import Carried as CarriedPred
 
-            self.state = CarriedPred(layout, spec, self.caps, self.slots, seed)
+            self.state = CarriedPred(layout, spec, self.caps, self.slots)
         else:
             self.state = heap_state(layout.n_experts, layout.n_layers, self.caps, self.dist,
                                     _CARRIED_STRIDE)
@@ -248,8 +246,9 @@ class CarriedRun:
         """The run's draws from the state's count on, at least ``n`` + P of them (a piece of
         ``n`` requests evicts at most its own insertions and the P pages the state may hold):
         the unused ones are kept and the generator continues behind them."""
-        cnt = self.state[-1]
-        at = 1 if self.family == _ADAPT else 0  # lecar_state's count of draws consumed
+        # the count of draws consumed: lecar_state's second, the prediction state's second
+        cnt = self.state.S[-1] if self.family == _PRED else self.state[-1]
+        at = 1 if self.family in (_ADAPT, _PRED) else 0
         left = self.draws[cnt[at]:]
         need = n + self.layout.n_pages
         if left.size < need:
@@ -279,8 +278,11 @@ class CarriedRun:
         elif self.family == _ADAPT:
             out = adaptive.lecar_kernel(*args, self._draws(pages.size), *self.lecar, rec,
                                         self.state)
-        elif self.family in (_TOKEN, _PRED):
+        elif self.family == _TOKEN:
             out = self.state.feed(pages, steps, hits)
+        elif self.family == _PRED:
+            out = self.state.feed(pages, steps, hits, self._draws(pages.size) if self.rng
+                                  is not None else np.zeros(0))
         else:
             out = heap_kernel(pages, steps, _no_next_use(), self.slots, lay.n_experts,
                               lay.n_layers, self.caps, self.dist, self.kind, rec, self.state)

@@ -262,3 +262,30 @@ def pinned_room(pages, g_start, g_end, pf_pages, b_lo, n_batch, resident, seen, 
             seen[r] = hstamp
             held += room[r]
     return held
+
+
+class SoFar:
+    """The requests of a run fed piece by piece, kept whole (a carried kernel that reads
+    request indices from the run's start, or redoes the run: :class:`paging.fast.tokens.
+    Carried`, :class:`paging.fast.predictive.Carried`): ``rows`` int64 rows (pages, steps,
+    ...) grown by doubling; :meth:`append` adds a piece's columns and returns where it
+    starts, :meth:`row` is row r of the run so far (a contiguous view)."""
+
+    def __init__(self, rows: int):
+        self.a = np.zeros((rows, 1024), np.int64)
+        self.n = 0
+
+    def append(self, *cols) -> int:
+        lo = self.n
+        hi = lo + len(cols[0])
+        if hi > self.a.shape[1]:
+            grown = np.zeros((self.a.shape[0], max(hi, 2 * self.a.shape[1])), np.int64)
+            grown[:, :lo] = self.a[:, :lo]
+            self.a = grown
+        for r, col in enumerate(cols):
+            self.a[r, lo:hi] = col
+        self.n = hi
+        return lo
+
+    def row(self, r: int) -> np.ndarray:
+        return self.a[r, :self.n]

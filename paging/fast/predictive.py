@@ -67,7 +67,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import buffers, is_grouped
+from paging.fast.common import SoFar, buffers, is_grouped
 
 #: the kinds of this family (``Policy.kernel = "predictive:KIND"``)
 SCORE, BLIND, PMARKER, LMARKER, ROBUST = range(5)
@@ -517,51 +517,33 @@ class Carried:
     predictor only (``oracle`` reads the future, which a carried run does not have; Score-
     Based reads gate scores). Each call serves its piece from the state the last one left, on
     the run's request arrays so far (the keys and tie-breaks read request indices from the
-    run's start): 16 bytes a request. PredictiveMarker's and LMarker's draws come from
-    ``numpy.random.default_rng(seed)`` in eviction order, as the reference's one at a time.
+    run's start): 16 bytes a request. PredictiveMarker's and LMarker's draws are
+    :class:`paging.fast.CarriedRun`'s, from the count the state keeps (``S[-1][1]``).
     :meth:`feed` returns the piece's tuple of :mod:`paging.fast.common`."""
 
-    def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray, seed=0):
+    def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray):
         self.layout, self.spec, self.slots = layout, spec, slots
         self.caps = np.ascontiguousarray(caps, dtype=np.int64)
         self.kind = spec[1]
         self.hks = _hks(self.kind, self.caps, slots, layout.n_pages)
         self.S = pred_state(layout.n_pages, self.caps.size, 1024)
-        self.rng = np.random.default_rng(seed)
-        self.draws = np.zeros(0)  # (only the markers read draws)
-        self.pages = np.zeros(1024, np.int64)
-        self.steps = np.zeros(1024, np.int64)
-        self.n = 0
+        self.req = SoFar(2)  # pages, steps
 
-    def feed(self, pages, steps, hits: bool = False):
-        """Serve the next piece; its hit mask (the fourth item) is filled when ``hits``."""
-        lo, hi = self.n, self.n + pages.size
-        if hi > self.pages.size:
-            size = max(hi, 2 * self.pages.size)
-            for name in ("pages", "steps"):
-                grown = np.zeros(size, np.int64)
-                grown[:lo] = getattr(self, name)[:lo]
-                setattr(self, name, grown)
-        self.pages[lo:hi] = pages
-        self.steps[lo:hi] = steps
-        self.n = hi
+    def feed(self, pages, steps, hits: bool, draws: np.ndarray):
+        """Serve the next piece with the run's draws from the state's count on; its hit mask
+        (the fourth item) is filled when ``hits``."""
+        lo = self.req.append(pages, steps)
+        hi = self.req.n
         S = self.S
         if S[_CHAINS].size < hi + 1:  # at most one chain per eviction, one per request here
             grown = np.zeros(max(hi + 1, 2 * S[_CHAINS].size), np.int64)
             grown[:S[_CHAINS].size] = S[_CHAINS]
             self.S = S = (*S[:_CHAINS], grown, *S[_CHAINS + 1:])
-        # the markers' draws the piece may consume: one per eviction, at most its requests and
-        # the pages the state holds (drawn ahead, doubling: the generator continues behind)
-        need = S[-1][1] + pages.size + self.layout.n_pages
-        if self.kind in (PMARKER, LMARKER) and self.draws.size < need:
-            more = max(need - self.draws.size, self.draws.size)
-            self.draws = np.concatenate([self.draws, self.rng.random(more)])
         lay = self.layout
-        return predictive_kernel(self.pages[:hi], self.steps[:hi], self.slots, lay.n_experts,
+        return predictive_kernel(self.req.row(0), self.req.row(1), self.slots, lay.n_experts,
                                  lay.n_layers, self.caps, self.spec[2], self.kind, FREQUENCY,
                                  np.zeros((1, 0)), np.zeros(self.caps.size, np.int64),
-                                 np.zeros(0), self.hks, self.draws, 1 if hits else 0, S,
-                                 lo)[:8]
+                                 np.zeros(0), self.hks, draws, 1 if hits else 0, S, lo)[:8]
 
 
 def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=None):

@@ -90,6 +90,7 @@ from paging.fast.common import (
     DROPPED,
     FETCHED,
     SUBSTITUTED,
+    SoFar,
     borrow,
     is_grouped,
     most_requested,
@@ -1799,37 +1800,20 @@ class Carried:
         self.tries = list(ENTER)
         self.enter = self.tries.pop(0)  # the margin of the run so far (None: exact sums)
         self.S, self.margins, self.C = _start(spec, layout, caps, slots, self.enter)
-        self.pages = np.zeros(1024, np.int64)
-        self.steps = np.zeros(1024, np.int64)
-        self.token = np.zeros(1024, np.int64)
-        self.n = 0
+        self.req = SoFar(3)  # pages, steps, tokens
         self.totals = np.zeros(3, np.int64)  # misses, collisions, bypasses so far
 
-    def _append(self, pages, steps) -> None:
-        lo, hi = self.n, self.n + pages.size
-        if hi > self.pages.size:
-            size = max(hi, 2 * self.pages.size)
-            for name in ("pages", "steps", "token"):
-                grown = np.zeros(size, np.int64)
-                grown[:lo] = getattr(self, name)[:lo]
-                setattr(self, name, grown)
-        self.pages[lo:hi] = pages
-        self.steps[lo:hi] = steps
-        self.token[lo:hi] = np.asarray(steps, dtype=np.int64) // self.layout.n_layers
-        self.n = hi
-
     def _call(self, lo: int, record: int):
-        lay, hi = self.layout, self.n
-        return token_kernel(self.pages[:hi], self.steps[:hi], self.token[:hi], 1, self.slots,
-                            lay.n_experts, lay.n_layers, self.caps, self.spec[2],
-                            self.spec[1] == ROBUST, self.margins, self.S, record, self.C,
-                            _NO_ROUTE, None, lo)
+        lay, req = self.layout, self.req
+        return token_kernel(req.row(0), req.row(1), req.row(2), 1, self.slots, lay.n_experts,
+                            lay.n_layers, self.caps, self.spec[2], self.spec[1] == ROBUST,
+                            self.margins, self.S, record, self.C, _NO_ROUTE, None, lo)
 
     def feed(self, pages, steps, hits: bool = False):
         """Serve the next piece; its hit mask (the fourth item) is filled when ``hits``."""
         record = 1 if hits else 0
-        lo = self.n
-        self._append(pages, steps)
+        lo = self.req.append(pages, steps,
+                             np.asarray(steps, dtype=np.int64) // self.layout.n_layers)
         out = self._call(lo, record)
         if self.S[0][0, I_ABORT]:  # redo the run so far, the pieces as one
             while True:
@@ -1839,14 +1823,12 @@ class Carried:
                 out = self._call(0, record)
                 if not self.S[0][0, I_ABORT]:
                     break
-            m = lo  # this piece's part of the whole run's outputs
-            out = (out[0], out[1], out[2], out[3][m:] if record else out[3], out[4], out[5],
-                   out[6], out[7])
+            # this piece's part of the whole run's outputs (the logs are empty: record <= 1)
             whole = np.array([out[0], out[1], out[7]], np.int64)
             piece = whole - self.totals
             self.totals = whole
-            return (int(piece[0]), int(piece[1]), out[2], out[3], out[4], out[5], out[6],
-                    int(piece[2]))
+            return (int(piece[0]), int(piece[1]), out[2], out[3][lo:] if record else out[3],
+                    out[4], out[5], out[6], int(piece[2]))
         self.totals += np.array([out[0], out[1], out[7]], np.int64)
         return out[:8]
 
