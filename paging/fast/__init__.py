@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from paging.fast.adaptive import adaptive_kernel
+from paging.fast.common import frozen
 from paging.fast.credit import credit_kernel
 from paging.fast.heaps import heap_kernel, heap_state
 from paging.fast.lists import list_kernel, list_state, no_route
@@ -207,10 +208,11 @@ class CarriedRun:
         self.family, self.kind, self.dist = spec
         self.layout = layout
         self.caps = _caps(layout, int(capacity), self.dist)
-        self.slots = unit_sizes(layout.n_pages) if slots is None else slots
+        # read-only, as a whole run's: one compiled signature per kernel (common.frozen)
+        self.slots = unit_sizes(layout.n_pages) if slots is None else frozen(slots)
         P, parts = layout.n_pages, self.caps.size
-        self.costs = unit_costs(P) if costs is None else costs
-        self.sizes = unit_sizes(P) if sizes is None else sizes
+        self.costs = unit_costs(P) if costs is None else frozen(costs)
+        self.sizes = unit_sizes(P) if sizes is None else frozen(sizes)
         self.rng = np.random.default_rng(seed) if needs_draws(spec) else None
         self.draws = np.zeros(0)
         if self.family == _LIST:
@@ -265,6 +267,7 @@ class CarriedRun:
 
         lay = self.layout
         rec = 1 if hits else 0
+        pages, steps = frozen(pages), frozen(steps)
         args = (pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps, self.dist)
         if self.family == _LIST:
             out = list_kernel(*args, self.kind, rec, self.state, no_route())
@@ -299,6 +302,8 @@ def _execute(pages, steps, next_use, slots, costs, sizes, layout, capacity, spec
     family, kind, dist = spec
     caps = _caps(layout, capacity, dist)
     n, L = layout.n_experts, layout.n_layers
+    pages, steps, next_use, slots = frozen(pages), frozen(steps), frozen(next_use), frozen(slots)
+    costs, sizes = frozen(costs), frozen(sizes)
     if family == _LIST:
         return list_kernel(pages, steps, slots, n, L, caps, dist, kind, record,
                            list_state(n * L, L, caps.size), no_route())
@@ -380,9 +385,9 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
     draws = marking_draws(seed, trace.n_requests) if needs_draws(spec) else None
     capacity = k if budget is None else budget
     # a cache counted in pages gives every page one slot, whatever its size in bytes
-    s = unit_sizes(P) if sizes is None else sizes
+    s = unit_sizes(P) if sizes is None else frozen(sizes)
     slots = unit_sizes(P) if budget is None else s
-    w = unit_costs(P) if costs is None else costs
+    w = unit_costs(P) if costs is None else frozen(costs)
     level = record_level(record)
     if spec[0] == _TOKEN:
         from paging.fast.tokens import execute

@@ -30,6 +30,22 @@ from numba.extending import intrinsic
 HIT, FETCHED, DROPPED, SUBSTITUTED = 0, 1, 2, 3
 
 
+def frozen(a: np.ndarray) -> np.ndarray:
+    """A read-only view of ``a`` (no copy; ``a`` itself when it already is read-only).
+
+    numba compiles a kernel once per argument types, and a read-only array is a type apart
+    from a writable one: a kernel called with a trace's arrays (read-only,
+    :mod:`paging.trace`) and again with a writable piece of the same dtype compiles twice
+    (the token kernel about 80-110 s each time on this machine, cold). The callers pass every
+    array a kernel only reads through this, so that each kernel has one signature per
+    shape of run (plain, with phases, carried state)."""
+    if not a.flags.writeable:
+        return a
+    v = a.view()
+    v.setflags(write=False)
+    return v
+
+
 @intrinsic
 def borrow(typingctx, a):
     """The array ``a`` without its reference count (its meminfo and parent pointers null),

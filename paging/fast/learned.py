@@ -55,7 +55,7 @@ import numpy as np
 from numba import njit, objmode
 
 from paging.errors import PagingError
-from paging.fast.common import buffers, is_grouped, route_group, route_scratch
+from paging.fast.common import buffers, frozen, is_grouped, route_group, route_scratch
 from paging.fast.lists import no_prior
 
 FLASHMOE = 0
@@ -549,10 +549,10 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, stats=N
         # a writable copy of the pages (a routed run writes the served ones over them; numba
         # types the write for every run)
         pages = np.array(trace.pages, dtype=np.int64)
-        out = flashmoe_kernel(pages, trace.steps, slots, lay.n_experts, lay.n_layers,
-                              int(capacity), record, pr.wf, pr.bf, pr.dims, pr.woff, pr.boff,
-                              pr.r_lo, pr.rmap, pr.lo, pr.hi, pr.filled, float(pr.tau),
-                              float(pr.margin), key, watch, seen, st,
+        out = flashmoe_kernel(pages, frozen(trace.steps), frozen(slots), lay.n_experts,
+                              lay.n_layers, int(capacity), record, pr.wf, pr.bf, pr.dims,
+                              pr.woff, pr.boff, pr.r_lo, pr.rmap, pr.lo, pr.hi, pr.filled,
+                              float(pr.tau), float(pr.margin), key, watch, seen, st,
                               _NO_ROUTE if route is None else route)
         if served is not None:
             served[:] = pages

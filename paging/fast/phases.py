@@ -175,6 +175,7 @@ from paging.fast.common import (
     SUBSTITUTED,
     append,
     borrow,
+    frozen,
     hold,
     is_grouped,
     route_group,
@@ -1414,13 +1415,13 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
 
 def _belady_arrays(trace, needed: bool):
     """``(next_use, occ_pos, occ_start)`` of :func:`phase_kernel` (empty unless ``needed``)."""
-    if not needed:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(1, np.int64)
+    if not needed:  # (read-only, as a trace's next uses: one signature, common.frozen)
+        return frozen(np.zeros(0, np.int64)), np.zeros(0, np.int64), np.zeros(1, np.int64)
     pages = np.asarray(trace.pages, dtype=np.int64)
     occ_pos = np.argsort(pages, kind="stable").astype(np.int64)
     counts = np.bincount(pages, minlength=trace.layout.n_pages)
     occ_start = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    return np.asarray(trace.next_use, dtype=np.int64), occ_pos, occ_start
+    return frozen(np.asarray(trace.next_use, dtype=np.int64)), occ_pos, occ_start
 
 
 def _miss_counts(mstats, trace, outcome, subst, lvl, rec) -> None:

@@ -67,7 +67,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import SoFar, buffers, is_grouped
+from paging.fast.common import SoFar, buffers, frozen, is_grouped
 
 #: the kinds of this family (``Policy.kernel = "predictive:KIND"``)
 SCORE, BLIND, PMARKER, LMARKER, ROBUST = range(5)
@@ -540,10 +540,12 @@ class Carried:
             grown[:S[_CHAINS].size] = S[_CHAINS]
             self.S = S = (*S[:_CHAINS], grown, *S[_CHAINS + 1:])
         lay = self.layout
-        return predictive_kernel(self.req.row(0), self.req.row(1), self.slots, lay.n_experts,
-                                 lay.n_layers, self.caps, self.spec[2], self.kind, FREQUENCY,
-                                 np.zeros((1, 0)), np.zeros(self.caps.size, np.int64),
-                                 np.zeros(0), self.hks, draws, 1 if hits else 0, S, lo)[:8]
+        # read-only inputs, as a whole run's (common.frozen)
+        return predictive_kernel(frozen(self.req.row(0)), frozen(self.req.row(1)),
+                                 frozen(self.slots), lay.n_experts, lay.n_layers, self.caps,
+                                 self.spec[2], self.kind, FREQUENCY, frozen(np.zeros((1, 0))),
+                                 np.zeros(self.caps.size, np.int64), frozen(np.zeros(0)),
+                                 self.hks, frozen(draws), 1 if hits else 0, S, lo)[:8]
 
 
 def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=None):
@@ -573,9 +575,9 @@ def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=N
     hks = _hks(kind, caps, slots, lay.n_pages)
     if draws is None:
         draws = np.zeros(1)
-    out = predictive_kernel(trace.pages, trace.steps, slots, lay.n_experts, lay.n_layers, caps,
-                            dist, kind, pkind, preds, pred_row, score, hks, draws, record, None,
-                            0)
+    out = predictive_kernel(frozen(trace.pages), frozen(trace.steps), frozen(slots),
+                            lay.n_experts, lay.n_layers, caps, dist, kind, pkind, frozen(preds),
+                            pred_row, frozen(score), hks, frozen(draws), record, None, 0)
     if policy is not None and kind == ROBUST and not dist:
         # what a reference run leaves (RobustBlindOracle.cost, .leader, .switches)
         leader, switches, cost = out[8]

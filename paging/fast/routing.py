@@ -59,7 +59,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import route_group
+from paging.fast.common import frozen, route_group
 from paging.fast.lists import list_kernel, list_state, no_logits, no_prior, no_route
 
 __all__ = ["plan_routed", "run_routed", "route_static"]
@@ -301,8 +301,10 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         sp, ss, N = pages.copy(), steps, pages.size
     if spec[0] == _LIST:
         state = list_state(P, L, caps.size)
+        # read-only but for the pages a routing kernel writes (common.frozen)
         misses, coll, _, hit_mask, ev, n_ev, byp, n_byp = list_kernel(
-            sp, ss, slots, n, L, caps, spec[2], spec[1], level, state,
+            frozen(sp) if static else sp, frozen(ss), frozen(slots), n, L, caps, spec[2],
+            spec[1], level, state,
             no_route() if static else (order, mcol, int(j), sp, cp))
         page_miss = state[10]
     elif spec[0] in (_TOKEN, _LEARNED):
@@ -383,10 +385,9 @@ def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, caps,
             inputs[4] = prob[g_of, sp - z_of[g_of] * n] if sp.size else np.zeros(0)
             prob = np.zeros((0, 0))
     none = np.zeros(0, np.int64)
-    ss = ss.view()
-    ss.setflags(write=False)  # read-only steps, as run_phases passes them: one signature
     (_, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, *_) = phases.phase_kernel(
-        sp, ss, slots, np.zeros((1, P), np.int64), n, L, caps, spec[2], kind, level,
+        # the pages writable (routed over), the rest read-only as run_phases passes them
+        sp, frozen(ss), frozen(slots), np.zeros((1, P), np.int64), n, L, caps, spec[2], kind, level,
         none, none, unit_sizes(P), np.zeros(0, np.int8), none, False, False,
         unit_costs(P) if costs is None else costs, unit_sizes(P) if sizes is None else sizes,
         *inputs, phases.no_route() if static else (*route, prob))

@@ -92,6 +92,7 @@ from paging.fast.common import (
     SUBSTITUTED,
     SoFar,
     borrow,
+    frozen,
     is_grouped,
     most_requested,
     pin_batch,
@@ -1805,7 +1806,10 @@ class Carried:
 
     def _call(self, lo: int, record: int):
         lay, req = self.layout, self.req
-        return token_kernel(req.row(0), req.row(1), req.row(2), 1, self.slots, lay.n_experts,
+        # the pages writable (a routed run writes them), the rest read-only: the signature of
+        # a whole run's call (common.frozen)
+        return token_kernel(req.row(0), frozen(req.row(1)), frozen(req.row(2)), 1,
+                            frozen(self.slots), lay.n_experts,
                             lay.n_layers, self.caps, self.spec[2], self.spec[1] == ROBUST,
                             self.margins, self.S, record, self.C, _NO_ROUTE, None, lo)
 
@@ -1877,7 +1881,7 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,
         # types the write for every run)
         pages = np.array(trace.pages, dtype=np.int64)
         rt = _NO_ROUTE if route is None else route
-        out = token_kernel(pages, trace.steps, token, visits, slots,
+        out = token_kernel(pages, frozen(trace.steps), frozen(token), visits, frozen(slots),
                            lay.n_experts, lay.n_layers, caps, dist, kind == ROBUST, margins, S,
                            record, C, rt, phases, 0)
         if not S[0][0, I_ABORT]:

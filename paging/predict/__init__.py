@@ -26,6 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from paging.errors import PagingError
+from paging.fast.common import frozen
 from paging.fast.heaps import BELADY, chain_labels, heap_kernel, heap_state
 from paging.registry import Registry
 
@@ -73,7 +74,9 @@ def opt_from_next_use(next_use: np.ndarray, k: int) -> int:
         return m
     pages = chain_labels(nu, label)
     caps = np.array([int(k)], np.int64)
-    return int(heap_kernel(pages, np.arange(N, dtype=np.int64), nu, np.ones(m, np.int64), m, 1,
+    # read-only inputs, as every run's (paging.fast.common.frozen: one compiled signature)
+    return int(heap_kernel(frozen(pages), frozen(np.arange(N, dtype=np.int64)), frozen(nu),
+                           frozen(np.ones(m, np.int64)), m, 1,
                            caps, False, BELADY, 0, heap_state(m, 1, caps, False, N + 1))[0])
 
 
