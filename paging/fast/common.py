@@ -39,6 +39,7 @@ def frozen(a: np.ndarray) -> np.ndarray:
     (the token kernel about 80-110 s each time on this machine, cold). The callers pass every
     array a kernel only reads through this, so that each kernel has one signature per
     shape of run (plain, with phases, carried state)."""
+    a = np.asarray(a)
     if not a.flags.writeable:
         return a
     v = a.view()
