@@ -1,6 +1,7 @@
 """paging.fast.common's borrowed views: the same memory as the array, read and written in
 place, through non-inlined calls and inlined helpers; and an array the kernel itself allocated,
-read only through its view, alive until ``hold``."""
+read only through its view, alive until ``hold``. And ``frozen``: the read-only views every
+caller passes a kernel, so that pieces and whole runs share one compiled signature."""
 
 import numpy as np
 import pytest
