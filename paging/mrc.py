@@ -120,9 +120,11 @@ def _hist_to_misses(hist: np.ndarray, n_requests: int, kmax: int) -> np.ndarray:
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a, dtype=np.int64)
-    a.setflags(write=False)
-    return a
+    """``a`` as a contiguous int64 array, read-only as the kernels take it
+    (:func:`paging.fast.common.frozen`; a view, the caller's array left writable)."""
+    from paging.fast.common import frozen
+
+    return frozen(np.ascontiguousarray(a, dtype=np.int64))
 
 
 def _stack_hist(pages, nu, layout, spec) -> np.ndarray:

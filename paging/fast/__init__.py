@@ -385,9 +385,9 @@ def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs
     draws = marking_draws(seed, trace.n_requests) if needs_draws(spec) else None
     capacity = k if budget is None else budget
     # a cache counted in pages gives every page one slot, whatever its size in bytes
-    s = unit_sizes(P) if sizes is None else frozen(sizes)
+    s = unit_sizes(P) if sizes is None else sizes
     slots = unit_sizes(P) if budget is None else s
-    w = unit_costs(P) if costs is None else frozen(costs)
+    w = unit_costs(P) if costs is None else costs
     level = record_level(record)
     if spec[0] == _TOKEN:
         from paging.fast.tokens import execute

@@ -540,9 +540,9 @@ class Carried:
             grown[:S[_CHAINS].size] = S[_CHAINS]
             self.S = S = (*S[:_CHAINS], grown, *S[_CHAINS + 1:])
         lay = self.layout
-        # read-only inputs, as a whole run's (common.frozen)
+        # read-only inputs, as a whole run's (common.frozen; the slots are CarriedRun's)
         return predictive_kernel(frozen(self.req.row(0)), frozen(self.req.row(1)),
-                                 frozen(self.slots), lay.n_experts, lay.n_layers, self.caps,
+                                 self.slots, lay.n_experts, lay.n_layers, self.caps,
                                  self.spec[2], self.kind, FREQUENCY, frozen(np.zeros((1, 0))),
                                  np.zeros(self.caps.size, np.int64), frozen(np.zeros(0)),
                                  self.hks, frozen(draws), 1 if hits else 0, S, lo)[:8]

@@ -1806,10 +1806,10 @@ class Carried:
 
     def _call(self, lo: int, record: int):
         lay, req = self.layout, self.req
-        # the pages writable (a routed run writes them), the rest read-only: the signature of
-        # a whole run's call (common.frozen)
+        # the pages writable (a routed run writes them), the rest read-only (the slots are
+        # CarriedRun's): the signature of a whole run's call (common.frozen)
         return token_kernel(req.row(0), frozen(req.row(1)), frozen(req.row(2)), 1,
-                            frozen(self.slots), lay.n_experts,
+                            self.slots, lay.n_experts,
                             lay.n_layers, self.caps, self.spec[2], self.spec[1] == ROBUST,
                             self.margins, self.S, record, self.C, _NO_ROUTE, None, lo)
 
