@@ -1,0 +1,367 @@
+"""SpecMD's phases in a run fed piece by piece: a serving run's prefetches and miss handlers,
+compiled (:class:`CarriedPhases`).
+
+A serving run (:mod:`paging.serve`) makes its stream as it goes: which requests share a step
+depends on how long the steps before took, which depends on their hits. Its cache must
+therefore be carried from step to step, and the prefetch after a step's last group (layer 0
+of the next step, :mod:`paging.serve.prefetch`) is known only once the next step is composed.
+:func:`paging.fast.phases.phase_kernel` replays a whole trace and keeps its state (some sixty
+arrays and counters) in local variables; passing them in and out would be a second copy of its
+bookkeeping, and making the kernel itself a generator cost whole runs 7–65 % of their speed
+(measured with ``benchmarks/paired.py``: LRU with ``fetch-lowest-bit`` 0.35x). So the kernel is kept as it is, and its
+carried form is *generated from its source* (:func:`source`): the same body, with the request
+loop fed in pieces,
+
+* ``ctl`` (int64): ``ctl[0]`` the requests given so far, ``ctl[1]`` 1 (a carried run),
+  ``ctl[2]`` 1 to stop, ``ctl[3]`` the draws the piece consumed (written back), ``ctl[4]`` 1
+  when the caller has put larger buffers in ``grown_*`` (the arrays indexed by request or
+  group: the requests and their steps, levels and substitutes, the hit mask, the outcomes,
+  the plan's group bounds and the prefetch-eviction log), which the kernel takes up before
+  the next piece (only the current piece's entries are ever read, so they start empty: a run
+  holds at most twice the requests it has made, not the most it could make);
+* every piece ends with a group; the kernel yields after the piece's last request and, when
+  resumed with the next piece, first inserts the plan's batch after that group (its
+  ``pf_start[g]:pf_start[g + 1]``, which the caller writes then: the batch of a step's last
+  layer targets the next step, whose requests are not known before);
+* the prefetch plan, the prefetch log and the draws are per piece: the caller writes each
+  piece's batches from the start of ``pf_pages``, the log restarts at row 0 and the draws at
+  ``draws[0]`` after every yield (request indices and everything else run on);
+* a carried run is in groups mode (a serving step is a group per layer: its pages pinned while
+  it is served, as :meth:`paging.core.Simulation.serve_group` pins them).
+
+The generated module is written once per kernel source (named by its hash) to a cache folder
+(``$PAGING_CACHE``, else ``$XDG_CACHE_HOME/paging`` or ``~/.cache/paging``, else the system's
+temporary folder) and imported from there, so numba caches its compiled code beside it as for
+any module. Tests: the carried form fed a trace in pieces equals the whole-run kernel field by
+field (hypothesis, every kind it admits, prefetches and handlers), and a compiled serving run
+equals the reference loop's (``tests/unit/test_serve.py``).
+
+Not carried (a serving run with them takes the reference loop, ``--engine fast`` refuses): the
+token policies (their own kernel, :mod:`paging.fast.tokens`), PredictiveMarker and LMarker
+(their chains are counted in an array sized by the run, which a serving run does not know),
+Belady and the ``oracle`` predictor (clairvoyant), Score-Based (reads gate scores, which a
+serving step's union of experts does not have) and FlashMoE.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from paging.errors import PagingError
+
+__all__ = ["CarriedPhases", "carried_kernel", "source", "admits"]
+
+#: ``ctl`` fields
+N_AVAIL, CARRIED, STOP, DRAWS_USED, GROWN = 0, 1, 2, 3, 4
+
+
+def _once(text: str, old: str, new: str) -> str:
+    if text.count(old) != 1:  # the kernel's source changed under this transformation
+        raise RuntimeError(f"carried_phases: expected one {old.strip()!r} in phase_kernel, "
+                           f"found {text.count(old)}; update paging/fast/carried_phases.py")
+    return text.replace(old, new)
+
+
+def source() -> str:
+    """The source of ``carried_phase_kernel``: :func:`paging.fast.phases.phase_kernel`'s, its
+    request loop fed in pieces (module docstring)."""
+    from paging.fast import phases
+
+    src = textwrap.dedent(inspect.getsource(phases.phase_kernel.py_func))
+    src = src[src.index("def phase_kernel("):]  # without the decorator
+    src = _once(src, "def phase_kernel(", "def carried_phase_kernel(")
+    src = _once(src, "adp, route):", "adp, route, ctl, grown_i, grown_b, grown_o, grown_2):")
+    src = _once(src, "    grouped = is_grouped(steps)\n",
+                "    grouped = True  # a carried run is in groups mode\n")
+    lines = src.split("\n")
+    head = lines.index("    for t in range(n):")
+    end = head + 1
+    while not lines[end].strip() or lines[end].startswith("        "):
+        end += 1
+    while not lines[end - 1].strip():
+        end -= 1
+    body = "\n".join(("    " + ln) if ln.strip() else ln for ln in lines[head + 1:end])
+    body = _once(body, "while j < n and steps[j] == s:", "while j < n_avail and steps[j] == s:")
+    body = _once(body, "            if substitute:\n                requested[p] += 1\n",
+                 "            if substitute and not resume:\n                requested[p] += 1\n")
+    body = _once(body, "if has_pf and t + 1 == g_end and g_end < n:",
+                 "if has_pf and t + 1 == g_end and (g_end < n_avail or resume):")
+    body = _once(body, "for sub in range(b_hi - b_lo + 1):",
+                 "for sub in range(1 if resume else 0, b_hi - b_lo + 1):")
+    loop = f"""    n_avail = ctl[0]
+    t = 0
+    resume = False  # t is the last request of the piece before: its group's batch is next
+    while True:
+        while t < n_avail:
+{body}
+            resume = False
+            t += 1
+        # the piece is served: hand it back; the caller gives the next piece and the batch
+        # after this one's last group, or stops
+        ctl[3] = n_draw
+        yield (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst,
+               np.array([prefetches, useful, wasted, skipped, pf_bytes], np.int64), pf_log,
+               n_pf_log, pf_ev, n_pf_ev)
+        n_pf_log = 0
+        n_pf_ev = 0
+        n_draw = 0
+        if ctl[4] != 0:  # the caller moved the run to larger buffers (indexed from 0 on)
+            pages = borrow(grown_i[0])
+            steps = borrow(grown_i[1])
+            lvl = grown_i[2]
+            subst = grown_i[3]
+            pf_start = grown_i[4]
+            hit_mask = grown_b[0]
+            outcome = grown_o[0]
+            pf_ev = grown_2[0]
+            n = pages.size
+            ctl[4] = 0
+        n_avail = ctl[0]
+        if ctl[2] != 0:
+            break
+        if has_pf and t > 0:
+            t -= 1
+            resume = True"""
+    out = "\n".join(lines[:head]) + "\n" + loop + "\n" + "\n".join(lines[end:])
+    return _once(out, "\n    return (misses, coll,", "\n    yield (misses, coll,")
+
+
+def _folder() -> Path:
+    for base in (os.environ.get("PAGING_CACHE"),
+                 os.path.join(os.environ.get("XDG_CACHE_HOME") or
+                              os.path.join(os.path.expanduser("~"), ".cache"), "paging"),
+                 os.path.join(tempfile.gettempdir(), f"paging-{os.getuid()}")):
+        if not base:
+            continue
+        try:
+            os.makedirs(base, exist_ok=True)
+            if os.access(base, os.W_OK):
+                return Path(base)
+        except OSError:
+            continue
+    raise PagingError("no writable cache folder for the compiled serving phases: set "
+                      "PAGING_CACHE")
+
+
+_KERNEL = None
+
+
+def carried_kernel():
+    """The compiled ``carried_phase_kernel`` (a numba generator), made from :func:`source` on
+    first use: its module is written to the cache folder under its hash and imported."""
+    global _KERNEL
+    if _KERNEL is not None:
+        return _KERNEL
+    body = source()
+    digest = hashlib.sha256(body.encode()).hexdigest()[:16]
+    name = f"paging_carried_phases_{digest}"
+    text = ('"""Generated by paging.fast.carried_phases from paging.fast.phases.phase_kernel: '
+            'do not edit."""\n\nimport numpy as np\nfrom numba import njit\n\n'
+            "import paging.fast.phases as _phases\n\n"
+            "globals().update({k: v for k, v in vars(_phases).items() "
+            "if not k.startswith('__')})\n\n\n@njit(cache=True, nogil=True)\n" + body + "\n")
+    folder = _folder()
+    path = folder / f"{name}.py"
+    if not path.exists() or path.read_text() != text:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)  # atomic: parallel processes write the same text
+        for old in (*folder.glob("paging_carried_phases_*.py"),  # earlier sources' modules
+                    *folder.glob("__pycache__/paging_carried_phases_*")):
+            if not old.name.startswith(name):
+                old.unlink(missing_ok=True)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    _KERNEL = module.carried_phase_kernel
+    return _KERNEL
+
+
+def admits(policy, spec) -> bool:
+    """Whether :class:`CarriedPhases` runs ``policy`` (``spec``: :func:`paging.fast.plan`'s)."""
+    from paging.fast import phases
+    from paging.fast.predictive import FREQUENCY, predictor_kind
+
+    if spec is None or spec[0] not in ("list", "credit", "marking", "heap", "adaptive",
+                                       "predictive"):
+        return False
+    kind = phases.phase_kind(policy, spec)
+    if kind in (phases.BELADY_SCAN, phases.SCORE_SCAN, phases.PMARK_SCAN, phases.LMARK_SCAN):
+        return False
+    if kind in (phases.BLIND_SCAN, phases.ROBUST_SCAN):
+        return predictor_kind(spec.proto.predictor) == FREQUENCY
+    return True
+
+
+class CarriedPhases:
+    """A run of :func:`carried_kernel` fed step by step: one policy's cache with a miss
+    handler (``substitute``, or per-request fetch levels: ``level``, the level every miss is
+    fetched at, with ``level_slots``) and/or a prefetcher (``prefetch``: each piece gives its
+    batches), under ``capacity`` (pages, or bytes with ``slots``). ``room``: the buffers of
+    request indices to start with (they double when the run outgrows them); ``batch_room``:
+    the most prefetch pages one piece can give (the plan's buffer); ``piece_room``: the most
+    requests in one piece (default: one per page, a serving step's groups)."""
+
+    def __init__(self, layout, policy, capacity: int, room: int = 1 << 16, *, slots=None,
+                 costs=None,
+                 sizes=None, seed=0, substitute=False, level=0, level_slots=None,
+                 prefetch=False, batch_room=0, piece_room=None):
+        from paging import fast
+        from paging.fast import phases
+        from paging.fast.common import frozen
+        from paging.weights import unit_costs, unit_sizes
+
+        spec = fast.plan(policy)
+        if not admits(policy, spec):
+            raise ValueError(f"no carried phase kernel for {policy.name}")
+        self.layout = layout
+        P = layout.n_pages
+        self.dist = spec[2]
+        kind = phases.phase_kind(policy, spec)
+        scan = prefetch and phases._own_kernel(policy) in phases._SCANNED
+        if scan:
+            kind = phases.LLRU if phases._own_kernel(policy) == "list:LLRU" else phases.LLRU_LATEST
+        self.caps = fast._caps(layout, int(capacity), self.dist)
+        # read-only inputs (common.frozen): one compiled signature for every run
+        slots = frozen(unit_sizes(P) if slots is None else slots)
+        costs = frozen(unit_costs(P) if costs is None else costs)
+        sizes = frozen(unit_sizes(P) if sizes is None else sizes)
+        self.piece_room = P if piece_room is None else int(piece_room)
+        room = max(int(room), self.piece_room + 2)  # (the first piece fits: see _grow)
+        self.level, self.substitute, self.prefetch = int(level), bool(substitute), prefetch
+        self.pages = np.zeros(room, np.int64)
+        self.steps = np.zeros(room, np.int64)
+        self.lvl = np.full(room if level else 0, level, np.int64)
+        if level_slots is None:
+            level_slots = np.zeros((1, P), np.int64)
+        self.pf_start = np.zeros(room + 2 if prefetch else 0, np.int64)
+        self.pf_pages = np.zeros(max(int(batch_room), 1) if prefetch else 0, np.int64)
+        self.rng = np.random.default_rng(seed) if fast.needs_draws(spec) else None
+        self.draws = np.zeros(0)
+        # a fixed buffer the kernel reads from 0 after every piece, refilled in place: a piece
+        # and its batches evict at most their own insertions and the P pages the cache holds
+        self.draw_buf = np.zeros(self.piece_room + P + self.pf_pages.size if self.rng else 0)
+        pkind = phases.FREQUENCY
+        pred_row = np.zeros(self.caps.size, np.int64)
+        adp = np.zeros((self.caps.size, 3))
+        if kind == phases.LECAR_SCAN:
+            from paging.fast import adaptive
+
+            lr, dr, hist_cap = adaptive.lecar_params(self.caps)
+            adp = np.column_stack([np.full(self.caps.size, lr), dr,
+                                   hist_cap.astype(np.float64)])
+        self.rob = np.zeros((self.caps.size, 4), np.int64)
+        self.ctl = np.array([0, 1, 0, 0, 0], np.int64)
+        self.t = self.t_prev = 0  # requests fed, and where the last piece started
+        self.groups = 0  # groups fed
+        # the larger buffers a grown run moves to (typed lists: the kernel reads them when
+        # ctl[GROWN] says so); placeholders of the buffers' types until then
+        from numba.typed import List
+
+        self.grown = (List([self.pages, self.steps, self.lvl, np.zeros(0, np.int64),
+                            self.pf_start]), List([np.zeros(0, np.bool_)]),
+                      List([np.zeros(0, np.int8)]), List([np.zeros((0, 2), np.int64)]))
+        self.gen = carried_kernel()(
+            self.pages, self.steps, slots, frozen(np.asarray(level_slots, dtype=np.int64)),
+            layout.n_experts, layout.n_layers, self.caps, self.dist, kind, 1, self.pf_start,
+            self.pf_pages, sizes, np.zeros(0, np.int8), self.lvl, bool(substitute), scan,
+            costs, sizes, self.draw_buf, frozen(np.zeros(0, np.int64)), np.zeros(0, np.int64),
+            np.zeros(1, np.int64), np.zeros(0), pkind, np.zeros((1, 0)), pred_row,
+            np.zeros(self.caps.size), self.rob, adp, phases.no_route(), self.ctl, *self.grown)
+        self.out = None
+        self.policy, self.kind = policy, kind
+
+    def _grow(self, room: int) -> None:
+        """Move the run to buffers of ``room`` requests, which the kernel takes up when it
+        resumes (after its first piece: the first fits the buffers it starts with). Only the
+        piece before is copied: its last group is pinned again while the
+        batch after it is inserted; nothing earlier is read again."""
+        lo, hi = self.t_prev, self.t
+        pages, steps = np.zeros(room, np.int64), np.zeros(room, np.int64)
+        pages[lo:hi], steps[lo:hi] = self.pages[lo:hi], self.steps[lo:hi]
+        self.pages, self.steps = pages, steps
+        self.lvl = np.full(room if self.level else 0, self.level, np.int64)
+        self.pf_start = np.zeros(room + 2 if self.prefetch else 0, np.int64)
+        i, b, o, e = self.grown
+        i[0], i[1], i[2], i[4] = pages, steps, self.lvl, self.pf_start
+        i[3] = np.full(room if self.substitute else 0, -1, np.int64)
+        b[0] = np.zeros(room, np.bool_)
+        o[0] = np.zeros(room, np.int8)
+        e[0] = np.zeros((room + self.pf_pages.size if self.prefetch else 0, 2), np.int64)
+        self.ctl[GROWN] = 1
+
+    def _refill(self, used: int) -> None:
+        """The draws from the next unused one on, at the start of the buffer."""
+        left = self.draws[used:]
+        need = self.draw_buf.size
+        if left.size < need:
+            left = np.concatenate([left, self.rng.random(need - left.size)])
+        self.draws = left
+        self.draw_buf[:] = left[:need]
+
+    def feed(self, pages, steps, batches=(), across=None):
+        """Serve the next piece (``pages``, their ``steps``: whole groups); ``batches[i]``:
+        the prefetch pages after its group i (none for the last: it comes with the next
+        piece, as ``across``). Returns ``(hits, outcome, subst, pf_rows)``: the piece's hit
+        mask, its requests' outcomes (``paging.fast.common``'s HIT, FETCHED, DROPPED,
+        SUBSTITUTED) and substitutes, and the prefetches inserted, rows ``(t + 1, page)``."""
+        pages = np.asarray(pages, dtype=np.int64)
+        steps = np.asarray(steps, dtype=np.int64)
+        t0, t1 = self.t, self.t + pages.size
+        if pages.size > self.piece_room:
+            raise PagingError(f"carried phases: a piece of {pages.size:,} requests (at most "
+                              f"{self.piece_room:,})")
+        if t1 + 2 > self.pages.size:  # (the plan's group bounds need two more)
+            self._grow(max(2 * self.pages.size, t1 + 2))
+        self.pages[t0:t1] = pages
+        self.steps[t0:t1] = steps
+        cuts = np.flatnonzero(np.diff(steps)) + 1
+        n_groups = cuts.size + 1 if pages.size else 0
+        g0 = self.groups
+        if self.pf_start.size:
+            sizes = [0 if across is None else len(across)]
+            plan = list(across or [])
+            for i in range(n_groups - 1):
+                b = batches[i] if i < len(batches) else ()
+                sizes.append(len(b))
+                plan.extend(b)
+            if len(plan) > self.pf_pages.size:
+                raise PagingError(f"carried phases: a piece's prefetch plan of {len(plan):,} "
+                                  f"pages exceeds its buffer ({self.pf_pages.size:,})")
+            self.pf_pages[:len(plan)] = plan
+            first = max(g0 - 1, 0)  # the piece before's last group, whose batch is `across`
+            if g0 == 0:
+                sizes = sizes[1:]
+            bounds = np.concatenate([[0], np.cumsum(sizes)])
+            self.pf_start[first:first + bounds.size] = bounds
+            self.pf_start[first + bounds.size:g0 + n_groups + 1] = bounds[-1]
+        if self.rng is not None:
+            self._refill(int(self.ctl[DRAWS_USED]) if self.out is not None else 0)
+        self.ctl[N_AVAIL] = t1
+        self.out = next(self.gen)
+        self.t_prev, self.t, self.groups = t0, t1, g0 + n_groups
+        out = self.out
+        rows = out[11][:out[12]].copy()
+        subst = out[9][t0:t1].copy() if out[9].size else np.full(t1 - t0, -1, np.int64)
+        return out[3][t0:t1].copy(), out[8][t0:t1].copy(), subst, rows
+
+    def finish(self) -> dict:
+        """End the run: its counters (``misses``, ``collisions``, ``bypasses``, and the
+        prefetches made, useful, wasted (inserted and evicted or never used), skipped, bytes)."""
+        self.ctl[STOP] = 1
+        out = next(self.gen)
+        self.gen = None
+        pf = [int(x) for x in out[10]]
+        return {"misses": int(out[0]), "collisions": int(out[1]), "bypasses": int(out[7]),
+                "prefetches": pf[0], "useful": pf[1], "wasted": pf[2], "skipped": pf[3],
+                "bytes": pf[4]}

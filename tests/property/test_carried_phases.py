@@ -1,0 +1,140 @@
+"""The phase kernel fed piece by piece (paging.fast.carried_phases: a serving run's compiled
+cache with a prefetcher or a miss handler) equals the reference loop on the same stream.
+
+A random groups-mode trace is run by ``simulate(..., engine="reference")`` with a prefetcher
+and/or a miss handler, and fed to :class:`CarriedPhases` in random pieces of whole groups, the
+reference's prefetch plan given piece by piece (the batch after a piece's last group with the
+next piece, as a serving run gives it): the hit mask, the misses, the bypasses, the
+substitutes and drops, the prefetch log (rows and order) and the prefetch counters must agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import topk_traces
+
+from paging import fast
+from paging.fast.carried_phases import CarriedPhases, admits, source
+from paging.fast.common import DROPPED, SUBSTITUTED
+from paging.miss import make_miss
+from paging.policies import POLICY_NAMES, make_policy
+from paging.predict.prefetch import Prefetcher, make_prefetch_predictor, make_strategy
+from paging.simulate import simulate
+
+#: every registered online policy the carried phase kernel runs
+CARRIED = [n for n in POLICY_NAMES if admits(make_policy(n), fast.plan(make_policy(n)))]
+PREDICTORS = [None, "frequency", "previous-token", "oracle:precision=0.6,recall=0.8,seed=2"]
+
+
+def _prefetcher(spec):
+    return None if spec is None else Prefetcher(make_prefetch_predictor(spec),
+                                                make_strategy("topk"))
+
+
+def _cat(parts, dtype):
+    return np.concatenate(parts) if parts else np.zeros(0, dtype)
+
+
+def test_the_policies_carried():
+    assert {"lru", "llru", "lfu", "arc", "lecar", "marking", "gdsf", "layered-landlord",
+            "blind-oracle", "robust-blind-oracle", "lru-dist", "marking-dist"} <= set(CARRIED)
+    assert not {"belady", "score-based", "predictive-marker", "lmarker", "token-match",
+                "flashmoe"} & set(CARRIED)
+
+
+@pytest.mark.parametrize("name", CARRIED)
+@settings(max_examples=25)
+@given(trace=topk_traces(max_tokens=8, expand="groups"), data=st.data(),
+       pred=st.sampled_from(PREDICTORS), sub=st.booleans(), seed=st.integers(0, 3))
+def test_fed_in_pieces_equals_the_reference(name, trace, data, pred, sub, seed):
+    if pred is None and not sub:
+        sub = True  # (a plain run is CarriedRun's)
+    k = data.draw(st.integers(1, trace.layout.n_pages + 1))
+    miss = "substitute" if sub else None
+    ref = simulate(trace, name, k, record=True, engine="reference", seed=seed,
+                   prefetch=_prefetcher(pred), miss=make_miss(miss))
+    N = trace.n_requests
+    pages, steps = np.asarray(trace.pages), np.asarray(trace.steps)
+    starts = np.flatnonzero(np.r_[True, np.diff(steps) != 0]) if N else np.zeros(0, int)
+    G = starts.size
+    batches = [[] for _ in range(G)]
+    if pred is not None:
+        pf_pages, pf_start, _ = _prefetcher(pred).plan(trace, seed)
+        batches = [np.asarray(pf_pages[pf_start[g]:pf_start[g + 1]]).tolist()
+                   for g in range(len(pf_start) - 1)] + [[]] * (G - len(pf_start) + 1)
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(G - 1, 1)), max_size=4))) if G > 1 \
+        else []
+    bounds = [0, *[c for c in cuts if c < G], G] if G else [0]
+    ends = [starts[b] if b < G else N for b in bounds]
+    widest = max([hi - lo for lo, hi in zip(ends[:-1], ends[1:], strict=False)], default=1)
+    # buffers as small as the widest piece: a longer run outgrows them and moves (_grow)
+    run = CarriedPhases(trace.layout, make_policy(name), k, 1, seed=seed, substitute=sub,
+                        prefetch=pred is not None, batch_room=sum(map(len, batches)) + 1,
+                        piece_room=max(widest, 1))
+    hits, outcome, subst, rows = [], [], [], []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=False):
+        lo, hi = starts[a], starts[b] if b < G else N
+        h, o, s, r = run.feed(pages[lo:hi], steps[lo:hi], batches[a:b - 1],
+                              batches[a - 1] if a > 0 and pred is not None else None)
+        hits.append(h), outcome.append(o), subst.append(s), rows.append(r)
+    done = run.finish()
+    np.testing.assert_array_equal(_cat(hits, bool), ref.hit_mask)
+    assert done["misses"] == ref.misses and done["bypasses"] == ref.bypasses
+    assert done["collisions"] == ref.collision_misses
+    out = _cat(outcome, np.int8)
+    assert int((out == SUBSTITUTED).sum()) == ref.extra.get("substituted", 0)
+    assert int((out == DROPPED).sum()) == ref.extra.get("dropped", 0)
+    if sub:
+        swapped = np.flatnonzero(out == SUBSTITUTED)
+        log = np.asarray(ref.events["substituted"]).reshape(-1, 2)
+        np.testing.assert_array_equal(np.stack([swapped, _cat(subst, np.int64)[swapped]], 1),
+                                      log)
+    if pred is not None:
+        x = ref.extra
+        assert (done["prefetches"], done["useful"], done["wasted"], done["skipped"],
+                done["bytes"]) == (x["prefetches"], x["prefetch_useful"],
+                                   x["prefetch_wasted"], x["prefetch_skipped"],
+                                   x["prefetch_bytes"])
+        np.testing.assert_array_equal(np.concatenate([np.zeros((0, 2), np.int64), *rows]),
+                                      ref.events["prefetched"])
+
+
+@pytest.mark.parametrize("name", ["lru", "lecar", "marking-dist"])
+def test_a_long_run_outgrows_its_buffers_and_keeps_every_decision(name):
+    """A 6,000-request run fed group by group from buffers of 10 requests moves to larger
+    ones ten times (each taken up when the kernel resumes) and ends as the reference loop."""
+    from paging import generators
+
+    trace = generators.zipf(n=4, layers=3, tokens=500, seed=1, topk=2, expand="groups")
+    pf = "previous-token"
+    ref = simulate(trace, name, 5, record=True, engine="reference", seed=2,
+                   prefetch=_prefetcher(pf), miss=make_miss("substitute"))
+    pf_pages, pf_start, _ = _prefetcher(pf).plan(trace, 2)
+    steps = np.asarray(trace.steps)
+    starts = np.flatnonzero(np.r_[True, np.diff(steps) != 0])
+    run = CarriedPhases(trace.layout, make_policy(name), 5, 1, seed=2, substitute=True,
+                        prefetch=True, batch_room=16, piece_room=8)
+    assert run.pages.size == 10
+    hits = []
+    for g, lo in enumerate(starts):
+        hi = starts[g + 1] if g + 1 < starts.size else trace.n_requests
+        across = pf_pages[pf_start[g - 1]:pf_start[g]].tolist() if g else None
+        hits.append(run.feed(trace.pages[lo:hi], steps[lo:hi], (), across)[0])
+    done = run.finish()
+    assert run.pages.size >= trace.n_requests
+    np.testing.assert_array_equal(np.concatenate(hits), ref.hit_mask)
+    assert done["misses"] == ref.misses and done["prefetches"] == ref.extra["prefetches"]
+    assert done["wasted"] == ref.extra["prefetch_wasted"]
+
+
+def test_the_source_is_the_kernel_fed_in_pieces():
+    """The generated kernel is phase_kernel's body with the piece protocol: a yield after a
+    piece, the plan's batch after its last group taken when the next comes."""
+    src = source()
+    assert src.startswith("def carried_phase_kernel(")
+    assert "adp, route, ctl, grown_i, grown_b, grown_o, grown_2):" in src
+    assert src.count("yield (misses, coll,") == 2 and "return (misses" not in src
+    assert "for sub in range(1 if resume else 0, b_hi - b_lo + 1):" in src
