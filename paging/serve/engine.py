@@ -184,32 +184,41 @@ class _StepEvents(Observer):
         self.prefetched.append((t + 1, page))  # issued after request t: the timeline's pf_at
 
 
-def _compiled(run_spec, policy, handler) -> bool:
-    """Whether the serving run's cache runs in a compiled kernel carried from step to step
+def _compiled(run_spec, policy, handler) -> str | None:
+    """Which compiled kernel carries the serving run's cache from step to step, or None for
+    the reference loop. ``"plain"`` without a miss handler and a prefetcher
     (:func:`paging.fast.carries`: LRU, FIFO, FWF, LLRU, FLD, the Least-Stale readings, LFU, the
     credit policies (with the run's costs and sizes), ARC, LeCaR, Marking, token-hazard,
     token-decay, token-match, the combiner over them, the prediction policies with the
     ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
-    markers from ``--seed``; no miss
-    handler, no prefetcher, no routing hook, not verified: ``--verify`` records the run in the
-    reference loop). ``engine="fast"`` insists."""
+    markers from ``--seed``); ``"phases"`` with them (:mod:`paging.fast.carried_phases`: the
+    same policies but the token policies, PredictiveMarker and LMarker). Never with a routing
+    hook or ``--verify`` (which records the run in the reference loop). ``engine="fast"``
+    insists."""
     from paging import fast
+    from paging.fast.carried_phases import admits
 
     plan = fast.plan(policy)
-    ok = (fast.carries(plan) and handler is None
-          and run_spec.prefetch is None and not run_spec.routed and not run_spec.verify
-          and run_spec.engine != "reference")
-    if run_spec.engine == "fast" and not ok:
+    mode = None
+    if not run_spec.routed and not run_spec.verify and run_spec.engine != "reference":
+        if handler is None and run_spec.prefetch is None:
+            mode = "plain" if fast.carries(plan) else None
+        elif admits(policy, plan) and (
+                handler is None or not handler.uses_levels
+                or handler.level_sizes is not None and run_spec.budget is not None):
+            mode = "phases"
+    if run_spec.engine == "fast" and mode is None:
         raise PagingError(f"--engine fast: paging serve compiles the list family (lru, fifo, "
                           f"fwf, llru, fld, least-stale and their -dist forms), lfu, the credit "
                           f"policies (greedy-dual, landlord, gdsf, layered-landlord), arc, lecar, "
                           f"marking, token-hazard, token-decay, token-match, "
                           f"robust-token-match, blind-oracle, predictive-marker, lmarker and "
                           f"robust-blind-oracle (frequency predictor; and their -dist forms) "
-                          f"without --miss, "
-                          f"--prefetch, --routing or --verify; {policy.name} with these options "
+                          f"without --routing or --verify, and with --miss or --prefetch all "
+                          f"of them but the token policies, predictive-marker and lmarker; "
+                          f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
-    return ok
+    return mode
 
 
 class _Server:
@@ -262,20 +271,36 @@ class _Server:
         self.events = _StepEvents() if handler is not None or self.pf is not None else None
         if self.events is not None:
             observers.append(self.events)
-        self.sim = self.kernel = None
+        self.sim = self.kernel = self.phased = None
+        self.handler = handler
         policy = make_policy(run_spec.policy)
-        if _compiled(run_spec, policy, handler):
+        room = lay.n_layers * sum(min(lay.n_experts, s.experts.shape[2]) * s.n_tokens
+                                  for s in self.drawn)  # a step's union <= its experts
+        mode = _compiled(run_spec, policy, handler)
+        if mode is not None:
             from paging import fast
             from paging.core import check_capacity
 
             k, budget = check_capacity(run_spec.k, run_spec.budget, self.sizes, lay.n_pages)
-            self.kernel = fast.CarriedRun(lay, fast.plan(policy), k or budget,
-                                          None if k is not None else self.sizes,
+            slots = None if k is not None else self.sizes
+        if mode == "plain":
+            self.kernel = fast.CarriedRun(lay, fast.plan(policy), k or budget, slots,
                                           seed=run_spec.seed, costs=self.costs,
                                           sizes=self.sizes)
+        elif mode == "phases":
+            from paging.fast.carried_phases import CarriedPhases
+            from paging.miss import FetchLowestBit, Substitute
+
+            low = type(handler) is FetchLowestBit
+            self.phased = CarriedPhases(
+                lay, policy, k or budget, min(room, 1 << 20), slots=slots, costs=self.costs,
+                sizes=self.sizes, seed=run_spec.seed, substitute=type(handler) is Substitute,
+                level=len(handler.levels) - 1 if low else 0,
+                level_slots=handler.level_sizes if low else None,
+                prefetch=self.pf is not None, batch_room=(lay.n_layers + 1) * lay.n_experts)
+            self.across = None  # the prefetch after the step before's last group
+            self.counts = [0, 0, 0]  # dropped, substituted, fetched at a lower precision
         else:
-            room = lay.n_layers * sum(min(lay.n_experts, s.experts.shape[2]) * s.n_tokens
-                                      for s in self.drawn)  # a step's union <= its experts
             if room > MAX_ROOM:
                 raise PagingError(f"this workload needs room for {room:,} requests (> "
                                   f"{MAX_ROOM:,}): shorten --duration, lower --rate or set "
@@ -350,8 +375,11 @@ class _Server:
             gof = pages // self.layout.n_experts
         clock = step_no * self.layout.n_layers + gof
         cuts = np.flatnonzero(np.diff(gof)) + 1
+        handled = {}
         if self.kernel is not None:
             hits = self.kernel.feed(pages, clock, hits=True)
+        elif self.phased is not None:
+            hits, handled = self._serve_phased(pages, clock, cuts, n_tok, now)
         elif self.router is None:
             sim = self.sim
             t0 = sim.t
@@ -360,8 +388,10 @@ class _Server:
         compv = self.comp(cnt)
         layv = np.zeros(pages.size)
         layv[np.r_[0, cuts]] = lay_ms
-        handled = {} if self.sim is None else self._handled(t0, pages, hits)
-        if self.pf is not None:  # this step's prefetches, and what earlier ones left in flight
+        if self.sim is not None:
+            handled = self._handled(t0, pages, hits)
+        if self.pf is not None and self.phased is None:
+            # this step's prefetches, and what earlier ones left in flight
             log = np.array(self.events.prefetched, dtype=np.int64).reshape(-1, 2)
             self.events.prefetched.clear()
             self.carry.now = now
@@ -399,6 +429,54 @@ class _Server:
             else:
                 self.last_group = (z, ex, keep)
         return out
+
+    def _serve_phased(self, pages, clock, cuts, n_tok: int, now: float) -> tuple:
+        """The step in the compiled phase kernel (:class:`~paging.fast.carried_phases.
+        CarriedPhases`): the prefetcher's batches asked as :meth:`_serve` asks them (they read
+        the stream, not the cache), the batch after the step before's last group inserted
+        first; its hits and the timeline's inputs (:meth:`_handled`'s, and the prefetches)."""
+        pf, n, run = self.pf, self.layout.n_experts, self.phased
+        t0 = run.t
+        batches = []
+        if pf is not None:
+            groups = np.split(pages, cuts)
+            for i, g in enumerate(groups):
+                z, ex = int(g[0]) // n, g % n
+                pf.observe(z, ex)
+                if i + 1 < len(groups):
+                    nxt = groups[i + 1]
+                    batches.append(pf.propose(z, ex, int(nxt[0]) // n, nxt % n, n_tok))
+                else:
+                    self.last_group = (z, ex, g.tolist())
+        hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across)
+        self.across = None
+        kind = np.where(hits, 0, 1).astype(np.int8)
+        handled = {}
+        from paging.fast.common import DROPPED, SUBSTITUTED
+
+        drop, swap = outcome == DROPPED, outcome == SUBSTITUTED
+        self.counts[0] += int(drop.sum())
+        self.counts[1] += int(swap.sum())
+        level = int(run.lvl[0]) if run.lvl.size else 0  # every fetch at the handler's level
+        low = (kind == 1) & (level > 0) & ~drop & ~swap
+        self.counts[2] += int(low.sum())
+        if drop.any() or swap.any() or low.any():  # as _handled: the hit mask says the rest
+            kind[drop], kind[swap] = 2, 3
+            used = np.where(swap, subst, pages)
+            req_ms, req_bytes = self.costs[pages], self.sizes[pages]
+            if low.any():
+                req_ms[low] = np.asarray(self.handler.level_costs[level])[pages[low]]
+                req_bytes[low] = np.asarray(self.handler.level_sizes[level])[pages[low]]
+            handled = {"kind": kind, "used": used, "req_ms": req_ms, "req_bytes": req_bytes}
+        if pf is not None:
+            across = rows[:, 0] == t0  # the batch after the step before's last group
+            moved = self.carry.queue(rows[across, 1].tolist(), self.costs, self.sizes)
+            if moved:
+                self.cols["bytes"][-1] += moved
+            own = rows[~across]
+            self.carry.now = now
+            handled.update(pf_at=own[:, 0] - t0, pf_page=own[:, 1].copy(), carry=self.carry)
+        return hits, handled
 
     def _serve_routed(self, batch, step_no: int) -> tuple:
         """The step with a routing hook (:mod:`paging.routing`): on each layer, every token of
@@ -447,6 +525,9 @@ class _Server:
         z, ex, keep = self.last_group
         target = pages[gof == gof[0]]
         proposal = self.pf.propose(z, ex, int(gof[0]), target % n, n_tok)
+        if self.phased is not None:  # inserted by the next step's feed, before its groups
+            self.across = proposal
+            return
         if proposal:
             self.sim.prefetch_group(proposal, keep=keep)
         issued = [p for _, p in self.events.prefetched]
@@ -535,19 +616,29 @@ class _Server:
             verify(Trace(self.layout, res.pages, res.clock, "serve", expand="groups"),
                    self.sim.result("serve"), costs=self.costs, sizes=self.sizes)
         res.summary = _summary(self.run_spec, self.spec, self.cm, res, self.capped)
+        done = self.phased.finish() if self.phased is not None else None
         res.summary["bypasses"] = (self.kernel.bypasses if self.kernel is not None
+                                   else done["bypasses"] if done is not None
                                    else len(self.sim.bypassed))
-        res.summary["engine"] = "compiled" if self.kernel is not None else "reference"
+        res.summary["engine"] = ("compiled" if self.kernel is not None or done is not None
+                                 else "reference")
         if self.sim is not None and self.sim.miss is not None:
             res.summary.update(miss=self.sim.miss.spec(), dropped=self.events.dropped,
                                substituted=self.events.substituted,
                                low_precision_fetches=self.events.low_fetches)
+        if done is not None and self.handler is not None:
+            res.summary.update(miss=self.handler.spec(), dropped=self.counts[0],
+                               substituted=self.counts[1], low_precision_fetches=self.counts[2])
         if self.router is not None:
             r_sum, c_sum, k_sum, G = self.quality
             res.summary.update(routing=self.router.spec(), routing_note=self.router.note,
                                retained_mass=r_sum / G if G else 1.0,
                                top1_changed=c_sum / G if G else 0.0, kl=k_sum / G if G else 0.0)
-        if self.pf is not None:
+        if self.pf is not None and done is not None:
+            res.summary.update(self.pf.counts_row(), prefetches=done["prefetches"],
+                               prefetch_useful=done["useful"], prefetch_wasted=done["wasted"],
+                               prefetch_late=self.carry.late)
+        elif self.pf is not None:
             st = self.pf_stats
             res.summary.update(self.pf.counts_row(), prefetches=st.prefetches,
                                prefetch_useful=st.useful,

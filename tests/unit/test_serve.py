@@ -365,6 +365,45 @@ def test_prefetching_in_batched_serving_is_verified_and_accounted(toy, train_fil
     assert sum(res.steps["bytes"]) == s["bytes_moved"]
 
 
+PHASED = ("lru", "fifo", "fwf", "llru", "llru-latest-dist", "fld", "least-stale",
+          "least-stale-layer-dist", "lfu", "lhu-dist", "arc", "arc-dist", "lecar",
+          "lecar-dist", "marking", "marking-dist", "greedy-dual", "landlord-dist", "gdsf",
+          "layered-landlord", "blind-oracle", "blind-oracle-dist", "robust-blind-oracle",
+          "robust-blind-oracle-dist")
+
+
+@given(seqs=_workload(), policy=st.sampled_from(PHASED), k=st.integers(1, 8),
+       budget=st.booleans(), prefetch=st.sampled_from(PREFETCHERS),
+       miss=st.sampled_from((None, "substitute", "fetch-lowest-bit")),
+       rate=st.floats(20.0, 200.0), batch=st.integers(1, 4), seed=st.integers(0, 3))
+def test_compiled_serving_with_phases_equals_the_reference_loop(toy, train_file, seqs, policy,
+                                                                k, budget, prefetch, miss,
+                                                                rate, batch, seed):
+    """With a prefetcher and/or a miss handler the serving cache runs in the carried phase
+    kernel (paging.fast.carried_phases): every summary field (misses, prefetch counters,
+    drops, substitutes, low-precision fetches, bytes, latency percentiles), every request and
+    every step equal to the reference loop's."""
+    from paging.cost.setup import CostSetup
+
+    if prefetch is None and miss is None:
+        miss = "substitute"
+    if prefetch == "transition":
+        prefetch = f"transition:train={train_file}"
+    if miss == "fetch-lowest-bit":  # (a precision cascade needs a byte budget)
+        budget = True
+    cm = CostSetup.from_names(toy, "int8", "pcie4")
+    cap = {"budget": k * int(cm.expert_bytes)} if budget else {"k": k}
+    ss = ServeSpec(Arrivals(rate=rate, duration=0.05), max_batch=batch, max_tokens=6,
+                   seed=seed)
+    runs = [serve(RunSpec(policy, **cap, model=toy, precision="int8", hardware="pcie4",
+                          seed=seed, prefetch=prefetch, miss=miss, engine=engine), ss, seqs)
+            for engine in ("fast", "reference")]
+    fast, ref = runs
+    assert fast.summary.pop("engine") == "compiled" and ref.summary.pop("engine") == "reference"
+    assert fast.summary == ref.summary and fast.requests == ref.requests
+    assert np.array_equal(fast.hits, ref.hits) and fast.steps == ref.steps
+
+
 def test_a_perfect_oracle_with_room_for_every_expert_misses_only_the_first_layer(toy):
     """Oracle P = R = 1 and a cache of all 8 experts: each group's experts are prefetched
     while the group before it runs, so the only misses are the first step's layer 0."""
