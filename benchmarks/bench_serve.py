@@ -5,12 +5,12 @@ prefill+decode dump, continuous batching (max batch 16, 512 tokens per step).
 For each policy: the wall time of the serving run (what ``paging.serve.serve`` does, the
 offline bound left out and timed apart: Belady on the produced stream and its replay), the
 engine's rates (simulated requests, tokens, steps and expert requests per wall second) and the
-run's p99 TPOT. The list
-family runs its serving cache in the compiled kernel, the others in the reference loop
-(``summary["engine"]``). Measured, never asserted; numbers in ``benchmarks/README.md``.
+run's p99 TPOT. ``--prefetch``, ``--miss`` and ``--engine`` are ``paging serve``'s (the
+compiled serving cache, ``--engine auto``, or the reference loop; ``summary["engine"]`` says
+which ran). Measured, never asserted; numbers in ``benchmarks/README.md``.
 
 Run: ``PAGING_TRACES=../shared/traces python benchmarks/bench_serve.py [--duration S]
-[--rate R] [--policy P ...] [--json FILE]``.
+[--rate R] [--policy P ...] [--prefetch SPEC] [--miss SPEC] [--engine E] [--json FILE]``.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=1.0)
     ap.add_argument("--budget-gb", type=float, default=8.0)
     ap.add_argument("--policy", action="append", default=None)
+    ap.add_argument("--prefetch", default=None)
+    ap.add_argument("--miss", default=None)
+    ap.add_argument("--engine", default="auto", choices=("auto", "fast", "reference"))
     ap.add_argument("--json", default=None, metavar="FILE")
     a = ap.parse_args()
     root = os.environ.get("PAGING_TRACES")
@@ -47,11 +50,13 @@ def main() -> int:
     policies = a.policy or ["lru", "llru", "least-stale", "lfu", "token-match"]
     out = []
     print(f"{a.duration:g} s of Poisson arrivals at {a.rate:g}/s, Mixtral int4, pcie4, "
-          f"{a.budget_gb:g} GB, max batch 16, 512 tokens/step; {os.cpu_count()} CPUs, "
+          f"{a.budget_gb:g} GB, max batch 16, 512 tokens/step, prefetch {a.prefetch}, miss "
+          f"{a.miss}, engine {a.engine}; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     for name in policies:
         spec = RunSpec(name, budget=budget_bytes(a.budget_gb), model="mixtral-8x7b",
-                       precision="int4", hardware="pcie4")
+                       precision="int4", hardware="pcie4", prefetch=a.prefetch, miss=a.miss,
+                       engine=a.engine)
         ss = ServeSpec(Arrivals(rate=a.rate, duration=a.duration), max_batch=16,
                        max_tokens=512, bound=False)
         t0 = time.perf_counter()
@@ -64,7 +69,8 @@ def main() -> int:
         bound_s = time.perf_counter() - t1
         s = res.summary
         tokens = sum(res.steps["tokens"])
-        row = {"policy": name, "engine": s["engine"], "requests": s["requests"],
+        row = {"policy": name, "prefetch": a.prefetch, "miss": a.miss,
+               "engine": s["engine"], "requests": s["requests"],
                "completed": s["completed"], "steps": s["steps"],
                "expert_requests": s["expert_requests"], "tokens": tokens,
                "wall_s": run_s, "bound_wall_s": bound_s,
