@@ -8,9 +8,9 @@ of the next step, :mod:`paging.serve.prefetch`) is known only once the next step
 :func:`paging.fast.phases.phase_kernel` replays a whole trace and keeps its state (some sixty
 arrays and counters) in local variables; passing them in and out would be a second copy of its
 bookkeeping, and making the kernel itself a generator cost whole runs 7–65 % of their speed
-(measured with ``benchmarks/paired.py``: LRU with ``fetch-lowest-bit`` 0.35x). So the kernel is kept as it is, and its
-carried form is *generated from its source* (:func:`source`): the same body, with the request
-loop fed in pieces,
+(measured with ``benchmarks/paired.py``: LRU with ``fetch-lowest-bit`` 0.35x). So the kernel
+is kept as it is, and its carried form is *generated from its source* (:func:`source`): the
+same body, with the request loop fed in pieces,
 
 * ``ctl`` (int64): ``ctl[0]`` the requests given so far, ``ctl[1]`` 1 (a carried run),
   ``ctl[2]`` 1 to stop, ``ctl[3]`` the draws the piece consumed (written back), ``ctl[4]`` 1
@@ -32,9 +32,11 @@ loop fed in pieces,
 The generated module is written once per kernel source (named by its hash) to a cache folder
 (``$PAGING_CACHE``, else ``$XDG_CACHE_HOME/paging`` or ``~/.cache/paging``, else the system's
 temporary folder) and imported from there, so numba caches its compiled code beside it as for
-any module. Tests: the carried form fed a trace in pieces equals the whole-run kernel field by
-field (hypothesis, every kind it admits, prefetches and handlers), and a compiled serving run
-equals the reference loop's (``tests/unit/test_serve.py``).
+any module. Tests: the carried form fed random traces in random pieces equals the reference
+loop request by request (hit mask, misses, bypasses, substitutes, the prefetch log and
+counters; hypothesis over every policy it admits, with and without prefetching and a handler,
+and a long run that outgrows its buffers: ``tests/property/test_carried_phases.py``), and a
+compiled serving run equals the reference loop's field by field (``tests/unit/test_serve.py``).
 
 Not carried (a serving run with them takes the reference loop, ``--engine fast`` refuses): the
 token policies (their own kernel, :mod:`paging.fast.tokens`), PredictiveMarker and LMarker
