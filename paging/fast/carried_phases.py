@@ -359,11 +359,14 @@ class CarriedPhases:
 
     def finish(self) -> dict:
         """End the run: its counters (``misses``, ``collisions``, ``bypasses``, and the
-        prefetches made, useful, wasted (inserted and evicted or never used), skipped, bytes)."""
-        self.ctl[STOP] = 1
-        out = next(self.gen)
-        self.gen = None
-        pf = [int(x) for x in out[10]]
-        return {"misses": int(out[0]), "collisions": int(out[1]), "bypasses": int(out[7]),
-                "prefetches": pf[0], "useful": pf[1], "wasted": pf[2], "skipped": pf[3],
-                "bytes": pf[4]}
+        prefetches made, useful, wasted (inserted and evicted or never used), skipped, bytes).
+        Called again, the same counters."""
+        if self.gen is not None:
+            self.ctl[STOP] = 1
+            out = next(self.gen)  # (before any piece: the first yield, every count 0)
+            self.gen = None
+            pf = [int(x) for x in out[10]]
+            self.done = {"misses": int(out[0]), "collisions": int(out[1]),
+                         "bypasses": int(out[7]), "prefetches": pf[0], "useful": pf[1],
+                         "wasted": pf[2], "skipped": pf[3], "bytes": pf[4]}
+        return self.done
