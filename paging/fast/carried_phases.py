@@ -18,7 +18,8 @@ same body, with the request loop fed in pieces,
   group: the requests and their steps, levels and substitutes, the hit mask, the outcomes,
   the plan's group bounds and the prefetch-eviction log), which the kernel takes up before
   the next piece (only the current piece's entries are ever read, so they start empty: a run
-  holds at most twice the requests it has made, not the most it could make);
+  holds at most twice the requests it has made, not the most it could make), and the
+  markers' chain lengths (indexed by chain, one at most per insertion: copied over);
 * every piece ends with a group; the kernel yields after the piece's last request and, when
   resumed with the next piece, first inserts the plan's batch after that group (its
   ``pf_start[g]:pf_start[g + 1]``, which the caller writes then: the batch of a step's last
@@ -39,10 +40,9 @@ and a long run that outgrows its buffers: ``tests/property/test_carried_phases.p
 compiled serving run equals the reference loop's field by field (``tests/unit/test_serve.py``).
 
 Not carried (a serving run with them takes the reference loop, ``--engine fast`` refuses): the
-token policies (their own kernel, :mod:`paging.fast.tokens`), PredictiveMarker and LMarker
-(their chains are counted in an array sized by the run, which a serving run does not know),
-Belady and the ``oracle`` predictor (clairvoyant), Score-Based (reads gate scores, which a
-serving step's union of experts does not have) and FlashMoE.
+token policies (their own kernel, :mod:`paging.fast.tokens`), Belady and the ``oracle``
+predictor (clairvoyant), Score-Based (reads gate scores, which a serving step's union of
+experts does not have) and FlashMoE.
 """
 
 from __future__ import annotations
@@ -125,6 +125,9 @@ def source() -> str:
             hit_mask = grown_b[0]
             outcome = grown_o[0]
             pf_ev = grown_2[0]
+            if grown_i[5].size > chain_len.size:  # the markers' chains, every one kept
+                grown_i[5][:chain_len.size] = chain_len
+                chain_len = grown_i[5]
             n = pages.size
             ctl[4] = 0
         n_avail = ctl[0]
@@ -198,9 +201,9 @@ def admits(policy, spec) -> bool:
                                        "predictive"):
         return False
     kind = phases.phase_kind(policy, spec)
-    if kind in (phases.BELADY_SCAN, phases.SCORE_SCAN, phases.PMARK_SCAN, phases.LMARK_SCAN):
+    if kind in (phases.BELADY_SCAN, phases.SCORE_SCAN):
         return False
-    if kind in (phases.BLIND_SCAN, phases.ROBUST_SCAN):
+    if kind in (phases.BLIND_SCAN, phases.ROBUST_SCAN, phases.PMARK_SCAN, phases.LMARK_SCAN):
         return predictor_kind(spec.proto.predictor) == FREQUENCY
     return True
 
@@ -235,6 +238,7 @@ class CarriedPhases:
             kind = phases.LLRU if phases._own_kernel(policy) == "list:LLRU" else phases.LLRU_LATEST
         self.caps = fast._caps(layout, int(capacity), self.dist)
         # read-only inputs (common.frozen): one compiled signature for every run
+        by_bytes = slots is not None  # a byte budget: the markers' k counts bytes
         slots = frozen(unit_sizes(P) if slots is None else slots)
         costs = frozen(unit_costs(P) if costs is None else costs)
         sizes = frozen(unit_sizes(P) if sizes is None else sizes)
@@ -263,6 +267,16 @@ class CarriedPhases:
             adp = np.column_stack([np.full(self.caps.size, lr), dr,
                                    hist_cap.astype(np.float64)])
         self.rob = np.zeros((self.caps.size, 4), np.int64)
+        hks = np.zeros(self.caps.size)
+        self.chains = kind == phases.PMARK_SCAN or kind == phases.LMARK_SCAN
+        if kind == phases.PMARK_SCAN:  # H_k of each partition (in pages; under a budget, bytes)
+            from paging.policies.predictive import harmonic, marker_k
+
+            hks = np.array([harmonic(marker_k(c, slots if by_bytes else None, P))
+                            for c in self.caps.tolist()])
+        # the kernel's chain lengths: one per request and per prefetch page at most
+        self.chain_room = room + self.pf_pages.size + 1 if self.chains else 0
+        self.inserted = 0  # requests and prefetch pages given so far
         self.ctl = np.array([0, 1, 0, 0, 0], np.int64)
         self.t = self.t_prev = 0  # requests fed, and where the last piece started
         self.groups = 0  # groups fed
@@ -271,7 +285,7 @@ class CarriedPhases:
         from numba.typed import List
 
         self.grown = (List([self.pages, self.steps, self.lvl, np.zeros(0, np.int64),
-                            self.pf_start]), List([np.zeros(0, np.bool_)]),
+                            self.pf_start, np.zeros(0, np.int64)]), List([np.zeros(0, np.bool_)]),
                       List([np.zeros(0, np.int8)]), List([np.zeros((0, 2), np.int64)]))
         self.gen = carried_kernel()(
             self.pages, self.steps, slots, frozen(np.asarray(level_slots, dtype=np.int64)),
@@ -279,15 +293,16 @@ class CarriedPhases:
             self.pf_pages, sizes, np.zeros(0, np.int8), self.lvl, bool(substitute), scan,
             costs, sizes, self.draw_buf, frozen(np.zeros(0, np.int64)), np.zeros(0, np.int64),
             np.zeros(1, np.int64), np.zeros(0), pkind, np.zeros((1, 0)), pred_row,
-            np.zeros(self.caps.size), self.rob, adp, phases.no_route(), self.ctl, *self.grown)
+            hks, self.rob, adp, phases.no_route(), self.ctl, *self.grown)
         self.out = None
         self.policy, self.kind = policy, kind
 
-    def _grow(self, room: int) -> None:
+    def _grow(self, room: int, chain_room: int | None = None) -> None:
         """Move the run to buffers of ``room`` requests, which the kernel takes up when it
         resumes (after its first piece: the first fits the buffers it starts with). Only the
         piece before is copied: its last group is pinned again while the
-        batch after it is inserted; nothing earlier is read again."""
+        batch after it is inserted; nothing earlier is read again. The markers' chains move
+        when they must grow (or to ``chain_room``), every one copied by the kernel."""
         lo, hi = self.t_prev, self.t
         pages, steps = np.zeros(room, np.int64), np.zeros(room, np.int64)
         pages[lo:hi], steps[lo:hi] = self.pages[lo:hi], self.steps[lo:hi]
@@ -300,6 +315,11 @@ class CarriedPhases:
         b[0] = np.zeros(room, np.bool_)
         o[0] = np.zeros(room, np.int8)
         e[0] = np.zeros((room + self.pf_pages.size if self.prefetch else 0, 2), np.int64)
+        i[5] = np.zeros(0, np.int64)  # (the kernel keeps its chains unless they must grow)
+        if self.chains and (chain_room is not None or self.inserted + 1 > self.chain_room):
+            self.chain_room = (max(2 * self.chain_room, self.inserted + 1) if chain_room is None
+                               else max(int(chain_room), self.inserted + 1))
+            i[5] = np.zeros(self.chain_room, np.int64)
         self.ctl[GROWN] = 1
 
     def _refill(self, used: int) -> None:
@@ -323,7 +343,10 @@ class CarriedPhases:
         if pages.size > self.piece_room:
             raise PagingError(f"carried phases: a piece of {pages.size:,} requests (at most "
                               f"{self.piece_room:,})")
-        if t1 + 2 > self.pages.size:  # (the plan's group bounds need two more)
+        planned = len(across or ()) + sum(len(b) for b in batches)
+        self.inserted += pages.size + planned
+        if t1 + 2 > self.pages.size or self.chains and self.inserted + 1 > self.chain_room:
+            # (the plan's group bounds need two more; the markers one chain per insertion)
             self._grow(max(2 * self.pages.size, t1 + 2))
         self.pages[t0:t1] = pages
         self.steps[t0:t1] = steps

@@ -192,7 +192,7 @@ def _compiled(run_spec, policy, handler) -> str | None:
     token-decay, token-match, the combiner over them, the prediction policies with the
     ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
     markers from ``--seed``); ``"phases"`` with them (:mod:`paging.fast.carried_phases`: the
-    same policies but the token policies, PredictiveMarker and LMarker). Never with a routing
+    same policies but the token policies). Never with a routing
     hook or ``--verify`` (which records the run in the reference loop). ``engine="fast"``
     insists."""
     from paging import fast
@@ -215,7 +215,7 @@ def _compiled(run_spec, policy, handler) -> str | None:
                           f"robust-token-match, blind-oracle, predictive-marker, lmarker and "
                           f"robust-blind-oracle (frequency predictor; and their -dist forms) "
                           f"without --routing or --verify, and with --miss or --prefetch all "
-                          f"of them but the token policies, predictive-marker and lmarker; "
+                          f"of them but the token policies; "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode

@@ -369,7 +369,8 @@ PHASED = ("lru", "fifo", "fwf", "llru", "llru-latest-dist", "fld", "least-stale"
           "least-stale-layer-dist", "lfu", "lhu-dist", "arc", "arc-dist", "lecar",
           "lecar-dist", "marking", "marking-dist", "greedy-dual", "landlord-dist", "gdsf",
           "layered-landlord", "blind-oracle", "blind-oracle-dist", "robust-blind-oracle",
-          "robust-blind-oracle-dist")
+          "robust-blind-oracle-dist", "predictive-marker", "predictive-marker-dist", "lmarker",
+          "lmarker-dist")
 
 
 @given(seqs=_workload(), policy=st.sampled_from(PHASED), k=st.integers(1, 8),
