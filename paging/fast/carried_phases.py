@@ -334,7 +334,8 @@ class CarriedPhases:
     def feed(self, pages, steps, batches=(), across=None):
         """Serve the next piece (``pages``, their ``steps``: whole groups); ``batches[i]``:
         the prefetch pages after its group i (none for the last: it comes with the next
-        piece, as ``across``). Returns ``(hits, outcome, subst, pf_rows)``: the piece's hit
+        piece, as ``across``), or ``batches = (sizes, pages)``, those batches' sizes and their
+        pages one after another. Returns ``(hits, outcome, subst, pf_rows)``: the piece's hit
         mask, its requests' outcomes (``paging.fast.common``'s HIT, FETCHED, DROPPED,
         SUBSTITUTED) and substitutes, and the prefetches inserted, rows ``(t + 1, page)``."""
         pages = np.asarray(pages, dtype=np.int64)
@@ -343,31 +344,36 @@ class CarriedPhases:
         if pages.size > self.piece_room:
             raise PagingError(f"carried phases: a piece of {pages.size:,} requests (at most "
                               f"{self.piece_room:,})")
-        planned = len(across or ()) + sum(len(b) for b in batches)
-        self.inserted += pages.size + planned
+        cuts = np.flatnonzero(np.diff(steps)) + 1
+        n_groups = cuts.size + 1 if pages.size else 0
+        g0 = self.groups
+        plan = np.zeros(0, np.int64)
+        if self.pf_start.size:
+            if isinstance(batches, tuple) and len(batches) == 2:  # (sizes, pages)
+                b_sizes, b_pages = batches
+            else:
+                b_sizes = [len(b) for b in batches]
+                b_pages = [p for b in batches for p in b]
+            b_sizes = np.asarray(b_sizes, np.int64)[:max(n_groups - 1, 0)]
+            b_sizes = np.r_[b_sizes, np.zeros(max(n_groups - 1 - b_sizes.size, 0), np.int64)]
+            a = np.asarray(across if across is not None else [], np.int64)
+            plan = np.r_[a, np.asarray(b_pages, np.int64)[:int(b_sizes.sum())]]
+            if plan.size > self.pf_pages.size:
+                raise PagingError(f"carried phases: a piece's prefetch plan of {plan.size:,} "
+                                  f"pages exceeds its buffer ({self.pf_pages.size:,})")
+            # batch g is pf_pages[pf_start[g]:pf_start[g + 1]], from the piece before's last
+            # group (whose batch is `across`) on
+            sizes = np.r_[a.size, b_sizes] if g0 else b_sizes
+            bounds = np.r_[0, np.cumsum(sizes)]
+        self.inserted += pages.size + plan.size
         if t1 + 2 > self.pages.size or self.chains and self.inserted + 1 > self.chain_room:
             # (the plan's group bounds need two more; the markers one chain per insertion)
             self._grow(max(2 * self.pages.size, t1 + 2))
         self.pages[t0:t1] = pages
         self.steps[t0:t1] = steps
-        cuts = np.flatnonzero(np.diff(steps)) + 1
-        n_groups = cuts.size + 1 if pages.size else 0
-        g0 = self.groups
         if self.pf_start.size:
-            sizes = [0 if across is None else len(across)]
-            plan = list(across or [])
-            for i in range(n_groups - 1):
-                b = batches[i] if i < len(batches) else ()
-                sizes.append(len(b))
-                plan.extend(b)
-            if len(plan) > self.pf_pages.size:
-                raise PagingError(f"carried phases: a piece's prefetch plan of {len(plan):,} "
-                                  f"pages exceeds its buffer ({self.pf_pages.size:,})")
-            self.pf_pages[:len(plan)] = plan
-            first = max(g0 - 1, 0)  # the piece before's last group, whose batch is `across`
-            if g0 == 0:
-                sizes = sizes[1:]
-            bounds = np.concatenate([[0], np.cumsum(sizes)])
+            self.pf_pages[:plan.size] = plan
+            first = max(g0 - 1, 0)
             self.pf_start[first:first + bounds.size] = bounds
             self.pf_start[first + bounds.size:g0 + n_groups + 1] = bounds[-1]
         if self.rng is not None:

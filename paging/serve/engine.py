@@ -437,17 +437,11 @@ class _Server:
         first; its hits and the timeline's inputs (:meth:`_handled`'s, and the prefetches)."""
         pf, n, run = self.pf, self.layout.n_experts, self.phased
         t0 = run.t
-        batches = []
-        if pf is not None:
-            groups = np.split(pages, cuts)
-            for i, g in enumerate(groups):
-                z, ex = int(g[0]) // n, g % n
-                pf.observe(z, ex)
-                if i + 1 < len(groups):
-                    nxt = groups[i + 1]
-                    batches.append(pf.propose(z, ex, int(nxt[0]) // n, nxt % n, n_tok))
-                else:
-                    self.last_group = (z, ex, g.tolist())
+        batches = ()
+        if pf is not None:  # (the scores read the state before the step: one pass)
+            batches = pf.propose_step(pages, cuts, n_tok)
+            last = pages[cuts[-1]:] if cuts.size else pages
+            self.last_group = (int(last[0]) // n, last % n, last.tolist())
         hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across)
         self.across = None
         kind = np.where(hits, 0, 1).astype(np.int8)

@@ -127,6 +127,49 @@ class StepPrefetch:
         self.actual += len(truth)
         return [target * n + e for e in chosen]
 
+    def propose_step(self, pages: np.ndarray, cuts: np.ndarray, tokens: int) -> list:
+        """:meth:`observe` then :meth:`propose` for each group of a step (``pages`` cut at
+        ``cuts`` into its groups, one per layer, layers rising), the batch after each group but
+        the last, in one pass: a group's target is a later layer of the step, observed only
+        after the proposal for it, so every score reads the state before the step. The oracle
+        (its draws batch by batch) asks :meth:`propose` group by group. Returns ``(sizes,
+        pages)``: each batch's size and their pages one after another; the state is left as
+        the group-by-group calls leave it."""
+        n = self.n
+        if pages.size == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        bounds = np.r_[0, cuts, pages.size]
+        z = pages[bounds[:-1]] // n
+        ex = pages % n
+        G = z.size - 1
+        if self.kind == "oracle":
+            out = [self.propose(int(z[i]), ex[bounds[i]:bounds[i + 1]], int(z[i + 1]),
+                                ex[bounds[i + 1]:bounds[i + 2]], tokens) for i in range(G)]
+            return (np.array([len(b) for b in out], np.int64),
+                    np.array([p for b in out for p in b], np.int64))
+        target = z[1:]
+        if self.kind == "previous-token":
+            scores = np.zeros((G, n))
+            for i in range(G):
+                scores[i, self.last[target[i]]] = 1.0
+            for i in range(G + 1):
+                self.last[int(z[i])] = ex[bounds[i]:bounds[i + 1]]
+        elif self.kind == "frequency":
+            scores = self.counts[target].copy()
+            self.counts[pages // n, ex] += 1  # (each (layer, expert) once in a step)
+        else:  # transition: Σ of C's rows of the group's experts (counts: exact sums)
+            rows = self.predictor.C[pages // n, ex, :]
+            scores = np.add.reduceat(rows, np.r_[0, cuts], axis=0)[:G] if G > 0 \
+                else np.zeros((0, n))
+        K = min(n, self.top_k * tokens)
+        r, chosen = self.strategy.select_all(scores, K)
+        truth = np.zeros((G + 1, n), bool)
+        truth[np.repeat(np.arange(G + 1), np.diff(bounds)), ex] = True
+        self.predicted += int(chosen.size)
+        self.right += int(truth[r + 1, chosen].sum())
+        self.actual += int(pages.size - bounds[1])
+        return np.bincount(r, minlength=G).astype(np.int64), target[r] * n + chosen
+
     def counts_row(self) -> dict:
         return {"prefetch": self.spec(),
                 "prefetch_precision": self.right / self.predicted if self.predicted else None,

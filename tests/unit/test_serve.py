@@ -376,14 +376,16 @@ PHASED = ("lru", "fifo", "fwf", "llru", "llru-latest-dist", "fld", "least-stale"
 @given(seqs=_workload(), policy=st.sampled_from(PHASED), k=st.integers(1, 8),
        budget=st.booleans(), prefetch=st.sampled_from(PREFETCHERS),
        miss=st.sampled_from((None, "substitute", "fetch-lowest-bit")),
+       strategy=st.sampled_from((None, "topk:overfetch=1.5", "percentile:p=50")),
        rate=st.floats(20.0, 200.0), batch=st.integers(1, 4), seed=st.integers(0, 3))
 def test_compiled_serving_with_phases_equals_the_reference_loop(toy, train_file, seqs, policy,
                                                                 k, budget, prefetch, miss,
-                                                                rate, batch, seed):
+                                                                strategy, rate, batch, seed):
     """With a prefetcher and/or a miss handler the serving cache runs in the carried phase
     kernel (paging.fast.carried_phases): every summary field (misses, prefetch counters,
     drops, substitutes, low-precision fetches, bytes, latency percentiles), every request and
-    every step equal to the reference loop's."""
+    every step equal to the reference loop's. (The compiled run asks the prefetcher for a
+    step's batches in one pass, StepPrefetch.propose_step; the reference group by group.)"""
     from paging.cost.setup import CostSetup
 
     if prefetch is None and miss is None:
@@ -397,7 +399,8 @@ def test_compiled_serving_with_phases_equals_the_reference_loop(toy, train_file,
     ss = ServeSpec(Arrivals(rate=rate, duration=0.05), max_batch=batch, max_tokens=6,
                    seed=seed)
     runs = [serve(RunSpec(policy, **cap, model=toy, precision="int8", hardware="pcie4",
-                          seed=seed, prefetch=prefetch, miss=miss, engine=engine), ss, seqs)
+                          seed=seed, prefetch=prefetch, miss=miss, engine=engine,
+                          prefetch_strategy=strategy if prefetch else None), ss, seqs)
             for engine in ("fast", "reference")]
     fast, ref = runs
     assert fast.summary.pop("engine") == "compiled" and ref.summary.pop("engine") == "reference"
