@@ -116,7 +116,7 @@ def source() -> str:
         n_pf_log = 0
         n_pf_ev = 0
         n_draw = 0
-        if ctl[4] != 0:  # the caller moved the run to larger buffers (indexed from 0 on)
+        if ctl[4] != 0:  # the caller moved the run to larger buffers (the same indices)
             pages = borrow(grown_i[0])
             steps = borrow(grown_i[1])
             lvl = grown_i[2]
