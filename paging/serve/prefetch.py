@@ -127,7 +127,7 @@ class StepPrefetch:
         self.actual += len(truth)
         return [target * n + e for e in chosen]
 
-    def propose_step(self, pages: np.ndarray, cuts: np.ndarray, tokens: int) -> list:
+    def propose_step(self, pages: np.ndarray, cuts: np.ndarray, tokens: int) -> tuple:
         """:meth:`observe` then :meth:`propose` for each group of a step (``pages`` cut at
         ``cuts`` into its groups, one per layer, layers rising), the batch after each group but
         the last, in one pass: a group's target is a later layer of the step, observed only
