@@ -562,6 +562,14 @@ def test_refusals(toy):
     with pytest.raises(PagingError, match=r"gdsf, .* lecar, marking, token-hazard, .*"
                                           r"robust-token-match, blind-oracle, .* reference"):
         serve(RunSpec("marking", k=4, model=toy, engine="fast", verify=True), arr, seqs)
+    # with a miss handler or a prefetcher every one of them but the token policies
+    with pytest.raises(PagingError, match=r"with --miss or --prefetch all of them but the "
+                                          r"token policies; token-match .* reference"):
+        serve(RunSpec("token-match", k=4, model=toy, engine="fast", miss="substitute"), arr,
+              seqs)
+    fast = serve(RunSpec("lmarker", k=4, model=toy, engine="fast", miss="substitute"), arr,
+                 seqs)
+    assert fast.summary["engine"] == "compiled"
 
 
 # -- the command -----------------------------------------------------------------------------
