@@ -51,7 +51,7 @@ from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
 __all__ = ["run", "CarriedRun", "carries", "plan", "plan_of", "has_kernel", "run_misses",
-           "marking_draws", "needs_draws", "needs_next_use", "record_level"]
+           "marking_draws", "carry_draws", "needs_draws", "needs_next_use", "record_level"]
 
 _LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _ADAPT, _PRED, _LEARNED = (
     "list", "heap", "marking", "credit", "token", "adaptive", "predictive", "learned")
@@ -124,6 +124,16 @@ def marking_draws(seed, n: int) -> np.ndarray:
     """The uniform draws of a Marking run: ``default_rng(seed).random(n)``, the same doubles the
     reference draws one eviction at a time."""
     return np.random.default_rng(seed).random(max(int(n), 1))
+
+
+def carry_draws(rng, draws: np.ndarray, used: int, need: int) -> np.ndarray:
+    """A carried run's draws after a piece that consumed ``used`` of ``draws``: the unused
+    ones, then ``rng``'s next ones when fewer than ``need`` are left (at least ``need`` more:
+    the generator yields the same doubles in pieces as one draw at a time)."""
+    left = draws[used:]
+    if left.size < need:
+        left = np.concatenate([left, rng.random(need)])
+    return left
 
 
 def needs_draws(spec) -> bool:
@@ -251,13 +261,9 @@ class CarriedRun:
         # the count of draws consumed: lecar_state's second, the prediction state's second
         cnt = self.state.S[-1] if self.family == _PRED else self.state[-1]
         at = 1 if self.family in (_ADAPT, _PRED) else 0
-        left = self.draws[cnt[at]:]
-        need = n + self.layout.n_pages
-        if left.size < need:
-            left = np.concatenate([left, self.rng.random(max(need - left.size, need))])
-        self.draws = left
+        self.draws = carry_draws(self.rng, self.draws, int(cnt[at]), n + self.layout.n_pages)
         cnt[at] = 0
-        return left
+        return self.draws
 
     def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False):
         """Serve the next piece; its hit mask when ``hits``."""

@@ -232,10 +232,7 @@ class CarriedPhases:
         self.layout = layout
         P = layout.n_pages
         self.dist = spec[2]
-        kind = phases.phase_kind(policy, spec)
-        scan = prefetch and phases._own_kernel(policy) in phases._SCANNED
-        if scan:
-            kind = phases.LLRU if phases._own_kernel(policy) == "list:LLRU" else phases.LLRU_LATEST
+        kind, scan = phases.run_kind(policy, spec, bool(prefetch))
         self.caps = fast._caps(layout, int(capacity), self.dist)
         # read-only inputs (common.frozen): one compiled signature for every run
         by_bytes = slots is not None  # a byte budget: the markers' k counts bytes
@@ -257,23 +254,8 @@ class CarriedPhases:
         # a fixed buffer the kernel reads from 0 after every piece, refilled in place: a piece
         # and its batches evict at most their own insertions and the P pages the cache holds
         self.draw_buf = np.zeros(self.piece_room + P + self.pf_pages.size if self.rng else 0)
-        pkind = phases.FREQUENCY
-        pred_row = np.zeros(self.caps.size, np.int64)
-        adp = np.zeros((self.caps.size, 3))
-        if kind == phases.LECAR_SCAN:
-            from paging.fast import adaptive
-
-            lr, dr, hist_cap = adaptive.lecar_params(self.caps)
-            adp = np.column_stack([np.full(self.caps.size, lr), dr,
-                                   hist_cap.astype(np.float64)])
-        self.rob = np.zeros((self.caps.size, 4), np.int64)
-        hks = np.zeros(self.caps.size)
+        hks, self.rob, adp = phases.partition_inputs(kind, self.caps, slots, by_bytes, P)
         self.chains = kind == phases.PMARK_SCAN or kind == phases.LMARK_SCAN
-        if kind == phases.PMARK_SCAN:  # H_k of each partition (in pages; under a budget, bytes)
-            from paging.policies.predictive import harmonic, marker_k
-
-            hks = np.array([harmonic(marker_k(c, slots if by_bytes else None, P))
-                            for c in self.caps.tolist()])
         # the kernel's chain lengths: one per request and per prefetch page at most
         self.chain_room = room + self.pf_pages.size + 1 if self.chains else 0
         self.inserted = 0  # requests and prefetch pages given so far
@@ -292,8 +274,9 @@ class CarriedPhases:
             layout.n_experts, layout.n_layers, self.caps, self.dist, kind, 1, self.pf_start,
             self.pf_pages, sizes, np.zeros(0, np.int8), self.lvl, bool(substitute), scan,
             costs, sizes, self.draw_buf, frozen(np.zeros(0, np.int64)), np.zeros(0, np.int64),
-            np.zeros(1, np.int64), np.zeros(0), pkind, np.zeros((1, 0)), pred_row,
-            hks, self.rob, adp, phases.no_route(), self.ctl, *self.grown)
+            np.zeros(1, np.int64), np.zeros(0), phases.FREQUENCY, np.zeros((1, 0)),
+            np.zeros(self.caps.size, np.int64), hks, self.rob, adp, phases.no_route(), self.ctl,
+            *self.grown)
         self.out = None
         self.policy, self.kind = policy, kind
 
@@ -324,12 +307,10 @@ class CarriedPhases:
 
     def _refill(self, used: int) -> None:
         """The draws from the next unused one on, at the start of the buffer."""
-        left = self.draws[used:]
-        need = self.draw_buf.size
-        if left.size < need:
-            left = np.concatenate([left, self.rng.random(need - left.size)])
-        self.draws = left
-        self.draw_buf[:] = left[:need]
+        from paging.fast import carry_draws
+
+        self.draws = carry_draws(self.rng, self.draws, used, self.draw_buf.size)
+        self.draw_buf[:] = self.draws[:self.draw_buf.size]
 
     def feed(self, pages, steps, batches=(), across=None):
         """Serve the next piece (``pages``, their ``steps``: whole groups); ``batches[i]``:

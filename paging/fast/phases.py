@@ -1299,28 +1299,48 @@ def phase_kind(policy, spec) -> int:
     return kind
 
 
+def run_kind(policy, spec, prefetching: bool) -> tuple[int, bool]:
+    """``(kind, scan)``: the :func:`phase_kernel` kind of ``policy`` and whether its victims
+    are found by a scan (LLRU and LLRU-latest with prefetching, module docstring; the -dist
+    variants' kernel is LRU's, so the kind is then set to the LLRU key's)."""
+    kind = phase_kind(policy, spec)
+    scan = prefetching and _own_kernel(policy) in _SCANNED
+    if scan:
+        kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
+    return kind, scan
+
+
+def partition_inputs(kind, caps, slots, by_bytes: bool, n_pages: int):
+    """``(hks, rob, adp)`` of :func:`phase_kernel`: PredictiveMarker's H_k of each partition
+    (in pages; under a byte budget, ``by_bytes``, of its bytes), the robust combiner's
+    counters (zeros) and LeCaR's learning rate, discount and history size per partition."""
+    from paging.fast import adaptive
+
+    hks = np.zeros(caps.size)
+    rob = np.zeros((caps.size, 4), np.int64)
+    adp = np.zeros((caps.size, 3))
+    if kind == LECAR_SCAN:
+        lr, dr, hist_cap = adaptive.lecar_params(caps)
+        adp = np.column_stack([np.full(caps.size, lr), dr, hist_cap.astype(np.float64)])
+    if kind == PMARK_SCAN:
+        from paging.policies.predictive import harmonic, marker_k
+
+        hks = np.array([harmonic(marker_k(c, slots if by_bytes else None, n_pages))
+                        for c in caps.tolist()])
+    return hks, rob, adp
+
+
 def policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed, n_inserts):
     """The policy's own inputs of :func:`phase_kernel`, ``draws`` to ``adp`` (its docstring),
     for a run of at most ``n_inserts`` insertions (requests and prefetches)."""
     from paging import fast
-    from paging.fast import adaptive
 
-    P = trace.layout.n_pages
     pkind, preds, pred_row = FREQUENCY, np.zeros((1, 0)), np.zeros(caps.size, np.int64)
-    hks = np.zeros(caps.size)
-    rob = np.zeros((caps.size, 4), np.int64)
-    adp = np.zeros((caps.size, 3))
-    if kind == LECAR_SCAN:  # LeCaR's learning rate, discount and history size per partition
-        lr, dr, hist_cap = adaptive.lecar_params(caps)
-        adp = np.column_stack([np.full(caps.size, lr), dr, hist_cap.astype(np.float64)])
+    hks, rob, adp = partition_inputs(kind, caps, slots, budget is not None,
+                                     trace.layout.n_pages)
     if kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN):  # the predictor's kind and
         pkind = predictor_kind(spec.proto.predictor)  # the oracle's predictions
         preds, pred_row = predictions(trace, caps, spec.proto, policy, spec[2])
-    if kind == PMARK_SCAN:  # H_k of each partition (in pages; under a budget, of its bytes)
-        from paging.policies.predictive import harmonic, marker_k
-
-        hks = np.array([harmonic(marker_k(c, slots if budget is not None else None, P))
-                        for c in caps.tolist()])
     return (
         # one draw per eviction at most: each insertion (a request or a prefetch) evicts pages
         # it needs room for, and so at most every page inserted before
@@ -1350,10 +1370,7 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
 
     spec = fast.plan(policy)
     dist = spec[2]
-    kind = phase_kind(policy, spec)
-    scan = prefetch is not None and _own_kernel(policy) in _SCANNED
-    if scan:  # (the -dist variants' kernel is LRU's: the scan needs the LLRU key)
-        kind = LLRU if _own_kernel(policy) == "list:LLRU" else LLRU_LATEST
+    kind, scan = run_kind(policy, spec, prefetch is not None)
     P = trace.layout.n_pages
     N = trace.n_requests
     capacity = k if budget is None else budget
