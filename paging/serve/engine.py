@@ -444,29 +444,19 @@ class _Server:
             self.last_group = (int(last[0]) // n, last % n, last.tolist())
         hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across)
         self.across = None
-        kind = np.where(hits, 0, 1).astype(np.int8)
-        handled = {}
-        from paging.fast.common import DROPPED, SUBSTITUTED
+        from paging.fast.common import DROPPED, FETCHED, SUBSTITUTED
 
         drop, swap = outcome == DROPPED, outcome == SUBSTITUTED
+        level = int(run.lvl[0]) if run.lvl.size else 0  # every fetch at the handler's level
+        levels = np.where(outcome == FETCHED, level, 0)
         self.counts[0] += int(drop.sum())
         self.counts[1] += int(swap.sum())
-        level = int(run.lvl[0]) if run.lvl.size else 0  # every fetch at the handler's level
-        low = (kind == 1) & (level > 0) & ~drop & ~swap
-        self.counts[2] += int(low.sum())
-        if drop.any() or swap.any() or low.any():  # as _handled: the hit mask says the rest
-            kind[drop], kind[swap] = 2, 3
-            used = np.where(swap, subst, pages)
-            req_ms, req_bytes = self.costs[pages], self.sizes[pages]
-            if low.any():
-                req_ms[low] = np.asarray(self.handler.level_costs[level])[pages[low]]
-                req_bytes[low] = np.asarray(self.handler.level_sizes[level])[pages[low]]
-            handled = {"kind": kind, "used": used, "req_ms": req_ms, "req_bytes": req_bytes}
+        self.counts[2] += int((levels > 0).sum())
+        handled = self._timeline_inputs(pages, hits, np.where(drop, 2, np.where(swap, 3, 0)),
+                                        np.where(swap, subst, pages), levels)
         if pf is not None:
             across = rows[:, 0] == t0  # the batch after the step before's last group
-            moved = self.carry.queue(rows[across, 1].tolist(), self.costs, self.sizes)
-            if moved:
-                self.cols["bytes"][-1] += moved
+            self._queue_across(rows[across, 1].tolist())
             own = rows[~across]
             self.carry.now = now
             handled.update(pf_at=own[:, 0] - t0, pf_page=own[:, 1].copy(), carry=self.carry)
@@ -524,32 +514,48 @@ class _Server:
             return
         if proposal:
             self.sim.prefetch_group(proposal, keep=keep)
-        issued = [p for _, p in self.events.prefetched]
+        self._queue_across([p for _, p in self.events.prefetched])
         self.events.prefetched.clear()
+
+    def _queue_across(self, issued) -> None:
+        """The prefetches issued after a step's last group join the copy stream; their bytes
+        go to that step."""
         moved = self.carry.queue(issued, self.costs, self.sizes)
         if moved:
             self.cols["bytes"][-1] += moved
 
     def _handled(self, t0: int, pages, hits) -> dict:
-        """The timeline's per-request kinds, serving pages and fetch sizes of the step that
-        started at request ``t0`` when a miss handler dropped, substituted or fetched at a
-        lower level (empty otherwise: the hit mask says it all)."""
+        """:meth:`_timeline_inputs` of the step that started at request ``t0``, from what the
+        reference loop's miss handler did (``self.events``)."""
         ev = self.events
         if ev is None or not (ev.replaced or ev.levels):
             return {}
-        kind = np.where(hits, 0, 1).astype(np.int8)
+        replaced = np.zeros(pages.size, np.int8)
         used = pages.copy()
         for t, (act, q) in ev.replaced.items():
-            kind[t - t0] = 2 if act == DROP else 3
+            replaced[t - t0] = 2 if act == DROP else 3
             used[t - t0] = q
-        req_ms, req_bytes = self.costs[pages], self.sizes[pages]
-        h = self.sim.miss
+        levels = np.zeros(pages.size, np.int64)
         for t, level in ev.levels.items():
-            p = pages[t - t0]
-            req_ms[t - t0] = h.level_costs[level][p]
-            req_bytes[t - t0] = h.level_sizes[level][p]
+            levels[t - t0] = level
         ev.replaced.clear()
         ev.levels.clear()
+        return self._timeline_inputs(pages, hits, replaced, used, levels)
+
+    def _timeline_inputs(self, pages, hits, replaced, used, levels) -> dict:
+        """The timeline's per-request kinds, serving pages and fetch sizes when a miss handler
+        dropped a request (``replaced`` 2), substituted it (3; ``used``: the page serving
+        each request) or fetched it at a lower precision (``levels`` > 0); empty otherwise:
+        the hit mask says it all."""
+        if not (replaced.any() or levels.any()):
+            return {}
+        kind = np.where(hits, 0, 1).astype(np.int8)
+        kind[replaced > 0] = replaced[replaced > 0]
+        req_ms, req_bytes = self.costs[pages], self.sizes[pages]
+        for level in np.unique(levels[levels > 0]).tolist():
+            low = levels == level
+            req_ms[low] = np.asarray(self.handler.level_costs[level])[pages[low]]
+            req_bytes[low] = np.asarray(self.handler.level_sizes[level])[pages[low]]
         return {"kind": kind, "used": used, "req_ms": req_ms, "req_bytes": req_bytes}
 
     def advance(self, batch, step_no: int, end: float, running) -> None:
