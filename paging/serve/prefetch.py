@@ -109,32 +109,19 @@ class StepPrefetch:
         """The pages to prefetch after the group of ``layer`` (``experts``) for the group of
         layer ``target`` whose experts are ``actual`` (read by the oracle only and by the
         counts), in a step of ``tokens`` tokens."""
-        n = self.n
-        if self.kind == "oracle":  # its own per-batch scores (it reads only ``actual``)
-            scores = self.predictor.scores(-1, -1, -1, target, np.unique(actual))
-        elif self.kind == "previous-token":
-            scores = np.zeros(n)
-            scores[self.last[target]] = 1.0
-        elif self.kind == "frequency":
-            scores = self.counts[target].copy()
-        else:
-            scores = self.predictor.C[layer, experts, :].sum(axis=0)
-        K = min(n, self.top_k * tokens)
-        chosen = self.strategy.select(scores, K)
-        truth = set(actual.tolist())
-        self.predicted += len(chosen)
-        self.right += sum(e in truth for e in chosen)
-        self.actual += len(truth)
-        return [target * n + e for e in chosen]
+        experts = np.asarray(experts, np.int64)
+        actual = np.asarray(actual, np.int64)
+        scores = self._scores(np.full(experts.size, layer), experts, np.array([0]),
+                              np.array([target]), [actual])
+        return self._choose(scores, np.array([target]), [actual], tokens)[1].tolist()
 
     def propose_step(self, pages: np.ndarray, cuts: np.ndarray, tokens: int) -> tuple:
         """:meth:`observe` then :meth:`propose` for each group of a step (``pages`` cut at
         ``cuts`` into its groups, one per layer, layers rising), the batch after each group but
         the last, in one pass: a group's target is a later layer of the step, observed only
-        after the proposal for it, so every score reads the state before the step. The oracle
-        (its draws batch by batch) asks :meth:`propose` group by group. Returns ``(sizes,
-        pages)``: each batch's size and their pages one after another; the state is left as
-        the group-by-group calls leave it."""
+        after the proposal for it, so every score reads the state before the step. Returns
+        ``(sizes, pages)``: each batch's size and their pages one after another; the state is
+        left as the group-by-group calls leave it."""
         n = self.n
         if pages.size == 0:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -142,33 +129,49 @@ class StepPrefetch:
         z = pages[bounds[:-1]] // n
         ex = pages % n
         G = z.size - 1
-        if self.kind == "oracle":
-            out = [self.propose(int(z[i]), ex[bounds[i]:bounds[i + 1]], int(z[i + 1]),
-                                ex[bounds[i + 1]:bounds[i + 2]], tokens) for i in range(G)]
-            return (np.array([len(b) for b in out], np.int64),
-                    np.array([p for b in out for p in b], np.int64))
-        target = z[1:]
+        actual = [ex[bounds[i + 1]:bounds[i + 2]] for i in range(G)]
+        scores = self._scores(pages // n, ex, bounds[:-1], z[1:], actual)
         if self.kind == "previous-token":
-            scores = np.zeros((G, n))
-            for i in range(G):
-                scores[i, self.last[target[i]]] = 1.0
             for i in range(G + 1):
                 self.last[int(z[i])] = ex[bounds[i]:bounds[i + 1]]
         elif self.kind == "frequency":
-            scores = self.counts[target].copy()
             self.counts[pages // n, ex] += 1  # (each (layer, expert) once in a step)
-        else:  # transition: Σ of C's rows of the group's experts (counts: exact sums)
-            rows = self.predictor.C[pages // n, ex, :]
-            scores = np.add.reduceat(rows, np.r_[0, cuts], axis=0)[:G] if G > 0 \
-                else np.zeros((0, n))
+        return self._choose(scores, z[1:], actual, tokens)
+
+    def _scores(self, layers, experts, starts, targets, actual) -> np.ndarray:
+        """The predictor's scores (one row per target layer ``targets[i]``) after the groups
+        whose experts are ``experts[starts[i]:starts[i + 1]]`` (of ``layers``), the state as
+        it stands; ``actual[i]``: the target's true experts (the oracle's only input, its
+        draws row by row)."""
+        n, G = self.n, len(targets)
+        if self.kind == "oracle":
+            return np.array([self.predictor.scores(-1, -1, -1, int(targets[i]),
+                                                   np.unique(actual[i])) for i in range(G)]
+                            ).reshape(G, n)
+        if self.kind == "previous-token":
+            scores = np.zeros((G, n))
+            for i in range(G):
+                scores[i, self.last[int(targets[i])]] = 1.0
+            return scores
+        if self.kind == "frequency":
+            return self.counts[np.asarray(targets, np.int64)].copy()
+        if G == 0:  # transition: Σ of C's rows of each group's experts (counts: exact sums)
+            return np.zeros((0, n))
+        return np.add.reduceat(self.predictor.C[layers, experts, :], starts, axis=0)[:G]
+
+    def _choose(self, scores, targets, actual, tokens: int) -> tuple:
+        """The strategy's pick in each row of ``scores`` (K = the step's tokens × top-K, at
+        most n), counted against ``actual``; ``(sizes, pages)`` as :meth:`propose_step`'s."""
+        n, G = self.n, len(targets)
         K = min(n, self.top_k * tokens)
         r, chosen = self.strategy.select_all(scores, K)
-        truth = np.zeros((G + 1, n), bool)
-        truth[np.repeat(np.arange(G + 1), np.diff(bounds)), ex] = True
+        truth = np.zeros((G, n), bool)
+        for i in range(G):
+            truth[i, actual[i]] = True
         self.predicted += int(chosen.size)
-        self.right += int(truth[r + 1, chosen].sum())
-        self.actual += int(pages.size - bounds[1])
-        return np.bincount(r, minlength=G).astype(np.int64), target[r] * n + chosen
+        self.right += int(truth[r, chosen].sum())
+        self.actual += int(truth.sum())
+        return np.bincount(r, minlength=G).astype(np.int64), np.asarray(targets)[r] * n + chosen
 
     def counts_row(self) -> dict:
         return {"prefetch": self.spec(),
