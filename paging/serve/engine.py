@@ -384,7 +384,7 @@ class _Server:
             sim = self.sim
             t0 = sim.t
             sim.write_clock(t0, clock.tolist())
-            hits = np.concatenate(self._serve(np.split(pages, cuts), n_tok)).astype(bool)
+            hits = np.concatenate(self._serve(pages, cuts, n_tok)).astype(bool)
         compv = self.comp(cnt)
         layv = np.zeros(pages.size)
         layv[np.r_[0, cuts]] = lay_ms
@@ -409,39 +409,41 @@ class _Server:
         self.release.append(max(r.arrival for r, _, _ in batch))
         return now + dur
 
-    def _serve(self, groups: list, n_tok: int) -> list:
+    def _serve(self, pages, cuts, n_tok: int) -> list:
         """The step's groups through the simulator, each followed by the prefetcher's batch
-        for the next group of the step (:mod:`paging.serve.prefetch`); their hits."""
-        sim, pf, n = self.sim, self.pf, self.layout.n_experts
-        if pf is None:
+        for the next group of the step (:meth:`_proposals`); their hits."""
+        sim = self.sim
+        groups = np.split(pages, cuts)
+        if self.pf is None:
             return [sim.serve_group(g.tolist()) for g in groups]
+        sizes, flat = self._proposals(pages, cuts, n_tok)
+        ends = np.cumsum(sizes).tolist()
         out = []
         for i, g in enumerate(groups):
             keep = g.tolist()
             out.append(sim.serve_group(keep))
-            z, ex = int(g[0]) // n, g % n
-            pf.observe(z, ex)
-            if i + 1 < len(groups):
-                nxt = groups[i + 1]
-                proposal = pf.propose(z, ex, int(nxt[0]) // n, nxt % n, n_tok)
-                if proposal:
-                    sim.prefetch_group(proposal, keep=keep)
-            else:
-                self.last_group = (z, ex, keep)
+            if i < len(ends) and sizes[i]:
+                sim.prefetch_group(flat[ends[i] - sizes[i]:ends[i]].tolist(), keep=keep)
         return out
+
+    def _proposals(self, pages, cuts, n_tok: int) -> tuple:
+        """The prefetcher's batches after each group of the step but the last
+        (:meth:`StepPrefetch.propose_step`: they read the stream, not the cache, so both
+        engines ask them before the step is served), as ``(sizes, pages)``; the last group is
+        kept for the batch after it (:meth:`prefetch_across`)."""
+        n = self.layout.n_experts
+        last = pages[cuts[-1]:] if cuts.size else pages
+        self.last_group = (int(last[0]) // n, last % n, last.tolist())
+        return self.pf.propose_step(pages, cuts, n_tok)
 
     def _serve_phased(self, pages, clock, cuts, n_tok: int, now: float) -> tuple:
         """The step in the compiled phase kernel (:class:`~paging.fast.carried_phases.
         CarriedPhases`): the prefetcher's batches asked as :meth:`_serve` asks them (they read
         the stream, not the cache), the batch after the step before's last group inserted
         first; its hits and the timeline's inputs (:meth:`_handled`'s, and the prefetches)."""
-        pf, n, run = self.pf, self.layout.n_experts, self.phased
+        pf, run = self.pf, self.phased
         t0 = run.t
-        batches = ()
-        if pf is not None:  # (the scores read the state before the step: one pass)
-            batches = pf.propose_step(pages, cuts, n_tok)
-            last = pages[cuts[-1]:] if cuts.size else pages
-            self.last_group = (int(last[0]) // n, last % n, last.tolist())
+        batches = self._proposals(pages, cuts, n_tok) if pf is not None else ()
         hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across)
         self.across = None
         from paging.fast.common import DROPPED, FETCHED, SUBSTITUTED

@@ -97,13 +97,6 @@ class StepPrefetch:
     def spec(self) -> str:
         return f"{self.predictor.spec()} {self.strategy.spec()}"
 
-    def observe(self, layer: int, experts: np.ndarray) -> None:
-        """The group of ``layer`` requesting ``experts`` was served."""
-        if self.kind == "frequency":
-            self.counts[layer, experts] += 1
-        elif self.kind == "previous-token":
-            self.last[layer] = experts
-
     def propose(self, layer: int, experts: np.ndarray, target: int, actual: np.ndarray,
                 tokens: int) -> list[int]:
         """The pages to prefetch after the group of ``layer`` (``experts``) for the group of
@@ -116,7 +109,7 @@ class StepPrefetch:
         return self._choose(scores, np.array([target]), [actual], tokens)[1].tolist()
 
     def propose_step(self, pages: np.ndarray, cuts: np.ndarray, tokens: int) -> tuple:
-        """:meth:`observe` then :meth:`propose` for each group of a step (``pages`` cut at
+        """Each group of a step seen, then :meth:`propose` asked for the next (``pages`` cut at
         ``cuts`` into its groups, one per layer, layers rising), the batch after each group but
         the last, in one pass: a group's target is a later layer of the step, observed only
         after the proposal for it, so every score reads the state before the step. Returns
