@@ -384,8 +384,9 @@ def test_compiled_serving_with_phases_equals_the_reference_loop(toy, train_file,
     """With a prefetcher and/or a miss handler the serving cache runs in the carried phase
     kernel (paging.fast.carried_phases): every summary field (misses, prefetch counters,
     drops, substitutes, low-precision fetches, bytes, latency percentiles), every request and
-    every step equal to the reference loop's. (The compiled run asks the prefetcher for a
-    step's batches in one pass, StepPrefetch.propose_step; the reference group by group.)"""
+    every step equal to the reference loop's (both take a step's prefetch batches from
+    StepPrefetch.propose_step, which test_one_request_at_a_time_equals_simulate_warm holds
+    against paging simulate's own plan)."""
     from paging.cost.setup import CostSetup
 
     if prefetch is None and miss is None:
