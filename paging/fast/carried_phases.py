@@ -60,7 +60,7 @@ import numpy as np
 
 from paging.errors import PagingError
 
-__all__ = ["CarriedPhases", "carried_kernel", "source", "admits"]
+__all__ = ["CarriedPhases", "carried_kernel", "source", "admits", "carry", "piece_plan"]
 
 #: ``ctl`` fields
 N_AVAIL, CARRIED, STOP, DRAWS_USED, GROWN = 0, 1, 2, 3, 4
@@ -192,11 +192,17 @@ def carried_kernel():
     return _KERNEL
 
 
-def admits(policy, spec) -> bool:
-    """Whether :class:`CarriedPhases` runs ``policy`` (``spec``: :func:`paging.fast.plan`'s)."""
+def admits(policy, spec, prefetch: bool = False) -> bool:
+    """Whether :func:`carry` runs ``policy`` (``spec``: :func:`paging.fast.plan`'s) fed in
+    pieces, with a prefetcher when ``prefetch``: :class:`CarriedPhases`, or the token
+    policies' :class:`paging.fast.tokens.CarriedPhases` (the combiner without a prefetcher:
+    its reference refuses one)."""
     from paging.fast import phases
     from paging.fast.predictive import FREQUENCY, predictor_kind
+    from paging.fast.tokens import ROBUST
 
+    if spec is not None and spec[0] == "token":
+        return not (prefetch and spec[1] == ROBUST)
     if spec is None or spec[0] not in ("list", "credit", "marking", "heap", "adaptive",
                                        "predictive"):
         return False
@@ -206,6 +212,51 @@ def admits(policy, spec) -> bool:
     if kind in (phases.BLIND_SCAN, phases.ROBUST_SCAN, phases.PMARK_SCAN, phases.LMARK_SCAN):
         return predictor_kind(spec.proto.predictor) == FREQUENCY
     return True
+
+
+def piece_plan(batches, across, n_groups: int) -> tuple:
+    """A piece's prefetch plan as :meth:`CarriedPhases.feed` takes it (``batches``: a list
+    per group, or ``(sizes, pages)``; ``across``: the batch after the piece before's last
+    group, or None): ``(across, sizes, pages)``, int64 arrays, ``sizes`` the batches after
+    its first ``n_groups - 1`` groups (missing ones empty, extra ones dropped), ``pages``
+    theirs one after another."""
+    if isinstance(batches, tuple) and len(batches) == 2:  # (sizes, pages)
+        b_sizes, b_pages = batches
+    else:
+        b_sizes = [len(b) for b in batches]
+        b_pages = [p for b in batches for p in b]
+    b_sizes = np.asarray(b_sizes, np.int64)[:max(n_groups - 1, 0)]
+    b_sizes = np.r_[b_sizes, np.zeros(max(n_groups - 1 - b_sizes.size, 0), np.int64)]
+    a = np.asarray(across if across is not None else [], np.int64)
+    return a, b_sizes, np.asarray(b_pages, np.int64)[:int(b_sizes.sum())]
+
+
+def carry(layout, policy, capacity: int, room: int = 1 << 16, *, slots=None, costs=None,
+          sizes=None, seed=0, substitute=False, level=0, level_slots=None, prefetch=False,
+          batch_room=0, piece_room=None):
+    """A run of ``policy`` with a miss handler and/or a prefetcher fed step by step (the
+    arguments of :class:`CarriedPhases`): :class:`CarriedPhases`, or for the token policies
+    their own kernel's :class:`paging.fast.tokens.CarriedPhases`, with the same
+    :meth:`~CarriedPhases.feed` and :meth:`~CarriedPhases.finish`."""
+    from paging import fast
+
+    spec = fast.plan(policy)
+    if spec is not None and spec[0] == "token":
+        from paging.fast import tokens
+        from paging.fast.common import frozen
+        from paging.weights import unit_sizes
+
+        if not admits(policy, spec, bool(prefetch)):
+            raise ValueError(f"{policy.name} refuses prefetching")
+        P = layout.n_pages
+        return tokens.CarriedPhases(
+            layout, spec, fast._caps(layout, int(capacity), spec[2]),
+            unit_sizes(P) if slots is None else frozen(slots), sizes, substitute=substitute,
+            level=level, level_slots=level_slots, prefetch=prefetch)
+    return CarriedPhases(layout, policy, capacity, room, slots=slots, costs=costs, sizes=sizes,
+                         seed=seed, substitute=substitute, level=level,
+                         level_slots=level_slots, prefetch=prefetch, batch_room=batch_room,
+                         piece_room=piece_room)
 
 
 class CarriedPhases:
@@ -330,15 +381,8 @@ class CarriedPhases:
         g0 = self.groups
         plan = np.zeros(0, np.int64)
         if self.pf_start.size:
-            if isinstance(batches, tuple) and len(batches) == 2:  # (sizes, pages)
-                b_sizes, b_pages = batches
-            else:
-                b_sizes = [len(b) for b in batches]
-                b_pages = [p for b in batches for p in b]
-            b_sizes = np.asarray(b_sizes, np.int64)[:max(n_groups - 1, 0)]
-            b_sizes = np.r_[b_sizes, np.zeros(max(n_groups - 1 - b_sizes.size, 0), np.int64)]
-            a = np.asarray(across if across is not None else [], np.int64)
-            plan = np.r_[a, np.asarray(b_pages, np.int64)[:int(b_sizes.sum())]]
+            a, b_sizes, b_pages = piece_plan(batches, across, n_groups)
+            plan = np.r_[a, b_pages]
             if plan.size > self.pf_pages.size:
                 raise PagingError(f"carried phases: a piece's prefetch plan of {plan.size:,} "
                                   f"pages exceeds its buffer ({self.pf_pages.size:,})")

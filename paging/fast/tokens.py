@@ -1349,10 +1349,16 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     most requested resident unpinned expert of its layer (ties to the lower id), which the
     policy hears as a hit.
 
+    A carried call with phases (:class:`CarriedPhases`: the plan, ``act`` and ``lvl`` of the
+    run so far) first inserts the batch after the call before's last group (group
+    ``cnt[2] - 1`` of ``C``'s counters, its last request heard as the one before it), then
+    serves its own requests; its logs and outcomes start at ``t_lo`` (the prefetch rows keep
+    the run's request indices), and with ``cnt[3]`` set the prefetches still pending at its
+    end are not counted as wasted (the run may go on).
+
     Returns the tuple of :func:`paging.fast.phases.phase_kernel`: the eight of
     :mod:`paging.fast.common`, then ``outcome``, ``subst``, ``pf_counts``, the prefetch log
-    and the prefetch-eviction log (empty without phases; a carried call, ``t_lo`` > 0, has
-    none)."""
+    and the prefetch-eviction log (empty without phases)."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
@@ -1377,20 +1383,26 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
         leveled = lvl.size > 0
     ist = S[0]
     layer_of = S[11]
+    # (requested: the substitute's request counts; pending: prefetched, not requested since)
     (resident, room, used_c, clist, cpos, ccount, pin, hseen, evicted_pass, page_miss, rlast,
-     seen, leader, switches, cnt) = C
+     seen, leader, switches, cnt, requested, pending) = C
     cands = np.zeros(P, np.int64)
-    requested = np.zeros(P if substitute else 0, np.int64)  # the substitute's request counts
-    pending = np.zeros(P if has_pf else 0, np.bool_)  # prefetched, not requested since
     m = n - t_lo  # the requests of this call
-    hit_mask = np.zeros(m if record >= 1 else 0, np.bool_)
+    # a carried call with a prefetch plan first inserts the batch after the last group of the
+    # call before (``resume``: the loop starts at that group's last request, not served again)
+    resume = has_pf and t_lo > 0
+    t_first = t_lo - 1 if resume else t_lo
+    if has_pf:  # the plan's pages of this call, from the batch it starts with on
+        n_pf = pf_pages.size - pf_start[cnt[2] - 1 if resume else cnt[2]]
     # (a carried call may also evict the pages its state starts with)
-    ev = np.zeros((m + n_pf + (P if t_lo > 0 else 0) if record >= 2 else 0, 2), np.int64)
+    extra = P if t_lo > 0 else 0
+    hit_mask = np.zeros(m if record >= 1 else 0, np.bool_)
+    ev = np.zeros((m + n_pf + extra if record >= 2 else 0, 2), np.int64)
     byp = np.zeros(m if record >= 2 else 0, np.int64)
     outcome = np.zeros(m if (record >= 1 or handled or substitute or leveled) else 0, np.int8)
     subst = np.full(m if substitute else 0, -1, np.int64)
     pf_log = np.zeros((n_pf if record >= 1 else 0, 2), np.int64)
-    pf_ev = np.zeros((n + n_pf if record >= 1 and has_pf else 0, 2), np.int64)
+    pf_ev = np.zeros((m + n_pf + extra if record >= 1 and has_pf else 0, 2), np.int64)
     misses = 0
     coll = 0
     n_ev = 0
@@ -1412,13 +1424,19 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     r_order, r_m, r_j, r_cp = route
     routed = r_m.size > 0
     r_rank, r_pos, r_taken, r_zz = route_scratch(n_experts)
-    group = -1
-    for t in range(t_lo, n):
+    group = cnt[2] - 1  # (carried: the groups of earlier calls)
+    for t in range(t_first, n):
         if ist[0, I_ABORT]:  # a BOUNDED instance's weights are undecided: execute redoes it
             break
         p = pages[t]
         s = steps[t]
-        if s != prev_s:
+        if t < t_lo:  # resuming: the call before's last group, served then
+            prev_s = s
+            g_start = t
+            while g_start > 0 and steps[g_start - 1] == s:
+                g_start -= 1
+            g_end = t_lo
+        elif s != prev_s:
             prev_s = s
             group += 1
             j = t + 1
@@ -1438,7 +1456,7 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                 pin_pages(pin, pages, g_start, g_end, stamp)
             else:
                 stamp = -2
-        if substitute:
+        if substitute and t >= t_lo:
             requested[p] += 1
         # one pass of the loop body below serves request t (sub = 0), then, at the end of a
         # group that has a prefetch batch, inserts the batch's pages one by one (sub = 1..)
@@ -1448,7 +1466,7 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
             b_lo = pf_start[group]
             b_hi = pf_start[group + 1]
         batch_pinned = False
-        for sub in range(b_hi - b_lo + 1):
+        for sub in range(1 if t < t_lo else 0, b_hi - b_lo + 1):
             prefetching = sub > 0
             if prefetching:
                 x = pf_pages[b_lo + sub - 1]
@@ -1572,11 +1590,13 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                     pf_log[n_pf_log, 0] = t + 1
                     pf_log[n_pf_log, 1] = x
                     n_pf_log += 1
-    for y in range(pending.size):
-        if pending[y]:
-            wasted += 1
+    if cnt[3] == 0:  # (a carried run counts its pending prefetches when it ends)
+        for y in range(pending.size):
+            if pending[y]:
+                wasted += 1
     cnt[0] = next_stamp
     cnt[1] = hstamp
+    cnt[2] = group + 1
     pf_counts = np.array([prefetches, useful, wasted, skipped, pf_bytes], np.int64)
     return (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts,
             pf_log, n_pf_log, pf_ev, n_pf_ev)
@@ -1766,13 +1786,16 @@ def cache_state(P: int, parts: int) -> tuple:
     ``room`` (what each resident page takes), ``used``, each partition's list of residents
     (``clist``, ``cpos``, ``ccount``), ``pin`` stamps, the bypass rule's ``hseen``, the pass of
     each page's last eviction, ``page_miss``, the combiner's last request of each page and of
-    each partition, its ``leader`` and ``switches``, and the next pin stamps."""
+    each partition, its ``leader`` and ``switches``, the counters ``cnt`` (the next pin stamps,
+    the groups served, and 1 for a carried run with a prefetch plan, whose pending prefetches
+    count as wasted only when it ends: :class:`CarriedPhases`), the substitute's request counts
+    and the pending prefetches."""
     i64 = np.int64
     return (np.zeros(P, np.bool_), np.zeros(P, i64), np.zeros(parts, i64),
             np.zeros((parts, P), i64), np.zeros(P, i64), np.zeros(parts, i64),
             np.full(P, -1, i64), np.full(P, -1, i64), np.full(P, -1, i64), np.zeros(P, i64),
             np.full(P, -1, i64), np.full(parts, -1, i64), np.zeros(parts, i64),
-            np.zeros(parts, i64), np.zeros(2, i64))
+            np.zeros(parts, i64), np.zeros(4, i64), np.zeros(P, i64), np.zeros(P, np.bool_))
 
 
 def _start(spec, lay, caps, slots, enter):
@@ -1796,13 +1819,25 @@ class Carried:
     unchanged. :meth:`feed` returns the piece's tuple of :mod:`paging.fast.common` (its hit
     mask, its misses, collisions and bypasses; ``page_miss``: the run's totals so far)."""
 
+    #: the run's counters summed over the pieces: misses, collisions, bypasses
+    N_COUNTS = 3
+
     def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray):
         self.layout, self.spec, self.caps, self.slots = layout, spec, caps, slots
         self.tries = list(ENTER)
         self.enter = self.tries.pop(0)  # the margin of the run so far (None: exact sums)
-        self.S, self.margins, self.C = _start(spec, layout, caps, slots, self.enter)
+        self._begin()
         self.req = SoFar(3)  # pages, steps, tokens
-        self.totals = np.zeros(3, np.int64)  # misses, collisions, bypasses so far
+        self.totals = np.zeros(self.N_COUNTS, np.int64)  # the counters so far
+
+    def _begin(self) -> None:
+        """A cold run's state with the margin ``enter``."""
+        self.S, self.margins, self.C = _start(self.spec, self.layout, self.caps, self.slots,
+                                              self.enter)
+
+    def _phases(self):
+        """:func:`token_kernel`'s ``phases`` (None: a plain run)."""
+        return None
 
     def _call(self, lo: int, record: int):
         lay, req = self.layout, self.req
@@ -1811,30 +1846,128 @@ class Carried:
         return token_kernel(req.row(0), frozen(req.row(1)), frozen(req.row(2)), 1,
                             self.slots, lay.n_experts,
                             lay.n_layers, self.caps, self.spec[2], self.spec[1] == ROBUST,
-                            self.margins, self.S, record, self.C, _NO_ROUTE, None, lo)
+                            self.margins, self.S, record, self.C, _NO_ROUTE, self._phases(),
+                            lo)
+
+    def _counts(self, out) -> np.ndarray:
+        return np.array([out[0], out[1], out[7]], np.int64)
+
+    def _serve(self, lo: int, record: int):
+        """The kernel's tuple for the requests from ``lo`` on, and whether the run so far was
+        redone (the tuple then holds the whole run's logs), the counters of the piece."""
+        out = self._call(lo, record)
+        redone = bool(self.S[0][0, I_ABORT])
+        while self.S[0][0, I_ABORT]:  # redo the run so far, the pieces as one
+            self.enter = self.tries.pop(0) if self.tries else None
+            self._begin()
+            out = self._call(0, record)
+        whole = self._counts(out) + (0 if redone else self.totals)
+        piece = whole - self.totals
+        self.totals = whole
+        return out, redone, piece
 
     def feed(self, pages, steps, hits: bool = False):
         """Serve the next piece; its hit mask (the fourth item) is filled when ``hits``."""
         record = 1 if hits else 0
         lo = self.req.append(pages, steps,
                              np.asarray(steps, dtype=np.int64) // self.layout.n_layers)
-        out = self._call(lo, record)
-        if self.S[0][0, I_ABORT]:  # redo the run so far, the pieces as one
-            while True:
-                self.enter = self.tries.pop(0) if self.tries else None
-                self.S, self.margins, self.C = _start(self.spec, self.layout, self.caps,
-                                                      self.slots, self.enter)
-                out = self._call(0, record)
-                if not self.S[0][0, I_ABORT]:
-                    break
-            # this piece's part of the whole run's outputs (the logs are empty: record <= 1)
-            whole = np.array([out[0], out[1], out[7]], np.int64)
-            piece = whole - self.totals
-            self.totals = whole
-            return (int(piece[0]), int(piece[1]), out[2], out[3][lo:] if record else out[3],
-                    out[4], out[5], out[6], int(piece[2]))
-        self.totals += np.array([out[0], out[1], out[7]], np.int64)
-        return out[:8]
+        out, redone, piece = self._serve(lo, record)
+        # (the logs are empty: record <= 1)
+        return (int(piece[0]), int(piece[1]), out[2], out[3][lo:] if record and redone
+                else out[3], out[4], out[5], out[6], int(piece[2]))
+
+
+class CarriedPhases(Carried):
+    """A token-policy run with SpecMD's phases fed step by step (a serving run's steps with a
+    prefetcher or a miss handler: the interface of :class:`paging.fast.carried_phases.
+    CarriedPhases`, which runs every other policy): ``substitute`` serves a miss with the
+    most requested resident expert of its layer, ``level`` fetches every miss at that
+    precision level (its room ``level_slots[level, p]``), ``prefetch``: each piece gives the
+    prefetch batches after its groups, the one after its last group coming with the next
+    piece (``across``), inserted before that piece's first request as :func:`token_kernel`
+    resumes. The plan and the levels are kept with the pieces (a redone run reads them)."""
+
+    #: misses, collisions, bypasses; the prefetches made, useful, wasted, skipped, bytes
+    N_COUNTS = 8
+
+    def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray, sizes=None, *,
+                 substitute: bool = False, level: int = 0, level_slots=None,
+                 prefetch: bool = False):
+        from paging.weights import unit_sizes
+
+        P = layout.n_pages
+        self.substitute, self.level, self.prefetch = bool(substitute), int(level), prefetch
+        # (writable, as run_phases gives them: the compiled signature of a whole run's call)
+        self.sizes = np.array(unit_sizes(P) if sizes is None else sizes, dtype=np.int64)
+        self.level_slots = np.array(np.zeros((1, P)) if level_slots is None else level_slots,
+                                    dtype=np.int64)
+        self.plan = SoFar(1)  # the prefetch pages, batch after batch
+        self.bounds = SoFar(1)  # batch g: plan[bounds[g]:bounds[g + 1]] (pf_start)
+        if prefetch:
+            self.bounds.append(np.zeros(1, np.int64))
+        self.done = None
+        super().__init__(layout, spec, caps, slots)
+        if level:
+            self.req = SoFar(4)  # pages, steps, tokens, levels
+
+    def _begin(self) -> None:
+        super()._begin()
+        self.C[14][3] = 1 if self.prefetch else 0  # the pending prefetches counted at the end
+
+    def _phases(self):
+        req = self.req
+        return (self.bounds.row(0), self.plan.row(0), self.sizes, _NO_ACT,
+                req.row(3) if self.level else _NO_LEVEL, self.level_slots, self.substitute)
+
+    def _counts(self, out) -> np.ndarray:
+        return np.r_[out[0], out[1], out[7], out[10]].astype(np.int64)
+
+    @property
+    def t(self) -> int:
+        """The requests fed so far."""
+        return self.req.n
+
+    def feed(self, pages, steps, batches=(), across=None):
+        """:meth:`paging.fast.carried_phases.CarriedPhases.feed`: ``(hits, outcome, subst,
+        pf_rows)`` of the piece."""
+        from paging.fast.carried_phases import piece_plan
+
+        pages = np.asarray(pages, dtype=np.int64)
+        steps = np.asarray(steps, dtype=np.int64)
+        cols = [pages, steps, steps // self.layout.n_layers]
+        if self.level:
+            cols.append(np.full(pages.size, self.level, np.int64))
+        if self.prefetch:
+            n_groups = int(np.count_nonzero(np.diff(steps))) + 1 if pages.size else 0
+            a, b_sizes, b_pages = piece_plan(batches, across, n_groups)
+            if self.req.n:  # the batch after the last group so far
+                self.plan.append(a)
+                self.bounds.a[0, self.bounds.n - 1] = self.plan.n
+            base = self.plan.n
+            self.plan.append(b_pages)
+            self.bounds.append(base + np.cumsum(np.r_[b_sizes, 0][:n_groups]))
+        lo = self.req.append(*cols)
+        out, redone, _ = self._serve(lo, 1)
+        at = lo if redone else 0
+        rows = out[11][:out[12]]
+        if redone:
+            rows = rows[rows[:, 0] >= lo]
+        subst = out[9][at:] if self.substitute else np.full(pages.size, -1, np.int64)
+        return out[3][at:].copy(), out[8][at:].copy(), subst.copy(), rows.copy()
+
+    def finish(self) -> dict:
+        """:meth:`paging.fast.carried_phases.CarriedPhases.finish`: the run's counters (the
+        prefetches still pending count as wasted)."""
+        if self.done is None:
+            c = [int(x) for x in self.totals]
+            c[5] += int(self.C[16].sum()) if self.prefetch else 0
+            self.done = dict(zip(("misses", "collisions", "bypasses", "prefetches", "useful",
+                                  "wasted", "skipped", "bytes"), c, strict=True))
+        return self.done
+
+
+_NO_ACT = np.zeros(0, np.int8)
+_NO_LEVEL = np.zeros(0, np.int64)
 
 
 def execute(trace, spec, slots, capacity: int, record: int, policy=None, *,

@@ -191,8 +191,8 @@ def _compiled(run_spec, policy, handler) -> str | None:
     credit policies (with the run's costs and sizes), ARC, LeCaR, Marking, token-hazard,
     token-decay, token-match, the combiner over them, the prediction policies with the
     ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
-    markers from ``--seed``); ``"phases"`` with them (:mod:`paging.fast.carried_phases`: the
-    same policies but the token policies). Never with a routing
+    markers from ``--seed``); ``"phases"`` with them (:func:`paging.fast.carried_phases.carry`:
+    the same policies, the combiner without a prefetcher). Never with a routing
     hook or ``--verify`` (which records the run in the reference loop). ``engine="fast"``
     insists."""
     from paging import fast
@@ -203,7 +203,7 @@ def _compiled(run_spec, policy, handler) -> str | None:
     if not run_spec.routed and not run_spec.verify and run_spec.engine != "reference":
         if handler is None and run_spec.prefetch is None:
             mode = "plain" if fast.carries(plan) else None
-        elif admits(policy, plan) and (
+        elif admits(policy, plan, run_spec.prefetch is not None) and (
                 handler is None or not handler.uses_levels
                 or handler.level_sizes is not None and run_spec.budget is not None):
             mode = "phases"
@@ -214,8 +214,8 @@ def _compiled(run_spec, policy, handler) -> str | None:
                           f"marking, token-hazard, token-decay, token-match, "
                           f"robust-token-match, blind-oracle, predictive-marker, lmarker and "
                           f"robust-blind-oracle (frequency predictor; and their -dist forms) "
-                          f"without --routing or --verify, and with --miss or --prefetch all "
-                          f"of them but the token policies; "
+                          f"without --routing or --verify, also with --miss or --prefetch "
+                          f"(robust-token-match without --prefetch); "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
@@ -288,11 +288,11 @@ class _Server:
                                           seed=run_spec.seed, costs=self.costs,
                                           sizes=self.sizes)
         elif mode == "phases":
-            from paging.fast.carried_phases import CarriedPhases
+            from paging.fast.carried_phases import carry
             from paging.miss import FetchLowestBit, Substitute
 
             low = type(handler) is FetchLowestBit
-            self.phased = CarriedPhases(
+            self.phased = carry(
                 lay, policy, k or budget, min(room, 1 << 20), slots=slots, costs=self.costs,
                 sizes=self.sizes, seed=run_spec.seed, substitute=type(handler) is Substitute,
                 level=len(handler.levels) - 1 if low else 0,
@@ -437,8 +437,8 @@ class _Server:
         return self.pf.propose_step(pages, cuts, n_tok)
 
     def _serve_phased(self, pages, clock, cuts, n_tok: int, now: float) -> tuple:
-        """The step in the compiled phase kernel (:class:`~paging.fast.carried_phases.
-        CarriedPhases`): the prefetcher's batches asked as :meth:`_serve` asks them (they read
+        """The step in the compiled phase kernel (:func:`~paging.fast.carried_phases.carry`):
+        the prefetcher's batches asked as :meth:`_serve` asks them (they read
         the stream, not the cache), the batch after the step before's last group inserted
         first; its hits and the timeline's inputs (:meth:`_handled`'s, and the prefetches)."""
         pf, run = self.pf, self.phased
@@ -449,7 +449,7 @@ class _Server:
         from paging.fast.common import DROPPED, FETCHED, SUBSTITUTED
 
         drop, swap = outcome == DROPPED, outcome == SUBSTITUTED
-        level = int(run.lvl[0]) if run.lvl.size else 0  # every fetch at the handler's level
+        level = run.level  # every fetch at the handler's level
         levels = np.where(outcome == FETCHED, level, 0)
         self.counts[0] += int(drop.sum())
         self.counts[1] += int(swap.sum())

@@ -1,5 +1,6 @@
 """The phase kernel fed piece by piece (paging.fast.carried_phases: a serving run's compiled
-cache with a prefetcher or a miss handler) equals the reference loop on the same stream.
+cache with a prefetcher or a miss handler; the token policies' kernel, paging.fast.tokens.
+CarriedPhases, for them) equals the reference loop on the same stream.
 
 A random groups-mode trace is run by ``simulate(..., engine="reference")`` with a prefetcher
 and/or a miss handler, and fed to :class:`CarriedPhases` in random pieces of whole groups, the
@@ -17,14 +18,14 @@ from hypothesis import strategies as st
 from strategies import topk_traces
 
 from paging import fast
-from paging.fast.carried_phases import CarriedPhases, admits, source
+from paging.fast.carried_phases import CarriedPhases, admits, carry, source
 from paging.fast.common import DROPPED, SUBSTITUTED
 from paging.miss import make_miss
 from paging.policies import POLICY_NAMES, make_policy
 from paging.predict.prefetch import Prefetcher, make_prefetch_predictor, make_strategy
 from paging.simulate import simulate
 
-#: every registered online policy the carried phase kernel runs
+#: every registered online policy run with phases fed in pieces (carry)
 CARRIED = [n for n in POLICY_NAMES if admits(make_policy(n), fast.plan(make_policy(n)))]
 PREDICTORS = [None, "frequency", "previous-token", "oracle:precision=0.6,recall=0.8,seed=2"]
 
@@ -42,7 +43,11 @@ def test_the_policies_carried():
     assert {"lru", "llru", "lfu", "arc", "lecar", "marking", "gdsf", "layered-landlord",
             "blind-oracle", "robust-blind-oracle", "predictive-marker", "lmarker-dist",
             "lru-dist", "marking-dist"} <= set(CARRIED)
-    assert not {"belady", "score-based", "token-match", "flashmoe"} & set(CARRIED)
+    assert {"token-match", "token-decay-dist", "robust-token-match"} <= set(CARRIED)
+    assert not {"belady", "score-based", "flashmoe"} & set(CARRIED)
+    # the combiner's reference refuses a prefetcher
+    policy = make_policy("robust-token-match")
+    assert not admits(policy, fast.plan(policy), prefetch=True)
 
 
 @pytest.mark.parametrize("name", CARRIED)
@@ -50,6 +55,9 @@ def test_the_policies_carried():
 @given(trace=topk_traces(max_tokens=8, expand="groups"), data=st.data(),
        pred=st.sampled_from(PREDICTORS), sub=st.booleans(), seed=st.integers(0, 3))
 def test_fed_in_pieces_equals_the_reference(name, trace, data, pred, sub, seed):
+    policy = make_policy(name)
+    if pred is not None and not admits(policy, fast.plan(policy), prefetch=True):
+        pred = None
     if pred is None and not sub:
         sub = True  # (a plain run is CarriedRun's)
     k = data.draw(st.integers(1, trace.layout.n_pages + 1))
@@ -71,9 +79,9 @@ def test_fed_in_pieces_equals_the_reference(name, trace, data, pred, sub, seed):
     ends = [starts[b] if b < G else N for b in bounds]
     widest = max([hi - lo for lo, hi in zip(ends[:-1], ends[1:], strict=False)], default=1)
     # buffers as small as the widest piece: a longer run outgrows them and moves (_grow)
-    run = CarriedPhases(trace.layout, make_policy(name), k, 1, seed=seed, substitute=sub,
-                        prefetch=pred is not None, batch_room=sum(map(len, batches)) + 1,
-                        piece_room=max(widest, 1))
+    run = carry(trace.layout, policy, k, 1, seed=seed, substitute=sub,
+                prefetch=pred is not None, batch_room=sum(map(len, batches)) + 1,
+                piece_room=max(widest, 1))
     hits, outcome, subst, rows = [], [], [], []
     for a, b in zip(bounds[:-1], bounds[1:], strict=False):
         lo, hi = starts[a], starts[b] if b < G else N
@@ -179,3 +187,72 @@ def test_the_source_is_the_kernel_fed_in_pieces():
     assert "adp, route, ctl, grown_i, grown_b, grown_o, grown_2):" in src
     assert src.count("yield (misses, coll,") == 2 and "return (misses" not in src
     assert "for sub in range(1 if resume else 0, b_hi - b_lo + 1):" in src
+
+
+def _feed_groups(run, trace, plan, cuts):
+    """Feed ``trace`` to ``run`` in pieces of whole groups cut before the groups ``cuts``,
+    the batches of the reference's prefetch ``plan`` (pages, start) with them; the hit masks
+    and the prefetch rows, and the run's counters."""
+    steps = np.asarray(trace.steps)
+    starts = np.flatnonzero(np.r_[True, np.diff(steps) != 0])
+    G = starts.size
+    bounds = [0, *cuts, G]
+    hits, rows = [], [np.zeros((0, 2), np.int64)]
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        lo, hi = starts[a], starts[b] if b < G else trace.n_requests
+        batches, across = (), None
+        if plan is not None:
+            pages, start = plan
+            batches = [pages[start[g]:start[g + 1]].tolist() for g in range(a, b - 1)]
+            across = pages[start[a - 1]:start[a]].tolist() if a else None
+        h, _, _, r = run.feed(trace.pages[lo:hi], steps[lo:hi], batches, across)
+        hits.append(h)
+        rows.append(r)
+    return np.concatenate(hits), np.concatenate(rows), run.finish()
+
+
+@pytest.mark.parametrize("name,pred", [("token-decay", "previous-token"),
+                                       ("token-match", "frequency"),
+                                       ("token-hazard-dist", "previous-token"),
+                                       ("robust-token-match", None)])
+def test_token_policies_fed_in_pieces_keep_every_decision(name, pred):
+    """A token policy with a substitute (and a prefetcher) fed in 60 pieces of a 1,800-request
+    run: the batch after a piece's last group is inserted when the next piece comes (and
+    that group's requests not counted again for the substitute), as the reference does."""
+    from paging import generators
+
+    trace = generators.zipf(n=6, layers=3, tokens=300, seed=1, topk=2, expand="groups")
+    ref = simulate(trace, name, 7, record=True, engine="reference", seed=2,
+                   prefetch=_prefetcher(pred), miss=make_miss("substitute"))
+    plan = _prefetcher(pred).plan(trace, 2)[:2] if pred else None
+    cuts = np.sort(np.random.default_rng(0).choice(np.arange(1, 900), 59, replace=False))
+    run = carry(trace.layout, make_policy(name), 7, substitute=True, prefetch=pred is not None)
+    hits, rows, done = _feed_groups(run, trace, plan, cuts.tolist())
+    np.testing.assert_array_equal(hits, ref.hit_mask)
+    assert done["misses"] == ref.misses and done["collisions"] == ref.collision_misses
+    if pred:
+        np.testing.assert_array_equal(rows, ref.events["prefetched"])
+        x = ref.extra
+        assert (done["prefetches"], done["useful"], done["wasted"]) == (
+            x["prefetches"], x["prefetch_useful"], x["prefetch_wasted"]) and x["prefetches"]
+
+
+def test_a_token_run_whose_bound_fails_in_a_piece_is_redone_with_its_phases(monkeypatch):
+    """token-match with a prefetcher and a substitute entering BOUNDED mode at margin 0 (a
+    case of test_token_bounds' PHASED whose bound fails): the run so far is redone exactly,
+    with the plan and the pieces kept, and the run ends as the reference loop."""
+    from paging import generators
+    from paging.fast import tokens as T
+
+    trace = generators.zipf(n=8, layers=16, tokens=2000, seed=1, topk=1, expand="rounds")
+    ref = simulate(trace, "token-match", 42, record=True, engine="reference", seed=0,
+                   prefetch=_prefetcher("previous-token"), miss=make_miss("substitute"))
+    plan = _prefetcher("previous-token").plan(trace, 0)[:2]
+    monkeypatch.setattr(T, "ENTER", (0.0,))
+    run = carry(trace.layout, make_policy("token-match"), 42, substitute=True, prefetch=True)
+    hits, rows, done = _feed_groups(run, trace, plan, list(range(1000, 32000, 1000)))
+    assert run.enter is None  # redone with exact sums
+    np.testing.assert_array_equal(hits, ref.hit_mask)
+    np.testing.assert_array_equal(rows, ref.events["prefetched"])
+    assert done["misses"] == ref.misses
+    assert done["wasted"] == ref.extra["prefetch_wasted"]

@@ -370,7 +370,8 @@ PHASED = ("lru", "fifo", "fwf", "llru", "llru-latest-dist", "fld", "least-stale"
           "lecar-dist", "marking", "marking-dist", "greedy-dual", "landlord-dist", "gdsf",
           "layered-landlord", "blind-oracle", "blind-oracle-dist", "robust-blind-oracle",
           "robust-blind-oracle-dist", "predictive-marker", "predictive-marker-dist", "lmarker",
-          "lmarker-dist")
+          "lmarker-dist", "token-hazard", "token-decay-dist", "token-match", "token-match-dist",
+          "robust-token-match", "robust-token-match-dist")
 
 
 @given(seqs=_workload(), policy=st.sampled_from(PHASED), k=st.integers(1, 8),
@@ -382,13 +383,16 @@ def test_compiled_serving_with_phases_equals_the_reference_loop(toy, train_file,
                                                                 k, budget, prefetch, miss,
                                                                 strategy, rate, batch, seed):
     """With a prefetcher and/or a miss handler the serving cache runs in the carried phase
-    kernel (paging.fast.carried_phases): every summary field (misses, prefetch counters,
+    kernel (paging.fast.carried_phases; the token policies in theirs, paging.fast.tokens.
+    CarriedPhases): every summary field (misses, prefetch counters,
     drops, substitutes, low-precision fetches, bytes, latency percentiles), every request and
     every step equal to the reference loop's (both take a step's prefetch batches from
     StepPrefetch.propose_step, which test_one_request_at_a_time_equals_simulate_warm holds
     against paging simulate's own plan)."""
     from paging.cost.setup import CostSetup
 
+    if policy.startswith("robust-token"):  # (the combiner refuses a prefetcher)
+        prefetch = None
     if prefetch is None and miss is None:
         miss = "substitute"
     if prefetch == "transition":
@@ -563,14 +567,17 @@ def test_refusals(toy):
     with pytest.raises(PagingError, match=r"gdsf, .* lecar, marking, token-hazard, .*"
                                           r"robust-token-match, blind-oracle, .* reference"):
         serve(RunSpec("marking", k=4, model=toy, engine="fast", verify=True), arr, seqs)
-    # with a miss handler or a prefetcher every one of them but the token policies
-    with pytest.raises(PagingError, match=r"with --miss or --prefetch all of them but the "
-                                          r"token policies; token-match .* reference"):
-        serve(RunSpec("token-match", k=4, model=toy, engine="fast", miss="substitute"), arr,
-              seqs)
-    fast = serve(RunSpec("lmarker", k=4, model=toy, engine="fast", miss="substitute"), arr,
-                 seqs)
-    assert fast.summary["engine"] == "compiled"
+    # also with a miss handler or a prefetcher (the combiner without a prefetcher, which its
+    # reference refuses)
+    with pytest.raises(PagingError, match=r"also with --miss or --prefetch \(robust-token-"
+                                          r"match without --prefetch\); robust-token-match "
+                                          r".* reference"):
+        serve(RunSpec("robust-token-match", k=4, model=toy, engine="fast",
+                      prefetch="frequency"), arr, seqs)
+    for policy in ("lmarker", "token-match"):
+        fast = serve(RunSpec(policy, k=4, model=toy, engine="fast", miss="substitute"), arr,
+                     seqs)
+        assert fast.summary["engine"] == "compiled"
 
 
 # -- the command -----------------------------------------------------------------------------
