@@ -248,18 +248,14 @@ class _Server:
 
         self.costs, self.sizes = run_weights(run_spec, cm, joined)  # tiers: the pool's counts
         handler = run_spec.miss_handler(joined)
-        self.pf = self.carry = self.pf_stats = None
-        observers = []
+        self.pf = self.carry = self.pf_stats = self.events = None
         if run_spec.prefetch is not None:
             from paging.cost.timeline import StreamCarry
-            from paging.observers import PrefetchStats
             from paging.serve.prefetch import StepPrefetch
 
             self.pf = StepPrefetch(run_spec, lay, max(t.top_k for t in traces),
                                    [t.name for t in traces])
             self.carry = StreamCarry.idle(lay.n_pages)
-            self.pf_stats = PrefetchStats()
-            observers.append(self.pf_stats)
         self.router = None
         if run_spec.routed:
             from paging.routing import make_router
@@ -268,9 +264,6 @@ class _Server:
             for t in traces:  # J against each trace's K, and what the traces know
                 self.router.reset(t)
             self.quality = [0.0, 0, 0.0, 0]  # retained mass, top-1 changed, KL, groups
-        self.events = _StepEvents() if handler is not None or self.pf is not None else None
-        if self.events is not None:
-            observers.append(self.events)
         self.sim = self.kernel = self.phased = None
         self.handler = handler
         policy = make_policy(run_spec.policy)
@@ -301,6 +294,17 @@ class _Server:
             self.across = None  # the prefetch after the step before's last group
             self.counts = [0, 0, 0]  # dropped, substituted, fetched at a lower precision
         else:
+            # the prefetch counters and the handler's and the prefetcher's events (the
+            # timeline's inputs), which the compiled runs return, observed in the loop
+            observers = []
+            if self.pf is not None:
+                from paging.observers import PrefetchStats
+
+                self.pf_stats = PrefetchStats()
+                observers.append(self.pf_stats)
+            if handler is not None or self.pf is not None:
+                self.events = _StepEvents()
+                observers.append(self.events)
             if room > MAX_ROOM:
                 raise PagingError(f"this workload needs room for {room:,} requests (> "
                                   f"{MAX_ROOM:,}): shorten --duration, lower --rate or set "

@@ -388,7 +388,9 @@ def test_compiled_serving_with_phases_equals_the_reference_loop(toy, train_file,
     drops, substitutes, low-precision fetches, bytes, latency percentiles), every request and
     every step equal to the reference loop's (both take a step's prefetch batches from
     StepPrefetch.propose_step, which test_one_request_at_a_time_equals_simulate_warm holds
-    against paging simulate's own plan)."""
+    against paging simulate's own plan, and
+    test_the_prefetch_proposals_follow_their_definition_over_the_served_stream against the
+    definitions, batched)."""
     from paging.cost.setup import CostSetup
 
     if policy.startswith("robust-token"):  # (the combiner refuses a prefetcher)
@@ -734,3 +736,54 @@ def test_serving_spec_through_the_command_and_plain_run_sweep(tmp_path, toy):
     assert json.loads(out.stdout)["cells"] == 16
     with pytest.raises(PagingError, match=r"a \[serve\] table makes a serving sweep"):
         run_sweep(spec, tmp_path / "d.csv", workers=0, progress=False)
+
+
+@given(seqs=_workload(), prefetch=st.sampled_from(("previous-token", "frequency")),
+       strategy=st.sampled_from(("topk", "topk:overfetch=1.5", "percentile:p=50")),
+       engine=st.sampled_from(("fast", "reference")), batch=st.integers(1, 4),
+       seed=st.integers(0, 3))
+def test_the_prefetch_proposals_follow_their_definition_over_the_served_stream(
+        toy, seqs, prefetch, strategy, engine, batch, seed):
+    """The proposals of a serving run, rebuilt here from the stream it served: after each
+    group that has a next one, the target is the next group (a later layer of the step, or the
+    next step's first); previous-token scores 1 for the target layer's experts in its last
+    group before, frequency counts the target layer's experts in every group before; K = the
+    target step's tokens × top-K (at most n). Their micro-averaged precision and recall
+    equal the run's (both engines: they share StepPrefetch, held here against the stream)."""
+    from fractions import Fraction
+
+    from paging.predict.prefetch import make_strategy
+
+    ss = ServeSpec(Arrivals(rate=150.0, duration=0.05), max_batch=batch, max_tokens=6,
+                   seed=seed)
+    res = serve(RunSpec("lru", k=3, model=toy, precision="int8", hardware="pcie4", seed=seed,
+                        prefetch=prefetch, prefetch_strategy=strategy, engine=engine), ss, seqs)
+    n, L, K = LAY.n_experts, LAY.n_layers, max(s.top_k for s in seqs)
+    tokens = res.steps["tokens"]
+    starts = np.flatnonzero(np.r_[True, np.diff(res.clock) != 0])
+    ends = np.r_[starts[1:], res.pages.size]
+    last = {}  # layer -> experts of its latest group
+    counts = np.zeros((L, n))
+    pick = make_strategy(strategy)
+    predicted = right = actual = 0
+    for g in range(starts.size):
+        if g + 1 < starts.size:
+            target = res.pages[starts[g + 1]:ends[g + 1]]
+            z = int(target[0]) // n
+            if prefetch == "previous-token":
+                scores = np.zeros(n)
+                scores[last.get(z, np.zeros(0, np.int64))] = 1.0
+            else:
+                scores = counts[z].copy()
+            k = min(n, K * int(tokens[int(res.clock[starts[g + 1]]) // L]))
+            _, chosen = pick.select_all(scores[None, :], k)
+            truth = set((target % n).tolist())
+            predicted += chosen.size
+            right += len(truth & set(chosen.tolist()))
+            actual += len(truth)
+        group = res.pages[starts[g]:ends[g]]
+        last[int(group[0]) // n] = group % n
+        counts[int(group[0]) // n, group % n] += 1
+    s = res.summary
+    assert predicted > 0 and s["prefetch_precision"] == pytest.approx(Fraction(right, predicted))
+    assert s["prefetch_recall"] == pytest.approx(Fraction(right, actual))
