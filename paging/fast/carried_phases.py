@@ -39,10 +39,11 @@ counters; hypothesis over every policy it admits, with and without prefetching a
 and a long run that outgrows its buffers: ``tests/property/test_carried_phases.py``), and a
 compiled serving run equals the reference loop's field by field (``tests/unit/test_serve.py``).
 
-Not carried (a serving run with them takes the reference loop, ``--engine fast`` refuses): the
-token policies (their own kernel, :mod:`paging.fast.tokens`), Belady and the ``oracle``
-predictor (clairvoyant), Score-Based (reads gate scores, which a serving step's union of
-experts does not have) and FlashMoE.
+The token policies are carried in their own kernel (:class:`paging.fast.tokens.
+CarriedPhases`, which :func:`carry` picks). Not carried (a serving run with them takes the
+reference loop, ``--engine fast`` refuses): Belady and the ``oracle`` predictor
+(clairvoyant), Score-Based (reads gate scores, which a serving step's union of experts does
+not have), FlashMoE, and the token combiner with a prefetcher (its reference refuses one).
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+from numba import njit
+from numba.typed import List
 
 from paging.errors import PagingError
 
@@ -259,6 +262,30 @@ def carry(layout, policy, capacity: int, room: int = 1 << 16, *, slots=None, cos
                          piece_room=piece_room)
 
 
+@njit(cache=True)
+def _handover(ints, b0, o0, e0):
+    """The typed lists through which a grown run's buffers reach the running kernel
+    (``grown_i`` from the arrays of ``ints``, ``grown_b``, ``grown_o``, ``grown_2``), made in
+    a cached compiled function, as :func:`_put` fills them: numba would otherwise compile a
+    typed list's constructor and methods in every process (about a second)."""
+    li = List()
+    for a in ints:
+        li.append(a)
+    lb = List()
+    lb.append(b0)
+    lo = List()
+    lo.append(o0)
+    le = List()
+    le.append(e0)
+    return li, lb, lo, le
+
+
+@njit(cache=True)
+def _put(lst, k, a):
+    """``lst[k] = a`` (:func:`_handover`)."""
+    lst[k] = a
+
+
 class CarriedPhases:
     """A run of :func:`carried_kernel` fed step by step: one policy's cache with a miss
     handler (``substitute``, or per-request fetch levels: ``level``, the level every miss is
@@ -315,11 +342,9 @@ class CarriedPhases:
         self.groups = 0  # groups fed
         # the larger buffers a grown run moves to (typed lists: the kernel reads them when
         # ctl[GROWN] says so); placeholders of the buffers' types until then
-        from numba.typed import List
-
-        self.grown = (List([self.pages, self.steps, self.lvl, np.zeros(0, np.int64),
-                            self.pf_start, np.zeros(0, np.int64)]), List([np.zeros(0, np.bool_)]),
-                      List([np.zeros(0, np.int8)]), List([np.zeros((0, 2), np.int64)]))
+        self.grown = _handover((self.pages, self.steps, self.lvl, np.zeros(0, np.int64),
+                                self.pf_start, np.zeros(0, np.int64)), np.zeros(0, np.bool_),
+                               np.zeros(0, np.int8), np.zeros((0, 2), np.int64))
         self.gen = carried_kernel()(
             self.pages, self.steps, slots, frozen(np.asarray(level_slots, dtype=np.int64)),
             layout.n_experts, layout.n_layers, self.caps, self.dist, kind, 1, self.pf_start,
@@ -344,16 +369,17 @@ class CarriedPhases:
         self.lvl = np.full(room if self.level else 0, self.level, np.int64)
         self.pf_start = np.zeros(room + 2 if self.prefetch else 0, np.int64)
         i, b, o, e = self.grown
-        i[0], i[1], i[2], i[4] = pages, steps, self.lvl, self.pf_start
-        i[3] = np.full(room if self.substitute else 0, -1, np.int64)
-        b[0] = np.zeros(room, np.bool_)
-        o[0] = np.zeros(room, np.int8)
-        e[0] = np.zeros((room + self.pf_pages.size if self.prefetch else 0, 2), np.int64)
-        i[5] = np.zeros(0, np.int64)  # (the kernel keeps its chains unless they must grow)
+        for k, a in enumerate((pages, steps, self.lvl,
+                               np.full(room if self.substitute else 0, -1, np.int64),
+                               self.pf_start, np.zeros(0, np.int64))):
+            _put(i, k, a)  # (5: the kernel keeps its chains unless they must grow)
+        _put(b, 0, np.zeros(room, np.bool_))
+        _put(o, 0, np.zeros(room, np.int8))
+        _put(e, 0, np.zeros((room + self.pf_pages.size if self.prefetch else 0, 2), np.int64))
         if self.chains and (chain_room is not None or self.inserted + 1 > self.chain_room):
             self.chain_room = (max(2 * self.chain_room, self.inserted + 1) if chain_room is None
                                else max(int(chain_room), self.inserted + 1))
-            i[5] = np.zeros(self.chain_room, np.int64)
+            _put(i, 5, np.zeros(self.chain_room, np.int64))
         self.ctl[GROWN] = 1
 
     def _refill(self, used: int) -> None:
