@@ -58,7 +58,16 @@ def guarded(fn, *args) -> int:
 def main(argv: list[str] | None = None) -> int:
     def go():
         args = build_parser().parse_args(argv)
-        return args.func(args)
+        watch = None
+        if not getattr(args, "json", False):  # (a --json run's stderr stays quiet)
+            from paging.progress import compile_notice
+
+            watch = compile_notice()
+        try:
+            return args.func(args)
+        finally:
+            if watch is not None:
+                watch.stop.set()
 
     return guarded(go)
 

@@ -1,4 +1,5 @@
-"""Progress bars for the long commands (``sweep``, ``figs``, ``mrc``, ``train``, ``record``).
+"""Progress bars for the long commands (``sweep``, ``figs``, ``mrc``, ``train``, ``record``),
+and the notice of a long first compilation (:func:`compile_notice`, every command).
 
 One rule for all of them: a tqdm bar on stderr, shown only when stderr is a terminal (never in
 a pipe, a log file or a test), and never when the command was asked for ``--json``. Callers
@@ -34,3 +35,74 @@ def write(line: str, stream=None) -> None:
     from tqdm import tqdm
 
     tqdm.write(line, file=stream or sys.stderr)
+
+
+class _Compiling:
+    """numba's compile events (``numba:compile``, one per function compiled for a signature
+    that is not in its cache): whether one is under way, since when, and for which function."""
+
+    def __init__(self):
+        self.depth = 0
+        self.since = 0.0
+        self.name = ""
+
+    def listener(self):
+        from numba.core import event
+
+        outer = self
+
+        class _L(event.Listener):
+            def on_start(self, ev):
+                import time
+
+                if outer.depth == 0:
+                    outer.since = time.monotonic()
+                    disp = (ev.data or {}).get("dispatcher")
+                    outer.name = getattr(getattr(disp, "py_func", None), "__qualname__", "")
+                outer.depth += 1
+
+            def on_end(self, ev):
+                outer.depth = max(outer.depth - 1, 0)
+
+        return _L()
+
+
+def compile_notice(delay: float = 3.0, show: bool | None = None, stream=None,
+                   poll: float = 0.2):
+    """Watch, from a daemon thread, for numba compiling a kernel for longer than ``delay``
+    seconds (a kernel's first run on a machine, or after its source changed: numba then caches
+    it), and say so once on stderr, so a first run that compiles for a minute is not silent.
+    Only when :func:`showing` (a terminal); it listens once numba has been imported by the
+    command (a command that never imports it pays nothing). Returns the thread (its ``stop``
+    event ends the watch), or None."""
+    if not showing(show):
+        return None
+    import threading
+    import time
+
+    state = _Compiling()
+    stop = threading.Event()
+    stream = stream or sys.stderr  # (the command's, even if it is replaced later)
+
+    def watch():
+        while "numba.core.event" not in sys.modules:
+            if stop.wait(poll):
+                return
+        from numba.core import event
+
+        listener = state.listener()
+        event.register("numba:compile", listener)
+        try:
+            while not stop.wait(poll):
+                if state.depth > 0 and time.monotonic() - state.since > delay:
+                    what = f" ({state.name})" if state.name else ""
+                    write(f"paging: numba is compiling a kernel{what} for this machine; once, "
+                          "then it is cached (a first run can take a minute)", stream)
+                    return
+        finally:
+            event.unregister("numba:compile", listener)
+
+    thread = threading.Thread(target=watch, name="paging-compile-notice", daemon=True)
+    thread.stop = stop
+    thread.start()
+    return thread

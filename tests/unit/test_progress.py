@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+import time
 
 from paging import progress
 from paging.cli import main
@@ -88,3 +89,44 @@ def test_mrc_bar_on_a_terminal_but_not_under_json(monkeypatch, capsys):
     cap = capsys.readouterr()
     json.loads(cap.out)  # stdout is one JSON document
     assert "mrc fifo" not in cap.err
+
+
+def _compile_event(name: str, seconds: float) -> None:
+    """numba's event of one compilation of ``name`` lasting ``seconds`` (as its dispatcher
+    sends it on a cache miss)."""
+    from types import SimpleNamespace
+
+    from numba.core import event
+
+    def kernel():
+        pass
+
+    kernel.__qualname__ = name
+    data = {"dispatcher": SimpleNamespace(py_func=kernel)}
+    event.start_event("numba:compile", data=data)
+    time.sleep(seconds)
+    event.end_event("numba:compile", data=data)
+
+
+def test_a_long_compilation_is_announced_once():
+    """A compilation longer than the delay: one line naming the kernel, then the watch ends."""
+    out = io.StringIO()
+    th = progress.compile_notice(delay=0.1, show=True, stream=out, poll=0.01)
+    time.sleep(0.05)  # (the watcher registers its listener: numba is imported here)
+    _compile_event("token_kernel", 0.4)
+    th.join(2.0)
+    assert not th.is_alive()
+    assert out.getvalue().count("\n") == 1
+    assert "numba is compiling a kernel (token_kernel)" in out.getvalue()
+
+
+def test_a_short_compilation_or_none_is_not_announced():
+    assert progress.compile_notice(show=False) is None  # (not a terminal: no watcher at all)
+    out = io.StringIO()
+    th = progress.compile_notice(delay=1.0, show=True, stream=out, poll=0.01)
+    time.sleep(0.05)
+    _compile_event("lru_kernel", 0.05)
+    time.sleep(0.2)
+    th.stop.set()
+    th.join(2.0)
+    assert not th.is_alive() and out.getvalue() == ""
