@@ -326,7 +326,11 @@ class _Server:
                 self._add(s, a)
         self.capped = False
         self.cols = {k: [] for k in STEP_COLUMNS}
-        self.parts = {k: [] for k in ("pages", "clock", "hits", "comp", "lay")}
+        # each step's pages, hits and tokens per expert (int32), and its non-expert time per
+        # layer: the bound's replay recomputes the expert compute and the layer times from
+        # them, and result() the clock (the step's number times ℓ plus each page's layer)
+        self.parts = {k: [] for k in ("pages", "hits", "cnt")}
+        self.step_lay: list[float] = []
         self.release: list[float] = []
 
     def _add(self, seq, arrival: float, client: int = -1) -> None:
@@ -390,8 +394,7 @@ class _Server:
             sim.write_clock(t0, clock.tolist())
             hits = np.concatenate(self._serve(pages, cuts, n_tok)).astype(bool)
         compv = self.comp(cnt)
-        layv = np.zeros(pages.size)
-        layv[np.r_[0, cuts]] = lay_ms
+        layv = _layer_times(cuts, pages.size, lay_ms)
         if self.sim is not None:
             handled = self._handled(t0, pages, hits)
         if self.pf is not None and self.phased is None:
@@ -408,8 +411,9 @@ class _Server:
                                        int(pages.size), fetched, nbytes, stall),
                         strict=True):
             self.cols[k].append(v)
-        for k, v in zip(self.parts, (pages, clock, hits, compv, layv), strict=True):
+        for k, v in zip(self.parts, (pages, hits, cnt.astype(np.int32)), strict=True):
             self.parts[k].append(v)
+        self.step_lay.append(lay_ms)
         self.release.append(max(r.arrival for r, _, _ in batch))
         return now + dur
 
@@ -611,10 +615,24 @@ class _Server:
                 step_no += 1
 
     def result(self) -> ServeResult:
+        # the compiled cache's counts, then its buffers go before the stream is put together
+        # (a carried token or prediction run keeps the stream it served to redo a failed bound)
+        done = self.phased.finish() if self.phased is not None else None
+        bypasses = (self.kernel.bypasses if self.kernel is not None
+                    else done["bypasses"] if done is not None else len(self.sim.bypassed))
+        engine = "compiled" if self.kernel is not None or done is not None else "reference"
+        self.kernel = self.phased = None
         p = self.parts
+        # the stream whole, each step's part of it then dropped (only its length is kept, and
+        # its tokens per expert, for the bound's replay)
+        self.step_sizes = sizes = np.array([part.size for part in p["pages"]], np.int64)
+        pages, p["pages"] = _cat(p["pages"]), []
+        hits, p["hits"] = (np.concatenate(p["hits"]) if p["hits"] else np.zeros(0, bool)), []
+        lay = self.layout
+        clock = np.repeat(np.arange(sizes.size, dtype=np.int64) * lay.n_layers, sizes)
+        clock += pages // lay.n_experts
         res = ServeResult(summary={}, requests=[_row(r) for r in self.reqs], steps=self.cols,
-                          pages=_cat(p["pages"]), clock=_cat(p["clock"]),
-                          hits=np.concatenate(p["hits"]) if p["hits"] else np.zeros(0, bool))
+                          pages=pages, clock=clock, hits=hits)
         if self.run_spec.verify:
             from paging.trace import Trace
             from paging.verify import verify
@@ -622,12 +640,8 @@ class _Server:
             verify(Trace(self.layout, res.pages, res.clock, "serve", expand="groups"),
                    self.sim.result("serve"), costs=self.costs, sizes=self.sizes)
         res.summary = _summary(self.run_spec, self.spec, self.cm, res, self.capped)
-        done = self.phased.finish() if self.phased is not None else None
-        res.summary["bypasses"] = (self.kernel.bypasses if self.kernel is not None
-                                   else done["bypasses"] if done is not None
-                                   else len(self.sim.bypassed))
-        res.summary["engine"] = ("compiled" if self.kernel is not None or done is not None
-                                 else "reference")
+        res.summary["bypasses"] = bypasses
+        res.summary["engine"] = engine
         if self.sim is not None and self.sim.miss is not None:
             res.summary.update(miss=self.sim.miss.spec(), dropped=self.events.dropped,
                                substituted=self.events.substituted,
@@ -662,7 +676,8 @@ class _Server:
 
         if res.pages.size == 0:
             return {"opt_misses": 0}
-        trace = Trace(self.layout, res.pages, res.clock, "serve", expand="groups")
+        trace = Trace(self.layout, _read_only(res.pages), _read_only(res.clock), "serve",
+                      expand="groups")  # (views: the trace adopts them, no copy)
         rs = self.run_spec
         k = rs.k if rs.k is not None else rs.budget // self.cm.expert_bytes
         opt = simulate(trace, "belady", k=k, record="hits")
@@ -677,13 +692,15 @@ class _Server:
         from paging.cost.timeline import step_time
 
         hits = np.asarray(hit_mask, dtype=bool)
-        comp, lay = np.concatenate(self.parts["comp"]), np.concatenate(self.parts["lay"])
         L = self.layout.n_layers
         ends, prev, lo = [], 0.0, 0
-        for s, part in enumerate(self.parts["pages"]):
-            hi = lo + part.size
-            dur = step_time(res.clock[lo:hi] % L, hits[lo:hi], res.pages[lo:hi], self.costs,
-                            self.sizes, comp[lo:hi], lay[lo:hi])[0] + self.spec.step_overhead_ms
+        for s, (size, cnt, lay_ms) in enumerate(zip(self.step_sizes, self.parts["cnt"],
+                                                    self.step_lay, strict=True)):
+            hi = lo + size
+            gof = res.clock[lo:hi] % L
+            layv = _layer_times(np.flatnonzero(np.diff(gof)) + 1, size, lay_ms)
+            dur = step_time(gof, hits[lo:hi], res.pages[lo:hi], self.costs, self.sizes,
+                            self.comp(cnt), layv)[0] + self.spec.step_overhead_ms
             prev = max(prev, self.release[s]) + dur
             ends.append(prev)
             lo = hi
@@ -714,8 +731,23 @@ def serve(run_spec, spec: ServeSpec, traces, *, show: bool | None = None) -> Ser
     return server.result()
 
 
+def _layer_times(cuts: np.ndarray, size: int, lay_ms: float) -> np.ndarray:
+    """A step's non-expert time per request: ``lay_ms`` at each group's first request (the
+    step's groups start at 0 and at ``cuts``), 0 elsewhere."""
+    layv = np.zeros(size)
+    if size:
+        layv[np.r_[0, cuts]] = lay_ms
+    return layv
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.setflags(write=False)
+    return v
+
+
 def _cat(parts) -> np.ndarray:
-    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+    return np.concatenate(parts, dtype=np.int64) if parts else np.zeros(0, np.int64)
 
 
 def _compose(spec: ServeSpec, running: list, waiting: list, now: float) -> list:
