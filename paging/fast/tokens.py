@@ -1814,7 +1814,7 @@ class Carried:
     (``steps // ℓ``, one visit per token: what a run without the trace's tokens reads, as a
     serving run's reference loop does). Every call serves its piece from the cache the last
     one left. A bound that fails in a piece (BOUNDED mode, :func:`execute`) redoes the whole
-    run so far with the next margin, then with exact sums: the pieces are kept for that (16
+    run so far with the next margin, then with exact sums: the pieces are kept for that (24
     bytes a request), and the earlier pieces' decisions, the reference's either way, are
     unchanged. :meth:`feed` returns the piece's tuple of :mod:`paging.fast.common` (its hit
     mask, its misses, collisions and bypasses; ``page_miss``: the run's totals so far)."""
