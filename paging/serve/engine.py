@@ -332,6 +332,7 @@ class _Server:
         self.parts = {k: [] for k in ("pages", "hits", "cnt")}
         self.step_lay: list[float] = []
         self.release: list[float] = []
+        self.res = None
 
     def _add(self, seq, arrival: float, client: int = -1) -> None:
         rid = len(self.reqs)
@@ -615,6 +616,9 @@ class _Server:
                 step_no += 1
 
     def result(self) -> ServeResult:
+        """The run's result (made once: the step parts and the compiled cache go into it)."""
+        if self.res is not None:
+            return self.res
         # the compiled cache's counts, then its buffers go before the stream is put together
         # (a carried token or prediction run keeps the stream it served to redo a failed bound)
         done = self.phased.finish() if self.phased is not None else None
@@ -666,6 +670,7 @@ class _Server:
                                prefetch_late=self.carry.late)
         if self.spec.bound:
             res.summary.update(self.bound(res))
+        self.res = res
         return res
 
     def bound(self, res: ServeResult) -> dict:
