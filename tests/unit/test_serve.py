@@ -787,3 +787,24 @@ def test_the_prefetch_proposals_follow_their_definition_over_the_served_stream(
     s = res.summary
     assert predicted > 0 and s["prefetch_precision"] == pytest.approx(Fraction(right, predicted))
     assert s["prefetch_recall"] == pytest.approx(Fraction(right, actual))
+
+
+@given(seqs=_workload(), policy=st.sampled_from(("lru", "lfu", "token-match", "llru-dist")),
+       k=st.integers(1, 8), rate=st.floats(20.0, 400.0), batch=st.integers(1, 4),
+       seed=st.integers(0, 3))
+def test_the_bound_replay_of_the_run_own_hits_is_the_run(toy, seqs, policy, k, rate, batch,
+                                                          seed):
+    """The bound's replay (the same schedule timed with other hits) given the run's own hits
+    reproduces the run's latency fields and makespan exactly: the step parts it keeps (pages,
+    tokens per expert, one non-expert time per step) rebuild what each step was timed with."""
+    from paging.serve.engine import _Server
+
+    spec = RunSpec(policy, k=k, model=toy, precision="int8", hardware="pcie4", seed=seed)
+    ss = ServeSpec(Arrivals(rate=rate, duration=0.05), max_batch=batch, max_tokens=6,
+                   seed=seed, bound=False, slo_tpot_ms=5.0)
+    server = _Server(spec, ss, seqs)
+    server.run(False)
+    res = server.result()
+    assert server.result() is res  # (made once)
+    again = server.replay(res, res.hits)
+    assert again and all(res.summary[key] == v for key, v in again.items()), again
