@@ -62,8 +62,9 @@ from numba import njit
 from numba.typed import List
 
 from paging.errors import PagingError
+from paging.fast import common
 
-__all__ = ["CarriedPhases", "carried_kernel", "source", "admits", "carry", "piece_plan"]
+__all__ = ["CarriedPhases", "carried_kernel", "source", "admits", "carry"]
 
 #: ``ctl`` fields
 N_AVAIL, CARRIED, STOP, DRAWS_USED, GROWN = 0, 1, 2, 3, 4
@@ -215,23 +216,6 @@ def admits(policy, spec, prefetch: bool = False) -> bool:
     if kind in (phases.BLIND_SCAN, phases.ROBUST_SCAN, phases.PMARK_SCAN, phases.LMARK_SCAN):
         return predictor_kind(spec.proto.predictor) == FREQUENCY
     return True
-
-
-def piece_plan(batches, across, n_groups: int) -> tuple:
-    """A piece's prefetch plan as :meth:`CarriedPhases.feed` takes it (``batches``: a list
-    per group, or ``(sizes, pages)``; ``across``: the batch after the piece before's last
-    group, or None): ``(across, sizes, pages)``, int64 arrays, ``sizes`` the batches after
-    its first ``n_groups - 1`` groups (missing ones empty, extra ones dropped), ``pages``
-    theirs one after another."""
-    if isinstance(batches, tuple) and len(batches) == 2:  # (sizes, pages)
-        b_sizes, b_pages = batches
-    else:
-        b_sizes = [len(b) for b in batches]
-        b_pages = [p for b in batches for p in b]
-    b_sizes = np.asarray(b_sizes, np.int64)[:max(n_groups - 1, 0)]
-    b_sizes = np.r_[b_sizes, np.zeros(max(n_groups - 1 - b_sizes.size, 0), np.int64)]
-    a = np.asarray(across if across is not None else [], np.int64)
-    return a, b_sizes, np.asarray(b_pages, np.int64)[:int(b_sizes.sum())]
 
 
 def carry(layout, policy, capacity: int, room: int = 1 << 16, *, slots=None, costs=None,
@@ -407,7 +391,7 @@ class CarriedPhases:
         g0 = self.groups
         plan = np.zeros(0, np.int64)
         if self.pf_start.size:
-            a, b_sizes, b_pages = piece_plan(batches, across, n_groups)
+            a, b_sizes, b_pages = common.piece_plan(batches, across, n_groups)
             plan = np.r_[a, b_pages]
             if plan.size > self.pf_pages.size:
                 raise PagingError(f"carried phases: a piece's prefetch plan of {plan.size:,} "

@@ -306,3 +306,22 @@ class SoFar:
 
     def row(self, r: int) -> np.ndarray:
         return self.a[r, :self.n]
+
+
+def piece_plan(batches, across, n_groups: int) -> tuple:
+    """A piece's prefetch plan as the carried runs with phases take it
+    (:meth:`paging.fast.carried_phases.CarriedPhases.feed`, the token policies'
+    :meth:`paging.fast.tokens.CarriedPhases.feed`; ``batches``: a list per group, or
+    ``(sizes, pages)``; ``across``: the batch after the piece before's last group, or None):
+    ``(across, sizes, pages)``, int64 arrays, ``sizes`` the batches after its first
+    ``n_groups - 1`` groups (missing ones empty, extra ones dropped), ``pages`` theirs one
+    after another."""
+    if isinstance(batches, tuple) and len(batches) == 2:  # (sizes, pages)
+        b_sizes, b_pages = batches
+    else:
+        b_sizes = [len(b) for b in batches]
+        b_pages = [p for b in batches for p in b]
+    b_sizes = np.asarray(b_sizes, np.int64)[:max(n_groups - 1, 0)]
+    b_sizes = np.r_[b_sizes, np.zeros(max(n_groups - 1 - b_sizes.size, 0), np.int64)]
+    a = np.asarray(across if across is not None else [], np.int64)
+    return a, b_sizes, np.asarray(b_pages, np.int64)[:int(b_sizes.sum())]

@@ -95,6 +95,7 @@ from paging.fast.common import (
     frozen,
     is_grouped,
     most_requested,
+    piece_plan,
     pin_batch,
     pin_pages,
     pinned_room,
@@ -1930,8 +1931,6 @@ class CarriedPhases(Carried):
     def feed(self, pages, steps, batches=(), across=None):
         """:meth:`paging.fast.carried_phases.CarriedPhases.feed`: ``(hits, outcome, subst,
         pf_rows)`` of the piece."""
-        from paging.fast.carried_phases import piece_plan
-
         pages = np.asarray(pages, dtype=np.int64)
         steps = np.asarray(steps, dtype=np.int64)
         cols = [pages, steps, steps // self.layout.n_layers]
