@@ -5,12 +5,13 @@ prefill+decode dump, continuous batching (max batch 16, 512 tokens per step).
 For each policy: the wall time of the serving run (what ``paging.serve.serve`` does, the
 offline bound left out and timed apart: Belady on the produced stream and its replay), the
 engine's rates (simulated requests, tokens, steps and expert requests per wall second) and the
-run's p99 TPOT. ``--prefetch``, ``--miss`` and ``--engine`` are ``paging serve``'s (the
-compiled serving cache, ``--engine auto``, or the reference loop; ``summary["engine"]`` says
-which ran). Measured, never asserted; numbers in ``benchmarks/README.md``.
+run's p99 TPOT. ``--prefetch``, ``--miss``, ``--routing`` and ``--engine`` are ``paging
+serve``'s (the compiled serving cache, ``--engine auto``, or the reference loop;
+``summary["engine"]`` says which ran). Measured, never asserted; numbers in ``benchmarks/README.md``.
 
 Run: ``PAGING_TRACES=../shared/traces python benchmarks/bench_serve.py [--duration S]
-[--rate R] [--policy P ...] [--prefetch SPEC] [--miss SPEC] [--engine E] [--json FILE]``.
+[--rate R] [--policy P ...] [--prefetch SPEC] [--miss SPEC] [--routing SPEC] [--engine E]
+[--json FILE]``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def main() -> int:
     ap.add_argument("--policy", action="append", default=None)
     ap.add_argument("--prefetch", default=None)
     ap.add_argument("--miss", default=None)
+    ap.add_argument("--routing", default=None)
     ap.add_argument("--engine", default="auto", choices=("auto", "fast", "reference"))
     ap.add_argument("--json", default=None, metavar="FILE")
     a = ap.parse_args()
@@ -51,12 +53,12 @@ def main() -> int:
     out = []
     print(f"{a.duration:g} s of Poisson arrivals at {a.rate:g}/s, Mixtral int4, pcie4, "
           f"{a.budget_gb:g} GB, max batch 16, 512 tokens/step, prefetch {a.prefetch}, miss "
-          f"{a.miss}, engine {a.engine}; {os.cpu_count()} CPUs, "
+          f"{a.miss}, routing {a.routing}, engine {a.engine}; {os.cpu_count()} CPUs, "
           f"load average {os.getloadavg()[0]:.1f}", flush=True)
     for name in policies:
         spec = RunSpec(name, budget=budget_bytes(a.budget_gb), model="mixtral-8x7b",
                        precision="int4", hardware="pcie4", prefetch=a.prefetch, miss=a.miss,
-                       engine=a.engine)
+                       routing=a.routing, engine=a.engine)
         ss = ServeSpec(Arrivals(rate=a.rate, duration=a.duration), max_batch=16,
                        max_tokens=512, bound=False)
         t0 = time.perf_counter()
@@ -69,7 +71,7 @@ def main() -> int:
         bound_s = time.perf_counter() - t1
         s = res.summary
         tokens = sum(res.steps["tokens"])
-        row = {"policy": name, "prefetch": a.prefetch, "miss": a.miss,
+        row = {"policy": name, "prefetch": a.prefetch, "miss": a.miss, "routing": a.routing,
                "engine": s["engine"], "requests": s["requests"],
                "completed": s["completed"], "steps": s["steps"],
                "expert_requests": s["expert_requests"], "tokens": tokens,

@@ -265,6 +265,32 @@ class CarriedRun:
         cnt[at] = 0
         return self.draws
 
+    def resident(self) -> np.ndarray:
+        """Each page's residency now (bool, one per page), read from the state the last piece
+        left (a routing hook reads it between two pieces: :mod:`paging.serve.engine`): the
+        list and marking kernels' and the token and prediction policies' residency arrays,
+        the heap and credit kernels' heap positions (-1: not cached), ARC's T1 and T2, LeCaR's
+        recency list."""
+        f, st = self.family, self.state
+        if f == _LIST:
+            return st[4]
+        if f == _MARK:
+            return st[1]
+        if f == _CREDIT:
+            return st[6] >= 0
+        if f == _HEAP:
+            return st[4] >= 0
+        if f == _TOKEN:
+            return st.C[0]
+        if f == _PRED:
+            return st.S[0]
+        from paging.fast import adaptive
+
+        which = st[0][2]  # the list each page is on (0: none)
+        if self.kind == adaptive.ARC:
+            return (which == adaptive._T1) | (which == adaptive._T2)
+        return which == adaptive._T1
+
     def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False):
         """Serve the next piece; its hit mask when ``hits``."""
         from paging.fast import adaptive

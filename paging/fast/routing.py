@@ -59,10 +59,91 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import frozen, route_group
+from paging.fast.common import frozen, route_group, route_scratch
 from paging.fast.lists import list_kernel, list_state, no_logits, no_prior, no_route
 
-__all__ = ["plan_routed", "run_routed", "route_static"]
+__all__ = ["plan_routed", "run_routed", "route_static", "route_tokens", "serving_hook"]
+
+
+@njit(cache=True, nogil=True)
+def route_tokens(X, base, n, resident, m_of_k, j, prune, cp):
+    """One layer of a serving step routed (:meth:`paging.serve.engine._Server._serve_routed`,
+    the reference): each row of ``X`` (a token's experts on the layer in rank order, -1
+    padded; a row without any is skipped) routed by :func:`paging.fast.common.route_group`
+    against ``resident`` as it stands (every token of the step sees the cache before the
+    layer's experts are loaded), its ranking the row's experts then every other expert by id
+    (no gate scores or logits: a serving step's tokens have their ids only). ``m_of_k[k]``:
+    the hook's M for a token of k experts; ``prune``: the top ``j`` only (``pruning``), else
+    ``max-rank``'s top j, cached experts of rank < M, then the rest, cut at k.
+
+    Returns ``(pages, cnt, served, n_served, changed, valid)``: the union of the served
+    experts in order of first use (pages ``base + e``) and the tokens routed to each; each
+    row's served experts and their number; whether a row was served otherwise than as ranked
+    (its quality proxies are not (1, False, 0)); whether it had experts."""
+    T, K = X.shape
+    rank, pos, taken, zz = route_scratch(n)
+    order = np.zeros((0, 0), np.int64)
+    src = np.empty(max(K, 1), np.int64)
+    out = np.empty(max(K, n), np.int64)
+    served = np.full((T, max(K, 1)), -1, np.int64)
+    n_served = np.zeros(T, np.int64)
+    changed = np.zeros(T, np.bool_)
+    valid = np.zeros(T, np.bool_)
+    count = np.zeros(n, np.int64)
+    first = np.empty(n, np.int64)
+    nf = 0
+    for t in range(T):
+        k = 0
+        for r in range(K):
+            e = X[t, r]
+            if e >= 0:
+                src[k] = base + e
+                k += 1
+        if k == 0:
+            continue
+        valid[t] = True
+        kout = min(j, k) if prune else k
+        c = route_group(src, 0, k, base, n, 0, order, 0 if prune else m_of_k[k], j, kout,
+                        resident, rank, taken, out, 0, cp, zz, pos)
+        same = c == k
+        for i in range(c):
+            e = out[i] - base
+            served[t, i] = e
+            if same and out[i] != src[i]:
+                same = False
+            if count[e] == 0:
+                first[nf] = e
+                nf += 1
+            count[e] += 1
+        n_served[t] = c
+        changed[t] = not same
+    pages = np.empty(nf, np.int64)
+    cnt = np.empty(nf, np.int64)
+    for i in range(nf):
+        pages[i] = base + first[i]
+        cnt[i] = count[first[i]]
+    return pages, cnt, served, n_served, changed, valid
+
+
+def serving_hook(router, n: int, top_k: int):
+    """``(m_of_k, j, prune)`` of :func:`route_tokens` for a built-in hook a serving run can
+    route compiled (``pruning``, ``max-rank``, ``cumsum``: exact types), else None. ``m_of_k``
+    holds M for a token of k = 0..``top_k`` experts, from the hook itself: a serving step's
+    tokens carry no weights, so ``cumsum``'s M (:meth:`paging.routing.Cumsum.m_of`, the top K
+    weighted 1/K) depends on k only."""
+    from paging.routing import Cumsum, Group, MaxRank, Pruning
+
+    m_of_k = np.zeros(top_k + 1, np.int64)
+    if type(router) is Pruning:
+        return m_of_k, int(router.j), True
+    if type(router) is MaxRank:
+        m_of_k[:] = n if router.m is None else router.m
+        return m_of_k, int(router.j), False
+    if type(router) is Cumsum:
+        for k in range(1, top_k + 1):
+            m_of_k[k] = router.m_of(Group(0, 0, list(range(k)), None, None, n))
+        return m_of_k, int(router.j), False
+    return None
 
 
 @njit(cache=True, nogil=True)

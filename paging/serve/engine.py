@@ -184,7 +184,7 @@ class _StepEvents(Observer):
         self.prefetched.append((t + 1, page))  # issued after request t: the timeline's pf_at
 
 
-def _compiled(run_spec, policy, handler) -> str | None:
+def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     """Which compiled kernel carries the serving run's cache from step to step, or None for
     the reference loop. ``"plain"`` without a miss handler and a prefetcher
     (:func:`paging.fast.carries`: LRU, FIFO, FWF, LLRU, FLD, the Least-Stale readings, LFU, the
@@ -192,15 +192,19 @@ def _compiled(run_spec, policy, handler) -> str | None:
     token-decay, token-match, the combiner over them, the prediction policies with the
     ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
     markers from ``--seed``); ``"phases"`` with them (:func:`paging.fast.carried_phases.carry`:
-    the same policies, the combiner without a prefetcher). Never with a routing
-    hook or ``--verify`` (which records the run in the reference loop). ``engine="fast"``
-    insists."""
+    the same policies, the combiner without a prefetcher). With a routing hook ``"plain"``
+    too when ``hook`` (:func:`paging.fast.routing.serving_hook`: ``pruning``, ``max-rank``,
+    ``cumsum``) routes the step's tokens compiled. Never with ``--verify`` (which records the
+    run in the reference loop). ``engine="fast"`` insists."""
     from paging import fast
     from paging.fast.carried_phases import admits
 
     plan = fast.plan(policy)
     mode = None
-    if not run_spec.routed and not run_spec.verify and run_spec.engine != "reference":
+    if run_spec.routed:  # (refused with a prefetcher or a miss handler)
+        if hook is not None and not run_spec.verify and run_spec.engine != "reference":
+            mode = "plain" if fast.carries(plan) else None
+    elif not run_spec.verify and run_spec.engine != "reference":
         if handler is None and run_spec.prefetch is None:
             mode = "plain" if fast.carries(plan) else None
         elif admits(policy, plan, run_spec.prefetch is not None) and (
@@ -214,8 +218,9 @@ def _compiled(run_spec, policy, handler) -> str | None:
                           f"marking, token-hazard, token-decay, token-match, "
                           f"robust-token-match, blind-oracle, predictive-marker, lmarker and "
                           f"robust-blind-oracle (frequency predictor; and their -dist forms) "
-                          f"without --routing or --verify, also with --miss or --prefetch "
-                          f"(robust-token-match without --prefetch); "
+                          f"without --verify, also with --miss or --prefetch "
+                          f"(robust-token-match without --prefetch) or with --routing pruning, "
+                          f"max-rank or cumsum; "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
@@ -264,12 +269,20 @@ class _Server:
             for t in traces:  # J against each trace's K, and what the traces know
                 self.router.reset(t)
             self.quality = [0.0, 0, 0.0, 0]  # retained mass, top-1 changed, KL, groups
+            self.quality_memo: dict = {}  # (experts, served) -> quality (compiled routing)
         self.sim = self.kernel = self.phased = None
         self.handler = handler
         policy = make_policy(run_spec.policy)
         room = lay.n_layers * sum(min(lay.n_experts, s.experts.shape[2]) * s.n_tokens
                                   for s in self.drawn)  # a step's union <= its experts
-        mode = _compiled(run_spec, policy, handler)
+        hook = None
+        if self.router is not None:
+            from paging.fast.routing import no_prior, serving_hook
+
+            hook = serving_hook(self.router, lay.n_experts, max(t.top_k for t in traces))
+            self.route_cp = no_prior()
+        self.hook = hook
+        mode = _compiled(run_spec, policy, handler, hook)
         if mode is not None:
             from paging import fast
             from paging.core import check_capacity
@@ -379,17 +392,22 @@ class _Server:
 
         pages, gof, cnt, n_tok, lay_ms = groups
         if self.router is not None:  # what each token requests depends on the cache
-            t0 = self.sim.t
-            pages, cnt, hits = self._serve_routed(batch, step_no)
+            if self.kernel is not None:
+                pages, cnt, hits = self._serve_routed_compiled(batch, step_no)
+            else:
+                t0 = self.sim.t
+                pages, cnt, hits = self._serve_routed(batch, step_no)
             gof = pages // self.layout.n_experts
         clock = step_no * self.layout.n_layers + gof
         cuts = np.flatnonzero(np.diff(gof)) + 1
         handled = {}
-        if self.kernel is not None:
+        if self.router is not None:
+            pass  # (served layer by layer above)
+        elif self.kernel is not None:
             hits = self.kernel.feed(pages, clock, hits=True)
         elif self.phased is not None:
             hits, handled = self._serve_phased(pages, clock, cuts, n_tok, now)
-        elif self.router is None:
+        else:
             sim = self.sim
             t0 = sim.t
             sim.write_clock(t0, clock.tolist())
@@ -510,6 +528,55 @@ class _Server:
             cnt.extend(count.values())
         return (np.array(pages, dtype=np.int64), np.array(cnt, dtype=np.int64),
                 np.array(hits, dtype=bool))
+
+    def _serve_routed_compiled(self, batch, step_no: int) -> tuple:
+        """:meth:`_serve_routed` with the cache in its compiled kernel: each layer's tokens
+        routed by :func:`paging.fast.routing.route_tokens` against the kernel's residency as
+        the layer before left it, the union then fed as the layer's group. The quality
+        proxies of a token served as ranked are (1, False, 0), as :func:`paging.routing.
+        quality` gives them; the others' are that function's, asked once per (experts,
+        served) pair; all are summed token by token in the reference's order."""
+        from paging.fast.routing import route_tokens
+        from paging.routing import Group, quality
+
+        kernel, L, n = self.kernel, self.layout.n_layers, self.layout.n_experts
+        m_of_k, j, prune = self.hook
+        X = np.ascontiguousarray(np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch]),
+                                 dtype=np.int64)
+        q, memo = self.quality, self.quality_memo
+        pages, cnt, hits = [], [], []
+        for z in range(L):
+            pz, cz, served, ns, changed, valid = route_tokens(
+                np.ascontiguousarray(X[:, z, :]), z * n, n, kernel.resident(), m_of_k, j,
+                prune, self.route_cp)
+            G = int(valid.sum())
+            if G == 0:
+                continue
+            r_v = np.ones(G)
+            c_v = np.zeros(G, np.int64)
+            k_v = np.zeros(G)
+            for i, t in enumerate(np.flatnonzero(valid).tolist()):
+                if not changed[t]:
+                    continue
+                experts = tuple(e for e in X[t, z].tolist() if e >= 0)
+                chosen = tuple(served[t, :ns[t]].tolist())
+                got = memo.get((experts, chosen))
+                if got is None:
+                    got = memo[(experts, chosen)] = quality(
+                        Group(z, 0, list(experts), None, None, n), list(chosen))
+                r_v[i], c_v[i], k_v[i] = got
+            # (sequential sums from the running totals, as the reference's +=)
+            q[0] = float(np.cumsum(np.r_[q[0], r_v])[-1])
+            q[1] += int(c_v.sum())
+            q[2] = float(np.cumsum(np.r_[q[2], k_v])[-1])
+            q[3] += G
+            hits.append(kernel.feed(pz, np.full(pz.size, step_no * L + z, np.int64),
+                                    hits=True))
+            pages.append(pz)
+            cnt.append(cz)
+        cat = np.concatenate
+        return ((cat(pages), cat(cnt), cat(hits)) if pages else
+                (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)))
 
     def prefetch_across(self, groups) -> None:
         """After a step's last group: the prefetcher's batch for layer 0 of the next step

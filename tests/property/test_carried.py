@@ -132,3 +132,32 @@ def test_what_does_not_carry():
     for name in ("token-match", "blind-oracle"):
         assert not fast.carries(fast.plan(make_policy(name)), bounded_memory=True)
     assert fast.carries(fast.plan(make_policy("lru")), bounded_memory=True)
+
+
+@pytest.mark.parametrize("name", CARRIED + TOKEN_CARRIED + PRED_CARRIED + ("lhu", "lfu-dist"))
+@pytest.mark.parametrize("k", [3, 7])
+def test_the_residency_a_carried_run_reports_is_the_reference_cache(name, k):
+    """``CarriedRun.resident()`` (what a routed serving step reads between two layers) after
+    every group of a run fed group by group equals the cache of the reference loop's run at
+    that point, rebuilt from its hit mask, eviction log and bypasses."""
+    from paging.trace import Trace
+
+    tr = generators.zipf(n=6, layers=3, tokens=120, seed=k, a=0.8, topk=2, expand="groups")
+    tr = Trace(tr.layout, tr.pages, tr.steps, tr.name, expand=tr.expand)  # one token a walk
+    ref = simulate(tr, name, k, record=True, engine="reference", seed=1)
+    evicted = {}
+    for t, v in np.asarray(ref.evictions).reshape(-1, 2).tolist():
+        evicted.setdefault(t, []).append(v)
+    bypassed = set(np.asarray(ref.bypassed).tolist())
+    run = fast.CarriedRun(tr.layout, fast.plan(make_policy(name)), k, seed=1)
+    cache = np.zeros(tr.layout.n_pages, bool)
+    starts = np.flatnonzero(np.r_[True, np.diff(tr.steps) != 0])
+    ends = np.r_[starts[1:], tr.n_requests]
+    for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
+        run.feed(tr.pages[lo:hi], tr.steps[lo:hi])
+        for t in range(lo, hi):
+            cache[evicted.get(t, [])] = False
+            if not ref.hit_mask[t] and t not in bypassed:
+                cache[tr.pages[t]] = True
+        np.testing.assert_array_equal(np.asarray(run.resident(), bool), cache, err_msg=f"{lo}")
+    assert cache.sum() > 0

@@ -255,31 +255,47 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
         assert s["substituted"] + s["misses"] == int((~res.hits).sum())
 
 
-@given(seqs=_workload(), policy=st.sampled_from(("lru", "fifo", "llru", "least-stale",
-                                                 "fld-dist", "fwf", "lfu", "lfu-dist", "arc",
-                                                 "arc-dist", "lecar", "lecar-dist", "marking",
-                                                 "marking-dist", "gdsf", "landlord-dist",
-                                                 "greedy-dual", "layered-landlord", "lhu",
-                                                 "token-hazard", "token-decay", "token-match",
-                                                 "token-match-dist", "token-decay-dist",
-                                                 "robust-token-match",
-                                                 "robust-token-match-dist", "blind-oracle",
-                                                 "blind-oracle-dist", "predictive-marker",
-                                                 "predictive-marker-dist", "lmarker",
-                                                 "lmarker-dist", "robust-blind-oracle",
-                                                 "robust-blind-oracle-dist")),
-       k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
+#: every policy whose serving cache is carried in a compiled kernel (paging.fast.CarriedRun)
+CARRIED = ("lru", "fifo", "llru", "least-stale", "fld-dist", "fwf", "lfu", "lfu-dist", "arc",
+           "arc-dist", "lecar", "lecar-dist", "marking", "marking-dist", "gdsf",
+           "landlord-dist", "greedy-dual", "layered-landlord", "lhu", "token-hazard",
+           "token-decay", "token-match", "token-match-dist", "token-decay-dist",
+           "robust-token-match", "robust-token-match-dist", "blind-oracle", "blind-oracle-dist",
+           "predictive-marker", "predictive-marker-dist", "lmarker", "lmarker-dist",
+           "robust-blind-oracle", "robust-blind-oracle-dist")
+
+
+@given(seqs=_workload(), policy=st.sampled_from(CARRIED), k=st.integers(1, 8),
+       budget=st.booleans(), seed=st.integers(0, 3))
 def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed):
+    _same_engines(toy, seqs, policy, k, budget, seed)
+
+
+def _same_engines(toy, seqs, policy, k, budget, seed, **options):
     from paging.cost.setup import CostSetup
 
     cap = {"budget": k * int(CostSetup.from_names(toy, None, None).expert_bytes)} if budget \
         else {"k": k}
     ss = ServeSpec(Arrivals(rate=60.0, duration=0.1), max_batch=3, max_tokens=5, seed=seed)
-    fast = serve(RunSpec(policy, **cap, model=toy, seed=seed), ss, seqs)
-    ref = serve(RunSpec(policy, **cap, model=toy, seed=seed, engine="reference"), ss, seqs)
+    fast = serve(RunSpec(policy, **cap, model=toy, seed=seed, **options), ss, seqs)
+    ref = serve(RunSpec(policy, **cap, model=toy, seed=seed, engine="reference", **options),
+                ss, seqs)
     assert fast.summary.pop("engine") == "compiled" and ref.summary.pop("engine") == "reference"
     assert fast.summary == ref.summary and fast.requests == ref.requests
     assert np.array_equal(fast.hits, ref.hits) and fast.steps == ref.steps
+
+
+@given(seqs=_workload(), policy=st.sampled_from(CARRIED), k=st.integers(1, 8),
+       budget=st.booleans(), seed=st.integers(0, 3),
+       routing=st.sampled_from(ROUTINGS[1:] + ("max-rank:j=0", "max-rank:j=2,m=2",
+                                               "cumsum:tau=0.9,j=0", "pruning:j=2")))
+def test_compiled_routed_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed,
+                                                           routing):
+    """A routing hook that reads the cache (max-rank, cumsum) routes each layer's tokens
+    against the compiled cache's residency (paging.fast.CarriedRun.resident, one accessor per
+    kernel family): every summary field (the quality proxies too), request and step equal to
+    the reference loop's."""
+    _same_engines(toy, seqs, policy, k, budget, seed, routing=routing)
 
 
 # a model without kv_width: paging simulate's timeline charges no KV-cache reads (its numbers
@@ -572,7 +588,8 @@ def test_refusals(toy):
     # also with a miss handler or a prefetcher (the combiner without a prefetcher, which its
     # reference refuses)
     with pytest.raises(PagingError, match=r"also with --miss or --prefetch \(robust-token-"
-                                          r"match without --prefetch\); robust-token-match "
+                                          r"match without --prefetch\) or with --routing "
+                                          r"pruning, max-rank or cumsum; robust-token-match "
                                           r".* reference"):
         serve(RunSpec("robust-token-match", k=4, model=toy, engine="fast",
                       prefetch="frequency"), arr, seqs)
@@ -808,3 +825,17 @@ def test_the_bound_replay_of_the_run_own_hits_is_the_run(toy, seqs, policy, k, r
     assert server.result() is res  # (made once)
     again = server.replay(res, res.hits)
     assert again and all(res.summary[key] == v for key, v in again.items()), again
+
+
+def test_cache_prior_serving_takes_the_reference_loop(toy):
+    """cache-prior's Δavg reads the tokens' logits or scores, which a serving step does not
+    compile: --engine auto takes the reference loop, --engine fast refuses in one line."""
+    e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]]])
+    seqs = [_seq_trace(e, 1, "a")]
+    ss = ServeSpec(Arrivals(rate=50.0, duration=0.1), max_batch=2, max_tokens=4, seed=0)
+    res = serve(RunSpec("lru", k=3, model=toy, routing="cache-prior:lambda=1"), ss, seqs)
+    assert res.summary["engine"] == "reference"
+    with pytest.raises(PagingError, match="--routing pruning, max-rank or cumsum; lru with "
+                                          "these options runs in the reference loop"):
+        serve(RunSpec("lru", k=3, model=toy, routing="cache-prior:lambda=1", engine="fast"),
+              ss, seqs)
