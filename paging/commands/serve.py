@@ -116,8 +116,9 @@ def add_parser(sub) -> None:
                         "least-stale; lfu, lhu; greedy-dual, landlord, gdsf, layered-landlord; "
                         "arc, lecar, marking; token-hazard, token-decay, token-match, "
                         "robust-token-match; blind-oracle, predictive-marker, lmarker, "
-                        "robust-blind-oracle; -dist), else the reference loop (auto); same "
-                        "numbers")
+                        "robust-blind-oracle; -dist; also with --miss, --prefetch, or "
+                        "--routing pruning, max-rank, cumsum), else the reference loop "
+                        "(auto); same numbers")
     p.add_argument("--verify", action="store_true",
                    help="check the cache's run independently (capacity, every request served, "
                         "misses = the eviction log)")

@@ -76,22 +76,27 @@ def route_tokens(X, base, n, resident, m_of_k, j, prune, cp):
     the hook's M for a token of k experts; ``prune``: the top ``j`` only (``pruning``), else
     ``max-rank``'s top j, cached experts of rank < M, then the rest, cut at k.
 
-    Returns ``(pages, cnt, served, n_served, changed, valid)``: the union of the served
-    experts in order of first use (pages ``base + e``) and the tokens routed to each; each
-    row's served experts and their number; whether a row was served otherwise than as ranked
-    (its quality proxies are not (1, False, 0)); whether it had experts."""
+    Returns ``(pages, cnt, G, rows, pos, ekey, skey, served)``: the union of the served
+    experts in order of first use (pages ``base + e``) and the tokens routed to each; the
+    number of rows with experts; the rows served otherwise than as ranked (their quality
+    proxies are not (1, False, 0)), their places among the G, and keys of their experts and
+    of what they were served (each list's experts + 1 as digits in base n + 1, first expert
+    first: equal keys, equal lists); each row's served experts (-1 padded)."""
     T, K = X.shape
-    rank, pos, taken, zz = route_scratch(n)
+    rank, pos_s, taken, zz = route_scratch(n)
     order = np.zeros((0, 0), np.int64)
     src = np.empty(max(K, 1), np.int64)
     out = np.empty(max(K, n), np.int64)
     served = np.full((T, max(K, 1)), -1, np.int64)
-    n_served = np.zeros(T, np.int64)
-    changed = np.zeros(T, np.bool_)
-    valid = np.zeros(T, np.bool_)
+    rows = np.empty(T, np.int64)
+    pos = np.empty(T, np.int64)
+    ekey = np.empty(T, np.int64)
+    skey = np.empty(T, np.int64)
     count = np.zeros(n, np.int64)
     first = np.empty(n, np.int64)
     nf = 0
+    G = 0
+    nc = 0
     for t in range(T):
         k = 0
         for r in range(K):
@@ -101,28 +106,37 @@ def route_tokens(X, base, n, resident, m_of_k, j, prune, cp):
                 k += 1
         if k == 0:
             continue
-        valid[t] = True
         kout = min(j, k) if prune else k
         c = route_group(src, 0, k, base, n, 0, order, 0 if prune else m_of_k[k], j, kout,
-                        resident, rank, taken, out, 0, cp, zz, pos)
+                        resident, rank, taken, out, 0, cp, zz, pos_s)
         same = c == k
+        sk = 0
         for i in range(c):
             e = out[i] - base
             served[t, i] = e
+            sk = sk * (n + 1) + e + 1
             if same and out[i] != src[i]:
                 same = False
             if count[e] == 0:
                 first[nf] = e
                 nf += 1
             count[e] += 1
-        n_served[t] = c
-        changed[t] = not same
+        if not same:
+            ek = 0
+            for i in range(k):
+                ek = ek * (n + 1) + src[i] - base + 1
+            rows[nc] = t
+            pos[nc] = G
+            ekey[nc] = ek
+            skey[nc] = sk
+            nc += 1
+        G += 1
     pages = np.empty(nf, np.int64)
     cnt = np.empty(nf, np.int64)
     for i in range(nf):
         pages[i] = base + first[i]
         cnt[i] = count[first[i]]
-    return pages, cnt, served, n_served, changed, valid
+    return pages, cnt, G, rows[:nc], pos[:nc], ekey[:nc], skey[:nc], served
 
 
 def serving_hook(router, n: int, top_k: int):
@@ -134,6 +148,8 @@ def serving_hook(router, n: int, top_k: int):
     from paging.routing import Cumsum, Group, MaxRank, Pruning
 
     m_of_k = np.zeros(top_k + 1, np.int64)
+    if (n + 1) ** top_k >= 2 ** 62:  # (route_tokens' keys: top_k digits in base n + 1)
+        return None
     if type(router) is Pruning:
         return m_of_k, int(router.j), True
     if type(router) is MaxRank:

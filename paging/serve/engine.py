@@ -543,37 +543,41 @@ class _Server:
         m_of_k, j, prune = self.hook
         X = np.ascontiguousarray(np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch]),
                                  dtype=np.int64)
-        q, memo = self.quality, self.quality_memo
+        memo = self.quality_memo
         pages, cnt, hits = [], [], []
+        where, got = [], []  # the step's tokens served otherwise than ranked, their proxies
+        G = 0  # the step's tokens so far (layer by layer, as the reference counts them)
         for z in range(L):
-            pz, cz, served, ns, changed, valid = route_tokens(
+            pz, cz, g, rows, pos, ekey, skey, served = route_tokens(
                 np.ascontiguousarray(X[:, z, :]), z * n, n, kernel.resident(), m_of_k, j,
                 prune, self.route_cp)
-            G = int(valid.sum())
-            if G == 0:
+            if g == 0:
                 continue
-            r_v = np.ones(G)
-            c_v = np.zeros(G, np.int64)
-            k_v = np.zeros(G)
-            for i, t in enumerate(np.flatnonzero(valid).tolist()):
-                if not changed[t]:
-                    continue
-                experts = tuple(e for e in X[t, z].tolist() if e >= 0)
-                chosen = tuple(served[t, :ns[t]].tolist())
-                got = memo.get((experts, chosen))
-                if got is None:
-                    got = memo[(experts, chosen)] = quality(
-                        Group(z, 0, list(experts), None, None, n), list(chosen))
-                r_v[i], c_v[i], k_v[i] = got
-            # (sequential sums from the running totals, as the reference's +=)
-            q[0] = float(np.cumsum(np.r_[q[0], r_v])[-1])
-            q[1] += int(c_v.sum())
-            q[2] = float(np.cumsum(np.r_[q[2], k_v])[-1])
-            q[3] += G
+            keys = zip(ekey.tolist(), skey.tolist(), strict=True)
+            for t, key in zip(rows.tolist(), keys, strict=True):
+                v = memo.get(key)
+                if v is None:
+                    experts = [e for e in X[t, z].tolist() if e >= 0]
+                    chosen = [e for e in served[t].tolist() if e >= 0]
+                    v = memo[key] = quality(Group(z, 0, experts, None, None, n), chosen)
+                got.append(v)
+            where.append(pos + G)
+            G += g
             hits.append(kernel.feed(pz, np.full(pz.size, step_no * L + z, np.int64),
                                     hits=True))
             pages.append(pz)
             cnt.append(cz)
+        if G:
+            r_v, k_v = np.ones(G), np.zeros(G)
+            at = np.concatenate(where)
+            if at.size:
+                r_v[at] = [v[0] for v in got]
+                k_v[at] = [v[2] for v in got]
+            q = self.quality  # (sequential sums from the running totals: the reference's +=)
+            q[0] = float(np.cumsum(np.concatenate(([q[0]], r_v)))[-1])
+            q[1] += sum(1 for v in got if v[1])
+            q[2] = float(np.cumsum(np.concatenate(([q[2]], k_v)))[-1])
+            q[3] += G
         cat = np.concatenate
         return ((cat(pages), cat(cnt), cat(hits)) if pages else
                 (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)))
