@@ -279,7 +279,8 @@ class _Server:
         if self.router is not None:
             from paging.fast.routing import no_prior, serving_hook
 
-            hook = serving_hook(self.router, lay.n_experts, max(t.top_k for t in traces))
+            widest = max([t.top_k for t in traces] + [s.experts.shape[2] for s in self.drawn])
+            hook = serving_hook(self.router, lay.n_experts, widest)
             self.route_cp = no_prior()
         self.hook = hook
         mode = _compiled(run_spec, policy, handler, hook)
