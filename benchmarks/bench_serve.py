@@ -7,7 +7,8 @@ offline bound left out and timed apart: Belady on the produced stream and its re
 engine's rates (simulated requests, tokens, steps and expert requests per wall second) and the
 run's p99 TPOT. ``--prefetch``, ``--miss``, ``--routing`` and ``--engine`` are ``paging
 serve``'s (the compiled serving cache, ``--engine auto``, or the reference loop;
-``summary["engine"]`` says which ran). Measured, never asserted; numbers in ``benchmarks/README.md``.
+``summary["engine"]`` says which ran). Measured, never asserted; numbers in
+``benchmarks/README.md``.
 
 Run: ``PAGING_TRACES=../shared/traces python benchmarks/bench_serve.py [--duration S]
 [--rate R] [--policy P ...] [--prefetch SPEC] [--miss SPEC] [--routing SPEC] [--engine E]
