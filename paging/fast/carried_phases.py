@@ -289,8 +289,9 @@ class CarriedPhases:
         from paging.weights import unit_costs, unit_sizes
 
         spec = fast.plan(policy)
-        if not admits(policy, spec):
-            raise ValueError(f"no carried phase kernel for {policy.name}")
+        if spec is None or spec[0] == "token" or not admits(policy, spec):
+            raise ValueError(f"no carried phase kernel for {policy.name} (the token policies: "
+                             "carry)")
         self.layout = layout
         P = layout.n_pages
         self.dist = spec[2]
@@ -338,7 +339,6 @@ class CarriedPhases:
             np.zeros(self.caps.size, np.int64), hks, self.rob, adp, phases.no_route(), self.ctl,
             *self.grown)
         self.out = None
-        self.policy, self.kind = policy, kind
 
     def _grow(self, room: int, chain_room: int | None = None) -> None:
         """Move the run to buffers of ``room`` requests, which the kernel takes up when it

@@ -256,3 +256,15 @@ def test_a_token_run_whose_bound_fails_in_a_piece_is_redone_with_its_phases(monk
     np.testing.assert_array_equal(rows, ref.events["prefetched"])
     assert done["misses"] == ref.misses
     assert done["wasted"] == ref.extra["prefetch_wasted"]
+
+
+def test_the_phase_kernel_refuses_a_token_policy():
+    """The token policies are carried in their own kernel (carry picks it); the phase
+    kernel's class refuses them rather than running them as another kind."""
+    from paging import Layout
+
+    lay = Layout(n_experts=4, n_layers=2)
+    with pytest.raises(ValueError, match="no carried phase kernel for token-match"):
+        CarriedPhases(lay, make_policy("token-match"), 4, substitute=True)
+    run = carry(lay, make_policy("token-match"), 4, substitute=True)
+    assert type(run).__module__ == "paging.fast.tokens"
