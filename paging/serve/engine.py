@@ -402,16 +402,15 @@ class _Server:
         clock = step_no * self.layout.n_layers + gof
         cuts = np.flatnonzero(np.diff(gof)) + 1
         handled = {}
-        if self.router is not None:
-            pass  # (served layer by layer above)
+        if self.router is not None:  # (served layer by layer above)
+            pass
         elif self.kernel is not None:
             hits = self.kernel.feed(pages, clock, hits=True)
         elif self.phased is not None:
             hits, handled = self._serve_phased(pages, clock, cuts, n_tok, now)
         else:
-            sim = self.sim
-            t0 = sim.t
-            sim.write_clock(t0, clock.tolist())
+            t0 = self.sim.t
+            self.sim.write_clock(t0, clock.tolist())
             hits = np.concatenate(self._serve(pages, cuts, n_tok)).astype(bool)
         compv = self.comp(cnt)
         layv = _layer_times(cuts, pages.size, lay_ms)
@@ -718,28 +717,24 @@ class _Server:
         res.summary = _summary(self.run_spec, self.spec, self.cm, res, self.capped)
         res.summary["bypasses"] = bypasses
         res.summary["engine"] = engine
-        if self.sim is not None and self.sim.miss is not None:
-            res.summary.update(miss=self.sim.miss.spec(), dropped=self.events.dropped,
-                               substituted=self.events.substituted,
-                               low_precision_fetches=self.events.low_fetches)
-        if done is not None and self.handler is not None:
-            res.summary.update(miss=self.handler.spec(), dropped=self.counts[0],
-                               substituted=self.counts[1], low_precision_fetches=self.counts[2])
+        if self.handler is not None:  # (the compiled run's counts, else the loop's events)
+            ev = self.events
+            dropped, substituted, low = (self.counts if done is not None else
+                                         (ev.dropped, ev.substituted, ev.low_fetches))
+            res.summary.update(miss=self.handler.spec(), dropped=dropped,
+                               substituted=substituted, low_precision_fetches=low)
         if self.router is not None:
             r_sum, c_sum, k_sum, G = self.quality
             res.summary.update(routing=self.router.spec(), routing_note=self.router.note,
                                retained_mass=r_sum / G if G else 1.0,
                                top1_changed=c_sum / G if G else 0.0, kl=k_sum / G if G else 0.0)
-        if self.pf is not None and done is not None:
-            res.summary.update(self.pf.counts_row(), prefetches=done["prefetches"],
-                               prefetch_useful=done["useful"], prefetch_wasted=done["wasted"],
-                               prefetch_late=self.carry.late)
-        elif self.pf is not None:
+        if self.pf is not None:  # (the compiled run's counts, else the loop's observer)
             st = self.pf_stats
-            res.summary.update(self.pf.counts_row(), prefetches=st.prefetches,
-                               prefetch_useful=st.useful,
-                               prefetch_wasted=st.wasted + len(st._pending),
-                               prefetch_late=self.carry.late)
+            made, useful, wasted = ((done["prefetches"], done["useful"], done["wasted"])
+                                    if done is not None else
+                                    (st.prefetches, st.useful, st.wasted + len(st._pending)))
+            res.summary.update(self.pf.counts_row(), prefetches=made, prefetch_useful=useful,
+                               prefetch_wasted=wasted, prefetch_late=self.carry.late)
         if self.spec.bound:
             res.summary.update(self.bound(res))
         self.res = res
