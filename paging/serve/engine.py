@@ -541,23 +541,22 @@ class _Server:
 
         kernel, L, n = self.kernel, self.layout.n_layers, self.layout.n_experts
         m_of_k, j, prune = self.hook
-        X = np.ascontiguousarray(np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch]),
-                                 dtype=np.int64)
+        X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
+        XL = np.ascontiguousarray(X.transpose(1, 0, 2), dtype=np.int64)  # layer-major, once
         memo = self.quality_memo
         pages, cnt, hits = [], [], []
         where, got = [], []  # the step's tokens served otherwise than ranked, their proxies
         G = 0  # the step's tokens so far (layer by layer, as the reference counts them)
         for z in range(L):
             pz, cz, g, rows, pos, ekey, skey, served = route_tokens(
-                np.ascontiguousarray(X[:, z, :]), z * n, n, kernel.resident(), m_of_k, j,
-                prune, self.route_cp)
+                XL[z], z * n, n, kernel.resident(), m_of_k, j, prune, self.route_cp)
             if g == 0:
                 continue
             keys = zip(ekey.tolist(), skey.tolist(), strict=True)
             for t, key in zip(rows.tolist(), keys, strict=True):
                 v = memo.get(key)
                 if v is None:
-                    experts = [e for e in X[t, z].tolist() if e >= 0]
+                    experts = [e for e in XL[z, t].tolist() if e >= 0]
                     chosen = [e for e in served[t].tolist() if e >= 0]
                     v = memo[key] = quality(Group(z, 0, experts, None, None, n), chosen)
                 got.append(v)

@@ -280,6 +280,11 @@ def _same_engines(toy, seqs, policy, k, budget, seed, **options):
     fast = serve(RunSpec(policy, **cap, model=toy, seed=seed, **options), ss, seqs)
     ref = serve(RunSpec(policy, **cap, model=toy, seed=seed, engine="reference", **options),
                 ss, seqs)
+    _assert_same_runs(fast, ref)
+
+
+def _assert_same_runs(fast, ref):
+    """A compiled serving run and the reference loop's: every field but the engine."""
     assert fast.summary.pop("engine") == "compiled" and ref.summary.pop("engine") == "reference"
     assert fast.summary == ref.summary and fast.requests == ref.requests
     assert np.array_equal(fast.hits, ref.hits) and fast.steps == ref.steps
@@ -425,10 +430,7 @@ def test_compiled_serving_with_phases_equals_the_reference_loop(toy, train_file,
                           seed=seed, prefetch=prefetch, miss=miss, engine=engine,
                           prefetch_strategy=strategy if prefetch else None), ss, seqs)
             for engine in ("fast", "reference")]
-    fast, ref = runs
-    assert fast.summary.pop("engine") == "compiled" and ref.summary.pop("engine") == "reference"
-    assert fast.summary == ref.summary and fast.requests == ref.requests
-    assert np.array_equal(fast.hits, ref.hits) and fast.steps == ref.steps
+    _assert_same_runs(*runs)
 
 
 def test_a_perfect_oracle_with_room_for_every_expert_misses_only_the_first_layer(toy):
