@@ -117,7 +117,8 @@ def add_parser(sub) -> None:
                         "arc, lecar, marking; token-hazard, token-decay, token-match, "
                         "robust-token-match; blind-oracle, predictive-marker, lmarker, "
                         "robust-blind-oracle; -dist; also with --miss, --prefetch, or "
-                        "--routing pruning, max-rank, cumsum), else the reference loop "
+                        "--routing pruning, max-rank, cumsum, cache-prior on traces without "
+                        "full logits), else the reference loop "
                         "(auto); same numbers")
     p.add_argument("--verify", action="store_true",
                    help="check the cache's run independently (capacity, every request served, "

@@ -48,10 +48,16 @@ Not compiled: user subclasses of a hook or of a policy, and runs with a prefetch
 handler (refused with routing anyway). Clairvoyant policies (Belady, the ``oracle`` predictor)
 are refused with routing by both engines.
 
-Quality proxies: a group served exactly as ranked (the same experts in the same order) adds
-``(1.0, False, 0.0)`` (what :func:`paging.routing.quality` returns then); every other group
-calls :func:`paging.routing.quality` itself; the sums run sequentially in group order
-(``numpy.cumsum``), as the reference's ``+=``.
+Quality proxies: without logits, a compiled loop sums them group by group in the reference's
+order (:func:`_quality_sums`; the KL term over the experts in ascending id order, as
+:func:`paging.routing.quality` iterates them). With logits (the weights a softmax), a group
+served exactly as ranked (the same experts in the same order) adds ``(1.0, False, 0.0)`` (what
+:func:`paging.routing.quality` returns then), every other group calls that function itself,
+and the sums run sequentially in group order (``numpy.cumsum``), as the reference's ``+=``.
+
+A serving step (:meth:`paging.serve.engine._Server._serve_routed_compiled`) routes each layer's
+tokens in one call of :func:`route_tokens` against the carried cache's residency, every
+built-in hook (``cache-prior`` included), its quality proxies summed in the same call.
 """
 
 from __future__ import annotations
@@ -61,104 +67,157 @@ from numba import njit
 
 from paging.fast.common import frozen, route_group, route_scratch
 from paging.fast.lists import list_kernel, list_state, no_logits, no_prior, no_route
+from paging.routing import KL_EPS
 
 __all__ = ["plan_routed", "run_routed", "route_static", "route_tokens", "serving_hook"]
 
 
+#: the hooks :func:`route_tokens` runs (:func:`serving_hook`)
+PRUNE, MAX_RANK, CUMSUM, PRIOR = range(4)
+
+
 @njit(cache=True, nogil=True)
-def route_tokens(X, base, n, resident, m_of_k, j, prune, cp):
+def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, logits):
     """One layer of a serving step routed (:meth:`paging.serve.engine._Server._serve_routed`,
-    the reference): each row of ``X`` (a token's experts on the layer in rank order, -1
+    the reference): each row of ``X`` (a token's experts on layer ``z`` in rank order, -1
     padded; a row without any is skipped) routed by :func:`paging.fast.common.route_group`
     against ``resident`` as it stands (every token of the step sees the cache before the
-    layer's experts are loaded), its ranking the row's experts then every other expert by id
-    (no gate scores or logits: a serving step's tokens have their ids only). ``m_of_k[k]``:
-    the hook's M for a token of k experts; ``prune``: the top ``j`` only (``pruning``), else
-    ``max-rank``'s top j, cached experts of rank < M, then the rest, cut at k.
+    layer's experts are loaded), its ranking the row's experts then every other expert by id.
+    ``W``: the row's router weights (its gate scores, else 1/K each; :meth:`paging.routing.
+    Group.probs`), ``KN`` their logarithms (numpy's ``log``, as
+    :meth:`paging.routing.CachePrior.logits_of` takes them).
 
-    Returns ``(pages, cnt, G, rows, pos, ekey, skey, served)``: the union of the served
-    experts in order of first use (pages ``base + e``) and the tokens routed to each; the
-    number of rows with experts; the rows served otherwise than as ranked (their quality
-    proxies are not (1, False, 0)), their places among the G, and keys of their experts and
-    of what they were served (each list's experts + 1 as digits in base n + 1, first expert
-    first: equal keys, equal lists); each row's served experts (-1 padded)."""
+    ``hook``: PRUNE (the top ``j``), MAX_RANK (the top j, cached experts of rank < ``m``, then
+    the rest, cut at K), CUMSUM (max-rank with M the fewest experts whose weights reach
+    ``tau``, n when they never do and the row has fewer than n: :meth:`paging.routing.
+    Cumsum.m_of`) or PRIOR (Eq. 9: the top K of ``log w + λ·Δavg·m̃``, Δavg the layer's running
+    mean of the rows' log-weight ranges, kept in ``rsum[z]``, ``rn[z]`` across calls in the
+    reference's order). The quality proxies of every row (:func:`paging.routing.quality`) are
+    added to ``q`` = (Σ retained, Σ top-1 changed, Σ KL, rows) token by token, as the
+    reference's ``+=``.
+
+    Returns ``(pages, cnt)``: the union of the served experts in order of first use (pages
+    ``z·n + e``) and the tokens routed to each."""
     T, K = X.shape
+    base = z * n
     rank, pos_s, taken, zz = route_scratch(n)
     order = np.zeros((0, 0), np.int64)
     src = np.empty(max(K, 1), np.int64)
+    kn = np.empty(max(K, 1))
     out = np.empty(max(K, n), np.int64)
-    served = np.full((T, max(K, 1)), -1, np.int64)
-    rows = np.empty(T, np.int64)
-    pos = np.empty(T, np.int64)
-    ekey = np.empty(T, np.int64)
-    skey = np.empty(T, np.int64)
+    bonus = np.zeros(1)
+    cp = (logits, np.zeros(0, np.int64), kn, bonus if hook == PRIOR else bonus[:0])
+    wa = np.zeros(n)
+    ina = np.zeros(n, np.bool_)
+    inb = np.zeros(n, np.bool_)
     count = np.zeros(n, np.int64)
     first = np.empty(n, np.int64)
     nf = 0
-    G = 0
-    nc = 0
     for t in range(T):
         k = 0
         for r in range(K):
             e = X[t, r]
             if e >= 0:
                 src[k] = base + e
+                kn[k] = KN[t, r]
+                wa[e] = W[t, r]
                 k += 1
         if k == 0:
             continue
-        kout = min(j, k) if prune else k
-        c = route_group(src, 0, k, base, n, 0, order, 0 if prune else m_of_k[k], j, kout,
+        mm = m
+        if hook == CUMSUM:
+            acc = 0.0
+            mm = -1
+            for i in range(k):
+                acc += wa[src[i] - base]
+                if acc >= tau:
+                    mm = i + 1
+                    break
+            if mm < 0:
+                mm = n if k < n else k
+        elif hook == PRIOR:
+            hi = kn[0]
+            lo = kn[0]
+            for i in range(1, k):
+                hi = max(hi, kn[i])
+                lo = min(lo, kn[i])
+            rsum[z] += hi - lo
+            rn[z] += 1
+            bonus[0] = lam * (rsum[z] / rn[z])
+        kout = min(j, k) if hook == PRUNE else k
+        c = route_group(src, 0, k, base, n, 0, order, 0 if hook == PRUNE else mm, j, kout,
                         resident, rank, taken, out, 0, cp, zz, pos_s)
-        same = c == k
-        sk = 0
+        orig = 0.0
+        for i in range(k):
+            ina[src[i] - base] = True
+            orig += wa[src[i] - base]
+        kept = 0.0
+        top = False
         for i in range(c):
             e = out[i] - base
-            served[t, i] = e
-            sk = sk * (n + 1) + e + 1
-            if same and out[i] != src[i]:
-                same = False
+            inb[e] = True
+            if ina[e]:
+                kept += wa[e]
+            if out[i] == src[0]:
+                top = True
             if count[e] == 0:
                 first[nf] = e
                 nf += 1
             count[e] += 1
-        if not same:
-            ek = 0
-            for i in range(k):
-                ek = ek * (n + 1) + src[i] - base + 1
-            rows[nc] = t
-            pos[nc] = G
-            ekey[nc] = ek
-            skey[nc] = sk
-            nc += 1
-        G += 1
+        q[0] += kept / orig if orig > 0 else 1.0
+        if not top:
+            q[1] += 1.0
+        q[2] += _kl(wa, ina, inb, orig, kept, n)
+        q[3] += 1.0
+        for i in range(k):
+            e = src[i] - base
+            wa[e] = 0.0
+            ina[e] = False
+        for i in range(c):
+            inb[out[i] - base] = False
     pages = np.empty(nf, np.int64)
     cnt = np.empty(nf, np.int64)
     for i in range(nf):
         pages[i] = base + first[i]
         cnt[i] = count[first[i]]
-    return pages, cnt, G, rows[:nc], pos[:nc], ekey[:nc], skey[:nc], served
+    return pages, cnt
 
 
-def serving_hook(router, n: int, top_k: int):
-    """``(m_of_k, j, prune)`` of :func:`route_tokens` for a built-in hook a serving run can
-    route compiled (``pruning``, ``max-rank``, ``cumsum``: exact types), else None. ``m_of_k``
-    holds M for a token of k = 0..``top_k`` experts, from the hook itself: a serving step's
-    tokens carry no weights, so ``cumsum``'s M (:meth:`paging.routing.Cumsum.m_of`, the top K
-    weighted 1/K) depends on k only."""
-    from paging.routing import Cumsum, Group, MaxRank, Pruning
+@njit(cache=True, nogil=True)
+def _kl(wa, ina, inb, orig, kept, n):
+    """The KL proxy of :func:`paging.routing.quality` for one group: ``wa`` the weights of its
+    experts (``ina``), ``inb`` the served ones, ``orig`` and ``kept`` their weight sums; over
+    the experts of either side in ascending id order, as the reference iterates them."""
+    eps = KL_EPS
+    u = eps / n
+    kl = 0.0
+    for e in range(n):
+        ka = ina[e] and orig > 0
+        kb = inb[e] and kept > 0
+        if not (ka or kb):
+            continue
+        pa = wa[e] / orig if ka else 0.0
+        pb = wa[e] / kept if kb else 0.0
+        p = (1 - eps) * pa + u
+        q = (1 - eps) * pb + u
+        kl += p * np.log(p / q)
+    return kl if kl > 0.0 else 0.0
 
-    m_of_k = np.zeros(top_k + 1, np.int64)
-    if (n + 1) ** top_k >= 2 ** 62:  # (route_tokens' keys: top_k digits in base n + 1)
-        return None
+
+def serving_hook(router, n: int):
+    """``(hook, j, m, tau, lam)`` of :func:`route_tokens` for a built-in hook a serving run
+    routes compiled (``pruning``, ``max-rank``, ``cumsum``, ``cache-prior``: exact types),
+    else None."""
+    from paging.routing import CachePrior, Cumsum, MaxRank, Pruning
+
     if type(router) is Pruning:
-        return m_of_k, int(router.j), True
+        return PRUNE, int(router.j), 0, 0.0, 0.0
     if type(router) is MaxRank:
-        m_of_k[:] = n if router.m is None else router.m
-        return m_of_k, int(router.j), False
+        return MAX_RANK, int(router.j), n if router.m is None else int(router.m), 0.0, 0.0
     if type(router) is Cumsum:
-        for k in range(1, top_k + 1):
-            m_of_k[k] = router.m_of(Group(0, 0, list(range(k)), None, None, n))
-        return m_of_k, int(router.j), False
+        return CUMSUM, int(router.j), 0, float(router.tau), 0.0
+    if type(router) is CachePrior:
+        return PRIOR, int(router.j), 0, 0.0, float(router.lam)
     return None
 
 
@@ -248,19 +307,15 @@ def _cumsum_m(pages, bounds, w, tau, n, L, steps):
 
 
 @njit(cache=True, nogil=True)
-def _quality_sums(pages, bounds, served, served_lo, w, n, L, steps, eps):
+def _quality_sums(pages, bounds, served, served_lo, w, n, L, steps):
     """The reference's running sums of :func:`paging.routing.quality` over every group, for a
-    trace without logits (weights ``w`` per request: the gate scores, or 1/K) and n <= 8
-    experts per layer: ``(Σ retained, Σ top1 changed, Σ KL)`` in group order.
-
-    The KL sum runs over the experts of ``set(a) | set(b)`` in CPython's iteration order, which
-    for small non-negative ints below the set's table size (8 slots at least, so every id when
-    n <= 8) is ascending id order; :func:`run_routed` takes this path only then."""
+    trace without logits (weights ``w`` per request: the gate scores, or 1/K):
+    ``(Σ retained, Σ top1 changed, Σ KL)`` in group order (the KL sum over the experts in
+    ascending id order, as the reference runs it: :func:`_kl`)."""
     G = bounds.size - 1
     wa = np.zeros(n)
     ina = np.zeros(n, np.bool_)
     inb = np.zeros(n, np.bool_)
-    u = eps / n
     ret = 0.0
     kls = 0.0
     ch = 0
@@ -292,20 +347,7 @@ def _quality_sums(pages, bounds, served, served_lo, w, n, L, steps, eps):
         ret += kept / orig if orig > 0 else 1.0
         if not top_served:
             ch += 1
-        kl = 0.0
-        for e in range(n):
-            ka = ina[e] and orig > 0
-            kb = inb[e] and kept > 0
-            if not (ka or kb):
-                continue
-            pa = wa[e] / orig if ka else 0.0
-            pb = wa[e] / kept if kb else 0.0
-            p = (1 - eps) * pa + u
-            q = (1 - eps) * pb + u
-            kl += p * np.log(p / q)
-        if kl < 0.0:
-            kl = 0.0
-        kls += kl
+        kls += _kl(wa, ina, inb, orig, kept, n)
     return ret, ch, kls
 
 
@@ -341,7 +383,7 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     from paging.errors import PagingError
     from paging.fast import _LEARNED, _LIST, _TOKEN, _caps
     from paging.result import build_result
-    from paging.routing import KL_EPS, CachePrior, Cumsum, Group, Pruning, RoutedRun, quality
+    from paging.routing import CachePrior, Cumsum, Group, Pruning, RoutedRun, quality
     from paging.trace import Trace
     from paging.weights import unit_sizes
 
@@ -434,9 +476,9 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         hit_mask=hit_mask[:N].copy() if level else None,
         evictions=ev[:n_ev].copy() if level > 1 else None,
         bypassed=byp[:n_byp].copy() if level > 1 else None)
-    if not has_order and n <= 8:
+    if not has_order:
         w = _request_weights(trace, bounds)
-        ret, ch, kls = _quality_sums(pages, bounds, sp, served_lo, w, n, L, steps, KL_EPS)
+        ret, ch, kls = _quality_sums(pages, bounds, sp, served_lo, w, n, L, steps)
         res.extra = _extra(router, trace, G, float(ret), int(ch), float(kls))
         if level > 0:
             res.events = {"served_pages": sp[:N].copy(), "served_steps": ss[:N].copy()}

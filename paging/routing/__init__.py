@@ -448,7 +448,9 @@ def quality(g: Group, served: list[int]) -> tuple[float, bool, float]:
     a = {e: w.get(e, 0.0) / orig for e in g.experts} if orig > 0 else {}
     b = {e: w.get(e, 0.0) / kept for e in served} if kept > 0 else {}
     kl = 0.0
-    for e in set(a) | set(b):  # experts in neither set contribute u·log(u/u) = 0
+    # experts in neither set contribute u·log(u/u) = 0; ascending ids, the compiled kernels'
+    # order (paging.fast.routing._kl)
+    for e in sorted(set(a) | set(b)):
         p = (1 - KL_EPS) * a.get(e, 0.0) + u
         q = (1 - KL_EPS) * b.get(e, 0.0) + u
         kl += p * math.log(p / q)

@@ -184,6 +184,22 @@ class _StepEvents(Observer):
         self.prefetched.append((t + 1, page))  # issued after request t: the timeline's pf_at
 
 
+def _step_routing(batch, n: int) -> tuple:
+    """The step's tokens as a routing hook sees them: ``(X, S, Z)``, their experts
+    ``X[token, layer, j]`` (-1 padded), gate scores ``S`` (NaN where a request's trace has
+    none) and full logits ``Z[token, layer, e]`` (None when no request has any; NaN rows for
+    those that have none), in the batch's order (:class:`paging.serve.workload.Sequence`)."""
+    X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
+    S = np.concatenate([np.full(r.seq.experts[lo:hi].shape, np.nan) if r.seq.scores is None
+                        else r.seq.scores[lo:hi] for r, lo, hi in batch])
+    Z = None
+    if any(r.seq.logits is not None for r, _, _ in batch):
+        L = X.shape[1]
+        Z = np.concatenate([np.full((hi - lo, L, n), np.nan) if r.seq.logits is None
+                            else r.seq.logits[lo:hi] for r, lo, hi in batch])
+    return X, S, Z
+
+
 def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     """Which compiled kernel carries the serving run's cache from step to step, or None for
     the reference loop. ``"plain"`` without a miss handler and a prefetcher
@@ -194,7 +210,8 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     markers from ``--seed``); ``"phases"`` with them (:func:`paging.fast.carried_phases.carry`:
     the same policies, the combiner without a prefetcher). With a routing hook ``"plain"``
     too when ``hook`` (:func:`paging.fast.routing.serving_hook`: ``pruning``, ``max-rank``,
-    ``cumsum``) routes the step's tokens compiled. Never with ``--verify`` (which records the
+    ``cumsum``, ``cache-prior``; not when the traces carry full logits) routes the step's
+    tokens compiled. Never with ``--verify`` (which records the
     run in the reference loop). ``engine="fast"`` insists."""
     from paging import fast
     from paging.fast.carried_phases import admits
@@ -220,7 +237,7 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"robust-blind-oracle (frequency predictor; and their -dist forms) "
                           f"without --verify, also with --miss or --prefetch "
                           f"(robust-token-match without --prefetch) or with --routing pruning, "
-                          f"max-rank or cumsum; "
+                          f"max-rank, cumsum or cache-prior (traces without full logits); "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
@@ -269,20 +286,19 @@ class _Server:
             for t in traces:  # J against each trace's K, and what the traces know
                 self.router.reset(t)
             self.quality = [0.0, 0, 0.0, 0]  # retained mass, top-1 changed, KL, groups
-            self.quality_memo: dict = {}  # (experts, served) -> quality (compiled routing)
         self.sim = self.kernel = self.phased = None
         self.handler = handler
         policy = make_policy(run_spec.policy)
         room = lay.n_layers * sum(min(lay.n_experts, s.experts.shape[2]) * s.n_tokens
                                   for s in self.drawn)  # a step's union <= its experts
         hook = None
-        if self.router is not None:
-            from paging.fast.routing import no_prior, serving_hook
+        if self.router is not None and not any(s.logits is not None for s in self.drawn):
+            # (with full logits the ranking and the weights are the logits': the reference)
+            from paging.fast.routing import serving_hook
 
-            widest = max([t.top_k for t in traces] + [s.experts.shape[2] for s in self.drawn])
-            hook = serving_hook(self.router, lay.n_experts, widest)
-            self.route_cp = no_prior()
+            hook = serving_hook(self.router, lay.n_experts)
         self.hook = hook
+        self.route_state = None  # compiled routing's running sums (_serve_routed_compiled)
         mode = _compiled(run_spec, policy, handler, hook)
         if mode is not None:
             from paging import fast
@@ -494,23 +510,26 @@ class _Server:
     def _serve_routed(self, batch, step_no: int) -> tuple:
         """The step with a routing hook (:mod:`paging.routing`): on each layer, every token of
         the step is routed seeing the layer's cached experts (as the batch's router runs before
-        the layer's experts are loaded), and the union of what they chose, in order of first
-        use, is served as the layer's group. Returns the pages, the tokens routed to each, and
-        the hits."""
+        the layer's experts are loaded), with its gate scores and logits when its trace has
+        them, and the union of what they chose, in order of first use, is served as the
+        layer's group. Returns the pages, the tokens routed to each, and the hits."""
         from paging.routing import Group, quality
 
         sim, router, L, n = self.sim, self.router, self.layout.n_layers, self.layout.n_experts
-        X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
+        X, S, Z = _step_routing(batch, n)
         q = self.quality
         pages, cnt, hits = [], [], []
         for z in range(L):
             cached = set(sim.state.cached_in_layer(z))
             count: dict[int, int] = {}
-            for row in X[:, z, :].tolist():
+            for t, row in enumerate(X[:, z, :].tolist()):
                 experts = [e for e in row if e >= 0]
                 if not experts:  # a token with no expert on this layer (padding)
                     continue
-                g = Group(z, q[3], experts, None, None, n)
+                sc = S[t, z, :len(experts)]
+                logits = Z[t, z] if Z is not None and not np.isnan(Z[t, z, 0]) else None
+                g = Group(z, q[3], experts, None if np.isnan(sc[0]) else sc.tolist(), logits,
+                          n)
                 chosen = router.route(g, cached)
                 r_m, c_m, k_m = quality(g, chosen)
                 q[0] += r_m
@@ -532,51 +551,39 @@ class _Server:
     def _serve_routed_compiled(self, batch, step_no: int) -> tuple:
         """:meth:`_serve_routed` with the cache in its compiled kernel: each layer's tokens
         routed by :func:`paging.fast.routing.route_tokens` against the kernel's residency as
-        the layer before left it, the union then fed as the layer's group. The quality
-        proxies of a token served as ranked are (1, False, 0), as :func:`paging.routing.
-        quality` gives them; the others' are that function's, asked once per (experts,
-        served) pair; all are summed token by token in the reference's order."""
+        the layer before left it, the union then fed as the layer's group; the quality proxies
+        summed token by token in the same call, in the reference's order."""
+        from paging.fast.lists import no_logits
         from paging.fast.routing import route_tokens
-        from paging.routing import Group, quality
 
         kernel, L, n = self.kernel, self.layout.n_layers, self.layout.n_experts
-        m_of_k, j, prune = self.hook
-        X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
-        XL = np.ascontiguousarray(X.transpose(1, 0, 2), dtype=np.int64)  # layer-major, once
-        memo = self.quality_memo
+        hook, j, m, tau, lam = self.hook
+        if self.route_state is None:  # Cache-Prior's running sums (the hook's, as reset)
+            r = self.router
+            rsum = np.array(getattr(r, "_range_sum", None) or [0.0] * L, dtype=np.float64)
+            rn = np.array(getattr(r, "_range_n", None) or [0] * L, dtype=np.int64)
+            self.route_state = (rsum, rn, np.array(self.quality, dtype=np.float64),
+                                no_logits())
+        rsum, rn, q, nolog = self.route_state
+        X, S, _ = _step_routing(batch, n)
+        # each row's weights: its gate scores, else 1/K (Group.probs), and their logarithms
+        valid = X >= 0
+        k_row = valid.sum(axis=2, keepdims=True)
+        W = np.where(np.isnan(S[:, :, :1]), 1.0 / np.maximum(k_row, 1), S)
+        W = np.where(valid, W, 0.0)
+        KN = np.log(np.maximum(W, 1e-300))
+        XL, WL, KL = (np.ascontiguousarray(a.transpose(1, 0, 2)) for a in (X, W, KN))
         pages, cnt, hits = [], [], []
-        where, got = [], []  # the step's tokens served otherwise than ranked, their proxies
-        G = 0  # the step's tokens so far (layer by layer, as the reference counts them)
         for z in range(L):
-            pz, cz, g, rows, pos, ekey, skey, served = route_tokens(
-                XL[z], z * n, n, kernel.resident(), m_of_k, j, prune, self.route_cp)
-            if g == 0:
+            pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, kernel.resident(), hook, j, m,
+                                  tau, lam, rsum, rn, q, nolog)
+            if pz.size == 0:
                 continue
-            keys = zip(ekey.tolist(), skey.tolist(), strict=True)
-            for t, key in zip(rows.tolist(), keys, strict=True):
-                v = memo.get(key)
-                if v is None:
-                    experts = [e for e in XL[z, t].tolist() if e >= 0]
-                    chosen = [e for e in served[t].tolist() if e >= 0]
-                    v = memo[key] = quality(Group(z, 0, experts, None, None, n), chosen)
-                got.append(v)
-            where.append(pos + G)
-            G += g
             hits.append(kernel.feed(pz, np.full(pz.size, step_no * L + z, np.int64),
                                     hits=True))
             pages.append(pz)
             cnt.append(cz)
-        if G:
-            r_v, k_v = np.ones(G), np.zeros(G)
-            at = np.concatenate(where)
-            if at.size:
-                r_v[at] = [v[0] for v in got]
-                k_v[at] = [v[2] for v in got]
-            q = self.quality  # (sequential sums from the running totals: the reference's +=)
-            q[0] = float(np.cumsum(np.concatenate(([q[0]], r_v)))[-1])
-            q[1] += sum(1 for v in got if v[1])
-            q[2] = float(np.cumsum(np.concatenate(([q[2]], k_v)))[-1])
-            q[3] += G
+        self.quality[:] = [float(q[0]), int(q[1]), float(q[2]), int(q[3])]
         cat = np.concatenate
         return ((cat(pages), cat(cnt), cat(hits)) if pages else
                 (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)))

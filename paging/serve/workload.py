@@ -1,8 +1,9 @@
 """A serving workload: requests built from routing traces, and when they arrive.
 
 A *request* is a sequence of tokens, its first ``prompt`` tokens the prompt (the prefill) and the
-rest decode tokens; each token carries its experts on every layer. It is drawn from a *pool* of
-sequences:
+rest decode tokens; each token carries its experts on every layer, with their gate scores and
+the layer's full router logits when the trace has them (a routing hook reads them: Cumsum's M,
+Cache-Prior's Δavg, the quality proxies' weights). It is drawn from a *pool* of sequences:
 
 * a prefill+decode dump (``phase_bounds`` in the trace, e.g. the Mixtral ``prefill_decode_raw``
   file or the granite dump): the prompt is the file's prefill phase, the output its decode phase;
@@ -41,11 +42,15 @@ __all__ = ["Sequence", "Arrivals", "pool", "read_arrivals"]
 @dataclass(frozen=True)
 class Sequence:
     """One request's routing: ``experts[token, layer, j]`` (expert ids, -1 padding when a token
-    has fewer than K experts on a layer), the first ``prompt`` tokens being the prompt."""
+    has fewer than K experts on a layer), the first ``prompt`` tokens being the prompt;
+    ``scores[token, layer, j]`` their gate scores (NaN beside a -1) and ``logits[token, layer,
+    e]`` the router's full logits, each None when the trace has none."""
 
     name: str
     experts: np.ndarray
     prompt: int
+    scores: np.ndarray | None = None
+    logits: np.ndarray | None = None
 
     @property
     def n_tokens(self) -> int:
@@ -57,11 +62,12 @@ class Sequence:
         return self.n_tokens - self.prompt
 
 
-def _experts(trace: Trace) -> np.ndarray:
-    """``experts[token, layer, j]`` of a groups-mode trace, in the trace's token order."""
+def _experts(trace: Trace) -> tuple:
+    """``(experts, scores, logits)`` of a groups-mode trace (:class:`Sequence`), in the trace's
+    token order."""
     lay = trace.layout
     tok = np.asarray(trace.token if trace.token is not None else trace.passes, dtype=np.int64)
-    _, tok = np.unique(tok, return_inverse=True)
+    ids, tok = np.unique(tok, return_inverse=True)
     layer = trace.layers
     steps = trace.steps
     starts = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]])
@@ -70,7 +76,13 @@ def _experts(trace: Trace) -> np.ndarray:
     K = int(size.max()) if size.size else 1
     out = np.full((int(tok.max()) + 1 if tok.size else 0, lay.n_layers, K), -1, dtype=np.int64)
     out[tok, layer, j] = trace.pages % lay.n_experts
-    return out
+    scores = None
+    if trace.score is not None:
+        scores = np.full(out.shape, np.nan)
+        scores[tok, layer, j] = trace.score
+    # the logits' rows are the trace's token ids (groups_of reads logits[token, layer])
+    logits = None if trace.logits is None else np.asarray(trace.logits[ids], dtype=np.float64)
+    return out, scores, logits
 
 
 def pool(traces, *, prompt_tokens: int = 32) -> list[Sequence]:
@@ -87,7 +99,7 @@ def pool(traces, *, prompt_tokens: int = 32) -> list[Sequence]:
             continue
         if t.expand != "groups":
             raise PagingError(f"{t.name}: a serving workload reads traces in groups mode")
-        ex = _experts(t)
+        ex, scores, logits = _experts(t)
         if (ex[:, :, 0] < 0).any():
             raise PagingError(f"{t.name}: a token misses a layer; serving needs every token "
                               "to visit every layer")
@@ -101,13 +113,19 @@ def pool(traces, *, prompt_tokens: int = 32) -> list[Sequence]:
         if prompt >= T:
             raise PagingError(f"{t.name}: {T} tokens leave no decode token after a prompt of "
                               f"{prompt}")
-        out.append(Sequence(t.name, ex, prompt))
+        out.append(Sequence(t.name, ex, prompt, scores, logits))
     if not out:
         raise PagingError("the traces hold no sequence to serve")
     K = max(s.experts.shape[2] for s in out)  # one K for the pool (-1 pads a smaller one)
-    return [s if s.experts.shape[2] == K else Sequence(s.name, np.pad(
-        s.experts, ((0, 0), (0, 0), (0, K - s.experts.shape[2])), constant_values=-1), s.prompt)
-        for s in out]
+    return [s if s.experts.shape[2] == K else _widen(s, K) for s in out]
+
+
+def _widen(s: Sequence, K: int) -> Sequence:
+    """``s`` with K experts per token and layer (-1 and NaN padding)."""
+    pad = ((0, 0), (0, 0), (0, K - s.experts.shape[2]))
+    return Sequence(s.name, np.pad(s.experts, pad, constant_values=-1), s.prompt,
+                    None if s.scores is None else np.pad(s.scores, pad,
+                                                         constant_values=np.nan), s.logits)
 
 
 def windows(seqs: list[Sequence], lengths, count: int, rng) -> list[Sequence]:
@@ -116,6 +134,11 @@ def windows(seqs: list[Sequence], lengths, count: int, rng) -> list[Sequence]:
     if not (1 <= p_lo <= p_hi and 1 <= o_lo <= o_hi):
         raise PagingError("--prompt-len and --output-len take ranges LO-HI with 1 <= LO <= HI")
     stream = np.concatenate([s.experts for s in seqs])
+    # a window may cross sequences: it carries scores (logits) when every sequence has them
+    sc = (np.concatenate([s.scores for s in seqs])
+          if all(s.scores is not None for s in seqs) else None)
+    lg = (np.concatenate([s.logits for s in seqs])
+          if all(s.logits is not None for s in seqs) else None)
     T = stream.shape[0]
     out = []
     for i in range(count):
@@ -123,7 +146,8 @@ def windows(seqs: list[Sequence], lengths, count: int, rng) -> list[Sequence]:
         o = int(rng.integers(o_lo, o_hi + 1))
         start = int(rng.integers(0, T))
         idx = (start + np.arange(p + o)) % T
-        out.append(Sequence(f"window{i}@{start}", stream[idx], p))
+        out.append(Sequence(f"window{i}@{start}", stream[idx], p,
+                            None if sc is None else sc[idx], None if lg is None else lg[idx]))
     return out
 
 

@@ -45,13 +45,14 @@ def toy(tmp_path_factory):
     return str(path)
 
 
-def _seq_trace(experts, prompt: int, name="s") -> Trace:
+def _seq_trace(experts, prompt: int, name="s", scores=None, logits=None) -> Trace:
     e = np.asarray(experts)
     K = e.shape[2]
     per_tok = LAY.n_layers * K
     meta = {"phase_bounds": {"prefill": [0, prompt * per_tok],
                              "decode": [prompt * per_tok, e.shape[0] * per_tok]}}
-    return from_routing(e, LAY, expand="groups", name=name, meta=meta)
+    return from_routing(e, LAY, expand="groups", scores=scores, name=name, meta=meta,
+                        logits=logits)
 
 
 # -- workload ------------------------------------------------------------------------------
@@ -66,6 +67,30 @@ def test_pool_reads_prompt_from_phases_and_cuts_decode_logs():
     assert pool([log], prompt_tokens=4)[0].prompt == 4
     with pytest.raises(PagingError, match="groups mode"):
         pool([from_routing(e, LAY)])
+
+
+def test_pool_and_windows_carry_the_gate_scores():
+    """A sequence keeps its trace's gate scores beside its experts (NaN where a narrower
+    sequence is padded to the pool's K); a window cut across sequences carries them when every
+    sequence has them, and none otherwise."""
+    from paging.serve.workload import windows
+
+    e = np.array([[[0, 1], [2, 3]], [[0, 2], [1, 3]], [[1, 0], [3, 2]]])
+    sc = np.array([[[0.7, 0.3], [0.6, 0.4]], [[0.9, 0.1], [0.5, 0.5]],
+                   [[0.8, 0.2], [0.75, 0.25]]])
+    one = np.array([[[3], [1]], [[2], [0]]])
+    a, b = pool([_seq_trace(e, 1, "a", sc), _seq_trace(one, 1, "b", np.ones((2, 2, 1)))])
+    assert np.array_equal(a.scores, sc) and a.logits is None
+    assert b.experts[:, :, 1].tolist() == [[-1, -1], [-1, -1]]
+    assert b.scores[:, :, 0].tolist() == [[1.0, 1.0], [1.0, 1.0]]
+    assert np.isnan(b.scores[:, :, 1]).all()
+    rng = np.random.default_rng(0)
+    for w in windows([a, b], ((1, 2), (1, 3)), 5, rng):
+        assert w.scores.shape == w.experts.shape
+        assert ((w.experts >= 0) == ~np.isnan(w.scores)).all()
+    bare = pool([_seq_trace(e, 1, "c")])[0]
+    assert bare.scores is None
+    assert all(w.scores is None for w in windows([a, bare], ((1, 1), (1, 1)), 3, rng))
 
 
 def test_arrivals_poisson_is_seeded_and_bounded():
@@ -180,11 +205,17 @@ def _workload(draw):
         e = np.array(draw(st.lists(st.lists(st.lists(st.integers(0, 3), min_size=2, max_size=2,
                                                      unique=True), min_size=2, max_size=2),
                                    min_size=T, max_size=T)))
-        seqs.append(_seq_trace(e, draw(st.integers(1, T - 1)), f"s{i}"))
+        scores = None  # gate scores (a routing hook reads them), or expert ids only
+        if draw(st.booleans()):
+            top = np.array(draw(st.lists(st.sampled_from((0.5, 0.6, 0.75, 0.9, 1.0)),
+                                         min_size=2 * T, max_size=2 * T))).reshape(T, 2, 1)
+            scores = np.concatenate([top, 1.0 - top], axis=2)
+        seqs.append(_seq_trace(e, draw(st.integers(1, T - 1)), f"s{i}", scores))
     return seqs
 
 
-ROUTINGS = (None, "pruning:j=1", "max-rank:j=1,m=2", "max-rank:j=1", "cumsum:tau=0.5")
+ROUTINGS = (None, "pruning:j=1", "max-rank:j=1,m=2", "max-rank:j=1", "cumsum:tau=0.5",
+            "cache-prior:lambda=0.5")
 
 
 @given(seqs=_workload(), policy=st.sampled_from(POLICIES), k=st.integers(1, 8),
@@ -293,13 +324,14 @@ def _assert_same_runs(fast, ref):
 @given(seqs=_workload(), policy=st.sampled_from(CARRIED), k=st.integers(1, 8),
        budget=st.booleans(), seed=st.integers(0, 3),
        routing=st.sampled_from(ROUTINGS[1:] + ("max-rank:j=0", "max-rank:j=2,m=2",
-                                               "cumsum:tau=0.9,j=0", "pruning:j=2")))
+                                               "cumsum:tau=0.9,j=0", "pruning:j=2",
+                                               "cumsum:tau=1", "cache-prior:lambda=2,j=0")))
 def test_compiled_routed_serving_equals_the_reference_loop(toy, seqs, policy, k, budget, seed,
                                                            routing):
-    """A routing hook that reads the cache (max-rank, cumsum) routes each layer's tokens
-    against the compiled cache's residency (paging.fast.CarriedRun.resident, one accessor per
-    kernel family): every summary field (the quality proxies too), request and step equal to
-    the reference loop's."""
+    """A routing hook that reads the cache (max-rank, cumsum, cache-prior) routes each layer's
+    tokens, with their gate scores when the trace has them, against the compiled cache's
+    residency (paging.fast.CarriedRun.resident, one accessor per kernel family): every summary
+    field (the quality proxies too), request and step equal to the reference loop's."""
     _same_engines(toy, seqs, policy, k, budget, seed, routing=routing)
 
 
@@ -591,7 +623,8 @@ def test_refusals(toy):
     # reference refuses)
     with pytest.raises(PagingError, match=r"also with --miss or --prefetch \(robust-token-"
                                           r"match without --prefetch\) or with --routing "
-                                          r"pruning, max-rank or cumsum; robust-token-match "
+                                          r"pruning, max-rank, cumsum or cache-prior \(traces "
+                                          r"without full logits\); robust-token-match "
                                           r".* reference"):
         serve(RunSpec("robust-token-match", k=4, model=toy, engine="fast",
                       prefetch="frequency"), arr, seqs)
@@ -829,15 +862,56 @@ def test_the_bound_replay_of_the_run_own_hits_is_the_run(toy, seqs, policy, k, r
     assert again and all(res.summary[key] == v for key, v in again.items()), again
 
 
-def test_cache_prior_serving_takes_the_reference_loop(toy):
-    """cache-prior's Δavg reads the tokens' logits or scores, which a serving step does not
-    compile: --engine auto takes the reference loop, --engine fast refuses in one line."""
-    e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]]])
-    seqs = [_seq_trace(e, 1, "a")]
+def test_routing_reads_the_tokens_gate_scores(toy):
+    """A served token carries its trace's gate scores: cache-prior's Δavg is the running mean
+    of the log-score ranges, and it swaps an uncached rank-1 expert for a cached one (any
+    λ > 0: the boosted cached expert ties the unboosted rank-1 one's log-score and wins). One
+    request, prompt [[0, 1], [2, 3]], decode token [[0, 2], [2, 1]], scores 0.6/0.4, 0.7/0.3
+    then 0.8/0.2, 0.9/0.1: step 1 serves [0, 1] and [2, 3], no miss, retained mass
+    (1 + 1 + 0.8 + 0.9) / 4. With expert ids only (weights 1/K) every range is 0, so
+    cache-prior serves the router's own choice and misses twice; pruning:j=1 keeps 0.6, 0.7,
+    0.8 and 0.9 of the mass. Both engines alike."""
+    e = np.array([[[0, 1], [2, 3]], [[0, 2], [2, 1]]])
+    sc = np.array([[[0.6, 0.4], [0.7, 0.3]], [[0.8, 0.2], [0.9, 0.1]]])
+    ss = ServeSpec(Arrivals(times=(0.0,)), max_batch=1, max_tokens=8)
+    for engine in ("auto", "reference"):
+        scored = serve(RunSpec("lru", k=8, model=toy, routing="cache-prior:lambda=0.1",
+                               engine=engine), ss, [_seq_trace(e, 1, "c", sc)])
+        assert scored.summary["engine"] == ("compiled" if engine == "auto" else engine)
+        assert scored.steps["misses"] == [4, 0]
+        assert scored.pages[4:].tolist() == [0, 1, 4 + 2, 4 + 3]
+        assert scored.summary["retained_mass"] == pytest.approx((1 + 1 + 0.8 + 0.9) / 4)
+        assert scored.summary["top1_changed"] == 0.0 and scored.summary["kl"] > 0
+        ids = serve(RunSpec("lru", k=8, model=toy, routing="cache-prior:lambda=0.1",
+                            engine=engine), ss, [_seq_trace(e, 1, "c")])
+        assert ids.steps["misses"] == [4, 2] and ids.pages[4:].tolist() == [0, 2, 6, 5]
+        assert (ids.summary["retained_mass"], ids.summary["kl"]) == (1.0, 0.0)
+        pruned = serve(RunSpec("lru", k=8, model=toy, routing="pruning:j=1", engine=engine),
+                       ss, [_seq_trace(e, 1, "c", sc)])
+        assert pruned.summary["retained_mass"] == pytest.approx((0.6 + 0.7 + 0.8 + 0.9) / 4)
+        # cumsum reads the scores too: top-2 scores summing to 0.9 (a top-K softmax not
+        # renormalised) never reach tau = 0.95, so M = n (any cached expert, as max-rank);
+        # at tau = 0.85 M = 2 and the router's own top 2 are served
+        low = np.array([[[0.6, 0.3], [0.7, 0.2]], [[0.7, 0.2], [0.6, 0.3]]])
+        for tau, misses in ((0.95, 0), (0.85, 2)):
+            cs = serve(RunSpec("lru", k=8, model=toy, routing=f"cumsum:tau={tau}",
+                               engine=engine), ss, [_seq_trace(e, 1, "c", low)])
+            assert cs.steps["misses"] == [4, misses], (tau, engine)
+
+
+def test_serving_with_full_logits_takes_the_reference_loop(toy):
+    """A trace with the router's full logits: a served token's ranking and weights are the
+    logits' (the softmax), which the reference loop reads; --engine auto takes it, --engine
+    fast refuses in one line. Pruning:j=1 on logits (2, 1, 0, 0) keeps e / (e + 1) of the
+    top two's mass."""
+    e = np.array([[[0, 1], [0, 1]]] * 3)
+    logits = np.tile(np.array([2.0, 1.0, 0.0, 0.0]), (3, 2, 1))
+    seqs = [_seq_trace(e, 1, "a", logits=logits)]
+    assert pool(seqs)[0].logits.shape == (3, 2, 4)
     ss = ServeSpec(Arrivals(rate=50.0, duration=0.1), max_batch=2, max_tokens=4, seed=0)
-    res = serve(RunSpec("lru", k=3, model=toy, routing="cache-prior:lambda=1"), ss, seqs)
+    res = serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1"), ss, seqs)
     assert res.summary["engine"] == "reference"
-    with pytest.raises(PagingError, match="--routing pruning, max-rank or cumsum; lru with "
-                                          "these options runs in the reference loop"):
-        serve(RunSpec("lru", k=3, model=toy, routing="cache-prior:lambda=1", engine="fast"),
-              ss, seqs)
+    assert res.summary["retained_mass"] == pytest.approx(np.e / (np.e + 1))
+    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits\); lru "
+                                          r"with these options runs in the reference loop"):
+        serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1", engine="fast"), ss, seqs)
