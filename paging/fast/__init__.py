@@ -227,6 +227,7 @@ class CarriedRun:
         self.draws = np.zeros(0)
         if self.family == _LIST:
             self.state = list_state(P, layout.n_layers, parts)
+            self.no_route = no_route()  # (made once: a serving run feeds it per layer)
         elif self.family == _MARK:
             self.state = marking_state(P, parts)
         elif self.family == _CREDIT:
@@ -302,7 +303,7 @@ class CarriedRun:
         pages, steps = frozen(pages), frozen(steps)
         args = (pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps, self.dist)
         if self.family == _LIST:
-            out = list_kernel(*args, self.kind, rec, self.state, no_route())
+            out = list_kernel(*args, self.kind, rec, self.state, self.no_route)
         elif self.family == _MARK:
             out = marking_kernel(*args, self._draws(pages.size), rec, self.state)
         elif self.family == _CREDIT:
@@ -319,7 +320,7 @@ class CarriedRun:
             out = self.state.feed(pages, steps, hits, self._draws(pages.size) if self.rng
                                   is not None else np.zeros(0))
         else:
-            out = heap_kernel(pages, steps, _no_next_use(), self.slots, lay.n_experts,
+            out = heap_kernel(pages, steps, _NO_NEXT_USE, self.slots, lay.n_experts,
                               lay.n_layers, self.caps, self.dist, self.kind, rec, self.state)
         self.collisions += int(out[1])
         self.bypasses += int(out[7])
@@ -370,6 +371,9 @@ def _no_next_use() -> np.ndarray:
     a = np.zeros(0, dtype=np.int64)
     a.setflags(write=False)
     return a
+
+
+_NO_NEXT_USE = _no_next_use()  # (read-only: shared by every carried heap run)
 
 
 def run(trace, policy, k: int | None = None, *, budget: int | None = None, costs=None,
