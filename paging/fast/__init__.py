@@ -292,6 +292,30 @@ class CarriedRun:
             return (which == adaptive._T1) | (which == adaptive._T2)
         return which == adaptive._T1
 
+    def routed_step(self, XL, WL, KL, step: int, hook: tuple, sums: tuple):
+        """A serving step with a routing hook, routed and served in one compiled call
+        (:func:`paging.fast.step_routing.routed_list_step`, ``routed_heap_step``: the list
+        and heap families; ``hook`` from
+        :func:`~paging.fast.step_routing.serving_hook`, ``sums`` its running sums and the
+        quality proxies' and an empty logits array): its ``(pages, cnt, hits)``, or None for
+        another family, whose caller routes layer by layer against :meth:`resident` and
+        :meth:`feed`."""
+        from paging.fast import step_routing
+
+        if self.family == _LIST:
+            fn, last = step_routing.routed_list_step, self.no_route
+        elif self.family == _HEAP:
+            fn, last = step_routing.routed_heap_step, _NO_NEXT_USE
+        else:
+            return None
+        lay = self.layout
+        pages, cnt, hits, coll, byp, self.page_misses = fn(
+            XL, WL, KL, step, lay.n_experts, lay.n_layers, *hook, *sums, self.slots, self.caps,
+            self.dist, self.kind, self.state, last)
+        self.collisions += int(coll)
+        self.bypasses += int(byp)
+        return pages, cnt, hits
+
     def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False):
         """Serve the next piece; its hit mask when ``hits``."""
         from paging.fast import adaptive

@@ -55,9 +55,8 @@ served exactly as ranked (the same experts in the same order) adds ``(1.0, False
 :func:`paging.routing.quality` returns then), every other group calls that function itself,
 and the sums run sequentially in group order (``numpy.cumsum``), as the reference's ``+=``.
 
-A serving step (:meth:`paging.serve.engine._Server._serve_routed_compiled`) routes each layer's
-tokens in one call of :func:`route_tokens` against the carried cache's residency, every
-built-in hook (``cache-prior`` included), its quality proxies summed in the same call.
+A serving step is routed by :mod:`paging.fast.step_routing` (every built-in hook, with the
+tokens' gate scores, against the carried cache's residency).
 """
 
 from __future__ import annotations
@@ -65,160 +64,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import frozen, route_group, route_scratch
+from paging.fast.common import frozen, route_group
 from paging.fast.lists import list_kernel, list_state, no_logits, no_prior, no_route
-from paging.routing import KL_EPS
+from paging.fast.step_routing import _kl
 
-__all__ = ["plan_routed", "run_routed", "route_static", "route_tokens", "serving_hook"]
-
-
-#: the hooks :func:`route_tokens` runs (:func:`serving_hook`)
-PRUNE, MAX_RANK, CUMSUM, PRIOR = range(4)
-
-
-@njit(cache=True, nogil=True)
-def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, logits):
-    """One layer of a serving step routed (:meth:`paging.serve.engine._Server._serve_routed`,
-    the reference): each row of ``X`` (a token's experts on layer ``z`` in rank order, -1
-    padded; a row without any is skipped) routed by :func:`paging.fast.common.route_group`
-    against ``resident`` as it stands (every token of the step sees the cache before the
-    layer's experts are loaded), its ranking the row's experts then every other expert by id.
-    ``W``: the row's router weights (its gate scores, else 1/K each; :meth:`paging.routing.
-    Group.probs`), ``KN`` their logarithms (numpy's ``log``, as
-    :meth:`paging.routing.CachePrior.logits_of` takes them).
-
-    ``hook``: PRUNE (the top ``j``), MAX_RANK (the top j, cached experts of rank < ``m``, then
-    the rest, cut at K), CUMSUM (max-rank with M the fewest experts whose weights reach
-    ``tau``, n when they never do and the row has fewer than n: :meth:`paging.routing.
-    Cumsum.m_of`) or PRIOR (Eq. 9: the top K of ``log w + λ·Δavg·m̃``, Δavg the layer's running
-    mean of the rows' log-weight ranges, kept in ``rsum[z]``, ``rn[z]`` across calls in the
-    reference's order). The quality proxies of every row (:func:`paging.routing.quality`) are
-    added to ``q`` = (Σ retained, Σ top-1 changed, Σ KL, rows) token by token, as the
-    reference's ``+=``.
-
-    Returns ``(pages, cnt)``: the union of the served experts in order of first use (pages
-    ``z·n + e``) and the tokens routed to each."""
-    T, K = X.shape
-    base = z * n
-    rank, pos_s, taken, zz = route_scratch(n)
-    order = np.zeros((0, 0), np.int64)
-    src = np.empty(max(K, 1), np.int64)
-    kn = np.empty(max(K, 1))
-    out = np.empty(max(K, n), np.int64)
-    bonus = np.zeros(1)
-    cp = (logits, np.zeros(0, np.int64), kn, bonus if hook == PRIOR else bonus[:0])
-    wa = np.zeros(n)
-    ina = np.zeros(n, np.bool_)
-    inb = np.zeros(n, np.bool_)
-    count = np.zeros(n, np.int64)
-    first = np.empty(n, np.int64)
-    nf = 0
-    for t in range(T):
-        k = 0
-        for r in range(K):
-            e = X[t, r]
-            if e >= 0:
-                src[k] = base + e
-                kn[k] = KN[t, r]
-                wa[e] = W[t, r]
-                k += 1
-        if k == 0:
-            continue
-        mm = m
-        if hook == CUMSUM:
-            acc = 0.0
-            mm = -1
-            for i in range(k):
-                acc += wa[src[i] - base]
-                if acc >= tau:
-                    mm = i + 1
-                    break
-            if mm < 0:
-                mm = n if k < n else k
-        elif hook == PRIOR:
-            hi = kn[0]
-            lo = kn[0]
-            for i in range(1, k):
-                hi = max(hi, kn[i])
-                lo = min(lo, kn[i])
-            rsum[z] += hi - lo
-            rn[z] += 1
-            bonus[0] = lam * (rsum[z] / rn[z])
-        kout = min(j, k) if hook == PRUNE else k
-        c = route_group(src, 0, k, base, n, 0, order, 0 if hook == PRUNE else mm, j, kout,
-                        resident, rank, taken, out, 0, cp, zz, pos_s)
-        orig = 0.0
-        for i in range(k):
-            ina[src[i] - base] = True
-            orig += wa[src[i] - base]
-        kept = 0.0
-        top = False
-        for i in range(c):
-            e = out[i] - base
-            inb[e] = True
-            if ina[e]:
-                kept += wa[e]
-            if out[i] == src[0]:
-                top = True
-            if count[e] == 0:
-                first[nf] = e
-                nf += 1
-            count[e] += 1
-        q[0] += kept / orig if orig > 0 else 1.0
-        if not top:
-            q[1] += 1.0
-        q[2] += _kl(wa, ina, inb, orig, kept, n)
-        q[3] += 1.0
-        for i in range(k):
-            e = src[i] - base
-            wa[e] = 0.0
-            ina[e] = False
-        for i in range(c):
-            inb[out[i] - base] = False
-    pages = np.empty(nf, np.int64)
-    cnt = np.empty(nf, np.int64)
-    for i in range(nf):
-        pages[i] = base + first[i]
-        cnt[i] = count[first[i]]
-    return pages, cnt
-
-
-@njit(cache=True, nogil=True)
-def _kl(wa, ina, inb, orig, kept, n):
-    """The KL proxy of :func:`paging.routing.quality` for one group: ``wa`` the weights of its
-    experts (``ina``), ``inb`` the served ones, ``orig`` and ``kept`` their weight sums; over
-    the experts of either side in ascending id order, as the reference iterates them."""
-    eps = KL_EPS
-    u = eps / n
-    kl = 0.0
-    for e in range(n):
-        ka = ina[e] and orig > 0
-        kb = inb[e] and kept > 0
-        if not (ka or kb):
-            continue
-        pa = wa[e] / orig if ka else 0.0
-        pb = wa[e] / kept if kb else 0.0
-        p = (1 - eps) * pa + u
-        q = (1 - eps) * pb + u
-        kl += p * np.log(p / q)
-    return kl if kl > 0.0 else 0.0
-
-
-def serving_hook(router, n: int):
-    """``(hook, j, m, tau, lam)`` of :func:`route_tokens` for a built-in hook a serving run
-    routes compiled (``pruning``, ``max-rank``, ``cumsum``, ``cache-prior``: exact types),
-    else None."""
-    from paging.routing import CachePrior, Cumsum, MaxRank, Pruning
-
-    if type(router) is Pruning:
-        return PRUNE, int(router.j), 0, 0.0, 0.0
-    if type(router) is MaxRank:
-        return MAX_RANK, int(router.j), n if router.m is None else int(router.m), 0.0, 0.0
-    if type(router) is Cumsum:
-        return CUMSUM, int(router.j), 0, float(router.tau), 0.0
-    if type(router) is CachePrior:
-        return PRIOR, int(router.j), 0, 0.0, float(router.lam)
-    return None
+__all__ = ["plan_routed", "run_routed", "route_static"]
 
 
 @njit(cache=True, nogil=True)

@@ -209,7 +209,7 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
     markers from ``--seed``); ``"phases"`` with them (:func:`paging.fast.carried_phases.carry`:
     the same policies, the combiner without a prefetcher). With a routing hook ``"plain"``
-    too when ``hook`` (:func:`paging.fast.routing.serving_hook`: ``pruning``, ``max-rank``,
+    too when ``hook`` (:func:`paging.fast.step_routing.serving_hook`: ``pruning``, ``max-rank``,
     ``cumsum``, ``cache-prior``; not when the traces carry full logits) routes the step's
     tokens compiled. Never with ``--verify`` (which records the
     run in the reference loop). ``engine="fast"`` insists."""
@@ -294,7 +294,7 @@ class _Server:
         hook = None
         if self.router is not None and not any(s.logits is not None for s in self.drawn):
             # (with full logits the ranking and the weights are the logits': the reference)
-            from paging.fast.routing import serving_hook
+            from paging.fast.step_routing import serving_hook
 
             hook = serving_hook(self.router, lay.n_experts)
         self.hook = hook
@@ -385,9 +385,16 @@ class _Server:
     def groups(self, batch) -> tuple:
         """The step's requests: per layer the union of its tokens' experts in order of first
         use (``pages``), the layer of each (``gof``), the tokens routed to each (``cnt``); the
-        step's token count and its per-layer non-expert and attention time."""
+        step's token count and its per-layer non-expert and attention time. With a routing hook
+        the first three are None (:meth:`step` routes the tokens layer by layer)."""
         from paging.cost.arith import attention_ms, non_expert_ms
 
+        model, hw = self.cm.model, self.cm.hardware
+        n_tok = sum(hi - lo for _, lo, hi in batch)
+        kv = sum(hi for _, _, hi in batch)  # the context each request's attention reads
+        lay_ms = non_expert_ms(model, hw, n_tok) + attention_ms(model, hw, kv)
+        if self.router is not None:  # (each layer's union is chosen as it is served: step)
+            return None, None, None, n_tok, lay_ms
         L, n = self.layout.n_layers, self.layout.n_experts
         X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
         # every layer's requests in one array, layer-major (token, then rank, inside a layer):
@@ -397,10 +404,7 @@ class _Server:
         uniq, first, cnt = np.unique(pid, return_index=True, return_counts=True)
         order = np.argsort(first, kind="stable")
         pages, cnt = uniq[order], cnt[order]
-        model, hw = self.cm.model, self.cm.hardware
-        kv = sum(hi for _, _, hi in batch)  # the context each request's attention reads
-        lay_ms = non_expert_ms(model, hw, X.shape[0]) + attention_ms(model, hw, kv)
-        return pages, pages // n, cnt, X.shape[0], lay_ms
+        return pages, pages // n, cnt, n_tok, lay_ms
 
     def step(self, batch, groups, step_no: int, now: float, running, waiting) -> float:
         """Serve and time one engine step (``groups``: :meth:`groups` of ``batch``); its
@@ -550,11 +554,12 @@ class _Server:
 
     def _serve_routed_compiled(self, batch, step_no: int) -> tuple:
         """:meth:`_serve_routed` with the cache in its compiled kernel: each layer's tokens
-        routed by :func:`paging.fast.routing.route_tokens` against the kernel's residency as
-        the layer before left it, the union then fed as the layer's group; the quality proxies
-        summed token by token in the same call, in the reference's order."""
+        routed by :func:`paging.fast.step_routing.route_tokens` against the kernel's
+        residency as the layer before left it, the union then fed as the layer's group (the
+        list family: the whole step in one call, :meth:`paging.fast.CarriedRun.routed_step`);
+        the quality proxies summed token by token, in the reference's order."""
         from paging.fast.lists import no_logits
-        from paging.fast.routing import route_tokens
+        from paging.fast.step_routing import route_tokens
 
         kernel, L, n = self.kernel, self.layout.n_layers, self.layout.n_experts
         hook, j, m, tau, lam = self.hook
@@ -573,6 +578,10 @@ class _Server:
         W = np.where(valid, W, 0.0)
         KN = np.log(np.maximum(W, 1e-300))
         XL, WL, KL = (np.ascontiguousarray(a.transpose(1, 0, 2)) for a in (X, W, KN))
+        whole = kernel.routed_step(XL, WL, KL, step_no, self.hook, (rsum, rn, q, nolog))
+        if whole is not None:  # (the list family: routed and served in one call)
+            self.quality[:] = [float(q[0]), int(q[1]), float(q[2]), int(q[3])]
+            return whole
         pages, cnt, hits = [], [], []
         for z in range(L):
             pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, kernel.resident(), hook, j, m,
