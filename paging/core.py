@@ -153,6 +153,7 @@ class Simulation:
                 raise PagingError(f"{who.name} reads expert ranks and the trace has none")
         self._score = None if score is None else np.asarray(score, dtype=np.float64).tolist()
         self._rank = None if rank is None else np.asarray(rank, dtype=np.int64).tolist()
+        self._score_array = score  # (what the policy's context holds: write_routing)
         self.miss = miss
         self.levels: dict[int, int] = {}  # resident page -> precision level, when not 0
         if miss is not None and miss.uses_levels:
@@ -225,6 +226,24 @@ class Simulation:
                               f"{self.t} served, room for {self.n_requests}")
         self.steps[lo:hi] = steps
         self._steps[lo:hi] = steps
+
+    def write_routing(self, lo: int, rank, score) -> None:
+        """Write the ranks and gate scores of requests ``lo, lo+1, ...`` before they are served
+        (:meth:`write_clock`'s counterpart for a run set up with ``rank`` and ``score`` buffers:
+        a serving run's step); None leaves one as it is."""
+        for new, old in ((rank, self._rank), (score, self._score)):
+            if new is not None:
+                if old is None:
+                    raise ValueError("write_routing: the run was set up without that buffer")
+                new = np.asarray(new).tolist()
+                hi = lo + len(new)
+                if lo < self.t or hi > self.n_requests:
+                    raise PagingError(f"the ranks or scores of requests {lo}..{hi - 1} cannot "
+                                      f"be written: {self.t} served, room for "
+                                      f"{self.n_requests}")
+                old[lo:hi] = new
+        if score is not None and self._score_array is not None:
+            self._score_array[lo:lo + len(score)] = score
 
     def score_at(self, t: int) -> float:
         """Gate score of request ``t`` (the trace's ``score``)."""

@@ -95,7 +95,9 @@ class ServeResult:
     """A serving run: ``requests`` (one dict per request, DataFrame-ready: ``pandas.DataFrame(
     result.requests)``), ``steps`` (column arrays, one entry per engine step), ``summary`` (the
     run's row) and the stream of groups it served (``pages``, ``clock``: a groups-mode trace's
-    pages and steps; ``hits``)."""
+    pages and steps; ``hits``; when the miss handler or the policy reads ranks or scores,
+    each request's ``ranks``, and its ``scores`` when they read those:
+    :func:`step_routing_info`)."""
 
     summary: dict
     requests: list
@@ -103,6 +105,8 @@ class ServeResult:
     pages: np.ndarray = field(repr=False)
     clock: np.ndarray = field(repr=False)
     hits: np.ndarray = field(repr=False)
+    ranks: np.ndarray | None = field(default=None, repr=False)
+    scores: np.ndarray | None = field(default=None, repr=False)
 
 
 class _Req:
@@ -122,11 +126,6 @@ def _check(run_spec) -> None:
     if run_spec.model is None:
         raise PagingError("paging serve times every step: give --model (and --precision, "
                           "--hardware)")
-    handler = run_spec._miss()
-    if handler is not None and (handler.needs_scores or handler.needs_ranks):
-        raise PagingError(f"--miss {handler.spec()} reads gate scores or ranks; a batch "
-                          "step's union of experts has neither (fetch-lowest-bit and "
-                          "substitute are modelled)")
     if run_spec.warm or run_spec.prefill != "tokens" or dict(run_spec.timeline):
         raise PagingError("paging serve is always warm and batched; --warm, --prefill and the "
                           "timeline options of paging simulate do not apply")
@@ -134,9 +133,6 @@ def _check(run_spec) -> None:
     if pol.clairvoyant:
         raise PagingError(f"--policy {run_spec.policy} is clairvoyant; a server does not know "
                           "the requests ahead (the offline bound is reported beside every run)")
-    if pol.needs_scores:
-        raise PagingError(f"--policy {run_spec.policy} reads gate scores; a batch step's "
-                          "union of experts has none in this version")
 
 
 def _requests(spec: ServeSpec, seqs: list[Sequence], rng) -> tuple[list, int]:
@@ -200,6 +196,37 @@ def _step_routing(batch, n: int) -> tuple:
     return X, S, Z
 
 
+def step_routing_info(X, S, pages, n: int) -> tuple:
+    """The rank and gate score of each page of a step's union (``pages``, the layer-major
+    union of the step's tokens' experts ``X[token, layer, j]``, scores ``S``), as a miss
+    handler or a policy that reads them sees a batch step: the best the step's tokens gave it
+    on its layer, its smallest rank and its largest score (an expert is as important as the
+    token that leans on it most: ``drop:rank=1`` drops it only when no token of the step has
+    it first, ``fetch-priority`` fetches it at the precision its highest score asks).
+    Returns ``(ranks, scores)``, aligned with ``pages`` (``scores`` None without ``S``)."""
+    L = X.shape[1]
+    flat = np.transpose(X, (1, 0, 2)).reshape(L, -1)
+    keep = flat >= 0
+    pid = (flat + np.arange(L)[:, None] * n)[keep]
+    rank = np.broadcast_to(np.arange(X.shape[2]), X.shape).transpose(1, 0, 2).reshape(L, -1)
+    at = np.searchsorted(np.sort(pages), pid)  # (pages is the union of pid)
+    where = np.argsort(pages)[at]
+    ranks = np.full(pages.size, np.iinfo(np.int64).max, np.int64)
+    np.minimum.at(ranks, where, rank[keep])
+    if S is None:
+        return ranks, None
+    scores = np.full(pages.size, -np.inf)
+    np.maximum.at(scores, where, np.transpose(S, (1, 0, 2)).reshape(L, -1)[keep])
+    return ranks, scores
+
+
+def reads_routing(policy, handler) -> tuple[bool, bool]:
+    """Whether the run's miss handler or policy reads the requests' gate scores, and ranks."""
+    h = handler
+    return (bool(policy.needs_scores or h is not None and h.needs_scores),
+            bool(h is not None and h.needs_ranks))
+
+
 def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     """Which compiled kernel carries the serving run's cache from step to step, or None for
     the reference loop. ``"plain"`` without a miss handler and a prefetcher
@@ -218,7 +245,9 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
 
     plan = fast.plan(policy)
     mode = None
-    if run_spec.routed:  # (refused with a prefetcher or a miss handler)
+    if reads_routing(policy, handler) != (False, False):
+        pass  # (the carried kernels hold no ranks or scores: the reference loop)
+    elif run_spec.routed:  # (refused with a prefetcher or a miss handler)
         if hook is not None and not run_spec.verify and run_spec.engine != "reference":
             mode = "plain" if fast.carries(plan) else None
     elif not run_spec.verify and run_spec.engine != "reference":
@@ -237,7 +266,8 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"robust-blind-oracle (frequency predictor; and their -dist forms) "
                           f"without --verify, also with --miss or --prefetch "
                           f"(robust-token-match without --prefetch) or with --routing pruning, "
-                          f"max-rank, cumsum or cache-prior (traces without full logits); "
+                          f"max-rank, cumsum or cache-prior (traces without full logits), not "
+                          f"with a miss handler or a policy that reads gate scores or ranks; "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
@@ -289,6 +319,13 @@ class _Server:
         self.sim = self.kernel = self.phased = None
         self.handler = handler
         policy = make_policy(run_spec.policy)
+        self.reads = reads_routing(policy, handler)  # (scores, ranks)
+        if self.reads[0]:
+            who = (f"--miss {handler.spec()}" if handler is not None and handler.needs_scores
+                   else f"--policy {run_spec.policy}")
+            for s in seqs:
+                if s.scores is None:
+                    raise PagingError(f"{who} reads gate scores, and {s.name} has none")
         room = lay.n_layers * sum(min(lay.n_experts, s.experts.shape[2]) * s.n_tokens
                                   for s in self.drawn)  # a step's union <= its experts
         hook = None
@@ -339,11 +376,14 @@ class _Server:
                 raise PagingError(f"this workload needs room for {room:,} requests (> "
                                   f"{MAX_ROOM:,}): shorten --duration, lower --rate or set "
                                   "--max-requests")
+            buf = max(room, 1)
             self.sim = Simulation(lay, policy, run_spec.k, budget=run_spec.budget,
                                   costs=self.costs, sizes=self.sizes, seed=run_spec.seed,
                                   record=bool(run_spec.verify),
-                                  steps=np.zeros(max(room, 1), dtype=np.int64), miss=handler,
-                                  observers=observers)
+                                  steps=np.zeros(buf, dtype=np.int64), miss=handler,
+                                  observers=observers,
+                                  score=np.zeros(buf) if self.reads[0] else None,
+                                  rank=np.zeros(buf, np.int64) if self.reads[1] else None)
         self._comp = np.zeros(0)  # expert compute by token count (comp)
         arr = spec.arrivals
         self.reqs: list[_Req] = []
@@ -359,7 +399,7 @@ class _Server:
         # each step's pages, hits and tokens per expert (int32), and its non-expert time per
         # layer: the bound's replay recomputes the expert compute and the layer times from
         # them, and result() the clock (the step's number times ℓ plus each page's layer)
-        self.parts = {k: [] for k in ("pages", "hits", "cnt")}
+        self.parts = {k: [] for k in ("pages", "hits", "cnt", "ranks", "scores")}
         self.step_lay: list[float] = []
         self.release: list[float] = []
         self.res = None
@@ -385,8 +425,10 @@ class _Server:
     def groups(self, batch) -> tuple:
         """The step's requests: per layer the union of its tokens' experts in order of first
         use (``pages``), the layer of each (``gof``), the tokens routed to each (``cnt``); the
-        step's token count and its per-layer non-expert and attention time. With a routing hook
-        the first three are None (:meth:`step` routes the tokens layer by layer)."""
+        step's token count and its per-layer non-expert and attention time; the ranks and
+        scores of the union's pages when the miss handler or the policy reads them
+        (:func:`step_routing_info`), else None. With a routing hook the first three are None
+        (:meth:`step` routes the tokens layer by layer)."""
         from paging.cost.arith import attention_ms, non_expert_ms
 
         model, hw = self.cm.model, self.cm.hardware
@@ -394,7 +436,7 @@ class _Server:
         kv = sum(hi for _, _, hi in batch)  # the context each request's attention reads
         lay_ms = non_expert_ms(model, hw, n_tok) + attention_ms(model, hw, kv)
         if self.router is not None:  # (each layer's union is chosen as it is served: step)
-            return None, None, None, n_tok, lay_ms
+            return None, None, None, n_tok, lay_ms, None
         L, n = self.layout.n_layers, self.layout.n_experts
         X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
         # every layer's requests in one array, layer-major (token, then rank, inside a layer):
@@ -404,14 +446,18 @@ class _Server:
         uniq, first, cnt = np.unique(pid, return_index=True, return_counts=True)
         order = np.argsort(first, kind="stable")
         pages, cnt = uniq[order], cnt[order]
-        return pages, pages // n, cnt, n_tok, lay_ms
+        info = None  # the ranks and scores of the union's pages, when the run reads them
+        if self.reads != (False, False):
+            info = step_routing_info(X, _step_routing(batch, n)[1] if self.reads[0] else None,
+                                     pages, n)
+        return pages, pages // n, cnt, n_tok, lay_ms, info
 
     def step(self, batch, groups, step_no: int, now: float, running, waiting) -> float:
         """Serve and time one engine step (``groups``: :meth:`groups` of ``batch``); its
         end."""
         from paging.cost.timeline import step_time
 
-        pages, gof, cnt, n_tok, lay_ms = groups
+        pages, gof, cnt, n_tok, lay_ms, info = groups
         if self.router is not None:  # what each token requests depends on the cache
             if self.kernel is not None:
                 pages, cnt, hits = self._serve_routed_compiled(batch, step_no)
@@ -431,6 +477,9 @@ class _Server:
         else:
             t0 = self.sim.t
             self.sim.write_clock(t0, clock.tolist())
+            if info is not None:
+                self.sim.write_routing(t0, info[0] if self.reads[1] else None,
+                                       info[1] if self.reads[0] else None)
             hits = np.concatenate(self._serve(pages, cuts, n_tok)).astype(bool)
         compv = self.comp(cnt)
         layv = _layer_times(cuts, pages.size, lay_ms)
@@ -450,8 +499,13 @@ class _Server:
                                        int(pages.size), fetched, nbytes, stall),
                         strict=True):
             self.cols[k].append(v)
-        for k, v in zip(self.parts, (pages, hits, cnt.astype(np.int32)), strict=True):
+        for k, v in zip(("pages", "hits", "cnt"), (pages, hits, cnt.astype(np.int32)),
+                        strict=True):
             self.parts[k].append(v)
+        if info is not None:
+            self.parts["ranks"].append(info[0])
+            if info[1] is not None:
+                self.parts["scores"].append(info[1])
         self.step_lay.append(lay_ms)
         self.release.append(max(r.arrival for r, _, _ in batch))
         return now + dur
@@ -601,7 +655,7 @@ class _Server:
         """After a step's last group: the prefetcher's batch for layer 0 of the next step
         (``groups``: :meth:`groups` of its batch), queued on the copy stream behind that
         group's demand transfers; its bytes go to the step that issued it."""
-        pages, gof, _, n_tok, _ = groups
+        pages, gof, _, n_tok, _, _ = groups
         n = self.layout.n_experts
         z, ex, keep = self.last_group
         target = pages[gof == gof[0]]
@@ -721,8 +775,10 @@ class _Server:
         lay = self.layout
         clock = np.repeat(np.arange(sizes.size, dtype=np.int64) * lay.n_layers, sizes)
         clock += pages // lay.n_experts
+        info = [np.concatenate(p[k]) if p[k] else None for k in ("ranks", "scores")]
+        p["ranks"] = p["scores"] = []
         res = ServeResult(summary={}, requests=[_row(r) for r in self.reqs], steps=self.cols,
-                          pages=pages, clock=clock, hits=hits)
+                          pages=pages, clock=clock, hits=hits, ranks=info[0], scores=info[1])
         if self.run_spec.verify:
             from paging.trace import Trace
             from paging.verify import verify

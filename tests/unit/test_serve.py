@@ -251,12 +251,16 @@ def test_serving_stream_is_a_run_of_the_one_simulator(toy, seqs, policy, k, rate
     assert (np.diff(starts) >= np.asarray(steps["time_ms"][:-1]) - 1e-9).all()
 
 
-@given(seqs=_workload(), policy=st.sampled_from(("lru", "llru", "lfu")), k=st.integers(2, 8),
-       miss=st.sampled_from(("substitute", "fetch-lowest-bit")), seed=st.integers(0, 3))
+@given(seqs=_workload(), policy=st.sampled_from(("lru", "llru", "lfu", "score-based")),
+       k=st.integers(2, 8),
+       miss=st.sampled_from(("substitute", "fetch-lowest-bit", "fetch-priority", "drop:rank=1",
+                             "drop:score=0.6")), seed=st.integers(0, 3))
 def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k, miss, seed):
     """A miss handler decides in the serving run as in a replay of its stream through
-    simulate(); the step timeline charges a substitute as a hit and a low-bit fetch at its
-    level's bytes."""
+    simulate() (with the ranks and scores the run gave the union's pages, when the handler
+    reads them: step_routing_info); the step timeline charges a substitute as a hit and a
+    low-bit fetch at its level's bytes. A handler that reads gate scores refuses a pool that
+    has none."""
     from paging.cost.setup import CostSetup
     from paging.miss import cascade_weights, make_miss
 
@@ -264,10 +268,19 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
     budget = k * int(cm.expert_bytes)
     spec = RunSpec(policy, budget=budget, model=toy, precision="int8", hardware="pcie4",
                    miss=miss, seed=seed)
-    res = serve(spec, ServeSpec(Arrivals(rate=100.0, duration=0.05), max_batch=3,
-                                max_tokens=4, seed=seed), seqs)
-    trace = Trace(LAY, res.pages, res.clock, "serve", expand="groups")
+    ss = ServeSpec(Arrivals(rate=100.0, duration=0.05), max_batch=3, max_tokens=4, seed=seed)
     h = make_miss(miss, "int8")
+    scores = h.needs_scores or policy == "score-based"
+    if scores and any(t.score is None for t in seqs):
+        who = f"--miss {h.spec()}" if h.needs_scores else f"--policy {policy}"
+        with pytest.raises(PagingError, match=f"{who} reads gate scores, and "):
+            serve(spec, ss, seqs)
+        return
+    res = serve(spec, ss, seqs)
+    assert (res.ranks is None) == (not (scores or h.needs_ranks))
+    assert (res.scores is None) == (not scores)
+    trace = Trace(LAY, res.pages, res.clock, "serve", rank=res.ranks, score=res.scores,
+                  expand="groups")
     if h.uses_levels:
         from paging.warm import concat
 
@@ -282,8 +295,12 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
         low = cm.model.expert_bytes("int4")
         assert s["low_precision_fetches"] == s["misses"]
         assert s["bytes_moved"] == s["misses"] * low
-    else:
-        assert s["substituted"] + s["misses"] == int((~res.hits).sum())
+    else:  # a request not hit was fetched, substituted or dropped
+        assert s["substituted"] + s["dropped"] + s["misses"] == int((~res.hits).sum())
+        assert s["dropped"] == again.extra["dropped"]
+    if miss == "drop:rank=1":  # a page is dropped only when no token of its step ranks it 0
+        assert s["dropped"] == int(((res.ranks >= 1) & ~res.hits).sum())
+        assert s["misses"] == int(((res.ranks == 0) & ~res.hits).sum())
 
 
 #: every policy whose serving cache is carried in a compiled kernel (paging.fast.CarriedRun)
@@ -604,9 +621,12 @@ def test_refusals(toy):
     arr = ServeSpec(Arrivals(rate=1.0, duration=1.0))
     for kw, msg in ((dict(prefetch="transition"), "needs transition:train=FILE"),
                     (dict(routing="pruning:j=1", prefetch="frequency"), "cannot be combined"),
-                    (dict(miss="drop:rank=1"), "reads gate scores or ranks")):
+                    (dict(miss="drop:score=0.3"), "drop:score=0.3 reads gate scores, and s "
+                                                   "has none")):
         with pytest.raises(PagingError, match=msg):
             serve(RunSpec("lru", k=4, model=toy, **kw), arr, seqs)
+    with pytest.raises(PagingError, match="--policy score-based reads gate scores, and s has "):
+        serve(RunSpec("score-based", k=4, model=toy), arr, seqs)
     with pytest.raises(PagingError, match="clairvoyant"):
         serve(RunSpec("belady", k=4, model=toy), arr, seqs)
     with pytest.raises(PagingError, match="give --model"):
@@ -624,7 +644,8 @@ def test_refusals(toy):
     with pytest.raises(PagingError, match=r"also with --miss or --prefetch \(robust-token-"
                                           r"match without --prefetch\) or with --routing "
                                           r"pruning, max-rank, cumsum or cache-prior \(traces "
-                                          r"without full logits\); robust-token-match "
+                                          r"without full logits\), not with .*; "
+                                          r"robust-token-match "
                                           r".* reference"):
         serve(RunSpec("robust-token-match", k=4, model=toy, engine="fast",
                       prefetch="frequency"), arr, seqs)
@@ -912,6 +933,49 @@ def test_serving_with_full_logits_takes_the_reference_loop(toy):
     res = serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1"), ss, seqs)
     assert res.summary["engine"] == "reference"
     assert res.summary["retained_mass"] == pytest.approx(np.e / (np.e + 1))
-    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits\); lru "
-                                          r"with these options runs in the reference loop"):
+    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits\), not "
+                                          r"with .*; lru with these options runs in the "
+                                          r"reference loop"):
         serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1", engine="fast"), ss, seqs)
+
+
+def test_a_steps_union_takes_the_best_rank_and_score_its_tokens_gave(toy):
+    """A handler that reads ranks or scores sees each page of a step's union with the smallest
+    rank and the largest score the step's tokens gave its expert on that layer. One request,
+    its prompt two tokens, [[0, 1], [2, 3]] (scores 0.7/0.3, 0.6/0.4) and [[1, 2], [3, 0]]
+    (0.9/0.1, 0.8/0.2): the prefill step's union is 0, 1, 2 on layer 0 and 2, 3, 0 on layer 1
+    (pages 6, 7, 4), ranks 0, 0, 1, 0, 0, 1 and scores 0.7, 0.9, 0.1, 0.6, 0.8, 0.2. From a cold
+    cache drop:rank=1 drops the two pages no token ranks first (2 and 4) and fetches the rest;
+    fetch-priority (cuts 0.5/0.25) fetches pages 2 and 4 at the lowest level (0.1, 0.2 <
+    0.25) and the others at full precision."""
+    from paging.serve.engine import step_routing_info
+
+    e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[0, 1], [2, 3]]])
+    sc = np.array([[[0.7, 0.3], [0.6, 0.4]], [[0.9, 0.1], [0.8, 0.2]], [[0.5, 0.5]] * 2])
+    X, S = e[:2], sc[:2]
+    union = np.array([0, 1, 2, 6, 7, 4])
+    ranks, scores = step_routing_info(X, S, union, 4)
+    assert ranks.tolist() == [0, 0, 1, 0, 0, 1]
+    assert scores.tolist() == [0.7, 0.9, 0.1, 0.6, 0.8, 0.2]
+    assert step_routing_info(X, None, union, 4)[1] is None
+    seqs = [_seq_trace(e, 2, "a", sc)]
+    ss = ServeSpec(Arrivals(times=(0.0,)), max_batch=1, max_tokens=8)
+    from paging.cost.setup import CostSetup
+
+    budget = 8 * int(CostSetup.from_names(toy, "int8", "pcie4").expert_bytes)
+    for miss, dropped, low in (("drop:rank=1", 2, 0), ("fetch-priority", 0, 2)):
+        res = serve(RunSpec("lru", budget=budget, model=toy, precision="int8",
+                            hardware="pcie4", miss=miss), ss, seqs)
+        assert res.pages[:6].tolist() == union.tolist()
+        assert res.ranks[:6].tolist() == ranks.tolist()
+        if miss == "drop:rank=1":
+            assert res.scores is None and res.steps["misses"][0] == 4
+            assert res.summary["dropped"] == dropped
+        else:
+            assert res.scores[:6].tolist() == scores.tolist()
+            assert res.summary["low_precision_fetches"] == low  # (the decode step hits)
+            assert res.summary["dropped"] == 0 and res.steps["misses"] == [6, 0]
+    with pytest.raises(PagingError, match="--engine fast: .* not with a miss handler or a "
+                                          "policy that reads gate scores or ranks"):
+        serve(RunSpec("lru", budget=budget, model=toy, precision="int8", hardware="pcie4",
+                      miss="drop:rank=1", engine="fast"), ss, seqs)
