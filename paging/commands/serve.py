@@ -92,8 +92,10 @@ def add_parser(sub) -> None:
     s.add_argument("--slo-tpot-ms", type=float, default=None, metavar="MS")
     ext = p.add_argument_group("the loop's phases")
     ext.add_argument("--miss", default=None, metavar="M",
-                     help="fetch (default), substitute, or fetch-lowest-bit (with --budget-gb); "
-                          "handlers that read gate scores or ranks are refused")
+                     help="fetch (default), substitute, drop:rank=R, drop:score=S, "
+                          "fetch-lowest-bit or fetch-priority (these two with --budget-gb); a "
+                          "page of a step's union has the smallest rank and the largest gate "
+                          "score its tokens gave it")
     ext.add_argument("--prefetch", default=None, metavar="P",
                      help="prefetch the next group's experts after each group, the predictor "
                           "asked batch by batch: oracle[:precision=P,recall=R,seed=S], "
