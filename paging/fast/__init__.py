@@ -294,26 +294,35 @@ class CarriedRun:
 
     def routed_step(self, XL, WL, KL, step: int, hook: tuple, sums: tuple):
         """A serving step with a routing hook, routed and served in one compiled call
-        (:func:`paging.fast.step_routing.routed_list_step`, ``routed_heap_step``: the list
-        and heap families; ``hook`` from
+        (:mod:`paging.fast.step_routing`: the list and heap families, ARC and the credit
+        policies; ``hook`` from
         :func:`~paging.fast.step_routing.serving_hook`, ``sums`` its running sums and the
         quality proxies' and an empty logits array): its ``(pages, cnt, hits)``, or None for
         another family, whose caller routes layer by layer against :meth:`resident` and
         :meth:`feed`."""
-        from paging.fast import step_routing
+        from paging.fast import adaptive, step_routing
 
-        if self.family == _LIST:
-            fn, last = step_routing.routed_list_step, self.no_route
-        elif self.family == _HEAP:
-            fn, last = step_routing.routed_heap_step, _NO_NEXT_USE
+        f, lay = self.family, self.layout
+        head = (XL, WL, KL, step, lay.n_experts, lay.n_layers, *hook, *sums)
+        tail = (self.slots, self.caps, self.dist)
+        if f == _LIST:
+            out = step_routing.routed_list_step(*head, *tail, self.kind, self.state,
+                                                self.no_route)
+        elif f == _HEAP:
+            out = step_routing.routed_heap_step(*head, *tail, self.kind, self.state,
+                                                _NO_NEXT_USE)
+        elif f == _ADAPT and self.kind == adaptive.ARC:
+            out = step_routing.routed_arc_step(*head, *tail, self.state)
+        elif f == _CREDIT:
+            out = step_routing.routed_credit_step(*head, self.costs, self.sizes, *tail,
+                                                  self.kind, self.state)
         else:
             return None
-        lay = self.layout
-        pages, cnt, hits, coll, byp, self.page_misses = fn(
-            XL, WL, KL, step, lay.n_experts, lay.n_layers, *hook, *sums, self.slots, self.caps,
-            self.dist, self.kind, self.state, last)
+        pages, cnt, hits, coll, byp, misses = out
         self.collisions += int(coll)
         self.bypasses += int(byp)
+        if misses.size:
+            self.page_misses = misses
         return pages, cnt, hits
 
     def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False):

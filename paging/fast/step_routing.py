@@ -7,8 +7,9 @@ the layer before left it, with its gate scores (or 1/K weights), by the hooks' r
 (:func:`paging.fast.common.route_group`), and the union of what the tokens chose is the
 layer's group. :func:`route_tokens` routes one layer (any carried kernel family: the caller
 reads the residency between layers, :meth:`paging.fast.CarriedRun.resident`);
-:func:`routed_list_step` and :func:`routed_heap_step` route and serve a whole step of the
-list and heap families in one call. The
+:func:`routed_list_step`, :func:`routed_heap_step`, :func:`routed_arc_step` and
+:func:`routed_credit_step` route and serve a whole step of the list and heap families, ARC and
+the credit policies in one call. The
 quality proxies are summed token by token in the same loop, in the reference's order.
 """
 
@@ -17,13 +18,17 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from paging.fast.adaptive import _ARC_GROUPS, _T1, _T2
 from paging.fast.common import route_group, route_scratch
+from paging.fast.credit import _CREDIT
 from paging.fast.heaps import heap_kernel
 from paging.fast.lists import list_kernel
 from paging.routing import KL_EPS
 
-__all__ = ["route_tokens", "routed_list_step", "routed_heap_step", "serving_hook", "PRUNE",
-           "MAX_RANK", "CUMSUM", "PRIOR"]
+__all__ = ["route_tokens", "routed_list_step", "routed_heap_step", "routed_arc_step",
+           "routed_credit_step", "serving_hook", "PRUNE", "MAX_RANK", "CUMSUM", "PRIOR"]
+
+_CARRIED_CREDIT = _CREDIT[True]  # (credit_kernel's kernel for a given state)
 
 #: the hooks :func:`route_tokens` runs (:func:`serving_hook`)
 PRUNE, MAX_RANK, CUMSUM, PRIOR = range(4)
@@ -144,7 +149,8 @@ def routed_list_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
     list kernel's ``state`` holds, then their union served by
     :func:`paging.fast.lists.list_kernel` (clock ``step·L + z``), the state carried from layer
     to layer as :meth:`paging.fast.CarriedRun.feed` carries it between calls. Returns the
-    step's ``(pages, cnt, hits, collisions, bypasses)`` and the state's per-page misses."""
+    step's ``(pages, cnt, hits, collisions, bypasses)`` and the per-page misses (the state's
+    running totals; empty when no layer had a token)."""
     acc = _step_buffers(L, n)
     for z in range(L):
         pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, state[4], hook, j, m, tau, lam, rsum,
@@ -152,7 +158,7 @@ def routed_list_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
         if pz.size > 0:
             _put(acc, pz, cz, list_kernel(pz, np.full(pz.size, step * L + z, np.int64), slots,
                                           n, L, caps, dist, kind, 1, state, route))
-    return _taken(acc) + (state[10],)
+    return _taken(acc)
 
 
 @njit(cache=True, nogil=True)
@@ -167,22 +173,55 @@ def routed_heap_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
         if pz.size > 0:
             _put(acc, pz, cz, heap_kernel(pz, np.full(pz.size, step * L + z, np.int64),
                                           next_use, slots, n, L, caps, dist, kind, 1, state))
-    return _taken(acc) + (state[7],)
+    return _taken(acc)
+
+
+@njit(cache=True, nogil=True)
+def routed_arc_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, slots,
+                    caps, dist, state):
+    """:func:`routed_list_step` for ARC (:func:`paging.fast.adaptive.arc_kernel`'s groups-mode
+    kernel; a page is resident on T1 or T2)."""
+    acc = _step_buffers(L, n)
+    for z in range(L):
+        on = state[0][2]
+        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, (on == _T1) | (on == _T2), hook, j, m,
+                              tau, lam, rsum, rn, q, nolog)
+        if pz.size > 0:
+            _put(acc, pz, cz, _ARC_GROUPS(pz, np.full(pz.size, step * L + z, np.int64), slots,
+                                          n, L, caps, dist, 1, state))
+    return _taken(acc)
+
+
+@njit(cache=True, nogil=True)
+def routed_credit_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, costs,
+                       sizes, slots, caps, dist, kind, state):
+    """:func:`routed_list_step` for the credit policies (:func:`paging.fast.credit.
+    credit_kernel`'s carried kernel; a page is resident when it has a position)."""
+    acc = _step_buffers(L, n)
+    for z in range(L):
+        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, state[6] >= 0, hook, j, m, tau, lam,
+                              rsum, rn, q, nolog)
+        if pz.size > 0:
+            _put(acc, pz, cz, _CARRIED_CREDIT(pz, np.full(pz.size, step * L + z, np.int64),
+                                              costs, sizes, slots, n, L, caps, dist, kind, 1,
+                                              state))
+    return _taken(acc)
 
 
 @njit(cache=True, nogil=True)
 def _step_buffers(L, n):
-    """A step's pages, tokens per page and hits (room for n a layer), and ``(filled,
-    collisions, bypasses)``."""
+    """A step's pages, tokens per page and hits (room for n a layer), ``(filled, collisions,
+    bypasses)`` and, in a list of one, the kernel's per-page misses."""
+    pm = [np.zeros(0, np.int64)]
     return (np.empty(L * n, np.int64), np.empty(L * n, np.int64), np.empty(L * n, np.bool_),
-            np.zeros(3, np.int64))
+            np.zeros(3, np.int64), pm)
 
 
 @njit(cache=True, nogil=True)
 def _put(acc, pz, cz, out):
-    """A layer's served pages, their tokens and the kernel's ``out`` (its hits, collisions and
-    bypasses) added to the step's buffers."""
-    pages, cnt, hits, c = acc
+    """A layer's served pages, their tokens and the kernel's ``out`` (its hits, collisions,
+    bypasses and per-page misses) added to the step's buffers."""
+    pages, cnt, hits, c, pm = acc
     o = c[0]
     h = out[3]
     for i in range(pz.size):
@@ -192,13 +231,14 @@ def _put(acc, pz, cz, out):
     c[0] = o + pz.size
     c[1] += out[1]
     c[2] += out[7]
+    pm[0] = out[2]
 
 
 @njit(cache=True, nogil=True)
 def _taken(acc):
-    pages, cnt, hits, c = acc
+    pages, cnt, hits, c, pm = acc
     o = c[0]
-    return pages[:o], cnt[:o], hits[:o], c[1], c[2]
+    return pages[:o], cnt[:o], hits[:o], c[1], c[2], pm[0]
 
 
 @njit(cache=True, nogil=True)

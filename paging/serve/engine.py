@@ -610,7 +610,8 @@ class _Server:
         """:meth:`_serve_routed` with the cache in its compiled kernel: each layer's tokens
         routed by :func:`paging.fast.step_routing.route_tokens` against the kernel's
         residency as the layer before left it, the union then fed as the layer's group (the
-        list family: the whole step in one call, :meth:`paging.fast.CarriedRun.routed_step`);
+        list and heap families, ARC and the credit policies: the whole step in one call,
+        :meth:`paging.fast.CarriedRun.routed_step`);
         the quality proxies summed token by token, in the reference's order."""
         from paging.fast.lists import no_logits
         from paging.fast.step_routing import route_tokens
@@ -633,7 +634,7 @@ class _Server:
         KN = np.log(np.maximum(W, 1e-300))
         XL, WL, KL = (np.ascontiguousarray(a.transpose(1, 0, 2)) for a in (X, W, KN))
         whole = kernel.routed_step(XL, WL, KL, step_no, self.hook, (rsum, rn, q, nolog))
-        if whole is not None:  # (the list family: routed and served in one call)
+        if whole is not None:  # (routed and served in one call)
             self.quality[:] = [float(q[0]), int(q[1]), float(q[2]), int(q[3])]
             return whole
         pages, cnt, hits = [], [], []

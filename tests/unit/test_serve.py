@@ -352,6 +352,27 @@ def test_compiled_routed_serving_equals_the_reference_loop(toy, seqs, policy, k,
     _same_engines(toy, seqs, policy, k, budget, seed, routing=routing)
 
 
+@given(seqs=_workload(), policy=st.sampled_from(("arc", "arc-dist", "lfu", "lhu", "gdsf",
+                                                  "landlord-dist", "lru", "llru-dist")),
+       k=st.integers(2, 8), budget=st.booleans(), seed=st.integers(0, 3),
+       routing=st.sampled_from(("max-rank:j=1", "cache-prior:lambda=0.5", "cumsum:tau=1")))
+def test_whole_step_routing_equals_the_reference_loop(toy, seqs, policy, k, budget, seed,
+                                                      routing):
+    """The families that route and serve a whole step in one compiled call (list, heap, ARC,
+    credit: paging.fast.step_routing) read their residency from their own state between
+    layers: equal to the reference loop over longer runs (ARC's T2 and the credit lists
+    fill)."""
+    from paging.cost.setup import CostSetup
+
+    cap = {"budget": k * int(CostSetup.from_names(toy, None, None).expert_bytes)} if budget \
+        else {"k": k}
+    ss = ServeSpec(Arrivals(rate=40.0, duration=0.5), max_batch=2, max_tokens=3, seed=seed)
+    fast = serve(RunSpec(policy, **cap, model=toy, seed=seed, routing=routing), ss, seqs)
+    ref = serve(RunSpec(policy, **cap, model=toy, seed=seed, routing=routing,
+                        engine="reference"), ss, seqs)
+    _assert_same_runs(fast, ref)
+
+
 # a model without kv_width: paging simulate's timeline charges no KV-cache reads (its numbers
 # predate them), so the one-request comparison below is term for term
 TOY_NO_KV = TOY.replace("kv_width = 8\n", "")
