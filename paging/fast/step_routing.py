@@ -9,7 +9,11 @@ layer's group. :func:`route_tokens` routes one layer (any carried kernel family:
 reads the residency between layers, :meth:`paging.fast.CarriedRun.resident`);
 :func:`routed_list_step`, :func:`routed_heap_step`, :func:`routed_arc_step` and
 :func:`routed_credit_step` route and serve a whole step of the list and heap families, ARC and
-the credit policies in one call. The
+the credit policies in one call. They are four functions of the same shape because each calls
+its family's kernel: numba takes a compiled function as an argument, but a caller compiled
+that way is compiled again in every process (its cache entries do not match: a test with
+``cache=True`` wrote a new one on each of three runs), which would cost every serving run
+seconds. The
 quality proxies are summed token by token in the same loop, in the reference's order.
 """
 
