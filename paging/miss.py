@@ -173,9 +173,16 @@ class Substitute(MissHandler):
         return (SUBSTITUTE, best) if best >= 0 else (FETCH, 0)
 
 
-def _levels(opts, default, what, *, need: int | None = None) -> tuple[str, ...]:
+def _levels(opts, precision, n: int, what, *, need: int | None = None) -> tuple[str, ...]:
+    """The cascade's levels: ``levels=Q/Q'/...`` if given, else ``n`` levels from the run's
+    ``precision`` down the chain (:func:`default_levels`)."""
     raw = opts.pop("levels", None)
+    default = default_levels(precision, n)
     levels = default if raw is None else tuple(x.strip().lower() for x in raw.split("/"))
+    if levels is None and precision in CHAIN:
+        raise PagingError(f"{what} needs {n} precision levels from --precision {precision}, and "
+                          f"the chain {' > '.join(CHAIN)} has {len(CHAIN) - CHAIN.index(precision)}"
+                          f": give levels=Q/Q' or a higher --precision")
     if levels is None:
         raise PagingError(f"{what} needs precisions: give --model (its --precision is level 0) "
                           f"or levels=Q/Q'")
@@ -200,7 +207,7 @@ def default_levels(precision: str | None, n: int) -> tuple[str, ...] | None:
 
 
 def _fetch_priority(opts, what, precision=None) -> FetchPriority:
-    levels = _levels(opts, default_levels(precision, 3), what)
+    levels = _levels(opts, precision, 3, what)
     raw = opts.pop("cuts", None)
     if raw is None:
         cuts = (0.5, 0.25, 0.125)[:len(levels) - 1]
@@ -217,7 +224,7 @@ def _fetch_priority(opts, what, precision=None) -> FetchPriority:
 MISS_HANDLERS = Registry("miss handler")
 MISS_HANDLERS.add("fetch", lambda opts, what, precision=None: None)
 MISS_HANDLERS.add("fetch-lowest-bit", lambda opts, what, precision=None: FetchLowestBit(
-    _levels(opts, default_levels(precision, 2), what)), "levels=Q/Q'")
+    _levels(opts, precision, 2, what)), "levels=Q/Q'")
 MISS_HANDLERS.add("fetch-priority", _fetch_priority, "levels=Q/Q'/Q'', cuts=c1/c2")
 MISS_HANDLERS.add("drop", lambda opts, what, precision=None: Drop(
     rank=take_int(opts, "rank", None, what, lo=1),

@@ -437,6 +437,17 @@ def test_bad_miss_specs(spec, msg):
         make_miss(spec)
 
 
+def test_a_cascade_past_the_chains_end_says_so():
+    """fetch-priority's three levels from int4 would run past int2: the error names the
+    precision and the chain (it used to ask for --model, which was given)."""
+    with pytest.raises(PagingError, match=r"needs 3 precision levels from --precision int4, "
+                                          r"and the chain bf16 > int8 > int4 > int2 has 2"):
+        make_miss("fetch-priority", "int4")
+    with pytest.raises(PagingError, match="from --precision int2, and the chain .* has 1"):
+        make_miss("fetch-lowest-bit", "int2")
+    assert make_miss("fetch-priority:levels=int4/int2", "int4").levels == ("int4", "int2")
+
+
 # -- timeline ------------------------------------------------------------------------------------
 def test_late_prefetch_stalls_by_hand():
     """ℓ=2, n=2, groups of 1, k=2, fetch 10 ms per page; c = expert compute, a = non-expert.
