@@ -128,6 +128,7 @@ def source() -> str:
             pf_start = grown_i[4]
             hit_mask = grown_b[0]
             outcome = grown_o[0]
+            act = grown_o[1]
             pf_ev = grown_2[0]
             if grown_i[5].size > chain_len.size:  # the markers' chains, every one kept
                 grown_i[5][:chain_len.size] = chain_len
@@ -220,7 +221,7 @@ def admits(policy, spec, prefetch: bool = False) -> bool:
 
 def carry(layout, policy, capacity: int, room: int = 1 << 16, *, slots=None, costs=None,
           sizes=None, seed=0, substitute=False, level=0, level_slots=None, prefetch=False,
-          batch_room=0, piece_room=None):
+          batch_room=0, piece_room=None, drops=False, levels=False):
     """A run of ``policy`` with a miss handler and/or a prefetcher fed step by step (the
     arguments of :class:`CarriedPhases`): :class:`CarriedPhases`, or for the token policies
     their own kernel's :class:`paging.fast.tokens.CarriedPhases`, with the same
@@ -235,6 +236,9 @@ def carry(layout, policy, capacity: int, room: int = 1 << 16, *, slots=None, cos
 
         if not admits(policy, spec, bool(prefetch)):
             raise ValueError(f"{policy.name} refuses prefetching")
+        if drops or levels:
+            raise ValueError("the token kernel's carried run takes no per-request drops or "
+                             "levels")
         P = layout.n_pages
         return tokens.CarriedPhases(
             layout, spec, fast._caps(layout, int(capacity), spec[2]),
@@ -243,22 +247,24 @@ def carry(layout, policy, capacity: int, room: int = 1 << 16, *, slots=None, cos
     return CarriedPhases(layout, policy, capacity, room, slots=slots, costs=costs, sizes=sizes,
                          seed=seed, substitute=substitute, level=level,
                          level_slots=level_slots, prefetch=prefetch, batch_room=batch_room,
-                         piece_room=piece_room)
+                         piece_room=piece_room, drops=drops, levels=levels)
 
 
 @njit(cache=True)
-def _handover(ints, b0, o0, e0):
+def _handover(ints, b0, bytes_, e0):
     """The typed lists through which a grown run's buffers reach the running kernel
-    (``grown_i`` from the arrays of ``ints``, ``grown_b``, ``grown_o``, ``grown_2``), made in
-    a cached compiled function, as :func:`_put` fills them: numba would otherwise compile a
-    typed list's constructor and methods in every process (about a second)."""
+    (``grown_i`` from the arrays of ``ints``, ``grown_b``, ``grown_o`` from those of
+    ``bytes_``, ``grown_2``), made in a cached compiled function, as :func:`_put` fills them:
+    numba would otherwise compile a typed list's constructor and methods in every process
+    (about a second)."""
     li = List()
     for a in ints:
         li.append(a)
     lb = List()
     lb.append(b0)
     lo = List()
-    lo.append(o0)
+    for a in bytes_:
+        lo.append(a)
     le = List()
     le.append(e0)
     return li, lb, lo, le
@@ -282,7 +288,7 @@ class CarriedPhases:
     def __init__(self, layout, policy, capacity: int, room: int = 1 << 16, *, slots=None,
                  costs=None,
                  sizes=None, seed=0, substitute=False, level=0, level_slots=None,
-                 prefetch=False, batch_room=0, piece_room=None):
+                 prefetch=False, batch_room=0, piece_room=None, drops=False, levels=False):
         from paging import fast
         from paging.fast import phases
         from paging.fast.common import frozen
@@ -305,9 +311,12 @@ class CarriedPhases:
         self.piece_room = P if piece_room is None else int(piece_room)
         room = max(int(room), self.piece_room + 2)  # (the first piece fits: see _grow)
         self.level, self.substitute, self.prefetch = int(level), bool(substitute), prefetch
+        # per-request drop flags and fetch levels, given with each piece (feed's act, lvl)
+        self.drops, self.levels = bool(drops), bool(levels)
         self.pages = np.zeros(room, np.int64)
         self.steps = np.zeros(room, np.int64)
-        self.lvl = np.full(room if level else 0, level, np.int64)
+        self.lvl = np.full(room if level or levels else 0, level, np.int64)
+        self.act = np.zeros(room if drops else 0, np.int8)
         if level_slots is None:
             level_slots = np.zeros((1, P), np.int64)
         self.pf_start = np.zeros(room + 2 if prefetch else 0, np.int64)
@@ -329,11 +338,11 @@ class CarriedPhases:
         # ctl[GROWN] says so); placeholders of the buffers' types until then
         self.grown = _handover((self.pages, self.steps, self.lvl, np.zeros(0, np.int64),
                                 self.pf_start, np.zeros(0, np.int64)), np.zeros(0, np.bool_),
-                               np.zeros(0, np.int8), np.zeros((0, 2), np.int64))
+                               (np.zeros(0, np.int8), self.act), np.zeros((0, 2), np.int64))
         self.gen = carried_kernel()(
             self.pages, self.steps, slots, frozen(np.asarray(level_slots, dtype=np.int64)),
             layout.n_experts, layout.n_layers, self.caps, self.dist, kind, 1, self.pf_start,
-            self.pf_pages, sizes, np.zeros(0, np.int8), self.lvl, bool(substitute), scan,
+            self.pf_pages, sizes, self.act, self.lvl, bool(substitute), scan,
             costs, sizes, self.draw_buf, frozen(np.zeros(0, np.int64)), np.zeros(0, np.int64),
             np.zeros(1, np.int64), np.zeros(0), phases.FREQUENCY, np.zeros((1, 0)),
             np.zeros(self.caps.size, np.int64), hks, self.rob, adp, phases.no_route(), self.ctl,
@@ -350,7 +359,9 @@ class CarriedPhases:
         pages, steps = np.zeros(room, np.int64), np.zeros(room, np.int64)
         pages[lo:hi], steps[lo:hi] = self.pages[lo:hi], self.steps[lo:hi]
         self.pages, self.steps = pages, steps
-        self.lvl = np.full(room if self.level else 0, self.level, np.int64)
+        # (the drop flags and levels are read only as a request is served: not copied)
+        self.lvl = np.full(room if self.level or self.levels else 0, self.level, np.int64)
+        self.act = act = np.zeros(room if self.drops else 0, np.int8)
         self.pf_start = np.zeros(room + 2 if self.prefetch else 0, np.int64)
         i, b, o, e = self.grown
         for k, a in enumerate((pages, steps, self.lvl,
@@ -359,6 +370,7 @@ class CarriedPhases:
             _put(i, k, a)  # (5: the kernel keeps its chains unless they must grow)
         _put(b, 0, np.zeros(room, np.bool_))
         _put(o, 0, np.zeros(room, np.int8))
+        _put(o, 1, act)
         _put(e, 0, np.zeros((room + self.pf_pages.size if self.prefetch else 0, 2), np.int64))
         if self.chains and (chain_room is not None or self.inserted + 1 > self.chain_room):
             self.chain_room = (max(2 * self.chain_room, self.inserted + 1) if chain_room is None
@@ -373,13 +385,15 @@ class CarriedPhases:
         self.draws = carry_draws(self.rng, self.draws, used, self.draw_buf.size)
         self.draw_buf[:] = self.draws[:self.draw_buf.size]
 
-    def feed(self, pages, steps, batches=(), across=None):
+    def feed(self, pages, steps, batches=(), across=None, act=None, lvl=None):
         """Serve the next piece (``pages``, their ``steps``: whole groups); ``batches[i]``:
         the prefetch pages after its group i (none for the last: it comes with the next
         piece, as ``across``), or ``batches = (sizes, pages)``, those batches' sizes and their
         pages one after another. Returns ``(hits, outcome, subst, pf_rows)``: the piece's hit
         mask, its requests' outcomes (``paging.fast.common``'s HIT, FETCHED, DROPPED,
-        SUBSTITUTED) and substitutes, and the prefetches inserted, rows ``(t + 1, page)``."""
+        SUBSTITUTED) and substitutes, and the prefetches inserted, rows ``(t + 1, page)``.
+        ``act``, ``lvl``: the piece's drop flags and fetch levels (a run made with ``drops``,
+        ``levels``: :func:`paging.fast.phases.miss_actions`)."""
         pages = np.asarray(pages, dtype=np.int64)
         steps = np.asarray(steps, dtype=np.int64)
         t0, t1 = self.t, self.t + pages.size
@@ -406,6 +420,10 @@ class CarriedPhases:
             self._grow(max(2 * self.pages.size, t1 + 2))
         self.pages[t0:t1] = pages
         self.steps[t0:t1] = steps
+        if self.drops:
+            self.act[t0:t1] = act
+        if self.levels:
+            self.lvl[t0:t1] = lvl
         if self.pf_start.size:
             self.pf_pages[:plan.size] = plan
             first = max(g0 - 1, 0)

@@ -1241,26 +1241,37 @@ class _State:
         return self._n if self._rank is None else int(np.count_nonzero(self._rank == 0))
 
 
-def _miss_plan(trace, miss):
-    """``(act, lvl, substitute, level_slots)`` of a built-in handler (``unsupported`` said
-    yes): the per-request drop flags and fetch levels, made before the run."""
-    from paging.miss import Drop, FetchLowestBit, FetchPriority, Substitute
+def miss_actions(miss, N: int, rank, score) -> tuple:
+    """``(act, lvl)`` of a built-in handler for N requests of ranks ``rank`` and gate scores
+    ``score`` (each None when the handler does not read it): the drop flags (``drop``: rank >=
+    R, or score < S) and the fetch levels (``fetch-lowest-bit``: the lowest; ``fetch-priority``:
+    the number of cuts above the score), each empty when the handler sets none."""
+    from paging.miss import Drop, FetchLowestBit, FetchPriority
 
-    N = trace.n_requests
     act = np.zeros(0, np.int8)
     lvl = np.zeros(0, np.int64)
     if type(miss) is FetchLowestBit:
         lvl = np.full(N, len(miss.levels) - 1, np.int64)
     elif type(miss) is FetchPriority:
-        score = np.asarray(trace.score, dtype=np.float64)
+        score = np.asarray(score, dtype=np.float64)
         lvl = np.zeros(N, np.int64)
         for c in miss.cuts:  # level = number of cuts above the score
             lvl += score < c
     elif type(miss) is Drop:
         if miss.rank is not None:
-            act = (np.asarray(trace.rank, dtype=np.int64) >= miss.rank).astype(np.int8)
+            act = (np.asarray(rank, dtype=np.int64) >= miss.rank).astype(np.int8)
         else:
-            act = (np.asarray(trace.score, dtype=np.float64) < miss.score).astype(np.int8)
+            act = (np.asarray(score, dtype=np.float64) < miss.score).astype(np.int8)
+    return act, lvl
+
+
+def _miss_plan(trace, miss):
+    """``(act, lvl, substitute, level_slots)`` of a built-in handler (``unsupported`` said
+    yes): the per-request drop flags and fetch levels, made before the run
+    (:func:`miss_actions`)."""
+    from paging.miss import Substitute
+
+    act, lvl = miss_actions(miss, trace.n_requests, trace.rank, trace.score)
     if miss is not None and miss.uses_levels:
         level_slots = np.array(miss.level_sizes, dtype=np.int64)
     else:

@@ -245,8 +245,9 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
 
     plan = fast.plan(policy)
     mode = None
-    if reads_routing(policy, handler) != (False, False):
-        pass  # (the carried kernels hold no ranks or scores: the reference loop)
+    if policy.needs_scores or reads_routing(policy, handler) != (False, False) and (
+            plan is None or plan[0] == fast._TOKEN):
+        pass  # (the token kernel's carried run and score-reading policies: the reference)
     elif run_spec.routed:  # (refused with a prefetcher or a miss handler)
         if hook is not None and not run_spec.verify and run_spec.engine != "reference":
             mode = "plain" if fast.carries(plan) else None
@@ -267,7 +268,8 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"without --verify, also with --miss or --prefetch "
                           f"(robust-token-match without --prefetch) or with --routing pruning, "
                           f"max-rank, cumsum or cache-prior (traces without full logits), not "
-                          f"with a miss handler or a policy that reads gate scores or ranks; "
+                          f"with a policy that reads gate scores (nor the token policies with a "
+                          f"miss handler that reads them or ranks); "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
@@ -349,15 +351,17 @@ class _Server:
                                           sizes=self.sizes)
         elif mode == "phases":
             from paging.fast.carried_phases import carry
-            from paging.miss import FetchLowestBit, Substitute
+            from paging.miss import Drop, FetchLowestBit, FetchPriority, Substitute
 
             low = type(handler) is FetchLowestBit
+            per = type(handler) is FetchPriority  # (its levels per request: miss_actions)
             self.phased = carry(
                 lay, policy, k or budget, min(room, 1 << 20), slots=slots, costs=self.costs,
                 sizes=self.sizes, seed=run_spec.seed, substitute=type(handler) is Substitute,
                 level=len(handler.levels) - 1 if low else 0,
-                level_slots=handler.level_sizes if low else None,
-                prefetch=self.pf is not None, batch_room=(lay.n_layers + 1) * lay.n_experts)
+                level_slots=handler.level_sizes if low or per else None,
+                prefetch=self.pf is not None, batch_room=(lay.n_layers + 1) * lay.n_experts,
+                drops=type(handler) is Drop, levels=per)
             self.across = None  # the prefetch after the step before's last group
             self.counts = [0, 0, 0]  # dropped, substituted, fetched at a lower precision
         else:
@@ -473,7 +477,7 @@ class _Server:
         elif self.kernel is not None:
             hits = self.kernel.feed(pages, clock, hits=True)
         elif self.phased is not None:
-            hits, handled = self._serve_phased(pages, clock, cuts, n_tok, now)
+            hits, handled = self._serve_phased(pages, clock, cuts, n_tok, now, info)
         else:
             t0 = self.sim.t
             self.sim.write_clock(t0, clock.tolist())
@@ -537,21 +541,30 @@ class _Server:
         self.last_group = (int(last[0]) // n, last % n, last.tolist())
         return self.pf.propose_step(pages, cuts, n_tok)
 
-    def _serve_phased(self, pages, clock, cuts, n_tok: int, now: float) -> tuple:
+    def _serve_phased(self, pages, clock, cuts, n_tok: int, now: float, info=None) -> tuple:
         """The step in the compiled phase kernel (:func:`~paging.fast.carried_phases.carry`):
         the prefetcher's batches asked as :meth:`_serve` asks them (they read
         the stream, not the cache), the batch after the step before's last group inserted
-        first; its hits and the timeline's inputs (:meth:`_handled`'s, and the prefetches)."""
+        first, the handler's drop flags and fetch levels from the union's ranks and scores
+        (``info``: :func:`step_routing_info`); its hits and the timeline's inputs
+        (:meth:`_handled`'s, and the prefetches)."""
+        from paging.fast.common import DROPPED, FETCHED, SUBSTITUTED
+        from paging.fast.phases import miss_actions
+
         pf, run = self.pf, self.phased
         t0 = run.t
         batches = self._proposals(pages, cuts, n_tok) if pf is not None else ()
-        hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across)
+        act = lvl = None
+        more = {}  # (the token kernel's carried run takes none: _compiled)
+        if info is not None:
+            act, lvl = miss_actions(self.handler, pages.size, *info)
+            more = {"act": act, "lvl": lvl}
+        hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across, **more)
         self.across = None
-        from paging.fast.common import DROPPED, FETCHED, SUBSTITUTED
-
         drop, swap = outcome == DROPPED, outcome == SUBSTITUTED
-        level = run.level  # every fetch at the handler's level
-        levels = np.where(outcome == FETCHED, level, 0)
+        # every fetch at the handler's level, or at its own (fetch-priority)
+        levels = np.where(outcome == FETCHED, run.level if lvl is None or not lvl.size
+                          else lvl, 0)
         self.counts[0] += int(drop.sum())
         self.counts[1] += int(swap.sum())
         self.counts[2] += int((levels > 0).sum())

@@ -110,6 +110,43 @@ def test_fed_in_pieces_equals_the_reference(name, trace, data, pred, sub, seed):
                                       ref.events["prefetched"])
 
 
+@pytest.mark.parametrize("name", ["lru", "llru", "lfu", "arc", "gdsf", "lecar",
+                                  "marking-dist", "predictive-marker"])
+@settings(max_examples=25)
+@given(trace=topk_traces(max_tokens=8, expand="groups"), data=st.data(),
+       seed=st.integers(0, 3))
+def test_drops_given_piece_by_piece_equal_the_reference(name, trace, data, seed):
+    """drop:rank=1 with its flags given with each piece (feed's ``act``, from
+    paging.fast.phases.miss_actions over the piece's ranks), in buffers as small as the widest
+    piece, so that the run moves to larger ones: the reference loop's drops and hits."""
+    from paging.fast.phases import miss_actions
+
+    policy = make_policy(name)
+    k = data.draw(st.integers(1, trace.layout.n_pages + 1))
+    handler = make_miss("drop:rank=1")
+    ref = simulate(trace, name, k, record=True, engine="reference", seed=seed, miss=handler)
+    N = trace.n_requests
+    pages, steps = np.asarray(trace.pages), np.asarray(trace.steps)
+    rank = np.asarray(trace.rank)
+    starts = np.flatnonzero(np.r_[True, np.diff(steps) != 0]) if N else np.zeros(0, int)
+    G = starts.size
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(G - 1, 1)), max_size=5))) if G > 1 \
+        else []
+    bounds = [0, *[c for c in cuts if c < G], G] if G else [0]
+    ends = [starts[b] if b < G else N for b in bounds]
+    widest = max([hi - lo for lo, hi in zip(ends[:-1], ends[1:], strict=False)], default=1)
+    run = carry(trace.layout, policy, k, 1, seed=seed, piece_room=max(widest, 1), drops=True)
+    hits, outcome = [], []
+    for lo, hi in zip(ends[:-1], ends[1:], strict=False):
+        act, lvl = miss_actions(handler, hi - lo, rank[lo:hi], None)
+        h, o, _, _ = run.feed(pages[lo:hi], steps[lo:hi], act=act, lvl=lvl)
+        hits.append(h), outcome.append(o)
+    done = run.finish()
+    np.testing.assert_array_equal(_cat(hits, bool), ref.hit_mask)
+    assert done["misses"] == ref.misses and done["bypasses"] == ref.bypasses
+    assert int((_cat(outcome, np.int8) == DROPPED).sum()) == ref.extra["dropped"]
+
+
 @pytest.mark.parametrize("name", ["lru", "lecar", "marking-dist", "predictive-marker",
                                   "lmarker"])
 def test_a_long_run_outgrows_its_buffers_and_keeps_every_decision(name):

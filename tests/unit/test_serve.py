@@ -19,6 +19,7 @@ from paging.cost import get_hardware
 from paging.cost.arith import attention_ms, expert_compute_ms, non_expert_ms, transfer_ms
 from paging.cost.presets import load_model_file
 from paging.errors import PagingError
+from paging.miss import make_miss
 from paging.routing import make_router
 from paging.run import RunSpec, run
 from paging.serve import Arrivals, Sequence, ServeSpec, pool, read_arrivals, serve
@@ -350,6 +351,32 @@ def test_compiled_routed_serving_equals_the_reference_loop(toy, seqs, policy, k,
     residency (paging.fast.CarriedRun.resident, one accessor per kernel family): every summary
     field (the quality proxies too), request and step equal to the reference loop's."""
     _same_engines(toy, seqs, policy, k, budget, seed, routing=routing)
+
+
+@given(seqs=_workload(), policy=st.sampled_from(CARRIED), k=st.integers(1, 8),
+       seed=st.integers(0, 3),
+       miss=st.sampled_from(("drop:rank=1", "drop:score=0.6", "fetch-priority")))
+def test_compiled_score_reading_handlers_equal_the_reference_loop(toy, seqs, policy, k, seed,
+                                                                  miss):
+    """drop and fetch-priority read each union page's best rank and score: the compiled phase
+    kernel, given them per request (paging.fast.phases.miss_actions), equals the reference
+    loop field by field; the token policies, whose carried run takes none, and pools without
+    scores stay with the reference loop or are refused."""
+    from paging.cost.setup import CostSetup
+
+    h = make_miss(miss, "int8")
+    if h.needs_scores and any(t.score is None for t in seqs):
+        return  # (refused: test_miss_handlers_in_serving_decide_as_in_the_one_loop)
+    budget = k * int(CostSetup.from_names(toy, "int8", "pcie4").expert_bytes)
+    ss = ServeSpec(Arrivals(rate=60.0, duration=0.1), max_batch=3, max_tokens=5, seed=seed)
+    spec = {"budget": budget, "model": toy, "precision": "int8", "hardware": "pcie4",
+            "miss": miss, "seed": seed}
+    fast = serve(RunSpec(policy, **spec), ss, seqs)
+    ref = serve(RunSpec(policy, **spec, engine="reference"), ss, seqs)
+    if policy.startswith(("token-", "robust-token")):
+        assert fast.summary["engine"] == "reference"
+        return
+    _assert_same_runs(fast, ref)
 
 
 @given(seqs=_workload(), policy=st.sampled_from(("arc", "arc-dist", "lfu", "lhu", "gdsf",
@@ -987,6 +1014,9 @@ def test_a_steps_union_takes_the_best_rank_and_score_its_tokens_gave(toy):
     for miss, dropped, low in (("drop:rank=1", 2, 0), ("fetch-priority", 0, 2)):
         res = serve(RunSpec("lru", budget=budget, model=toy, precision="int8",
                             hardware="pcie4", miss=miss), ss, seqs)
+        ref = serve(RunSpec("lru", budget=budget, model=toy, precision="int8",
+                            hardware="pcie4", miss=miss, engine="reference"), ss, seqs)
+        _assert_same_runs(res, ref)  # (the compiled phase kernel, given the drops and levels)
         assert res.pages[:6].tolist() == union.tolist()
         assert res.ranks[:6].tolist() == ranks.tolist()
         if miss == "drop:rank=1":
@@ -996,7 +1026,7 @@ def test_a_steps_union_takes_the_best_rank_and_score_its_tokens_gave(toy):
             assert res.scores[:6].tolist() == scores.tolist()
             assert res.summary["low_precision_fetches"] == low  # (the decode step hits)
             assert res.summary["dropped"] == 0 and res.steps["misses"] == [6, 0]
-    with pytest.raises(PagingError, match="--engine fast: .* not with a miss handler or a "
-                                          "policy that reads gate scores or ranks"):
-        serve(RunSpec("lru", budget=budget, model=toy, precision="int8", hardware="pcie4",
-                      miss="drop:rank=1", engine="fast"), ss, seqs)
+    with pytest.raises(PagingError, match="--engine fast: .* not with a policy that reads "
+                                          "gate scores"):
+        serve(RunSpec("score-based", budget=budget, model=toy, precision="int8",
+                      hardware="pcie4", engine="fast"), ss, seqs)
