@@ -235,7 +235,9 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     token-decay, token-match, the combiner over them, the prediction policies with the
     ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
     markers from ``--seed``); ``"phases"`` with them (:func:`paging.fast.carried_phases.carry`:
-    the same policies, the combiner without a prefetcher). With a routing hook ``"plain"``
+    the same policies, the combiner without a prefetcher; with ``drop`` or ``fetch-priority``,
+    which read the requests' ranks or scores, not the token policies). Never a policy that
+    reads gate scores (Score-Based). With a routing hook ``"plain"``
     too when ``hook`` (:func:`paging.fast.step_routing.serving_hook`: ``pruning``, ``max-rank``,
     ``cumsum``, ``cache-prior``; not when the traces carry full logits) routes the step's
     tokens compiled. Never with ``--verify`` (which records the
