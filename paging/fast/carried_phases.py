@@ -236,14 +236,12 @@ def carry(layout, policy, capacity: int, room: int = 1 << 16, *, slots=None, cos
 
         if not admits(policy, spec, bool(prefetch)):
             raise ValueError(f"{policy.name} refuses prefetching")
-        if drops or levels:
-            raise ValueError("the token kernel's carried run takes no per-request drops or "
-                             "levels")
         P = layout.n_pages
         return tokens.CarriedPhases(
             layout, spec, fast._caps(layout, int(capacity), spec[2]),
             unit_sizes(P) if slots is None else frozen(slots), sizes, substitute=substitute,
-            level=level, level_slots=level_slots, prefetch=prefetch)
+            level=level, level_slots=level_slots, prefetch=prefetch, drops=drops,
+            levels=levels)
     return CarriedPhases(layout, policy, capacity, room, slots=slots, costs=costs, sizes=sizes,
                          seed=seed, substitute=substitute, level=level,
                          level_slots=level_slots, prefetch=prefetch, batch_room=batch_room,

@@ -286,17 +286,18 @@ class SoFar:
     request indices from the run's start, or redoes the run: :class:`paging.fast.tokens.
     Carried`, :class:`paging.fast.predictive.Carried`): ``rows`` int64 rows (pages, steps,
     ...) grown by doubling; :meth:`append` adds a piece's columns and returns where it
-    starts, :meth:`row` is row r of the run so far (a contiguous view)."""
+    starts, :meth:`row` is row r of the run so far (a contiguous view). ``dtype``: the rows'
+    type (int64, or int8 for flags)."""
 
-    def __init__(self, rows: int):
-        self.a = np.zeros((rows, 1024), np.int64)
+    def __init__(self, rows: int, dtype=np.int64):
+        self.a = np.zeros((rows, 1024), dtype)
         self.n = 0
 
     def append(self, *cols) -> int:
         lo = self.n
         hi = lo + len(cols[0])
         if hi > self.a.shape[1]:
-            grown = np.zeros((self.a.shape[0], max(hi, 2 * self.a.shape[1])), np.int64)
+            grown = np.zeros((self.a.shape[0], max(hi, 2 * self.a.shape[1])), self.a.dtype)
             grown[:, :lo] = self.a[:, :lo]
             self.a = grown
         for r, col in enumerate(cols):

@@ -1893,11 +1893,14 @@ class CarriedPhases(Carried):
 
     def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray, sizes=None, *,
                  substitute: bool = False, level: int = 0, level_slots=None,
-                 prefetch: bool = False):
+                 prefetch: bool = False, drops: bool = False, levels: bool = False):
         from paging.weights import unit_sizes
 
         P = layout.n_pages
         self.substitute, self.level, self.prefetch = bool(substitute), int(level), prefetch
+        # per-request drop flags and fetch levels, given with each piece (feed's act, lvl)
+        self.drops, self.levels = bool(drops), bool(levels)
+        self.acts = SoFar(1, np.int8)
         # (writable, as run_phases gives them: the compiled signature of a whole run's call)
         self.sizes = np.array(unit_sizes(P) if sizes is None else sizes, dtype=np.int64)
         self.level_slots = np.array(np.zeros((1, P)) if level_slots is None else level_slots,
@@ -1908,7 +1911,7 @@ class CarriedPhases(Carried):
             self.bounds.append(np.zeros(1, np.int64))
         self.done = None
         super().__init__(layout, spec, caps, slots)
-        if level:
+        if level or levels:
             self.req = SoFar(4)  # pages, steps, tokens, levels
 
     def _begin(self) -> None:
@@ -1917,8 +1920,10 @@ class CarriedPhases(Carried):
 
     def _phases(self):
         req = self.req
-        return (self.bounds.row(0), self.plan.row(0), self.sizes, _NO_ACT,
-                req.row(3) if self.level else _NO_LEVEL, self.level_slots, self.substitute)
+        return (self.bounds.row(0), self.plan.row(0), self.sizes,
+                self.acts.row(0) if self.drops else _NO_ACT,
+                req.row(3) if self.level or self.levels else _NO_LEVEL, self.level_slots,
+                self.substitute)
 
     def _counts(self, out) -> np.ndarray:
         return np.r_[out[0], out[1], out[7], out[10]].astype(np.int64)
@@ -1928,14 +1933,19 @@ class CarriedPhases(Carried):
         """The requests fed so far."""
         return self.req.n
 
-    def feed(self, pages, steps, batches=(), across=None):
+    def feed(self, pages, steps, batches=(), across=None, act=None, lvl=None):
         """:meth:`paging.fast.carried_phases.CarriedPhases.feed`: ``(hits, outcome, subst,
-        pf_rows)`` of the piece."""
+        pf_rows)`` of the piece (``act``, ``lvl``: its drop flags and fetch levels, in a run
+        made with ``drops``, ``levels``)."""
         pages = np.asarray(pages, dtype=np.int64)
         steps = np.asarray(steps, dtype=np.int64)
         cols = [pages, steps, steps // self.layout.n_layers]
-        if self.level:
+        if self.levels:
+            cols.append(lvl)
+        elif self.level:
             cols.append(np.full(pages.size, self.level, np.int64))
+        if self.drops:
+            self.acts.append(act)
         if self.prefetch:
             n_groups = int(np.count_nonzero(np.diff(steps))) + 1 if pages.size else 0
             a, b_sizes, b_pages = piece_plan(batches, across, n_groups)

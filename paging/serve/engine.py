@@ -235,9 +235,9 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     token-decay, token-match, the combiner over them, the prediction policies with the
     ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
     markers from ``--seed``); ``"phases"`` with them (:func:`paging.fast.carried_phases.carry`:
-    the same policies, the combiner without a prefetcher; with ``drop`` or ``fetch-priority``,
-    which read the requests' ranks or scores, not the token policies). Never a policy that
-    reads gate scores (Score-Based). With a routing hook ``"plain"``
+    the same policies, the combiner without a prefetcher; ``drop`` and ``fetch-priority``,
+    which read the requests' ranks or scores, given each step's drop flags and levels). Never
+    a policy that reads gate scores (Score-Based). With a routing hook ``"plain"``
     too when ``hook`` (:func:`paging.fast.step_routing.serving_hook`: ``pruning``, ``max-rank``,
     ``cumsum``, ``cache-prior``; not when the traces carry full logits) routes the step's
     tokens compiled. Never with ``--verify`` (which records the
@@ -247,9 +247,8 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
 
     plan = fast.plan(policy)
     mode = None
-    if policy.needs_scores or reads_routing(policy, handler) != (False, False) and (
-            plan is None or plan[0] == fast._TOKEN):
-        pass  # (the token kernel's carried run and score-reading policies: the reference)
+    if policy.needs_scores:
+        pass  # (a policy that reads gate scores: the carried kernels hold none)
     elif run_spec.routed:  # (refused with a prefetcher or a miss handler)
         if hook is not None and not run_spec.verify and run_spec.engine != "reference":
             mode = "plain" if fast.carries(plan) else None
@@ -270,8 +269,7 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"without --verify, also with --miss or --prefetch "
                           f"(robust-token-match without --prefetch) or with --routing pruning, "
                           f"max-rank, cumsum or cache-prior (traces without full logits), not "
-                          f"with a policy that reads gate scores (nor the token policies with a "
-                          f"miss handler that reads them or ranks); "
+                          f"with a policy that reads gate scores; "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
@@ -557,7 +555,7 @@ class _Server:
         t0 = run.t
         batches = self._proposals(pages, cuts, n_tok) if pf is not None else ()
         act = lvl = None
-        more = {}  # (the token kernel's carried run takes none: _compiled)
+        more = {}
         if info is not None:
             act, lvl = miss_actions(self.handler, pages.size, *info)
             more = {"act": act, "lvl": lvl}

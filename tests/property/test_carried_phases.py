@@ -111,7 +111,8 @@ def test_fed_in_pieces_equals_the_reference(name, trace, data, pred, sub, seed):
 
 
 @pytest.mark.parametrize("name", ["lru", "llru", "lfu", "arc", "gdsf", "lecar",
-                                  "marking-dist", "predictive-marker"])
+                                  "marking-dist", "predictive-marker", "token-hazard",
+                                  "token-match-dist"])
 @settings(max_examples=25)
 @given(trace=topk_traces(max_tokens=8, expand="groups"), data=st.data(),
        seed=st.integers(0, 3))
