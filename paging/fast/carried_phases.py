@@ -42,8 +42,11 @@ compiled serving run equals the reference loop's field by field (``tests/unit/te
 The token policies are carried in their own kernel (:class:`paging.fast.tokens.
 CarriedPhases`, which :func:`carry` picks). Not carried (a serving run with them takes the
 reference loop, ``--engine fast`` refuses): Belady and the ``oracle`` predictor
-(clairvoyant), Score-Based (reads gate scores, which a serving step's union of experts does
-not have), FlashMoE, and the token combiner with a prefetcher (its reference refuses one).
+(clairvoyant), Score-Based (reads gate scores as it evicts, which a carried run does not
+keep), FlashMoE, and the token combiner with a prefetcher (its reference refuses one). The
+handlers that read ranks or scores (``drop``, ``fetch-priority``) decide from a request's own,
+so a carried run takes them as each piece's drop flags and fetch levels (``feed``'s ``act``,
+``lvl``: :func:`paging.fast.phases.miss_actions`).
 """
 
 from __future__ import annotations
