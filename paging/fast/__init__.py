@@ -294,8 +294,8 @@ class CarriedRun:
 
     def routed_step(self, XL, WL, KL, step: int, hook: tuple, sums: tuple):
         """A serving step with a routing hook, routed and served in one compiled call
-        (:mod:`paging.fast.step_routing`: the list and heap families, ARC and the credit
-        policies; ``hook`` from
+        (:mod:`paging.fast.step_routing`: the list and heap families, ARC, the credit
+        policies, Marking and LeCaR; ``hook`` from
         :func:`~paging.fast.step_routing.serving_hook`, ``sums`` its running sums and the
         quality proxies' and an empty logits array): its ``(pages, cnt, hits)``, or None for
         another family, whose caller routes layer by layer against :meth:`resident` and
@@ -316,6 +316,13 @@ class CarriedRun:
         elif f == _CREDIT:
             out = step_routing.routed_credit_step(*head, self.costs, self.sizes, *tail,
                                                   self.kind, self.state)
+        elif f == _MARK:  # (the draws for the whole step: at most n a layer are inserted)
+            out = step_routing.routed_marking_step(*head, *tail, self.state,
+                                                   self._draws(lay.n_layers * lay.n_experts))
+        elif f == _ADAPT:  # LeCaR
+            out = step_routing.routed_lecar_step(*head, *tail, self.state,
+                                                 self._draws(lay.n_layers * lay.n_experts),
+                                                 *self.lecar)
         else:
             return None
         pages, cnt, hits, coll, byp, misses = out

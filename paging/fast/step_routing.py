@@ -7,9 +7,11 @@ the layer before left it, with its gate scores (or 1/K weights), by the hooks' r
 (:func:`paging.fast.common.route_group`), and the union of what the tokens chose is the
 layer's group. :func:`route_tokens` routes one layer (any carried kernel family: the caller
 reads the residency between layers, :meth:`paging.fast.CarriedRun.resident`);
-:func:`routed_list_step`, :func:`routed_heap_step`, :func:`routed_arc_step` and
-:func:`routed_credit_step` route and serve a whole step of the list and heap families, ARC and
-the credit policies in one call. They are four functions of the same shape because each calls
+:func:`routed_list_step`, :func:`routed_heap_step`, :func:`routed_arc_step`,
+:func:`routed_credit_step`, :func:`routed_marking_step` and :func:`routed_lecar_step` route and
+serve a whole step of the list and heap families, ARC, the credit policies, Marking and LeCaR
+in one call (the token and prediction policies route layer by layer). They are six functions
+of the same shape because each calls
 its family's kernel: numba takes a compiled function as an argument, but a caller compiled
 that way is compiled again in every process (its cache entries do not match: a test with
 ``cache=True`` wrote a new one on each of three runs), which would cost every serving run
@@ -22,17 +24,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.adaptive import _ARC_GROUPS, _T1, _T2
+from paging.fast.adaptive import _ARC_GROUPS, _LECAR, _T1, _T2
 from paging.fast.common import route_group, route_scratch
 from paging.fast.credit import _CREDIT
 from paging.fast.heaps import heap_kernel
 from paging.fast.lists import list_kernel
+from paging.fast.marking import _marking
 from paging.routing import KL_EPS
 
 __all__ = ["route_tokens", "routed_list_step", "routed_heap_step", "routed_arc_step",
-           "routed_credit_step", "serving_hook", "PRUNE", "MAX_RANK", "CUMSUM", "PRIOR"]
+           "routed_credit_step", "routed_marking_step", "routed_lecar_step", "serving_hook",
+           "PRUNE", "MAX_RANK", "CUMSUM", "PRIOR"]
 
 _CARRIED_CREDIT = _CREDIT[True]  # (credit_kernel's kernel for a given state)
+_CARRIED_LECAR = _LECAR[True, True]  # (lecar_kernel's: groups mode, a given state)
 
 #: the hooks :func:`route_tokens` runs (:func:`serving_hook`)
 PRUNE, MAX_RANK, CUMSUM, PRIOR = range(4)
@@ -209,6 +214,39 @@ def routed_credit_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q
             _put(acc, pz, cz, _CARRIED_CREDIT(pz, np.full(pz.size, step * L + z, np.int64),
                                               costs, sizes, slots, n, L, caps, dist, kind, 1,
                                               state))
+    return _taken(acc)
+
+
+@njit(cache=True, nogil=True)
+def routed_marking_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog,
+                        slots, caps, dist, state, draws):
+    """:func:`routed_list_step` for randomized Marking (:func:`paging.fast.marking.
+    marking_kernel`; its residency array). ``draws``: the run's draws from the state's count
+    on, enough for the whole step; each layer's call goes on from where the one before
+    stopped (the state counts them), as consecutive pieces do."""
+    acc = _step_buffers(L, n)
+    for z in range(L):
+        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, state[1], hook, j, m, tau, lam,
+                              rsum, rn, q, nolog)
+        if pz.size > 0:
+            _put(acc, pz, cz, _marking(pz, np.full(pz.size, step * L + z, np.int64), slots,
+                                       n, L, caps, dist, draws, 1, state))
+    return _taken(acc)
+
+
+@njit(cache=True, nogil=True)
+def routed_lecar_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog,
+                      slots, caps, dist, state, draws, lr, dr, hist_cap):
+    """:func:`routed_marking_step` for LeCaR (:func:`paging.fast.adaptive.lecar_kernel`'s
+    carried groups-mode kernel; a page is resident on its recency list)."""
+    acc = _step_buffers(L, n)
+    for z in range(L):
+        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, state[0][2] == _T1, hook, j, m, tau,
+                              lam, rsum, rn, q, nolog)
+        if pz.size > 0:
+            _put(acc, pz, cz, _CARRIED_LECAR(pz, np.full(pz.size, step * L + z, np.int64),
+                                             slots, n, L, caps, dist, draws, lr, dr, hist_cap,
+                                             1, state))
     return _taken(acc)
 
 

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 from conftest import TRACES, needs_traces
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from paging import Layout, simulate
@@ -375,16 +375,18 @@ def test_compiled_score_reading_handlers_equal_the_reference_loop(toy, seqs, pol
     _assert_same_runs(fast, ref)
 
 
-@given(seqs=_workload(), policy=st.sampled_from(("arc", "arc-dist", "lfu", "lhu", "gdsf",
-                                                  "landlord-dist", "lru", "llru-dist")),
-       k=st.integers(2, 8), budget=st.booleans(), seed=st.integers(0, 3),
+@pytest.mark.parametrize("policy", ("arc", "arc-dist", "lfu", "lhu", "gdsf", "landlord-dist",
+                                    "lru", "llru-dist", "marking", "marking-dist", "lecar",
+                                    "lecar-dist"))
+@settings(max_examples=40)
+@given(seqs=_workload(), k=st.integers(2, 8), budget=st.booleans(), seed=st.integers(0, 3),
        routing=st.sampled_from(("max-rank:j=1", "cache-prior:lambda=0.5", "cumsum:tau=1")))
 def test_whole_step_routing_equals_the_reference_loop(toy, seqs, policy, k, budget, seed,
                                                       routing):
     """The families that route and serve a whole step in one compiled call (list, heap, ARC,
-    credit: paging.fast.step_routing) read their residency from their own state between
-    layers: equal to the reference loop over longer runs (ARC's T2 and the credit lists
-    fill)."""
+    credit, Marking, LeCaR: paging.fast.step_routing) read their residency from their own
+    state between layers (Marking and LeCaR their draws from where the layer before stopped):
+    equal to the reference loop over longer runs (ARC's T2 and the credit lists fill)."""
     from paging.cost.setup import CostSetup
 
     cap = {"budget": k * int(CostSetup.from_names(toy, None, None).expert_bytes)} if budget \
