@@ -622,8 +622,8 @@ class _Server:
     def _serve_routed_compiled(self, batch, step_no: int) -> tuple:
         """:meth:`_serve_routed` with the cache in its compiled kernel: each layer's tokens
         routed by :func:`paging.fast.step_routing.route_tokens` against the kernel's
-        residency as the layer before left it, the union then fed as the layer's group (the
-        list and heap families, ARC and the credit policies: the whole step in one call,
+        residency as the layer before left it, the union then fed as the layer's group (all
+        but the token and prediction policies: the whole step in one call,
         :meth:`paging.fast.CarriedRun.routed_step`);
         the quality proxies summed token by token, in the reference's order."""
         from paging.fast.lists import no_logits
