@@ -102,10 +102,13 @@ COLUMN_NAMES = tuple(dict.fromkeys(c for c, _ in COLUMNS))
 
 @dataclass(frozen=True)
 class Schema:
-    """A sweep table's columns (name, type) and the key columns that identify a cell."""
+    """A sweep table's columns (name, type) and the key columns that identify a cell;
+    ``later``: columns added since tables were first written, which a table being resumed
+    may lack (read as null)."""
 
     columns: tuple
     keys: tuple
+    later: tuple = ()
 
     @property
     def names(self) -> tuple:
@@ -377,9 +380,12 @@ def _timeline_key(doc: dict, file: str, text: str, model: tuple, prefetch: tuple
     return out
 
 
-def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
+def _specmd_keys(doc: dict, file: str, text: str,
+                 cascades: bool = False) -> tuple[tuple, tuple, tuple]:
     """``prefetch``, ``prefetch_strategy`` and ``miss`` (SpecMD's axes; ``paging simulate``'s
-    options of the same names), parsed so that a bad value fails before anything runs."""
+    options of the same names), parsed so that a bad value fails before anything runs.
+    ``cascades``: the handlers that fetch at several precisions are allowed (a serving sweep,
+    whose every cell has a model; each cell's precision and budget are checked with it)."""
     from paging.miss import make_miss
     from paging.predict.prefetch import make_prefetch_predictor, make_strategy
 
@@ -396,7 +402,7 @@ def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
             make_strategy(st)
         for m in miss:
             h = make_miss(m, "bf16")
-            if h is not None and h.uses_levels:
+            if h is not None and h.uses_levels and not cascades:
                 raise PagingError(f"miss handler {m!r} fetches at several precisions, which "
                                   "sweeps do not support yet; use paging simulate --miss")
     except PagingError as e:
@@ -646,12 +652,12 @@ def read_table(out: str | os.PathLike, schema: Schema = SIMULATE) -> list[dict]:
     except Exception as e:  # noqa: BLE001 - any unreadable file is one user-facing error
         raise PagingError(f"cannot read the existing sweep table to resume ({e}); remove it or "
                           "choose another --out", file) from None
-    missing = [c for c in names if c not in cols]
+    missing = [c for c in names if c not in cols and c not in schema.later]
     if missing:
         raise PagingError(f"not a sweep table of this kind (no columns "
                           f"{', '.join(missing[:3])}); remove it or choose another --out", file)
     kinds = dict(schema.columns)
-    return [{c: _coerce(r[c], kinds[c]) for c in names} for r in raw]
+    return [{c: _coerce(r.get(c), kinds[c]) for c in names} for r in raw]
 
 
 def write_table(rows: list[dict], out: str | os.PathLike, schema: Schema = SIMULATE) -> None:

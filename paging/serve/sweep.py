@@ -12,8 +12,9 @@ A sweep spec with a ``[serve]`` table is a serving sweep::
     hardware  = ["pcie4", "link-5gbps"]
     seeds     = [0, 1]                # default [0]: the arrivals, the draws, the policy
     prefetch  = ["none", "frequency"] # optional, as paging serve --prefetch (and
-    prefetch_strategy = ["topk:overfetch=1"]  # --prefetch-strategy, --miss: fetch or
-    miss      = ["fetch"]             # substitute)
+    prefetch_strategy = ["topk:overfetch=1"]  # --prefetch-strategy, --miss: fetch,
+    miss      = ["fetch"]             # substitute, drop:..., fetch-lowest-bit, fetch-priority;
+                                      # the last two with budget_gb)
 
     [serve]
     rates     = [0.5, 1, 2]           # Poisson; or clients = [4, 16] with think = S
@@ -28,7 +29,8 @@ A sweep spec with a ``[serve]`` table is a serving sweep::
 The traces of a serving sweep are one pool (every cell draws its requests from all their
 sequences, groups mode). Each cell is one :func:`paging.serve.serve` run, a row of
 :data:`SCHEMA` (the summary of ``paging serve``); the table is resumable and rewritten
-atomically like a simulation sweep's (:mod:`paging.sweep`).
+atomically like a simulation sweep's (:mod:`paging.sweep`); a table written before its
+``low_precision_fetches`` column existed is resumed with that column null in its old rows.
 """
 
 from __future__ import annotations
@@ -64,8 +66,8 @@ SCHEMA = Schema(KEYS + (
     # prefetching and miss handling (null without them)
     ("prefetches", "int"), ("prefetch_useful", "int"), ("prefetch_wasted", "int"),
     ("prefetch_late", "int"), ("prefetch_precision", "float"), ("prefetch_recall", "float"),
-    ("dropped", "int"), ("substituted", "int")),
-    tuple(c for c, _ in KEYS))
+    ("dropped", "int"), ("substituted", "int"), ("low_precision_fetches", "int")),
+    tuple(c for c, _ in KEYS), later=("low_precision_fetches",))
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,7 @@ def plan_serve(spec_path) -> list[Cell]:
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
-    prefetch, strategy, miss = _specmd_keys(doc, file, text)
+    prefetch, strategy, miss = _specmd_keys(doc, file, text, cascades=True)
     ks = _as_list(doc, "k", "int", file, text)
     gbs = _as_list(doc, "budget_gb", "num", file, text)
     if ("rates" in sv) == ("clients" in sv):

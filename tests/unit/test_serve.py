@@ -831,6 +831,63 @@ max_tokens = 8
     assert row["prefetches"] > 0
 
 
+def test_serve_sweep_takes_the_precision_cascades(tmp_path, toy):
+    """A serving sweep takes fetch-lowest-bit and fetch-priority with budget_gb (a
+    simulation sweep refuses them): each row is the serving run of its options, with its
+    low_precision_fetches. A table written before that column existed resumes, the column
+    null in its old rows; k with a cascade is refused with the spec's name."""
+    import csv
+
+    from paging.cost.setup import CostSetup
+    from paging.io import load
+    from paging.serve.sweep import SCHEMA, run_serve_sweep
+    from paging.sweep import read_table
+
+    gb = 3 * int(CostSetup.from_names(toy, "int8", "pcie4").expert_bytes) / 1e9
+    body = f'''traces = ["zipf:n=4,layers=2,tokens=40,topk=2,seed=0"]
+policies = ["lru"]
+budget_gb = [{gb!r}]
+model = "{toy}"
+precision = ["int8"]
+hardware = ["pcie4"]
+miss = ["fetch", "fetch-lowest-bit"]
+
+[serve]
+rates = [80]
+duration = 0.2
+max_batch = [2]
+max_tokens = 8
+'''
+    spec, out = tmp_path / "serve.toml", tmp_path / "t.csv"
+    spec.write_text(body)
+    assert run_serve_sweep(spec, out, workers=0, progress=False)["ran"] == 2
+    rows = {r["miss"]: r for r in read_table(out, SCHEMA)}
+    s = serve(RunSpec("lru", budget=int(gb * 1e9), model=toy, precision="int8",
+                      hardware="pcie4", miss="fetch-lowest-bit"),
+              ServeSpec(Arrivals(rate=80.0, duration=0.2), max_batch=2, max_tokens=8),
+              load("zipf:n=4,layers=2,tokens=40,topk=2,seed=0", expand="groups")).summary
+    low = rows["fetch-lowest-bit"]
+    assert (low["misses"], low["low_precision_fetches"]) == (s["misses"],
+                                                             s["low_precision_fetches"])
+    assert low["low_precision_fetches"] == low["misses"] > 0
+    assert rows[None]["low_precision_fetches"] is None
+    # an older table, without the column: resumed, the new cell added
+    with open(out, newline="", encoding="utf-8") as fh:
+        old = [r for r in csv.DictReader(fh) if r["miss"] == ""]
+    with open(out, "w", newline="", encoding="utf-8") as fh:
+        names = [c for c in SCHEMA.names if c != "low_precision_fetches"]
+        w = csv.DictWriter(fh, names, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(old)
+    again = run_serve_sweep(spec, out, workers=0, progress=False)
+    assert (again["ran"], again["skipped"]) == (1, 1)
+    assert {r["miss"]: r["low_precision_fetches"] for r in read_table(out, SCHEMA)} == {
+        None: None, "fetch-lowest-bit": s["low_precision_fetches"]}
+    spec.write_text(body.replace(f"budget_gb = [{gb!r}]", "k = [3]"))
+    with pytest.raises(PagingError, match="mixes precisions"):
+        run_serve_sweep(spec, tmp_path / "k.csv", workers=0, progress=False)
+
+
 @pytest.mark.parametrize(("extra", "msg", "line"), [
     ("burst = 3\n", "unknown key 'burst' in [serve]", 13),
     ("think = -1\n", "serve.think must be a number >= 0", 13),
