@@ -268,29 +268,21 @@ class CarriedRun:
 
     def resident(self) -> np.ndarray:
         """Each page's residency now (bool, one per page), read from the state the last piece
-        left (a routing hook reads it between two pieces: :mod:`paging.serve.engine`): the
-        list and marking kernels' and the token and prediction policies' residency arrays,
-        the heap and credit kernels' heap positions (-1: not cached), ARC's T1 and T2, LeCaR's
-        recency list."""
+        left (a routing hook reads it between two pieces: :mod:`paging.serve.engine`), by the
+        rule the one-call routed steps read it with (:mod:`paging.fast.step_routing`'s
+        ``in_*``); the token and prediction policies' residency arrays."""
+        from paging.fast import adaptive, step_routing
+
         f, st = self.family, self.state
-        if f == _LIST:
-            return st[4]
-        if f == _MARK:
-            return st[1]
-        if f == _CREDIT:
-            return st[6] >= 0
-        if f == _HEAP:
-            return st[4] >= 0
         if f == _TOKEN:
             return st.C[0]
         if f == _PRED:
             return st.S[0]
-        from paging.fast import adaptive
-
-        which = st[0][2]  # the list each page is on (0: none)
-        if self.kind == adaptive.ARC:
-            return (which == adaptive._T1) | (which == adaptive._T2)
-        return which == adaptive._T1
+        rule = {_LIST: step_routing.in_list, _MARK: step_routing.in_marking,
+                _CREDIT: step_routing.in_credit, _HEAP: step_routing.in_heap}.get(f)
+        if rule is None:
+            rule = step_routing.in_arc if self.kind == adaptive.ARC else step_routing.in_lecar
+        return rule(st)
 
     def routed_step(self, XL, WL, KL, step: int, hook: tuple, sums: tuple):
         """A serving step with a routing hook, routed and served in one compiled call

@@ -150,6 +150,41 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
     return pages, cnt
 
 
+# -- each family's residency, read from its carried state (:meth:`paging.fast.CarriedRun.
+# resident` reads it through these too): a page is cached when it is on the list kernel's or
+# Marking's residency array, has a heap or credit position, is on ARC's T1 or T2, or on
+# LeCaR's recency list
+@njit(cache=True, nogil=True)
+def in_list(state):
+    return state[4]
+
+
+@njit(cache=True, nogil=True)
+def in_heap(state):
+    return state[4] >= 0
+
+
+@njit(cache=True, nogil=True)
+def in_credit(state):
+    return state[6] >= 0
+
+
+@njit(cache=True, nogil=True)
+def in_marking(state):
+    return state[1]
+
+
+@njit(cache=True, nogil=True)
+def in_arc(state):
+    on = state[0][2]
+    return (on == _T1) | (on == _T2)
+
+
+@njit(cache=True, nogil=True)
+def in_lecar(state):
+    return state[0][2] == _T1
+
+
 @njit(cache=True, nogil=True)
 def routed_list_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, slots,
                      caps, dist, kind, state, route):
@@ -162,8 +197,8 @@ def routed_list_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
     running totals; empty when no layer had a token)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, state[4], hook, j, m, tau, lam, rsum,
-                              rn, q, nolog)
+        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_list(state), hook, j, m, tau, lam,
+                              rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, list_kernel(pz, np.full(pz.size, step * L + z, np.int64), slots,
                                           n, L, caps, dist, kind, 1, state, route))
@@ -177,7 +212,7 @@ def routed_heap_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
     heap_kernel`; a page is resident when it has a heap position)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, state[4] >= 0, hook, j, m, tau, lam,
+        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_heap(state), hook, j, m, tau, lam,
                               rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, heap_kernel(pz, np.full(pz.size, step * L + z, np.int64),
@@ -192,9 +227,8 @@ def routed_arc_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, n
     kernel; a page is resident on T1 or T2)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        on = state[0][2]
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, (on == _T1) | (on == _T2), hook, j, m,
-                              tau, lam, rsum, rn, q, nolog)
+        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_arc(state), hook, j, m, tau, lam,
+                              rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _ARC_GROUPS(pz, np.full(pz.size, step * L + z, np.int64), slots,
                                           n, L, caps, dist, 1, state))
@@ -208,8 +242,8 @@ def routed_credit_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q
     credit_kernel`'s carried kernel; a page is resident when it has a position)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, state[6] >= 0, hook, j, m, tau, lam,
-                              rsum, rn, q, nolog)
+        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_credit(state), hook, j, m, tau,
+                              lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _CARRIED_CREDIT(pz, np.full(pz.size, step * L + z, np.int64),
                                               costs, sizes, slots, n, L, caps, dist, kind, 1,
@@ -226,8 +260,8 @@ def routed_marking_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, 
     stopped (the state counts them), as consecutive pieces do."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, state[1], hook, j, m, tau, lam,
-                              rsum, rn, q, nolog)
+        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_marking(state), hook, j, m, tau,
+                              lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _marking(pz, np.full(pz.size, step * L + z, np.int64), slots,
                                        n, L, caps, dist, draws, 1, state))
@@ -241,7 +275,7 @@ def routed_lecar_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q,
     carried groups-mode kernel; a page is resident on its recency list)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, state[0][2] == _T1, hook, j, m, tau,
+        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_lecar(state), hook, j, m, tau,
                               lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _CARRIED_LECAR(pz, np.full(pz.size, step * L + z, np.int64),
