@@ -223,7 +223,7 @@ def admits(policy, spec, prefetch: bool = False) -> bool:
 
 
 def carry(layout, policy, capacity: int, room: int = 1 << 16, *, slots=None, costs=None,
-          sizes=None, seed=0, substitute=False, level=0, level_slots=None, prefetch=False,
+          sizes=None, seed=0, substitute=False, level_slots=None, prefetch=False,
           batch_room=0, piece_room=None, drops=False, levels=False):
     """A run of ``policy`` with a miss handler and/or a prefetcher fed step by step (the
     arguments of :class:`CarriedPhases`): :class:`CarriedPhases`, or for the token policies
@@ -243,12 +243,11 @@ def carry(layout, policy, capacity: int, room: int = 1 << 16, *, slots=None, cos
         return tokens.CarriedPhases(
             layout, spec, fast._caps(layout, int(capacity), spec[2]),
             unit_sizes(P) if slots is None else frozen(slots), sizes, substitute=substitute,
-            level=level, level_slots=level_slots, prefetch=prefetch, drops=drops,
-            levels=levels)
+            level_slots=level_slots, prefetch=prefetch, drops=drops, levels=levels)
     return CarriedPhases(layout, policy, capacity, room, slots=slots, costs=costs, sizes=sizes,
-                         seed=seed, substitute=substitute, level=level,
-                         level_slots=level_slots, prefetch=prefetch, batch_room=batch_room,
-                         piece_room=piece_room, drops=drops, levels=levels)
+                         seed=seed, substitute=substitute, level_slots=level_slots,
+                         prefetch=prefetch, batch_room=batch_room, piece_room=piece_room,
+                         drops=drops, levels=levels)
 
 
 @njit(cache=True)
@@ -279,8 +278,9 @@ def _put(lst, k, a):
 
 class CarriedPhases:
     """A run of :func:`carried_kernel` fed step by step: one policy's cache with a miss
-    handler (``substitute``, or per-request fetch levels: ``level``, the level every miss is
-    fetched at, with ``level_slots``) and/or a prefetcher (``prefetch``: each piece gives its
+    handler (``substitute``; ``drops``, ``levels``: each piece gives its requests' drop flags
+    and fetch levels, :func:`paging.fast.phases.miss_actions`, the levels' room in
+    ``level_slots``) and/or a prefetcher (``prefetch``: each piece gives its
     batches), under ``capacity`` (pages, or bytes with ``slots``). ``room``: the buffers of
     request indices to start with (they double when the run outgrows them); ``batch_room``:
     the most prefetch pages one piece can give (the plan's buffer); ``piece_room``: the most
@@ -288,7 +288,7 @@ class CarriedPhases:
 
     def __init__(self, layout, policy, capacity: int, room: int = 1 << 16, *, slots=None,
                  costs=None,
-                 sizes=None, seed=0, substitute=False, level=0, level_slots=None,
+                 sizes=None, seed=0, substitute=False, level_slots=None,
                  prefetch=False, batch_room=0, piece_room=None, drops=False, levels=False):
         from paging import fast
         from paging.fast import phases
@@ -311,12 +311,12 @@ class CarriedPhases:
         sizes = frozen(unit_sizes(P) if sizes is None else sizes)
         self.piece_room = P if piece_room is None else int(piece_room)
         room = max(int(room), self.piece_room + 2)  # (the first piece fits: see _grow)
-        self.level, self.substitute, self.prefetch = int(level), bool(substitute), prefetch
+        self.substitute, self.prefetch = bool(substitute), prefetch
         # per-request drop flags and fetch levels, given with each piece (feed's act, lvl)
         self.drops, self.levels = bool(drops), bool(levels)
         self.pages = np.zeros(room, np.int64)
         self.steps = np.zeros(room, np.int64)
-        self.lvl = np.full(room if level or levels else 0, level, np.int64)
+        self.lvl = np.zeros(room if levels else 0, np.int64)
         self.act = np.zeros(room if drops else 0, np.int8)
         if level_slots is None:
             level_slots = np.zeros((1, P), np.int64)
@@ -361,7 +361,7 @@ class CarriedPhases:
         pages[lo:hi], steps[lo:hi] = self.pages[lo:hi], self.steps[lo:hi]
         self.pages, self.steps = pages, steps
         # (the drop flags and levels are read only as a request is served: not copied)
-        self.lvl = np.full(room if self.level or self.levels else 0, self.level, np.int64)
+        self.lvl = np.zeros(room if self.levels else 0, np.int64)
         self.act = act = np.zeros(room if self.drops else 0, np.int8)
         self.pf_start = np.zeros(room + 2 if self.prefetch else 0, np.int64)
         i, b, o, e = self.grown

@@ -1882,8 +1882,9 @@ class CarriedPhases(Carried):
     """A token-policy run with SpecMD's phases fed step by step (a serving run's steps with a
     prefetcher or a miss handler: the interface of :class:`paging.fast.carried_phases.
     CarriedPhases`, which runs every other policy): ``substitute`` serves a miss with the
-    most requested resident expert of its layer, ``level`` fetches every miss at that
-    precision level (its room ``level_slots[level, p]``), ``prefetch``: each piece gives the
+    most requested resident expert of its layer, ``drops`` and ``levels``: each piece gives
+    its requests' drop flags and fetch levels (their room ``level_slots[level, p]``),
+    ``prefetch``: each piece gives the
     prefetch batches after its groups, the one after its last group coming with the next
     piece (``across``), inserted before that piece's first request as :func:`token_kernel`
     resumes. The plan and the levels are kept with the pieces (a redone run reads them)."""
@@ -1892,12 +1893,12 @@ class CarriedPhases(Carried):
     N_COUNTS = 8
 
     def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray, sizes=None, *,
-                 substitute: bool = False, level: int = 0, level_slots=None,
-                 prefetch: bool = False, drops: bool = False, levels: bool = False):
+                 substitute: bool = False, level_slots=None, prefetch: bool = False,
+                 drops: bool = False, levels: bool = False):
         from paging.weights import unit_sizes
 
         P = layout.n_pages
-        self.substitute, self.level, self.prefetch = bool(substitute), int(level), prefetch
+        self.substitute, self.prefetch = bool(substitute), prefetch
         # per-request drop flags and fetch levels, given with each piece (feed's act, lvl)
         self.drops, self.levels = bool(drops), bool(levels)
         self.acts = SoFar(1, np.int8)
@@ -1911,7 +1912,7 @@ class CarriedPhases(Carried):
             self.bounds.append(np.zeros(1, np.int64))
         self.done = None
         super().__init__(layout, spec, caps, slots)
-        if level or levels:
+        if levels:
             self.req = SoFar(4)  # pages, steps, tokens, levels
 
     def _begin(self) -> None:
@@ -1922,7 +1923,7 @@ class CarriedPhases(Carried):
         req = self.req
         return (self.bounds.row(0), self.plan.row(0), self.sizes,
                 self.acts.row(0) if self.drops else _NO_ACT,
-                req.row(3) if self.level or self.levels else _NO_LEVEL, self.level_slots,
+                req.row(3) if self.levels else _NO_LEVEL, self.level_slots,
                 self.substitute)
 
     def _counts(self, out) -> np.ndarray:
@@ -1942,8 +1943,6 @@ class CarriedPhases(Carried):
         cols = [pages, steps, steps // self.layout.n_layers]
         if self.levels:
             cols.append(lvl)
-        elif self.level:
-            cols.append(np.full(pages.size, self.level, np.int64))
         if self.drops:
             self.acts.append(act)
         if self.prefetch:

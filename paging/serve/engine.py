@@ -351,17 +351,15 @@ class _Server:
                                           sizes=self.sizes)
         elif mode == "phases":
             from paging.fast.carried_phases import carry
-            from paging.miss import Drop, FetchLowestBit, FetchPriority, Substitute
+            from paging.miss import Drop, Substitute
 
-            low = type(handler) is FetchLowestBit
-            per = type(handler) is FetchPriority  # (its levels per request: miss_actions)
+            levels = handler is not None and handler.uses_levels  # (per request: miss_actions)
             self.phased = carry(
                 lay, policy, k or budget, min(room, 1 << 20), slots=slots, costs=self.costs,
                 sizes=self.sizes, seed=run_spec.seed, substitute=type(handler) is Substitute,
-                level=len(handler.levels) - 1 if low else 0,
-                level_slots=handler.level_sizes if low or per else None,
+                level_slots=handler.level_sizes if levels else None,
                 prefetch=self.pf is not None, batch_room=(lay.n_layers + 1) * lay.n_experts,
-                drops=type(handler) is Drop, levels=per)
+                drops=type(handler) is Drop, levels=levels)
             self.across = None  # the prefetch after the step before's last group
             self.counts = [0, 0, 0]  # dropped, substituted, fetched at a lower precision
         else:
@@ -554,17 +552,13 @@ class _Server:
         pf, run = self.pf, self.phased
         t0 = run.t
         batches = self._proposals(pages, cuts, n_tok) if pf is not None else ()
-        act = lvl = None
-        more = {}
-        if info is not None:
-            act, lvl = miss_actions(self.handler, pages.size, *info)
-            more = {"act": act, "lvl": lvl}
-        hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across, **more)
+        # the handler's drop flags and fetch levels, from the union's ranks and scores
+        act, lvl = miss_actions(self.handler, pages.size, *(info or (None, None)))
+        hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across, act, lvl)
         self.across = None
         drop, swap = outcome == DROPPED, outcome == SUBSTITUTED
-        # every fetch at the handler's level, or at its own (fetch-priority)
-        levels = np.where(outcome == FETCHED, run.level if lvl is None or not lvl.size
-                          else lvl, 0)
+        levels = np.where(outcome == FETCHED, lvl, 0) if lvl.size else np.zeros(pages.size,
+                                                                                np.int64)
         self.counts[0] += int(drop.sum())
         self.counts[1] += int(swap.sum())
         self.counts[2] += int((levels > 0).sum())
