@@ -186,14 +186,20 @@ def _step_routing(batch, n: int) -> tuple:
     none) and full logits ``Z[token, layer, e]`` (None when no request has any; NaN rows for
     those that have none), in the batch's order (:class:`paging.serve.workload.Sequence`)."""
     X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
-    S = np.concatenate([np.full(r.seq.experts[lo:hi].shape, np.nan) if r.seq.scores is None
-                        else r.seq.scores[lo:hi] for r, lo, hi in batch])
+    S = _step_scores(batch)
     Z = None
     if any(r.seq.logits is not None for r, _, _ in batch):
         L = X.shape[1]
         Z = np.concatenate([np.full((hi - lo, L, n), np.nan) if r.seq.logits is None
                             else r.seq.logits[lo:hi] for r, lo, hi in batch])
     return X, S, Z
+
+
+def _step_scores(batch) -> np.ndarray:
+    """The gate scores ``S[token, layer, j]`` of the step's tokens (NaN where a request's
+    trace has none), in the batch's order."""
+    return np.concatenate([np.full(r.seq.experts[lo:hi].shape, np.nan) if r.seq.scores is None
+                           else r.seq.scores[lo:hi] for r, lo, hi in batch])
 
 
 def step_routing_info(X, S, pages, n: int) -> tuple:
@@ -247,8 +253,8 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
 
     plan = fast.plan(policy)
     mode = None
-    if policy.needs_scores:
-        pass  # (a policy that reads gate scores: the carried kernels hold none)
+    if policy.needs_scores:  # (a policy that reads gate scores: the carried kernels hold none)
+        mode = None
     elif run_spec.routed:  # (refused with a prefetcher or a miss handler)
         if hook is not None and not run_spec.verify and run_spec.engine != "reference":
             mode = "plain" if fast.carries(plan) else None
@@ -449,9 +455,9 @@ class _Server:
         order = np.argsort(first, kind="stable")
         pages, cnt = uniq[order], cnt[order]
         info = None  # the ranks and scores of the union's pages, when the run reads them
-        if self.reads != (False, False):
-            info = step_routing_info(X, _step_routing(batch, n)[1] if self.reads[0] else None,
-                                     pages, n)
+        if any(self.reads):
+            info = step_routing_info(X, _step_scores(batch) if self.reads[0] else None, pages,
+                                     n)
         return pages, pages // n, cnt, n_tok, lay_ms, info
 
     def step(self, batch, groups, step_no: int, now: float, running, waiting) -> float:
@@ -460,29 +466,26 @@ class _Server:
         from paging.cost.timeline import step_time
 
         pages, gof, cnt, n_tok, lay_ms, info = groups
-        if self.router is not None:  # what each token requests depends on the cache
-            if self.kernel is not None:
-                pages, cnt, hits = self._serve_routed_compiled(batch, step_no)
-            else:
-                t0 = self.sim.t
-                pages, cnt, hits = self._serve_routed(batch, step_no)
-            gof = pages // self.layout.n_experts
-        clock = step_no * self.layout.n_layers + gof
-        cuts = np.flatnonzero(np.diff(gof)) + 1
         handled = {}
-        if self.router is not None:  # (served layer by layer above)
-            pass
-        elif self.kernel is not None:
-            hits = self.kernel.feed(pages, clock, hits=True)
-        elif self.phased is not None:
-            hits, handled = self._serve_phased(pages, clock, cuts, n_tok, now, info)
-        else:
-            t0 = self.sim.t
-            self.sim.write_clock(t0, clock.tolist())
-            if info is not None:
-                self.sim.write_routing(t0, info[0] if self.reads[1] else None,
-                                       info[1] if self.reads[0] else None)
-            hits = np.concatenate(self._serve(pages, cuts, n_tok)).astype(bool)
+        t0 = self.sim.t if self.sim is not None else None
+        if self.router is not None:  # what each token requests depends on the cache: each
+            # layer is routed and served in turn
+            pages, cnt, hits = (self._serve_routed_compiled if self.kernel is not None
+                                else self._serve_routed)(batch, step_no)
+            gof = pages // self.layout.n_experts
+        cuts = np.flatnonzero(np.diff(gof)) + 1
+        if self.router is None:
+            clock = step_no * self.layout.n_layers + gof
+            if self.kernel is not None:
+                hits = self.kernel.feed(pages, clock, hits=True)
+            elif self.phased is not None:
+                hits, handled = self._serve_phased(pages, clock, cuts, n_tok, now, info)
+            else:
+                self.sim.write_clock(t0, clock.tolist())
+                if info is not None:
+                    self.sim.write_routing(t0, info[0] if self.reads[1] else None,
+                                           info[1] if self.reads[0] else None)
+                hits = np.concatenate(self._serve(pages, cuts, n_tok)).astype(bool)
         compv = self.comp(cnt)
         layv = _layer_times(cuts, pages.size, lay_ms)
         if self.sim is not None:
@@ -822,13 +825,14 @@ class _Server:
     def bound(self, res: ServeResult) -> dict:
         """Belady on the stream of groups the run produced, and the latency of the same
         schedule with Belady's hits (module docstring)."""
+        from paging.fast.common import frozen
         from paging.simulate import simulate
         from paging.trace import Trace
 
         if res.pages.size == 0:
             return {"opt_misses": 0}
-        trace = Trace(self.layout, _read_only(res.pages), _read_only(res.clock), "serve",
-                      expand="groups")  # (views: the trace adopts them, no copy)
+        trace = Trace(self.layout, frozen(res.pages), frozen(res.clock), "serve",
+                      expand="groups")  # (read-only views: the trace adopts them, no copy)
         rs = self.run_spec
         k = rs.k if rs.k is not None else rs.budget // self.cm.expert_bytes
         opt = simulate(trace, "belady", k=k, record="hits")
@@ -889,12 +893,6 @@ def _layer_times(cuts: np.ndarray, size: int, lay_ms: float) -> np.ndarray:
     if size:
         layv[np.r_[0, cuts]] = lay_ms
     return layv
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    v = a.view()
-    v.setflags(write=False)
-    return v
 
 
 def _cat(parts) -> np.ndarray:
