@@ -126,6 +126,14 @@ def _check(run_spec) -> None:
     if run_spec.model is None:
         raise PagingError("paging serve times every step: give --model (and --precision, "
                           "--hardware)")
+    if run_spec.routed:
+        from paging.routing import make_router
+
+        router = make_router(run_spec.routing)
+        if getattr(router, "delta", "run") == "sequence":
+            raise PagingError(f"--routing {router.spec()}: a serving step routes the tokens of "
+                              "many requests together, so Δavg runs over the whole run; give "
+                              "delta=run (the default)")
     if run_spec.warm or run_spec.prefill != "tokens" or dict(run_spec.timeline):
         raise PagingError("paging serve is always warm and batched; --warm, --prefill and the "
                           "timeline options of paging simulate do not apply")

@@ -675,6 +675,12 @@ def test_refusals(toy):
         serve(RunSpec("score-based", k=4, model=toy), arr, seqs)
     with pytest.raises(PagingError, match="clairvoyant"):
         serve(RunSpec("belady", k=4, model=toy), arr, seqs)
+    # Cache-Prior's per-sequence Δavg has no meaning when a step mixes requests (it used to
+    # run as delta=run under the other name)
+    with pytest.raises(PagingError, match="delta=sequence: a serving step routes the tokens "
+                                          "of many requests together"):
+        serve(RunSpec("lru", k=4, model=toy, routing="cache-prior:lambda=1,delta=sequence"),
+              arr, seqs)
     with pytest.raises(PagingError, match="give --model"):
         serve(RunSpec("lru", k=4), arr, seqs)
     with pytest.raises(PagingError, match="--max-batch must be >= 1"):
