@@ -771,6 +771,36 @@ max_tokens = 8
     return spec
 
 
+ONE_TRACE = "zipf:n=4,layers=2,tokens=40,topk=2,seed=0"
+
+
+def _one_trace_sweep(tmp_path, toy, axes: str):
+    """A serving sweep spec over ONE_TRACE with LRU on pcie4 at 80 requests/s (max batch 2,
+    8 tokens) and the given axes (the cache size, precision, prefetch and miss lines)."""
+    spec = tmp_path / "serve.toml"
+    spec.write_text(f'''traces = ["{ONE_TRACE}"]
+policies = ["lru"]
+model = "{toy}"
+hardware = ["pcie4"]
+{axes}
+[serve]
+rates = [80]
+duration = 0.2
+max_batch = [2]
+max_tokens = 8
+''')
+    return spec
+
+
+def _one_trace_serve(toy, **options) -> dict:
+    """The summary of the serving run that a cell of :func:`_one_trace_sweep` stands for."""
+    from paging.io import load
+
+    return serve(RunSpec("lru", model=toy, hardware="pcie4", **options),
+                 ServeSpec(Arrivals(rate=80.0, duration=0.2), max_batch=2, max_tokens=8),
+                 load(ONE_TRACE, expand="groups")).summary
+
+
 def test_serve_sweep_rows_are_serve_runs_and_resume(tmp_path, toy):
     from paging.io import load
     from paging.serve.sweep import SCHEMA, run_serve_sweep
@@ -802,21 +832,10 @@ def test_serve_sweep_has_the_prefetch_and_miss_axes(tmp_path, toy):
     from paging.serve.sweep import SCHEMA, run_serve_sweep
     from paging.sweep import read_table
 
-    spec = tmp_path / "serve.toml"
-    spec.write_text(f'''traces = ["zipf:n=4,layers=2,tokens=40,topk=2,seed=0"]
-policies = ["lru"]
-k = [3]
-model = "{toy}"
-hardware = ["pcie4"]
+    spec = _one_trace_sweep(tmp_path, toy, '''k = [3]
 prefetch = ["none", "frequency"]
 prefetch_strategy = ["topk:overfetch=1", "topk:overfetch=2"]
 miss = ["fetch", "substitute"]
-
-[serve]
-rates = [80]
-duration = 0.2
-max_batch = [2]
-max_tokens = 8
 ''')
     out = tmp_path / "t.csv"
     got = run_serve_sweep(spec, out, workers=0, progress=False)
@@ -826,52 +845,34 @@ max_tokens = 8
     assert len(none) == 2 and all(r["prefetches"] is None for r in none)
     row = next(r for r in rows if (r["prefetch"], r["prefetch_strategy"], r["miss"]) ==
                ("frequency", "topk:overfetch=2", "substitute"))
-    from paging.io import load
-
-    s = serve(RunSpec("lru", k=3, model=toy, hardware="pcie4", prefetch="frequency",
-                      prefetch_strategy="topk:overfetch=2", miss="substitute"),
-              ServeSpec(Arrivals(rate=80.0, duration=0.2), max_batch=2, max_tokens=8),
-              load("zipf:n=4,layers=2,tokens=40,topk=2,seed=0", expand="groups")).summary
+    s = _one_trace_serve(toy, k=3, prefetch="frequency", prefetch_strategy="topk:overfetch=2",
+                         miss="substitute")
     assert (row["misses"], row["prefetches"], row["substituted"], row["prefetch_late"]) == (
         s["misses"], s["prefetches"], s["substituted"], s["prefetch_late"])
     assert row["prefetches"] > 0
 
 
 def test_serve_sweep_takes_the_precision_cascades(tmp_path, toy):
-    """A serving sweep takes fetch-lowest-bit and fetch-priority with budget_gb (a
-    simulation sweep refuses them): each row is the serving run of its options, with its
+    """A serving sweep takes the precision cascades with budget_gb (a simulation sweep
+    refuses them; fetch-priority would need gate scores, which this synthetic trace lacks, so
+    fetch-lowest-bit stands for both): each row is the serving run of its options, with its
     low_precision_fetches. A table written before that column existed resumes, the column
     null in its old rows; k with a cascade is refused with the spec's name."""
     import csv
 
     from paging.cost.setup import CostSetup
-    from paging.io import load
     from paging.serve.sweep import SCHEMA, run_serve_sweep
     from paging.sweep import read_table
 
     gb = 3 * int(CostSetup.from_names(toy, "int8", "pcie4").expert_bytes) / 1e9
-    body = f'''traces = ["zipf:n=4,layers=2,tokens=40,topk=2,seed=0"]
-policies = ["lru"]
-budget_gb = [{gb!r}]
-model = "{toy}"
+    axes = f'''budget_gb = [{gb!r}]
 precision = ["int8"]
-hardware = ["pcie4"]
 miss = ["fetch", "fetch-lowest-bit"]
-
-[serve]
-rates = [80]
-duration = 0.2
-max_batch = [2]
-max_tokens = 8
 '''
-    spec, out = tmp_path / "serve.toml", tmp_path / "t.csv"
-    spec.write_text(body)
+    spec, out = _one_trace_sweep(tmp_path, toy, axes), tmp_path / "t.csv"
     assert run_serve_sweep(spec, out, workers=0, progress=False)["ran"] == 2
     rows = {r["miss"]: r for r in read_table(out, SCHEMA)}
-    s = serve(RunSpec("lru", budget=int(gb * 1e9), model=toy, precision="int8",
-                      hardware="pcie4", miss="fetch-lowest-bit"),
-              ServeSpec(Arrivals(rate=80.0, duration=0.2), max_batch=2, max_tokens=8),
-              load("zipf:n=4,layers=2,tokens=40,topk=2,seed=0", expand="groups")).summary
+    s = _one_trace_serve(toy, budget=int(gb * 1e9), precision="int8", miss="fetch-lowest-bit")
     low = rows["fetch-lowest-bit"]
     assert (low["misses"], low["low_precision_fetches"]) == (s["misses"],
                                                              s["low_precision_fetches"])
@@ -889,7 +890,7 @@ max_tokens = 8
     assert (again["ran"], again["skipped"]) == (1, 1)
     assert {r["miss"]: r["low_precision_fetches"] for r in read_table(out, SCHEMA)} == {
         None: None, "fetch-lowest-bit": s["low_precision_fetches"]}
-    spec.write_text(body.replace(f"budget_gb = [{gb!r}]", "k = [3]"))
+    spec = _one_trace_sweep(tmp_path, toy, axes.replace(f"budget_gb = [{gb!r}]", "k = [3]"))
     with pytest.raises(PagingError, match="mixes precisions"):
         run_serve_sweep(spec, tmp_path / "k.csv", workers=0, progress=False)
 
