@@ -223,8 +223,8 @@ def step_routing_info(X, S, pages, n: int) -> tuple:
     keep = flat >= 0
     pid = (flat + np.arange(L)[:, None] * n)[keep]
     rank = np.broadcast_to(np.arange(X.shape[2]), X.shape).transpose(1, 0, 2).reshape(L, -1)
-    at = np.searchsorted(np.sort(pages), pid)  # (pages is the union of pid)
-    where = np.argsort(pages)[at]
+    order = np.argsort(pages)  # (pages is the union of pid: each pid's place in it)
+    where = order[np.searchsorted(pages[order], pid)]
     ranks = np.full(pages.size, np.iinfo(np.int64).max, np.int64)
     np.minimum.at(ranks, where, rank[keep])
     if S is None:
