@@ -21,7 +21,11 @@ sequence x policy x cache size x seed x options, and one row of the output table
 ``prefetch``, ``prefetch_strategy`` and ``miss`` are ``paging simulate``'s ``--prefetch``,
 ``--prefetch-strategy`` and ``--miss`` (``"none"`` = no prefetcher; ``transition`` learns on the
 file's other sequences, as in ``simulate``). The precision cascades (``fetch-lowest-bit``,
-``fetch-priority``) are not swept yet.
+``fetch-priority``) fetch at several precisions, so they need ``model = [...]`` and the cache as
+``budget_gb`` (not ``k``); each (model, precision) is checked against the handler's levels
+before anything runs, and the column ``low_precision_fetches`` counts the fetches below the
+first level (null on a warm run's per-sequence rows, as ``dropped`` is: the warm run counts
+its handler's events over the whole run, not per sequence).
 
 ``warm = [true]`` (or ``paging sweep --warm`` when the spec has no ``warm`` key) runs the
 sequences of each file back to back through one cache and one policy state
@@ -96,7 +100,8 @@ COLUMNS = (("source", "str"), ("trace", "str"), ("policy", "str"), ("expand", "s
     # prefetching and miss handling (null on default runs)
     ("prefetches", "int"), ("prefetch_useful", "int"), ("prefetch_wasted", "int"),
     ("prefetch_precision", "float"), ("prefetch_recall", "float"), ("prefetch_late", "int"),
-    ("dropped", "int"), ("dropped_mass", "float"), ("substituted", "int"))
+    ("dropped", "int"), ("dropped_mass", "float"), ("substituted", "int"),
+    ("low_precision_fetches", "int"))
 COLUMN_NAMES = tuple(dict.fromkeys(c for c, _ in COLUMNS))
 
 
@@ -116,7 +121,7 @@ class Schema:
 
 
 #: the table of a simulation sweep (a serving sweep's is :data:`paging.serve.sweep.SCHEMA`)
-SIMULATE = Schema(COLUMNS, KEY_COLUMNS)
+SIMULATE = Schema(COLUMNS, KEY_COLUMNS, later=("low_precision_fetches",))
 #: Rewrite the output at least this often (seconds) and after this many cells.
 BATCH_SECONDS = 2.0
 BATCH_CELLS = 200
@@ -286,6 +291,7 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
         except PagingError as e:
             raise PagingError(e.message, file) from None
     prefetch, strategy, miss = _specmd_keys(doc, file, text)
+    _check_cascades(policies, ks, model, precision, miss, file, text)
     routing = _as_list(doc, "routing", "str", file, text, default=["standard"])
     from paging.routing import make_router
 
@@ -380,12 +386,11 @@ def _timeline_key(doc: dict, file: str, text: str, model: tuple, prefetch: tuple
     return out
 
 
-def _specmd_keys(doc: dict, file: str, text: str,
-                 cascades: bool = False) -> tuple[tuple, tuple, tuple]:
+def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
     """``prefetch``, ``prefetch_strategy`` and ``miss`` (SpecMD's axes; ``paging simulate``'s
-    options of the same names), parsed so that a bad value fails before anything runs.
-    ``cascades``: the handlers that fetch at several precisions are allowed (a serving sweep,
-    whose every cell has a model; each cell's precision and budget are checked with it)."""
+    options of the same names), parsed so that a bad value fails before anything runs. A
+    precision cascade's model, precision and budget are checked by the caller, with the grid
+    (:func:`_check_cascades`; a serving sweep's with each cell)."""
     from paging.miss import make_miss
     from paging.predict.prefetch import make_prefetch_predictor, make_strategy
 
@@ -401,10 +406,7 @@ def _specmd_keys(doc: dict, file: str, text: str,
         for st in strategy:
             make_strategy(st)
         for m in miss:
-            h = make_miss(m, "bf16")
-            if h is not None and h.uses_levels and not cascades:
-                raise PagingError(f"miss handler {m!r} fetches at several precisions, which "
-                                  "sweeps do not support yet; use paging simulate --miss")
+            make_miss(m, "bf16")
     except PagingError as e:
         key = "prefetch_strategy" if "strateg" in e.message else (
             "miss" if "miss" in e.message else "prefetch")
@@ -413,6 +415,30 @@ def _specmd_keys(doc: dict, file: str, text: str,
         raise PagingError("prefetch_strategy needs prefetch = [...]", file,
                           _line_of(text, "prefetch_strategy"))
     return prefetch, strategy, miss
+
+
+def _check_cascades(policies, ks, model, precision, miss, file, text) -> None:
+    """A precision cascade of ``miss`` needs a model, a byte budget and, in every (model,
+    precision) of the grid, levels that start at that precision (:meth:`RunSpec._check_miss`,
+    the check of ``paging simulate --miss``)."""
+    from paging.miss import make_miss
+
+    line = _line_of(text, "miss")
+    for ms in miss:
+        if ms is None or not make_miss(ms, "bf16").uses_levels:
+            continue
+        if model == (None,):
+            raise PagingError(f"miss handler {ms!r} fetches at several precisions: it needs "
+                              "model = [...] (the sizes of its precisions)", file, line)
+        if ks:
+            raise PagingError(f"miss handler {ms!r} mixes precisions: give the cache sizes as "
+                              "budget_gb = [...], not k", file, line)
+        for m, q in itertools.product(model, precision):
+            try:
+                RunSpec(policies[0].lower(), budget=1, model=m, precision=q, miss=ms)
+            except PagingError as e:
+                raise PagingError(f"{e.message} (model {m}, precision {q})", file,
+                                  line) from None
 
 
 def _resolve(source: str, base: str) -> str:
@@ -558,8 +584,16 @@ def run_task(task: Task) -> list[dict]:
         for fields in run(_run_spec(task, k, g, sizes), seqs, train=_train(task),
                           only=[task.seq], check=False):
             fields.setdefault("prefetch_late", None)
+            _low_fetches(fields)
             rows.append(_row(task, trace.name, k, g, "simulate", fields))
     return rows
+
+
+def _low_fetches(fields: dict) -> None:
+    """``low_precision_fetches`` of a cascade's row: its fetches below the first level."""
+    levels = fields.get("fetch_levels")
+    if levels and len(levels) > 1:
+        fields["low_precision_fetches"] = sum(list(levels.values())[1:])
 
 
 def _run_spec(task: Task, k, g, sizes=None) -> RunSpec:

@@ -163,7 +163,7 @@ def plan_serve(spec_path) -> list[Cell]:
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
-    prefetch, strategy, miss = _specmd_keys(doc, file, text, cascades=True)
+    prefetch, strategy, miss = _specmd_keys(doc, file, text)
     ks = _as_list(doc, "k", "int", file, text)
     gbs = _as_list(doc, "budget_gb", "num", file, text)
     if ("rates" in sv) == ("clients" in sv):

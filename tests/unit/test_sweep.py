@@ -123,7 +123,12 @@ def test_budget_from_cache_trace_sizes(tmp_path):
     (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmiss = ["drop:rank=0"]\n',
      "rank must be an integer >= 1", 4),
     (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmiss = ["fetch-priority"]\n',
-     "sweeps do not support yet", 4),
+     "it needs model = [...]", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmodel = ["mixtral-8x7b"]\n'
+     'miss = ["fetch-lowest-bit"]\n', "budget_gb = [...], not k", 5),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nbudget_gb = [4]\nmodel = ["mixtral-8x7b"]\n'
+     'precision = ["bf16", "int8"]\nmiss = ["fetch-lowest-bit:levels=bf16/int4"]\n',
+     "must be --precision (int8) (model mixtral-8x7b, precision int8)", 6),
     (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\ntimeline = ["token_overhead_ms=1"]\n',
      "need model", 4),
     (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmodel = ["mixtral-8x7b"]\n'
@@ -199,6 +204,51 @@ miss = ["fetch", "drop:rank=1"]
     drop = [r for r in rows if r["miss"] == "drop:rank=1"]
     assert drop and all(r["dropped"] > 0 for r in drop)
     assert all(r["prefetches"] > 0 for r in rows if r["prefetch"])
+
+
+def test_precision_cascades_equal_simulate(tmp_path, capsys):
+    """fetch-lowest-bit and fetch-priority cells (budget_gb, each precision's own levels) equal
+    paging simulate --json, low_precision_fetches being its fetches below the first level."""
+    gen = "router:n=8,layers=32,tokens=12,k=2,seed=0"
+    spec = spec_file(tmp_path, f"""
+traces = ["{gen}"]
+policies = ["lru", "arc"]
+budget_gb = [2, 4]
+expand = ["groups"]
+model = ["mixtral-8x7b"]
+precision = ["bf16", "int8"]
+miss = ["fetch", "fetch-lowest-bit", "fetch-priority"]
+""")
+    run_sweep(spec, tmp_path / "c.csv", workers=0)
+    rows = read_table(tmp_path / "c.csv")
+    assert len(rows) == 2 * 2 * 2 * 3
+    for r in rows:
+        args = ["simulate", gen, "--policy", r["policy"], "--budget-gb", str(r["budget_gb"]),
+                "--expand", "groups", "--model", "mixtral-8x7b", "--precision",
+                r["precision"], "--json"] + ([] if r["miss"] is None else ["--miss", r["miss"]])
+        assert main(args) == 0
+        (d,) = json.loads(capsys.readouterr().out)
+        levels = list(d.get("fetch_levels", {}).values())
+        assert (r["misses"], r["bytes_fetched"], r["time_ms"], r["capacity"]) == (
+            d["misses"], d["bytes_fetched"], d["time_ms"], d["capacity"])
+        assert r["low_precision_fetches"] == (sum(levels[1:]) if r["miss"] else None)
+    low = [r["low_precision_fetches"] for r in rows if r["miss"]]
+    assert min(low) > 0  # every cascade cell fetched below its precision
+    # a table written before the column existed resumes (the column null in its old rows)
+    import csv
+
+    from paging.sweep import COLUMN_NAMES
+
+    with open(tmp_path / "c.csv", newline="", encoding="utf-8") as fh:
+        old = [r for r in csv.DictReader(fh) if r["miss"] == ""]
+    with open(tmp_path / "c.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, [c for c in COLUMN_NAMES if c != "low_precision_fetches"],
+                           extrasaction="ignore")
+        w.writeheader()
+        w.writerows(old)
+    again = run_sweep(spec, tmp_path / "c.csv", workers=0)
+    assert (again["ran"], again["skipped"]) == (len(rows) - len(old), len(old))
+    assert sorted(map(repr, read_table(tmp_path / "c.csv"))) == sorted(map(repr, rows))
 
 
 def test_transition_trains_as_in_simulate(tmp_path, capsys):
