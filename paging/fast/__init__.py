@@ -165,9 +165,10 @@ def carries(spec, *, bounded_memory: bool = False) -> bool:
     policies (:class:`paging.fast.tokens.Carried`) and the prediction policies with the
     ``frequency`` predictor (:class:`paging.fast.predictive.Carried`), which keep the run's
     requests so far (the token policies redo them when a bound fails; the prediction
-    policies' keys read request indices from the run's start), so not where memory must stay
-    bounded by one piece (``bounded_memory``: a streamed trace). The other kernels (Belady,
-    FlashMoE, the ``oracle`` predictor's policies, Score-Based) read the whole trace."""
+    policies' keys read request indices from the run's start; Score-Based with each piece's
+    gate scores), so not where memory must stay bounded by one piece (``bounded_memory``: a
+    streamed trace). The other kernels (Belady, FlashMoE, the ``oracle`` predictor's
+    policies) read the whole trace."""
     from paging.fast import heaps
 
     if spec is None:
@@ -182,7 +183,7 @@ def carries(spec, *, bounded_memory: bool = False) -> bool:
     if spec[0] == _PRED:
         from paging.fast.predictive import FREQUENCY, SCORE, predictor_kind
 
-        return spec[1] != SCORE and predictor_kind(spec.proto.predictor) == FREQUENCY
+        return spec[1] == SCORE or predictor_kind(spec.proto.predictor) == FREQUENCY
     return False
 
 
@@ -324,8 +325,9 @@ class CarriedRun:
             self.page_misses = misses
         return pages, cnt, hits
 
-    def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False):
-        """Serve the next piece; its hit mask when ``hits``."""
+    def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False, scores=None):
+        """Serve the next piece; its hit mask when ``hits``. ``scores``: the requests' gate
+        scores, which Score-Based reads (and nothing else)."""
         from paging.fast import adaptive
         from paging.fast.lists import list_kernel
         from paging.fast.marking import marking_kernel
@@ -350,7 +352,7 @@ class CarriedRun:
             out = self.state.feed(pages, steps, hits)
         elif self.family == _PRED:
             out = self.state.feed(pages, steps, hits, self._draws(pages.size) if self.rng
-                                  is not None else np.zeros(0))
+                                  is not None else np.zeros(0), scores)
         else:
             out = heap_kernel(pages, steps, _NO_NEXT_USE, self.slots, lay.n_experts,
                               lay.n_layers, self.caps, self.dist, self.kind, rec, self.state)

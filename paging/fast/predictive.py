@@ -514,12 +514,13 @@ def _hks(kind: int, caps, slots, n_pages: int) -> np.ndarray:
 class Carried:
     """A prediction-policy run fed piece by piece (a serving run's steps:
     :class:`paging.fast.CarriedRun`), each piece cut between two groups; the ``frequency``
-    predictor only (``oracle`` reads the future, which a carried run does not have; Score-
-    Based reads gate scores). Each call serves its piece from the state the last one left, on
-    the run's request arrays so far (the keys and tie-breaks read request indices from the
-    run's start): 16 bytes a request. PredictiveMarker's and LMarker's draws are
-    :class:`paging.fast.CarriedRun`'s, from the count the state keeps (``S[-1][1]``).
-    :meth:`feed` returns the piece's tuple of :mod:`paging.fast.common`."""
+    predictor only (``oracle`` reads the future, which a carried run does not have), and
+    Score-Based, each piece given its requests' gate scores. Each call serves its piece from
+    the state the last one left, on the run's request arrays so far (the keys and tie-breaks
+    read request indices from the run's start): 16 bytes a request, 24 with scores.
+    PredictiveMarker's and LMarker's draws are :class:`paging.fast.CarriedRun`'s, from the
+    count the state keeps (``S[-1][1]``). :meth:`feed` returns the piece's tuple of
+    :mod:`paging.fast.common`."""
 
     def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray):
         self.layout, self.spec, self.slots = layout, spec, slots
@@ -528,12 +529,20 @@ class Carried:
         self.hks = _hks(self.kind, self.caps, slots, layout.n_pages)
         self.S = pred_state(layout.n_pages, self.caps.size, 1024)
         self.req = SoFar(2)  # pages, steps
+        self.scores = SoFar(1, np.float64) if self.kind == SCORE else None
 
-    def feed(self, pages, steps, hits: bool, draws: np.ndarray):
-        """Serve the next piece with the run's draws from the state's count on; its hit mask
-        (the fourth item) is filled when ``hits``."""
+    def feed(self, pages, steps, hits: bool, draws: np.ndarray, scores=None):
+        """Serve the next piece with the run's draws from the state's count on (Score-Based:
+        with its requests' gate ``scores``); its hit mask (the fourth item) is filled when
+        ``hits``."""
         lo = self.req.append(pages, steps)
         hi = self.req.n
+        score = np.zeros(0)
+        if self.scores is not None:
+            if scores is None or len(scores) != len(pages):
+                raise ValueError("Score-Based's carried run needs each request's gate score")
+            self.scores.append(scores)
+            score = self.scores.row(0)
         S = self.S
         if S[_CHAINS].size < hi + 1:  # at most one chain per eviction, one per request here
             grown = np.zeros(max(hi + 1, 2 * S[_CHAINS].size), np.int64)
@@ -544,7 +553,7 @@ class Carried:
         return predictive_kernel(frozen(self.req.row(0)), frozen(self.req.row(1)),
                                  self.slots, lay.n_experts, lay.n_layers, self.caps,
                                  self.spec[2], self.kind, FREQUENCY, frozen(np.zeros((1, 0))),
-                                 np.zeros(self.caps.size, np.int64), frozen(np.zeros(0)),
+                                 np.zeros(self.caps.size, np.int64), frozen(score),
                                  self.hks, frozen(draws), 1 if hits else 0, S, lo)[:8]
 
 

@@ -248,21 +248,25 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     credit policies (with the run's costs and sizes), ARC, LeCaR, Marking, token-hazard,
     token-decay, token-match, the combiner over them, the prediction policies with the
     ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
-    markers from ``--seed``); ``"phases"`` with them (:func:`paging.fast.carried_phases.carry`:
-    the same policies, the combiner without a prefetcher; ``drop`` and ``fetch-priority``,
-    which read the requests' ranks or scores, given each step's drop flags and levels). Never
-    a policy that reads gate scores (Score-Based). With a routing hook ``"plain"``
+    markers from ``--seed``; Score-Based and score-based-dist, given each step's union's
+    scores, :func:`step_routing_info`); ``"phases"`` with them
+    (:func:`paging.fast.carried_phases.carry`: the same policies but Score-Based, the combiner
+    without a prefetcher; ``drop`` and ``fetch-priority``, which read the requests' ranks or
+    scores, given each step's drop flags and levels). With a routing hook ``"plain"``
     too when ``hook`` (:func:`paging.fast.step_routing.serving_hook`: ``pruning``, ``max-rank``,
     ``cumsum``, ``cache-prior``; not when the traces carry full logits) routes the step's
-    tokens compiled. Never with ``--verify`` (which records the
+    tokens compiled (not Score-Based). Never with ``--verify`` (which records the
     run in the reference loop). ``engine="fast"`` insists."""
     from paging import fast
     from paging.fast.carried_phases import admits
 
     plan = fast.plan(policy)
     mode = None
-    if policy.needs_scores:  # (a policy that reads gate scores: the carried kernels hold none)
-        mode = None
+    if policy.needs_scores:  # (Score-Based: its carried run takes each step's union's scores;
+        # the phase kernels and the routed steps take none)
+        if (not run_spec.routed and handler is None and run_spec.prefetch is None
+                and not run_spec.verify and run_spec.engine != "reference"):
+            mode = "plain" if fast.carries(plan) else None
     elif run_spec.routed:  # (refused with a prefetcher or a miss handler)
         if hook is not None and not run_spec.verify and run_spec.engine != "reference":
             mode = "plain" if fast.carries(plan) else None
@@ -282,8 +286,9 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"robust-blind-oracle (frequency predictor; and their -dist forms) "
                           f"without --verify, also with --miss or --prefetch "
                           f"(robust-token-match without --prefetch) or with --routing pruning, "
-                          f"max-rank, cumsum or cache-prior (traces without full logits), not "
-                          f"with a policy that reads gate scores; "
+                          f"max-rank, cumsum or cache-prior (traces without full logits); "
+                          f"score-based (and -dist) alone, without --miss, --prefetch or "
+                          f"--routing; "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
@@ -484,8 +489,9 @@ class _Server:
         cuts = np.flatnonzero(np.diff(gof)) + 1
         if self.router is None:
             clock = step_no * self.layout.n_layers + gof
-            if self.kernel is not None:
-                hits = self.kernel.feed(pages, clock, hits=True)
+            if self.kernel is not None:  # (scores: Score-Based's, the union's largest)
+                hits = self.kernel.feed(pages, clock, hits=True,
+                                        scores=info[1] if self.reads[0] else None)
             elif self.phased is not None:
                 hits, handled = self._serve_phased(pages, clock, cuts, n_tok, now, info)
             else:

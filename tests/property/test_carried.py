@@ -62,10 +62,11 @@ def _pieces(tr, data):
             if hi > lo]
 
 
-#: the prediction policies with the frequency predictor (the markers with the run's seed)
+#: the prediction policies with the frequency predictor (the markers with the run's seed), and
+#: Score-Based (each piece given its gate scores)
 PRED_CARRIED = ("blind-oracle", "blind-oracle-dist", "predictive-marker",
                 "predictive-marker-dist", "lmarker", "lmarker-dist", "robust-blind-oracle",
-                "robust-blind-oracle-dist")
+                "robust-blind-oracle-dist", "score-based", "score-based-dist")
 
 
 @given(tr=topk_traces(max_tokens=8), name=st.sampled_from(TOKEN_CARRIED + PRED_CARRIED),
@@ -74,10 +75,15 @@ def test_a_carried_token_or_prediction_run_equals_the_reference(tr, name, k, byt
                                                                  data):
     """The token policies (one token per walk, ``steps // ℓ``, as a serving run reads them)
     and the prediction policies carried from piece to piece, against the reference loop on
-    the same trace without tokens."""
+    the same trace without tokens; Score-Based with gate scores of few values (ties in the
+    sums), each piece given its own."""
     from paging.trace import Trace
 
-    tr = Trace(tr.layout, tr.pages, tr.steps, tr.name, expand=tr.expand)  # one token a walk
+    score = None
+    if name.startswith("score-based"):
+        score = np.random.default_rng(seed).choice([0.25, 0.5, 1.0], tr.n_requests)
+    tr = Trace(tr.layout, tr.pages, tr.steps, tr.name, expand=tr.expand,
+               score=score)  # one token a walk
     P = tr.layout.n_pages
     sizes = np.asarray(data.draw(st.lists(st.integers(1, 3), min_size=P, max_size=P)),
                        dtype=np.int64) if byte else None
@@ -87,7 +93,8 @@ def test_a_carried_token_or_prediction_run_equals_the_reference(tr, name, k, byt
     spec = fast.plan(make_policy(name))
     assert fast.carries(spec) and not fast.carries(spec, bounded_memory=True)
     run = fast.CarriedRun(tr.layout, spec, k * 3 if byte else k, sizes, seed=seed, sizes=sizes)
-    hits = [run.feed(tr.pages[lo:hi], tr.steps[lo:hi], hits=True)
+    hits = [run.feed(tr.pages[lo:hi], tr.steps[lo:hi], hits=True,
+                     scores=None if score is None else score[lo:hi])
             for lo, hi in _pieces(tr, data)]
     mask = np.concatenate(hits) if hits else np.zeros(0, bool)
     assert np.array_equal(mask, whole.hit_mask)
@@ -125,11 +132,11 @@ def test_a_carried_token_run_redoes_its_pieces_when_a_bound_fails(monkeypatch, n
 
 
 def test_what_does_not_carry():
-    """The oracle predictor reads the future and Score-Based the gate scores: whole traces
-    only; a stream keeps no requests, so neither the token nor the prediction policies."""
-    for name in ("blind-oracle:oracle", "score-based", "belady"):
+    """The oracle predictor and Belady read the future: whole traces only; a stream keeps no
+    requests, so neither the token nor the prediction policies (Score-Based among them)."""
+    for name in ("blind-oracle:oracle", "belady"):
         assert not fast.carries(fast.plan(make_policy(name)))
-    for name in ("token-match", "blind-oracle"):
+    for name in ("token-match", "blind-oracle", "score-based"):
         assert not fast.carries(fast.plan(make_policy(name)), bounded_memory=True)
     assert fast.carries(fast.plan(make_policy("lru")), bounded_memory=True)
 
@@ -143,7 +150,9 @@ def test_the_residency_a_carried_run_reports_is_the_reference_cache(name, k):
     from paging.trace import Trace
 
     tr = generators.zipf(n=6, layers=3, tokens=120, seed=k, a=0.8, topk=2, expand="groups")
-    tr = Trace(tr.layout, tr.pages, tr.steps, tr.name, expand=tr.expand)  # one token a walk
+    score = np.random.default_rng(k).random(tr.n_requests)  # (Score-Based reads them)
+    tr = Trace(tr.layout, tr.pages, tr.steps, tr.name, expand=tr.expand,
+               score=score)  # one token a walk
     ref = simulate(tr, name, k, record=True, engine="reference", seed=1)
     evicted = {}
     for t, v in np.asarray(ref.evictions).reshape(-1, 2).tolist():
@@ -154,7 +163,7 @@ def test_the_residency_a_carried_run_reports_is_the_reference_cache(name, k):
     starts = np.flatnonzero(np.r_[True, np.diff(tr.steps) != 0])
     ends = np.r_[starts[1:], tr.n_requests]
     for lo, hi in zip(starts.tolist(), ends.tolist(), strict=True):
-        run.feed(tr.pages[lo:hi], tr.steps[lo:hi])
+        run.feed(tr.pages[lo:hi], tr.steps[lo:hi], scores=score[lo:hi])
         for t in range(lo, hi):
             cache[evicted.get(t, [])] = False
             if not ref.hit_mask[t] and t not in bypassed:

@@ -375,6 +375,18 @@ def test_compiled_score_reading_handlers_equal_the_reference_loop(toy, seqs, pol
     _assert_same_runs(fast, ref)
 
 
+@given(seqs=_workload(), policy=st.sampled_from(("score-based", "score-based-dist")),
+       k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
+def test_compiled_score_based_serving_equals_the_reference_loop(toy, seqs, policy, k, budget,
+                                                               seed):
+    """Score-Based's carried run, given each step's union's largest gate scores
+    (step_routing_info), equals the reference loop, which writes the same scores before the
+    step; a pool without scores is refused by both."""
+    if any(t.score is None for t in seqs):
+        return  # (refused: test_miss_handlers_in_serving_decide_as_in_the_one_loop)
+    _same_engines(toy, seqs, policy, k, budget, seed)
+
+
 @pytest.mark.parametrize("policy", ("arc", "arc-dist", "lfu", "lhu", "gdsf", "landlord-dist",
                                     "lru", "llru-dist", "marking", "marking-dist", "lecar",
                                     "lecar-dist"))
@@ -696,8 +708,8 @@ def test_refusals(toy):
     with pytest.raises(PagingError, match=r"also with --miss or --prefetch \(robust-token-"
                                           r"match without --prefetch\) or with --routing "
                                           r"pruning, max-rank, cumsum or cache-prior \(traces "
-                                          r"without full logits\), not with .*; "
-                                          r"robust-token-match "
+                                          r"without full logits\); score-based \(and "
+                                          r"-dist\) alone, .*; robust-token-match "
                                           r".* reference"):
         serve(RunSpec("robust-token-match", k=4, model=toy, engine="fast",
                       prefetch="frequency"), arr, seqs)
@@ -1043,8 +1055,8 @@ def test_serving_with_full_logits_takes_the_reference_loop(toy):
     res = serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1"), ss, seqs)
     assert res.summary["engine"] == "reference"
     assert res.summary["retained_mass"] == pytest.approx(np.e / (np.e + 1))
-    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits\), not "
-                                          r"with .*; lru with these options runs in the "
+    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits\); "
+                                          r"score-based .*; lru with these options runs in the "
                                           r"reference loop"):
         serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1", engine="fast"), ss, seqs)
 
@@ -1088,7 +1100,9 @@ def test_a_steps_union_takes_the_best_rank_and_score_its_tokens_gave(toy):
             assert res.scores[:6].tolist() == scores.tolist()
             assert res.summary["low_precision_fetches"] == low  # (the decode step hits)
             assert res.summary["dropped"] == 0 and res.steps["misses"] == [6, 0]
-    with pytest.raises(PagingError, match="--engine fast: .* not with a policy that reads "
-                                          "gate scores"):
-        serve(RunSpec("score-based", budget=budget, model=toy, precision="int8",
-                      hardware="pcie4", engine="fast"), ss, seqs)
+    sb = {"budget": budget, "model": toy, "precision": "int8", "hardware": "pcie4"}
+    res = serve(RunSpec("score-based", **sb, engine="fast"), ss, seqs)
+    _assert_same_runs(res, serve(RunSpec("score-based", **sb, engine="reference"), ss, seqs))
+    with pytest.raises(PagingError, match="--engine fast: .* score-based \\(and -dist\\) "
+                                          "alone, without --miss"):
+        serve(RunSpec("score-based", **sb, miss="drop:rank=1", engine="fast"), ss, seqs)
