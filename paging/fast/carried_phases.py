@@ -15,8 +15,8 @@ same body, with the request loop fed in pieces,
 * ``ctl`` (int64): ``ctl[0]`` the requests given so far, ``ctl[1]`` 1 (a carried run),
   ``ctl[2]`` 1 to stop, ``ctl[3]`` the draws the piece consumed (written back), ``ctl[4]`` 1
   when the caller has put larger buffers in ``grown_*`` (the arrays indexed by request or
-  group: the requests and their steps, levels and substitutes, the hit mask, the outcomes,
-  the plan's group bounds and the prefetch-eviction log), which the kernel takes up before
+  group: the requests and their steps, levels, substitutes and gate scores, the hit mask, the
+  outcomes, the plan's group bounds and the prefetch-eviction log), which the kernel takes up before
   the next piece (only the current piece's entries are ever read, so they start empty: a run
   holds at most twice the requests it has made, not the most it could make), and the
   markers' chain lengths (indexed by chain, one at most per insertion: copied over);
@@ -42,11 +42,11 @@ compiled serving run equals the reference loop's field by field (``tests/unit/te
 The token policies are carried in their own kernel (:class:`paging.fast.tokens.
 CarriedPhases`, which :func:`carry` picks). Not carried (a serving run with them takes the
 reference loop, ``--engine fast`` refuses): Belady and the ``oracle`` predictor
-(clairvoyant), Score-Based (reads gate scores as it evicts, which a carried run does not
-keep), FlashMoE, and the token combiner with a prefetcher (its reference refuses one). The
-handlers that read ranks or scores (``drop``, ``fetch-priority``) decide from a request's own,
-so a carried run takes them as each piece's drop flags and fetch levels (``feed``'s ``act``,
-``lvl``: :func:`paging.fast.phases.miss_actions`).
+(clairvoyant), FlashMoE, and the token combiner with a prefetcher (its reference refuses one).
+The handlers that read ranks or scores (``drop``, ``fetch-priority``) decide from a request's
+own, so a carried run takes them as each piece's drop flags and fetch levels (``feed``'s
+``act``, ``lvl``: :func:`paging.fast.phases.miss_actions`); Score-Based, which sums the gate
+scores of the requests it serves, takes each piece's (``feed``'s ``scores``).
 """
 
 from __future__ import annotations
@@ -88,7 +88,8 @@ def source() -> str:
     src = textwrap.dedent(inspect.getsource(phases.phase_kernel.py_func))
     src = src[src.index("def phase_kernel("):]  # without the decorator
     src = _once(src, "def phase_kernel(", "def carried_phase_kernel(")
-    src = _once(src, "adp, route):", "adp, route, ctl, grown_i, grown_b, grown_o, grown_2):")
+    src = _once(src, "adp, route):",
+                "adp, route, ctl, grown_i, grown_b, grown_o, grown_2, grown_f):")
     src = _once(src, "    grouped = is_grouped(steps)\n",
                 "    grouped = True  # a carried run is in groups mode\n")
     lines = src.split("\n")
@@ -133,6 +134,7 @@ def source() -> str:
             outcome = grown_o[0]
             act = grown_o[1]
             pf_ev = grown_2[0]
+            gscore = grown_f[0]
             if grown_i[5].size > chain_len.size:  # the markers' chains, every one kept
                 grown_i[5][:chain_len.size] = chain_len
                 chain_len = grown_i[5]
@@ -215,7 +217,7 @@ def admits(policy, spec, prefetch: bool = False) -> bool:
                                        "predictive"):
         return False
     kind = phases.phase_kind(policy, spec)
-    if kind in (phases.BELADY_SCAN, phases.SCORE_SCAN):
+    if kind == phases.BELADY_SCAN:
         return False
     if kind in (phases.BLIND_SCAN, phases.ROBUST_SCAN, phases.PMARK_SCAN, phases.LMARK_SCAN):
         return predictor_kind(spec.proto.predictor) == FREQUENCY
@@ -251,10 +253,11 @@ def carry(layout, policy, capacity: int, room: int = 1 << 16, *, slots=None, cos
 
 
 @njit(cache=True)
-def _handover(ints, b0, bytes_, e0):
+def _handover(ints, b0, bytes_, e0, f0):
     """The typed lists through which a grown run's buffers reach the running kernel
     (``grown_i`` from the arrays of ``ints``, ``grown_b``, ``grown_o`` from those of
-    ``bytes_``, ``grown_2``), made in a cached compiled function, as :func:`_put` fills them:
+    ``bytes_``, ``grown_2``, ``grown_f``), made in a cached compiled function, as :func:`_put`
+    fills them:
     numba would otherwise compile a typed list's constructor and methods in every process
     (about a second)."""
     li = List()
@@ -267,7 +270,9 @@ def _handover(ints, b0, bytes_, e0):
         lo.append(a)
     le = List()
     le.append(e0)
-    return li, lb, lo, le
+    lf = List()
+    lf.append(f0)
+    return li, lb, lo, le, lf
 
 
 @njit(cache=True)
@@ -318,6 +323,9 @@ class CarriedPhases:
         self.steps = np.zeros(room, np.int64)
         self.lvl = np.zeros(room if levels else 0, np.int64)
         self.act = np.zeros(room if drops else 0, np.int8)
+        # Score-Based's gate scores, given with each piece (feed's scores)
+        self.scored = kind == phases.SCORE_SCAN
+        self.gscore = np.zeros(room if self.scored else 0)
         if level_slots is None:
             level_slots = np.zeros((1, P), np.int64)
         self.pf_start = np.zeros(room + 2 if prefetch else 0, np.int64)
@@ -339,13 +347,14 @@ class CarriedPhases:
         # ctl[GROWN] says so); placeholders of the buffers' types until then
         self.grown = _handover((self.pages, self.steps, self.lvl, np.zeros(0, np.int64),
                                 self.pf_start, np.zeros(0, np.int64)), np.zeros(0, np.bool_),
-                               (np.zeros(0, np.int8), self.act), np.zeros((0, 2), np.int64))
+                               (np.zeros(0, np.int8), self.act), np.zeros((0, 2), np.int64),
+                               self.gscore)
         self.gen = carried_kernel()(
             self.pages, self.steps, slots, frozen(np.asarray(level_slots, dtype=np.int64)),
             layout.n_experts, layout.n_layers, self.caps, self.dist, kind, 1, self.pf_start,
             self.pf_pages, sizes, self.act, self.lvl, bool(substitute), scan,
             costs, sizes, self.draw_buf, frozen(np.zeros(0, np.int64)), np.zeros(0, np.int64),
-            np.zeros(1, np.int64), np.zeros(0), phases.FREQUENCY, np.zeros((1, 0)),
+            np.zeros(1, np.int64), self.gscore, phases.FREQUENCY, np.zeros((1, 0)),
             np.zeros(self.caps.size, np.int64), hks, self.rob, adp, phases.no_route(), self.ctl,
             *self.grown)
         self.out = None
@@ -360,11 +369,13 @@ class CarriedPhases:
         pages, steps = np.zeros(room, np.int64), np.zeros(room, np.int64)
         pages[lo:hi], steps[lo:hi] = self.pages[lo:hi], self.steps[lo:hi]
         self.pages, self.steps = pages, steps
-        # (the drop flags and levels are read only as a request is served: not copied)
+        # (the drop flags, levels and gate scores are read only as a request is served: not
+        # copied)
         self.lvl = np.zeros(room if self.levels else 0, np.int64)
         self.act = act = np.zeros(room if self.drops else 0, np.int8)
+        self.gscore = np.zeros(room if self.scored else 0)
         self.pf_start = np.zeros(room + 2 if self.prefetch else 0, np.int64)
-        i, b, o, e = self.grown
+        i, b, o, e, f = self.grown
         for k, a in enumerate((pages, steps, self.lvl,
                                np.full(room if self.substitute else 0, -1, np.int64),
                                self.pf_start, np.zeros(0, np.int64))):
@@ -373,6 +384,7 @@ class CarriedPhases:
         _put(o, 0, np.zeros(room, np.int8))
         _put(o, 1, act)
         _put(e, 0, np.zeros((room + self.pf_pages.size if self.prefetch else 0, 2), np.int64))
+        _put(f, 0, self.gscore)
         if self.chains and (chain_room is not None or self.inserted + 1 > self.chain_room):
             self.chain_room = (max(2 * self.chain_room, self.inserted + 1) if chain_room is None
                                else max(int(chain_room), self.inserted + 1))
@@ -386,7 +398,7 @@ class CarriedPhases:
         self.draws = carry_draws(self.rng, self.draws, used, self.draw_buf.size)
         self.draw_buf[:] = self.draws[:self.draw_buf.size]
 
-    def feed(self, pages, steps, batches=(), across=None, act=None, lvl=None):
+    def feed(self, pages, steps, batches=(), across=None, act=None, lvl=None, scores=None):
         """Serve the next piece (``pages``, their ``steps``: whole groups); ``batches[i]``:
         the prefetch pages after its group i (none for the last: it comes with the next
         piece, as ``across``), or ``batches = (sizes, pages)``, those batches' sizes and their
@@ -394,7 +406,8 @@ class CarriedPhases:
         mask, its requests' outcomes (``paging.fast.common``'s HIT, FETCHED, DROPPED,
         SUBSTITUTED) and substitutes, and the prefetches inserted, rows ``(t + 1, page)``.
         ``act``, ``lvl``: the piece's drop flags and fetch levels (a run made with ``drops``,
-        ``levels``: :func:`paging.fast.phases.miss_actions`)."""
+        ``levels``: :func:`paging.fast.phases.miss_actions`); ``scores``: its gate scores
+        (Score-Based's run, and only it)."""
         pages = np.asarray(pages, dtype=np.int64)
         steps = np.asarray(steps, dtype=np.int64)
         t0, t1 = self.t, self.t + pages.size
@@ -425,6 +438,10 @@ class CarriedPhases:
             self.act[t0:t1] = act
         if self.levels:
             self.lvl[t0:t1] = lvl
+        if self.scored:
+            if scores is None or len(scores) != pages.size:
+                raise ValueError("Score-Based's carried run needs each request's gate score")
+            self.gscore[t0:t1] = scores
         if self.pf_start.size:
             self.pf_pages[:plan.size] = plan
             first = max(g0 - 1, 0)

@@ -250,9 +250,9 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
     markers from ``--seed``; Score-Based and score-based-dist, given each step's union's
     scores, :func:`step_routing_info`); ``"phases"`` with them
-    (:func:`paging.fast.carried_phases.carry`: the same policies but Score-Based, the combiner
-    without a prefetcher; ``drop`` and ``fetch-priority``, which read the requests' ranks or
-    scores, given each step's drop flags and levels). With a routing hook ``"plain"``
+    (:func:`paging.fast.carried_phases.carry`: the same policies, the combiner without a
+    prefetcher; ``drop`` and ``fetch-priority``, which read the requests' ranks or scores,
+    given each step's drop flags and levels). With a routing hook ``"plain"``
     too when ``hook`` (:func:`paging.fast.step_routing.serving_hook`: ``pruning``, ``max-rank``,
     ``cumsum``, ``cache-prior``; not when the traces carry full logits) routes the step's
     tokens compiled (not Score-Based). Never with ``--verify`` (which records the
@@ -262,13 +262,9 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
 
     plan = fast.plan(policy)
     mode = None
-    if policy.needs_scores:  # (Score-Based: its carried run takes each step's union's scores;
-        # the phase kernels and the routed steps take none)
-        if (not run_spec.routed and handler is None and run_spec.prefetch is None
-                and not run_spec.verify and run_spec.engine != "reference"):
-            mode = "plain" if fast.carries(plan) else None
-    elif run_spec.routed:  # (refused with a prefetcher or a miss handler)
-        if hook is not None and not run_spec.verify and run_spec.engine != "reference":
+    if run_spec.routed:  # (refused with a prefetcher or a miss handler)
+        if (hook is not None and not policy.needs_scores and not run_spec.verify
+                and run_spec.engine != "reference"):  # (the routed steps take no scores)
             mode = "plain" if fast.carries(plan) else None
     elif not run_spec.verify and run_spec.engine != "reference":
         if handler is None and run_spec.prefetch is None:
@@ -282,13 +278,13 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"fwf, llru, fld, least-stale and their -dist forms), lfu, the credit "
                           f"policies (greedy-dual, landlord, gdsf, layered-landlord), arc, lecar, "
                           f"marking, token-hazard, token-decay, token-match, "
-                          f"robust-token-match, blind-oracle, predictive-marker, lmarker and "
-                          f"robust-blind-oracle (frequency predictor; and their -dist forms) "
+                          f"robust-token-match, blind-oracle, predictive-marker, lmarker, "
+                          f"robust-blind-oracle (frequency predictor) and score-based (and "
+                          f"their -dist forms) "
                           f"without --verify, also with --miss or --prefetch "
                           f"(robust-token-match without --prefetch) or with --routing pruning, "
-                          f"max-rank, cumsum or cache-prior (traces without full logits); "
-                          f"score-based (and -dist) alone, without --miss, --prefetch or "
-                          f"--routing; "
+                          f"max-rank, cumsum or cache-prior (traces without full logits; "
+                          f"not score-based); "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
@@ -341,6 +337,7 @@ class _Server:
         self.handler = handler
         policy = make_policy(run_spec.policy)
         self.reads = reads_routing(policy, handler)  # (scores, ranks)
+        self.policy_scores = bool(policy.needs_scores)
         if self.reads[0]:
             who = (f"--miss {handler.spec()}" if handler is not None and handler.needs_scores
                    else f"--policy {run_spec.policy}")
@@ -491,7 +488,7 @@ class _Server:
             clock = step_no * self.layout.n_layers + gof
             if self.kernel is not None:  # (scores: Score-Based's, the union's largest)
                 hits = self.kernel.feed(pages, clock, hits=True,
-                                        scores=info[1] if self.reads[0] else None)
+                                        scores=info[1] if self.policy_scores else None)
             elif self.phased is not None:
                 hits, handled = self._serve_phased(pages, clock, cuts, n_tok, now, info)
             else:
@@ -571,7 +568,9 @@ class _Server:
         batches = self._proposals(pages, cuts, n_tok) if pf is not None else ()
         # the handler's drop flags and fetch levels, from the union's ranks and scores
         act, lvl = miss_actions(self.handler, pages.size, *(info or (None, None)))
-        hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across, act, lvl)
+        sc = {"scores": info[1]} if self.policy_scores else {}  # (Score-Based's)
+        hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across, act, lvl,
+                                              **sc)
         self.across = None
         drop, swap = outcome == DROPPED, outcome == SUBSTITUTED
         levels = np.where(outcome == FETCHED, lvl, 0) if lvl.size else np.zeros(pages.size,

@@ -198,7 +198,9 @@ POLICIES = ("lru", "fifo", "lfu", "llru", "least-stale", "lru-dist", "marking", 
 
 
 @st.composite
-def _workload(draw):
+def _workload(draw, scored=False):
+    """1 to 3 sequences of 2 to 6 tokens (top-2 of 4 experts, 2 layers), each with gate scores
+    or not (always with ``scored``)."""
     n_seq = draw(st.integers(1, 3))
     seqs = []
     for i in range(n_seq):
@@ -207,7 +209,7 @@ def _workload(draw):
                                                      unique=True), min_size=2, max_size=2),
                                    min_size=T, max_size=T)))
         scores = None  # gate scores (a routing hook reads them), or expert ids only
-        if draw(st.booleans()):
+        if scored or draw(st.booleans()):
             top = np.array(draw(st.lists(st.sampled_from((0.5, 0.6, 0.75, 0.9, 1.0)),
                                          min_size=2 * T, max_size=2 * T))).reshape(T, 2, 1)
             scores = np.concatenate([top, 1.0 - top], axis=2)
@@ -375,16 +377,31 @@ def test_compiled_score_reading_handlers_equal_the_reference_loop(toy, seqs, pol
     _assert_same_runs(fast, ref)
 
 
-@given(seqs=_workload(), policy=st.sampled_from(("score-based", "score-based-dist")),
-       k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3))
+@given(seqs=_workload(scored=True), policy=st.sampled_from(("score-based", "score-based-dist")),
+       k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3),
+       prefetch=st.sampled_from((None, "frequency", "previous-token")),
+       miss=st.sampled_from((None, "substitute", "fetch-lowest-bit", "drop:score=0.6",
+                             "fetch-priority")))
 def test_compiled_score_based_serving_equals_the_reference_loop(toy, seqs, policy, k, budget,
-                                                               seed):
-    """Score-Based's carried run, given each step's union's largest gate scores
-    (step_routing_info), equals the reference loop, which writes the same scores before the
-    step; a pool without scores is refused by both."""
-    if any(t.score is None for t in seqs):
-        return  # (refused: test_miss_handlers_in_serving_decide_as_in_the_one_loop)
-    _same_engines(toy, seqs, policy, k, budget, seed)
+                                                               seed, prefetch, miss):
+    """Score-Based's carried runs, given each step's union's largest gate scores
+    (step_routing_info), plain (paging.fast.predictive.Carried) and with a prefetcher or a
+    miss handler (the carried phase kernel), equal the reference loop, which writes the same
+    scores before the step (a pool without scores is refused by both:
+    test_miss_handlers_in_serving_decide_as_in_the_one_loop)."""
+    if prefetch is None and miss is None:
+        _same_engines(toy, seqs, policy, k, budget, seed)
+        return
+    from paging.cost.setup import CostSetup
+
+    cm = CostSetup.from_names(toy, "int8", "pcie4")
+    cap = {"budget": k * int(cm.expert_bytes)} if budget or miss in (
+        "fetch-lowest-bit", "fetch-priority") else {"k": k}  # (a cascade needs a budget)
+    ss = ServeSpec(Arrivals(rate=100.0, duration=0.2), max_batch=3, max_tokens=6, seed=seed)
+    runs = [serve(RunSpec(policy, **cap, model=toy, precision="int8", hardware="pcie4",
+                          seed=seed, prefetch=prefetch, miss=miss, engine=engine), ss, seqs)
+            for engine in ("fast", "reference")]
+    _assert_same_runs(*runs)
 
 
 @pytest.mark.parametrize("policy", ("arc", "arc-dist", "lfu", "lhu", "gdsf", "landlord-dist",
@@ -708,8 +725,8 @@ def test_refusals(toy):
     with pytest.raises(PagingError, match=r"also with --miss or --prefetch \(robust-token-"
                                           r"match without --prefetch\) or with --routing "
                                           r"pruning, max-rank, cumsum or cache-prior \(traces "
-                                          r"without full logits\); score-based \(and "
-                                          r"-dist\) alone, .*; robust-token-match "
+                                          r"without full logits; not score-based\); "
+                                          r"robust-token-match "
                                           r".* reference"):
         serve(RunSpec("robust-token-match", k=4, model=toy, engine="fast",
                       prefetch="frequency"), arr, seqs)
@@ -1055,8 +1072,8 @@ def test_serving_with_full_logits_takes_the_reference_loop(toy):
     res = serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1"), ss, seqs)
     assert res.summary["engine"] == "reference"
     assert res.summary["retained_mass"] == pytest.approx(np.e / (np.e + 1))
-    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits\); "
-                                          r"score-based .*; lru with these options runs in the "
+    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits; "
+                                          r"not score-based\); lru with these options runs in the "
                                           r"reference loop"):
         serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1", engine="fast"), ss, seqs)
 
@@ -1103,6 +1120,10 @@ def test_a_steps_union_takes_the_best_rank_and_score_its_tokens_gave(toy):
     sb = {"budget": budget, "model": toy, "precision": "int8", "hardware": "pcie4"}
     res = serve(RunSpec("score-based", **sb, engine="fast"), ss, seqs)
     _assert_same_runs(res, serve(RunSpec("score-based", **sb, engine="reference"), ss, seqs))
-    with pytest.raises(PagingError, match="--engine fast: .* score-based \\(and -dist\\) "
-                                          "alone, without --miss"):
-        serve(RunSpec("score-based", **sb, miss="drop:rank=1", engine="fast"), ss, seqs)
+    for miss in ("drop:rank=1", "fetch-priority"):  # (the carried phase kernel, with scores)
+        res = serve(RunSpec("score-based", **sb, miss=miss, engine="fast"), ss, seqs)
+        _assert_same_runs(res, serve(RunSpec("score-based", **sb, miss=miss,
+                                             engine="reference"), ss, seqs))
+    with pytest.raises(PagingError, match="--engine fast: .* \\(traces without full "
+                                          "logits; not score-based\\)"):
+        serve(RunSpec("score-based", **sb, routing="max-rank:j=1", engine="fast"), ss, seqs)
