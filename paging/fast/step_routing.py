@@ -63,8 +63,11 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
     added to ``q`` = (Σ retained, Σ top-1 changed, Σ KL, rows) token by token, as the
     reference's ``+=``.
 
-    Returns ``(pages, cnt)``: the union of the served experts in order of first use (pages
-    ``z·n + e``) and the tokens routed to each."""
+    Returns ``(pages, cnt, score, rank)``: the union of the served experts in order of first
+    use (pages ``z·n + e``), the tokens routed to each, and each one's largest router weight
+    and smallest rank over those tokens (a token's weight of an expert outside its top-K is 0
+    and its rank K, as ``paging simulate``'s routing gives a routed request; what Score-Based
+    reads in serving, :meth:`paging.serve.engine._Server._serve_routed`)."""
     T, K = X.shape
     base = z * n
     rank, pos_s, taken, zz = route_scratch(n)
@@ -79,6 +82,8 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
     inb = np.zeros(n, np.bool_)
     count = np.zeros(n, np.int64)
     first = np.empty(n, np.int64)
+    best_w = np.zeros(n)
+    best_r = np.zeros(n, np.int64)
     nf = 0
     for t in range(T):
         k = 0
@@ -123,13 +128,23 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
         for i in range(c):
             e = out[i] - base
             inb[e] = True
+            r = k  # the expert's rank for this token: its place in the row, else K
             if ina[e]:
                 kept += wa[e]
+                for i2 in range(k):
+                    if src[i2] == out[i]:
+                        r = i2
+                        break
             if out[i] == src[0]:
                 top = True
             if count[e] == 0:
                 first[nf] = e
                 nf += 1
+                best_w[e] = wa[e]
+                best_r[e] = r
+            else:
+                best_w[e] = max(best_w[e], wa[e])
+                best_r[e] = min(best_r[e], r)
             count[e] += 1
         q[0] += kept / orig if orig > 0 else 1.0
         if not top:
@@ -144,10 +159,14 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
             inb[out[i] - base] = False
     pages = np.empty(nf, np.int64)
     cnt = np.empty(nf, np.int64)
+    score = np.empty(nf)
+    rnk = np.empty(nf, np.int64)
     for i in range(nf):
         pages[i] = base + first[i]
         cnt[i] = count[first[i]]
-    return pages, cnt
+        score[i] = best_w[first[i]]
+        rnk[i] = best_r[first[i]]
+    return pages, cnt, score, rnk
 
 
 # -- each family's residency, read from its carried state (:meth:`paging.fast.CarriedRun.
@@ -197,7 +216,7 @@ def routed_list_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
     running totals; empty when no layer had a token)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_list(state), hook, j, m, tau, lam,
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_list(state), hook, j, m, tau, lam,
                               rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, list_kernel(pz, np.full(pz.size, step * L + z, np.int64), slots,
@@ -212,7 +231,7 @@ def routed_heap_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
     heap_kernel`; a page is resident when it has a heap position)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_heap(state), hook, j, m, tau, lam,
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_heap(state), hook, j, m, tau, lam,
                               rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, heap_kernel(pz, np.full(pz.size, step * L + z, np.int64),
@@ -227,7 +246,7 @@ def routed_arc_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, n
     kernel; a page is resident on T1 or T2)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_arc(state), hook, j, m, tau, lam,
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_arc(state), hook, j, m, tau, lam,
                               rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _ARC_GROUPS(pz, np.full(pz.size, step * L + z, np.int64), slots,
@@ -242,7 +261,7 @@ def routed_credit_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q
     credit_kernel`'s carried kernel; a page is resident when it has a position)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_credit(state), hook, j, m, tau,
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_credit(state), hook, j, m, tau,
                               lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _CARRIED_CREDIT(pz, np.full(pz.size, step * L + z, np.int64),
@@ -260,7 +279,7 @@ def routed_marking_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, 
     stopped (the state counts them), as consecutive pieces do."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_marking(state), hook, j, m, tau,
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_marking(state), hook, j, m, tau,
                               lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _marking(pz, np.full(pz.size, step * L + z, np.int64), slots,
@@ -275,7 +294,7 @@ def routed_lecar_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q,
     carried groups-mode kernel; a page is resident on its recency list)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, in_lecar(state), hook, j, m, tau,
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_lecar(state), hook, j, m, tau,
                               lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _CARRIED_LECAR(pz, np.full(pz.size, step * L + z, np.int64),

@@ -255,7 +255,7 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     given each step's drop flags and levels). With a routing hook ``"plain"``
     too when ``hook`` (:func:`paging.fast.step_routing.serving_hook`: ``pruning``, ``max-rank``,
     ``cumsum``, ``cache-prior``; not when the traces carry full logits) routes the step's
-    tokens compiled (not Score-Based). Never with ``--verify`` (which records the
+    tokens compiled. Never with ``--verify`` (which records the
     run in the reference loop). ``engine="fast"`` insists."""
     from paging import fast
     from paging.fast.carried_phases import admits
@@ -263,8 +263,7 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     plan = fast.plan(policy)
     mode = None
     if run_spec.routed:  # (refused with a prefetcher or a miss handler)
-        if (hook is not None and not policy.needs_scores and not run_spec.verify
-                and run_spec.engine != "reference"):  # (the routed steps take no scores)
+        if hook is not None and not run_spec.verify and run_spec.engine != "reference":
             mode = "plain" if fast.carries(plan) else None
     elif not run_spec.verify and run_spec.engine != "reference":
         if handler is None and run_spec.prefetch is None:
@@ -283,8 +282,7 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"their -dist forms) "
                           f"without --verify, also with --miss or --prefetch "
                           f"(robust-token-match without --prefetch) or with --routing pruning, "
-                          f"max-rank, cumsum or cache-prior (traces without full logits; "
-                          f"not score-based); "
+                          f"max-rank, cumsum or cache-prior (traces without full logits); "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
@@ -480,8 +478,8 @@ class _Server:
         t0 = self.sim.t if self.sim is not None else None
         if self.router is not None:  # what each token requests depends on the cache: each
             # layer is routed and served in turn
-            pages, cnt, hits = (self._serve_routed_compiled if self.kernel is not None
-                                else self._serve_routed)(batch, step_no)
+            pages, cnt, hits, info = (self._serve_routed_compiled if self.kernel is not None
+                                      else self._serve_routed)(batch, step_no)
             gof = pages // self.layout.n_experts
         cuts = np.flatnonzero(np.diff(gof)) + 1
         if self.router is None:
@@ -593,16 +591,23 @@ class _Server:
         the step is routed seeing the layer's cached experts (as the batch's router runs before
         the layer's experts are loaded), with its gate scores and logits when its trace has
         them, and the union of what they chose, in order of first use, is served as the
-        layer's group. Returns the pages, the tokens routed to each, and the hits."""
+        layer's group. Returns the pages, the tokens routed to each, the hits and, when the
+        policy reads gate scores (Score-Based), each page's rank and score: the best its tokens
+        gave it, as :func:`step_routing_info` reads an unrouted step, a token's being those
+        ``paging simulate`` gives a routed request (its rank among the token's experts, K when
+        the hook served it from outside them, and its router weight, 0 there), else None."""
         from paging.routing import Group, quality
 
         sim, router, L, n = self.sim, self.router, self.layout.n_layers, self.layout.n_experts
         X, S, Z = _step_routing(batch, n)
         q = self.quality
         pages, cnt, hits = [], [], []
+        scored = self.reads[0]  # (with routing only the policy reads them: no handler)
+        ranks, scores = [], []
         for z in range(L):
             cached = set(sim.state.cached_in_layer(z))
             count: dict[int, int] = {}
+            best: dict[int, tuple] = {}  # expert: (smallest rank, largest score)
             for t, row in enumerate(X[:, z, :].tolist()):
                 experts = [e for e in row if e >= 0]
                 if not experts:  # a token with no expert on this layer (padding)
@@ -619,15 +624,28 @@ class _Server:
                 q[3] += 1
                 for e in chosen:
                     count[e] = count.get(e, 0) + 1  # dicts keep the order of first use
+                if scored:  # (the request's rank and score, as simulate's routing gives)
+                    order, w = g.order(), g.probs()
+                    for e in chosen:
+                        r = order.index(e) if (g.logits is not None or e in experts) else g.K
+                        b = best.get(e, (r, w.get(e, 0.0)))
+                        best[e] = (min(b[0], r), max(b[1], w.get(e, 0.0)))
             group = [z * n + e for e in count]
             if not group:
                 continue
             sim.write_clock(sim.t, [step_no * L + z] * len(group))
+            if scored:
+                rk = [best[e][0] for e in count]
+                sc = [best[e][1] for e in count]
+                sim.write_routing(sim.t, None, sc)
+                ranks.extend(rk)
+                scores.extend(sc)
             hits.extend(sim.serve_group(group))
             pages.extend(group)
             cnt.extend(count.values())
+        info = (np.array(ranks, dtype=np.int64), np.array(scores)) if scored else None
         return (np.array(pages, dtype=np.int64), np.array(cnt, dtype=np.int64),
-                np.array(hits, dtype=bool))
+                np.array(hits, dtype=bool), info)
 
     def _serve_routed_compiled(self, batch, step_no: int) -> tuple:
         """:meth:`_serve_routed` with the cache in its compiled kernel: each layer's tokens
@@ -659,21 +677,27 @@ class _Server:
         whole = kernel.routed_step(XL, WL, KL, step_no, self.hook, (rsum, rn, q, nolog))
         if whole is not None:  # (routed and served in one call)
             self.quality[:] = [float(q[0]), int(q[1]), float(q[2]), int(q[3])]
-            return whole
-        pages, cnt, hits = [], [], []
+            return (*whole, None)
+        pages, cnt, hits, scores, ranks = [], [], [], [], []
+        scored = self.policy_scores  # (Score-Based: each page's best router weight and rank)
         for z in range(L):
-            pz, cz = route_tokens(XL[z], WL[z], KL[z], z, n, kernel.resident(), hook, j, m,
-                                  tau, lam, rsum, rn, q, nolog)
+            pz, cz, sz, rz = route_tokens(XL[z], WL[z], KL[z], z, n, kernel.resident(), hook,
+                                          j, m, tau, lam, rsum, rn, q, nolog)
             if pz.size == 0:
                 continue
             hits.append(kernel.feed(pz, np.full(pz.size, step_no * L + z, np.int64),
-                                    hits=True))
+                                    hits=True, scores=sz if scored else None))
             pages.append(pz)
             cnt.append(cz)
+            scores.append(sz)
+            ranks.append(rz)
         self.quality[:] = [float(q[0]), int(q[1]), float(q[2]), int(q[3])]
+        if not pages:
+            return (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool),
+                    (np.zeros(0, np.int64), np.zeros(0)) if scored else None)
         cat = np.concatenate
-        return ((cat(pages), cat(cnt), cat(hits)) if pages else
-                (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)))
+        return (cat(pages), cat(cnt), cat(hits),
+                (cat(ranks), cat(scores)) if scored else None)
 
     def prefetch_across(self, groups) -> None:
         """After a step's last group: the prefetcher's batch for layer 0 of the next step

@@ -404,6 +404,46 @@ def test_compiled_score_based_serving_equals_the_reference_loop(toy, seqs, polic
     _assert_same_runs(*runs)
 
 
+@given(seqs=_workload(scored=True), policy=st.sampled_from(("score-based", "score-based-dist")),
+       k=st.integers(1, 8), seed=st.integers(0, 3), routing=st.sampled_from(ROUTINGS[1:]))
+def test_routed_score_based_serving_reads_the_routed_scores(toy, seqs, policy, k, seed,
+                                                            routing):
+    """With a routing hook, Score-Based reads each served page's score as simulate's routing
+    gives a routed request (its router weight, 0 for an expert served from outside the token's
+    top-K), the best of the step's tokens for a page of a layer's union: the served stream with
+    those scores replays through simulate() with the same hits, and the compiled routing
+    (paging.fast.step_routing.route_tokens' weights and ranks) equals the reference loop.
+    (Before, the routed step wrote no scores and Score-Based ran as LRU.)"""
+    ss = ServeSpec(Arrivals(rate=100.0, duration=0.2), max_batch=3, max_tokens=6, seed=seed)
+    res = serve(RunSpec(policy, k=k, model=toy, seed=seed, routing=routing,
+                        engine="reference"), ss, seqs)
+    fast = serve(RunSpec(policy, k=k, model=toy, seed=seed, routing=routing), ss, seqs)
+    assert np.array_equal(fast.scores, res.scores) and np.array_equal(fast.ranks, res.ranks)
+    _assert_same_runs(fast, res)
+    assert res.scores is not None and res.scores.size == res.pages.size
+    assert ((res.scores >= 0) & (res.scores <= 1)).all()
+    trace = Trace(LAY, res.pages, res.clock, "serve", score=res.scores, expand="groups")
+    again = simulate(trace, policy, k, seed=seed, record=True, engine="reference")
+    assert np.array_equal(again.hit_mask, res.hits)
+
+
+def test_a_routed_steps_union_takes_the_best_router_weight(toy):
+    """Hand-checked: one request, its prompt two tokens ([0, 1] / [2, 3] with scores 0.7/0.3,
+    0.6/0.4; [0, 2] / [3, 0] with 0.55/0.45, 0.8/0.2), one decode token ([0, 1] / [2, 3],
+    0.5 each), routed with pruning:j=1 (the top-1 expert alone). The prefill step serves expert
+    0 on layer 0 for both tokens (page 0, score max(0.7, 0.55) = 0.7), experts 2 and 3 on layer
+    1 (pages 6, 7: 0.6, 0.8); the decode step pages 0 and 6 (0.5 each). Score-Based reads
+    those scores."""
+    e = np.array([[[0, 1], [2, 3]], [[0, 2], [3, 0]], [[0, 1], [2, 3]]])
+    sc = np.array([[[0.7, 0.3], [0.6, 0.4]], [[0.55, 0.45], [0.8, 0.2]], [[0.5, 0.5]] * 2])
+    ss = ServeSpec(Arrivals(times=(0.0,)), max_batch=1, max_tokens=8)
+    res = serve(RunSpec("score-based", k=4, model=toy, routing="pruning:j=1"), ss,
+                [_seq_trace(e, 2, "a", sc)])
+    assert res.pages.tolist() == [0, 6, 7, 0, 6]
+    assert res.scores.tolist() == [0.7, 0.6, 0.8, 0.5, 0.5]
+    assert res.ranks.tolist() == [0, 0, 0, 0, 0]
+
+
 @pytest.mark.parametrize("policy", ("arc", "arc-dist", "lfu", "lhu", "gdsf", "landlord-dist",
                                     "lru", "llru-dist", "marking", "marking-dist", "lecar",
                                     "lecar-dist"))
@@ -725,7 +765,7 @@ def test_refusals(toy):
     with pytest.raises(PagingError, match=r"also with --miss or --prefetch \(robust-token-"
                                           r"match without --prefetch\) or with --routing "
                                           r"pruning, max-rank, cumsum or cache-prior \(traces "
-                                          r"without full logits; not score-based\); "
+                                          r"without full logits\); "
                                           r"robust-token-match "
                                           r".* reference"):
         serve(RunSpec("robust-token-match", k=4, model=toy, engine="fast",
@@ -1072,8 +1112,8 @@ def test_serving_with_full_logits_takes_the_reference_loop(toy):
     res = serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1"), ss, seqs)
     assert res.summary["engine"] == "reference"
     assert res.summary["retained_mass"] == pytest.approx(np.e / (np.e + 1))
-    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits; "
-                                          r"not score-based\); lru with these options runs in the "
+    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits\); "
+                                          r"lru with these options runs in the "
                                           r"reference loop"):
         serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1", engine="fast"), ss, seqs)
 
@@ -1124,6 +1164,6 @@ def test_a_steps_union_takes_the_best_rank_and_score_its_tokens_gave(toy):
         res = serve(RunSpec("score-based", **sb, miss=miss, engine="fast"), ss, seqs)
         _assert_same_runs(res, serve(RunSpec("score-based", **sb, miss=miss,
                                              engine="reference"), ss, seqs))
-    with pytest.raises(PagingError, match="--engine fast: .* \\(traces without full "
-                                          "logits; not score-based\\)"):
-        serve(RunSpec("score-based", **sb, routing="max-rank:j=1", engine="fast"), ss, seqs)
+    res = serve(RunSpec("score-based", **sb, routing="max-rank:j=1", engine="fast"), ss, seqs)
+    _assert_same_runs(res, serve(RunSpec("score-based", **sb, routing="max-rank:j=1",
+                                         engine="reference"), ss, seqs))
