@@ -20,6 +20,13 @@ COMMANDS = ("simulate", "mrc", "opt", "trace", "coupon", "adversary", "proofs", 
 
 
 class _Parser(argparse.ArgumentParser):
+    """One-line errors, and no abbreviated options: argparse would take ``--out`` for
+    ``paging serve --output-len`` (its one option starting so) and answer about that option."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # one line, exit 2 (argparse would print the usage too)
         raise PagingError(f"{self.prog}: {message}")
 
