@@ -15,6 +15,8 @@ A sweep spec with a ``[serve]`` table is a serving sweep::
     prefetch_strategy = ["topk:overfetch=1"]  # --prefetch-strategy, --miss: fetch,
     miss      = ["fetch"]             # substitute, drop:..., fetch-lowest-bit, fetch-priority;
                                       # the last two with budget_gb)
+    routing   = ["standard", "max-rank:j=1"]  # optional, as paging serve --routing (not with
+                                      # prefetch or miss)
 
     [serve]
     rates     = [0.5, 1, 2]           # Poisson; or clients = [4, 16] with think = S
@@ -30,7 +32,9 @@ The traces of a serving sweep are one pool (every cell draws its requests from a
 sequences, groups mode). Each cell is one :func:`paging.serve.serve` run, a row of
 :data:`SCHEMA` (the summary of ``paging serve``); the table is resumable and rewritten
 atomically like a simulation sweep's (:mod:`paging.sweep`); a table written before its
-``low_precision_fetches`` column existed is resumed with that column null in its old rows.
+``low_precision_fetches`` column or its ``routing`` axis existed is resumed with those columns
+null in its old rows (``routing`` null is standard routing, as in every row without a hook;
+``retained_mass``, ``top1_changed`` and ``kl`` are the routed rows' quality proxies).
 """
 
 from __future__ import annotations
@@ -44,11 +48,11 @@ from paging.errors import PagingError
 from paging.sweep import Schema, _as_list, _line_of, _resolve, _specmd_keys, _traces, drive
 
 TOP_KEYS = ("traces", "policies", "k", "budget_gb", "model", "precision", "hardware", "seeds",
-            "prefetch", "prefetch_strategy", "miss", "serve")
+            "prefetch", "prefetch_strategy", "miss", "routing", "serve")
 SERVE_KEYS = ("rates", "clients", "think", "duration", "max_batch", "max_tokens", "scheduler",
               "prompt_tokens", "slo_ttft_ms", "slo_tpot_ms")
 KEYS = (("policy", "str"), ("model", "str"), ("precision", "str"), ("hardware", "str"),
-        ("prefetch", "str"), ("prefetch_strategy", "str"), ("miss", "str"),
+        ("prefetch", "str"), ("prefetch_strategy", "str"), ("miss", "str"), ("routing", "str"),
         ("k", "int"), ("budget_gb", "float"), ("rate", "float"), ("clients", "int"),
         ("max_batch", "int"), ("seed", "int"))
 _LAT = tuple((f"p{q}_{m}", "float") for m in ("ttft_ms", "tpot_ms", "e2e_ms")
@@ -66,8 +70,11 @@ SCHEMA = Schema(KEYS + (
     # prefetching and miss handling (null without them)
     ("prefetches", "int"), ("prefetch_useful", "int"), ("prefetch_wasted", "int"),
     ("prefetch_late", "int"), ("prefetch_precision", "float"), ("prefetch_recall", "float"),
-    ("dropped", "int"), ("substituted", "int"), ("low_precision_fetches", "int")),
-    tuple(c for c, _ in KEYS), later=("low_precision_fetches",))
+    ("dropped", "int"), ("substituted", "int"), ("low_precision_fetches", "int"),
+    # routing (null without a hook)
+    ("retained_mass", "float"), ("top1_changed", "float"), ("kl", "float")),
+    tuple(c for c, _ in KEYS), later=("low_precision_fetches", "routing", "retained_mass",
+                                      "top1_changed", "kl"))
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,7 @@ class Cell:
     prefetch: str | None
     prefetch_strategy: str | None
     miss: str | None
+    routing: str | None  # (None: standard routing)
     k: int | None
     budget_gb: float | None
     rate: float | None
@@ -99,8 +107,8 @@ class Cell:
 
 def cell_key(cell: Cell) -> tuple:
     return (cell.policy, cell.model, cell.precision, cell.hardware, cell.prefetch,
-            cell.prefetch_strategy, cell.miss, cell.k, cell.budget_gb, cell.rate, cell.clients,
-            cell.max_batch, cell.seed)
+            cell.prefetch_strategy, cell.miss, cell.routing, cell.k, cell.budget_gb, cell.rate,
+            cell.clients, cell.max_batch, cell.seed)
 
 
 def _read(path) -> tuple[dict, str, str]:
@@ -164,6 +172,7 @@ def plan_serve(spec_path) -> list[Cell]:
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
     prefetch, strategy, miss = _specmd_keys(doc, file, text)
+    routing = _routing_key(doc, file, text, prefetch, miss, paths)
     ks = _as_list(doc, "k", "int", file, text)
     gbs = _as_list(doc, "budget_gb", "num", file, text)
     if ("rates" in sv) == ("clients" in sv):
@@ -187,12 +196,12 @@ def plan_serve(spec_path) -> list[Cell]:
     cells, seen = [], set()
     from paging.cost import budget_bytes
 
-    for pol, q, hw, pf, st, ms, (k, g), (rate, cl), b, seed in itertools.product(
-            policies, precision, hardware, prefetch, strategy, miss, caps, loads, batches,
-            seeds):
+    for pol, q, hw, pf, st, ms, rt, (k, g), (rate, cl), b, seed in itertools.product(
+            policies, precision, hardware, prefetch, strategy, miss, routing, caps, loads,
+            batches, seeds):
         st = st if pf is not None else None  # "none" is one cell whatever the strategies
-        cell = Cell(paths, pol.lower(), doc["model"], q, hw, pf, st, ms, k, g, rate, cl, think,
-                    duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed)
+        cell = Cell(paths, pol.lower(), doc["model"], q, hw, pf, st, ms, rt, k, g, rate, cl,
+                    think, duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed)
         try:  # every option checked now, with the spec's name in the message
             make_policy(cell.policy)
             _run_spec(cell, budget_bytes)
@@ -205,13 +214,44 @@ def plan_serve(spec_path) -> list[Cell]:
     return cells
 
 
+def _routing_key(doc: dict, file: str, text: str, prefetch: tuple, miss: tuple,
+                 paths: tuple) -> tuple:
+    """The ``routing`` key: each hook's canonical spec (None for standard routing), parsed and
+    checked against every sequence of the pool (J against its K, what it knows) before
+    anything runs; not with a prefetcher or a miss handler (as ``paging serve``)."""
+    from paging.routing import make_router
+
+    values = _as_list(doc, "routing", "str", file, text, default=["standard"])
+    line = _line_of(text, "routing")
+    out = []
+    try:
+        for v in values:
+            hook = make_router(v)
+            out.append(None if hook is None else hook.spec())
+    except PagingError as e:
+        raise PagingError(e.message, file, line) from None
+    if any(out) and (prefetch != (None,) or miss != (None,)):
+        raise PagingError("routing with prefetch or miss = [...] is not supported (as in "
+                          "paging serve)", file, line)
+    for v in out:
+        if v is not None:
+            hook = make_router(v)
+            for t in _pool(paths):
+                try:
+                    hook.reset(t)
+                except PagingError as e:
+                    raise PagingError(e.message, file, line) from None
+    return tuple(dict.fromkeys(out))
+
+
 def _run_spec(cell: Cell, budget_bytes):
     from paging.run import RunSpec
 
     cap = {"k": cell.k} if cell.k is not None else {"budget": budget_bytes(cell.budget_gb)}
     spec = RunSpec(cell.policy, **cap, model=cell.model, precision=cell.precision,
                    hardware=cell.hardware, prefetch=cell.prefetch,
-                   prefetch_strategy=cell.prefetch_strategy, miss=cell.miss, seed=cell.seed)
+                   prefetch_strategy=cell.prefetch_strategy, miss=cell.miss,
+                   routing=cell.routing, seed=cell.seed)
     from paging.serve.engine import _check
 
     _check(spec)

@@ -964,6 +964,50 @@ miss = ["fetch", "fetch-lowest-bit"]
         run_serve_sweep(spec, tmp_path / "k.csv", workers=0, progress=False)
 
 
+def test_serve_sweep_has_the_routing_axis(tmp_path, toy):
+    """routing = [...] sweeps paging serve --routing: each row equals the serving run (its
+    quality proxies too; null without a hook), standard routing's key is null, so a table
+    written before the axis existed resumes with its rows as standard routing's; routing with
+    a miss handler and a J beyond the pool's K are refused with the spec's line."""
+    import csv
+
+    from paging.serve.sweep import SCHEMA, run_serve_sweep
+    from paging.sweep import read_table
+
+    hooks = ("max-rank:j=1", "pruning:j=1")
+    axes = f'k = [3]\nrouting = ["standard", "{hooks[0]}", "{hooks[1]}"]\n'
+    spec, out = _one_trace_sweep(tmp_path, toy, axes), tmp_path / "r.csv"
+    assert run_serve_sweep(spec, out, workers=0, progress=False)["ran"] == 3
+    rows = {r["routing"]: r for r in read_table(out, SCHEMA)}
+    assert set(rows) == {None, *hooks}
+    for hook, r in rows.items():
+        s = _one_trace_serve(toy, k=3, routing=hook)
+        assert (r["misses"], r["p99_tpot_ms"], r["retained_mass"], r["top1_changed"],
+                r["kl"]) == (s["misses"], s["p99_tpot_ms"], s.get("retained_mass"),
+                             s.get("top1_changed"), s.get("kl"))
+    assert rows[None]["retained_mass"] is None
+    assert rows["pruning:j=1"]["retained_mass"] < 1 and rows["pruning:j=1"]["kl"] > 0
+    with open(out, newline="", encoding="utf-8") as fh:  # an older table: no routing columns
+        old = [r for r in csv.DictReader(fh) if r["routing"] == ""]
+    new = ("routing", "retained_mass", "top1_changed", "kl")
+    with open(out, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, [c for c in SCHEMA.names if c not in new],
+                           extrasaction="ignore")
+        w.writeheader()
+        w.writerows(old)
+    again = run_serve_sweep(spec, out, workers=0, progress=False)
+    assert (again["ran"], again["skipped"]) == (2, 1)
+    assert {r["routing"]: r["misses"] for r in read_table(out, SCHEMA)} == {
+        h: r["misses"] for h, r in rows.items()}
+    for extra, msg in (('miss = ["substitute"]\n', "routing with prefetch or miss"),
+                       ("", r"j must be in 1..2 \(K = 2")):
+        bad = axes.replace("j=1\"]", "j=5\"]") if not extra else axes + extra
+        with pytest.raises(PagingError, match=msg) as e:
+            run_serve_sweep(_one_trace_sweep(tmp_path, toy, bad), tmp_path / "b.csv",
+                            workers=0, progress=False)
+        assert e.value.line == 6 and not (tmp_path / "b.csv").exists()
+
+
 @pytest.mark.parametrize(("extra", "msg", "line"), [
     ("burst = 3\n", "unknown key 'burst' in [serve]", 13),
     ("think = -1\n", "serve.think must be a number >= 0", 13),
