@@ -339,7 +339,8 @@ def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher,
 
     handler = spec.miss_handler(trace)
     extended = prefetcher is not None or handler is not None
-    record = True if (spec.verify or (cm is not None and extended)) else (
+    # (a warm run with a miss handler records its events: its per-sequence counts read them)
+    record = True if (spec.verify or ((cm is not None or warm) and extended)) else (
         "hits" if (cm is not None or warm) else False)
     cap = {"k": spec.k} if spec.k is not None else {"budget": spec.budget}
     res = simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,

@@ -24,8 +24,8 @@ file's other sequences, as in ``simulate``). The precision cascades (``fetch-low
 ``fetch-priority``) fetch at several precisions, so they need ``model = [...]`` and the cache as
 ``budget_gb`` (not ``k``); each (model, precision) is checked against the handler's levels
 before anything runs, and the column ``low_precision_fetches`` counts the fetches below the
-first level (null on a warm run's per-sequence rows, as ``dropped`` is: the warm run counts
-its handler's events over the whole run, not per sequence).
+first level (a warm run's per-sequence rows too, with their ``dropped`` and ``substituted``:
+:func:`paging.warm.split`).
 
 ``warm = [true]`` (or ``paging sweep --warm`` when the spec has no ``warm`` key) runs the
 sequences of each file back to back through one cache and one policy state

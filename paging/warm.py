@@ -142,19 +142,51 @@ def prefill_ranges(trace: Trace) -> list[tuple[int, int, int]]:
 def split(trace: Trace, result) -> list[dict]:
     """Per-sequence counts of a run on a joined trace: ``trace`` (the sequence's name),
     ``position`` (0-based, in run order), ``requests``, ``misses``, ``hits`` and, for a sequence
-    with a prefill phase, ``prefill_misses``. Needs the run's hit mask."""
+    with a prefill phase, ``prefill_misses``. Needs the run's hit mask.
+
+    A routed run (``result.events["served_steps"]``) serves other requests than the trace's:
+    a sequence's are those served for its steps. A run with a miss handler needs its recorded
+    events (``record=True``): a dropped or substituted request is neither a hit nor a miss (as
+    in the run's own counts), and the sequence's ``dropped``, ``substituted`` and, for a
+    precision cascade, ``low_precision_fetches`` (its fetches below the first level) are
+    added."""
     if result.hit_mask is None:
         raise PagingError("per-sequence counts need a recorded run (simulate(..., "
                           "record=True or 'hits'))")
     hit = np.asarray(result.hit_mask, dtype=bool)
+    ev = result.events or {}
+    N = hit.size
+    served = ev.get("served_steps")
+
+    def where(i: int) -> int:  # request i of the trace (or its end) as an index of the run
+        if served is None:
+            return i
+        return N if i >= trace.n_requests else int(np.searchsorted(served, trace.steps[i]))
+
+    drop = sub = low = None
+    if ev.get("dropped") is not None:  # the miss handler's events
+        drop = np.zeros(N, bool)
+        drop[ev["dropped"]] = True
+        sub = np.zeros(N, bool)
+        sub[np.asarray(ev["substituted"]).reshape(-1, 2)[:, 0]] = True
+        if ev.get("fetch_levels") is not None:  # each fetch's level, in request order
+            low = np.zeros(N, bool)
+            low[np.flatnonzero(~hit & ~drop & ~sub)[np.asarray(ev["fetch_levels"]) > 0]] = True
     out = []
     for i, rec in enumerate(sequence_bounds(trace)):
-        a, b = rec["start"], rec["end"]
+        a, b = where(rec["start"]), where(rec["end"])
         h = int(hit[a:b].sum())
         row = {"trace": rec["name"], "position": i, "requests": b - a, "hits": h,
                "misses": b - a - h}
+        if drop is not None:
+            d, su = int(drop[a:b].sum()), int(sub[a:b].sum())
+            row.update(misses=b - a - h - d - su, dropped=d, substituted=su)
+            if low is not None:
+                row["low_precision_fetches"] = int(low[a:b].sum())
         pre = (rec.get("phase_bounds") or {}).get("prefill")
         if pre:
-            row["prefill_misses"] = int(pre[1] - pre[0] - hit[pre[0]:pre[1]].sum())
+            p0, p1 = where(pre[0]), where(pre[1])
+            row["prefill_misses"] = int(p1 - p0 - hit[p0:p1].sum() - (
+                0 if drop is None else drop[p0:p1].sum() + sub[p0:p1].sum()))
         out.append(row)
     return out

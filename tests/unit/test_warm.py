@@ -53,6 +53,55 @@ def test_warm_run_equals_the_concatenated_sequence_as_one_run(seed, policy, mode
     assert sum(p["misses"] for p in parts) == a.misses
 
 
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), policy=st.sampled_from(["lru", "lfu", "arc", "marking"]),
+       k=st.integers(1, 9), sizes=st.lists(st.integers(1, 5), min_size=1, max_size=3),
+       option=st.sampled_from([("miss", "drop:rank=1"), ("miss", "substitute"),
+                               ("miss", "fetch-priority"), ("routing", "pruning:j=1"),
+                               ("routing", "max-rank:j=1")]),
+       engine=st.sampled_from(["auto", "reference"]))
+def test_per_sequence_rows_of_a_handled_or_routed_warm_run_add_up(seed, policy, k, sizes,
+                                                                  option, engine):
+    """paging simulate --warm with a miss handler or a routing hook: each sequence's row
+    counts its own requests (the served ones, routed), a dropped or substituted request being
+    neither hit nor miss as in the run's counts, so the rows add up to the run's requests,
+    hits, misses, drops, substitutes and low-precision fetches, and the first sequence's row
+    is its cold run. (Before, a routed warm run's rows were cut at the trace's request
+    indices, and a handled one counted drops as misses.)"""
+    from paging.cost import budget_bytes
+    from paging.run import RunSpec, run
+
+    rng = np.random.default_rng(seed)
+    lay = Layout(n_experts=8, n_layers=32)  # (mixtral-8x7b's shape, for fetch-priority)
+    seqs = []
+    for i, T in enumerate(sizes):
+        e = _table(rng, T, 32, 8, 2)
+        top = rng.choice([0.5, 0.6, 0.75, 0.9], (T, 32, 1))
+        seqs.append(from_routing(e, lay, expand="groups", name=f"s{i}",
+                                 scores=np.concatenate([top, 1 - top], axis=2)))
+    cap = {"k": k * 8}
+    if option[1] == "fetch-priority":
+        cap = {"budget": budget_bytes(k), "model": "mixtral-8x7b"}
+    spec = RunSpec(policy, **cap, **{option[0]: option[1]}, warm=True, seed=seed,
+                   engine=engine)
+    rows = run(spec, seqs)
+    total, parts = rows[-1], rows[:-1]
+    assert total["warm_total"] and len(parts) == len(seqs)
+    for f in ("requests", "hits", "misses", "dropped", "substituted"):
+        if f in total:
+            assert sum(p[f] for p in parts) == total[f], f
+    if option[0] == "miss":
+        assert all(p["requests"] == p["hits"] + p["misses"] + p["dropped"] + p["substituted"]
+                   for p in parts)
+    if option[1] == "fetch-priority":
+        assert sum(p["low_precision_fetches"] for p in parts) == sum(
+            list(total["fetch_levels"].values())[1:])
+    (cold,) = run(RunSpec(policy, **cap, **{option[0]: option[1]}, seed=seed,
+                          engine=engine), seqs[:1])
+    for f in ("requests", "hits", "misses", "dropped", "substituted"):
+        assert parts[0].get(f) == cold.get(f), f
+
+
 def test_first_sequence_is_its_cold_run_and_the_second_starts_warm():
     # pages by hand: l = 2, n = 2 (layers {0,1}, {2,3}), k = 2, LRU; both sequences request
     # 0 2 | 0 2. Cold, each misses twice (4 requests, 2 misses). Warm, the second finds 0 and 2
