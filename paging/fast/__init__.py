@@ -167,8 +167,10 @@ def carries(spec, *, bounded_memory: bool = False) -> bool:
     requests so far (the token policies redo them when a bound fails; the prediction
     policies' keys read request indices from the run's start; Score-Based with each piece's
     gate scores), so not where memory must stay bounded by one piece (``bounded_memory``: a
-    streamed trace). The other kernels (Belady, FlashMoE, the ``oracle`` predictor's
-    policies) read the whole trace."""
+    streamed trace); and FlashMoE (:class:`paging.fast.learned.Carried`, a serving run's), not
+    for a stream either: its whole run is refused on a sequence its model was trained on (the
+    first 512 requests hashed), which a carried run does not check. The other kernels
+    (Belady, the ``oracle`` predictor's policies) read the whole trace."""
     from paging.fast import heaps
 
     if spec is None:
@@ -178,7 +180,7 @@ def carries(spec, *, bounded_memory: bool = False) -> bool:
         return True
     if bounded_memory:
         return False
-    if spec[0] == _TOKEN:
+    if spec[0] in (_TOKEN, _LEARNED):  # (FlashMoE: its shared cache, no -dist form)
         return True
     if spec[0] == _PRED:
         from paging.fast.predictive import FREQUENCY, SCORE, predictor_kind
@@ -188,13 +190,13 @@ def carries(spec, *, bounded_memory: bool = False) -> bool:
 
 
 class CarriedRun:
-    """A run of a list-family, LFU, credit, ARC, LeCaR, Marking, token- or prediction-policy
-    kernel (``spec`` = ``(family, kind, dist)`` of :func:`plan`; :func:`carries`) whose cache
-    is carried from call to call (:func:`paging.fast.lists.list_state`,
+    """A run of a list-family, LFU, credit, ARC, LeCaR, Marking, token-, prediction-policy or
+    FlashMoE kernel (``spec`` = ``(family, kind, dist)`` of :func:`plan`; :func:`carries`)
+    whose cache is carried from call to call (:func:`paging.fast.lists.list_state`,
     :func:`paging.fast.heaps.heap_state`, :func:`paging.fast.credit.credit_state`,
     :func:`paging.fast.adaptive.arc_state`, :func:`paging.fast.adaptive.lecar_state`,
     :func:`paging.fast.marking.marking_state`, :class:`paging.fast.tokens.Carried`,
-    :class:`paging.fast.predictive.Carried`):
+    :class:`paging.fast.predictive.Carried`, :class:`paging.fast.learned.Carried`):
     consecutive :meth:`feed` calls on consecutive pieces of one trace, each cut between two
     groups, are one run. ``capacity`` counts ``slots`` (default one per page; page sizes for a
     byte budget); ``costs`` and ``sizes`` are the pages' weights the credit policies' rates read
@@ -247,6 +249,10 @@ class CarriedRun:
             from paging.fast.predictive import Carried as CarriedPred
 
             self.state = CarriedPred(layout, spec, self.caps, self.slots)
+        elif self.family == _LEARNED:
+            from paging.fast.learned import Carried as CarriedFlash
+
+            self.state = CarriedFlash(layout, spec, int(self.caps[0]), self.slots)
         else:
             self.state = heap_state(layout.n_experts, layout.n_layers, self.caps, self.dist,
                                     _CARRIED_STRIDE)
@@ -279,6 +285,8 @@ class CarriedRun:
             return st.C[0]
         if f == _PRED:
             return st.S[0]
+        if f == _LEARNED:
+            return st.resident
         rule = {_LIST: step_routing.in_list, _MARK: step_routing.in_marking,
                 _CREDIT: step_routing.in_credit, _HEAP: step_routing.in_heap}.get(f)
         if rule is None:
@@ -353,6 +361,8 @@ class CarriedRun:
         elif self.family == _PRED:
             out = self.state.feed(pages, steps, hits, self._draws(pages.size) if self.rng
                                   is not None else np.zeros(0), scores)
+        elif self.family == _LEARNED:
+            out = self.state.feed(pages, steps, hits)
         else:
             out = heap_kernel(pages, steps, _NO_NEXT_USE, self.slots, lay.n_experts,
                               lay.n_layers, self.caps, self.dist, self.kind, rec, self.state)

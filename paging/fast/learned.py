@@ -32,7 +32,8 @@ runs again without the watch.
 
 Left in the reference loop: the per-layer variant (``PerLayer`` over FlashMoE: no ``-dist``
 name is registered), subclasses, and runs with a prefetcher or a miss handler
-(:func:`paging.simulate.simulate`). A routing hook is routed inside this kernel
+(:func:`paging.simulate.simulate`). A serving run feeds the kernel step by step from a
+carried state (:class:`Carried`, :func:`flashmoe_state`). A routing hook is routed inside this kernel
 (:mod:`paging.fast.routing`: each group as it starts, against the kernel's residency), and the
 training-sequence watch then hashes the served pages, as the reference's policy sees them.
 
@@ -309,34 +310,71 @@ def _row(r, r_lo, rmap):
     return lo
 
 
+#: the network's scores a run keeps, direct-mapped by its features (r, f, max f): a score is
+#: the same function of them at every eviction, and an eviction that meets features scored
+#: before (a batched step's next eviction meets the same candidates) reads the score kept
+#: instead of evaluating the network again (the key is compared whole: no decision changes)
+MEMO_MASK = (1 << 12) - 1
+
+
+def flashmoe_state(P: int) -> tuple:
+    """A cold state of :func:`flashmoe_kernel` over P pages, for a run fed piece by piece
+    (:class:`Carried`): the resident pages (``slot``, ``where``) with their insertion stamps,
+    each page's last step and request count, its pin and the pass of its last eviction, the
+    per-page misses, then ``(m, used, f_max, prev_s, now_pass, group, t)``: the resident
+    count, the room used, the largest count, the last step and pass seen, the groups seen and
+    the requests given so far (the next piece's first stamp); then the network's scores
+    computed so far (:data:`MEMO_MASK`)."""
+    i64 = np.int64
+    return (np.zeros(P, i64), np.full(P, -1, i64), np.zeros(P, i64), np.full(P, -1, i64),
+            np.zeros(P, i64), np.full(P, -1, i64), np.full(P, -1, i64), np.zeros(P, i64),
+            np.array([0, 0, 0, -1, 0, -1, 0], i64), np.zeros((MEMO_MASK + 1, 3), i64),
+            np.zeros(MEMO_MASK + 1))
+
+
 @njit(cache=True)
 def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, bf, dims, woff,
                     boff, r_lo, rmap, lo_t, hi_t, filled, tau, margin, key, watch, seen, stats,
-                    route):
+                    route, S=None):
     """Replay ``pages`` under FlashMoE on one shared partition of ``cap`` (``sizes`` in the
     same unit). ``watch`` > 0: stop once request ``watch - 1`` has been seen by the policy,
     its pages so far in ``seen``; the extra last return value is then the number of pages
     seen (else -1). ``stats``: evictions, network evaluations, near ties (reference calls).
     ``route`` = ``(order, m, j, cp)`` (:func:`paging.fast.routing.run_routed`; ``m`` empty: no
     routing): each group is first routed by :func:`paging.fast.common.route_group` against
-    the cache as it stands, its served pages written over ``pages`` in place."""
+    the cache as it stands, its served pages written over ``pages`` in place.
+
+    ``S``: None for a whole run (its state made here: numba prunes the other branch), or the
+    state (:func:`flashmoe_state`) an earlier call left, ``pages`` then being the next piece
+    of the same run (groups mode: its groups pinned; the misses and collisions returned are
+    the piece's, ``page_miss`` the run's, the logs the piece's with request indices from its
+    start)."""
     n = pages.size
     L = n_layers
     P = n_experts * n_layers
     nv = lo_t.shape[1]
     n_direct = rmap.size  # r < n_direct: row r - 1
-    # the resident pages, unordered (slot[0..m)), with their insertion stamps
-    slot = np.zeros(P, np.int64)
-    where = np.full(P, -1, np.int64)
-    stamp = np.zeros(P, np.int64)
-    m = 0
-    last = np.full(P, -1, np.int64)
-    count = np.zeros(P, np.int64)
-    f_max = 0
-    pin = np.full(P, -1, np.int64)
-    evicted_pass = np.full(P, -1, np.int64)
-    page_miss = np.zeros(P, np.int64)
-    hit_mask, ev, byp = buffers(n, record)
+    carried = S is not None
+    if S is None:
+        # the resident pages, unordered (slot[0..m)), with their insertion stamps
+        slot = np.zeros(P, np.int64)
+        where = np.full(P, -1, np.int64)
+        stamp = np.zeros(P, np.int64)
+        last = np.full(P, -1, np.int64)
+        count = np.zeros(P, np.int64)
+        pin = np.full(P, -1, np.int64)
+        evicted_pass = np.full(P, -1, np.int64)
+        page_miss = np.zeros(P, np.int64)
+        sv = np.array([0, 0, 0, -1, 0, -1, 0], np.int64)
+        memo_k = np.zeros((MEMO_MASK + 1, 3), np.int64)
+        memo_s = np.zeros(MEMO_MASK + 1)
+    else:
+        slot, where, stamp, last, count, pin, evicted_pass, page_miss, sv, memo_k, memo_s = S
+    m = sv[0]
+    used = sv[1]
+    f_max = sv[2]
+    t0 = sv[6]  # the stamp of the piece's first request
+    hit_mask, ev, byp = buffers(n, record, m if carried else 0)
     c_page = np.zeros(P, np.int64)
     c_hi = np.zeros(P)
     c_score = np.zeros(P)
@@ -345,22 +383,21 @@ def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, b
         hmax = max(hmax, dims[i])
     a = np.zeros(hmax)
     z = np.zeros(hmax)
-    used = 0
     misses = 0
     coll = 0
     n_ev = 0
     n_byp = 0
     n_seen = 0
-    grouped = is_grouped(steps)
-    prev_s = -1
-    now_pass = 0
+    grouped = carried or is_grouped(steps)  # (a carried run is a serving run's groups)
+    prev_s = sv[3]
+    now_pass = sv[4]
     g_start = 0
     g_end = 0
     r_order, r_m, r_j, r_cp = route
     routed = r_m.size > 0
     r_res = np.zeros(P if routed else 0, np.bool_)  # the routed layer's residency
     r_rank, r_pos, r_taken, r_zz = route_scratch(n_experts)
-    group = -1
+    group = sv[5]
     for t in range(n):
         p = pages[t]
         s = steps[t]
@@ -464,9 +501,23 @@ def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, b
                         for i in range(k):
                             if c_hi[i] >= cut:
                                 q = c_page[i]
-                                sc = _score(1.0 / (s - last[q] + 1), count[q] / fm, wf, bf, dims,
-                                            woff, boff, a, z)
-                                stats[1] += 1
+                                rq = s - last[q] + 1
+                                cq = count[q]
+                                # the score of these features, if computed before (the same
+                                # function of (r, f, max f): a batched step's evictions meet
+                                # the same candidates again)
+                                u = (rq * 40503 + cq * 65599 + fm * 2654435761) & MEMO_MASK
+                                if memo_k[u, 0] == rq and memo_k[u, 1] == cq \
+                                        and memo_k[u, 2] == fm:
+                                    sc = memo_s[u]
+                                else:
+                                    sc = _score(1.0 / rq, cq / fm, wf, bf, dims, woff, boff, a,
+                                                z)
+                                    stats[1] += 1
+                                    memo_k[u, 0] = rq
+                                    memo_k[u, 1] = cq
+                                    memo_k[u, 2] = fm
+                                    memo_s[u] = sc
                                 c_score[i] = sc
                                 if sc > bs or bs == -np.inf:
                                     b = i
@@ -497,7 +548,7 @@ def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, b
                         n_ev += 1
             slot[m] = p
             where[p] = m
-            stamp[p] = t
+            stamp[p] = t0 + t
             m += 1
             used += need
         # the policy's _touch (on_hit, on_insert)
@@ -511,11 +562,53 @@ def flashmoe_kernel(pages, steps, sizes, n_experts, n_layers, cap, record, wf, b
             n_seen += 1
             if t == watch - 1:
                 return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, n_seen
+    sv[0] = m
+    sv[1] = used
+    sv[2] = f_max
+    sv[3] = prev_s
+    sv[4] = now_pass
+    sv[5] = group
+    sv[6] = t0 + n
     return misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, -1
 
 
 #: the ``route`` argument of :func:`flashmoe_kernel` for a run without routing
 _NO_ROUTE = (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior())
+
+
+class Carried:
+    """A FlashMoE run fed piece by piece (a serving run's steps: :class:`paging.fast.
+    CarriedRun`), each piece cut between two groups, in groups mode: each call serves its
+    piece from the state the last one left (:func:`flashmoe_state`; the kernel reads only the
+    piece, the recencies being steps and the insertion stamps counted from the run's start).
+    The model is found as :meth:`FlashMoE.reset` finds it. There is no training-sequence
+    watch: the policy of a serving run is told the run's room for its length (every request
+    the workload could make), which no training sequence has. :meth:`feed` returns the
+    piece's tuple of :mod:`paging.fast.common`."""
+
+    def __init__(self, layout, spec, capacity: int, slots: np.ndarray):
+        import weakref
+
+        self.layout, self.slots, self.cap = layout, slots, int(capacity)
+        model = spec.proto._model_for(layout)
+        self.pr = pr = prepare(model.net)
+        self.key = key = next(_KEYS)
+        _NETS[key] = (pr, model.net)
+        weakref.finalize(self, _NETS.pop, key, None)
+        self.S = flashmoe_state(layout.n_pages)
+        self.stats = np.zeros(3, np.int64)
+
+    def feed(self, pages, steps, hits: bool):
+        pr, lay = self.pr, self.layout
+        return flashmoe_kernel(np.array(pages, dtype=np.int64), frozen(steps), self.slots,
+                               lay.n_experts, lay.n_layers, self.cap, 1 if hits else 0, pr.wf,
+                               pr.bf, pr.dims, pr.woff, pr.boff, pr.r_lo, pr.rmap, pr.lo,
+                               pr.hi, pr.filled, float(pr.tau), float(pr.margin), self.key, 0,
+                               np.zeros(1, np.int64), self.stats, _NO_ROUTE, self.S)[:8]
+
+    @property
+    def resident(self) -> np.ndarray:
+        return self.S[1] >= 0
 
 
 def execute(trace, spec, slots, capacity: int, record: int, policy=None, stats=None, *,

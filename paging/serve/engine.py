@@ -249,10 +249,10 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     token-decay, token-match, the combiner over them, the prediction policies with the
     ``frequency`` predictor and their -dist forms, the draws of LeCaR, Marking and the
     markers from ``--seed``; Score-Based and score-based-dist, given each step's union's
-    scores, :func:`step_routing_info`); ``"phases"`` with them
-    (:func:`paging.fast.carried_phases.carry`: the same policies, the combiner without a
-    prefetcher; ``drop`` and ``fetch-priority``, which read the requests' ranks or scores,
-    given each step's drop flags and levels). With a routing hook ``"plain"``
+    scores, :func:`step_routing_info`; FlashMoE); ``"phases"`` with them
+    (:func:`paging.fast.carried_phases.carry`: the same policies but FlashMoE, the combiner
+    without a prefetcher; ``drop`` and ``fetch-priority``, which read the requests' ranks or
+    scores, given each step's drop flags and levels). With a routing hook ``"plain"``
     too when ``hook`` (:func:`paging.fast.step_routing.serving_hook`: ``pruning``, ``max-rank``,
     ``cumsum``, ``cache-prior``; not when the traces carry full logits) routes the step's
     tokens compiled. Never with ``--verify`` (which records the
@@ -279,9 +279,9 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"marking, token-hazard, token-decay, token-match, "
                           f"robust-token-match, blind-oracle, predictive-marker, lmarker, "
                           f"robust-blind-oracle (frequency predictor) and score-based (and "
-                          f"their -dist forms) "
-                          f"without --verify, also with --miss or --prefetch "
-                          f"(robust-token-match without --prefetch) or with --routing pruning, "
+                          f"their -dist forms) and flashmoe "
+                          f"without --verify, also with --miss or --prefetch (not flashmoe; "
+                          f"robust-token-match without --prefetch) or with --routing pruning, "
                           f"max-rank, cumsum or cache-prior (traces without full logits); "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")

@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import round_traces, topk_traces
+from test_carried import _pieces
 from test_kernels import assert_same
 
 from paging import fast
@@ -267,3 +268,58 @@ def test_error_bound_covers_reordered_sums():
         col = min(int(f[i] * (learned.V / f_max[i])), learned.V - 1)
         pr.fill(row)
         assert pr.lo[row, col] <= ref[i] <= pr.hi[row, col]
+
+
+@given(trace=topk_traces(max_experts=5, max_layers=3, max_tokens=7, expand="groups"),
+       data=st.data())
+def test_a_carried_run_fed_in_pieces_equals_the_reference(trace, data):
+    """A serving run's FlashMoE (paging.fast.CarriedRun over learned.Carried: the kernel
+    called again from the state the last piece left), fed in pieces cut at group boundaries,
+    with random networks (exact ties: the reference's forward pass at near ties, candidates
+    in insertion order across pieces) and pages or byte budgets: the reference loop's hits,
+    per-page misses, collisions and bypasses, and its cache after every piece."""
+    model = data.draw(nets(trace.layout))
+    P = trace.layout.n_pages
+    sizes = None
+    cap = data.draw(st.integers(1, P + 1))
+    if data.draw(st.booleans()):
+        sizes = np.array(data.draw(st.lists(st.integers(1, 3), min_size=P, max_size=P)),
+                         np.int64)
+        cap = 2 * cap + 1  # (at least the largest page)
+    ref = simulate(trace, FlashMoE(model), **({"k": cap} if sizes is None else {"budget": cap}),
+                   sizes=sizes, record=True, engine="reference")
+    spec = fast.plan(FlashMoE(model))
+    assert fast.carries(spec) and not fast.carries(spec, bounded_memory=True)
+    run = fast.CarriedRun(trace.layout, spec, cap, sizes)
+    evicted = {}
+    for t, v in np.asarray(ref.evictions).reshape(-1, 2).tolist():
+        evicted.setdefault(t, []).append(v)
+    bypassed = set(np.asarray(ref.bypassed).tolist())
+    cache = np.zeros(P, bool)
+    hits = []
+    for lo, hi in _pieces(trace, data):
+        hits.append(run.feed(trace.pages[lo:hi], trace.steps[lo:hi], hits=True))
+        for t in range(lo, hi):
+            cache[evicted.get(t, [])] = False
+            if not ref.hit_mask[t] and t not in bypassed:
+                cache[trace.pages[t]] = True
+        np.testing.assert_array_equal(run.resident(), cache)
+    mask = np.concatenate(hits) if hits else np.zeros(0, bool)
+    np.testing.assert_array_equal(mask, ref.hit_mask)
+    np.testing.assert_array_equal(run.page_misses, ref.page_misses)
+    assert run.collisions == ref.collision_misses and run.bypasses == ref.bypasses
+
+
+def test_a_carried_run_keeps_the_insertion_order_across_pieces():
+    """A constant network ties every eviction, which the reference's forward pass gives to
+    the earliest inserted candidate (FIFO): fed one group at a time, the carried run's
+    insertion stamps run on from piece to piece, so it evicts as FIFO does."""
+    lay = Layout(8, 1)
+    flat = FlashMoEModel(MLP([np.zeros((2, 1))], [np.array([0.5])]), lay, {"trained_on": []})
+    tr = from_pages([0, 1, 2, 3, 0, 4, 5, 1, 6, 7, 2, 0], lay)
+    run = fast.CarriedRun(lay, fast.plan(FlashMoE(flat)), 3)
+    hits = np.concatenate([run.feed(tr.pages[t:t + 1], tr.steps[t:t + 1], hits=True)
+                           for t in range(tr.n_requests)])
+    fifo = simulate(tr, "fifo", 3, record=True)
+    np.testing.assert_array_equal(hits, fifo.hit_mask)
+    assert run.state.stats[2] == run.state.stats[0] > 0  # every eviction a near tie

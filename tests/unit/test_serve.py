@@ -427,6 +427,30 @@ def test_routed_score_based_serving_reads_the_routed_scores(toy, seqs, policy, k
     assert np.array_equal(again.hit_mask, res.hits)
 
 
+@pytest.fixture(scope="module")
+def tiny_flashmoe(tmp_path_factory):
+    """``flashmoe:model=FILE`` for the workloads' layout: a small network whose weights come
+    from {-1, -0.5, 0, 0.5, 1} (exact ties: the reference's forward pass decides them)."""
+    from paging.learned.mlp import MLP
+    from paging.learned.model import FlashMoEModel
+
+    W = [np.array([[-1.0, 0.5], [0.5, -0.5]]), np.array([[1.0], [-0.5]])]
+    net = MLP(W, [np.array([0.0, 0.5]), np.array([0.0])])
+    path = FlashMoEModel(net, LAY, {"trained_on": []}).save(
+        tmp_path_factory.mktemp("flashmoe") / "tiny.npz")
+    return f"flashmoe:model={path}"
+
+
+@given(seqs=_workload(), k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3),
+       routing=st.sampled_from(ROUTINGS))
+def test_compiled_flashmoe_serving_equals_the_reference_loop(toy, tiny_flashmoe, seqs, k,
+                                                             budget, seed, routing):
+    """FlashMoE's serving cache carried in its kernel (paging.fast.learned.Carried), with and
+    without a routing hook (routed layer by layer against its residency): every field equal
+    to the reference loop's."""
+    _same_engines(toy, seqs, tiny_flashmoe, k, budget, seed, routing=routing)
+
+
 def test_a_routed_steps_union_takes_the_best_router_weight(toy):
     """Hand-checked: one request, its prompt two tokens ([0, 1] / [2, 3] with scores 0.7/0.3,
     0.6/0.4; [0, 2] / [3, 0] with 0.55/0.45, 0.8/0.2), one decode token ([0, 1] / [2, 3],
@@ -756,13 +780,14 @@ def test_refusals(toy):
         ServeSpec(Arrivals(rate=1.0, duration=1.0), max_batch=0)
     # --engine fast: a policy compiled with an option that is not (marking carries its draws;
     # with --verify it is recorded in the loop); every registered online policy a server can
-    # run but FlashMoE (whose kernel reads the whole trace) has a serving kernel
+    # run has a serving kernel (FlashMoE's without a prefetcher or a miss handler)
     with pytest.raises(PagingError, match=r"gdsf, .* lecar, marking, token-hazard, .*"
                                           r"robust-token-match, blind-oracle, .* reference"):
         serve(RunSpec("marking", k=4, model=toy, engine="fast", verify=True), arr, seqs)
     # also with a miss handler or a prefetcher (the combiner without a prefetcher, which its
     # reference refuses)
-    with pytest.raises(PagingError, match=r"also with --miss or --prefetch \(robust-token-"
+    with pytest.raises(PagingError, match=r"and flashmoe without --verify, also with --miss "
+                                          r"or --prefetch \(not flashmoe; robust-token-"
                                           r"match without --prefetch\) or with --routing "
                                           r"pruning, max-rank, cumsum or cache-prior \(traces "
                                           r"without full logits\); "
