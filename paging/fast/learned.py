@@ -33,9 +33,10 @@ runs again without the watch.
 Left in the reference loop: the per-layer variant (``PerLayer`` over FlashMoE: no ``-dist``
 name is registered), subclasses, and runs with a prefetcher or a miss handler
 (:func:`paging.simulate.simulate`). A serving run feeds the kernel step by step from a
-carried state (:class:`Carried`, :func:`flashmoe_state`). A routing hook is routed inside this kernel
-(:mod:`paging.fast.routing`: each group as it starts, against the kernel's residency), and the
-training-sequence watch then hashes the served pages, as the reference's policy sees them.
+carried state (:class:`Carried`, :func:`flashmoe_state`). A routing hook is routed inside
+this kernel (:mod:`paging.fast.routing`: each group as it starts, against the kernel's
+residency), and the training-sequence watch then hashes the served pages, as the reference's
+policy sees them. The network's scores are kept by their features (:data:`MEMO_MASK`).
 
 Cost per request: O(1) for a hit or an insert; per eviction O(k) table look-ups plus one
 O(h²) network evaluation per surviving candidate when more than one survives (h = 128 for the
