@@ -314,9 +314,6 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
             or len(set(warm_vals)) != len(warm_vals):
         raise PagingError(f"warm must be true, false or a list of distinct booleans, got "
                           f"{doc.get('warm')!r}", file, _line_of(text, "warm"))
-    if True in warm_vals and routed:
-        raise PagingError("warm with routing = [...] is not supported in sweeps", file,
-                          _line_of(text, "warm"))
     timeline = _timeline_key(doc, file, text, model, prefetch)
     return Spec(traces, tuple(p.lower() for p in policies), ks,
                 _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
@@ -491,6 +488,8 @@ def plan(spec: Spec) -> list[Task]:
                     raise PagingError("warm simulates every sequence of the file: prefetch "
                                       "transition needs transition:train=FILE", source)
             if True in spec.warm:
+                if any(r != "standard" for r in spec.routing):
+                    _routable(seqs, spec.routing, source)
                 tasks += _warm_tasks(spec, source, path, expand)
             if False not in spec.warm:
                 continue
@@ -501,10 +500,8 @@ def plan(spec: Spec) -> list[Task]:
                                       "none", source)
                 for policy, routing in itertools.product(spec.policies, spec.routing):
                     routed = routing != "standard"
-                    if routed and tr.expand == "rounds" and tr.rank is not None \
-                            and tr.n_requests and int(tr.rank.max()) > 0:
-                        raise PagingError(f"routing {routing} decides per (token, layer) group: "
-                                          "use expand = [\"groups\"]", source)
+                    if routed:
+                        _routable([tr], [routing], source)
                     curve = (len(spec.k) >= _CURVE_MIN_K and spec.model == (None,)
                              and not routed and curve_method(tr, policy) == "stack")
                     extras = [(p, st if p is not None else None, m) for p in spec.prefetch
@@ -528,15 +525,27 @@ def plan(spec: Spec) -> list[Task]:
     return tasks
 
 
+def _routable(seqs, routings, source: str) -> None:
+    """A routing hook decides per (token, layer) group: refuse a rounds-mode expansion of a
+    top-K trace (K > 1), naming the spec's entry."""
+    for routing in routings:
+        for tr in seqs:
+            if routing != "standard" and tr.expand == "rounds" and tr.rank is not None \
+                    and tr.n_requests and int(tr.rank.max()) > 0:
+                raise PagingError(f"routing {routing} decides per (token, layer) group: "
+                                  "use expand = [\"groups\"]", source)
+
+
 def _warm_tasks(spec: Spec, source: str, path: str, expand: str) -> list[Task]:
-    """One task per policy x seed x options x capacity running every sequence of ``path`` back
-    to back (no miss curves: a warm run is one simulation)."""
+    """One task per policy x routing x seed x options x capacity running every sequence of
+    ``path`` back to back (no miss curves: a warm run is one simulation)."""
     extras = list(dict.fromkeys((p, st if p is not None else None, m) for p in spec.prefetch
                                 for st in spec.prefetch_strategy for m in spec.miss))
     caps = [(k, None) for k in spec.k] + [(None, g) for g in spec.budget_gb]
     return [Task(source, path, -1, expand, policy, seed, m, q, h, p, st, mh, (c,), False,
-                 "standard", spec.base, timeline=tl, warm=True)
-            for policy in spec.policies for seed in spec.seeds for m in spec.model
+                 routing, spec.base, timeline=tl, warm=True)
+            for policy in spec.policies for routing in spec.routing for seed in spec.seeds
+            for m in spec.model
             for q in spec.precision for h in spec.hardware for p, st, mh in extras
             for tl in (spec.timeline if m is not None else (None,)) for c in caps]
 

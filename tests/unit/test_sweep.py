@@ -3,6 +3,7 @@ started scheduler) giving the same table, kill-and-resume, the one-pass curve ro
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 
@@ -332,6 +333,36 @@ def test_warm_key_runs_a_files_sequences_back_to_back(tmp_path, capsys):
     assert {r["warm"] for r in read_table(tmp_path / "c.csv")} == {True}
     with pytest.raises(PagingError, match="warm must be true, false"):
         load_spec(spec_file(tmp_path, text.replace("[false, true]", '"yes"')))
+
+
+def test_warm_cells_take_the_routing_key(tmp_path, capsys):
+    """warm = [true] with routing = [...]: each sequence's row equals paging simulate --warm
+    --routing's (the requests served for that sequence: pruning serves fewer than the trace
+    holds), and the rows add up to the joined run's."""
+    from paging.generators import router
+    from paging.io import write_npz
+
+    seqs = [router(8, 4, t, k=2, seed=s, expand="groups", name=f"s{i}")
+            for i, (t, s) in enumerate(((30, 1), (20, 2)))]
+    write_npz(seqs, tmp_path / "two.npz")
+    text = ('traces = ["two.npz"]\npolicies = ["lru", "lfu"]\nk = [6]\nexpand = ["groups"]\n'
+            'routing = ["standard", "pruning:j=1", "max-rank:j=1"]\nwarm = [true]\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "w.csv", workers=0)
+    rows = read_table(tmp_path / "w.csv")
+    assert len(rows) == 2 * 3 * 2  # policies x routing x sequences
+    for (pol, rt), got in itertools.groupby(sorted(rows, key=lambda r: (
+            r["policy"], r["routing"], r["position"])), key=lambda r: (r["policy"],
+                                                                       r["routing"])):
+        got = list(got)
+        assert main(["simulate", str(tmp_path / "two.npz"), "--policy", pol, "--k", "6",
+                     "--expand", "groups", "--routing", rt, "--warm", "--json"]) == 0
+        *want, total = json.loads(capsys.readouterr().out)
+        assert [(r["trace"], r["requests"], r["misses"], r["hits"]) for r in got] == [
+            (w["trace"], w["requests"], w["misses"], w["hits"]) for w in want]
+        assert sum(r["requests"] for r in got) == total["requests"]
+        assert sum(r["misses"] for r in got) == total["misses"]
+    pruned = [r["requests"] for r in rows if r["routing"] == "pruning:j=1"]
+    assert sum(pruned) == sum(t.n_requests for t in seqs)  # (top-1 of 2, x 2 policies)
 
 
 def test_cache_prior_cells_carry_delta_over_the_file(tmp_path):
