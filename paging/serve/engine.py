@@ -388,6 +388,11 @@ class _Server:
             if handler is not None or self.pf is not None:
                 self.events = _StepEvents()
                 observers.append(self.events)
+            if handler is not None and run_spec.verify:  # the handler's logs, which the
+                # verifier reads (drops and substitutes are not misses; each fetch's level)
+                from paging.observers import MissStats
+
+                observers.append(MissStats(handler))
             if room > MAX_ROOM:
                 raise PagingError(f"this workload needs room for {room:,} requests (> "
                                   f"{MAX_ROOM:,}): shorten --duration, lower --rate or set "

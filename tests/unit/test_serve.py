@@ -306,6 +306,28 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
         assert s["misses"] == int(((res.ranks == 0) & ~res.hits).sum())
 
 
+@given(seqs=_workload(scored=True), policy=st.sampled_from(("lru", "lfu", "score-based")),
+       k=st.integers(1, 8), seed=st.integers(0, 3),
+       miss=st.sampled_from(("substitute", "fetch-lowest-bit", "fetch-priority", "drop:rank=1",
+                             "drop:score=0.6")), prefetch=st.sampled_from((None, "frequency")))
+def test_verify_checks_a_serving_run_with_a_miss_handler(toy, seqs, policy, k, seed, miss,
+                                                         prefetch):
+    """paging serve --verify with a miss handler: the verifier reads the handler's logs
+    (dropped and substituted requests are not fetched misses; each fetch at its level's size),
+    so a correct run passes, and its summary is the unverified run's. (Before, every such run
+    failed verification: the serving loop kept no logs of its handler.)"""
+    from paging.cost.setup import CostSetup
+
+    budget = k * int(CostSetup.from_names(toy, "int8", "pcie4").expert_bytes)
+    ss = ServeSpec(Arrivals(rate=100.0, duration=0.2), max_batch=3, max_tokens=6, seed=seed)
+    spec = {"budget": budget, "model": toy, "precision": "int8", "hardware": "pcie4",
+            "miss": miss, "prefetch": prefetch, "seed": seed}
+    checked = serve(RunSpec(policy, **spec, verify=True), ss, seqs)
+    plain = serve(RunSpec(policy, **spec), ss, seqs)
+    checked.summary.pop("engine"), plain.summary.pop("engine")
+    assert checked.summary == plain.summary and np.array_equal(checked.hits, plain.hits)
+
+
 #: every policy whose serving cache is carried in a compiled kernel (paging.fast.CarriedRun)
 CARRIED = ("lru", "fifo", "llru", "least-stale", "fld-dist", "fwf", "lfu", "lfu-dist", "arc",
            "arc-dist", "lecar", "lecar-dist", "marking", "marking-dist", "gdsf",
