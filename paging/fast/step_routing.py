@@ -216,8 +216,8 @@ def routed_list_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
     running totals; empty when no layer had a token)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_list(state), hook, j, m, tau, lam,
-                              rsum, rn, q, nolog)
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_list(state), hook, j, m,
+                                    tau, lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, list_kernel(pz, np.full(pz.size, step * L + z, np.int64), slots,
                                           n, L, caps, dist, kind, 1, state, route))
@@ -231,8 +231,8 @@ def routed_heap_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
     heap_kernel`; a page is resident when it has a heap position)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_heap(state), hook, j, m, tau, lam,
-                              rsum, rn, q, nolog)
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_heap(state), hook, j, m,
+                                    tau, lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, heap_kernel(pz, np.full(pz.size, step * L + z, np.int64),
                                           next_use, slots, n, L, caps, dist, kind, 1, state))
@@ -246,8 +246,8 @@ def routed_arc_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, n
     kernel; a page is resident on T1 or T2)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_arc(state), hook, j, m, tau, lam,
-                              rsum, rn, q, nolog)
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_arc(state), hook, j, m,
+                                    tau, lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _ARC_GROUPS(pz, np.full(pz.size, step * L + z, np.int64), slots,
                                           n, L, caps, dist, 1, state))
@@ -261,8 +261,8 @@ def routed_credit_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q
     credit_kernel`'s carried kernel; a page is resident when it has a position)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_credit(state), hook, j, m, tau,
-                              lam, rsum, rn, q, nolog)
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_credit(state), hook, j, m,
+                                    tau, lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _CARRIED_CREDIT(pz, np.full(pz.size, step * L + z, np.int64),
                                               costs, sizes, slots, n, L, caps, dist, kind, 1,
@@ -279,8 +279,8 @@ def routed_marking_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, 
     stopped (the state counts them), as consecutive pieces do."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_marking(state), hook, j, m, tau,
-                              lam, rsum, rn, q, nolog)
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_marking(state), hook, j, m,
+                                    tau, lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _marking(pz, np.full(pz.size, step * L + z, np.int64), slots,
                                        n, L, caps, dist, draws, 1, state))
@@ -294,8 +294,8 @@ def routed_lecar_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q,
     carried groups-mode kernel; a page is resident on its recency list)."""
     acc = _step_buffers(L, n)
     for z in range(L):
-        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_lecar(state), hook, j, m, tau,
-                              lam, rsum, rn, q, nolog)
+        pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_lecar(state), hook, j, m,
+                                    tau, lam, rsum, rn, q, nolog)
         if pz.size > 0:
             _put(acc, pz, cz, _CARRIED_LECAR(pz, np.full(pz.size, step * L + z, np.int64),
                                              slots, n, L, caps, dist, draws, lr, dr, hist_cap,
