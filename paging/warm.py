@@ -139,13 +139,46 @@ def prefill_ranges(trace: Trace) -> list[tuple[int, int, int]]:
     return out
 
 
+def _quality(trace: Trace, served_pages, served_steps, lo: int, hi: int) -> dict:
+    """The quality proxies of a routed run over the groups of requests ``lo..hi-1`` of
+    ``trace`` (means over the groups, as a run's), each group's served experts being those
+    served for its step."""
+    from paging.routing import Group, quality
+
+    lay = trace.layout
+    n, L = lay.n_experts, lay.n_layers
+    steps = trace.steps[lo:hi]
+    starts = lo + np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]]) if hi > lo else []
+    ends = list(starts[1:]) + [hi] if hi > lo else []
+    sums, G = [0.0, 0, 0.0], 0
+    for a, b in zip(starts, ends, strict=True):
+        s = int(trace.steps[a])
+        z = s % L
+        base = z * n
+        x0, x1 = np.searchsorted(served_steps, [s, s + 1])
+        tok = int(trace.token[a]) if trace.token is not None else None
+        g = Group(z, tok, (trace.pages[a:b] - base).tolist(),
+                  None if trace.score is None else trace.score[a:b].tolist(),
+                  None if trace.logits is None else trace.logits[tok, z], n)
+        r, c, k = quality(g, (np.asarray(served_pages[x0:x1]) - base).tolist())
+        sums[0] += r
+        sums[1] += c
+        sums[2] += k
+        G += 1
+    return {"retained_mass": sums[0] / G if G else 1.0, "top1_changed": sums[1] / G if G
+            else 0.0, "kl": sums[2] / G if G else 0.0}
+
+
 def split(trace: Trace, result) -> list[dict]:
     """Per-sequence counts of a run on a joined trace: ``trace`` (the sequence's name),
     ``position`` (0-based, in run order), ``requests``, ``misses``, ``hits`` and, for a sequence
     with a prefill phase, ``prefill_misses``. Needs the run's hit mask.
 
     A routed run (``result.events["served_steps"]``) serves other requests than the trace's:
-    a sequence's are those served for its steps. A run with a miss handler needs its recorded
+    a sequence's are those served for its steps, and its row gets the routing's quality
+    proxies over its own groups (``retained_mass``, ``top1_changed``, ``kl``:
+    :func:`paging.routing.quality` of each group's experts and the ones served for it, as the
+    run sums them over all). A run with a miss handler needs its recorded
     events (``record=True``): a dropped or substituted request is neither a hit nor a miss (as
     in the run's own counts), and the sequence's ``dropped``, ``substituted`` and, for a
     precision cascade, ``low_precision_fetches`` (its fetches below the first level) are
@@ -183,6 +216,8 @@ def split(trace: Trace, result) -> list[dict]:
             row.update(misses=b - a - h - d - su, dropped=d, substituted=su)
             if low is not None:
                 row["low_precision_fetches"] = int(low[a:b].sum())
+        if served is not None:
+            row.update(_quality(trace, ev["served_pages"], served, rec["start"], rec["end"]))
         pre = (rec.get("phase_bounds") or {}).get("prefill")
         if pre:
             p0, p1 = where(pre[0]), where(pre[1])

@@ -338,7 +338,7 @@ def test_warm_key_runs_a_files_sequences_back_to_back(tmp_path, capsys):
 def test_warm_cells_take_the_routing_key(tmp_path, capsys):
     """warm = [true] with routing = [...]: each sequence's row equals paging simulate --warm
     --routing's (the requests served for that sequence: pruning serves fewer than the trace
-    holds), and the rows add up to the joined run's."""
+    holds; the quality proxies of its own groups), and the rows add up to the joined run's."""
     from paging.generators import router
     from paging.io import write_npz
 
@@ -357,8 +357,10 @@ def test_warm_cells_take_the_routing_key(tmp_path, capsys):
         assert main(["simulate", str(tmp_path / "two.npz"), "--policy", pol, "--k", "6",
                      "--expand", "groups", "--routing", rt, "--warm", "--json"]) == 0
         *want, total = json.loads(capsys.readouterr().out)
-        assert [(r["trace"], r["requests"], r["misses"], r["hits"]) for r in got] == [
-            (w["trace"], w["requests"], w["misses"], w["hits"]) for w in want]
+        assert [(r["trace"], r["requests"], r["misses"], r["hits"], r["retained_mass"],
+                 r["kl"]) for r in got] == [
+            (w["trace"], w["requests"], w["misses"], w["hits"], w.get("retained_mass"),
+             w.get("kl")) for w in want]
         assert sum(r["requests"] for r in got) == total["requests"]
         assert sum(r["misses"] for r in got) == total["misses"]
     pruned = [r["requests"] for r in rows if r["routing"] == "pruning:j=1"]

@@ -63,11 +63,12 @@ def test_warm_run_equals_the_concatenated_sequence_as_one_run(seed, policy, mode
 def test_per_sequence_rows_of_a_handled_or_routed_warm_run_add_up(seed, policy, k, sizes,
                                                                   option, engine):
     """paging simulate --warm with a miss handler or a routing hook: each sequence's row
-    counts its own requests (the served ones, routed), a dropped or substituted request being
-    neither hit nor miss as in the run's counts, so the rows add up to the run's requests,
-    hits, misses, drops, substitutes and low-precision fetches, and the first sequence's row
-    is its cold run. (Before, a routed warm run's rows were cut at the trace's request
-    indices, and a handled one counted drops as misses.)"""
+    counts its own requests (the served ones, routed, with the quality proxies of its own
+    groups), a dropped or substituted request being neither hit nor miss as in the run's
+    counts, so the rows add up to the run's requests, hits, misses, drops, substitutes and
+    low-precision fetches, and the first sequence's row is its cold run. (Before, a routed
+    warm run's rows were cut at the trace's request indices, and a handled one counted drops
+    as misses.)"""
     from paging.cost import budget_bytes
     from paging.run import RunSpec, run
 
@@ -98,8 +99,14 @@ def test_per_sequence_rows_of_a_handled_or_routed_warm_run_add_up(seed, policy, 
             list(total["fetch_levels"].values())[1:])
     (cold,) = run(RunSpec(policy, **cap, **{option[0]: option[1]}, seed=seed,
                           engine=engine), seqs[:1])
-    for f in ("requests", "hits", "misses", "dropped", "substituted"):
+    for f in ("requests", "hits", "misses", "dropped", "substituted", "retained_mass",
+              "top1_changed", "kl"):
         assert parts[0].get(f) == cold.get(f), f
+    if option[0] == "routing":  # each row's quality proxies, over its own groups
+        assert all(0 < p["retained_mass"] <= 1 and 0 <= p["top1_changed"] <= 1
+                   for p in parts)
+        assert min(p["retained_mass"] for p in parts) <= total["retained_mass"] \
+            <= max(p["retained_mass"] for p in parts) + 1e-12
 
 
 def test_first_sequence_is_its_cold_run_and_the_second_starts_warm():
