@@ -207,7 +207,7 @@ class CarriedRun:
     read one token per walk over the layers (``steps // ℓ``), as a run without the trace's
     tokens does; PredictiveMarker and LMarker draw from ``seed`` as Marking. A streamed trace
     feeds it chunk by chunk (:mod:`paging.stream`; not the token and prediction policies, whose
-    pieces are kept), a serving run step by step (:mod:`paging.serve`)."""
+    pieces are kept, nor FlashMoE), a serving run step by step (:mod:`paging.serve`)."""
 
     def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0,
                  costs=None, sizes=None):
