@@ -73,6 +73,10 @@ def add_parser(sub) -> None:
                         "(default 512)")
     w.add_argument("--scheduler", choices=("continuous", "static"), default="continuous",
                    help="continuous batching (default) or static batches")
+    w.add_argument("--batch-reading", choices=("best", "worst"), default="best",
+                   help="the rank and gate score an expert of a step's union gets from the "
+                        "step's tokens, for --miss drop/fetch-priority and --policy "
+                        "score-based: best (smallest rank, largest score; default) or worst")
     w.add_argument("--prompt-tokens", type=int, default=32, metavar="P",
                    help="a decode log (no prefill phase) has its first P tokens (at most half "
                         "the sequence) served as the prompt (default 32)")
@@ -163,7 +167,8 @@ def run(args) -> int:
                         lengths=lengths, step_overhead_ms=args.step_overhead_ms,
                         slo_ttft_ms=args.slo_ttft_ms, slo_tpot_ms=args.slo_tpot_ms,
                         max_requests=args.max_requests, seed=args.seed,
-                        bound=not args.no_bound) for arr in arrivals]
+                        bound=not args.no_bound, batch_reading=args.batch_reading)
+              for arr in arrivals]
     from paging.serve.engine import _check
 
     for spec in specs:  # every refusal before the traces are read

@@ -44,7 +44,8 @@ PRUNE, MAX_RANK, CUMSUM, PRIOR = range(4)
 
 
 @njit(cache=True, nogil=True)
-def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, logits):
+def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, logits,
+                 worst=False):
     """One layer of a serving step routed (:meth:`paging.serve.engine._Server._serve_routed`,
     the reference): each row of ``X`` (a token's experts on layer ``z`` in rank order, -1
     padded; a row without any is skipped) routed by :func:`paging.fast.common.route_group`
@@ -65,9 +66,10 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
 
     Returns ``(pages, cnt, score, rank)``: the union of the served experts in order of first
     use (pages ``z·n + e``), the tokens routed to each, and each one's largest router weight
-    and smallest rank over those tokens (a token's weight of an expert outside its top-K is 0
-    and its rank K, as ``paging simulate``'s routing gives a routed request; what Score-Based
-    reads in serving, :meth:`paging.serve.engine._Server._serve_routed`)."""
+    and smallest rank over those tokens, or with ``worst`` the smallest weight and the largest
+    rank (a token's weight of an expert outside its top-K is 0 and its rank K, as ``paging
+    simulate``'s routing gives a routed request; what Score-Based reads in serving,
+    :meth:`paging.serve.engine._Server._serve_routed`)."""
     T, K = X.shape
     base = z * n
     rank, pos_s, taken, zz = route_scratch(n)
@@ -142,6 +144,9 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
                 nf += 1
                 best_w[e] = wa[e]
                 best_r[e] = r
+            elif worst:
+                best_w[e] = min(best_w[e], wa[e])
+                best_r[e] = max(best_r[e], r)
             else:
                 best_w[e] = max(best_w[e], wa[e])
                 best_r[e] = min(best_r[e], r)

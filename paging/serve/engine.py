@@ -57,6 +57,10 @@ class ServeSpec:
     ``32 * clients`` for a closed loop, whose count is not known ahead: the result says when
     the cap stopped the clients). ``slo_ttft_ms`` / ``slo_tpot_ms``: the goodput's SLOs.
     ``bound``: also replay the produced stream of groups under Belady (the offline bound).
+    ``batch_reading``: the rank and score a page of a step's union gets from the step's tokens,
+    for a miss handler or a policy that reads them (:func:`step_routing_info`): ``best`` (the
+    smallest rank and the largest score any token gave its expert) or ``worst`` (the largest
+    rank and the smallest score).
     """
 
     arrivals: Arrivals
@@ -71,8 +75,12 @@ class ServeSpec:
     max_requests: int | None = None
     seed: int = 0
     bound: bool = True
+    batch_reading: str = "best"
 
     def __post_init__(self):
+        if self.batch_reading not in READINGS:
+            raise PagingError(f"--batch-reading must be best or worst, got "
+                              f"{self.batch_reading!r}")
         if self.scheduler not in ("continuous", "static"):
             raise PagingError(f"--scheduler must be continuous or static, got "
                               f"{self.scheduler!r}")
@@ -210,13 +218,20 @@ def _step_scores(batch) -> np.ndarray:
                            else r.seq.scores[lo:hi] for r, lo, hi in batch])
 
 
-def step_routing_info(X, S, pages, n: int) -> tuple:
+#: the readings of a batch's ranks and scores (:class:`ServeSpec`'s ``batch_reading``)
+READINGS = ("best", "worst")
+
+
+def step_routing_info(X, S, pages, n: int, reading: str = "best") -> tuple:
     """The rank and gate score of each page of a step's union (``pages``, the layer-major
     union of the step's tokens' experts ``X[token, layer, j]``, scores ``S``), as a miss
-    handler or a policy that reads them sees a batch step: the best the step's tokens gave it
-    on its layer, its smallest rank and its largest score (an expert is as important as the
-    token that leans on it most: ``drop:rank=1`` drops it only when no token of the step has
-    it first, ``fetch-priority`` fetches it at the precision its highest score asks).
+    handler or a policy that reads them sees a batch step. ``best``: the best the step's
+    tokens gave it on its layer, its smallest rank and its largest score (an expert is as
+    important as the token that leans on it most: ``drop:rank=1`` drops it only when no token
+    of the step has it first, ``fetch-priority`` fetches it at the precision its highest score
+    asks). ``worst``: the largest rank and the smallest score (as important as the token that
+    leans on it least: ``drop:rank=1`` drops it when any token of the step does not have it
+    first). SpecMD and HOBBIT decide per token at batch size 1, where the two coincide.
     Returns ``(ranks, scores)``, aligned with ``pages`` (``scores`` None without ``S``)."""
     L = X.shape[1]
     flat = np.transpose(X, (1, 0, 2)).reshape(L, -1)
@@ -225,12 +240,14 @@ def step_routing_info(X, S, pages, n: int) -> tuple:
     rank = np.broadcast_to(np.arange(X.shape[2]), X.shape).transpose(1, 0, 2).reshape(L, -1)
     order = np.argsort(pages)  # (pages is the union of pid: each pid's place in it)
     where = order[np.searchsorted(pages[order], pid)]
-    ranks = np.full(pages.size, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(ranks, where, rank[keep])
+    best = reading == "best"
+    ranks = np.full(pages.size, np.iinfo(np.int64).max if best else -1, np.int64)
+    (np.minimum if best else np.maximum).at(ranks, where, rank[keep])
     if S is None:
         return ranks, None
-    scores = np.full(pages.size, -np.inf)
-    np.maximum.at(scores, where, np.transpose(S, (1, 0, 2)).reshape(L, -1)[keep])
+    scores = np.full(pages.size, -np.inf if best else np.inf)
+    (np.maximum if best else np.minimum).at(scores, where,
+                                            np.transpose(S, (1, 0, 2)).reshape(L, -1)[keep])
     return ranks, scores
 
 
@@ -470,7 +487,7 @@ class _Server:
         info = None  # the ranks and scores of the union's pages, when the run reads them
         if any(self.reads):
             info = step_routing_info(X, _step_scores(batch) if self.reads[0] else None, pages,
-                                     n)
+                                     n, self.spec.batch_reading)
         return pages, pages // n, cnt, n_tok, lay_ms, info
 
     def step(self, batch, groups, step_no: int, now: float, running, waiting) -> float:
@@ -597,8 +614,9 @@ class _Server:
         the layer's experts are loaded), with its gate scores and logits when its trace has
         them, and the union of what they chose, in order of first use, is served as the
         layer's group. Returns the pages, the tokens routed to each, the hits and, when the
-        policy reads gate scores (Score-Based), each page's rank and score: the best its tokens
-        gave it, as :func:`step_routing_info` reads an unrouted step, a token's being those
+        policy reads gate scores (Score-Based), each page's rank and score: the best (or with
+        ``batch_reading="worst"`` the worst) its tokens gave it, as :func:`step_routing_info`
+        reads an unrouted step, a token's being those
         ``paging simulate`` gives a routed request (its rank among the token's experts, K when
         the hook served it from outside them, and its router weight, 0 there), else None."""
         from paging.routing import Group, quality
@@ -608,11 +626,12 @@ class _Server:
         q = self.quality
         pages, cnt, hits = [], [], []
         scored = self.reads[0]  # (with routing only the policy reads them: no handler)
+        keep_best = self.spec.batch_reading == "best"
         ranks, scores = [], []
         for z in range(L):
             cached = set(sim.state.cached_in_layer(z))
             count: dict[int, int] = {}
-            best: dict[int, tuple] = {}  # expert: (smallest rank, largest score)
+            best: dict[int, tuple] = {}  # expert: (rank, score), the batch reading's
             for t, row in enumerate(X[:, z, :].tolist()):
                 experts = [e for e in row if e >= 0]
                 if not experts:  # a token with no expert on this layer (padding)
@@ -634,7 +653,8 @@ class _Server:
                     for e in chosen:
                         r = order.index(e) if (g.logits is not None or e in experts) else g.K
                         b = best.get(e, (r, w.get(e, 0.0)))
-                        best[e] = (min(b[0], r), max(b[1], w.get(e, 0.0)))
+                        best[e] = ((min(b[0], r), max(b[1], w.get(e, 0.0))) if keep_best
+                                   else (max(b[0], r), min(b[1], w.get(e, 0.0))))
             group = [z * n + e for e in count]
             if not group:
                 continue
@@ -687,7 +707,8 @@ class _Server:
         scored = self.policy_scores  # (Score-Based: each page's best router weight and rank)
         for z in range(L):
             pz, cz, sz, rz = route_tokens(XL[z], WL[z], KL[z], z, n, kernel.resident(), hook,
-                                          j, m, tau, lam, rsum, rn, q, nolog)
+                                          j, m, tau, lam, rsum, rn, q, nolog,
+                                          self.spec.batch_reading == "worst")
             if pz.size == 0:
                 continue
             hits.append(kernel.feed(pz, np.full(pz.size, step_no * L + z, np.int64),
@@ -841,6 +862,8 @@ class _Server:
         res.summary = _summary(self.run_spec, self.spec, self.cm, res, self.capped)
         res.summary["bypasses"] = bypasses
         res.summary["engine"] = engine
+        if any(self.reads):  # (how the step's tokens' ranks and scores were read)
+            res.summary["batch_reading"] = self.spec.batch_reading
         if self.handler is not None:  # (the compiled run's counts, else the loop's events)
             ev = self.events
             dropped, substituted, low = (self.counts if done is not None else

@@ -27,6 +27,7 @@ A sweep spec with a ``[serve]`` table is a serving sweep::
     prompt_tokens = 32                # a decode log's stand-in prompt
     slo_ttft_ms = 2000                # optional: goodput_rps and slo_attained
     slo_tpot_ms = 300
+    batch_reading = "best"            # or "worst": paging serve --batch-reading
 
 The traces of a serving sweep are one pool (every cell draws its requests from all their
 sequences, groups mode). Each cell is one :func:`paging.serve.serve` run, a row of
@@ -50,7 +51,7 @@ from paging.sweep import Schema, _as_list, _line_of, _resolve, _specmd_keys, _tr
 TOP_KEYS = ("traces", "policies", "k", "budget_gb", "model", "precision", "hardware", "seeds",
             "prefetch", "prefetch_strategy", "miss", "routing", "serve")
 SERVE_KEYS = ("rates", "clients", "think", "duration", "max_batch", "max_tokens", "scheduler",
-              "prompt_tokens", "slo_ttft_ms", "slo_tpot_ms")
+              "prompt_tokens", "slo_ttft_ms", "slo_tpot_ms", "batch_reading")
 KEYS = (("policy", "str"), ("model", "str"), ("precision", "str"), ("hardware", "str"),
         ("prefetch", "str"), ("prefetch_strategy", "str"), ("miss", "str"), ("routing", "str"),
         ("k", "int"), ("budget_gb", "float"), ("rate", "float"), ("clients", "int"),
@@ -72,9 +73,11 @@ SCHEMA = Schema(KEYS + (
     ("prefetch_late", "int"), ("prefetch_precision", "float"), ("prefetch_recall", "float"),
     ("dropped", "int"), ("substituted", "int"), ("low_precision_fetches", "int"),
     # routing (null without a hook)
-    ("retained_mass", "float"), ("top1_changed", "float"), ("kl", "float")),
+    ("retained_mass", "float"), ("top1_changed", "float"), ("kl", "float"),
+    # how a step's tokens' ranks and scores were read (null when nothing reads them)
+    ("batch_reading", "str")),
     tuple(c for c, _ in KEYS), later=("low_precision_fetches", "routing", "retained_mass",
-                                      "top1_changed", "kl"))
+                                      "top1_changed", "kl", "batch_reading"))
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,7 @@ class Cell:
     slo_ttft_ms: float | None
     slo_tpot_ms: float | None
     seed: int
+    batch_reading: str = "best"  # (one for the sweep, as the scheduler)
 
 
 def cell_key(cell: Cell) -> tuple:
@@ -189,6 +193,7 @@ def plan_serve(spec_path) -> list[Cell]:
     max_tokens = _scalar(sv, "max_tokens", int, file, text, default=512, lo=1)
     prompt = _scalar(sv, "prompt_tokens", int, file, text, default=32, lo=1)
     scheduler = sv.get("scheduler", "continuous")
+    reading = sv.get("batch_reading", "best")
     slo_ttft = _scalar(sv, "slo_ttft_ms", (int, float), file, text)
     slo_tpot = _scalar(sv, "slo_tpot_ms", (int, float), file, text)
     caps = [(k, None) for k in ks] + [(None, g) for g in gbs]
@@ -201,7 +206,8 @@ def plan_serve(spec_path) -> list[Cell]:
             batches, seeds):
         st = st if pf is not None else None  # "none" is one cell whatever the strategies
         cell = Cell(paths, pol.lower(), doc["model"], q, hw, pf, st, ms, rt, k, g, rate, cl,
-                    think, duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed)
+                    think, duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed,
+                    reading)
         try:  # every option checked now, with the spec's name in the message
             make_policy(cell.policy)
             _run_spec(cell, budget_bytes)
@@ -264,7 +270,7 @@ def _serve_spec(cell: Cell, Arrivals, ServeSpec):
     return ServeSpec(arr, max_batch=cell.max_batch, max_tokens=cell.max_tokens,
                      scheduler=cell.scheduler, prompt_tokens=cell.prompt_tokens,
                      slo_ttft_ms=cell.slo_ttft_ms, slo_tpot_ms=cell.slo_tpot_ms,
-                     seed=cell.seed)
+                     seed=cell.seed, batch_reading=cell.batch_reading)
 
 
 @functools.lru_cache(maxsize=4)

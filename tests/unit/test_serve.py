@@ -257,8 +257,10 @@ def test_serving_stream_is_a_run_of_the_one_simulator(toy, seqs, policy, k, rate
 @given(seqs=_workload(), policy=st.sampled_from(("lru", "llru", "lfu", "score-based")),
        k=st.integers(2, 8),
        miss=st.sampled_from(("substitute", "fetch-lowest-bit", "fetch-priority", "drop:rank=1",
-                             "drop:score=0.6")), seed=st.integers(0, 3))
-def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k, miss, seed):
+                             "drop:score=0.6")), seed=st.integers(0, 3),
+       reading=st.sampled_from(("best", "worst")))
+def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k, miss, seed,
+                                                            reading):
     """A miss handler decides in the serving run as in a replay of its stream through
     simulate() (with the ranks and scores the run gave the union's pages, when the handler
     reads them: step_routing_info); the step timeline charges a substitute as a hit and a
@@ -271,7 +273,8 @@ def test_miss_handlers_in_serving_decide_as_in_the_one_loop(toy, seqs, policy, k
     budget = k * int(cm.expert_bytes)
     spec = RunSpec(policy, budget=budget, model=toy, precision="int8", hardware="pcie4",
                    miss=miss, seed=seed)
-    ss = ServeSpec(Arrivals(rate=100.0, duration=0.05), max_batch=3, max_tokens=4, seed=seed)
+    ss = ServeSpec(Arrivals(rate=100.0, duration=0.05), max_batch=3, max_tokens=4, seed=seed,
+                   batch_reading=reading)
     h = make_miss(miss, "int8")
     scores = h.needs_scores or policy == "score-based"
     if scores and any(t.score is None for t in seqs):
@@ -344,12 +347,13 @@ def test_compiled_serving_equals_the_reference_loop(toy, seqs, policy, k, budget
     _same_engines(toy, seqs, policy, k, budget, seed)
 
 
-def _same_engines(toy, seqs, policy, k, budget, seed, **options):
+def _same_engines(toy, seqs, policy, k, budget, seed, reading="best", **options):
     from paging.cost.setup import CostSetup
 
     cap = {"budget": k * int(CostSetup.from_names(toy, None, None).expert_bytes)} if budget \
         else {"k": k}
-    ss = ServeSpec(Arrivals(rate=60.0, duration=0.1), max_batch=3, max_tokens=5, seed=seed)
+    ss = ServeSpec(Arrivals(rate=60.0, duration=0.1), max_batch=3, max_tokens=5, seed=seed,
+                   batch_reading=reading)
     fast = serve(RunSpec(policy, **cap, model=toy, seed=seed, **options), ss, seqs)
     ref = serve(RunSpec(policy, **cap, model=toy, seed=seed, engine="reference", **options),
                 ss, seqs)
@@ -379,9 +383,10 @@ def test_compiled_routed_serving_equals_the_reference_loop(toy, seqs, policy, k,
 
 @given(seqs=_workload(), policy=st.sampled_from(CARRIED), k=st.integers(1, 8),
        seed=st.integers(0, 3),
-       miss=st.sampled_from(("drop:rank=1", "drop:score=0.6", "fetch-priority")))
+       miss=st.sampled_from(("drop:rank=1", "drop:score=0.6", "fetch-priority")),
+       reading=st.sampled_from(("best", "worst")))
 def test_compiled_score_reading_handlers_equal_the_reference_loop(toy, seqs, policy, k, seed,
-                                                                  miss):
+                                                                  miss, reading):
     """drop and fetch-priority read each union page's best rank and score: the compiled phase
     kernel (the token kernel for the token policies), given them per request
     (paging.fast.phases.miss_actions), equals the reference loop field by field."""
@@ -391,7 +396,8 @@ def test_compiled_score_reading_handlers_equal_the_reference_loop(toy, seqs, pol
     if h.needs_scores and any(t.score is None for t in seqs):
         return  # (refused: test_miss_handlers_in_serving_decide_as_in_the_one_loop)
     budget = k * int(CostSetup.from_names(toy, "int8", "pcie4").expert_bytes)
-    ss = ServeSpec(Arrivals(rate=60.0, duration=0.1), max_batch=3, max_tokens=5, seed=seed)
+    ss = ServeSpec(Arrivals(rate=60.0, duration=0.1), max_batch=3, max_tokens=5, seed=seed,
+                   batch_reading=reading)
     spec = {"budget": budget, "model": toy, "precision": "int8", "hardware": "pcie4",
             "miss": miss, "seed": seed}
     fast = serve(RunSpec(policy, **spec), ss, seqs)
@@ -403,23 +409,24 @@ def test_compiled_score_reading_handlers_equal_the_reference_loop(toy, seqs, pol
        k=st.integers(1, 8), budget=st.booleans(), seed=st.integers(0, 3),
        prefetch=st.sampled_from((None, "frequency", "previous-token")),
        miss=st.sampled_from((None, "substitute", "fetch-lowest-bit", "drop:score=0.6",
-                             "fetch-priority")))
+                             "fetch-priority")), reading=st.sampled_from(("best", "worst")))
 def test_compiled_score_based_serving_equals_the_reference_loop(toy, seqs, policy, k, budget,
-                                                               seed, prefetch, miss):
+                                                               seed, prefetch, miss, reading):
     """Score-Based's carried runs, given each step's union's largest gate scores
     (step_routing_info), plain (paging.fast.predictive.Carried) and with a prefetcher or a
     miss handler (the carried phase kernel), equal the reference loop, which writes the same
     scores before the step (a pool without scores is refused by both:
     test_miss_handlers_in_serving_decide_as_in_the_one_loop)."""
     if prefetch is None and miss is None:
-        _same_engines(toy, seqs, policy, k, budget, seed)
+        _same_engines(toy, seqs, policy, k, budget, seed, reading=reading)
         return
     from paging.cost.setup import CostSetup
 
     cm = CostSetup.from_names(toy, "int8", "pcie4")
     cap = {"budget": k * int(cm.expert_bytes)} if budget or miss in (
         "fetch-lowest-bit", "fetch-priority") else {"k": k}  # (a cascade needs a budget)
-    ss = ServeSpec(Arrivals(rate=100.0, duration=0.2), max_batch=3, max_tokens=6, seed=seed)
+    ss = ServeSpec(Arrivals(rate=100.0, duration=0.2), max_batch=3, max_tokens=6, seed=seed,
+                   batch_reading=reading)
     runs = [serve(RunSpec(policy, **cap, model=toy, precision="int8", hardware="pcie4",
                           seed=seed, prefetch=prefetch, miss=miss, engine=engine), ss, seqs)
             for engine in ("fast", "reference")]
@@ -427,16 +434,18 @@ def test_compiled_score_based_serving_equals_the_reference_loop(toy, seqs, polic
 
 
 @given(seqs=_workload(scored=True), policy=st.sampled_from(("score-based", "score-based-dist")),
-       k=st.integers(1, 8), seed=st.integers(0, 3), routing=st.sampled_from(ROUTINGS[1:]))
+       k=st.integers(1, 8), seed=st.integers(0, 3), routing=st.sampled_from(ROUTINGS[1:]),
+       reading=st.sampled_from(("best", "worst")))
 def test_routed_score_based_serving_reads_the_routed_scores(toy, seqs, policy, k, seed,
-                                                            routing):
+                                                            routing, reading):
     """With a routing hook, Score-Based reads each served page's score as simulate's routing
     gives a routed request (its router weight, 0 for an expert served from outside the token's
     top-K), the best of the step's tokens for a page of a layer's union: the served stream with
     those scores replays through simulate() with the same hits, and the compiled routing
     (paging.fast.step_routing.route_tokens' weights and ranks) equals the reference loop.
     (Before, the routed step wrote no scores and Score-Based ran as LRU.)"""
-    ss = ServeSpec(Arrivals(rate=100.0, duration=0.2), max_batch=3, max_tokens=6, seed=seed)
+    ss = ServeSpec(Arrivals(rate=100.0, duration=0.2), max_batch=3, max_tokens=6, seed=seed,
+                   batch_reading=reading)
     res = serve(RunSpec(policy, k=k, model=toy, seed=seed, routing=routing,
                         engine="reference"), ss, seqs)
     fast = serve(RunSpec(policy, k=k, model=toy, seed=seed, routing=routing), ss, seqs)
@@ -800,6 +809,8 @@ def test_refusals(toy):
         serve(RunSpec("lru", k=4), arr, seqs)
     with pytest.raises(PagingError, match="--max-batch must be >= 1"):
         ServeSpec(Arrivals(rate=1.0, duration=1.0), max_batch=0)
+    with pytest.raises(PagingError, match="--batch-reading must be best or worst, got 'mean'"):
+        ServeSpec(Arrivals(rate=1.0, duration=1.0), batch_reading="mean")
     # --engine fast: a policy compiled with an option that is not (marking carries its draws;
     # with --verify it is recorded in the loop); every registered online policy a server can
     # run has a serving kernel (FlashMoE's without a prefetcher or a miss handler)
@@ -1055,6 +1066,31 @@ def test_serve_sweep_has_the_routing_axis(tmp_path, toy):
         assert e.value.line == 6 and not (tmp_path / "b.csv").exists()
 
 
+def test_serve_sweep_takes_the_batch_reading(tmp_path, toy):
+    """[serve] batch_reading = "worst" reads a step's ranks as paging serve --batch-reading
+    worst does (the rows equal serve() runs, the column says which reading); "mean" is
+    refused with the spec's name."""
+    from paging.serve.sweep import SCHEMA, run_serve_sweep
+    from paging.sweep import read_table
+
+    spec = _one_trace_sweep(tmp_path, toy, 'k = [3]\nmiss = ["drop:rank=1"]\n')
+    spec.write_text(spec.read_text() + 'batch_reading = "worst"\n')
+    run_serve_sweep(spec, tmp_path / "w.csv", workers=0, progress=False)
+    (row,) = read_table(tmp_path / "w.csv", SCHEMA)
+    from paging.io import load
+
+    s = serve(RunSpec("lru", k=3, model=toy, hardware="pcie4", miss="drop:rank=1"),
+              ServeSpec(Arrivals(rate=80.0, duration=0.2), max_batch=2, max_tokens=8,
+                        batch_reading="worst"), load(ONE_TRACE, expand="groups")).summary
+    best = _one_trace_serve(toy, k=3, miss="drop:rank=1")
+    assert (row["dropped"], row["misses"], row["batch_reading"]) == (
+        s["dropped"], s["misses"], "worst")
+    assert s["dropped"] > best["dropped"]  # (more experts are second for some token)
+    spec.write_text(spec.read_text().replace('"worst"', '"mean"'))
+    with pytest.raises(PagingError, match="--batch-reading must be best or worst"):
+        run_serve_sweep(spec, tmp_path / "m.csv", workers=0, progress=False)
+
+
 @pytest.mark.parametrize(("extra", "msg", "line"), [
     ("burst = 3\n", "unknown key 'burst' in [serve]", 13),
     ("think = -1\n", "serve.think must be a number >= 0", 13),
@@ -1227,6 +1263,11 @@ def test_a_steps_union_takes_the_best_rank_and_score_its_tokens_gave(toy):
     ranks, scores = step_routing_info(X, S, union, 4)
     assert ranks.tolist() == [0, 0, 1, 0, 0, 1]
     assert scores.tolist() == [0.7, 0.9, 0.1, 0.6, 0.8, 0.2]
+    # the worst reading: the largest rank and the smallest score (experts 1 and 3 of layers 0
+    # and 1 are first for one token and second for the other)
+    w_ranks, w_scores = step_routing_info(X, S, union, 4, "worst")
+    assert w_ranks.tolist() == [0, 1, 1, 0, 1, 1]
+    assert w_scores.tolist() == [0.7, 0.3, 0.1, 0.6, 0.4, 0.2]
     assert step_routing_info(X, None, union, 4)[1] is None
     seqs = [_seq_trace(e, 2, "a", sc)]
     ss = ServeSpec(Arrivals(times=(0.0,)), max_batch=1, max_tokens=8)
@@ -1248,6 +1289,19 @@ def test_a_steps_union_takes_the_best_rank_and_score_its_tokens_gave(toy):
             assert res.scores[:6].tolist() == scores.tolist()
             assert res.summary["low_precision_fetches"] == low  # (the decode step hits)
             assert res.summary["dropped"] == 0 and res.steps["misses"] == [6, 0]
+    # the worst reading: drop:rank=1 drops the four experts some token does not rank first
+    # (pages 1, 2, 7, 4), and in the decode step pages 1 and 7 again (second for its one
+    # token, and not fetched before); fetch-priority fetches four below int8 (scores 0.3, 0.1,
+    # 0.4, 0.2), and the decode step hits
+    worst = ServeSpec(Arrivals(times=(0.0,)), max_batch=1, max_tokens=8, batch_reading="worst")
+    for miss, dropped, low in (("drop:rank=1", 6, 0), ("fetch-priority", 0, 4)):
+        spec = {"budget": budget, "model": toy, "precision": "int8", "hardware": "pcie4",
+                "miss": miss}
+        res = serve(RunSpec("lru", **spec), worst, seqs)
+        _assert_same_runs(res, serve(RunSpec("lru", **spec, engine="reference"), worst, seqs))
+        assert res.ranks[:6].tolist() == w_ranks.tolist()
+        assert (res.summary["dropped"], res.summary["low_precision_fetches"]) == (dropped, low)
+        assert res.summary["batch_reading"] == "worst"
     sb = {"budget": budget, "model": toy, "precision": "int8", "hardware": "pcie4"}
     res = serve(RunSpec("score-based", **sb, engine="fast"), ss, seqs)
     _assert_same_runs(res, serve(RunSpec("score-based", **sb, engine="reference"), ss, seqs))
