@@ -238,16 +238,25 @@ def step_routing_info(X, S, pages, n: int, reading: str = "best") -> tuple:
     keep = flat >= 0
     pid = (flat + np.arange(L)[:, None] * n)[keep]
     rank = np.broadcast_to(np.arange(X.shape[2]), X.shape).transpose(1, 0, 2).reshape(L, -1)
+    score = None if S is None else np.transpose(S, (1, 0, 2)).reshape(L, -1)[keep]
+    return union_reading(pages, pid, rank[keep], score, reading)
+
+
+def union_reading(pages, pid, rank, score, reading: str = "best") -> tuple:
+    """The batch reading (:func:`step_routing_info`) of the requests ``pid`` (pages of the
+    union ``pages``, each named by one or more), of ranks ``rank`` and scores ``score`` (None:
+    none read): per page of ``pages``, the smallest rank and the largest score of the requests
+    that name it (``best``), or the largest and the smallest (``worst``)."""
+    pages = np.asarray(pages, dtype=np.int64)
     order = np.argsort(pages)  # (pages is the union of pid: each pid's place in it)
-    where = order[np.searchsorted(pages[order], pid)]
+    where = order[np.searchsorted(pages[order], np.asarray(pid, dtype=np.int64))]
     best = reading == "best"
     ranks = np.full(pages.size, np.iinfo(np.int64).max if best else -1, np.int64)
-    (np.minimum if best else np.maximum).at(ranks, where, rank[keep])
-    if S is None:
+    (np.minimum if best else np.maximum).at(ranks, where, np.asarray(rank, dtype=np.int64))
+    if score is None:
         return ranks, None
     scores = np.full(pages.size, -np.inf if best else np.inf)
-    (np.maximum if best else np.minimum).at(scores, where,
-                                            np.transpose(S, (1, 0, 2)).reshape(L, -1)[keep])
+    (np.maximum if best else np.minimum).at(scores, where, np.asarray(score, dtype=np.float64))
     return ranks, scores
 
 
@@ -626,12 +635,11 @@ class _Server:
         q = self.quality
         pages, cnt, hits = [], [], []
         scored = self.reads[0]  # (with routing only the policy reads them: no handler)
-        keep_best = self.spec.batch_reading == "best"
         ranks, scores = [], []
         for z in range(L):
             cached = set(sim.state.cached_in_layer(z))
             count: dict[int, int] = {}
-            best: dict[int, tuple] = {}  # expert: (rank, score), the batch reading's
+            named: list[tuple] = []  # each served request's (page, rank, score)
             for t, row in enumerate(X[:, z, :].tolist()):
                 experts = [e for e in row if e >= 0]
                 if not experts:  # a token with no expert on this layer (padding)
@@ -650,25 +658,26 @@ class _Server:
                     count[e] = count.get(e, 0) + 1  # dicts keep the order of first use
                 if scored:  # (the request's rank and score, as simulate's routing gives)
                     order, w = g.order(), g.probs()
-                    for e in chosen:
-                        r = order.index(e) if (g.logits is not None or e in experts) else g.K
-                        b = best.get(e, (r, w.get(e, 0.0)))
-                        best[e] = ((min(b[0], r), max(b[1], w.get(e, 0.0))) if keep_best
-                                   else (max(b[0], r), min(b[1], w.get(e, 0.0))))
+                    named += [(z * n + e, order.index(e) if (g.logits is not None
+                                                             or e in experts) else g.K,
+                               w.get(e, 0.0)) for e in chosen]
             group = [z * n + e for e in count]
             if not group:
                 continue
             sim.write_clock(sim.t, [step_no * L + z] * len(group))
             if scored:
-                rk = [best[e][0] for e in count]
-                sc = [best[e][1] for e in count]
+                pid, rq, wq = zip(*named, strict=True)
+                rk, sc = union_reading(group, pid, rq, wq, self.spec.batch_reading)
                 sim.write_routing(sim.t, None, sc)
-                ranks.extend(rk)
-                scores.extend(sc)
+                ranks.append(rk)
+                scores.append(sc)
             hits.extend(sim.serve_group(group))
             pages.extend(group)
             cnt.extend(count.values())
-        info = (np.array(ranks, dtype=np.int64), np.array(scores)) if scored else None
+        info = None
+        if scored:
+            info = ((np.concatenate(ranks), np.concatenate(scores)) if ranks else
+                    (np.zeros(0, np.int64), np.zeros(0)))
         return (np.array(pages, dtype=np.int64), np.array(cnt, dtype=np.int64),
                 np.array(hits, dtype=bool), info)
 
