@@ -98,8 +98,8 @@ def add_parser(sub) -> None:
     ext.add_argument("--miss", default=None, metavar="M",
                      help="fetch (default), substitute, drop:rank=R, drop:score=S, "
                           "fetch-lowest-bit or fetch-priority (these two with --budget-gb); a "
-                          "page of a step's union has the smallest rank and the largest gate "
-                          "score its tokens gave it")
+                          "page of a step's union has one rank and one gate score from its "
+                          "tokens, as --batch-reading says")
     ext.add_argument("--prefetch", default=None, metavar="P",
                      help="prefetch the next group's experts after each group, the predictor "
                           "asked batch by batch: oracle[:precision=P,recall=R,seed=S], "
@@ -122,10 +122,10 @@ def add_parser(sub) -> None:
                         "least-stale; lfu, lhu; greedy-dual, landlord, gdsf, layered-landlord; "
                         "arc, lecar, marking; token-hazard, token-decay, token-match, "
                         "robust-token-match; blind-oracle, predictive-marker, lmarker, "
-                        "robust-blind-oracle; -dist; also with --miss, --prefetch, or "
-                        "--routing pruning, max-rank, cumsum, cache-prior on traces without "
-                        "full logits), else the reference loop "
-                        "(auto); same numbers")
+                        "robust-blind-oracle; score-based; flashmoe; -dist; also with --miss "
+                        "or --prefetch (not flashmoe), or --routing pruning, max-rank, "
+                        "cumsum, cache-prior on traces without full logits; not with "
+                        "--verify), else the reference loop (auto); same numbers")
     p.add_argument("--verify", action="store_true",
                    help="check the cache's run independently (capacity, every request served, "
                         "misses = the eviction log)")
