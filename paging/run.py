@@ -138,6 +138,10 @@ class RunSpec:
                 raise PagingError(f"--policy {self.policy} is clairvoyant; with --routing the "
                                   "served requests depend on the cache, so they are not known "
                                   "ahead")
+            if self.prefill == "batched":
+                raise PagingError("--routing decides per (token, layer) group and --prefill "
+                                  "batched serves a layer's experts once for all prompt "
+                                  "tokens: give one of them")
 
     def _check_timeline(self) -> None:
         from paging.cost.timeline import timeline_options
@@ -226,23 +230,11 @@ class RunSpec:
                 return flag
         return None
 
-    def refuse_untimed_routing(self) -> None:
-        """A trace run's timeline replays the trace's requests, not the routed ones: routing
-        with a cost model is refused there (a serving run times its routed steps itself,
-        :mod:`paging.serve`)."""
-        if self.routed and self.model is not None:
-            raise PagingError("--routing cannot be combined with --model in paging simulate "
-                              "(the timeline replays the trace's requests, not the routed "
-                              "ones; paging serve times routed steps)")
-
     def check(self, traces: Sequence, train=None) -> None:
         """Refuse, before any run, what ``traces`` cannot support: a policy or miss handler
         that reads gate scores or ranks the sequences lack, a learned predictor with nothing to
-        learn from, a routing hook the sequences cannot feed; routing with a cost model
-        (:meth:`refuse_untimed_routing`)."""
+        learn from, a routing hook the sequences cannot feed."""
         from paging.predict.prefetch import _learns, check_training, training_file
-
-        self.refuse_untimed_routing()
 
         pol = self._parsed  # the policy parsed when the spec was made (flags only)
         handler = self._miss()
@@ -287,7 +279,6 @@ def execute(spec: RunSpec, traces: Sequence, *, train=None, only: Sequence[int] 
     """:func:`run`, keeping each simulated run's :class:`Outcome` (one per sequence cold, one
     for a warm run)."""
     traces = list(traces)
-    spec.refuse_untimed_routing()  # also when the caller checked the sequences itself
     if check:
         spec.check(traces, train)
     if spec.warm:
@@ -369,11 +360,15 @@ def _timed(spec: RunSpec, cm, trace, res, costs, sizes, batch, row: dict):
     from paging.cost.setup import PREFETCH_TIMING_FIELDS
     from paging.cost.timeline import timeline_run
 
+    if spec.routed:  # the timeline replays what the hook served
+        from paging.routing.served import served_trace
+
+        trace = served_trace(trace, res)
     tm = timeline_run(trace, res, model=cm.model, precision=cm.precision, hardware=cm.hardware,
                       fetch_ms=costs, sizes=sizes, batch=batch, **dict(spec.timeline))
     row.update(cm.timed_fields(res, tm))
     row.update(dict(spec.timeline))  # only the options given (default output unchanged)
-    if res.extra is not None:
+    if res.extra is not None and not spec.routed:
         row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
     return tm
 

@@ -11,7 +11,8 @@ sequence x policy x cache size x seed x options, and one row of the output table
     expand    = ["rounds"]            # default ["rounds"]
     model     = ["mixtral-8x7b"]      # optional, with precision = [...] and hardware = [...]
     routing   = ["standard", "cache-prior:lambda=0.5"]   # default ["standard"]; needs groups
-                                      # (Δavg runs over the file's sequences, as in simulate)
+                                      # (Δavg runs over the file's sequences, as in simulate;
+                                      # with a model, the served requests are timed)
     prefetch  = ["none", "oracle:precision=0.8,recall=0.8", "transition"]   # optional
     prefetch_strategy = ["topk:overfetch=1", "percentile:p=80"]            # optional
     miss      = ["fetch", "drop:rank=1"]                                   # optional
@@ -301,10 +302,6 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
         except PagingError as e:
             raise PagingError(e.message, file, _line_of(text, "routing")) from None
     routed = any(r.strip().lower() != "standard" for r in routing)
-    if routed and model != (None,):
-        raise PagingError("routing with model = [...] is not supported (the latency timeline "
-                          "replays the trace's requests, not the routed ones)", file,
-                          _line_of(text, "routing"))
     if routed and (prefetch != (None,) or miss != (None,)):
         raise PagingError("routing with prefetch or miss = [...] is not supported (as in "
                           "paging simulate)", file, _line_of(text, "routing"))

@@ -183,6 +183,8 @@ def split(trace: Trace, result) -> list[dict]:
     in the run's own counts), and the sequence's ``dropped``, ``substituted`` and, for a
     precision cascade, ``low_precision_fetches`` (its fetches below the first level) are
     added."""
+    from paging.routing.served import served_index
+
     if result.hit_mask is None:
         raise PagingError("per-sequence counts need a recorded run (simulate(..., "
                           "record=True or 'hits'))")
@@ -192,9 +194,7 @@ def split(trace: Trace, result) -> list[dict]:
     served = ev.get("served_steps")
 
     def where(i: int) -> int:  # request i of the trace (or its end) as an index of the run
-        if served is None:
-            return i
-        return N if i >= trace.n_requests else int(np.searchsorted(served, trace.steps[i]))
+        return i if served is None else served_index(trace, served, i)
 
     drop = sub = low = None
     if ev.get("dropped") is not None:  # the miss handler's events

@@ -548,18 +548,22 @@ def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: 
                  token_overhead_ms: float = 0.0, prefetch_streams: int = 1,
                  prefetch_link: str = "shared") -> Timing:
     """The timeline of a recorded :class:`~paging.result.Result`: :func:`timeline` on its hit
-    mask for a default run; for a run with a prefetcher or a miss handler (``result.events``,
-    ``simulate(..., record=True)``), the replay with prefetches on the copy stream (or their
-    own, ``prefetch_streams=2``), ready times, dropped and substituted requests and per-level
-    fetches (module docstring). ``prefetch_late`` counts the prefetches whose first use had to
-    wait for their transfer. ``token_overhead_ms``, ``prefetch_streams`` and ``prefetch_link``:
-    the sensitivity options of the module docstring (defaults: today's numbers).
+    mask for a default run (and for a routed run, given the trace of what it served,
+    :func:`paging.routing.served.served_trace`); for a run with a prefetcher or a miss
+    handler (``result.events``, ``simulate(..., record=True)``), the replay with prefetches
+    on the copy stream (or their own, ``prefetch_streams=2``), ready times, dropped and
+    substituted requests and per-level fetches (module docstring). ``prefetch_late`` counts
+    the prefetches whose first use had to wait for their transfer. ``token_overhead_ms``,
+    ``prefetch_streams`` and ``prefetch_link``: the sensitivity options of the module
+    docstring (defaults: today's numbers).
     """
     ov, streams, shared = timeline_options(token_overhead_ms, prefetch_streams, prefetch_link)
     if result.hit_mask is None:
         raise PagingError("the timeline needs a recorded run (simulate(..., record=True))")
     ev = result.events
-    if ev is None:
+    # a default run, or a routed one (whose events are its served requests: ``trace`` is then
+    # :func:`paging.routing.served.served_trace`)
+    if ev is None or ("prefetched" not in ev and "dropped" not in ev):
         return timeline(trace, result.hit_mask, model=model, precision=precision,
                         hardware=hardware, fetch_ms=fetch_ms, sizes=sizes, batch=batch,
                         token_overhead_ms=ov, prefetch_streams=streams,

@@ -44,15 +44,29 @@ def test_runspec_refuses_inconsistent_recipes(kw, msg):
         RunSpec("nope", k=3)
 
 
-def test_routing_with_a_model_is_refused_by_trace_runs_only():
-    """A trace run's timeline replays the trace's requests, not the routed ones: run() and
-    paging simulate refuse routing with --model (paging serve times routed steps itself)."""
+def test_routing_with_a_model_times_the_served_requests(capsys):
+    """paging simulate --routing --model: the row has the routing's quality proxies and the
+    timeline of the served requests (tests/unit/test_timeline.py checks the numbers); both
+    engines agree; --prefill batched (one group per layer for the whole prompt) is refused
+    with routing, which decides per (token, layer)."""
+    rows = {}
+    for eng in ("reference", "auto"):
+        assert cli.main(["simulate", "zipf:n=8,layers=32,tokens=20,topk=2,seed=1", "--policy",
+                         "lfu", "--k", "40", "--model", "mixtral-8x7b", "--routing",
+                         "max-rank:j=1", "--engine", eng, "--verify", "--json"]) == 0
+        (rows[eng],) = json.loads(capsys.readouterr().out)
+    assert {k: v for k, v in rows["auto"].items() if k != "engine"} == {
+        k: v for k, v in rows["reference"].items() if k != "engine"}
+    row = rows["auto"]
+    assert row["tokens_per_s"] > 0 and row["retained_mass"] < 1 and row["decode_tokens"] == 20
+    assert "prefetch_late" not in row
+    with pytest.raises(PagingError, match="give one of them"):
+        RunSpec("lru", k=3, model="mixtral-8x7b", routing="pruning:j=1", prefill="batched")
     (tr,) = load(GEN, expand="groups")
-    spec = RunSpec("lru", k=3, model="mixtral-8x7b", routing="pruning:j=1")
-    with pytest.raises(PagingError, match="paging serve times routed steps"):
-        run(spec, [tr])
-    with pytest.raises(PagingError, match="paging serve times routed steps"):
-        run(spec, [tr], check=False)
+    from paging.routing.served import served_trace
+
+    with pytest.raises(PagingError, match="need a recorded run"):
+        served_trace(tr, simulate(tr, "lru", 3, routing="pruning:j=1"))
 
 
 def test_run_equals_simulate_and_the_timeline_by_hand():

@@ -335,6 +335,27 @@ def test_warm_key_runs_a_files_sequences_back_to_back(tmp_path, capsys):
         load_spec(spec_file(tmp_path, text.replace("[false, true]", '"yes"')))
 
 
+def test_routed_cells_with_a_model_are_timed_as_simulate(tmp_path, capsys):
+    """routing with model = [...]: each cell's timing is paging simulate --routing --model's
+    (the timeline of the served requests), cold and warm."""
+    text = ('traces = ["zipf:n=8,layers=32,tokens=12,topk=2,seed=2"]\npolicies = ["lru"]\n'
+            'k = [40]\nexpand = ["groups"]\nmodel = ["mixtral-8x7b"]\nprecision = ["int4"]\n'
+            'routing = ["standard", "pruning:j=1", "max-rank:j=1"]\nwarm = [false, true]\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "t.csv", workers=0)
+    rows = read_table(tmp_path / "t.csv")
+    assert len(rows) == 3 * 2
+    for r in rows:
+        assert main(["simulate", "zipf:n=8,layers=32,tokens=12,topk=2,seed=2", "--policy",
+                     "lru", "--k", "40", "--expand", "groups", "--model", "mixtral-8x7b",
+                     "--precision", "int4", "--routing", r["routing"], "--json"]
+                    + (["--warm"] if r["warm"] else [])) == 0
+        want = json.loads(capsys.readouterr().out)[0]
+        assert (r["misses"], r["tpot_ms"], r["tokens_per_s"]) == pytest.approx(
+            (want["misses"], want["tpot_ms"], want["tokens_per_s"]), rel=1e-12)
+    tps = {(r["routing"], r["warm"]): r["tokens_per_s"] for r in rows}
+    assert tps[("pruning:j=1", False)] > tps[("standard", False)]  # half the experts
+
+
 def test_warm_cells_take_the_routing_key(tmp_path, capsys):
     """warm = [true] with routing = [...]: each sequence's row equals paging simulate --warm
     --routing's (the requests served for that sequence: pruning serves fewer than the trace

@@ -504,3 +504,70 @@ def test_stream_options_properties(trace, k, fetch, pred, overhead):
     if res.extra["prefetches"] == 0:
         assert one.time_ms == sep.time_ms == shr.time_ms
     assert timeline_run(trace, res, **kw).time_ms <= one.time_ms + eps
+
+
+# -- routed runs: the timeline replays what the hook served -------------------------------------
+
+def _routed_case(tmp_path, T=6):
+    """A tiny-model trace (2 layers x 3 experts, top-2 with scores), the first 2 tokens a
+    prefill, and the run settings."""
+    rng = np.random.default_rng(3)
+    L, n, K = LAY.n_layers, LAY.n_experts, 2
+    e = np.array([[rng.permutation(n)[:K] for _ in range(L)] for _ in range(T)])
+    s = np.tile([0.7, 0.3], (T, L, 1))
+
+    def trace(table, prefill=True):
+        g = table.shape[2] * L  # requests per token
+        meta = {"phase_bounds": {"prefill": [0, 2 * g], "decode": [2 * g, T * g]}} \
+            if prefill else {}
+        return from_routing(table, LAY, expand="groups", scores=s[:, :, :table.shape[2]],
+                            meta=meta)
+
+    return e, trace, str(_tiny_model_file(tmp_path))
+
+
+def test_routed_run_is_timed_on_the_requests_it_served(tmp_path):
+    """``paging simulate --model --routing``: pruning:j=1 is timed as the standard run of the
+    top-1 routing table; max-rank as the standard run of the table it served (its served
+    pages, rebuilt here by hand); TTFT ends at the served prefill's end."""
+    from paging.cost.setup import TIMING_FIELDS
+    from paging.run import RunSpec, execute, run
+
+    e, trace, m = _routed_case(tmp_path)
+    tr = trace(e)
+    (pruned,) = run(RunSpec("lru", k=3, model=m, routing="pruning:j=1"), [tr])
+    (top1,) = run(RunSpec("lru", k=3, model=m), [trace(e[:, :, :1])])
+    assert pruned["requests"] == top1["requests"] == e[:, :, 0].size
+    assert {f: pruned[f] for f in TIMING_FIELDS} == {f: top1[f] for f in TIMING_FIELDS}
+    assert pruned["ttft_ms"] is not None and "prefetch_late" not in pruned
+
+    spec = RunSpec("lru", k=3, model=m, routing="max-rank:j=1")
+    (out,) = execute(spec, [tr])
+    (row,) = out.rows
+    served = out.result.events["served_pages"].reshape(e.shape) - (
+        np.arange(LAY.n_layers) * LAY.n_experts)[None, :, None]
+    assert (served[:, :, 0] == e[:, :, 0]).all()  # the top 1 is kept
+    assert (served != e).any()  # and the cache changed some second choices
+    (plain,) = run(RunSpec("lru", k=3, model=m), [trace(served)])
+    assert (row["misses"], row["hits"]) == (plain["misses"], plain["hits"])
+    assert {f: row[f] for f in TIMING_FIELDS} == {f: plain[f] for f in TIMING_FIELDS}
+
+
+@pytest.mark.parametrize("prefill", [True, False])
+@pytest.mark.parametrize("routing", ["pruning:j=1", "max-rank:j=1"])
+def test_warm_routed_run_rows_chain_in_time(tmp_path, routing, prefill):
+    """A warm routed run with a model: each sequence's row starts where the one before ended,
+    the last ends at the run's time, and the decode tokens add up (pruning serves half the
+    requests, so the sequences' bounds must be mapped to the served ones)."""
+    from paging.run import RunSpec, run
+
+    e, trace, m = _routed_case(tmp_path)
+    a, b = trace(e, prefill), trace(e[::-1].copy(), prefill)
+    rows = run(RunSpec("llru", k=3, model=m, routing=routing, warm=True), [a, b])
+    *seqs, total = rows
+    assert [r["start_ms"] for r in seqs] == [0.0, seqs[0]["end_ms"]]
+    assert seqs[-1]["end_ms"] == total["time_ms"]
+    assert [r["decode_tokens"] for r in seqs] == ([4, 4] if prefill else [6, 6])
+    assert sum(r["decode_tokens"] for r in seqs) == total["decode_tokens"]
+    assert all((r["ttft_ms"] > 0) if prefill else r["ttft_ms"] is None for r in seqs)
+    assert sum(r["requests"] for r in seqs) == total["requests"]
