@@ -116,8 +116,9 @@ def add_parser(sub) -> None:
     p.add_argument("--routing", metavar="R[:opts]", default=None,
                    help="cache-aware routing: standard (default), pruning:j=J, "
                         "max-rank:j=J[,m=M], cumsum:tau=T[,j=J], "
-                        "cache-prior:lambda=L[,j=J][,delta=run|sequence]; "
-                        "reads the trace in groups mode")
+                        "cache-prior:lambda=L[,j=J][,delta=run|sequence]; each hook "
+                        "takes phase=decode (route the decode phase only, the prefill as "
+                        "ranked); reads the trace in groups mode")
     p.set_defaults(expand=None)  # rounds, or groups for a routed run
     wm = p.add_argument_group("warm caches")
     wm.add_argument("--warm", action="store_true",

@@ -72,9 +72,10 @@ __all__ = ["plan_routed", "run_routed", "route_static"]
 
 
 @njit(cache=True, nogil=True)
-def route_static(pages, bounds, order, j, cap, n, L, steps):
+def route_static(pages, bounds, order, j, cap, n, L, steps, applied):
     """The served sequence of a hook that does not read the cache (every M is 0: ``pruning``):
-    each group routed by :func:`paging.fast.common.route_group`, K or ``cap`` served.
+    each group routed by :func:`paging.fast.common.route_group`, K or ``cap`` served (K for a
+    group the hook does not route, ``applied[g]`` False, when ``applied`` is not empty).
     Returns ``(served_pages, served_steps, n_served)``."""
     G = bounds.size - 1
     N = pages.size
@@ -91,7 +92,7 @@ def route_static(pages, bounds, order, j, cap, n, L, steps):
         lo = bounds[g]
         K = bounds[g + 1] - lo
         s = steps[lo]
-        kout = K if cap <= 0 else min(cap, K)
+        kout = K if cap <= 0 or (applied.size > 0 and not applied[g]) else min(cap, K)
         c = route_group(pages, lo, K, (s % L) * n, n, g, order, 0, j, kout, resident, rank,
                         taken, out_pages, t0, cp, zz, pos)
         for i in range(c):
@@ -101,14 +102,19 @@ def route_static(pages, bounds, order, j, cap, n, L, steps):
 
 
 @njit(cache=True, nogil=True)
-def _prior_bonus(bounds, steps, L, logits, token, known, rsum, rn, lam):
+def _prior_bonus(bounds, steps, L, logits, token, known, rsum, rn, lam, applied):
     """λ·Δavg of every group for ``cache-prior`` (:meth:`paging.routing.CachePrior.route`):
     the layer's running sums of the logit ranges (``rsum``, ``rn``, the hook's, updated in
     place), this group's range included, in group order. The range is max − min of the row
-    ``logits[token[g], layer]``, or of the group's ``known`` log-scores without logits."""
+    ``logits[token[g], layer]``, or of the group's ``known`` log-scores without logits. A
+    group the hook does not route (``applied[g]`` False, ``applied`` not empty) gets 0 and
+    leaves the sums alone: it is served as ranked."""
     G = bounds.size - 1
     out = np.empty(G)
     for g in range(G):
+        if applied.size > 0 and not applied[g]:
+            out[g] = 0.0
+            continue
         lo = bounds[g]
         hi = bounds[g + 1]
         z = steps[lo] % L
@@ -277,14 +283,18 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     else:
         j, cap = router.j, 0
         mcol = np.full(G, n if router.m is None else router.m, dtype=np.int64)
+    skip = router.skips(trace)  # phase=decode: a prefill's groups are served as ranked
+    applied = np.zeros(0, np.bool_) if skip is None else ~skip[starts]
+    if applied.size:
+        mcol[~applied] = 0  # (no cached expert promoted: the ranking's top K)
     cp = no_prior()
     if type(router) is CachePrior:
-        cp = _prior(router, trace, bounds, steps, tok_of, G, L)
+        cp = _prior(router, trace, bounds, steps, tok_of, G, L, applied)
     caps = _caps(lay, int(k if budget is None else budget), spec[2])
     slots = unit_sizes(P) if budget is None else sizes
     static = cap > 0 or not (mcol.any() or cp[3].size)
     if static:  # no choice reads the cache: route every group, then serve the sequence once
-        sp, ss, N = route_static(pages, bounds, order, int(j), int(cap), n, L, steps)
+        sp, ss, N = route_static(pages, bounds, order, int(j), int(cap), n, L, steps, applied)
         sp, ss = sp[:N], ss[:N]
     else:  # each group routed in the kernel, against the cache as it stands, over sp
         sp, ss, N = pages.copy(), steps, pages.size
@@ -306,8 +316,8 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
             def execute(tr, *args, **kw):
                 return run_learned(tr, *args, n_requests=trace.n_requests, **kw)
         if static:  # the served sequence as a trace: its tokens, one visit per token
-            served = Trace(lay, sp, ss, trace.name,
-                           token=np.repeat(tok_of, _served_sizes(bounds, cap)), expand="groups")
+            served = Trace(lay, sp, ss, trace.name, expand="groups",
+                           token=np.repeat(tok_of, _served_sizes(bounds, cap, applied)))
             out = execute(served, spec, slots, capacity, level, policy)
         else:
             out = execute(trace, spec, slots, capacity, level, policy,
@@ -315,9 +325,10 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         _, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = out
     else:
         coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = _phase_routed(
-            trace, policy, spec, sp, ss, static, (order, mcol, int(j), cp), bounds, cap, caps,
-            slots, budget, costs, sizes, seed, level, tok_of, z_of)
-    served_lo = np.concatenate(([0], np.cumsum(_served_sizes(bounds, cap)))).astype(np.int64)
+            trace, policy, spec, sp, ss, static, (order, mcol, int(j), cp), bounds, cap, applied,
+            caps, slots, budget, costs, sizes, seed, level, tok_of, z_of)
+    served_lo = np.concatenate(([0], np.cumsum(_served_sizes(bounds, cap, applied))))
+    served_lo = served_lo.astype(np.int64)
     changed = _changed(pages, bounds, sp, served_lo)
     res = build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=int(N),
@@ -352,8 +363,8 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     return res
 
 
-def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, caps, slots, budget,
-                  costs, sizes, seed, level, tok_of, z_of):
+def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, applied, caps, slots,
+                  budget, costs, sizes, seed, level, tok_of, z_of):
     """A routed run of a policy of the phase kernel (:func:`paging.fast.phases.phase_kernel`,
     no prefetcher, no miss handler) over the served sequence ``sp``: routed in the kernel
     (``route``) unless ``static``. Returns ``(collisions, page_misses, hit_mask, evictions,
@@ -370,7 +381,7 @@ def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, caps,
     if kind == phases.SCORE_SCAN:  # the served requests' gate scores, as RoutedRun writes them
         prob = _served_probs(trace, bounds, tok_of, z_of)
         if static:
-            g_of = np.repeat(np.arange(bounds.size - 1), _served_sizes(bounds, cap))
+            g_of = np.repeat(np.arange(bounds.size - 1), _served_sizes(bounds, cap, applied))
             inputs[4] = prob[g_of, sp - z_of[g_of] * n] if sp.size else np.zeros(0)
             prob = np.zeros((0, 0))
     none = np.zeros(0, np.int64)
@@ -409,7 +420,7 @@ def _request_weights(trace, bounds):
     return np.repeat(1.0 / K, K) if K.size else np.zeros(0)
 
 
-def _prior(router, trace, bounds, steps, tok_of, G, L):
+def _prior(router, trace, bounds, steps, tok_of, G, L, applied):
     """``cache-prior``'s ``cp`` argument of :func:`paging.fast.common.route_group`, its λ·Δavg
     per group from the hook's running sums, which are left as the reference leaves them."""
     if trace.logits is not None:
@@ -421,7 +432,7 @@ def _prior(router, trace, bounds, steps, tok_of, G, L):
     rsum = np.array(router._range_sum, dtype=np.float64)
     rn = np.array(router._range_n, dtype=np.int64)
     bonus = _prior_bonus(bounds, steps, L, logits, tok_of, known, rsum, rn,
-                         float(router.lam))
+                         float(router.lam), applied)
     router._range_sum = rsum.tolist()
     router._range_n = rn.tolist()
     return (logits, tok_of, known, bonus if G else np.zeros(0))
@@ -456,6 +467,9 @@ def _changed(pages, bounds, served, served_lo):
     return out
 
 
-def _served_sizes(bounds, cap):
+def _served_sizes(bounds, cap, applied):
+    """Requests served per group: K, or at most ``cap`` where the hook routes the group."""
     K = np.diff(bounds)
-    return K if cap <= 0 else np.minimum(K, cap)
+    if cap <= 0:
+        return K
+    return np.minimum(K, cap) if applied.size == 0 else np.where(applied, np.minimum(K, cap), K)

@@ -44,7 +44,7 @@ PRUNE, MAX_RANK, CUMSUM, PRIOR = range(4)
 
 
 @njit(cache=True, nogil=True)
-def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, logits,
+def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, logits, free,
                  worst=False):
     """One layer of a serving step routed (:meth:`paging.serve.engine._Server._serve_routed`,
     the reference): each row of ``X`` (a token's experts on layer ``z`` in rank order, -1
@@ -60,7 +60,9 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
     ``tau``, n when they never do and the row has fewer than n: :meth:`paging.routing.
     Cumsum.m_of`) or PRIOR (Eq. 9: the top K of ``log w + λ·Δavg·m̃``, Δavg the layer's running
     mean of the rows' log-weight ranges, kept in ``rsum[z]``, ``rn[z]`` across calls in the
-    reference's order). The quality proxies of every row (:func:`paging.routing.quality`) are
+    reference's order). A token with ``free[t]`` (when ``free`` is not empty) is not routed:
+    it is served its row as ranked and leaves Δavg alone (a prompt token with ``phase=decode``,
+    :mod:`paging.routing`). The quality proxies of every row (:func:`paging.routing.quality`) are
     added to ``q`` = (Σ retained, Σ top-1 changed, Σ KL, rows) token by token, as the
     reference's ``+=``.
 
@@ -79,6 +81,7 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
     out = np.empty(max(K, n), np.int64)
     bonus = np.zeros(1)
     cp = (logits, np.zeros(0, np.int64), kn, bonus if hook == PRIOR else bonus[:0])
+    cp0 = (logits, np.zeros(0, np.int64), kn, bonus[:0])  # (a token served as ranked)
     wa = np.zeros(n)
     ina = np.zeros(n, np.bool_)
     inb = np.zeros(n, np.bool_)
@@ -99,7 +102,10 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
         if k == 0:
             continue
         mm = m
-        if hook == CUMSUM:
+        if free.size > 0 and free[t]:  # served as ranked: the top k, no promotion
+            c = route_group(src, 0, k, base, n, 0, order, 0, k, k, resident, rank, taken,
+                            out, 0, cp0, zz, pos_s)
+        elif hook == CUMSUM:
             acc = 0.0
             mm = -1
             for i in range(k):
@@ -118,9 +124,10 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
             rsum[z] += hi - lo
             rn[z] += 1
             bonus[0] = lam * (rsum[z] / rn[z])
-        kout = min(j, k) if hook == PRUNE else k
-        c = route_group(src, 0, k, base, n, 0, order, 0 if hook == PRUNE else mm, j, kout,
-                        resident, rank, taken, out, 0, cp, zz, pos_s)
+        if free.size == 0 or not free[t]:
+            kout = min(j, k) if hook == PRUNE else k
+            c = route_group(src, 0, k, base, n, 0, order, 0 if hook == PRUNE else mm, j, kout,
+                            resident, rank, taken, out, 0, cp, zz, pos_s)
         orig = 0.0
         for i in range(k):
             ina[src[i] - base] = True
@@ -210,7 +217,7 @@ def in_lecar(state):
 
 
 @njit(cache=True, nogil=True)
-def routed_list_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, slots,
+def routed_list_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, free, slots,
                      caps, dist, kind, state, route):
     """A whole serving step with a routing hook for the list family, in one call: on each
     layer z, the tokens ``XL[z]`` routed by :func:`route_tokens` against the residency the
@@ -222,7 +229,7 @@ def routed_list_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
     acc = _step_buffers(L, n)
     for z in range(L):
         pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_list(state), hook, j, m,
-                                    tau, lam, rsum, rn, q, nolog)
+                                    tau, lam, rsum, rn, q, nolog, free)
         if pz.size > 0:
             _put(acc, pz, cz, list_kernel(pz, np.full(pz.size, step * L + z, np.int64), slots,
                                           n, L, caps, dist, kind, 1, state, route))
@@ -230,14 +237,14 @@ def routed_list_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
 
 
 @njit(cache=True, nogil=True)
-def routed_heap_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, slots,
+def routed_heap_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, free, slots,
                      caps, dist, kind, state, next_use):
     """:func:`routed_list_step` for the heap family (LFU, LHU: :func:`paging.fast.heaps.
     heap_kernel`; a page is resident when it has a heap position)."""
     acc = _step_buffers(L, n)
     for z in range(L):
         pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_heap(state), hook, j, m,
-                                    tau, lam, rsum, rn, q, nolog)
+                                    tau, lam, rsum, rn, q, nolog, free)
         if pz.size > 0:
             _put(acc, pz, cz, heap_kernel(pz, np.full(pz.size, step * L + z, np.int64),
                                           next_use, slots, n, L, caps, dist, kind, 1, state))
@@ -245,14 +252,14 @@ def routed_heap_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, 
 
 
 @njit(cache=True, nogil=True)
-def routed_arc_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, slots,
+def routed_arc_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, free, slots,
                     caps, dist, state):
     """:func:`routed_list_step` for ARC (:func:`paging.fast.adaptive.arc_kernel`'s groups-mode
     kernel; a page is resident on T1 or T2)."""
     acc = _step_buffers(L, n)
     for z in range(L):
         pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_arc(state), hook, j, m,
-                                    tau, lam, rsum, rn, q, nolog)
+                                    tau, lam, rsum, rn, q, nolog, free)
         if pz.size > 0:
             _put(acc, pz, cz, _ARC_GROUPS(pz, np.full(pz.size, step * L + z, np.int64), slots,
                                           n, L, caps, dist, 1, state))
@@ -260,14 +267,14 @@ def routed_arc_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, n
 
 
 @njit(cache=True, nogil=True)
-def routed_credit_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, costs,
-                       sizes, slots, caps, dist, kind, state):
+def routed_credit_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, free,
+                       costs, sizes, slots, caps, dist, kind, state):
     """:func:`routed_list_step` for the credit policies (:func:`paging.fast.credit.
     credit_kernel`'s carried kernel; a page is resident when it has a position)."""
     acc = _step_buffers(L, n)
     for z in range(L):
         pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_credit(state), hook, j, m,
-                                    tau, lam, rsum, rn, q, nolog)
+                                    tau, lam, rsum, rn, q, nolog, free)
         if pz.size > 0:
             _put(acc, pz, cz, _CARRIED_CREDIT(pz, np.full(pz.size, step * L + z, np.int64),
                                               costs, sizes, slots, n, L, caps, dist, kind, 1,
@@ -276,7 +283,7 @@ def routed_credit_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q
 
 
 @njit(cache=True, nogil=True)
-def routed_marking_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog,
+def routed_marking_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, free,
                         slots, caps, dist, state, draws):
     """:func:`routed_list_step` for randomized Marking (:func:`paging.fast.marking.
     marking_kernel`; its residency array). ``draws``: the run's draws from the state's count
@@ -285,7 +292,7 @@ def routed_marking_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, 
     acc = _step_buffers(L, n)
     for z in range(L):
         pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_marking(state), hook, j, m,
-                                    tau, lam, rsum, rn, q, nolog)
+                                    tau, lam, rsum, rn, q, nolog, free)
         if pz.size > 0:
             _put(acc, pz, cz, _marking(pz, np.full(pz.size, step * L + z, np.int64), slots,
                                        n, L, caps, dist, draws, 1, state))
@@ -293,14 +300,14 @@ def routed_marking_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, 
 
 
 @njit(cache=True, nogil=True)
-def routed_lecar_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog,
+def routed_lecar_step(XL, WL, KL, step, n, L, hook, j, m, tau, lam, rsum, rn, q, nolog, free,
                       slots, caps, dist, state, draws, lr, dr, hist_cap):
     """:func:`routed_marking_step` for LeCaR (:func:`paging.fast.adaptive.lecar_kernel`'s
     carried groups-mode kernel; a page is resident on its recency list)."""
     acc = _step_buffers(L, n)
     for z in range(L):
         pz, cz, _, _ = route_tokens(XL[z], WL[z], KL[z], z, n, in_lecar(state), hook, j, m,
-                                    tau, lam, rsum, rn, q, nolog)
+                                    tau, lam, rsum, rn, q, nolog, free)
         if pz.size > 0:
             _put(acc, pz, cz, _CARRIED_LECAR(pz, np.full(pz.size, step * L + z, np.int64),
                                              slots, n, L, caps, dist, draws, lr, dr, hist_cap,

@@ -38,6 +38,16 @@ Hooks (spec ``NAME[:key=value,...]``, :func:`make_router`):
     (Δavg depends only on the trace's logits, never on the cache, so priming is exact; the CLI
     and the sweep use it).
 
+``phase=decode`` (any hook but ``standard``; default ``phase=both``): the hook routes only
+the groups of the decode phase, and every group of a prefill is served as the router ranked
+it (no hook call, so Cache-Prior's Δavg does not see it). The on-device deployment of the
+paper reads so: "our method was applied only during autoregressive generation, allowing the
+model to benefit from optimizations designed for prompt processing" (Sec. 4.5); its
+language-modelling evaluation routes every token (``phase=both``). A trace without a prefill
+phase (a decode log) is routed whole either way; a warm run's sequences each have their own
+prefill (:func:`prefill_mask`). The quality proxies average over every group of the run, a
+prefill group counting as served as ranked (retained mass 1).
+
 What is known. With full logits (``Trace.logits``) every hook is the paper's. With only the
 top-K gate scores (the Mixtral logs, renormalised over the top 2) the ranks beyond K and the
 tail probabilities are unknown, and the hooks say so in :attr:`Router.note`:
@@ -83,10 +93,12 @@ from paging.registry import Registry
 
 __all__ = ["Router", "Standard", "Pruning", "MaxRank", "Cumsum", "CachePrior", "Group",
            "make_router", "router_for_run", "groups_of", "ROUTERS", "quality", "KL_EPS",
-           "RoutedRun", "DELTA_SCOPES"]
+           "RoutedRun", "DELTA_SCOPES", "PHASES", "prefill_mask"]
 
 #: smoothing of the KL proxy (share of the uniform distribution mixed into both weightings)
 KL_EPS = 0.01
+#: the groups a hook routes: every one (``both``, the default) or the decode phase's only
+PHASES = ("both", "decode")
 #: what Cache-Prior's running average Δavg runs over: the whole run (the paper's "over sequences
 #: and tokens", the default) or each sequence alone (the first reading)
 DELTA_SCOPES = ("run", "sequence")
@@ -150,9 +162,23 @@ class Router:
 
     name = "router"
     needs_logits = False
+    #: the groups routed (:data:`PHASES`): ``decode`` serves a prefill's groups as ranked
+    phase = "both"
 
     def spec(self) -> str:
         return self.name
+
+    def _phase(self) -> str:
+        """The spec's suffix for :attr:`phase` (none for the default)."""
+        return "" if self.phase == "both" else f",phase={self.phase}"
+
+    def skips(self, trace) -> np.ndarray | None:
+        """Per request of ``trace``, whether its group is served as ranked, without the hook
+        (a prefill's groups with ``phase=decode``); None when the hook routes every group."""
+        if self.phase == "both":
+            return None
+        m = prefill_mask(trace)
+        return m if m.any() else None
 
     def reset(self, trace) -> None:
         """Check the hook against the trace (K, what is known) and clear running state."""
@@ -187,7 +213,7 @@ class Pruning(Router):
         self.j = j
 
     def spec(self):
-        return f"pruning:j={self.j}"
+        return f"pruning:j={self.j}" + self._phase()
 
     def reset(self, trace):
         super().reset(trace)
@@ -206,7 +232,8 @@ class MaxRank(Router):
         self.j, self.m = j, m
 
     def spec(self):
-        return f"max-rank:j={self.j}" + ("" if self.m is None else f",m={self.m}")
+        return f"max-rank:j={self.j}" + ("" if self.m is None else f",m={self.m}") + \
+            self._phase()
 
     def reset(self, trace):
         super().reset(trace)
@@ -245,7 +272,7 @@ class Cumsum(MaxRank):
         self.tau = tau
 
     def spec(self):
-        return f"cumsum:tau={self.tau:g},j={self.j}"
+        return f"cumsum:tau={self.tau:g},j={self.j}" + self._phase()
 
     def reset(self, trace):
         Router.reset(self, trace)
@@ -290,7 +317,7 @@ class CachePrior(Router):
 
     def spec(self):
         return f"cache-prior:lambda={self.lam:g},j={self.j}" + (
-            "" if self.delta == "run" else f",delta={self.delta}")
+            "" if self.delta == "run" else f",delta={self.delta}") + self._phase()
 
     def reset(self, trace):
         super().reset(trace)
@@ -315,7 +342,11 @@ class CachePrior(Router):
         exactly as routing them would (the range does not depend on the cache)."""
         for tr in traces:
             self.reset(tr)
-            for g in groups_of(tr):
+            skip = self.skips(tr)
+            starts = _group_starts(tr) if skip is not None else None
+            for i, g in enumerate(groups_of(tr)):
+                if skip is not None and skip[starts[i]]:
+                    continue  # (a prefill group with phase=decode: the hook never sees it)
                 self._range_sum[g.layer] += self._range(g)
                 self._range_n[g.layer] += 1
 
@@ -367,6 +398,27 @@ def groups_of(trace):
         lo = hi
 
 
+def _group_starts(trace) -> np.ndarray:
+    """The index of the first request of every group of ``trace``."""
+    st = np.asarray(trace.steps)
+    if st.size == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.r_[True, st[1:] != st[:-1]])
+
+
+def prefill_mask(trace) -> np.ndarray:
+    """Per request of ``trace``, whether it belongs to a prefill phase (``phase_bounds``; each
+    sequence's own in a warm run, :func:`paging.warm.sequence_bounds`)."""
+    from paging.warm import sequence_bounds
+
+    out = np.zeros(trace.n_requests, dtype=bool)
+    for rec in sequence_bounds(trace):
+        pre = (rec.get("phase_bounds") or {}).get("prefill")
+        if pre:
+            out[int(pre[0]):int(pre[1])] = True
+    return out
+
+
 def router_for_run(spec, earlier=()) -> Router | None:
     """A fresh routing hook (:func:`make_router`) for one sequence of a run, primed with the
     sequences run before it in the same run (``earlier``, in order): Cache-Prior's Δavg then
@@ -413,16 +465,29 @@ def _cache_prior(opts, what) -> CachePrior:
     return CachePrior(lam, j, delta)
 
 
+def _phased(build):
+    """``build`` taking the ``phase`` option every hook has (:data:`PHASES`)."""
+    def make(opts, what):
+        phase = str(opts.pop("phase", "both")).lower()
+        if phase not in PHASES:
+            raise PagingError(f"{what}: phase must be both or decode, got {phase!r}")
+        r = build(opts, what)
+        r.phase = phase
+        return r
+    return make
+
+
 #: the routing hooks (``--routing``; :class:`paging.registry.Registry`); ``standard`` builds
 #: None (no hook: today's run, on the compiled kernel)
 ROUTING = Registry("routing")
 ROUTING.add("standard", lambda opts, what: None)
-ROUTING.add("pruning", _pruning, "j")
-ROUTING.add("max-rank", lambda opts, what: MaxRank(take_int(opts, "j", 1, what, lo=0),
-                                                   take_int(opts, "m", None, what, lo=1)),
-            "j, m")
-ROUTING.add("cumsum", _cumsum, "tau, j")
-ROUTING.add("cache-prior", _cache_prior, "lambda, j, delta")
+ROUTING.add("pruning", _phased(_pruning), "j, phase")
+ROUTING.add("max-rank", _phased(lambda opts, what: MaxRank(take_int(opts, "j", 1, what, lo=0),
+                                                           take_int(opts, "m", None, what,
+                                                                    lo=1))),
+            "j, m, phase")
+ROUTING.add("cumsum", _phased(_cumsum), "tau, j, phase")
+ROUTING.add("cache-prior", _phased(_cache_prior), "lambda, j, delta, phase")
 #: name -> usage (help texts)
 ROUTERS = {e.name: e.name if e.options == "no options" else f"{e.name}:{e.options}"
            for e in ROUTING.entries.values()}
@@ -484,6 +549,8 @@ class RoutedRun:
         self.served: list[int] = []
         self.retained = self.kl = 0.0
         self.changed = self.groups = 0
+        skip = router.skips(trace)
+        self._skip = None if skip is None else skip.tolist()
 
     @staticmethod
     def check(trace, router: Router, policy) -> None:
@@ -515,8 +582,11 @@ class RoutedRun:
         tok = self._token[lo]
         g = Group(z, tok, experts, None if self._tscore is None else self._tscore[lo:hi],
                   None if self.trace.logits is None else self.trace.logits[tok, z], n)
-        cached = set(sim.state.cached_in_layer(z))  # O(n), not O(k)
-        chosen = self.router.route(g, cached)
+        if self._skip is not None and self._skip[lo]:  # served as ranked (phase=decode)
+            chosen = list(experts)
+        else:
+            cached = set(sim.state.cached_in_layer(z))  # O(n), not O(k)
+            chosen = self.router.route(g, cached)
         if not 1 <= len(chosen) <= hi - lo or len(set(chosen)) != len(chosen) \
                 or any(not 0 <= e < n for e in chosen):
             raise RuntimeError(f"routing {self.router.spec()} returned {chosen} for a group of "

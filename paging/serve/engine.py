@@ -632,6 +632,7 @@ class _Server:
 
         sim, router, L, n = self.sim, self.router, self.layout.n_layers, self.layout.n_experts
         X, S, Z = _step_routing(batch, n)
+        free = self._served_as_ranked(batch).tolist()
         q = self.quality
         pages, cnt, hits = [], [], []
         scored = self.reads[0]  # (with routing only the policy reads them: no handler)
@@ -648,7 +649,7 @@ class _Server:
                 logits = Z[t, z] if Z is not None and not np.isnan(Z[t, z, 0]) else None
                 g = Group(z, q[3], experts, None if np.isnan(sc[0]) else sc.tolist(), logits,
                           n)
-                chosen = router.route(g, cached)
+                chosen = list(experts) if free and free[t] else router.route(g, cached)
                 r_m, c_m, k_m = quality(g, chosen)
                 q[0] += r_m
                 q[1] += c_m
@@ -681,6 +682,14 @@ class _Server:
         return (np.array(pages, dtype=np.int64), np.array(cnt, dtype=np.int64),
                 np.array(hits, dtype=bool), info)
 
+    def _served_as_ranked(self, batch) -> np.ndarray:
+        """Per token of the step, whether the hook leaves it alone: the prompt tokens when it
+        routes the decode phase only (``phase=decode``, :mod:`paging.routing`); empty when
+        it routes every token."""
+        if self.router.phase == "both":
+            return np.zeros(0, dtype=bool)
+        return np.concatenate([np.arange(lo, hi) < r.seq.prompt for r, lo, hi in batch])
+
     def _serve_routed_compiled(self, batch, step_no: int) -> tuple:
         """:meth:`_serve_routed` with the cache in its compiled kernel: each layer's tokens
         routed by :func:`paging.fast.step_routing.route_tokens` against the kernel's
@@ -708,7 +717,8 @@ class _Server:
         W = np.where(valid, W, 0.0)
         KN = np.log(np.maximum(W, 1e-300))
         XL, WL, KL = (np.ascontiguousarray(a.transpose(1, 0, 2)) for a in (X, W, KN))
-        whole = kernel.routed_step(XL, WL, KL, step_no, self.hook, (rsum, rn, q, nolog))
+        free = self._served_as_ranked(batch)
+        whole = kernel.routed_step(XL, WL, KL, step_no, self.hook, (rsum, rn, q, nolog, free))
         if whole is not None:  # (routed and served in one call)
             self.quality[:] = [float(q[0]), int(q[1]), float(q[2]), int(q[3])]
             return (*whole, None)
@@ -716,7 +726,7 @@ class _Server:
         scored = self.policy_scores  # (Score-Based: each page's best router weight and rank)
         for z in range(L):
             pz, cz, sz, rz = route_tokens(XL[z], WL[z], KL[z], z, n, kernel.resident(), hook,
-                                          j, m, tau, lam, rsum, rn, q, nolog,
+                                          j, m, tau, lam, rsum, rn, q, nolog, free,
                                           self.spec.batch_reading == "worst")
             if pz.size == 0:
                 continue

@@ -2,11 +2,14 @@
 decision: every Result field (counts, per-layer and per-page misses, hit mask, eviction log,
 bypasses), the routing fields of ``extra`` (bit for bit) and, with record=True, the served
 sequence in ``events``, on random top-K traces in groups mode with tokens (full logits, gate
-scores only, expert ids only), for pruning, max-rank, cumsum and cache-prior, the list
+scores only, expert ids only; with or without a prefill phase), for pruning, max-rank, cumsum
+and cache-prior, routing every group or the decode phase's only (``phase=decode``), the list
 policies (the list kernel), the phase kernel's and the token kernel's policies, -dist
 variants, pages and byte budgets."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -53,15 +56,37 @@ def _variant(t, what):
     return from_routing(experts, t.layout, "groups", scores=scores, name=f"{t.name}-{what}")
 
 
-traces = st.builds(lambda n, L, T, K, seed, what: _variant(
-                       router(n, L, T, k=min(K, n), seed=seed, expand="groups"), what),
+def _with_prefill(t, p):
+    """The trace with its first ``p`` tokens a prefill phase (none for p = 0)."""
+    if p == 0 or t.n_requests == 0:
+        return t
+    cut = int(np.searchsorted(t.token, min(p, int(t.token.max()) + 1)))
+    return dataclasses.replace(t, meta=dict(t.meta, phase_bounds={
+        "prefill": [0, cut], "decode": [cut, t.n_requests]}))
+
+
+traces = st.builds(lambda n, L, T, K, seed, what, p: _with_prefill(_variant(
+                       router(n, L, T, k=min(K, n), seed=seed, expand="groups"), what), p),
                    st.integers(2, 7), st.integers(1, 3), st.integers(1, 14), st.integers(1, 3),
-                   st.integers(0, 1000), st.sampled_from(["logits", "scores", "ids"]))
+                   st.integers(0, 1000), st.sampled_from(["logits", "scores", "ids"]),
+                   st.integers(0, 5))
 
 
 
 
 def _hook(data, trace):
+    """A hook maker, routing every group or (``phase=decode``) the decode phase's only."""
+    phase = data.draw(st.sampled_from(["both", "decode"]))
+    make = _hook_of(data, trace)
+
+    def hook():
+        h = make()
+        h.phase = phase
+        return h
+    return hook
+
+
+def _hook_of(data, trace):
     K = int(trace.rank.max()) + 1
     n = trace.layout.n_experts
     kind = data.draw(st.sampled_from(["pruning", "max-rank", "cumsum", "cache-prior"]))

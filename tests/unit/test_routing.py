@@ -3,6 +3,7 @@ verified routed runs, the trace's logits field and the CLI's bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import subprocess
@@ -330,6 +331,54 @@ def test_priming_equals_routing_the_earlier_sequences(tmp_path):
     assert [r["misses"] for r in rows["sequence"]] == \
         [simulate(a, "lru", 8, routing="cache-prior:lambda=0.4").misses, fresh.misses]
     assert rows["run"][1]["retained_mass"] == carried.extra["retained_mass"]
+
+
+def _prefilled(t, tokens):
+    """``t`` with its first ``tokens`` tokens a prefill phase."""
+    cut = int(np.searchsorted(t.token, tokens))
+    return dataclasses.replace(t, meta=dict(t.meta, phase_bounds={
+        "prefill": [0, cut], "decode": [cut, t.n_requests]}))
+
+
+def test_phase_decode_serves_a_prefill_as_ranked():
+    """``phase=decode`` (Sec. 4.5: "applied only during autoregressive generation"): one layer
+    of 4 experts, top 2, k = 3, LRU, max-rank:j=1 without logits (any cached expert fills the
+    second slot, lowest id first). Tokens: [0, 1], [2, 3] (the prefill), [3, 2], [1, 0].
+    phase=both: token 1 serves [2, 0] (expert 0 is cached); phase=decode serves the prefill
+    as ranked, [2, 3] (evicting 0), and routes the decode: token 2 serves [3, 2] (its second
+    choice is cached anyway), token 3 [1, 2] (expert 0 is not cached; 2 comes first of the
+    cached experts in its ranking 1, 0, 2, 3).
+    A trace without a prefill routes the same either way."""
+    tr = _prefilled(from_routing(np.array([[[0, 1]], [[2, 3]], [[3, 2]], [[1, 0]]]),
+                                 Layout(4, 1), "groups"), 2)
+    served = {ph: simulate(tr, "lru", 3, routing=f"max-rank:j=1,phase={ph}", record=True
+                           ).events["served_pages"].tolist() for ph in ("both", "decode")}
+    assert served["decode"] == [0, 1, 2, 3, 3, 2, 1, 2]
+    assert served["both"][2:4] == [2, 0]
+    res = simulate(tr, "lru", 3, routing="max-rank:j=1,phase=decode")
+    assert res.extra["routing"] == "max-rank:j=1,phase=decode"
+    assert res.extra["retained_mass"] == pytest.approx((1 + 1 + 1 + 0.5) / 4)
+    plain = dataclasses.replace(tr, meta={})
+    assert simulate(plain, "lru", 3, routing="max-rank:j=1,phase=decode").to_dict() == \
+        dict(simulate(plain, "lru", 3, routing="max-rank:j=1").to_dict(),
+             routing="max-rank:j=1,phase=decode")
+    with pytest.raises(PagingError, match="phase must be both or decode"):
+        make_router("pruning:j=1,phase=prefill")
+
+
+def test_phase_decode_primes_cache_prior_with_decode_groups_only():
+    """Cache-Prior with phase=decode never sees a prefill group: priming a fresh hook with
+    the earlier sequence counts only its decode groups in Δavg, and equals routing it."""
+    a = _prefilled(router(8, 4, 40, k=2, seed=11, expand="groups", name="a", sigma=4.0), 10)
+    b = _prefilled(router(8, 4, 40, k=2, seed=12, expand="groups", name="b"), 10)
+    spec = "cache-prior:lambda=0.4,phase=decode"
+    hook = make_router(spec)
+    simulate(a, "lru", 8, routing=hook)
+    assert hook._range_n == [30] * 4  # 40 tokens, 10 of them the prefill, per layer
+    carried = simulate(b, "lru", 8, routing=hook)
+    primed = router_for_run(spec, [a])
+    assert primed._range_n == [30] * 4
+    assert simulate(b, "lru", 8, routing=primed).to_dict() == carried.to_dict()
 
 
 def test_cache_prior_bad_delta():

@@ -218,7 +218,8 @@ def _workload(draw, scored=False):
 
 
 ROUTINGS = (None, "pruning:j=1", "max-rank:j=1,m=2", "max-rank:j=1", "cumsum:tau=0.5",
-            "cache-prior:lambda=0.5")
+            "cache-prior:lambda=0.5", "pruning:j=1,phase=decode", "max-rank:j=1,phase=decode",
+            "cache-prior:lambda=2,j=0,phase=decode")
 
 
 @given(seqs=_workload(), policy=st.sampled_from(POLICIES), k=st.integers(1, 8),
@@ -499,12 +500,29 @@ def test_a_routed_steps_union_takes_the_best_router_weight(toy):
     assert res.ranks.tolist() == [0, 0, 0, 0, 0]
 
 
+def test_phase_decode_serves_the_prompt_as_ranked(toy):
+    """The request of the test above with pruning:j=1,phase=decode: its two prompt tokens are
+    served their whole top 2 (layer 0: experts 0, 1, 2, pages 0, 1, 2; layer 1: 2, 3, 0,
+    pages 6, 7, 4), the decode token its top 1 (pages 0, 6). Both engines."""
+    e = np.array([[[0, 1], [2, 3]], [[0, 2], [3, 0]], [[0, 1], [2, 3]]])
+    sc = np.array([[[0.7, 0.3], [0.6, 0.4]], [[0.55, 0.45], [0.8, 0.2]], [[0.5, 0.5]] * 2])
+    ss = ServeSpec(Arrivals(times=(0.0,)), max_batch=1, max_tokens=8)
+    for engine in ("reference", "auto"):
+        res = serve(RunSpec("lru", k=8, model=toy, routing="pruning:j=1,phase=decode",
+                            engine=engine), ss, [_seq_trace(e, 2, "a", sc)])
+        assert res.pages.tolist() == [0, 1, 2, 6, 7, 4, 0, 6]
+        # 4 prompt groups served whole, the decode's two keep 0.5 of their mass
+        assert res.summary["retained_mass"] == pytest.approx((4 + 0.5 + 0.5) / 6)
+
+
 @pytest.mark.parametrize("policy", ("arc", "arc-dist", "lfu", "lhu", "gdsf", "landlord-dist",
                                     "lru", "llru-dist", "marking", "marking-dist", "lecar",
                                     "lecar-dist"))
 @settings(max_examples=40)
 @given(seqs=_workload(), k=st.integers(2, 8), budget=st.booleans(), seed=st.integers(0, 3),
-       routing=st.sampled_from(("max-rank:j=1", "cache-prior:lambda=0.5", "cumsum:tau=1")))
+       routing=st.sampled_from(("max-rank:j=1", "cache-prior:lambda=0.5", "cumsum:tau=1",
+                                "max-rank:j=1,phase=decode",
+                                "cache-prior:lambda=0.5,j=0,phase=decode")))
 def test_whole_step_routing_equals_the_reference_loop(toy, seqs, policy, k, budget, seed,
                                                       routing):
     """The families that route and serve a whole step in one compiled call (list, heap, ARC,
