@@ -131,9 +131,6 @@ class RunSpec:
 
         make_router(self.routing)  # parse now
         if self.routed:
-            if self.extended:
-                raise PagingError("--routing cannot be combined with --prefetch or --miss in "
-                                  "this version")
             if policy.clairvoyant:
                 raise PagingError(f"--policy {self.policy} is clairvoyant; with --routing the "
                                   "served requests depend on the cache, so they are not known "
@@ -368,7 +365,7 @@ def _timed(spec: RunSpec, cm, trace, res, costs, sizes, batch, row: dict):
                       fetch_ms=costs, sizes=sizes, batch=batch, **dict(spec.timeline))
     row.update(cm.timed_fields(res, tm))
     row.update(dict(spec.timeline))  # only the options given (default output unchanged)
-    if res.extra is not None and not spec.routed:
+    if res.extra is not None and (spec.extended or not spec.routed):
         row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
     return tm
 

@@ -122,10 +122,12 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     from paging.routing import make_router
 
     router = make_router(routing)
+    if router is not None and (prefetch is not None or miss is not None):
+        if engine == "fast":  # SpecMD's three phases together: the reference loop's
+            raise PagingError("no compiled kernel for cache-aware routing with prefetching or "
+                              "miss handling: --engine auto runs it in the reference loop")
+        return _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss, router)
     if router is not None:
-        if prefetch is not None or miss is not None:
-            raise PagingError("cache-aware routing with prefetching or miss handling is not "
-                              "supported; give one of them")
         if engine != "reference":
             from paging.fast.routing import plan_routed, run_routed
 
@@ -196,9 +198,10 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
     lo = 0
     while lo < N:
         hi = ends[lo]
-        sim.serve_group(pages[lo:hi] if routed is None else routed.choose(sim, lo, hi), grouped)
+        served = None if routed is None else routed.choose(sim, lo, hi)
+        sim.serve_group(pages[lo:hi] if served is None else served, grouped)
         if prefetch is not None and hi < N:
-            prefetch.after_group(sim, lo, hi)
+            prefetch.after_group(sim, lo, hi, served)
         lo = hi
     res = sim.result(trace.name)
     if level == 1:

@@ -301,10 +301,6 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
             make_router(r)
         except PagingError as e:
             raise PagingError(e.message, file, _line_of(text, "routing")) from None
-    routed = any(r.strip().lower() != "standard" for r in routing)
-    if routed and (prefetch != (None,) or miss != (None,)):
-        raise PagingError("routing with prefetch or miss = [...] is not supported (as in "
-                          "paging simulate)", file, _line_of(text, "routing"))
     warm_vals = doc.get("warm", [warm])
     warm_vals = warm_vals if isinstance(warm_vals, list) else [warm_vals]
     if not warm_vals or not all(isinstance(w, bool) for w in warm_vals) \

@@ -144,8 +144,9 @@ their ``-dist`` forms) run the same phases in their own kernel,
 :func:`paging.fast.tokens.token_kernel`, whose per-token state this kernel does not hold:
 :func:`run_phases` hands their runs to it (the same plan, handler arrays and outputs).
 
-Routing (:mod:`paging.fast.routing`) is refused together with a prefetcher or a miss handler;
-a routed run of one of this kernel's policies outside the list family (whose routed runs take
+Routing (:mod:`paging.fast.routing`) together with a prefetcher or a miss handler runs in the
+reference loop (the handler reads each served request's rank and score, known only once its
+group is routed, where this kernel's handler arrays are made before the run); a routed run of one of this kernel's policies outside the list family (whose routed runs take
 the list kernel) runs here with neither, each group routed as it starts (the ``route``
 argument of :func:`phase_kernel`).
 

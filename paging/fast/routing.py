@@ -44,9 +44,10 @@ The token policies (token-hazard, token-decay, token-match, robust-token-match a
 sequence is given its groups' tokens). FlashMoE's training-sequence watch hashes the served
 pages, as the reference's policy sees them, and is told the routed trace's length.
 
-Not compiled: user subclasses of a hook or of a policy, and runs with a prefetcher or a miss
-handler (refused with routing anyway). Clairvoyant policies (Belady, the ``oracle`` predictor)
-are refused with routing by both engines.
+Not compiled: user subclasses of a hook or of a policy, and routed runs with a prefetcher or a
+miss handler (SpecMD's Algorithm 1 with all three phases: :func:`paging.simulate.simulate`
+runs them in the reference loop, and ``engine="fast"`` refuses them). Clairvoyant policies
+(Belady) are refused with routing by both engines.
 
 Quality proxies: without logits, a compiled loop sums them group by group in the reference's
 order (:func:`_quality_sums`; the KL term over the experts in ascending id order, as

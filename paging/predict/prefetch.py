@@ -488,12 +488,15 @@ class Prefetcher:
             Ks[(hi >= start) & (hi < end)] = min(trace.layout.n_experts, self.K * tokens)
         return Ks
 
-    def after_group(self, sim, lo: int, hi: int) -> None:
-        """Group ``lo..hi-1`` was served: prefetch the planned pages of its batch."""
+    def after_group(self, sim, lo: int, hi: int, served=None) -> None:
+        """Group ``lo..hi-1`` of the trace was served (``served``: the pages a routing hook
+        served for it, else the trace's): prefetch the planned pages of its batch, the served
+        group kept."""
         g = self.batch_of[lo]
         a, b = self.start[g], self.start[g + 1]
         if a < b:
-            sim.prefetch_group(self.pages[a:b], keep=self.requests[lo:hi])
+            sim.prefetch_group(self.pages[a:b],
+                               keep=self.requests[lo:hi] if served is None else served)
 
 
 def _learns(spec: str | None) -> bool:

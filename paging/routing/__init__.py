@@ -615,14 +615,15 @@ class RoutedRun:
         """Add the routing fields to ``res.extra`` and, when recorded, the served sequence to
         ``res.events`` (what :func:`paging.verify.verify` replays)."""
         G = self.groups
-        res.extra = {
+        res.extra = dict(res.extra or {}, **{  # (beside a miss handler's and prefetcher's)
             "routing": self.router.spec(),
             "routing_note": self.router.note,
             "retained_mass": self.retained / G if G else 1.0,
             "top1_changed": self.changed / G if G else 0.0,
             "kl": self.kl / G if G else 0.0,
             "slots": self.trace.n_requests,
-        }
+        })
         if record:
-            res.events = {"served_pages": np.array(self.served, dtype=np.int64),
-                          "served_steps": self.steps[:sim.t].copy()}
+            res.events = dict(res.events or {},
+                              served_pages=np.array(self.served, dtype=np.int64),
+                              served_steps=self.steps[:sim.t].copy())

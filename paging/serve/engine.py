@@ -138,6 +138,9 @@ def _check(run_spec) -> None:
         from paging.routing import make_router
 
         router = make_router(run_spec.routing)
+        if run_spec.extended:
+            raise PagingError("paging serve: --routing cannot be combined with --prefetch or "
+                              "--miss yet (paging simulate runs the three together)")
         if getattr(router, "delta", "run") == "sequence":
             raise PagingError(f"--routing {router.spec()}: a serving step routes the tokens of "
                               "many requests together, so Δavg runs over the whole run; give "

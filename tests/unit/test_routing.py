@@ -381,6 +381,48 @@ def test_phase_decode_primes_cache_prior_with_decode_groups_only():
     assert simulate(b, "lru", 8, routing=primed).to_dict() == carried.to_dict()
 
 
+def test_routing_then_the_miss_handler_by_hand():
+    """SpecMD Algorithm 1 (routing, then miss handling on what was routed): one layer of 4
+    experts, top 2, k = 2, LRU, drop:rank=1. Tokens [0, 1], [2, 3], [1, 3].
+    Standard routing: 0 fetched, 1 dropped (rank 1, missing); 2 fetched, 3 dropped; 1 fetched
+    (evicting 0), 3 dropped: 3 misses, 3 drops, no hit.
+    max-rank:j=1: token 0 as above; token 1 serves [2, 0] (0 is cached): 2 fetched, 0 hits;
+    token 2 serves [1, 0] (0 is the first cached expert in its ranking 1, 3, 0, 2): 1 fetched
+    (evicting 2, the least recent), 0 hits: 3 misses, 1 drop, 2 hits. The engine="fast" run
+    is refused (no kernel holds the three phases together); "auto" takes the reference loop."""
+    tr = from_routing(np.array([[[0, 1]], [[2, 3]], [[1, 3]]]), Layout(4, 1), "groups")
+    plain = simulate(tr, "lru", 2, miss="drop:rank=1")
+    assert (plain.misses, plain.extra["dropped"], plain.hits) == (3, 3, 0)
+    res = simulate(tr, "lru", 2, miss="drop:rank=1", routing="max-rank:j=1", record=True)
+    assert (res.misses, res.extra["dropped"], res.hits) == (3, 1, 2)
+    assert res.events["served_pages"].tolist() == [0, 1, 2, 0, 1, 0]
+    assert res.events["dropped"].tolist() == [1]
+    assert res.extra["routing"] == "max-rank:j=1" and res.extra["miss"] == "drop:rank=1"
+    verify(tr, res)
+    with pytest.raises(PagingError, match="no compiled kernel for cache-aware routing with"):
+        simulate(tr, "lru", 2, miss="drop:rank=1", routing="max-rank:j=1", engine="fast")
+
+
+def test_cli_routing_with_miss_handling_and_a_model(tmp_path):
+    """paging simulate --routing --miss --prefetch --model: one row with the routing's quality
+    proxies, the handler's and the prefetcher's counters and the timeline of the served
+    requests (their drops and prefetches on the copy stream); the reference engine's row is
+    the same."""
+    spec = "zipf:n=8,layers=32,tokens=12,topk=2,seed=4"
+    rows = {}
+    for eng in ("auto", "reference"):
+        out = _cli(spec, "--policy", "lru", "--k", "40", "--model", "mixtral-8x7b",
+                   "--routing", "max-rank:j=1", "--miss", "drop:rank=1", "--prefetch",
+                   "frequency", "--engine", eng, "--verify", "--json")
+        assert out.returncode == 0, out.stderr
+        (rows[eng],) = json.loads(out.stdout)
+    row = rows["auto"]
+    assert row == rows["reference"]
+    assert row["dropped"] > 0 and row["prefetches"] > 0 and 0 < row["retained_mass"] < 1
+    assert row["tokens_per_s"] > 0 and row["prefetch_late"] is not None
+    assert row["requests"] == row["hits"] + row["misses"] + row["dropped"]
+
+
 def test_cache_prior_bad_delta():
     with pytest.raises(PagingError, match="delta must be run or sequence"):
         make_router("cache-prior:lambda=0.3,delta=token")

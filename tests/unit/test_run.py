@@ -31,8 +31,6 @@ GEN = "zipf:n=4,layers=3,tokens=40,topk=2,seed=5"
     (dict(k=3, model="mixtral-8x7b", prefetch="oracle",
           timeline={"prefetch_link": "separate"}), "needs --prefetch-streams 2"),
     (dict(k=3, miss="fetch-priority", model="mixtral-8x7b"), "give the cache as --budget-gb"),
-    (dict(k=3, routing="max-rank:j=1", prefetch="oracle"), "cannot be combined"),
-    (dict(k=3, routing="max-rank:j=1", miss="substitute"), "cannot be combined"),
     (dict(k=3, routing="max-rank:j=1", policy="belady"), "is clairvoyant"),
     (dict(k=3, prefetch="psychic"), "unknown prefetch predictor"),
 ])

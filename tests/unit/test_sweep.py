@@ -356,6 +356,25 @@ def test_routed_cells_with_a_model_are_timed_as_simulate(tmp_path, capsys):
     assert tps[("pruning:j=1", False)] > tps[("standard", False)]  # half the experts
 
 
+def test_routed_cells_take_miss_handlers(tmp_path, capsys):
+    """routing with miss = [...] (SpecMD's phases 1 and 2 together): each cell equals paging
+    simulate --routing --miss."""
+    gen = "zipf:n=8,layers=4,tokens=30,topk=2,seed=2"
+    text = (f'traces = ["{gen}"]\npolicies = ["lru"]\nk = [6]\nexpand = ["groups"]\n'
+            'routing = ["standard", "max-rank:j=1"]\nmiss = ["fetch", "drop:rank=1"]\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "m.csv", workers=0)
+    rows = read_table(tmp_path / "m.csv")
+    assert len(rows) == 4
+    for r in rows:
+        assert main(["simulate", gen, "--policy", "lru", "--k", "6", "--expand", "groups",
+                     "--routing", r["routing"], "--miss", r["miss"], "--json"]) == 0
+        (want,) = json.loads(capsys.readouterr().out)
+        assert (r["misses"], r["dropped"], r["retained_mass"]) == (
+            want["misses"], want.get("dropped"), want.get("retained_mass"))
+    drops = {(r["routing"], r["miss"]): r["dropped"] for r in rows}
+    assert drops[("max-rank:j=1", "drop:rank=1")] < drops[("standard", "drop:rank=1")]
+
+
 def test_warm_cells_take_the_routing_key(tmp_path, capsys):
     """warm = [true] with routing = [...]: each sequence's row equals paging simulate --warm
     --routing's (the requests served for that sequence: pruning serves fewer than the trace
