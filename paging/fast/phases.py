@@ -146,9 +146,10 @@ their ``-dist`` forms) run the same phases in their own kernel,
 
 Routing (:mod:`paging.fast.routing`) together with a prefetcher or a miss handler runs in the
 reference loop (the handler reads each served request's rank and score, known only once its
-group is routed, where this kernel's handler arrays are made before the run); a routed run of one of this kernel's policies outside the list family (whose routed runs take
-the list kernel) runs here with neither, each group routed as it starts (the ``route``
-argument of :func:`phase_kernel`).
+group is routed, where this kernel's handler arrays are made before the run); a routed run of
+one of this kernel's policies outside the list family (whose routed runs take the list
+kernel) runs here with neither, each group routed as it starts (the ``route`` argument of
+:func:`phase_kernel`).
 
 User predictors and strategies need nothing special: the plan is all the kernel reads.
 """
