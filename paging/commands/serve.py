@@ -112,7 +112,8 @@ def add_parser(sub) -> None:
                      help="cache-aware routing, each token of a step routed seeing the layer's "
                           "cached experts: pruning:j=J, max-rank:j=J[,m=M], cumsum:tau=T[,j=J], "
                           "cache-prior:lambda=L[,j=J], each with [,phase=decode] to leave "
-                          "the prompt tokens as ranked (not with --prefetch or --miss)")
+                          "the prompt tokens as ranked; with --miss and --prefetch in the "
+                          "reference loop")
     p.add_argument("--no-bound", action="store_true",
                    help="skip the offline bound (Belady on the produced stream)")
     p.add_argument("--seed", type=int, default=0,

@@ -138,9 +138,6 @@ def _check(run_spec) -> None:
         from paging.routing import make_router
 
         router = make_router(run_spec.routing)
-        if run_spec.extended:
-            raise PagingError("paging serve: --routing cannot be combined with --prefetch or "
-                              "--miss yet (paging simulate runs the three together)")
         if getattr(router, "delta", "run") == "sequence":
             raise PagingError(f"--routing {router.spec()}: a serving step routes the tokens of "
                               "many requests together, so Δavg runs over the whole run; give "
@@ -291,8 +288,9 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
 
     plan = fast.plan(policy)
     mode = None
-    if run_spec.routed:  # (refused with a prefetcher or a miss handler)
-        if hook is not None and not run_spec.verify and run_spec.engine != "reference":
+    if run_spec.routed:  # (with a prefetcher or a miss handler: the reference loop)
+        if hook is not None and not run_spec.verify and run_spec.engine != "reference" \
+                and not run_spec.extended:
             mode = "plain" if fast.carries(plan) else None
     elif not run_spec.verify and run_spec.engine != "reference":
         if handler is None and run_spec.prefetch is None:
@@ -485,8 +483,8 @@ class _Server:
         n_tok = sum(hi - lo for _, lo, hi in batch)
         kv = sum(hi for _, _, hi in batch)  # the context each request's attention reads
         lay_ms = non_expert_ms(model, hw, n_tok) + attention_ms(model, hw, kv)
-        if self.router is not None:  # (each layer's union is chosen as it is served: step)
-            return None, None, None, n_tok, lay_ms, None
+        if self.router is not None and self.pf is None:  # (each layer's union is chosen as
+            return None, None, None, n_tok, lay_ms, None  # it is served: step)
         L, n = self.layout.n_layers, self.layout.n_experts
         X = np.concatenate([r.seq.experts[lo:hi] for r, lo, hi in batch])
         # every layer's requests in one array, layer-major (token, then rank, inside a layer):
@@ -497,7 +495,7 @@ class _Server:
         order = np.argsort(first, kind="stable")
         pages, cnt = uniq[order], cnt[order]
         info = None  # the ranks and scores of the union's pages, when the run reads them
-        if any(self.reads):
+        if any(self.reads) and self.router is None:
             info = step_routing_info(X, _step_scores(batch) if self.reads[0] else None, pages,
                                      n, self.spec.batch_reading)
         return pages, pages // n, cnt, n_tok, lay_ms, info
@@ -512,8 +510,9 @@ class _Server:
         t0 = self.sim.t if self.sim is not None else None
         if self.router is not None:  # what each token requests depends on the cache: each
             # layer is routed and served in turn
-            pages, cnt, hits, info = (self._serve_routed_compiled if self.kernel is not None
-                                      else self._serve_routed)(batch, step_no)
+            pages, cnt, hits, info = (
+                self._serve_routed_compiled(batch, step_no) if self.kernel is not None
+                else self._serve_routed(batch, step_no, groups))
             gof = pages // self.layout.n_experts
         cuts = np.flatnonzero(np.diff(gof)) + 1
         if self.router is None:
@@ -620,7 +619,7 @@ class _Server:
             handled.update(pf_at=own[:, 0] - t0, pf_page=own[:, 1].copy(), carry=self.carry)
         return hits, handled
 
-    def _serve_routed(self, batch, step_no: int) -> tuple:
+    def _serve_routed(self, batch, step_no: int, groups=None) -> tuple:
         """The step with a routing hook (:mod:`paging.routing`): on each layer, every token of
         the step is routed seeing the layer's cached experts (as the batch's router runs before
         the layer's experts are loaded), with its gate scores and logits when its trace has
@@ -630,7 +629,13 @@ class _Server:
         ``batch_reading="worst"`` the worst) its tokens gave it, as :func:`step_routing_info`
         reads an unrouted step, a token's being those
         ``paging simulate`` gives a routed request (its rank among the token's experts, K when
-        the hook served it from outside them, and its router weight, 0 there), else None."""
+        the hook served it from outside them, and its router weight, 0 there), else None.
+
+        With a miss handler (SpecMD's Algorithm 1, phase 2) each served page that misses is
+        handled with that rank and score; with a prefetcher (phase 3) the batch after each
+        layer's group is the one :meth:`_proposals` asks of the router's own union (``groups``:
+        :meth:`groups` of the step; the predictors guess the router's choice), inserted with
+        the served group pinned, and the step's last group is kept for the next step's."""
         from paging.routing import Group, quality
 
         sim, router, L, n = self.sim, self.router, self.layout.n_layers, self.layout.n_experts
@@ -638,8 +643,17 @@ class _Server:
         free = self._served_as_ranked(batch).tolist()
         q = self.quality
         pages, cnt, hits = [], [], []
-        scored = self.reads[0]  # (with routing only the policy reads them: no handler)
+        scored = any(self.reads)  # (the policy's or the handler's ranks and scores)
         ranks, scores = [], []
+        after = {}  # layer -> the prefetch batch after its group
+        if self.pf is not None:
+            upages, ugof, _, n_tok, _, _ = groups
+            ucuts = np.flatnonzero(np.diff(ugof)) + 1
+            sizes, flat = self._proposals(upages, ucuts, n_tok)
+            ends = np.cumsum(sizes).tolist()
+            zs = ugof[np.r_[0, ucuts]].tolist() if upages.size else []
+            after = {zs[i]: flat[ends[i] - sizes[i]:ends[i]].tolist() for i in range(len(ends))
+                     if sizes[i]}
         for z in range(L):
             cached = set(sim.state.cached_in_layer(z))
             count: dict[int, int] = {}
@@ -672,16 +686,22 @@ class _Server:
             if scored:
                 pid, rq, wq = zip(*named, strict=True)
                 rk, sc = union_reading(group, pid, rq, wq, self.spec.batch_reading)
-                sim.write_routing(sim.t, None, sc)
+                sim.write_routing(sim.t, rk if self.reads[1] else None,
+                                  sc if self.reads[0] else None)
                 ranks.append(rk)
                 scores.append(sc)
             hits.extend(sim.serve_group(group))
+            if z in after:
+                sim.prefetch_group(after[z], keep=group)
+            if self.pf is not None:
+                self.last_group = (self.last_group[0], self.last_group[1], group)
             pages.extend(group)
             cnt.extend(count.values())
         info = None
         if scored:
-            info = ((np.concatenate(ranks), np.concatenate(scores)) if ranks else
-                    (np.zeros(0, np.int64), np.zeros(0)))
+            info = ((np.concatenate(ranks), np.concatenate(scores) if self.reads[0] else None)
+                    if ranks else (np.zeros(0, np.int64),
+                                   np.zeros(0) if self.reads[0] else None))
         return (np.array(pages, dtype=np.int64), np.array(cnt, dtype=np.int64),
                 np.array(hits, dtype=bool), info)
 

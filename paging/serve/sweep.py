@@ -15,8 +15,7 @@ A sweep spec with a ``[serve]`` table is a serving sweep::
     prefetch_strategy = ["topk:overfetch=1"]  # --prefetch-strategy, --miss: fetch,
     miss      = ["fetch"]             # substitute, drop:..., fetch-lowest-bit, fetch-priority;
                                       # the last two with budget_gb)
-    routing   = ["standard", "max-rank:j=1"]  # optional, as paging serve --routing (not with
-                                      # prefetch or miss)
+    routing   = ["standard", "max-rank:j=1"]  # optional, as paging serve --routing
 
     [serve]
     rates     = [0.5, 1, 2]           # Poisson; or clients = [4, 16] with think = S
@@ -236,9 +235,6 @@ def _routing_key(doc: dict, file: str, text: str, prefetch: tuple, miss: tuple,
             out.append(None if hook is None else hook.spec())
     except PagingError as e:
         raise PagingError(e.message, file, line) from None
-    if any(out) and (prefetch != (None,) or miss != (None,)):
-        raise PagingError("routing with prefetch or miss = [...] is not supported (as in "
-                          "paging serve)", file, line)
     for v in out:
         if v is not None:
             hook = make_router(v)
