@@ -408,11 +408,10 @@ def _group_starts(trace) -> np.ndarray:
 
 def prefill_mask(trace) -> np.ndarray:
     """Per request of ``trace``, whether it belongs to a prefill phase (``phase_bounds``; each
-    sequence's own in a warm run, :func:`paging.warm.sequence_bounds`)."""
-    from paging.warm import sequence_bounds
-
+    sequence's own in a warm run, whose records :func:`paging.warm.concat` keeps in
+    ``meta["warm"]``)."""
     out = np.zeros(trace.n_requests, dtype=bool)
-    for rec in sequence_bounds(trace):
+    for rec in trace.meta.get("warm") or [trace.meta]:
         pre = (rec.get("phase_bounds") or {}).get("prefill")
         if pre:
             out[int(pre[0]):int(pre[1])] = True

@@ -366,6 +366,18 @@ def test_phase_decode_serves_a_prefill_as_ranked():
         make_router("pruning:j=1,phase=prefill")
 
 
+def test_prefill_mask_of_a_warm_run_is_each_sequences():
+    from paging.routing import prefill_mask
+    from paging.warm import concat
+
+    a = _prefilled(router(4, 2, 5, k=2, seed=1, expand="groups", name="a"), 2)
+    b = _prefilled(router(4, 2, 4, k=2, seed=2, expand="groups", name="b"), 3)
+    joined, _ = concat([a, b])
+    assert prefill_mask(a).tolist() == [True] * 8 + [False] * 12
+    assert prefill_mask(joined).tolist() == prefill_mask(a).tolist() + prefill_mask(b).tolist()
+    assert not prefill_mask(dataclasses.replace(a, meta={})).any()
+
+
 def test_phase_decode_primes_cache_prior_with_decode_groups_only():
     """Cache-Prior with phase=decode never sees a prefill group: priming a fresh hook with
     the earlier sequence counts only its decode groups in Δavg, and equals routing it."""
