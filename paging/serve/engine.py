@@ -309,7 +309,8 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"their -dist forms) and flashmoe "
                           f"without --verify, also with --miss or --prefetch (not flashmoe; "
                           f"robust-token-match without --prefetch) or with --routing pruning, "
-                          f"max-rank, cumsum or cache-prior (traces without full logits); "
+                          f"max-rank, cumsum or cache-prior (traces without full logits; not with "
+                          f"--miss or --prefetch); "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
