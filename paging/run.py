@@ -79,6 +79,9 @@ class RunSpec:
     verify : bool
         Record every run in full and check it with :func:`paging.verify.verify` (capacity,
         every request served, misses matching the eviction log).
+    lifetimes : bool
+        Add each run's cache lifetimes in tokens (:mod:`paging.lifetimes`; a warm run's
+        total row only; not with a prefetcher).
     """
 
     policy: str
@@ -101,6 +104,7 @@ class RunSpec:
     engine: str = "auto"
     seed: int = 0
     verify: bool = False
+    lifetimes: bool = False
 
     # -- validation -----------------------------------------------------------------------
     def __post_init__(self) -> None:
@@ -120,6 +124,9 @@ class RunSpec:
             raise PagingError("--warm-seed orders the sequences of a warm run: it needs --warm")
         if self.prefetch_strategy is not None and self.prefetch is None:
             raise PagingError("--prefetch-strategy needs --prefetch")
+        if self.lifetimes and self.prefetch is not None:
+            raise PagingError("--lifetimes counts residencies from fetched misses, and a "
+                              "prefetched page enters without one: not with --prefetch")
         self._check_timeline()
         if self.prefetch is not None:  # parse the specs now
             from paging.predict.prefetch import make_prefetch_predictor, make_strategy
@@ -222,7 +229,8 @@ class RunSpec:
                          ("--routing", self.routed),
                          ("--warm", self.warm),
                          ("--engine reference", self.engine == "reference"),
-                         ("--verify", self.verify)):
+                         ("--verify", self.verify),
+                         ("--lifetimes", self.lifetimes)):
             if on:
                 return flag
         return None
@@ -328,7 +336,8 @@ def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher,
     handler = spec.miss_handler(trace)
     extended = prefetcher is not None or handler is not None
     # (a warm run with a miss handler records its events: its per-sequence counts read them)
-    record = True if (spec.verify or ((cm is not None or warm) and extended)) else (
+    record = True if (spec.verify or spec.lifetimes
+                      or ((cm is not None or warm) and extended)) else (
         "hits" if (cm is not None or warm) else False)
     cap = {"k": spec.k} if spec.k is not None else {"budget": spec.budget}
     res = simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
@@ -370,6 +379,15 @@ def _timed(spec: RunSpec, cm, trace, res, costs, sizes, batch, row: dict):
     return tm
 
 
+def _lifetimes(spec: RunSpec, trace, res, row: dict) -> None:
+    """With ``spec.lifetimes``, the run's cache lifetimes (:mod:`paging.lifetimes`) added to
+    ``row``."""
+    if spec.lifetimes:
+        from paging.lifetimes import lifetimes
+
+        row.update(lifetimes(trace, res))
+
+
 def _run_sequence(spec: RunSpec, trace, traces, train, earlier) -> Outcome:
     """One sequence from an empty cache."""
     from paging.routing import router_for_run
@@ -387,6 +405,7 @@ def _run_sequence(spec: RunSpec, trace, traces, train, earlier) -> Outcome:
                     prefetcher=_prefetcher(spec, trace, traces, train), routing=routing)
     row = res.to_dict()
     tm = _timed(spec, cm, sim_trace, res, costs, sizes, batch, row)
+    _lifetimes(spec, sim_trace, res, row)
     return Outcome(sim_trace, res, costs, sizes, batch, tm, [row])
 
 
@@ -409,6 +428,7 @@ def _run_warm(spec: RunSpec, traces, train) -> Outcome:
                     routing=make_router(spec.routing) if spec.routed else None)
     row = res.to_dict()
     tm = _timed(spec, cm, joined, res, costs, sizes, batch, row)
+    _lifetimes(spec, joined, res, row)  # (over the joined run: the total row only)
     per_time = tm.per_sequence if tm is not None else None
     out = []
     for i, seq in enumerate(split(joined, res)):

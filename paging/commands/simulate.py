@@ -134,6 +134,11 @@ def add_parser(sub) -> None:
                    help="record every run in full and check it independently (capacity never "
                         "exceeded, every request served, misses = the eviction log); a failed "
                         "check is an error")
+    p.add_argument("--lifetimes", action="store_true",
+                   help="add each run's cache lifetimes in tokens (Skliar et al. Table 2): "
+                        "lifetime_tokens over the residencies an eviction ended, "
+                        "lifetime_tokens_all over every one, the open ones counted to the "
+                        "end; not with --prefetch")
     p.add_argument("--json", action="store_true", help="print one JSON list of results")
     add_stream_args(p)
     p.set_defaults(func=run)
@@ -169,6 +174,7 @@ def run(args) -> int:
                 host_gb=args.host_gb, prefill=args.prefill, prefetch=args.prefetch,
                 prefetch_strategy=args.prefetch_strategy, miss=args.miss,
                 routing=args.routing, warm=args.warm, warm_seed=args.warm_seed,
+                lifetimes=args.lifetimes,
                 timeline=timing, engine=args.engine, seed=args.seed, verify=args.verify)
     if args.budget_pct:  # a share of the model's bytes: the --model option gives them
         from paging.cost import get_model, share_budget
@@ -231,6 +237,8 @@ def _print(args, rows: list[dict], cm, routed: bool) -> int:
         cols += ["capacity", "time_ms", "stall_fraction", "tokens_per_s"]
         if any(r.get("ttft_ms") is not None for r in rows):
             cols.append("ttft_ms")
+    if args.lifetimes:
+        cols += ["lifetime_tokens", "lifetime_tokens_all"]
     print(format_table([{c: ("" if r.get(c) is None else r.get(c)) for c in cols}
                         for r in rows], cols))
     return 0
