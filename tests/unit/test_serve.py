@@ -1115,6 +1115,25 @@ def test_serve_sweep_has_the_routing_axis(tmp_path, toy):
     assert e.value.line == 6 and not (tmp_path / "b.csv").exists()
 
 
+def test_serve_sweep_routes_with_miss_handling_and_prefetching(tmp_path, toy):
+    """routing = [...] with miss and prefetch = [...]: each cell equals paging serve --routing
+    --miss --prefetch (SpecMD's three phases, the reference loop)."""
+    from paging.serve.sweep import SCHEMA, run_serve_sweep
+    from paging.sweep import read_table
+
+    axes = ('k = [3]\nrouting = ["standard", "max-rank:j=1"]\nmiss = ["drop:rank=1"]\n'
+            'prefetch = ["frequency"]\n')
+    spec, out = _one_trace_sweep(tmp_path, toy, axes), tmp_path / "rm.csv"
+    assert run_serve_sweep(spec, out, workers=0, progress=False)["ran"] == 2
+    rows = {r["routing"]: r for r in read_table(out, SCHEMA)}
+    for hook, r in rows.items():
+        s = _one_trace_serve(toy, k=3, routing=hook, miss="drop:rank=1", prefetch="frequency")
+        assert (r["misses"], r["dropped"], r["prefetches"], r["p99_tpot_ms"],
+                r["retained_mass"]) == (s["misses"], s["dropped"], s["prefetches"],
+                                        s["p99_tpot_ms"], s.get("retained_mass"))
+    assert rows["max-rank:j=1"]["dropped"] < rows[None]["dropped"]
+
+
 def test_serve_sweep_takes_the_batch_reading(tmp_path, toy):
     """[serve] batch_reading = "worst" reads a step's ranks as paging serve --batch-reading
     worst does (the rows equal serve() runs, the column says which reading); "mean" is
