@@ -874,7 +874,8 @@ def test_refusals(toy):
                                           r"or --prefetch \(not flashmoe; robust-token-"
                                           r"match without --prefetch\) or with --routing "
                                           r"pruning, max-rank, cumsum or cache-prior \(traces "
-                                          r"without full logits\); "
+                                          r"without full logits; not with --miss or "
+                                          r"--prefetch\); "
                                           r"robust-token-match "
                                           r".* reference"):
         serve(RunSpec("robust-token-match", k=4, model=toy, engine="fast",
@@ -1307,9 +1308,9 @@ def test_serving_with_full_logits_takes_the_reference_loop(toy):
     res = serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1"), ss, seqs)
     assert res.summary["engine"] == "reference"
     assert res.summary["retained_mass"] == pytest.approx(np.e / (np.e + 1))
-    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits\); "
-                                          r"lru with these options runs in the "
-                                          r"reference loop"):
+    with pytest.raises(PagingError, match=r"cache-prior \(traces without full logits; not "
+                                          r"with --miss or --prefetch\); lru with these "
+                                          r"options runs in the reference loop"):
         serve(RunSpec("lru", k=3, model=toy, routing="pruning:j=1", engine="fast"), ss, seqs)
 
 
