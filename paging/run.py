@@ -82,6 +82,9 @@ class RunSpec:
     lifetimes : bool
         Add each run's cache lifetimes in tokens (:mod:`paging.lifetimes`; a warm run's
         total row only; not with a prefetcher).
+    progress : bool, optional
+        The reference loop's progress bar on a long run (:func:`paging.simulate.simulate`):
+        None when stderr is a terminal, False never.
     """
 
     policy: str
@@ -105,6 +108,7 @@ class RunSpec:
     seed: int = 0
     verify: bool = False
     lifetimes: bool = False
+    progress: bool | None = field(default=None, compare=False, repr=False)
 
     # -- validation -----------------------------------------------------------------------
     def __post_init__(self) -> None:
@@ -342,7 +346,7 @@ def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher,
     cap = {"k": spec.k} if spec.k is not None else {"budget": spec.budget}
     res = simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
                    engine=spec.engine, record=record, prefetch=prefetcher, miss=handler,
-                   routing=routing, **cap)
+                   routing=routing, progress=spec.progress, **cap)
     if spec.verify:
         from paging.verify import verify
 

@@ -41,7 +41,7 @@ __all__ = ["simulate", "Simulation", "CacheState", "Result", "check_capacity"]
 def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
              budget: int | None = None, costs=None, sizes=None, seed: int | None = 0,
              record: bool | str = False, engine: str = "auto", prefetch=None,
-             miss=None, routing=None) -> Result:
+             miss=None, routing=None, progress: bool | None = None) -> Result:
     """Replay ``trace`` under ``policy`` with a cache of ``k`` pages or ``budget`` bytes.
 
     Parameters
@@ -94,6 +94,11 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         hook given as an instance keeps its running state across the calls it is given
         (Cache-Prior's Δavg runs over the sequences of a run); a spec string is a fresh hook, and
         :func:`paging.routing.router_for_run` one primed with the run's earlier sequences.
+    progress : bool, optional
+        A progress bar on stderr for a run in the reference loop of at least
+        :data:`PROGRESS_MIN` requests (the compiled kernels run millions a second and show
+        none): ``None`` (the default) when stderr is a terminal, ``False`` never (``paging
+        simulate --json``), ``True`` always.
 
     Returns
     -------
@@ -126,7 +131,8 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         if engine == "fast":  # SpecMD's three phases together: the reference loop's
             raise PagingError("no compiled kernel for cache-aware routing with prefetching or "
                               "miss handling: --engine auto runs it in the reference loop")
-        return _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss, router)
+        return _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss, router,
+                    progress)
     if router is not None:
         if engine != "reference":
             from paging.fast.routing import plan_routed, run_routed
@@ -140,7 +146,8 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
                                   f"{policy.name}: compiled routing covers the built-in hooks "
                                   "(pruning, max-rank, cumsum, cache-prior) with the built-in "
                                   "online policies, not user subclasses")
-        return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router)
+        return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router,
+                    progress)
     if prefetch is not None or miss is not None:
         if engine != "reference":
             from paging.fast import phases
@@ -151,7 +158,8 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
                                          prefetch, miss)
             if engine == "fast":
                 raise PagingError(f"no compiled kernel for this run: {why}")
-        return _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss)
+        return _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
+                    progress=progress)
     if engine != "reference":
         from paging import fast
 
@@ -161,11 +169,27 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
             return res
         if engine == "fast":
             raise PagingError(f"policy {policy.name} has no compiled kernel")
-    return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None)
+    return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None,
+                progress=progress)
+
+
+#: a reference-loop run of this many requests or more shows a progress bar (``progress``)
+PROGRESS_MIN = 200_000
+_TICK = 1 << 14  # requests between two updates of the bar
+
+
+def _bar(N: int, name: str, progress: bool | None):
+    """The reference loop's progress bar for a run of ``N`` requests, or None (a short run,
+    ``progress=False``, or stderr not a terminal)."""
+    from paging.progress import bar, showing
+
+    if progress is False or N < PROGRESS_MIN or not showing(progress):
+        return None
+    return bar(N, f"simulate {name} (reference loop)", unit="req", show=True)
 
 
 def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
-         router=None) -> Result:
+         router=None, progress: bool | None = None) -> Result:
     """The reference loop over a whole trace, with the extensions' phases when given (DESIGN.md
     "Extensions on the one simulator"): per group, the routing hook chooses the experts served
     (:class:`paging.routing.RoutedRun`), the group is pinned (groups mode), its requests are
@@ -196,6 +220,8 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
     ends = group_bounds(trace.steps).tolist()
     grouped = trace.is_grouped
     lo = 0
+    pb = _bar(N, policy.name, progress)
+    tick = _TICK
     while lo < N:
         hi = ends[lo]
         served = None if routed is None else routed.choose(sim, lo, hi)
@@ -203,6 +229,11 @@ def _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss,
         if prefetch is not None and hi < N:
             prefetch.after_group(sim, lo, hi, served)
         lo = hi
+        if pb is not None and lo >= tick:
+            pb.update(lo - pb.n)
+            tick = lo + _TICK
+    if pb is not None:
+        pb.close()
     res = sim.result(trace.name)
     if level == 1:
         res.evictions = res.bypassed = None

@@ -174,7 +174,7 @@ def run(args) -> int:
                 host_gb=args.host_gb, prefill=args.prefill, prefetch=args.prefetch,
                 prefetch_strategy=args.prefetch_strategy, miss=args.miss,
                 routing=args.routing, warm=args.warm, warm_seed=args.warm_seed,
-                lifetimes=args.lifetimes,
+                lifetimes=args.lifetimes, progress=False if args.json else None,
                 timeline=timing, engine=args.engine, seed=args.seed, verify=args.verify)
     if args.budget_pct:  # a share of the model's bytes: the --model option gives them
         from paging.cost import get_model, share_budget

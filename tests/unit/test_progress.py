@@ -91,6 +91,27 @@ def test_mrc_bar_on_a_terminal_but_not_under_json(monkeypatch, capsys):
     assert "mrc fifo" not in cap.err
 
 
+def test_simulate_reference_loop_bar_on_a_terminal_but_not_under_json(monkeypatch, capsys):
+    """A long run in the reference loop (here routing with a miss handler, which has no
+    kernel) shows a bar naming the loop; a compiled run, --json and a short run show none."""
+    sim = sys.modules["paging.simulate"]
+    monkeypatch.setattr(sim, "PROGRESS_MIN", 1000)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    spec = "zipf:n=4,layers=3,tokens=200,topk=2,seed=0"
+    args = ["simulate", spec, "--policy", "lru", "--k", "4", "--expand", "groups"]
+    assert main(args + ["--routing", "max-rank:j=1", "--miss", "drop:rank=1"]) == 0
+    assert "simulate lru (reference loop)" in capsys.readouterr().err
+    assert main(args + ["--routing", "max-rank:j=1", "--miss", "drop:rank=1", "--json"]) == 0
+    cap = capsys.readouterr()
+    json.loads(cap.out)
+    assert "reference loop" not in cap.err
+    assert main(args) == 0  # compiled
+    assert "reference loop" not in capsys.readouterr().err
+    monkeypatch.setattr(sim, "PROGRESS_MIN", 10 ** 9)
+    assert main(args + ["--engine", "reference"]) == 0
+    assert "reference loop" not in capsys.readouterr().err
+
+
 def _compile_event(name: str, seconds: float) -> None:
     """numba's event of one compilation of ``name`` lasting ``seconds`` (as its dispatcher
     sends it on a cache miss)."""
