@@ -41,6 +41,12 @@ needs ``transition:train=FILE`` (every sequence of the file is simulated).
 ``prefetch_link`` (shared or separate); the column ``timeline`` holds the options in a fixed
 order (null for the default timeline, so earlier tables' cells keep their keys).
 
+``lifetimes = true`` (one value for the whole spec, not an axis; default false) adds each
+cell's cache lifetimes in tokens (:mod:`paging.lifetimes`, ``paging simulate --lifetimes``:
+``lifetime_tokens``, ``lifetime_tokens_all``, ``residencies``; every cell is simulated, none read
+off a miss curve; null on warm rows, whose lifetimes run over the joined file; not with
+``prefetch``). It is not a key: a table resumed with it keeps the rows it has.
+
 A trace path is tried as given, under ``$PAGING_TRACES``, then next to the spec file. Every file
 holds one or more sequences; each sequence is a cell of its own (column ``trace``, as in
 ``paging simulate --json``), ``source`` keeps the spec's entry.
@@ -78,7 +84,7 @@ from paging.run import RunSpec, run
 #: The keys a sweep spec may hold.
 SPEC_KEYS = ("traces", "policies", "k", "budget_gb", "seeds", "expand", "model", "precision",
              "hardware", "routing", "prefetch", "prefetch_strategy", "miss", "timeline",
-             "warm")
+             "warm", "lifetimes")
 #: Identify a cell (sorted in this order).
 KEY_COLUMNS = ("source", "trace", "policy", "expand", "model", "precision", "hardware",
                "prefetch", "prefetch_strategy", "miss", "seed", "routing", "timeline", "warm",
@@ -102,7 +108,9 @@ COLUMNS = (("source", "str"), ("trace", "str"), ("policy", "str"), ("expand", "s
     ("prefetches", "int"), ("prefetch_useful", "int"), ("prefetch_wasted", "int"),
     ("prefetch_precision", "float"), ("prefetch_recall", "float"), ("prefetch_late", "int"),
     ("dropped", "int"), ("dropped_mass", "float"), ("substituted", "int"),
-    ("low_precision_fetches", "int"))
+    ("low_precision_fetches", "int"),
+    # lifetimes = true (paging simulate --lifetimes)
+    ("lifetime_tokens", "float"), ("lifetime_tokens_all", "float"), ("residencies", "int"))
 COLUMN_NAMES = tuple(dict.fromkeys(c for c, _ in COLUMNS))
 
 
@@ -122,7 +130,8 @@ class Schema:
 
 
 #: the table of a simulation sweep (a serving sweep's is :data:`paging.serve.sweep.SCHEMA`)
-SIMULATE = Schema(COLUMNS, KEY_COLUMNS, later=("low_precision_fetches",))
+SIMULATE = Schema(COLUMNS, KEY_COLUMNS, later=("low_precision_fetches", "lifetime_tokens",
+                                               "lifetime_tokens_all", "residencies"))
 #: Rewrite the output at least this often (seconds) and after this many cells.
 BATCH_SECONDS = 2.0
 BATCH_CELLS = 200
@@ -150,6 +159,7 @@ class Spec:
     routing: tuple[str, ...] = ("standard",)
     timeline: tuple[str | None, ...] = (None,)
     warm: tuple[bool, ...] = (False,)
+    lifetimes: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,6 +187,7 @@ class Task:
     base: str = "."  # the spec file's folder, for a transition:train=FILE path
     timeline: str | None = None  # the timeline's options (None: the default timeline)
     warm: bool = False  # seq is -1: every sequence of the file, back to back
+    lifetimes: bool = False  # the cache lifetimes (paging.lifetimes) of each cell
 
 
 def task_names(task: Task) -> list[str]:
@@ -308,10 +319,18 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
         raise PagingError(f"warm must be true, false or a list of distinct booleans, got "
                           f"{doc.get('warm')!r}", file, _line_of(text, "warm"))
     timeline = _timeline_key(doc, file, text, model, prefetch)
+    lifetimes = doc.get("lifetimes", False)
+    if not isinstance(lifetimes, bool):
+        raise PagingError(f"lifetimes must be true or false, got {lifetimes!r}", file,
+                          _line_of(text, "lifetimes"))
+    if lifetimes and prefetch != (None,):
+        raise PagingError("lifetimes = true counts residencies from fetched misses: not with "
+                          "prefetch = [...]", file, _line_of(text, "lifetimes"))
     return Spec(traces, tuple(p.lower() for p in policies), ks,
                 _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
                 hardware, prefetch, strategy, miss, str(Path(path).resolve().parent),
-                tuple(r.strip().lower() for r in routing), timeline, tuple(warm_vals))
+                tuple(r.strip().lower() for r in routing), timeline, tuple(warm_vals),
+                lifetimes)
 
 
 _TIMELINE_KEYS = ("token_overhead_ms", "prefetch_streams", "prefetch_link")
@@ -496,7 +515,8 @@ def plan(spec: Spec) -> list[Task]:
                     if routed:
                         _routable([tr], [routing], source)
                     curve = (len(spec.k) >= _CURVE_MIN_K and spec.model == (None,)
-                             and not routed and curve_method(tr, policy) == "stack")
+                             and not routed and not spec.lifetimes
+                             and curve_method(tr, policy) == "stack")
                     extras = [(p, st if p is not None else None, m) for p in spec.prefetch
                               for st in spec.prefetch_strategy for m in spec.miss]
                     extras = list(dict.fromkeys(extras))  # no strategy without a prefetcher
@@ -513,7 +533,8 @@ def plan(spec: Spec) -> list[Task]:
                                         groups = [tuple(caps)] if cv else [(c,) for c in caps]
                                         tasks += [Task(source, path, i, expand, policy, seed, m,
                                                        q, h, p, st, mh, g, cv, routing,
-                                                       spec.base, tl)
+                                                       spec.base, tl,
+                                                       lifetimes=spec.lifetimes)
                                                   for g in groups]
     return tasks
 
@@ -536,7 +557,7 @@ def _warm_tasks(spec: Spec, source: str, path: str, expand: str) -> list[Task]:
                                 for st in spec.prefetch_strategy for m in spec.miss))
     caps = [(k, None) for k in spec.k] + [(None, g) for g in spec.budget_gb]
     return [Task(source, path, -1, expand, policy, seed, m, q, h, p, st, mh, (c,), False,
-                 routing, spec.base, timeline=tl, warm=True)
+                 routing, spec.base, timeline=tl, warm=True, lifetimes=spec.lifetimes)
             for policy in spec.policies for routing in spec.routing for seed in spec.seeds
             for m in spec.model
             for q in spec.precision for h in spec.hardware for p, st, mh in extras
@@ -606,7 +627,8 @@ def _run_spec(task: Task, k, g, sizes=None) -> RunSpec:
                    model=task.model, precision=task.precision, hardware=task.hardware,
                    prefetch=task.prefetch, prefetch_strategy=task.prefetch_strategy,
                    miss=task.miss, routing=task.routing, warm=task.warm,
-                   timeline=timeline_kwargs(task.timeline), seed=task.seed, sizes=sizes)
+                   timeline=timeline_kwargs(task.timeline), seed=task.seed, sizes=sizes,
+                   lifetimes=task.lifetimes)
 
 
 def _train(task: Task):

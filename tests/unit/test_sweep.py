@@ -375,6 +375,30 @@ def test_routed_cells_take_miss_handlers(tmp_path, capsys):
     assert drops[("max-rank:j=1", "drop:rank=1")] < drops[("standard", "drop:rank=1")]
 
 
+def test_lifetimes_key_adds_the_lifetime_columns(tmp_path, capsys):
+    """lifetimes = true: every cell simulated (LRU at two sizes is not read off its curve) and
+    its lifetimes equal paging simulate --lifetimes; refused with a prefetcher or a non-bool,
+    naming the line."""
+    gen = "zipf:n=8,layers=4,tokens=30,topk=2,seed=2"
+    text = (f'traces = ["{gen}"]\npolicies = ["lru"]\nk = [6, 10]\nexpand = ["groups"]\n'
+            'routing = ["standard", "max-rank:j=1"]\nlifetimes = true\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "l.csv", workers=0)
+    rows = read_table(tmp_path / "l.csv")
+    assert len(rows) == 4 and {r["method"] for r in rows} == {"simulate"}
+    for r in rows:
+        assert main(["simulate", gen, "--policy", "lru", "--k", str(r["k"]), "--expand",
+                     "groups", "--routing", r["routing"], "--lifetimes", "--json"]) == 0
+        (want,) = json.loads(capsys.readouterr().out)
+        assert (r["lifetime_tokens"], r["lifetime_tokens_all"], r["residencies"]) == (
+            want["lifetime_tokens"], want["lifetime_tokens_all"], want["residencies"])
+    for extra, msg in (('prefetch = ["frequency"]\n', "not with prefetch"),
+                       ("", "lifetimes must be true or false")):
+        bad = text + extra if extra else text.replace("lifetimes = true", 'lifetimes = "yes"')
+        with pytest.raises(PagingError, match=msg) as e:
+            load_spec(spec_file(tmp_path, bad))
+        assert e.value.line == 6
+
+
 def test_warm_cells_take_the_routing_key(tmp_path, capsys):
     """warm = [true] with routing = [...]: each sequence's row equals paging simulate --warm
     --routing's (the requests served for that sequence: pruning serves fewer than the trace
