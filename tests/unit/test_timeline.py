@@ -571,3 +571,27 @@ def test_warm_routed_run_rows_chain_in_time(tmp_path, routing, prefill):
     assert sum(r["decode_tokens"] for r in seqs) == total["decode_tokens"]
     assert all((r["ttft_ms"] > 0) if prefill else r["ttft_ms"] is None for r in seqs)
     assert sum(r["requests"] for r in seqs) == total["requests"]
+
+
+@needs_traces
+def test_routed_speedup_golden_numbers_on_mixtral(capsys):
+    """The routing guide's speedup row (Skliar et al.: "up to 2x speedup over standard LRU
+    caching on mobile devices"): per-layer LRU at 4 of 8 experts, int4, pcie4. Decode tokens/s
+    on HumanEval problem 0, standard -> cache-prior:lambda=0.5; on the prefill+decode file with
+    phase=decode the prompt is served as ranked, so TTFT is the standard run's."""
+    def row(name, routing):
+        assert main(["simulate", f"mixtral-8x7b-instruct-vllm/{name}", "--expand", "groups",
+                     "--policy", "lru-dist", "--k", "128", "--model", "mixtral-8x7b",
+                     "--precision", "int4", "--hardware", "pcie4", "--routing", routing,
+                     "--json"]) == 0
+        return json.loads(capsys.readouterr().out)[0]
+
+    decode_log, dump = "humaneval_2_routing.jsonl", "humaneval_p0_prefill_decode_raw.jsonl"
+    std, cp = row(decode_log, "standard"), row(decode_log, "cache-prior:lambda=0.5")
+    assert (std["misses"], cp["misses"]) == (2088, 960)
+    assert std["tokens_per_s"] == pytest.approx(9.408587693056955, rel=1e-9)
+    assert cp["tokens_per_s"] == pytest.approx(19.438384967857342, rel=1e-9)
+    std, dec = row(dump, "standard"), row(dump, "cache-prior:lambda=0.5,phase=decode")
+    assert dec["ttft_ms"] == std["ttft_ms"] == pytest.approx(6115.757970315093, rel=1e-9)
+    assert std["tokens_per_s"] == pytest.approx(9.948340934874606, rel=1e-9)
+    assert dec["tokens_per_s"] == pytest.approx(20.14016548549232, rel=1e-9)
