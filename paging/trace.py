@@ -226,6 +226,40 @@ class Trace:
                 f"{self.layout.n_experts}, n_layers={self.layout.n_layers}, expand={self.expand})")
 
 
+def sequence_bounds(trace: Trace) -> list[dict]:
+    """The bounds records of the sequences in ``trace``: ``meta["warm"]`` of a joined trace
+    (:func:`paging.warm.concat`); for any other trace one record spanning it
+    (:func:`sequence_record`)."""
+    if trace.meta.get("warm"):
+        return trace.meta["warm"]
+    return [sequence_record(trace, 0)]
+
+
+def sequence_record(t: Trace, start: int) -> dict:
+    """The bounds record of one sequence whose first request is request ``start`` of the run:
+    ``name``, ``start``, ``end``, ``prefill_tokens`` (a batched prefill's prompt length, else
+    0) and, when the sequence has them, its ``phase_bounds`` shifted by ``start``."""
+    rec = {"name": t.name, "start": start, "end": start + t.n_requests,
+           "prefill_tokens": int(t.meta.get("prefill_tokens") or 0)
+           if t.meta.get("batched_prefill") else 0}
+    bounds = t.meta.get("phase_bounds")
+    if bounds:
+        rec["phase_bounds"] = {k: [int(a) + start, int(b) + start] for k, (a, b)
+                               in bounds.items()}
+    return rec
+
+
+def prefill_mask(trace: Trace) -> np.ndarray:
+    """Per request of ``trace``, whether it belongs to a prefill phase (each sequence's
+    ``phase_bounds``, :func:`sequence_bounds`)."""
+    out = np.zeros(trace.n_requests, dtype=bool)
+    for rec in sequence_bounds(trace):
+        pre = (rec.get("phase_bounds") or {}).get("prefill")
+        if pre:
+            out[int(pre[0]):int(pre[1])] = True
+    return out
+
+
 def token_visits(trace) -> int:
     """How often the layer clock walks every layer per token: the trace's top-K in the rounds
     expansion (round r holds every layer's r-th expert), 1 in groups mode or without a top-K."""

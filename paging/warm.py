@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from paging.errors import PagingError
-from paging.trace import Trace
+from paging.trace import Trace, sequence_bounds, sequence_record
 
 __all__ = ["concat", "order", "split", "sequence_bounds", "prefill_ranges"]
 
@@ -81,7 +81,7 @@ def concat(traces: Sequence[Trace], batches: Sequence[np.ndarray | None] | None 
         if has["logits"]:
             rows = int(tok.max()) + 1 if n else 0
             parts["logits"].append(np.asarray(t.logits)[:rows])
-        seqs.append(_record(t, start))
+        seqs.append(sequence_record(t, start))
         if n:
             step0 += (int(t.steps[-1]) // L + 1) * L
             tok0 += int(tok.max()) + 1
@@ -105,25 +105,6 @@ def concat(traces: Sequence[Trace], batches: Sequence[np.ndarray | None] | None 
                                 else np.asarray(b, np.int64) for t, b in zip(traces, batches,
                                                                             strict=True)])
     return out, batch
-
-
-def sequence_bounds(trace: Trace) -> list[dict]:
-    """``meta["warm"]`` of a joined trace; for any other trace one record spanning it."""
-    if trace.meta.get("warm"):
-        return trace.meta["warm"]
-    return [_record(trace, 0)]
-
-
-def _record(t: Trace, start: int) -> dict:
-    """The bounds record of one sequence whose first request is request ``start`` of the run."""
-    rec = {"name": t.name, "start": start, "end": start + t.n_requests,
-           "prefill_tokens": int(t.meta.get("prefill_tokens") or 0)
-           if t.meta.get("batched_prefill") else 0}
-    bounds = t.meta.get("phase_bounds")
-    if bounds:
-        rec["phase_bounds"] = {k: [int(a) + start, int(b) + start] for k, (a, b)
-                               in bounds.items()}
-    return rec
 
 
 def prefill_ranges(trace: Trace) -> list[tuple[int, int, int]]:

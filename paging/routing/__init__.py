@@ -45,8 +45,8 @@ paper reads so: "our method was applied only during autoregressive generation, a
 model to benefit from optimizations designed for prompt processing" (Sec. 4.5); its
 language-modelling evaluation routes every token (``phase=both``). A trace without a prefill
 phase (a decode log) is routed whole either way; a warm run's sequences each have their own
-prefill (:func:`prefill_mask`). The quality proxies average over every group of the run, a
-prefill group counting as served as ranked (retained mass 1).
+prefill (:func:`paging.trace.prefill_mask`). The quality proxies average over every group of
+the run, a prefill group counting as served as ranked (retained mass 1).
 
 What is known. With full logits (``Trace.logits``) every hook is the paper's. With only the
 top-K gate scores (the Mixtral logs, renormalised over the top 2) the ranks beyond K and the
@@ -90,10 +90,11 @@ import numpy as np
 from paging.errors import PagingError
 from paging.options import take_float, take_int
 from paging.registry import Registry
+from paging.trace import prefill_mask
 
 __all__ = ["Router", "Standard", "Pruning", "MaxRank", "Cumsum", "CachePrior", "Group",
            "make_router", "router_for_run", "groups_of", "ROUTERS", "quality", "KL_EPS",
-           "RoutedRun", "DELTA_SCOPES", "PHASES", "prefill_mask"]
+           "RoutedRun", "DELTA_SCOPES", "PHASES"]
 
 #: smoothing of the KL proxy (share of the uniform distribution mixed into both weightings)
 KL_EPS = 0.01
@@ -404,18 +405,6 @@ def _group_starts(trace) -> np.ndarray:
     if st.size == 0:
         return np.zeros(0, np.int64)
     return np.flatnonzero(np.r_[True, st[1:] != st[:-1]])
-
-
-def prefill_mask(trace) -> np.ndarray:
-    """Per request of ``trace``, whether it belongs to a prefill phase (``phase_bounds``; each
-    sequence's own in a warm run, whose records :func:`paging.warm.concat` keeps in
-    ``meta["warm"]``)."""
-    out = np.zeros(trace.n_requests, dtype=bool)
-    for rec in trace.meta.get("warm") or [trace.meta]:
-        pre = (rec.get("phase_bounds") or {}).get("prefill")
-        if pre:
-            out[int(pre[0]):int(pre[1])] = True
-    return out
 
 
 def router_for_run(spec, earlier=()) -> Router | None:

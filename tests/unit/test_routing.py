@@ -367,7 +367,7 @@ def test_phase_decode_serves_a_prefill_as_ranked():
 
 
 def test_prefill_mask_of_a_warm_run_is_each_sequences():
-    from paging.routing import prefill_mask
+    from paging.trace import prefill_mask
     from paging.warm import concat
 
     a = _prefilled(router(4, 2, 5, k=2, seed=1, expand="groups", name="a"), 2)
