@@ -378,7 +378,7 @@ def _timed(spec: RunSpec, cm, trace, res, costs, sizes, batch, row: dict):
                       fetch_ms=costs, sizes=sizes, batch=batch, **dict(spec.timeline))
     row.update(cm.timed_fields(res, tm))
     row.update(dict(spec.timeline))  # only the options given (default output unchanged)
-    if res.extra is not None and (spec.extended or not spec.routed):
+    if spec.extended:  # (the phases' observers filled res.extra)
         row.update({f: getattr(tm, f) for f in PREFETCH_TIMING_FIELDS})
     return tm
 
