@@ -81,7 +81,6 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
     out = np.empty(max(K, n), np.int64)
     bonus = np.zeros(1)
     cp = (logits, np.zeros(0, np.int64), kn, bonus if hook == PRIOR else bonus[:0])
-    cp0 = (logits, np.zeros(0, np.int64), kn, bonus[:0])  # (a token served as ranked)
     wa = np.zeros(n)
     ina = np.zeros(n, np.bool_)
     inb = np.zeros(n, np.bool_)
@@ -101,30 +100,31 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
                 k += 1
         if k == 0:
             continue
-        mm = m
-        if free.size > 0 and free[t]:  # served as ranked: the top k, no promotion
-            c = route_group(src, 0, k, base, n, 0, order, 0, k, k, resident, rank, taken,
-                            out, 0, cp0, zz, pos_s)
-        elif hook == CUMSUM:
-            acc = 0.0
-            mm = -1
+        if free.size > 0 and free[t]:  # served as ranked: its row, in order
             for i in range(k):
-                acc += wa[src[i] - base]
-                if acc >= tau:
-                    mm = i + 1
-                    break
-            if mm < 0:
-                mm = n if k < n else k
-        elif hook == PRIOR:
-            hi = kn[0]
-            lo = kn[0]
-            for i in range(1, k):
-                hi = max(hi, kn[i])
-                lo = min(lo, kn[i])
-            rsum[z] += hi - lo
-            rn[z] += 1
-            bonus[0] = lam * (rsum[z] / rn[z])
-        if free.size == 0 or not free[t]:
+                out[i] = src[i]
+            c = k
+        else:
+            mm = m
+            if hook == CUMSUM:
+                acc = 0.0
+                mm = -1
+                for i in range(k):
+                    acc += wa[src[i] - base]
+                    if acc >= tau:
+                        mm = i + 1
+                        break
+                if mm < 0:
+                    mm = n if k < n else k
+            elif hook == PRIOR:
+                hi = kn[0]
+                lo = kn[0]
+                for i in range(1, k):
+                    hi = max(hi, kn[i])
+                    lo = min(lo, kn[i])
+                rsum[z] += hi - lo
+                rn[z] += 1
+                bonus[0] = lam * (rsum[z] / rn[z])
             kout = min(j, k) if hook == PRUNE else k
             c = route_group(src, 0, k, base, n, 0, order, 0 if hook == PRUNE else mm, j, kout,
                             resident, rank, taken, out, 0, cp, zz, pos_s)
