@@ -418,21 +418,33 @@ def test_routing_then_the_miss_handler_by_hand():
 def test_cli_routing_with_miss_handling_and_a_model(tmp_path):
     """paging simulate --routing --miss --prefetch --model: one row with the routing's quality
     proxies, the handler's and the prefetcher's counters and the timeline of the served
-    requests (their drops and prefetches on the copy stream); the reference engine's row is
-    the same."""
+    requests (their drops and prefetches on the copy stream), equal to the run and the
+    timeline assembled here by hand."""
+    from paging.cost.setup import CostSetup
+    from paging.cost.timeline import timeline_run
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor, make_strategy
+    from paging.routing.served import served_trace
+
     spec = "zipf:n=8,layers=32,tokens=12,topk=2,seed=4"
-    rows = {}
-    for eng in ("auto", "reference"):
-        out = _cli(spec, "--policy", "lru", "--k", "40", "--model", "mixtral-8x7b",
-                   "--routing", "max-rank:j=1", "--miss", "drop:rank=1", "--prefetch",
-                   "frequency", "--engine", eng, "--verify", "--json")
-        assert out.returncode == 0, out.stderr
-        (rows[eng],) = json.loads(out.stdout)
-    row = rows["auto"]
-    assert row == rows["reference"]
+    out = _cli(spec, "--policy", "lru", "--k", "40", "--model", "mixtral-8x7b", "--routing",
+               "max-rank:j=1", "--miss", "drop:rank=1", "--prefetch", "frequency", "--verify",
+               "--json")
+    assert out.returncode == 0, out.stderr
+    (row,) = json.loads(out.stdout)
     assert row["dropped"] > 0 and row["prefetches"] > 0 and 0 < row["retained_mass"] < 1
-    assert row["tokens_per_s"] > 0 and row["prefetch_late"] is not None
     assert row["requests"] == row["hits"] + row["misses"] + row["dropped"]
+    (tr,) = load(spec, expand="groups")
+    cm = CostSetup.from_names("mixtral-8x7b")
+    costs, sizes = cm.weights(tr)
+    res = simulate(tr, "lru", 40, costs=costs, sizes=sizes, record=True, miss="drop:rank=1",
+                   routing="max-rank:j=1",
+                   prefetch=Prefetcher(make_prefetch_predictor("frequency"), make_strategy(None)))
+    tm = timeline_run(served_trace(tr, res), res, model=cm.model, precision=cm.precision,
+                      hardware=cm.hardware, fetch_ms=costs, sizes=sizes)
+    assert {f: row[f] for f in ("misses", "dropped", "prefetches", "retained_mass")} == {
+        f: res.to_dict()[f] for f in ("misses", "dropped", "prefetches", "retained_mass")}
+    assert (row["tokens_per_s"], row["prefetch_late"], row["time_ms"]) == (
+        tm.tokens_per_s, tm.prefetch_late, tm.time_ms)
 
 
 def test_cache_prior_bad_delta():
