@@ -60,14 +60,10 @@ def lifetimes(trace: Trace, result) -> dict:
     if hit.shape != (N,):
         raise PagingError(f"the hit mask has {hit.size} entries for {N} requests")
     tok = np.asarray(trace.token if trace.token is not None else trace.passes, dtype=np.int64)
-    inserted = ~hit
-    for key in ("dropped", "bypassed"):
-        idx = ev.get(key) if key == "dropped" else result.bypassed
-        if idx is not None and len(idx):
-            inserted[np.asarray(idx, dtype=np.int64)] = False
-    sub = ev.get("substituted")
-    if sub is not None and len(sub):
-        inserted[np.asarray(sub, dtype=np.int64).reshape(-1, 2)[:, 0]] = False
+    inserted = ~hit  # a fetched miss, not a bypassed, dropped or substituted request
+    inserted[np.asarray(result.bypassed, dtype=np.int64)] = False
+    inserted[np.asarray(ev.get("dropped", ()), dtype=np.int64)] = False
+    inserted[np.asarray(ev.get("substituted", ()), dtype=np.int64).reshape(-1, 2)[:, 0]] = False
     ins_t = np.flatnonzero(inserted)
     evs = np.asarray(result.evictions, dtype=np.int64).reshape(-1, 2)
     # every residency event: (page, request, kind), an eviction at request t (0) before an
