@@ -694,10 +694,11 @@ class _Server:
             hits.extend(sim.serve_group(group))
             if z in after:
                 sim.prefetch_group(after[z], keep=group)
-            if self.pf is not None:
-                self.last_group = (self.last_group[0], self.last_group[1], group)
+            last = group
             pages.extend(group)
             cnt.extend(count.values())
+        if self.pf is not None and pages:  # the next step's first batch keeps the served
+            self.last_group = (*self.last_group[:2], last)  # last group pinned
         info = None
         if scored:
             info = ((np.concatenate(ranks), np.concatenate(scores) if self.reads[0] else None)

@@ -534,6 +534,33 @@ def test_routing_with_prefetching_and_miss_handling_in_serving(toy, seqs, policy
     assert np.array_equal(neutral.hits, plain.hits) and neutral.steps == plain.steps
 
 
+@settings(max_examples=80)
+@given(data=st.data(), policy=st.sampled_from(("lru", "fifo", "lfu")), k=st.integers(1, 5),
+       pf=st.sampled_from(("oracle:precision=1,recall=1,seed=0", "previous-token",
+                           "frequency")),
+       hook=st.sampled_from(("max-rank:j=1", "pruning:j=1", "cache-prior:lambda=0.5,j=0")),
+       miss=st.sampled_from((None, "substitute")))
+def test_one_token_a_step_routed_serving_equals_simulate(toy, data, policy, k, pf, hook,
+                                                         miss):
+    """One request served a token a step, with routing, a prefetcher and a miss handler,
+    is paging simulate's run of its sequence: every prefetch keeps the group the hook served
+    pinned, within a step and across steps (with FIFO and LFU the group just served is not
+    the policy's last victim, so keeping the router's own group instead changes the run)."""
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor, make_strategy
+
+    T = data.draw(st.integers(2, 7))
+    e = np.array(data.draw(st.lists(st.lists(st.permutations(range(4)).map(lambda x: x[:2]),
+                                             min_size=2, max_size=2), min_size=T,
+                                    max_size=T)))
+    tr = _seq_trace(e, 1)
+    res = serve(RunSpec(policy, k=k, model=toy, routing=hook, prefetch=pf, miss=miss),
+                ServeSpec(Arrivals(times=(0.0,)), max_batch=1, max_tokens=1), [tr])
+    sim = simulate(tr, policy, k, routing=hook, miss=miss, record=True,
+                   prefetch=Prefetcher(make_prefetch_predictor(pf), make_strategy(None)))
+    assert np.array_equal(res.hits, sim.hit_mask)
+    assert res.summary["prefetches"] == sim.extra["prefetches"]
+
+
 def test_phase_decode_serves_the_prompt_as_ranked(toy):
     """The request of the test above with pruning:j=1,phase=decode: its two prompt tokens are
     served their whole top 2 (layer 0: experts 0, 1, 2, pages 0, 1, 2; layer 1: 2, 3, 0,
