@@ -17,6 +17,7 @@ from paging.miss import DROP, FETCH, MissHandler
 from paging.observers import Observer
 from paging.policies.base import CacheView, Context, Policy
 from paging.result import Result, build_result
+from paging.trace import group_starts
 from paging.weights import as_costs, as_sizes, unit_costs, unit_sizes
 
 __all__ = ["Simulation", "CacheState", "check_capacity", "group_bounds"]
@@ -25,7 +26,9 @@ __all__ = ["Simulation", "CacheState", "check_capacity", "group_bounds"]
 def group_bounds(steps: np.ndarray) -> np.ndarray:
     """``end[i]``: one past the last request of request i's group (same step)."""
     n = steps.size
-    starts = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]])
+    if n == 0:
+        return np.zeros(0, np.int64)
+    starts = group_starts(steps)
     ends = np.r_[starts[1:], n]
     return np.repeat(ends, np.diff(np.r_[starts, n]))
 

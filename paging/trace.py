@@ -226,6 +226,15 @@ class Trace:
                 f"{self.layout.n_experts}, n_layers={self.layout.n_layers}, expand={self.expand})")
 
 
+def group_starts(steps) -> np.ndarray:
+    """The index of the first request of every group of a trace whose layer clock is
+    ``steps`` (a group: a run of equal steps; one request each in rounds mode)."""
+    steps = np.asarray(steps)
+    if steps.size == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]])
+
+
 def sequence_bounds(trace: Trace) -> list[dict]:
     """The bounds records of the sequences in ``trace``: ``meta["warm"]`` of a joined trace
     (:func:`paging.warm.concat`); for any other trace one record spanning it

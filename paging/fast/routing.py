@@ -68,6 +68,7 @@ from numba import njit
 from paging.fast.common import frozen, route_group
 from paging.fast.lists import list_kernel, list_state, no_logits, no_prior, no_route
 from paging.fast.step_routing import _kl
+from paging.trace import group_starts
 
 __all__ = ["plan_routed", "run_routed", "route_static"]
 
@@ -226,11 +227,8 @@ def plan_routed(trace, policy, router, budget=None):
 
 
 def _bounds(steps) -> np.ndarray:
-    N = steps.size
-    if N == 0:
-        return np.zeros(1, np.int64)
-    cut = np.flatnonzero(steps[1:] != steps[:-1]) + 1
-    return np.concatenate(([0], cut, [N])).astype(np.int64)
+    """Every group's first request, then the trace's length."""
+    return np.r_[group_starts(steps), steps.size].astype(np.int64)
 
 
 def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level):

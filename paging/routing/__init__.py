@@ -90,7 +90,7 @@ import numpy as np
 from paging.errors import PagingError
 from paging.options import take_float, take_int
 from paging.registry import Registry
-from paging.trace import prefill_mask
+from paging.trace import group_starts, prefill_mask
 
 __all__ = ["Router", "Standard", "Pruning", "MaxRank", "Cumsum", "CachePrior", "Group",
            "make_router", "router_for_run", "groups_of", "ROUTERS", "quality", "KL_EPS",
@@ -344,7 +344,7 @@ class CachePrior(Router):
         for tr in traces:
             self.reset(tr)
             skip = self.skips(tr)
-            starts = _group_starts(tr) if skip is not None else None
+            starts = group_starts(tr.steps) if skip is not None else None
             for i, g in enumerate(groups_of(tr)):
                 if skip is not None and skip[starts[i]]:
                     continue  # (a prefill group with phase=decode: the hook never sees it)
@@ -397,14 +397,6 @@ def groups_of(trace):
         yield Group(z, tok, [p - z * n for p in pages[lo:hi]],
                     None if score is None else score[lo:hi], logits, n)
         lo = hi
-
-
-def _group_starts(trace) -> np.ndarray:
-    """The index of the first request of every group of ``trace``."""
-    st = np.asarray(trace.steps)
-    if st.size == 0:
-        return np.zeros(0, np.int64)
-    return np.flatnonzero(np.r_[True, st[1:] != st[:-1]])
 
 
 def router_for_run(spec, earlier=()) -> Router | None:
