@@ -34,10 +34,7 @@ import numpy as np
 from paging.errors import PagingError
 from paging.trace import Trace
 
-__all__ = ["lifetimes", "LIFETIME_FIELDS"]
-
-#: the row fields :func:`lifetimes` returns
-LIFETIME_FIELDS = ("lifetime_tokens", "lifetime_tokens_all", "residencies")
+__all__ = ["lifetimes"]
 
 
 def lifetimes(trace: Trace, result) -> dict:
