@@ -116,8 +116,8 @@ def add_parser(sub) -> None:
     p.add_argument("--routing", metavar="R[:opts]", default=None,
                    help="cache-aware routing: standard (default), pruning:j=J, "
                         "max-rank:j=J[,m=M], cumsum:tau=T[,j=J], "
-                        "cache-prior:lambda=L[,j=J][,delta=run|sequence]; each hook "
-                        "takes phase=decode (route the decode phase only, the prefill as "
+                        "cache-prior:lambda=L[,j=J][,delta=run|sequence][,avg=range|logit]; "
+                        "each hook takes phase=decode (route the decode phase only, the prefill as "
                         "ranked); reads the trace in groups mode")
     p.set_defaults(expand=None)  # rounds, or groups for a routed run
     wm = p.add_argument_group("warm caches")

@@ -104,13 +104,14 @@ def route_static(pages, bounds, order, j, cap, n, L, steps, applied):
 
 
 @njit(cache=True, nogil=True)
-def _prior_bonus(bounds, steps, L, logits, token, known, rsum, rn, lam, applied):
+def _prior_bonus(bounds, steps, L, logits, token, known, rsum, rn, lam, applied, mean):
     """λ·Δavg of every group for ``cache-prior`` (:meth:`paging.routing.CachePrior.route`):
     the layer's running sums of the logit ranges (``rsum``, ``rn``, the hook's, updated in
     place), this group's range included, in group order. The range is max − min of the row
     ``logits[token[g], layer]``, or of the group's ``known`` log-scores without logits. A
     group the hook does not route (``applied[g]`` False, ``applied`` not empty) gets 0 and
-    leaves the sums alone: it is served as ranked."""
+    leaves the sums alone: it is served as ranked. With ``mean`` (``avg=logit``) the
+    statistic is the mean of the same logits, summed in order, not their range."""
     G = bounds.size - 1
     out = np.empty(G)
     for g in range(G):
@@ -122,18 +123,16 @@ def _prior_bonus(bounds, steps, L, logits, token, known, rsum, rn, lam, applied)
         z = steps[lo] % L
         if logits.shape[0] > 0:
             row = logits[token[g], z]
-            mx = row[0]
-            mn = row[0]
-            for e in range(1, row.size):
-                mx = max(mx, row[e])
-                mn = min(mn, row[e])
         else:
-            mx = known[lo]
-            mn = known[lo]
-            for i in range(lo + 1, hi):
-                mx = max(mx, known[i])
-                mn = min(mn, known[i])
-        rsum[z] += mx - mn
+            row = known[lo:hi]
+        mx = row[0]
+        mn = row[0]
+        acc = row[0]
+        for e in range(1, row.size):
+            mx = max(mx, row[e])
+            mn = min(mn, row[e])
+            acc += row[e]
+        rsum[z] += acc / row.size if mean else mx - mn
         rn[z] += 1
         out[g] = lam * (rsum[z] / rn[z])
     return out
@@ -431,7 +430,7 @@ def _prior(router, trace, bounds, steps, tok_of, G, L, applied):
     rsum = np.array(router._range_sum, dtype=np.float64)
     rn = np.array(router._range_n, dtype=np.int64)
     bonus = _prior_bonus(bounds, steps, L, logits, tok_of, known, rsum, rn,
-                         float(router.lam), applied)
+                         float(router.lam), applied, router.avg == "logit")
     router._range_sum = rsum.tolist()
     router._range_n = rn.tolist()
     return (logits, tok_of, known, bonus if G else np.zeros(0))

@@ -34,13 +34,13 @@ from paging.routing import KL_EPS
 
 __all__ = ["route_tokens", "routed_list_step", "routed_heap_step", "routed_arc_step",
            "routed_credit_step", "routed_marking_step", "routed_lecar_step", "serving_hook",
-           "PRUNE", "MAX_RANK", "CUMSUM", "PRIOR"]
+           "PRUNE", "MAX_RANK", "CUMSUM", "PRIOR", "PRIOR_MEAN"]
 
 _CARRIED_CREDIT = _CREDIT[True]  # (credit_kernel's kernel for a given state)
 _CARRIED_LECAR = _LECAR[True, True]  # (lecar_kernel's: groups mode, a given state)
 
 #: the hooks :func:`route_tokens` runs (:func:`serving_hook`)
-PRUNE, MAX_RANK, CUMSUM, PRIOR = range(4)
+PRUNE, MAX_RANK, CUMSUM, PRIOR, PRIOR_MEAN = range(5)
 
 
 @njit(cache=True, nogil=True)
@@ -60,10 +60,11 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
     ``tau``, n when they never do and the row has fewer than n: :meth:`paging.routing.
     Cumsum.m_of`) or PRIOR (Eq. 9: the top K of ``log w + λ·Δavg·m̃``, Δavg the layer's running
     mean of the rows' log-weight ranges, kept in ``rsum[z]``, ``rn[z]`` across calls in the
-    reference's order). A token with ``free[t]`` (when ``free`` is not empty) is not routed:
-    it is served its row as ranked and leaves Δavg alone (a prompt token with ``phase=decode``,
-    :mod:`paging.routing`). The quality proxies of every row (:func:`paging.routing.quality`) are
-    added to ``q`` = (Σ retained, Σ top-1 changed, Σ KL, rows) token by token, as the
+    reference's order; PRIOR_MEAN: the same with the rows' mean log-weight, ``avg=logit``).
+    A token with ``free[t]`` (when ``free`` is not empty) is not routed: it is served its row
+    as ranked and leaves Δavg alone (a prompt token with ``phase=decode``,
+    :mod:`paging.routing`). The quality proxies of every row (:func:`paging.routing.quality`)
+    are added to ``q`` = (Σ retained, Σ top-1 changed, Σ KL, rows) token by token, as the
     reference's ``+=``.
 
     Returns ``(pages, cnt, score, rank)``: the union of the served experts in order of first
@@ -80,7 +81,8 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
     kn = np.empty(max(K, 1))
     out = np.empty(max(K, n), np.int64)
     bonus = np.zeros(1)
-    cp = (logits, np.zeros(0, np.int64), kn, bonus if hook == PRIOR else bonus[:0])
+    prior = hook == PRIOR or hook == PRIOR_MEAN
+    cp = (logits, np.zeros(0, np.int64), kn, bonus if prior else bonus[:0])
     wa = np.zeros(n)
     ina = np.zeros(n, np.bool_)
     inb = np.zeros(n, np.bool_)
@@ -116,13 +118,15 @@ def route_tokens(X, W, KN, z, n, resident, hook, j, m, tau, lam, rsum, rn, q, lo
                         break
                 if mm < 0:
                     mm = n if k < n else k
-            elif hook == PRIOR:
+            elif prior:
                 hi = kn[0]
                 lo = kn[0]
+                acc = kn[0]
                 for i in range(1, k):
                     hi = max(hi, kn[i])
                     lo = min(lo, kn[i])
-                rsum[z] += hi - lo
+                    acc += kn[i]
+                rsum[z] += acc / k if hook == PRIOR_MEAN else hi - lo
                 rn[z] += 1
                 bonus[0] = lam * (rsum[z] / rn[z])
             kout = min(j, k) if hook == PRUNE else k
@@ -382,5 +386,6 @@ def serving_hook(router, n: int):
     if type(router) is Cumsum:
         return CUMSUM, int(router.j), 0, float(router.tau), 0.0
     if type(router) is CachePrior:
-        return PRIOR, int(router.j), 0, 0.0, float(router.lam)
+        return (PRIOR_MEAN if router.avg == "logit" else PRIOR), int(router.j), 0, 0.0, \
+            float(router.lam)
     return None

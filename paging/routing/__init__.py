@@ -24,7 +24,7 @@ Hooks (spec ``NAME[:key=value,...]``, :func:`make_router`):
     reaches T (0 < T <= 1), then max-rank with that M. NOTE: the issue paraphrases this as
     "keep experts until the cumulative probability reaches T, fill the rest from the cache";
     we follow the paper's algorithm, where a larger T allows deeper promotion.
-``cache-prior:lambda=L[,j=J][,delta=run|sequence]``
+``cache-prior:lambda=L[,j=J][,delta=run|sequence][,avg=range|logit]``
     Eq. 9-10: ``z' = z + L·Δavg·m̃`` with m̃ the cached experts plus the top J, Δavg the running
     average of max(z) − min(z) in this layer; serve the top-K of z' (ties by original rank).
     L >= 0 (the paper sweeps [0, 1]). The paper: Δavg is "the range in logits for this layer
@@ -33,6 +33,8 @@ Hooks (spec ``NAME[:key=value,...]``, :func:`make_router`):
     layer) group routed so far in the run, this one included, across the sequences of the run
     in order; ``delta=sequence`` (this package's first reading, kept under its name): the
     average restarts at every sequence. The two differ only on a run of several sequences.
+    ``avg=logit`` averages the logits instead of their range: SpecMD's paraphrase read
+    literally ("the historical average logit value", Sec. 3.1.1), :class:`CachePrior`.
     One :class:`CachePrior` instance is one run: it keeps Δavg across the ``simulate`` calls it
     is given; :func:`router_for_run` gives a fresh hook primed with the sequences run before
     (Δavg depends only on the trace's logits, never on the cache, so priming is exact; the CLI
@@ -94,7 +96,7 @@ from paging.trace import group_starts, prefill_mask
 
 __all__ = ["Router", "Standard", "Pruning", "MaxRank", "Cumsum", "CachePrior", "Group",
            "make_router", "router_for_run", "groups_of", "ROUTERS", "quality", "KL_EPS",
-           "RoutedRun", "DELTA_SCOPES", "PHASES"]
+           "RoutedRun", "DELTA_SCOPES", "PHASES", "AVERAGES"]
 
 #: smoothing of the KL proxy (share of the uniform distribution mixed into both weightings)
 KL_EPS = 0.01
@@ -103,6 +105,9 @@ PHASES = ("both", "decode")
 #: what Cache-Prior's running average Δavg runs over: the whole run (the paper's "over sequences
 #: and tokens", the default) or each sequence alone (the first reading)
 DELTA_SCOPES = ("run", "sequence")
+#: what Cache-Prior's Δavg averages: the logit range (Skliar et al., the default) or the logit
+#: itself (SpecMD's "historical average logit value" read literally)
+AVERAGES = ("range", "logit")
 
 
 class Group:
@@ -304,21 +309,32 @@ class CachePrior(Router):
 
     ``delta``: ``"run"`` (default) keeps Δavg's running sums across every sequence this
     instance routes, as the paper's "running average over sequences and tokens" (Sec. 3.3);
-    ``"sequence"`` restarts them at each sequence (:meth:`reset`), the first reading."""
+    ``"sequence"`` restarts them at each sequence (:meth:`reset`), the first reading.
+
+    ``avg``: what Δavg averages. ``"range"`` (default): the layer's logit range, max(z) −
+    min(z), Skliar et al.'s "the range in logits for this layer that we estimate using a
+    running average" (Eq. 10). ``"logit"``: the layer's mean logit, SpecMD's paraphrase of
+    the same rule read literally, "Δavg is the historical average logit value" (Sec. 3.1.1,
+    Eq. 1, with ``j=0``: "1_C indicates cached experts"). On log-probability logits a mean
+    logit is negative, so that reading demotes the cached experts."""
 
     name = "cache-prior"
 
-    def __init__(self, lam: float, j: int = 1, delta: str = "run"):
+    def __init__(self, lam: float, j: int = 1, delta: str = "run", avg: str = "range"):
         if delta not in DELTA_SCOPES:
             raise PagingError(f"cache-prior: delta must be one of {', '.join(DELTA_SCOPES)}, "
                               f"got {delta!r}")
-        self.lam, self.j, self.delta = lam, j, delta
+        if avg not in AVERAGES:
+            raise PagingError(f"cache-prior: avg must be one of {', '.join(AVERAGES)}, "
+                              f"got {avg!r}")
+        self.lam, self.j, self.delta, self.avg = lam, j, delta, avg
         self._range_sum: list[float] | None = None
         self._range_n: list[int] = []
 
     def spec(self):
         return f"cache-prior:lambda={self.lam:g},j={self.j}" + (
-            "" if self.delta == "run" else f",delta={self.delta}") + self._phase()
+            "" if self.delta == "run" else f",delta={self.delta}") + (
+            "" if self.avg == "range" else f",avg={self.avg}") + self._phase()
 
     def reset(self, trace):
         super().reset(trace)
@@ -333,9 +349,12 @@ class CachePrior(Router):
             self._range_n = [0] * L
 
     def _range(self, g) -> float:
-        """max(z) − min(z) of the group's layer row (the known logits without full logits)."""
+        """max(z) − min(z) of the group's layer row (the known logits without full logits), or
+        with ``avg="logit"`` their mean (summed in order, as the compiled loops sum it)."""
         z = self.logits_of(g)
         zl = z if g.logits is not None else z[g.experts]
+        if self.avg == "logit":
+            return sum(zl.tolist()) / zl.size
         return float(zl.max() - zl.min())
 
     def prime(self, traces):
@@ -442,7 +461,10 @@ def _cache_prior(opts, what) -> CachePrior:
     delta = opts.pop("delta", "run").lower()
     if delta not in DELTA_SCOPES:
         raise PagingError(f"{what}: delta must be run or sequence, got {delta!r}")
-    return CachePrior(lam, j, delta)
+    avg = str(opts.pop("avg", "range")).lower()
+    if avg not in AVERAGES:
+        raise PagingError(f"{what}: avg must be range or logit, got {avg!r}")
+    return CachePrior(lam, j, delta, avg)
 
 
 def _phased(build):
@@ -467,7 +489,7 @@ ROUTING.add("max-rank", _phased(lambda opts, what: MaxRank(take_int(opts, "j", 1
                                                                     lo=1))),
             "j, m, phase")
 ROUTING.add("cumsum", _phased(_cumsum), "tau, j, phase")
-ROUTING.add("cache-prior", _phased(_cache_prior), "lambda, j, delta, phase")
+ROUTING.add("cache-prior", _phased(_cache_prior), "lambda, j, delta, avg, phase")
 #: name -> usage (help texts)
 ROUTERS = {e.name: e.name if e.options == "no options" else f"{e.name}:{e.options}"
            for e in ROUTING.entries.values()}

@@ -97,7 +97,8 @@ def _hook_of(data, trace):
     if kind == "cache-prior":
         lam = data.draw(st.sampled_from([0.0, 0.1, 0.5, 1.0, 2.5]))
         delta = data.draw(st.sampled_from(["run", "sequence"]))
-        return lambda: CachePrior(lam, j, delta)
+        avg = data.draw(st.sampled_from(["range", "logit"]))
+        return lambda: CachePrior(lam, j, delta, avg)
     if kind == "max-rank":
         hi = n if trace.logits is not None else K
         m = data.draw(st.one_of(st.none(), st.integers(1, hi)))

@@ -80,6 +80,22 @@ def test_cache_prior_adds_lambda_times_the_logit_range():
     assert _ready(CachePrior(0.3, 0)).route(_g(), {1, 2}) == [1, 0]
 
 
+def test_cache_prior_avg_logit_reads_spec_md_literally():
+    """avg=logit (SpecMD Eq. 1, "Δavg is the historical average logit value"): logits 3, 2,
+    1, 0, −1 average 1; λ = 1.5, J = 0, cached {2}: z'(2) = 1 + 1.5 = 2.5 > 2 → expert 2
+    replaces expert 1 (with the range, Δavg = 4, it would at λ = 0.3 already). Logits −1, −2,
+    −3, −4, −5 average −3: the "boost" pushes a cached top-2 expert out: z'(1) = −2 − 3 = −5
+    < −3 (expert 2) at λ = 1, so the uncached expert 2 is served."""
+    assert _ready(CachePrior(1.5, 0, avg="logit")).route(_g(), {2}) == [0, 2]
+    assert _ready(CachePrior(0.9, 0, avg="logit")).route(_g(), {2}) == [0, 1]
+    neg = [-1.0, -2.0, -3.0, -4.0, -5.0]
+    assert _ready(CachePrior(1.0, 0, avg="logit")).route(_g(neg), {1}) == [0, 2]
+    assert make_router("cache-prior:lambda=1,j=0,avg=logit").spec() == \
+        "cache-prior:lambda=1,j=0,avg=logit"
+    with pytest.raises(PagingError, match="avg must be range or logit"):
+        make_router("cache-prior:lambda=1,avg=median")
+
+
 def test_cache_prior_running_average_of_the_range():
     r = _ready(CachePrior(0.25, 0))
     r.route(_g([1.0, 0.0, 0.0, 0.0, -1.0]), set())  # range 2

@@ -219,7 +219,7 @@ def _workload(draw, scored=False):
 
 ROUTINGS = (None, "pruning:j=1", "max-rank:j=1,m=2", "max-rank:j=1", "cumsum:tau=0.5",
             "cache-prior:lambda=0.5", "pruning:j=1,phase=decode", "max-rank:j=1,phase=decode",
-            "cache-prior:lambda=2,j=0,phase=decode")
+            "cache-prior:lambda=2,j=0,phase=decode", "cache-prior:lambda=1,j=0,avg=logit")
 
 
 @given(seqs=_workload(), policy=st.sampled_from(POLICIES), k=st.integers(1, 8),
