@@ -14,7 +14,10 @@ and each phase:
   the cost model's weights, the run and the latency timeline (:func:`paging.run.run`);
 * ``routing`` — ``pruning:j=1`` (compiled for every built-in online policy,
   ``bench_routing.py``), on a top-2 trace of as many requests in groups mode
-  (``load("zipf:...,topk=2", expand="groups")``: routing reads the (token, layer) groups).
+  (``load("zipf:...,topk=2", expand="groups")``: routing reads the (token, layer) groups);
+* ``algorithm-1`` — SpecMD's three phases together on that trace: ``max-rank:j=1`` (a hook
+  that reads the cache, so each group is routed in the kernel), ``drop:rank=1`` on the
+  routed ranks and the ``frequency`` prefetcher (top-K).
 
 A warm run is one run of the same kernel over the sequences joined (:mod:`paging.warm`), and a
 serving step is a pinned group of the same kernel (``bench_serve.py``), so neither is a column.
@@ -65,6 +68,7 @@ PHASES = {  # column -> configuration of bench_specmd (None: the column's own re
     "substitute": "+ substitute",
     "timeline": None,
     "routing": None,
+    "algorithm-1": None,
 }
 LIBCACHESIM = {"lru": "LRU", "fifo": "FIFO", "lfu": "LFU", "arc": "ARC", "lecar": "LeCaR",
                "gdsf": "GDSF", "belady": "Belady"}
@@ -95,6 +99,14 @@ def timed(tr, policy: str, phase: str, confs, engine: str):
         return time.perf_counter() - t0, row
     if phase == "routing":
         r = simulate(_routed(tr.n_requests), policy, K, routing="pruning:j=1", engine=engine)
+        return time.perf_counter() - t0, r.to_dict()
+    if phase == "algorithm-1":
+        from paging.predict.prefetch import Prefetcher, make_prefetch_predictor, make_strategy
+
+        r = simulate(_routed(tr.n_requests), policy, K, routing="max-rank:j=1",
+                     miss="drop:rank=1", engine=engine,
+                     prefetch=Prefetcher(make_prefetch_predictor("frequency"),
+                                         make_strategy(None)))
         return time.perf_counter() - t0, r.to_dict()
     kw = _kw(phase, confs)
     k = kw.pop("k", None)

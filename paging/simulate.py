@@ -86,13 +86,14 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         Cache-aware routing (:mod:`paging.routing`): ``pruning:j=J``, ``max-rank:j=J,m=M``,
         ``cumsum:tau=T``, ``cache-prior:lambda=L``; called once per (token, layer) group before
         its requests, seeing the cache. None or ``standard``: the trace's requests (today's
-        runs, compiled kernels). Every built-in hook with the list policies (LRU, FIFO, FWF,
-        LLRU, FLD, Least-Stale, their ``-dist`` variants) runs compiled
-        (:mod:`paging.fast.routing`); other policies and user hooks take the reference loop
-        (``engine="fast"`` refuses them). Routed runs need groups (``expand="groups"``,
-        or K = 1) and add ``retained_mass``, ``top1_changed``, ``kl`` to ``Result.extra``. A
-        hook given as an instance keeps its running state across the calls it is given
-        (Cache-Prior's Δavg runs over the sequences of a run); a spec string is a fresh hook, and
+        runs, compiled kernels). Every built-in hook with every built-in online policy runs
+        compiled (:mod:`paging.fast.routing`), with ``prefetch`` and ``miss`` too (SpecMD's
+        Algorithm 1; FlashMoE with them excepted); user hooks and policies take the
+        reference loop (``engine="fast"`` refuses them). Routed runs need groups
+        (``expand="groups"``, or K = 1) and add ``retained_mass``, ``top1_changed``, ``kl``
+        to ``Result.extra``. A hook given as an instance keeps its running state across the
+        calls it is given (Cache-Prior's Δavg runs over the sequences of a run); a spec string
+        is a fresh hook, and
         :func:`paging.routing.router_for_run` one primed with the run's earlier sequences.
     progress : bool, optional
         A progress bar on stderr for a run in the reference loop of at least
@@ -127,26 +128,19 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     from paging.routing import make_router
 
     router = make_router(routing)
-    if router is not None and (prefetch is not None or miss is not None):
-        if engine == "fast":  # SpecMD's three phases together: the reference loop's
-            raise PagingError("no compiled kernel for cache-aware routing with prefetching or "
-                              "miss handling: --engine auto runs it in the reference loop")
-        return _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss, router,
-                    progress)
-    if router is not None:
+    if router is not None:  # (with a prefetcher or a handler: SpecMD's three phases)
         if engine != "reference":
-            from paging.fast.routing import plan_routed, run_routed
+            from paging.fast.routing import plan_routed, run_routed, unrouted_why
 
-            spec = plan_routed(trace, policy, router, budget)
+            spec = plan_routed(trace, policy, router, budget, prefetch, miss)
             if spec is not None:
                 return run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed,
-                                  level)
+                                  level, prefetch, miss)
             if engine == "fast":
                 raise PagingError(f"no compiled kernel for routing {router.spec()} with "
-                                  f"{policy.name}: compiled routing covers the built-in hooks "
-                                  "(pruning, max-rank, cumsum, cache-prior) with the built-in "
-                                  "online policies, not user subclasses")
-        return _run(trace, policy, k, budget, costs, sizes, seed, level, None, None, router,
+                                  f"{policy.name}: "
+                                  + unrouted_why(trace, policy, router, budget, prefetch, miss))
+        return _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss, router,
                     progress)
     if prefetch is not None or miss is not None:
         if engine != "reference":

@@ -112,6 +112,9 @@ def assert_same_fields(a, b) -> None:
             for key in y:
                 if isinstance(y[key], np.ndarray):
                     assert x[key].dtype == y[key].dtype and np.array_equal(x[key], y[key]), key
+                elif isinstance(y[key], list) and y[key] and isinstance(y[key][0], np.ndarray):
+                    assert len(x[key]) == len(y[key]) and all(  # (per-level arrays)
+                        np.array_equal(u, v) for u, v in zip(x[key], y[key], strict=True)), key
                 else:
                     assert type(x[key]) is type(y[key]) and x[key] == y[key], (key, x[key], y[key])
         else:

@@ -202,6 +202,96 @@ def route_group(src, lo, K, base, n, g, order, m, j, kout, resident, rank, taken
     return c
 
 
+#: the rules a routed run's miss handler decides by (:func:`clock_group`): the handler's
+#: decision reads the served request's routed rank and router weight, known once its group is
+#: routed (``fetch-lowest-bit`` and ``substitute`` need no rule: their level is one constant,
+#: their choice is made in the kernel)
+RULE_NONE, RULE_DROP_RANK, RULE_DROP_SCORE, RULE_PRIORITY = 0, 1, 2, 3
+
+
+def no_rule():
+    """The ``rule`` of a run whose handler arrays are made before it (no routing in the
+    kernel): ``(code, rank cut, score cut, cuts, scores, probs, served ranks, served scores)``,
+    every array empty."""
+    return (RULE_NONE, 0, 0.0, np.zeros(0), np.zeros(0), np.zeros((0, 0)),
+            np.zeros(0, np.int64), np.zeros(0))
+
+
+@njit(cache=True, nogil=True)
+def clock_group(rank, pos, n, K, has_order, base, g, lo, served, o0, c, rule, act, lvl):
+    """The routed rank and router weight of the ``c`` requests served for group g
+    (``served[o0:o0+c]``, pages ``base + expert``; the trace's group starts at ``lo`` and
+    has K requests), as :meth:`paging.routing.RoutedRun.choose` writes them, then the miss
+    handler's decision for each (``act``, ``lvl``), as :func:`paging.fast.phases.miss_actions`
+    makes it from a request's rank and score.
+
+    ``rank`` is the group's ranking (:func:`route_group`'s scratch after it routed the group:
+    row g of the order with full logits, else the group's experts then the rest by id);
+    ``pos`` is scratch. The rank is the expert's place in that ranking (``order.index(e)``),
+    or K for an expert outside the group when there are no logits. ``rule`` (:func:`no_rule`)
+    = ``(code, rcut, scut, cuts, tscore, prob, srank, sscore)``: the served ranks go to
+    ``srank``; when ``sscore`` has entries the weights go there, ``prob[g, e]`` (the softmax
+    of the group's logits) when ``prob`` has rows, else the trace's gate score of the group's
+    request of that expert (``tscore[lo + rank]``), 0 for an expert outside the group."""
+    code, rcut, scut, cuts, tscore, prob, srank, sscore = rule
+    for i in range(n):
+        pos[rank[i]] = i
+    for i in range(o0, o0 + c):
+        e = served[i] - base
+        r = pos[e]
+        if not has_order and r > K:
+            r = K
+        srank[i] = r
+        w = 0.0
+        if sscore.size > 0:
+            if prob.shape[0] > 0:
+                w = prob[g, e]
+            elif r < K:
+                w = tscore[lo + r]
+            sscore[i] = w
+        if code == RULE_DROP_RANK:
+            act[i] = 1 if r >= rcut else 0
+        elif code == RULE_DROP_SCORE:
+            act[i] = 1 if w < scut else 0
+        elif code == RULE_PRIORITY:
+            level = 0
+            for x in cuts:  # the number of cuts above the score
+                if w < x:
+                    level += 1
+            lvl[i] = level
+
+
+@njit(cache=True, nogil=True)
+def clock_static(pages, bounds, order, served, served_lo, n, L, steps, rule, act, lvl):
+    """:func:`clock_group` over every group of a served sequence chosen before the run
+    (``pruning``: group g served ``served[served_lo[g]:served_lo[g + 1]]``), each group's
+    ranking rebuilt as :func:`route_group` builds it."""
+    rank = np.empty(n, np.int64)
+    pos = np.empty(n, np.int64)
+    taken = np.zeros(n, np.bool_)
+    has_order = order.shape[0] > 0
+    for g in range(bounds.size - 1):
+        lo = bounds[g]
+        K = bounds[g + 1] - lo
+        base = (steps[lo] % L) * n
+        if has_order:
+            for i in range(n):
+                rank[i] = order[g, i]
+        else:
+            for e in range(n):
+                taken[e] = False
+            for i in range(K):
+                rank[i] = pages[lo + i] - base
+                taken[rank[i]] = True
+            c = K
+            for e in range(n):
+                if not taken[e]:
+                    rank[c] = e
+                    c += 1
+        clock_group(rank, pos, n, K, has_order, base, g, lo, served, served_lo[g],
+                    served_lo[g + 1] - served_lo[g], rule, act, lvl)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def unlink(nxt, prv, head, tail, q, v):
     """Take page v out of the intrusive doubly linked list q (``nxt``/``prv`` indexed by page;

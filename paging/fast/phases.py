@@ -144,12 +144,13 @@ their ``-dist`` forms) run the same phases in their own kernel,
 :func:`paging.fast.tokens.token_kernel`, whose per-token state this kernel does not hold:
 :func:`run_phases` hands their runs to it (the same plan, handler arrays and outputs).
 
-Routing (:mod:`paging.fast.routing`) together with a prefetcher or a miss handler runs in the
-reference loop (the handler reads each served request's rank and score, known only once its
-group is routed, where this kernel's handler arrays are made before the run); a routed run of
-one of this kernel's policies outside the list family (whose routed runs take the list
-kernel) runs here with neither, each group routed as it starts (the ``route`` argument of
-:func:`phase_kernel`).
+Routing (:mod:`paging.fast.routing`): a routed run of one of this kernel's policies runs here,
+each group routed as it starts (the ``route`` argument of :func:`phase_kernel`); without
+phases the list family's routed runs take the list kernel instead. With a prefetcher or a
+miss handler (SpecMD's Algorithm 1), the handler reads each served request's routed rank and
+router weight, known only once its group is routed: the kernel computes them as it routes the
+group and fills ``act`` and ``lvl`` for the group's requests from them
+(:func:`paging.fast.common.clock_group`, the route's ``rule``).
 
 User predictors and strategies need nothing special: the plan is all the kernel reads.
 """
@@ -177,9 +178,11 @@ from paging.fast.common import (
     SUBSTITUTED,
     append,
     borrow,
+    clock_group,
     frozen,
     hold,
     is_grouped,
+    no_rule,
     route_group,
     route_scratch,
     unlink,
@@ -474,11 +477,14 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     learning rate, discount and history size in partition q (:func:`adaptive.lecar_params`).
 
     ``route`` (:func:`no_route`, or :func:`paging.fast.routing.run_routed`'s) is ``(order, m,
-    j, cp, prob)``: when ``m`` has entries, each group is first routed by
+    j, cp, prob, rule)``: when ``m`` has entries, each group is first routed by
     :func:`paging.fast.common.route_group` against the cache as it stands (row g of ``order``,
     ``m[g]``, ``j``, ``cp``: one served expert per slot), its served pages written over
     ``pages`` in place, then served and pinned; when ``prob`` has rows, the served request's
-    gate score, ``prob[g, expert]``, is written over ``gscore`` (Score-Based reads it).
+    gate score, ``prob[g, expert]``, is written over ``gscore`` (Score-Based reads it); when
+    ``rule`` (:func:`paging.fast.common.no_rule`) has served-rank room, the served requests'
+    routed ranks and router weights are written there and the handler's ``act`` and ``lvl``
+    for them decided from them (:func:`paging.fast.common.clock_group`).
 
     Returns ``(misses, collisions, page_miss, hit_mask, evictions, n_evictions, bypassed,
     n_bypassed, outcome, subst, pf_counts, pf_log, n_pf_log, pf_ev, n_pf_ev)``: ``outcome[t]``
@@ -626,8 +632,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     last_step, last_pass, last_t = borrow(last_step), borrow(last_pass), borrow(last_t)
     H, infl, freq = borrow(H), borrow(infl), borrow(freq)
     pages, steps, slots = borrow(pages), borrow(steps), borrow(slots)
-    r_order, r_m, r_j, r_cp, r_prob = route
+    r_order, r_m, r_j, r_cp, r_prob, r_rule = route
     routed = r_m.size > 0
+    clocked = r_rule[6].size > 0  # the served ranks and scores, the handler's decisions
     r_rank, r_pos, r_taken, r_zz = route_scratch(n_experts)
     for t in range(n):
         p = pages[t]
@@ -652,6 +659,9 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                 if r_prob.shape[0] > 0:
                     for i in range(t, j):
                         gscore[i] = r_prob[group, pages[i] - base]
+                if clocked:
+                    clock_group(r_rank, r_pos, n_experts, j - t, r_order.shape[0] > 0, base,
+                                group, t, pages, t, j - t, r_rule, act, lvl)
                 p = pages[t]
             if grouped:
                 stamp = next_stamp
@@ -1196,10 +1206,12 @@ def _own_kernel(policy) -> str | None:
     return vars(cls).get("kernel")
 
 
-def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
+def unsupported(trace, policy, budget, prefetch, miss, routed=False) -> str | None:
     """Why :func:`run_phases` cannot run this configuration (one line), or None when it can.
     A configuration the reference loop refuses (a handler that needs gate scores on a trace
-    without them, ...) is unsupported here too, so that the reference gives its error."""
+    without them, ...) is unsupported here too, so that the reference gives its error.
+    ``routed``: a routed run (:func:`paging.fast.routing.run_routed`), whose served requests
+    take their ranks from the routing, not from the trace."""
     from paging import fast
     from paging.fast.tokens import ROBUST
     from paging.miss import Drop, FetchLowestBit, FetchPriority, MissHandler, Substitute
@@ -1223,7 +1235,8 @@ def unsupported(trace, policy, budget, prefetch, miss) -> str | None:
     if miss is not None:
         if type(miss) not in (MissHandler, FetchLowestBit, FetchPriority, Drop, Substitute):
             return f"miss handler {type(miss).__name__} is not a built-in handler"
-        if miss.needs_scores and trace.score is None or miss.needs_ranks and trace.rank is None:
+        if miss.needs_scores and trace.score is None or (
+                miss.needs_ranks and trace.rank is None and not routed):
             return f"{miss.name} needs gate scores or ranks the trace does not have"
         if miss.uses_levels and (miss.level_sizes is None or budget is None):
             return f"{miss.name} needs bound precision levels and a byte budget"
@@ -1271,19 +1284,27 @@ def _miss_plan(trace, miss):
     """``(act, lvl, substitute, level_slots)`` of a built-in handler (``unsupported`` said
     yes): the per-request drop flags and fetch levels, made before the run
     (:func:`miss_actions`)."""
+    act, lvl = miss_actions(miss, trace.n_requests, trace.rank, trace.score)
+    return (act, lvl, *handler_room(trace, miss))
+
+
+def handler_room(trace, miss) -> tuple:
+    """``(substitute, level_slots)`` of :func:`phase_kernel` for a built-in handler: whether
+    it is ``substitute``, and each page's room at each precision level (one row of zeros
+    without levels)."""
     from paging.miss import Substitute
 
-    act, lvl = miss_actions(miss, trace.n_requests, trace.rank, trace.score)
     if miss is not None and miss.uses_levels:
         level_slots = np.array(miss.level_sizes, dtype=np.int64)
     else:
         level_slots = np.zeros((1, trace.layout.n_pages), np.int64)
-    return act, lvl, type(miss) is Substitute, level_slots
+    return type(miss) is Substitute, level_slots
 
 
 def no_route():
     """The ``route`` argument of :func:`phase_kernel` for a run without routing."""
-    return (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior(), np.zeros((0, 0)))
+    return (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior(), np.zeros((0, 0)),
+            no_rule())
 
 
 def phase_kind(policy, spec) -> int:
@@ -1377,8 +1398,6 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     configuration :func:`unsupported` accepts), in :func:`phase_kernel`: the same
     :class:`~paging.result.Result`, every field, counters and logs."""
     from paging import fast
-    from paging.observers import MissStats, PrefetchStats
-    from paging.result import build_result
     from paging.weights import unit_costs, unit_sizes
 
     spec = fast.plan(policy)
@@ -1388,21 +1407,14 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
     N = trace.n_requests
     capacity = k if budget is None else budget
     slots = unit_sizes(P) if budget is None else sizes
-    if prefetch is not None:
-        pf_pages, pf_start, _ = prefetch.plan(trace, seed)  # the reference loop's plan
-        pf_pages = np.asarray(pf_pages, dtype=np.int64)
-        pf_start = np.asarray(pf_start, dtype=np.int64)
-    else:
-        pf_start = np.zeros(0, np.int64)
-        pf_pages = np.zeros(0, np.int64)
-    pf_size = unit_sizes(P) if sizes is None else sizes
+    pf_start, pf_pages, pf_size = prefetch_arrays(trace, prefetch, seed, sizes)
     act, lvl, substitute, level_slots = _miss_plan(trace, miss)
     if spec[0] == "token":  # the token policies' own kernel, with the same phases
         from paging.fast.tokens import execute
 
         out = execute(trace, spec, slots, int(capacity), level, policy, phases=(
-            pf_start, pf_pages, np.array(pf_size, dtype=np.int64), act, lvl,
-            np.array(level_slots, dtype=np.int64), substitute))
+            pf_start, pf_pages, np.array(pf_size, dtype=np.int64), act, lvl, level_slots,
+            substitute))
     else:
         caps = fast._caps(trace.layout, int(capacity), dist)
         inputs = policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed,
@@ -1416,16 +1428,46 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
             unit_costs(P) if costs is None else costs,
             unit_sizes(P) if sizes is None else sizes, *inputs, no_route())
         leave_state(policy, kind, dist, inputs[-2])
+    return phase_result(out, trace, trace.name, policy, k, budget, costs, sizes, seed, dist,
+                        level, prefetch, miss, lvl)
+
+
+def prefetch_arrays(trace, prefetch, seed, sizes) -> tuple:
+    """``(pf_start, pf_pages, pf_size)`` of :func:`phase_kernel`: the prefetcher's plan for
+    ``trace`` (:meth:`Prefetcher.plan`, the reference loop's), empty without one."""
+    from paging.weights import unit_sizes
+
+    if prefetch is not None:
+        pf_pages, pf_start, _ = prefetch.plan(trace, seed)  # the reference loop's plan
+        pf_pages = np.asarray(pf_pages, dtype=np.int64)
+        pf_start = np.asarray(pf_start, dtype=np.int64)
+    else:
+        pf_start = np.zeros(0, np.int64)
+        pf_pages = np.zeros(0, np.int64)
+    P = trace.layout.n_pages
+    return pf_start, pf_pages, unit_sizes(P) if sizes is None else sizes
+
+
+def phase_result(out, served, name, policy, k, budget, costs, sizes, seed, dist, level,
+                 prefetch, miss, lvl):
+    """The :class:`~paging.result.Result` of a phase kernel's run (``out``: the tuple of
+    :func:`phase_kernel`), with the prefetcher's and the handler's counters and logs.
+    ``served`` has the ``layout``, ``pages``, ``rank``, ``score`` and ``n_requests`` of the
+    requests served (the trace, or a routed run's served requests, their routed ranks and
+    router weights), ``lvl`` their fetch levels."""
+    from paging.observers import MissStats, PrefetchStats
+    from paging.result import build_result
+
     (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst, pf_counts, pf_log,
      n_pf_log, pf_ev, n_pf_ev) = out
     res = build_result(
-        policy=policy.name, k=k, budget=budget, trace=trace.name, requests=N,
-        page_misses=page_miss, n_layers=trace.layout.n_layers, collisions=coll,
+        policy=policy.name, k=k, budget=budget, trace=name, requests=served.n_requests,
+        page_misses=page_miss, n_layers=served.layout.n_layers, collisions=coll,
         bypasses=n_byp, seed=seed, dist=dist, costs=costs, sizes=sizes,
-        hit_mask=hit_mask if level else None,
+        hit_mask=hit_mask[:served.n_requests] if level else None,
         evictions=ev[:n_ev].copy() if level > 1 else None,
         bypassed=byp[:n_byp].copy() if level > 1 else None)
-    state = _State(trace, costs, sizes)
+    state = _State(served, costs, sizes)
     rec = level > 0
     pstats = PrefetchStats(*((prefetch.predicted, prefetch.predicted_right, prefetch.actual)
                              if prefetch is not None else ()))
@@ -1437,7 +1479,7 @@ def run_phases(trace, policy, k, budget, costs, sizes, seed, level, prefetch, mi
         pstats.evictions = pf_ev[:n_pf_ev]
     mstats = MissStats(miss)
     mstats.start(state, rec)
-    _miss_counts(mstats, trace, outcome, subst, lvl, rec)
+    _miss_counts(mstats, served, outcome, subst, lvl, rec)
     pstats.finish(res)
     mstats.finish(res)
     return res

@@ -44,10 +44,21 @@ The token policies (token-hazard, token-decay, token-match, robust-token-match a
 sequence is given its groups' tokens). FlashMoE's training-sequence watch hashes the served
 pages, as the reference's policy sees them, and is told the routed trace's length.
 
-Not compiled: user subclasses of a hook or of a policy, and routed runs with a prefetcher or a
-miss handler (SpecMD's Algorithm 1 with all three phases: :func:`paging.simulate.simulate`
-runs them in the reference loop, and ``engine="fast"`` refuses them). Clairvoyant policies
-(Belady) are refused with routing by both engines.
+With a prefetcher or a miss handler (SpecMD's Algorithm 1: "Phase 1: Routing modification",
+"Phase 2: Cache management", "Phase 3: Prefetch submission") a routed run takes the phase
+kernel (:func:`paging.fast.phases.phase_kernel`, the list family included) or the token
+kernel, with the same routing (:func:`_run_phased`). The handler reads a served request's
+routed rank and router weight (:meth:`paging.routing.RoutedRun.choose`: its place in the
+group's ranking, K for an expert outside a group without logits; the softmax of the logits,
+else the trace's gate score, 0 outside the group), known only once the group is routed: the
+kernel computes them as it routes the group and decides ``drop`` and ``fetch-priority`` from
+them there (:func:`paging.fast.common.clock_group`); ``pruning``'s are computed before the run
+(:func:`paging.fast.common.clock_static`). The prefetch plan is the trace's, batch g after
+group g with the served group pinned, as in the reference.
+
+Not compiled: user subclasses of a hook or of a policy, and FlashMoE with a prefetcher or a
+miss handler (:func:`paging.fast.phases.unsupported` says why). Clairvoyant policies (Belady)
+are refused with routing by both engines.
 
 Quality proxies: without logits, a compiled loop sums them group by group in the reference's
 order (:func:`_quality_sums`; the KL term over the experts in ascending id order, as
@@ -65,7 +76,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import frozen, route_group
+from paging.fast.common import frozen, no_rule, route_group
 from paging.fast.lists import list_kernel, list_state, no_logits, no_prior, no_route
 from paging.fast.step_routing import _kl
 from paging.trace import group_starts
@@ -208,21 +219,37 @@ def _quality_sums(pages, bounds, served, served_lo, w, n, L, steps):
     return ret, ch, kls
 
 
-def plan_routed(trace, policy, router, budget=None):
+def plan_routed(trace, policy, router, budget=None, prefetch=None, miss=None):
     """The policy's ``(family, kind, dist)`` (:func:`paging.fast.plan`) when this routed run
-    compiles (a built-in hook with a policy of the list kernel, of the phase kernel,
-    :mod:`paging.fast.phases`, of the token kernel or FlashMoE's), else None."""
+    compiles (:func:`unrouted_why` says nothing against it), else None."""
+    from paging.fast import plan
+
+    if unrouted_why(trace, policy, router, budget, prefetch, miss) is not None:
+        return None
+    return plan(policy)
+
+
+def unrouted_why(trace, policy, router, budget=None, prefetch=None, miss=None) -> str | None:
+    """Why this routed run has no compiled kernel (one line), or None when it has one: a
+    built-in hook with a policy of the list kernel, of the phase kernel
+    (:mod:`paging.fast.phases`), of the token kernel or FlashMoE's; with a prefetcher or a
+    miss handler, a configuration :func:`paging.fast.phases.unsupported` accepts (the served
+    requests' ranks come from the routing: a trace without ranks is no obstacle)."""
     from paging.fast import _LEARNED, _TOKEN, phases, plan
     from paging.routing import CachePrior, Cumsum, MaxRank, Pruning
 
     if type(router) not in (Pruning, MaxRank, Cumsum, CachePrior):
-        return None
+        return (f"{type(router).__name__} is not a built-in hook (compiled routing covers "
+                "pruning, max-rank, cumsum and cache-prior, not user subclasses)")
     spec = plan(policy)
+    if prefetch is not None or miss is not None:
+        return phases.unsupported(trace, policy, budget, prefetch, miss, routed=True)
     if spec is not None and spec[0] in (_TOKEN, _LEARNED):
-        return spec
-    if spec is None or phases.unsupported(trace, policy, budget, None, None) is not None:
         return None
-    return spec
+    if spec is None or phases.unsupported(trace, policy, budget, None, None) is not None:
+        return (f"policy {policy.name} has no compiled kernel (the built-in online policies "
+                "have, not user subclasses)")
+    return None
 
 
 def _bounds(steps) -> np.ndarray:
@@ -230,10 +257,13 @@ def _bounds(steps) -> np.ndarray:
     return np.r_[group_starts(steps), steps.size].astype(np.int64)
 
 
-def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level):
-    """The routed run of ``simulate(trace, policy, k, routing=router, ...)`` on the policy's
-    kernel (``spec`` from :func:`plan_routed`); every field of the reference's Result,
-    ``extra`` and, when recorded, ``events``, included."""
+def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level, prefetch=None,
+               miss=None):
+    """The routed run of ``simulate(trace, policy, k, routing=router, prefetch=...,
+    miss=...)`` on the policy's kernel (``spec`` from :func:`plan_routed`); every field of the
+    reference's Result, ``extra`` and, when recorded, ``events``, included. With a prefetcher
+    or a miss handler (SpecMD's Algorithm 1: routing, miss handling, prefetching) it is
+    :func:`_run_phased`."""
     from paging.errors import PagingError
     from paging.fast import _LEARNED, _LIST, _TOKEN, _caps
     from paging.result import build_result
@@ -296,7 +326,15 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         sp, ss = sp[:N], ss[:N]
     else:  # each group routed in the kernel, against the cache as it stands, over sp
         sp, ss, N = pages.copy(), steps, pages.size
-    if spec[0] == _LIST:
+    served_lo = np.concatenate(([0], np.cumsum(_served_sizes(bounds, cap, applied))))
+    served_lo = served_lo.astype(np.int64)
+    phased = None
+    if prefetch is not None or miss is not None:
+        phased = _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level,
+                             prefetch, miss, sp, ss, static, (order, mcol, int(j), cp), bounds,
+                             served_lo, tok_of, z_of, caps, slots)
+        coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = (None,) * 7
+    elif spec[0] == _LIST:
         state = list_state(P, L, caps.size)
         # read-only but for the pages a routing kernel writes (common.frozen)
         misses, coll, _, hit_mask, ev, n_ev, byp, n_byp = list_kernel(
@@ -319,28 +357,29 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
             out = execute(served, spec, slots, capacity, level, policy)
         else:
             out = execute(trace, spec, slots, capacity, level, policy,
-                          route=(order, mcol, int(j), cp), served=sp)
+                          route=(order, mcol, int(j), cp) + ((no_rule(),) if spec[0] == _TOKEN
+                                                            else ()), served=sp)
         _, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = out
     else:
         coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = _phase_routed(
             trace, policy, spec, sp, ss, static, (order, mcol, int(j), cp), bounds, cap, applied,
             caps, slots, budget, costs, sizes, seed, level, tok_of, z_of)
-    served_lo = np.concatenate(([0], np.cumsum(_served_sizes(bounds, cap, applied))))
-    served_lo = served_lo.astype(np.int64)
     changed = _changed(pages, bounds, sp, served_lo)
-    res = build_result(
-        policy=policy.name, k=k, budget=budget, trace=trace.name, requests=int(N),
-        page_misses=page_miss, n_layers=L, collisions=int(coll), bypasses=int(n_byp),
-        seed=seed, dist=spec[2], costs=costs, sizes=sizes,
-        hit_mask=hit_mask[:N].copy() if level else None,
-        evictions=ev[:n_ev].copy() if level > 1 else None,
-        bypassed=byp[:n_byp].copy() if level > 1 else None)
+    if phased is not None:
+        res = phased
+    else:
+        res = build_result(
+            policy=policy.name, k=k, budget=budget, trace=trace.name, requests=int(N),
+            page_misses=page_miss, n_layers=L, collisions=int(coll), bypasses=int(n_byp),
+            seed=seed, dist=spec[2], costs=costs, sizes=sizes,
+            hit_mask=hit_mask[:N].copy() if level else None,
+            evictions=ev[:n_ev].copy() if level > 1 else None,
+            bypassed=byp[:n_byp].copy() if level > 1 else None)
     if not has_order:
         w = _request_weights(trace, bounds)
         ret, ch, kls = _quality_sums(pages, bounds, sp, served_lo, w, n, L, steps)
-        res.extra = _extra(router, trace, G, float(ret), int(ch), float(kls))
-        if level > 0:
-            res.events = {"served_pages": sp[:N].copy(), "served_steps": ss[:N].copy()}
+        _finish(res, _extra(router, trace, G, float(ret), int(ch), float(kls)), sp, ss, N,
+                level)
         return res
     # quality proxies, group by group in the reference's order
     retained = np.ones(G)
@@ -354,11 +393,113 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         retained[g] = r_m
         kl[g] = k_m
         n_changed += bool(c_m)
-    res.extra = _extra(router, trace, G, float(np.cumsum(retained)[-1]) if G else 0.0,
-                       n_changed, float(np.cumsum(kl)[-1]) if G else 0.0)
-    if level > 0:
-        res.events = {"served_pages": sp[:N].copy(), "served_steps": ss[:N].copy()}
+    _finish(res, _extra(router, trace, G, float(np.cumsum(retained)[-1]) if G else 0.0,
+                        n_changed, float(np.cumsum(kl)[-1]) if G else 0.0), sp, ss, N, level)
     return res
+
+
+def _finish(res, extra, sp, ss, N, level) -> None:
+    """Add the routing fields to ``res.extra`` and, when recorded, the served sequence to
+    ``res.events``, after the handler's and the prefetcher's, as
+    :meth:`paging.routing.RoutedRun.finish` does."""
+    res.extra = dict(res.extra or {}, **extra)
+    if level > 0:
+        res.events = dict(res.events or {}, served_pages=sp[:N].copy(),
+                          served_steps=ss[:N].copy())
+
+
+def _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level, prefetch, miss, sp,
+                ss, static, route, bounds, served_lo, tok_of, z_of, caps, slots):
+    """A routed run with a prefetcher and/or a miss handler (SpecMD's Algorithm 1, as
+    :func:`paging.simulate._run` runs it: each group routed, its misses handled, then the
+    batch of the prefetch plan inserted with the served group pinned), in the policy's phase
+    kernel (:func:`paging.fast.phases.phase_kernel`, or the token kernel), over the served
+    sequence ``sp`` (routed in the kernel unless ``static``). Returns the Result with the
+    handler's and the prefetcher's counters (not yet the routing's fields).
+
+    The prefetch plan is the trace's (:meth:`Prefetcher.plan`, made before the run as the
+    reference's ``reset`` makes it; batch g follows group g, whatever was served). The
+    handler reads the served request's routed rank and router weight
+    (:func:`paging.fast.common.clock_group`: a routed group's ranks and weights are known only
+    once it is routed, so the kernel decides ``drop`` and ``fetch-priority`` from them as it
+    routes the group; before the run for ``pruning``, whose served sequence does not depend on
+    the cache); its counters read the same ranks and weights after the run."""
+    from types import SimpleNamespace
+
+    from paging.fast import _TOKEN, phases
+    from paging.fast.common import (
+        RULE_DROP_RANK,
+        RULE_DROP_SCORE,
+        RULE_NONE,
+        RULE_PRIORITY,
+        clock_static,
+    )
+    from paging.miss import Drop, FetchPriority
+    from paging.trace import Trace
+    from paging.weights import unit_costs, unit_sizes
+
+    lay = trace.layout
+    n, L, P = lay.n_experts, lay.n_layers, lay.n_pages
+    N = sp.size
+    pf_start, pf_pages, pf_size = phases.prefetch_arrays(trace, prefetch, seed, sizes)
+    substitute, level_slots = phases.handler_room(trace, miss)
+    # sized for the served requests; their values are the rule's (clock_group)
+    act, lvl = phases.miss_actions(miss, N, np.zeros(N, np.int64), np.zeros(N))
+    code, rcut, scut, cuts = RULE_NONE, 0, 0.0, np.zeros(0)
+    if type(miss) is Drop:
+        code = RULE_DROP_RANK if miss.rank is not None else RULE_DROP_SCORE
+        rcut = int(miss.rank or 0)
+        scut = float(miss.score or 0.0)
+    elif type(miss) is FetchPriority:
+        code, cuts = RULE_PRIORITY, np.array(miss.cuts, dtype=np.float64)
+    has_score = trace.score is not None
+    order = route[0]
+    prob = (_served_probs(trace, bounds, tok_of, z_of) if has_score and order.shape[0] > 0
+            else np.zeros((0, 0)))
+    tscore = np.asarray(trace.score, dtype=np.float64) if has_score else np.zeros(0)
+    srank = np.zeros(N, np.int64)
+    sscore = np.zeros(N if has_score else 0)
+    rule = (code, rcut, scut, cuts, tscore, prob, srank, sscore)
+    pages = np.asarray(trace.pages, dtype=np.int64)
+    steps = np.asarray(trace.steps, dtype=np.int64)
+    if static:  # the ranks, weights and decisions of the whole served sequence, first
+        clock_static(pages, bounds, order, sp, served_lo, n, L, steps, rule, act, lvl)
+    token_phases = (pf_start, pf_pages, np.array(pf_size, dtype=np.int64), act, lvl,
+                    level_slots, substitute)
+    capacity = int(k if budget is None else budget)
+    if spec[0] == _TOKEN:
+        from paging.fast.tokens import execute
+
+        if static:  # the served sequence as a trace: its tokens, one visit per token
+            served = Trace(lay, sp, ss, trace.name, expand="groups",
+                           token=np.repeat(tok_of, np.diff(served_lo)))
+            out = execute(served, spec, slots, capacity, level, policy, phases=token_phases)
+        else:
+            out = execute(trace, spec, slots, capacity, level, policy, route=(*route, rule),
+                          served=sp, phases=token_phases)
+    else:
+        kind, scan = phases.run_kind(policy, spec, prefetch is not None)
+        inputs = list(phases.policy_inputs(trace, policy, spec, kind, caps, slots, budget,
+                                           seed, N + pf_pages.size))
+        gprob = np.zeros((0, 0))
+        if kind == phases.SCORE_SCAN:  # the served requests' gate scores, as RoutedRun
+            # writes them
+            gprob = _served_probs(trace, bounds, tok_of, z_of)
+            if static:
+                g_of = np.repeat(np.arange(bounds.size - 1), np.diff(served_lo))
+                inputs[4] = gprob[g_of, sp - z_of[g_of] * n] if N else np.zeros(0)
+                gprob = np.zeros((0, 0))
+        out = phases.phase_kernel(
+            # the pages writable (routed over), the rest read-only as run_phases passes them
+            sp, frozen(ss), frozen(slots), level_slots, n, L, caps, spec[2], kind, level,
+            pf_start, pf_pages, pf_size, act, lvl, substitute, scan,
+            unit_costs(P) if costs is None else costs, unit_sizes(P) if sizes is None else sizes,
+            *inputs, phases.no_route() if static else (*route, gprob, rule))
+        phases.leave_state(policy, kind, spec[2], inputs[-2])
+    served = SimpleNamespace(layout=lay, pages=sp, rank=srank,
+                             score=sscore if has_score else None, n_requests=N)
+    return phases.phase_result(out, served, trace.name, policy, k, budget, costs, sizes, seed,
+                               spec[2], level, prefetch, miss, lvl)
 
 
 def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, applied, caps, slots,
@@ -388,7 +529,7 @@ def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, appli
         sp, frozen(ss), frozen(slots), np.zeros((1, P), np.int64), n, L, caps, spec[2], kind, level,
         none, none, unit_sizes(P), np.zeros(0, np.int8), none, False, False,
         unit_costs(P) if costs is None else costs, unit_sizes(P) if sizes is None else sizes,
-        *inputs, phases.no_route() if static else (*route, prob))
+        *inputs, phases.no_route() if static else (*route, prob, no_rule()))
     phases.leave_state(policy, kind, spec[2], inputs[-2])
     return coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 

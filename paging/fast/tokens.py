@@ -92,9 +92,11 @@ from paging.fast.common import (
     SUBSTITUTED,
     SoFar,
     borrow,
+    clock_group,
     frozen,
     is_grouped,
     most_requested,
+    no_rule,
     piece_plan,
     pin_batch,
     pin_pages,
@@ -1333,9 +1335,11 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     ``Robust.leader`` and ``Robust.switches``, its ``page_miss`` counts every call's misses;
     the logs returned hold requests ``t_lo..``, the request indices counted from 0.
 
-    ``route`` = ``(order, m, j, cp)`` (:func:`paging.fast.routing.run_routed`; ``m`` empty: no
-    routing): each group is first routed by :func:`paging.fast.common.route_group` against
-    the cache as it stands, its served pages written over ``pages`` in place.
+    ``route`` = ``(order, m, j, cp, rule)`` (:func:`paging.fast.routing.run_routed`; ``m``
+    empty: no routing): each group is first routed by :func:`paging.fast.common.route_group`
+    against the cache as it stands, its served pages written over ``pages`` in place; with a
+    miss handler, ``rule`` decides ``act`` and ``lvl`` for them from their routed ranks and
+    router weights (:func:`paging.fast.common.clock_group`).
 
     ``phases`` = ``(pf_start, pf_pages, pf_size, act, lvl, level_slots, substitute)``
     (None: none, a plain run compiled apart), SpecMD's phases as
@@ -1422,8 +1426,9 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     stamp = -2  # the pin stamp of the pages pinned now (-2: none, rounds mode)
     next_stamp = cnt[0]  # (carried: stamps of earlier calls stay in pin)
     hstamp = cnt[1]
-    r_order, r_m, r_j, r_cp = route
+    r_order, r_m, r_j, r_cp, r_rule = route
     routed = r_m.size > 0
+    clocked = r_rule[6].size > 0  # the served ranks and scores, the handler's decisions
     r_rank, r_pos, r_taken, r_zz = route_scratch(n_experts)
     group = cnt[2] - 1  # (carried: the groups of earlier calls)
     for t in range(t_first, n):
@@ -1450,6 +1455,10 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                 route_group(pages, t, j - t, (s % L) * n_experts, n_experts, group, r_order,
                             r_m[group], r_j, j - t, resident, r_rank, r_taken, pages, t, r_cp,
                             r_zz, r_pos)
+                if clocked:
+                    clock_group(r_rank, r_pos, n_experts, j - t, r_order.shape[0] > 0,
+                                (s % L) * n_experts, group, t, pages, t, j - t, r_rule, act,
+                                lvl)
                 p = pages[t]
             if grouped:
                 stamp = next_stamp
@@ -1729,7 +1738,7 @@ ENTER = (50.0, 500.0)
 BETA_ENTER = 50.0
 
 #: the ``route`` argument of :func:`token_kernel` for a run without routing
-_NO_ROUTE = (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior())
+_NO_ROUTE = (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior(), no_rule())
 
 
 def setup(proto, kind: int, layout, caps: np.ndarray, dist: bool,

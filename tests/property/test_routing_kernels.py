@@ -181,6 +181,74 @@ def test_routed_kernel_equals_reference_with_byte_budgets(data, trace, policy):
     assert_same(fast, ref)
 
 
+#: SpecMD's Algorithm 1 (routing, then miss handling, then prefetching) in the phase kernel
+#: (the list family and the scanned policies) and the token kernel
+ALGORITHM_1_POLICIES = ["lru", "fifo", "llru", "least-stale-dist", "lru-dist", "lfu", "lhu",
+                        "score-based", "gdsf", "marking", "arc", "lecar-dist", "blind-oracle",
+                        "robust-blind-oracle", "token-match", "token-decay-dist",
+                        "token-hazard", "robust-token-match"]
+
+
+def _handler(data, trace, costs, sizes):
+    """A built-in handler (a cascade bound to levels of half and a quarter of the sizes), or
+    None; those that read scores only when the trace has them."""
+    from paging.miss import FetchLowestBit, FetchPriority, make_miss
+
+    kinds = ["none", "drop:rank=1", "drop:rank=2", "substitute", "lowest-bit"]
+    if trace.score is not None:
+        kinds += ["drop:score=0.3", "priority"]
+    kind = data.draw(st.sampled_from(kinds))
+    lv = [sizes, np.maximum(1, sizes // 2), np.maximum(1, sizes // 4)]
+    lc = [costs, costs / 2, costs / 4]
+    if kind == "lowest-bit":
+        return FetchLowestBit(("int8", "int4")).bind(lv[:2], lc[:2])
+    if kind == "priority":
+        return FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(lv, lc)
+    return None if kind == "none" else make_miss(kind)
+
+
+def _prefetcher(spec):
+    from paging.predict.prefetch import Prefetcher, make_prefetch_predictor, make_strategy
+
+    return None if spec is None else Prefetcher(make_prefetch_predictor(spec),
+                                                make_strategy(None))
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data(), trace=traces, policy=st.sampled_from(ALGORITHM_1_POLICIES),
+       pf=st.sampled_from([None, "frequency", "previous-token",
+                           "oracle:precision=0.7,recall=0.8,seed=3"]),
+       record=st.sampled_from([True, "hits", False]), seed=st.integers(0, 2))
+def test_routing_miss_handling_and_prefetching_kernel_equals_reference(data, trace, policy, pf,
+                                                                        record, seed):
+    """Every hook (routing every group or the decode phase's), every built-in handler and
+    prefetchers together, pages or a byte budget with mixed-precision residents: the compiled
+    run (each group routed in the kernel, the handler deciding from the routed rank and
+    router weight, the plan's batch after the served group) equals the reference loop's in
+    every field, counters and logs included; each recorded run passes the verifier."""
+    P = trace.layout.n_pages
+    sizes = np.array(data.draw(st.lists(st.integers(1, 4), min_size=P, max_size=P)))
+    costs = np.array(data.draw(st.lists(st.sampled_from([0.5, 1.0, 3.0]), min_size=P,
+                                        max_size=P)))
+    miss = _handler(data, trace, costs, sizes)
+    if miss is None and pf is None:
+        pf = "frequency"
+    if (policy.startswith("score-based") and trace.score is None) or (
+            policy.startswith("robust-token") and pf is not None):
+        return  # (refused by both engines alike: tested elsewhere)
+    if miss is not None and miss.uses_levels or data.draw(st.booleans()):
+        kw = dict(budget=data.draw(st.integers(int(sizes.max()), 20)), sizes=sizes, costs=costs)
+    else:
+        kw = dict(k=data.draw(st.integers(1, 14)))
+    hook = _hook(data, trace)
+    runs = [simulate(trace, policy, routing=hook(), miss=miss, prefetch=_prefetcher(pf),
+                     record=record, seed=seed, engine=engine, **kw)
+            for engine in ("fast", "reference")]
+    assert_same(*runs)
+    if record is True:
+        verify(trace, runs[0], costs=kw.get("costs"), sizes=kw.get("sizes"))
+
+
 def test_hand_checked_max_rank():
     # one layer, n = 4, top-2, ids only; token 0 serves {0, 1}; token 1's ranking is 2, 3, then
     # 0, 1 (unknown ranks, by id): with 0 and 1 cached, max-rank:j=1 serves 2 then the cached

@@ -416,19 +416,22 @@ def test_routing_then_the_miss_handler_by_hand():
     (evicting 0), 3 dropped: 3 misses, 3 drops, no hit.
     max-rank:j=1: token 0 as above; token 1 serves [2, 0] (0 is cached): 2 fetched, 0 hits;
     token 2 serves [1, 0] (0 is the first cached expert in its ranking 1, 3, 0, 2): 1 fetched
-    (evicting 2, the least recent), 0 hits: 3 misses, 1 drop, 2 hits. The engine="fast" run
-    is refused (no kernel holds the three phases together); "auto" takes the reference loop."""
+    (evicting 2, the least recent), 0 hits: 3 misses, 1 drop, 2 hits. The routed ranks are
+    0, 1, 0, 2 (0 is the trace's rank 2 of token 1: K, outside its top 2), 0, 2; the drop's
+    is 1. Both engines give these numbers (the compiled one decides the drop from the ranks
+    it routes in the kernel)."""
     tr = from_routing(np.array([[[0, 1]], [[2, 3]], [[1, 3]]]), Layout(4, 1), "groups")
     plain = simulate(tr, "lru", 2, miss="drop:rank=1")
     assert (plain.misses, plain.extra["dropped"], plain.hits) == (3, 3, 0)
-    res = simulate(tr, "lru", 2, miss="drop:rank=1", routing="max-rank:j=1", record=True)
-    assert (res.misses, res.extra["dropped"], res.hits) == (3, 1, 2)
-    assert res.events["served_pages"].tolist() == [0, 1, 2, 0, 1, 0]
-    assert res.events["dropped"].tolist() == [1]
-    assert res.extra["routing"] == "max-rank:j=1" and res.extra["miss"] == "drop:rank=1"
-    verify(tr, res)
-    with pytest.raises(PagingError, match="no compiled kernel for cache-aware routing with"):
-        simulate(tr, "lru", 2, miss="drop:rank=1", routing="max-rank:j=1", engine="fast")
+    for engine in ("reference", "fast"):
+        res = simulate(tr, "lru", 2, miss="drop:rank=1", routing="max-rank:j=1", record=True,
+                       engine=engine)
+        assert (res.misses, res.extra["dropped"], res.hits) == (3, 1, 2)
+        assert res.events["served_pages"].tolist() == [0, 1, 2, 0, 1, 0]
+        assert res.events["dropped"].tolist() == [1]
+        assert res.extra["replaced_ranks"] == {"1": 1}
+        assert res.extra["routing"] == "max-rank:j=1" and res.extra["miss"] == "drop:rank=1"
+        verify(tr, res)
 
 
 def test_cli_routing_with_miss_handling_and_a_model(tmp_path):
