@@ -277,3 +277,30 @@ def test_token_phase_kernels_golden():
         got[(p, phase)] = (fast.misses, fast.extra["prefetches" if phase == "prefetch"
                                                     else "dropped"])
     assert got == TOKEN_PHASES_K128
+
+
+#: SpecMD's Algorithm 1 on both sequences of the Mixtral file (groups mode): Least-Stale at 5 %
+#: of Mixtral's bytes, int8, ``cache-prior:lambda=0.5,j=0`` (SpecMD's Eq. 1) with each miss
+#: handler: (fetched misses, dropped, substituted) summed over the two sequences, the numbers of
+#: docs/guide/specmd.md's table (9,125 dropped, 1,954 substituted, 18,326 fetched with
+#: fetch-priority), and the compiled run's rows equal the reference loop's, timeline included
+ALGORITHM_1 = {"drop:rank=1": (9433, 9125, 0), "substitute": (13368, 0, 1954),
+               "fetch-lowest-bit": (16349, 0, 0), "fetch-priority": (18326, 0, 0)}
+
+
+@needs_traces
+@pytest.mark.parametrize("miss", sorted(ALGORITHM_1))
+def test_routing_with_miss_handling_golden(miss):
+    from paging.cost import get_model, share_budget
+    from paging.run import RunSpec, run
+
+    traces = load(os.path.join(os.environ["PAGING_TRACES"], MIXTRAL), expand="groups")
+    rows = {}
+    for engine in ("fast", "reference"):
+        spec = RunSpec("least-stale", budget=share_budget(get_model("mixtral-8x7b"), 5),
+                       model="mixtral-8x7b", precision="int8",
+                       routing="cache-prior:lambda=0.5,j=0", miss=miss, engine=engine)
+        rows[engine] = run(spec, traces)
+    assert rows["fast"] == rows["reference"]
+    got = tuple(sum(r[f] for r in rows["fast"]) for f in ("misses", "dropped", "substituted"))
+    assert got == ALGORITHM_1[miss]
