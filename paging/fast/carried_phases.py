@@ -120,7 +120,7 @@ def source() -> str:
         ctl[3] = n_draw
         yield (misses, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, outcome, subst,
                np.array([prefetches, useful, wasted, skipped, pf_bytes], np.int64), pf_log,
-               n_pf_log, pf_ev, n_pf_ev)
+               n_pf_log, pf_ev, n_pf_ev, resident)
         n_pf_log = 0
         n_pf_ev = 0
         n_draw = 0
@@ -147,6 +147,9 @@ def source() -> str:
             t -= 1
             resume = True"""
     out = "\n".join(lines[:head]) + "\n" + loop + "\n" + "\n".join(lines[end:])
+    # (the residency last: a routing hook reads it between two pieces, CarriedPhases.resident)
+    out = _once(out, "            pf_log, n_pf_log, pf_ev, n_pf_ev)\n",
+                "            pf_log, n_pf_log, pf_ev, n_pf_ev, resident)\n")
     return _once(out, "\n    return (misses, coll,", "\n    yield (misses, coll,")
 
 
@@ -407,7 +410,8 @@ class CarriedPhases:
         SUBSTITUTED) and substitutes, and the prefetches inserted, rows ``(t + 1, page)``.
         ``act``, ``lvl``: the piece's drop flags and fetch levels (a run made with ``drops``,
         ``levels``: :func:`paging.fast.phases.miss_actions`); ``scores``: its gate scores
-        (Score-Based's run, and only it)."""
+        (Score-Based's run, and only it). A piece without pages only inserts ``across`` (a
+        routed step's batch after a layer's group, before the next layer is routed)."""
         pages = np.asarray(pages, dtype=np.int64)
         steps = np.asarray(steps, dtype=np.int64)
         t0, t1 = self.t, self.t + pages.size
@@ -451,11 +455,21 @@ class CarriedPhases:
             self._refill(int(self.ctl[DRAWS_USED]) if self.out is not None else 0)
         self.ctl[N_AVAIL] = t1
         self.out = next(self.gen)
-        self.t_prev, self.t, self.groups = t0, t1, g0 + n_groups
+        if pages.size:  # (an empty piece only inserts the batch after the last group: the
+            self.t_prev = t0  # piece before stays the one _grow copies)
+        self.t, self.groups = t1, g0 + n_groups
         out = self.out
         rows = out[11][:out[12]].copy()
         subst = out[9][t0:t1].copy() if out[9].size else np.full(t1 - t0, -1, np.int64)
         return out[3][t0:t1].copy(), out[8][t0:t1].copy(), subst, rows
+
+    def resident(self) -> np.ndarray:
+        """Each page's residency now (bool, one per page), as the last piece left it: the
+        kernel's own array (live), which a routing hook reads between two pieces
+        (:mod:`paging.serve.engine`); all False before the first piece."""
+        if self.out is None:
+            return np.zeros(self.layout.n_pages, np.bool_)
+        return self.out[15]
 
     def finish(self) -> dict:
         """End the run: its counters (``misses``, ``collisions``, ``bypasses``, and the

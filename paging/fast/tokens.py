@@ -1472,8 +1472,8 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
         # group that has a prefetch batch, inserts the batch's pages one by one (sub = 1..)
         b_lo = 0
         b_hi = 0
-        if has_pf and t + 1 == g_end and g_end < n:
-            b_lo = pf_start[group]
+        if has_pf and t + 1 == g_end and (g_end < n or t < t_lo):  # (resuming: the batch
+            b_lo = pf_start[group]  # after the call before's last group, whatever follows)
             b_hi = pf_start[group + 1]
         batch_pinned = False
         for sub in range(1 if t < t_lo else 0, b_hi - b_lo + 1):
@@ -1942,6 +1942,11 @@ class CarriedPhases(Carried):
     def t(self) -> int:
         """The requests fed so far."""
         return self.req.n
+
+    def resident(self) -> np.ndarray:
+        """Each page's residency now (bool, one per page), as the last piece left it (a
+        routing hook reads it between two pieces)."""
+        return self.C[0]
 
     def feed(self, pages, steps, batches=(), across=None, act=None, lvl=None):
         """:meth:`paging.fast.carried_phases.CarriedPhases.feed`: ``(hits, outcome, subst,

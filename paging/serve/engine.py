@@ -281,24 +281,22 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     scores, given each step's drop flags and levels). With a routing hook ``"plain"``
     too when ``hook`` (:func:`paging.fast.step_routing.serving_hook`: ``pruning``, ``max-rank``,
     ``cumsum``, ``cache-prior``; not when the traces carry full logits) routes the step's
-    tokens compiled. Never with ``--verify`` (which records the
-    run in the reference loop). ``engine="fast"`` insists."""
+    tokens compiled, and ``"phases"`` with it and a prefetcher or a handler (SpecMD's
+    Algorithm 1: :meth:`_Server._serve_routed_phased`). Never with ``--verify`` (which records
+    the run in the reference loop). ``engine="fast"`` insists."""
     from paging import fast
     from paging.fast.carried_phases import admits
 
     plan = fast.plan(policy)
     mode = None
-    if run_spec.routed:  # (with a prefetcher or a miss handler: the reference loop)
-        if hook is not None and not run_spec.verify and run_spec.engine != "reference" \
-                and not run_spec.extended:
-            mode = "plain" if fast.carries(plan) else None
-    elif not run_spec.verify and run_spec.engine != "reference":
+    if not run_spec.verify and run_spec.engine != "reference" and (
+            hook is not None or not run_spec.routed):
         if handler is None and run_spec.prefetch is None:
             mode = "plain" if fast.carries(plan) else None
         elif admits(policy, plan, run_spec.prefetch is not None) and (
                 handler is None or not handler.uses_levels
                 or handler.level_sizes is not None and run_spec.budget is not None):
-            mode = "phases"
+            mode = "phases"  # (routed: each layer's union a piece, _serve_routed_phased)
     if run_spec.engine == "fast" and mode is None:
         raise PagingError(f"--engine fast: paging serve compiles the list family (lru, fifo, "
                           f"fwf, llru, fld, least-stale and their -dist forms), lfu, the credit "
@@ -309,8 +307,8 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"their -dist forms) and flashmoe "
                           f"without --verify, also with --miss or --prefetch (not flashmoe; "
                           f"robust-token-match without --prefetch) or with --routing pruning, "
-                          f"max-rank, cumsum or cache-prior (traces without full logits; not with "
-                          f"--miss or --prefetch); "
+                          f"max-rank, cumsum or cache-prior (traces without full logits; with "
+                          f"--miss or --prefetch as above); "
                           f"{policy.name} with these options "
                           "runs in the reference loop (--engine auto)")
     return mode
@@ -511,9 +509,13 @@ class _Server:
         t0 = self.sim.t if self.sim is not None else None
         if self.router is not None:  # what each token requests depends on the cache: each
             # layer is routed and served in turn
-            pages, cnt, hits, info = (
-                self._serve_routed_compiled(batch, step_no) if self.kernel is not None
-                else self._serve_routed(batch, step_no, groups))
+            if self.phased is not None:
+                pages, cnt, hits, info, handled = self._serve_routed_phased(batch, step_no,
+                                                                           groups, now)
+            else:
+                pages, cnt, hits, info = (
+                    self._serve_routed_compiled(batch, step_no) if self.kernel is not None
+                    else self._serve_routed(batch, step_no, groups))
             gof = pages // self.layout.n_experts
         cuts = np.flatnonzero(np.diff(gof)) + 1
         if self.router is None:
@@ -592,7 +594,6 @@ class _Server:
         first, the handler's drop flags and fetch levels from the union's ranks and scores
         (``info``: :func:`step_routing_info`); its hits and the timeline's inputs
         (:meth:`_handled`'s, and the prefetches)."""
-        from paging.fast.common import DROPPED, FETCHED, SUBSTITUTED
         from paging.fast.phases import miss_actions
 
         pf, run = self.pf, self.phased
@@ -604,6 +605,15 @@ class _Server:
         hits, outcome, subst, rows = run.feed(pages, clock, batches, self.across, act, lvl,
                                               **sc)
         self.across = None
+        return hits, self._phased_inputs(pages, hits, outcome, subst, lvl, rows, t0, now)
+
+    def _phased_inputs(self, pages, hits, outcome, subst, lvl, rows, t0: int, now: float):
+        """The timeline's inputs of a step served by the carried phase kernel (its requests'
+        outcomes, substitutes and fetch levels, the prefetch rows ``(t + 1, page)`` of the
+        step, which started at request ``t0``: those at ``t0``, the batch after the step
+        before's last group, join the copy stream for that step), and the handler's counts."""
+        from paging.fast.common import DROPPED, FETCHED, SUBSTITUTED
+
         drop, swap = outcome == DROPPED, outcome == SUBSTITUTED
         levels = np.where(outcome == FETCHED, lvl, 0) if lvl.size else np.zeros(pages.size,
                                                                                 np.int64)
@@ -612,13 +622,13 @@ class _Server:
         self.counts[2] += int((levels > 0).sum())
         handled = self._timeline_inputs(pages, hits, np.where(drop, 2, np.where(swap, 3, 0)),
                                         np.where(swap, subst, pages), levels)
-        if pf is not None:
+        if self.pf is not None:
             across = rows[:, 0] == t0  # the batch after the step before's last group
             self._queue_across(rows[across, 1].tolist())
             own = rows[~across]
             self.carry.now = now
             handled.update(pf_at=own[:, 0] - t0, pf_page=own[:, 1].copy(), carry=self.carry)
-        return hits, handled
+        return handled
 
     def _serve_routed(self, batch, step_no: int, groups=None) -> tuple:
         """The step with a routing hook (:mod:`paging.routing`): on each layer, every token of
@@ -722,27 +732,12 @@ class _Server:
         but the token and prediction policies: the whole step in one call,
         :meth:`paging.fast.CarriedRun.routed_step`);
         the quality proxies summed token by token, in the reference's order."""
-        from paging.fast.lists import no_logits
         from paging.fast.step_routing import route_tokens
 
         kernel, L, n = self.kernel, self.layout.n_layers, self.layout.n_experts
         hook, j, m, tau, lam = self.hook
-        if self.route_state is None:  # Cache-Prior's running sums (the hook's, as reset)
-            r = self.router
-            rsum = np.array(getattr(r, "_range_sum", None) or [0.0] * L, dtype=np.float64)
-            rn = np.array(getattr(r, "_range_n", None) or [0] * L, dtype=np.int64)
-            self.route_state = (rsum, rn, np.array(self.quality, dtype=np.float64),
-                                no_logits())
+        XL, WL, KL, free = self._route_inputs(batch)
         rsum, rn, q, nolog = self.route_state
-        X, S, _ = _step_routing(batch, n)
-        # each row's weights: its gate scores, else 1/K (Group.probs), and their logarithms
-        valid = X >= 0
-        k_row = valid.sum(axis=2, keepdims=True)
-        W = np.where(np.isnan(S[:, :, :1]), 1.0 / np.maximum(k_row, 1), S)
-        W = np.where(valid, W, 0.0)
-        KN = np.log(np.maximum(W, 1e-300))
-        XL, WL, KL = (np.ascontiguousarray(a.transpose(1, 0, 2)) for a in (X, W, KN))
-        free = self._served_as_ranked(batch)
         whole = kernel.routed_step(XL, WL, KL, step_no, self.hook, (rsum, rn, q, nolog, free))
         if whole is not None:  # (routed and served in one call)
             self.quality[:] = [float(q[0]), int(q[1]), float(q[2]), int(q[3])]
@@ -769,6 +764,94 @@ class _Server:
         return (cat(pages), cat(cnt), cat(hits),
                 (cat(ranks), cat(scores)) if scored else None)
 
+    def _route_inputs(self, batch) -> tuple:
+        """The compiled routing's inputs for the step's tokens, layer-major: their experts,
+        router weights (gate scores, else 1/K: ``Group.probs``) and the weights' logarithms,
+        and which tokens are served as ranked (:meth:`_served_as_ranked`); the running sums
+        (Cache-Prior's, and the quality proxies) in ``self.route_state``."""
+        from paging.fast.lists import no_logits
+
+        L, n = self.layout.n_layers, self.layout.n_experts
+        if self.route_state is None:  # Cache-Prior's running sums (the hook's, as reset)
+            r = self.router
+            rsum = np.array(getattr(r, "_range_sum", None) or [0.0] * L, dtype=np.float64)
+            rn = np.array(getattr(r, "_range_n", None) or [0] * L, dtype=np.int64)
+            self.route_state = (rsum, rn, np.array(self.quality, dtype=np.float64),
+                                no_logits())
+        X, S, _ = _step_routing(batch, n)
+        valid = X >= 0
+        k_row = valid.sum(axis=2, keepdims=True)
+        W = np.where(np.isnan(S[:, :, :1]), 1.0 / np.maximum(k_row, 1), S)
+        W = np.where(valid, W, 0.0)
+        KN = np.log(np.maximum(W, 1e-300))
+        XL, WL, KL = (np.ascontiguousarray(a.transpose(1, 0, 2)) for a in (X, W, KN))
+        return XL, WL, KL, self._served_as_ranked(batch)
+
+    def _serve_routed_phased(self, batch, step_no: int, groups, now: float) -> tuple:
+        """:meth:`_serve_routed` (SpecMD's Algorithm 1) with the cache in the carried phase
+        kernel (:func:`paging.fast.carried_phases.carry`; the token policies' own): on each
+        layer the tokens are routed by :func:`paging.fast.step_routing.route_tokens` against
+        the kernel's residency, the union is fed as one piece with the handler's drop flags
+        and fetch levels from its routed ranks and scores (the batch reading), and the
+        prefetcher's batch after the layer's group (asked of the router's own union, as the
+        reference asks it) is inserted by a piece without pages before the next layer is
+        routed. Returns :meth:`_serve_routed`'s four, then the timeline's inputs."""
+        from paging.fast.phases import miss_actions
+        from paging.fast.step_routing import route_tokens
+
+        run, L, n = self.phased, self.layout.n_layers, self.layout.n_experts
+        hook, j, m, tau, lam = self.hook
+        XL, WL, KL, free = self._route_inputs(batch)
+        rsum, rn, q, nolog = self.route_state
+        after = {}  # layer -> the prefetch batch after its group
+        if self.pf is not None:
+            upages, ugof, _, n_tok, _, _ = groups
+            ucuts = np.flatnonzero(np.diff(ugof)) + 1
+            sizes, flat = self._proposals(upages, ucuts, n_tok)
+            ends = np.cumsum(sizes)
+            zs = ugof[np.r_[0, ucuts]] if upages.size else []
+            after = {int(zs[i]): flat[ends[i] - sizes[i]:ends[i]] for i in range(len(ends))
+                     if sizes[i]}
+        t0 = run.t
+        out = {k: [] for k in ("pages", "cnt", "hits", "outcome", "subst", "lvl", "rows",
+                               "ranks", "scores")}
+        worst = self.spec.batch_reading == "worst"
+        sc = {}
+        for z in range(L):
+            pz, cz, sz, rz = route_tokens(XL[z], WL[z], KL[z], z, n, run.resident(), hook, j,
+                                          m, tau, lam, rsum, rn, q, nolog, free, worst)
+            if pz.size == 0:
+                continue
+            act, lvl = miss_actions(self.handler, pz.size, rz, sz)
+            if self.policy_scores:
+                sc = {"scores": sz}
+            h, oc, sb, rows = run.feed(pz, np.full(pz.size, step_no * L + z, np.int64), (),
+                                       None, act, lvl, **sc)
+            if z in after:  # inserted with the group just served pinned
+                if self.policy_scores:
+                    sc = {"scores": np.zeros(0)}
+                empty = np.zeros(0, np.int64)
+                *_, more = run.feed(empty, empty, (), after[z], act[:0], lvl[:0], **sc)
+                rows = np.concatenate([rows, more])
+            for k, v in zip(out, (pz, cz, h, oc, sb, lvl, rows, rz, sz), strict=True):
+                out[k].append(v)
+        self.quality[:] = [float(q[0]), int(q[1]), float(q[2]), int(q[3])]
+        cat = {k: np.concatenate(v) if v else np.zeros(0, np.int64) for k, v in out.items()}
+        pages, hits = cat["pages"], cat["hits"].astype(bool)
+        if self.pf is not None and pages.size:  # the next step's first batch keeps the
+            last = out["pages"][-1]  # served last group pinned
+            self.last_group = (*self.last_group[:2], last.tolist())
+        rows = cat["rows"].reshape(-1, 2)
+        handled = self._phased_inputs(pages, hits, cat["outcome"].astype(np.int8),
+                                      cat["subst"], cat["lvl"] if self.handler is not None
+                                      and self.handler.uses_levels else np.zeros(0, np.int64),
+                                      rows, t0, now)
+        info = None
+        if any(self.reads):  # (as the reference loop reports a routed step's)
+            info = (cat["ranks"].astype(np.int64),
+                    cat["scores"].astype(np.float64) if self.reads[0] else None)
+        return pages, cat["cnt"], hits, info, handled
+
     def prefetch_across(self, groups) -> None:
         """After a step's last group: the prefetcher's batch for layer 0 of the next step
         (``groups``: :meth:`groups` of its batch), queued on the copy stream behind that
@@ -778,8 +861,16 @@ class _Server:
         z, ex, keep = self.last_group
         target = pages[gof == gof[0]]
         proposal = self.pf.propose(z, ex, int(gof[0]), target % n, n_tok)
-        if self.phased is not None:  # inserted by the next step's feed, before its groups
-            self.across = proposal
+        if self.phased is not None:
+            if self.router is None:  # inserted by the next step's feed, before its groups
+                self.across = proposal
+            elif proposal:  # now, by a piece without pages: the next step's routing reads
+                # the cache, as the reference loop's does after this insertion
+                empty = np.zeros(0, np.int64)
+                rows = self.phased.feed(empty, empty, (), proposal, np.zeros(0, np.int8),
+                                        empty, **({"scores": np.zeros(0)}
+                                                  if self.policy_scores else {}))[3]
+                self._queue_across(rows[:, 1].tolist())
             return
         if proposal:
             self.sim.prefetch_group(proposal, keep=keep)
