@@ -265,10 +265,8 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     or a miss handler (SpecMD's Algorithm 1: routing, miss handling, prefetching) it is
     :func:`_run_phased`."""
     from paging.errors import PagingError
-    from paging.fast import _LEARNED, _LIST, _TOKEN, _caps
-    from paging.result import build_result
+    from paging.fast import _caps
     from paging.routing import CachePrior, Cumsum, Group, Pruning, RoutedRun, quality
-    from paging.trace import Trace
     from paging.weights import unit_sizes
 
     RoutedRun.check(trace, router, policy)  # the reference's checks, and router.reset
@@ -328,53 +326,15 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
         sp, ss, N = pages.copy(), steps, pages.size
     served_lo = np.concatenate(([0], np.cumsum(_served_sizes(bounds, cap, applied))))
     served_lo = served_lo.astype(np.int64)
-    phased = None
+    route = (order, mcol, int(j), cp)
     if prefetch is not None or miss is not None:
-        phased = _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level,
-                             prefetch, miss, sp, ss, static, (order, mcol, int(j), cp), bounds,
-                             served_lo, tok_of, z_of, caps, slots)
-        coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = (None,) * 7
-    elif spec[0] == _LIST:
-        state = list_state(P, L, caps.size)
-        # read-only but for the pages a routing kernel writes (common.frozen)
-        misses, coll, _, hit_mask, ev, n_ev, byp, n_byp = list_kernel(
-            frozen(sp) if static else sp, frozen(ss), frozen(slots), n, L, caps, spec[2],
-            spec[1], level, state,
-            no_route() if static else (order, mcol, int(j), sp, cp))
-        page_miss = state[10]
-    elif spec[0] in (_TOKEN, _LEARNED):
-        capacity = int(k if budget is None else budget)
-        if spec[0] == _TOKEN:
-            from paging.fast.tokens import execute
-        else:  # FlashMoE is told the routed trace's length, as the reference's policy is
-            from paging.fast.learned import execute as run_learned
-
-            def execute(tr, *args, **kw):
-                return run_learned(tr, *args, n_requests=trace.n_requests, **kw)
-        if static:  # the served sequence as a trace: its tokens, one visit per token
-            served = Trace(lay, sp, ss, trace.name, expand="groups",
-                           token=np.repeat(tok_of, _served_sizes(bounds, cap, applied)))
-            out = execute(served, spec, slots, capacity, level, policy)
-        else:
-            out = execute(trace, spec, slots, capacity, level, policy,
-                          route=(order, mcol, int(j), cp) + ((no_rule(),) if spec[0] == _TOKEN
-                                                            else ()), served=sp)
-        _, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = out
+        res = _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level, prefetch,
+                          miss, sp, ss, static, route, bounds, served_lo, tok_of, z_of, caps,
+                          slots)
     else:
-        coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = _phase_routed(
-            trace, policy, spec, sp, ss, static, (order, mcol, int(j), cp), bounds, cap, applied,
-            caps, slots, budget, costs, sizes, seed, level, tok_of, z_of)
+        res = _run_served(trace, policy, spec, k, budget, costs, sizes, seed, level, sp, ss,
+                          static, route, bounds, cap, applied, caps, slots, tok_of, z_of)
     changed = _changed(pages, bounds, sp, served_lo)
-    if phased is not None:
-        res = phased
-    else:
-        res = build_result(
-            policy=policy.name, k=k, budget=budget, trace=trace.name, requests=int(N),
-            page_misses=page_miss, n_layers=L, collisions=int(coll), bypasses=int(n_byp),
-            seed=seed, dist=spec[2], costs=costs, sizes=sizes,
-            hit_mask=hit_mask[:N].copy() if level else None,
-            evictions=ev[:n_ev].copy() if level > 1 else None,
-            bypassed=byp[:n_byp].copy() if level > 1 else None)
     if not has_order:
         w = _request_weights(trace, bounds)
         ret, ch, kls = _quality_sums(pages, bounds, sp, served_lo, w, n, L, steps)
@@ -396,6 +356,58 @@ def run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed, level
     _finish(res, _extra(router, trace, G, float(np.cumsum(retained)[-1]) if G else 0.0,
                         n_changed, float(np.cumsum(kl)[-1]) if G else 0.0), sp, ss, N, level)
     return res
+
+
+def _run_served(trace, policy, spec, k, budget, costs, sizes, seed, level, sp, ss, static,
+                route, bounds, cap, applied, caps, slots, tok_of, z_of):
+    """A routed run without a prefetcher or a miss handler on the policy's kernel (the list
+    kernel, the token kernel, FlashMoE's or the phase kernel), over the served sequence
+    ``sp`` (routed in the kernel unless ``static``): the Result without the routing's
+    fields."""
+    from paging.fast import _LEARNED, _LIST, _TOKEN
+    from paging.result import build_result
+    from paging.trace import Trace
+
+    lay = trace.layout
+    n, L, P = lay.n_experts, lay.n_layers, lay.n_pages
+    N = sp.size
+    order, mcol, j, cp = route
+    if spec[0] == _LIST:
+        state = list_state(P, L, caps.size)
+        # read-only but for the pages a routing kernel writes (common.frozen)
+        misses, coll, _, hit_mask, ev, n_ev, byp, n_byp = list_kernel(
+            frozen(sp) if static else sp, frozen(ss), frozen(slots), n, L, caps, spec[2],
+            spec[1], level, state,
+            no_route() if static else (order, mcol, j, sp, cp))
+        page_miss = state[10]
+    elif spec[0] in (_TOKEN, _LEARNED):
+        capacity = int(k if budget is None else budget)
+        if spec[0] == _TOKEN:
+            from paging.fast.tokens import execute
+        else:  # FlashMoE is told the routed trace's length, as the reference's policy is
+            from paging.fast.learned import execute as run_learned
+
+            def execute(tr, *args, **kw):
+                return run_learned(tr, *args, n_requests=trace.n_requests, **kw)
+        if static:  # the served sequence as a trace: its tokens, one visit per token
+            served = Trace(lay, sp, ss, trace.name, expand="groups",
+                           token=np.repeat(tok_of, _served_sizes(bounds, cap, applied)))
+            out = execute(served, spec, slots, capacity, level, policy)
+        else:  # (the token kernel's route has a handler's rule: none here)
+            out = execute(trace, spec, slots, capacity, level, policy,
+                          route=route + ((no_rule(),) if spec[0] == _TOKEN else ()), served=sp)
+        _, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = out
+    else:
+        coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = _phase_routed(
+            trace, policy, spec, sp, ss, static, route, bounds, cap, applied, caps, slots,
+            budget, costs, sizes, seed, level, tok_of, z_of)
+    return build_result(
+        policy=policy.name, k=k, budget=budget, trace=trace.name, requests=int(N),
+        page_misses=page_miss, n_layers=L, collisions=int(coll), bypasses=int(n_byp),
+        seed=seed, dist=spec[2], costs=costs, sizes=sizes,
+        hit_mask=hit_mask[:N].copy() if level else None,
+        evictions=ev[:n_ev].copy() if level > 1 else None,
+        bypassed=byp[:n_byp].copy() if level > 1 else None)
 
 
 def _finish(res, extra, sp, ss, N, level) -> None:
@@ -481,14 +493,8 @@ def _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level, prefe
         kind, scan = phases.run_kind(policy, spec, prefetch is not None)
         inputs = list(phases.policy_inputs(trace, policy, spec, kind, caps, slots, budget,
                                            seed, N + pf_pages.size))
-        gprob = np.zeros((0, 0))
-        if kind == phases.SCORE_SCAN:  # the served requests' gate scores, as RoutedRun
-            # writes them
-            gprob = _served_probs(trace, bounds, tok_of, z_of)
-            if static:
-                g_of = np.repeat(np.arange(bounds.size - 1), np.diff(served_lo))
-                inputs[4] = gprob[g_of, sp - z_of[g_of] * n] if N else np.zeros(0)
-                gprob = np.zeros((0, 0))
+        gprob = _score_inputs(kind, inputs, trace, bounds, np.diff(served_lo), sp, tok_of,
+                              z_of, static)
         out = phases.phase_kernel(
             # the pages writable (routed over), the rest read-only as run_phases passes them
             sp, frozen(ss), frozen(slots), level_slots, n, L, caps, spec[2], kind, level,
@@ -516,13 +522,8 @@ def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, appli
     kind = phases.phase_kind(policy, spec)
     inputs = list(phases.policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed,
                                        sp.size))
-    prob = np.zeros((0, 0))
-    if kind == phases.SCORE_SCAN:  # the served requests' gate scores, as RoutedRun writes them
-        prob = _served_probs(trace, bounds, tok_of, z_of)
-        if static:
-            g_of = np.repeat(np.arange(bounds.size - 1), _served_sizes(bounds, cap, applied))
-            inputs[4] = prob[g_of, sp - z_of[g_of] * n] if sp.size else np.zeros(0)
-            prob = np.zeros((0, 0))
+    prob = _score_inputs(kind, inputs, trace, bounds, _served_sizes(bounds, cap, applied), sp,
+                         tok_of, z_of, static)
     none = np.zeros(0, np.int64)
     (_, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, *_) = phases.phase_kernel(
         # the pages writable (routed over), the rest read-only as run_phases passes them
@@ -532,6 +533,26 @@ def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, appli
         *inputs, phases.no_route() if static else (*route, prob, no_rule()))
     phases.leave_state(policy, kind, spec[2], inputs[-2])
     return coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+
+
+def _score_inputs(kind, inputs, trace, bounds, sizes, sp, tok_of, z_of, static):
+    """Score-Based's gate scores in a routed run of the phase kernel, as
+    :class:`paging.routing.RoutedRun` writes them for the served requests: every group's row
+    of router weights (:func:`_served_probs`), which the kernel writes over ``gscore`` as it
+    routes each group, returned; with a ``static`` served sequence (``sizes`` requests per
+    group) the served requests' weights written into ``inputs[4]`` (the kernel's ``gscore``)
+    now, and no rows returned. Any other kind: no rows."""
+    from paging.fast import phases
+
+    if kind != phases.SCORE_SCAN:
+        return np.zeros((0, 0))
+    prob = _served_probs(trace, bounds, tok_of, z_of)
+    if not static:
+        return prob
+    n = trace.layout.n_experts
+    g_of = np.repeat(np.arange(bounds.size - 1), sizes)
+    inputs[4] = prob[g_of, sp - z_of[g_of] * n] if sp.size else np.zeros(0)
+    return np.zeros((0, 0))
 
 
 def _served_probs(trace, bounds, tok_of, z_of):
