@@ -92,16 +92,18 @@ def test_mrc_bar_on_a_terminal_but_not_under_json(monkeypatch, capsys):
 
 
 def test_simulate_reference_loop_bar_on_a_terminal_but_not_under_json(monkeypatch, capsys):
-    """A long run in the reference loop (here routing with a miss handler, which has no
-    kernel) shows a bar naming the loop; a compiled run, --json and a short run show none."""
+    """A long run in the reference loop (here routing with a miss handler, --engine
+    reference) shows a bar naming the loop; the compiled run of the same options, --json and
+    a short run show none."""
     sim = sys.modules["paging.simulate"]
     monkeypatch.setattr(sim, "PROGRESS_MIN", 1000)
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     spec = "zipf:n=4,layers=3,tokens=200,topk=2,seed=0"
-    args = ["simulate", spec, "--policy", "lru", "--k", "4", "--expand", "groups"]
-    assert main(args + ["--routing", "max-rank:j=1", "--miss", "drop:rank=1"]) == 0
+    args = ["simulate", spec, "--policy", "lru", "--k", "4", "--expand", "groups", "--routing",
+            "max-rank:j=1", "--miss", "drop:rank=1"]
+    assert main(args + ["--engine", "reference"]) == 0
     assert "simulate lru (reference loop)" in capsys.readouterr().err
-    assert main(args + ["--routing", "max-rank:j=1", "--miss", "drop:rank=1", "--json"]) == 0
+    assert main(args + ["--engine", "reference", "--json"]) == 0
     cap = capsys.readouterr()
     json.loads(cap.out)
     assert "reference loop" not in cap.err
