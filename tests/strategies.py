@@ -119,3 +119,18 @@ def assert_same_fields(a, b) -> None:
                     assert type(x[key]) is type(y[key]) and x[key] == y[key], (key, x[key], y[key])
         else:
             assert type(x) is type(y) and x == y, (f.name, x, y)
+
+
+def cascade_handler(cascade, costs, sizes):
+    """A handler whose cascade puts pages of several sizes in the cache (``lowest-bit``: half
+    size, ``priority``: full, half or quarter by gate score), another built-in handler by its
+    spec (``substitute``, ``drop:rank=1``, ...), or None (``none``)."""
+    from paging.miss import FetchLowestBit, FetchPriority, make_miss
+
+    lv = [sizes, np.maximum(1, sizes // 2), np.maximum(1, sizes // 4)]
+    lc = [costs, costs / 2, costs / 4]
+    if cascade == "lowest-bit":
+        return FetchLowestBit(("int8", "int4")).bind(lv[:2], lc[:2])
+    if cascade == "priority":
+        return FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(lv, lc)
+    return None if cascade == "none" else make_miss(cascade)

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import page_weights, round_traces, topk_traces
+from strategies import cascade_handler, page_weights, round_traces, topk_traces
 
 from paging import fast
 from paging.errors import PagingError
 from paging.fast import prefetch_plan
-from paging.miss import FetchLowestBit, FetchPriority, make_miss
+from paging.miss import make_miss
 from paging.policies import POLICY_NAMES, make_policy
 from paging.predict.prefetch import Prefetcher, Transition, make_prefetch_predictor, make_strategy
 from paging.simulate import simulate
@@ -146,18 +146,6 @@ def test_miss_kernel_equals_reference_scanned(name, trace, data, miss):
 def test_rounds_traces(name, trace, data, pred, miss):
     k = data.draw(st.integers(1, trace.layout.n_pages + 1))
     both(trace, name, k, pred, "topk:overfetch=1.5", miss, True)
-
-
-def cascade_handler(cascade, costs, sizes):
-    """A handler whose cascade puts pages of several sizes in the cache (``lowest-bit``: half
-    size, ``priority``: full, half or quarter by gate score), or ``substitute``, or None."""
-    lv = [sizes, np.maximum(1, sizes // 2), np.maximum(1, sizes // 4)]
-    lc = [costs, costs / 2, costs / 4]
-    if cascade == "lowest-bit":
-        return FetchLowestBit(("int8", "int4")).bind(lv[:2], lc[:2])
-    if cascade == "priority":
-        return FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(lv, lc)
-    return None if cascade == "none" else make_miss(cascade)
 
 
 @pytest.mark.parametrize("name", ["lru", "fifo", "fwf", "least-stale", "fld", "lru-dist",

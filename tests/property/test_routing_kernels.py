@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import assert_same_fields as assert_same
+from strategies import cascade_handler
 
 from paging.errors import PagingError
 from paging.generators import router
@@ -192,19 +193,10 @@ ALGORITHM_1_POLICIES = ["lru", "fifo", "llru", "least-stale-dist", "lru-dist", "
 def _handler(data, trace, costs, sizes):
     """A built-in handler (a cascade bound to levels of half and a quarter of the sizes), or
     None; those that read scores only when the trace has them."""
-    from paging.miss import FetchLowestBit, FetchPriority, make_miss
-
     kinds = ["none", "drop:rank=1", "drop:rank=2", "substitute", "lowest-bit"]
     if trace.score is not None:
         kinds += ["drop:score=0.3", "priority"]
-    kind = data.draw(st.sampled_from(kinds))
-    lv = [sizes, np.maximum(1, sizes // 2), np.maximum(1, sizes // 4)]
-    lc = [costs, costs / 2, costs / 4]
-    if kind == "lowest-bit":
-        return FetchLowestBit(("int8", "int4")).bind(lv[:2], lc[:2])
-    if kind == "priority":
-        return FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(lv, lc)
-    return None if kind == "none" else make_miss(kind)
+    return cascade_handler(data.draw(st.sampled_from(kinds)), costs, sizes)
 
 
 def _prefetcher(spec):
