@@ -424,14 +424,15 @@ class CarriedPhases:
         plan = np.zeros(0, np.int64)
         if self.pf_start.size:
             a, b_sizes, b_pages = common.piece_plan(batches, across, n_groups)
-            plan = np.r_[a, b_pages]
+            plan = np.concatenate((a, b_pages))  # (not np.r_: slow, a call per piece)
             if plan.size > self.pf_pages.size:
                 raise PagingError(f"carried phases: a piece's prefetch plan of {plan.size:,} "
                                   f"pages exceeds its buffer ({self.pf_pages.size:,})")
             # batch g is pf_pages[pf_start[g]:pf_start[g + 1]], from the piece before's last
             # group (whose batch is `across`) on
-            sizes = np.r_[a.size, b_sizes] if g0 else b_sizes
-            bounds = np.r_[0, np.cumsum(sizes)]
+            sizes = np.concatenate(((a.size,), b_sizes)) if g0 else b_sizes
+            bounds = np.zeros(sizes.size + 1, np.int64)
+            np.cumsum(sizes, out=bounds[1:])
         self.inserted += pages.size + plan.size
         if t1 + 2 > self.pages.size or self.chains and self.inserted + 1 > self.chain_room:
             # (the plan's group bounds need two more; the markers one chain per insertion)

@@ -413,6 +413,7 @@ def piece_plan(batches, across, n_groups: int) -> tuple:
         b_sizes = [len(b) for b in batches]
         b_pages = [p for b in batches for p in b]
     b_sizes = np.asarray(b_sizes, np.int64)[:max(n_groups - 1, 0)]
-    b_sizes = np.r_[b_sizes, np.zeros(max(n_groups - 1 - b_sizes.size, 0), np.int64)]
+    if b_sizes.size < n_groups - 1:  # (the missing ones empty)
+        b_sizes = np.concatenate((b_sizes, np.zeros(n_groups - 1 - b_sizes.size, np.int64)))
     a = np.asarray(across if across is not None else [], np.int64)
     return a, b_sizes, np.asarray(b_pages, np.int64)[:int(b_sizes.sum())]

@@ -1967,7 +1967,7 @@ class CarriedPhases(Carried):
                 self.bounds.a[0, self.bounds.n - 1] = self.plan.n
             base = self.plan.n
             self.plan.append(b_pages)
-            self.bounds.append(base + np.cumsum(np.r_[b_sizes, 0][:n_groups]))
+            self.bounds.append(base + np.cumsum(np.concatenate((b_sizes, (0,)))[:n_groups]))
         lo = self.req.append(*cols)
         out, redone, _ = self._serve(lo, 1)
         at = lo if redone else 0
