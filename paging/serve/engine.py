@@ -656,15 +656,7 @@ class _Server:
         pages, cnt, hits = [], [], []
         scored = any(self.reads)  # (the policy's or the handler's ranks and scores)
         ranks, scores = [], []
-        after = {}  # layer -> the prefetch batch after its group
-        if self.pf is not None:
-            upages, ugof, _, n_tok, _, _ = groups
-            ucuts = np.flatnonzero(np.diff(ugof)) + 1
-            sizes, flat = self._proposals(upages, ucuts, n_tok)
-            ends = np.cumsum(sizes).tolist()
-            zs = ugof[np.r_[0, ucuts]].tolist() if upages.size else []
-            after = {zs[i]: flat[ends[i] - sizes[i]:ends[i]].tolist() for i in range(len(ends))
-                     if sizes[i]}
+        after = self._batches_after(groups)
         for z in range(L):
             cached = set(sim.state.cached_in_layer(z))
             count: dict[int, int] = {}
@@ -803,15 +795,7 @@ class _Server:
         hook, j, m, tau, lam = self.hook
         XL, WL, KL, free = self._route_inputs(batch)
         rsum, rn, q, nolog = self.route_state
-        after = {}  # layer -> the prefetch batch after its group
-        if self.pf is not None:
-            upages, ugof, _, n_tok, _, _ = groups
-            ucuts = np.flatnonzero(np.diff(ugof)) + 1
-            sizes, flat = self._proposals(upages, ucuts, n_tok)
-            ends = np.cumsum(sizes)
-            zs = ugof[np.r_[0, ucuts]] if upages.size else []
-            after = {int(zs[i]): flat[ends[i] - sizes[i]:ends[i]] for i in range(len(ends))
-                     if sizes[i]}
+        after = self._batches_after(groups)
         t0 = run.t
         out = {k: [] for k in ("pages", "cnt", "hits", "outcome", "subst", "lvl", "rows",
                                "ranks", "scores")}
@@ -828,11 +812,7 @@ class _Server:
             h, oc, sb, rows = run.feed(pz, np.full(pz.size, step_no * L + z, np.int64), (),
                                        None, act, lvl, **sc)
             if z in after:  # inserted with the group just served pinned
-                if self.policy_scores:
-                    sc = {"scores": np.zeros(0)}
-                empty = np.zeros(0, np.int64)
-                *_, more = run.feed(empty, empty, (), after[z], act[:0], lvl[:0], **sc)
-                rows = np.concatenate([rows, more])
+                rows = np.concatenate([rows, self._insert_batch(after[z])])
             for k, v in zip(out, (pz, cz, h, oc, sb, lvl, rows, rz, sz), strict=True):
                 out[k].append(v)
         self.quality[:] = [float(q[0]), int(q[1]), float(q[2]), int(q[3])]
@@ -852,6 +832,28 @@ class _Server:
                     cat["scores"].astype(np.float64) if self.reads[0] else None)
         return pages, cat["cnt"], hits, info, handled
 
+    def _batches_after(self, groups) -> dict:
+        """A routed step's prefetch batches (:meth:`_proposals`, asked of the router's own
+        union, ``groups``: :meth:`groups` of the step): layer -> the batch after its group
+        (lists of pages; none without a prefetcher, none after the last group)."""
+        if self.pf is None:
+            return {}
+        upages, ugof, _, n_tok, _, _ = groups
+        ucuts = np.flatnonzero(np.diff(ugof)) + 1
+        sizes, flat = self._proposals(upages, ucuts, n_tok)
+        ends = np.cumsum(sizes).tolist()
+        zs = ugof[np.r_[0, ucuts]].tolist() if upages.size else []
+        return {zs[i]: flat[ends[i] - sizes[i]:ends[i]].tolist() for i in range(len(ends))
+                if sizes[i]}
+
+    def _insert_batch(self, batch) -> np.ndarray:
+        """Insert a prefetch batch into the carried phase kernel's cache now, with the group
+        served last pinned (a piece without pages); its prefetch rows ``(t + 1, page)``."""
+        empty = np.zeros(0, np.int64)
+        scores = {"scores": np.zeros(0)} if self.policy_scores else {}
+        return self.phased.feed(empty, empty, (), batch, np.zeros(0, np.int8), empty,
+                                **scores)[3]
+
     def prefetch_across(self, groups) -> None:
         """After a step's last group: the prefetcher's batch for layer 0 of the next step
         (``groups``: :meth:`groups` of its batch), queued on the copy stream behind that
@@ -864,13 +866,9 @@ class _Server:
         if self.phased is not None:
             if self.router is None:  # inserted by the next step's feed, before its groups
                 self.across = proposal
-            elif proposal:  # now, by a piece without pages: the next step's routing reads
-                # the cache, as the reference loop's does after this insertion
-                empty = np.zeros(0, np.int64)
-                rows = self.phased.feed(empty, empty, (), proposal, np.zeros(0, np.int8),
-                                        empty, **({"scores": np.zeros(0)}
-                                                  if self.policy_scores else {}))[3]
-                self._queue_across(rows[:, 1].tolist())
+            elif proposal:  # now: the next step's routing reads the cache, as the
+                # reference loop's does after this insertion
+                self._queue_across(self._insert_batch(proposal)[:, 1].tolist())
             return
         if proposal:
             self.sim.prefetch_group(proposal, keep=keep)
