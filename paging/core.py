@@ -32,6 +32,7 @@ def group_bounds(steps: np.ndarray) -> np.ndarray:
     ends = np.r_[starts[1:], n]
     return np.repeat(ends, np.diff(np.r_[starts, n]))
 
+
 def check_capacity(k, budget, sizes, n_pages: int) -> tuple[int | None, int | None]:
     """Validate the capacity of a run: exactly one of ``k`` (pages) or ``budget`` (bytes, which
     needs ``sizes``). Returns ``(k, budget)`` as ints (one of them None)."""

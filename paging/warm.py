@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from paging.errors import PagingError
-from paging.trace import Trace, sequence_bounds, sequence_record
+from paging.trace import Trace, group_starts, sequence_bounds, sequence_record
 
 __all__ = ["concat", "order", "split", "sequence_bounds", "prefill_ranges"]
 
@@ -129,7 +129,7 @@ def _quality(trace: Trace, served_pages, served_steps, lo: int, hi: int) -> dict
     lay = trace.layout
     n, L = lay.n_experts, lay.n_layers
     steps = trace.steps[lo:hi]
-    starts = lo + np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]]) if hi > lo else []
+    starts = lo + group_starts(steps) if hi > lo else []
     ends = list(starts[1:]) + [hi] if hi > lo else []
     sums, G = [0.0, 0, 0.0], 0
     for a, b in zip(starts, ends, strict=True):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from paging.errors import PagingError
-from paging.trace import Trace
+from paging.trace import Trace, group_starts
 
 __all__ = ["served_index", "served_trace"]
 
@@ -58,10 +58,8 @@ def served_trace(trace: Trace, result) -> Trace:
     if M and (g.max() >= trace.n_requests or (trace.steps[g] != ss).any()):
         raise PagingError("the served steps are not groups of the trace")
     tok = trace.token if trace.token is not None else trace.passes
-    opens = np.ones(M, dtype=bool)
-    opens[1:] = ss[1:] != ss[:-1]
-    idx = np.arange(M, dtype=np.int64)
-    pos = idx - np.maximum.accumulate(np.where(opens, idx, 0))
+    starts = group_starts(ss)  # each served request's position in its group
+    pos = np.arange(M, dtype=np.int64) - np.repeat(starts, np.diff(np.r_[starts, M]))
     meta = dict(trace.meta)
     if meta.get("phase_bounds"):
         meta["phase_bounds"] = _map_bounds(trace, ss, meta["phase_bounds"])

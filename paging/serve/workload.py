@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from paging.errors import PagingError
-from paging.trace import Trace
+from paging.trace import Trace, group_starts
 
 __all__ = ["Sequence", "Arrivals", "pool", "read_arrivals"]
 
@@ -70,7 +70,7 @@ def _experts(trace: Trace) -> tuple:
     ids, tok = np.unique(tok, return_inverse=True)
     layer = trace.layers
     steps = trace.steps
-    starts = np.flatnonzero(np.r_[True, steps[1:] != steps[:-1]])
+    starts = group_starts(steps)
     size = np.diff(np.r_[starts, steps.size])
     j = np.arange(steps.size) - np.repeat(starts, size)
     K = int(size.max()) if size.size else 1
