@@ -242,21 +242,35 @@ def clock_group(rank, pos, n, K, has_order, base, g, lo, served, o0, c, rule, ac
         if not has_order and r > K:
             r = K
         srank[i] = r
-        w = 0.0
         if sscore.size > 0:
+            w = 0.0
             if prob.shape[0] > 0:
                 w = prob[g, e]
             elif r < K:
                 w = tscore[lo + r]
             sscore[i] = w
+    decide(code, rcut, scut, cuts, srank, sscore, act, lvl, o0, o0 + c)
+
+
+@njit(cache=True, nogil=True)
+def decide(code, rcut, scut, cuts, rank, score, act, lvl, lo, hi):
+    """The miss handler's decision for requests ``lo..hi-1`` from their ranks and gate
+    scores, by rule ``code`` (:func:`paging.fast.phases.handler_rule`): ``drop:rank=R``
+    (``act`` 1 when the rank is >= R), ``drop:score=S`` (when the score is < S) and
+    ``fetch-priority`` (``lvl``: the number of cuts above the score), as
+    :class:`paging.miss.Drop` and :class:`paging.miss.FetchPriority` decide one request. The
+    one rule of every compiled path: the plan made before a run
+    (:func:`paging.fast.phases.miss_actions`), a serving step's, a routed group's
+    (:func:`clock_group`)."""
+    for i in range(lo, hi):
         if code == RULE_DROP_RANK:
-            act[i] = 1 if r >= rcut else 0
+            act[i] = 1 if rank[i] >= rcut else 0
         elif code == RULE_DROP_SCORE:
-            act[i] = 1 if w < scut else 0
+            act[i] = 1 if score[i] < scut else 0
         elif code == RULE_PRIORITY:
             level = 0
-            for x in cuts:  # the number of cuts above the score
-                if w < x:
+            for x in cuts:
+                if score[i] < x:
                     level += 1
             lvl[i] = level
 

@@ -1256,27 +1256,48 @@ class _State:
         return self._n if self._rank is None else int(np.count_nonzero(self._rank == 0))
 
 
+def handler_rule(miss) -> tuple:
+    """``(code, rank cut, score cut, cuts)`` of a built-in handler's decision from a request's
+    rank and gate score (:func:`paging.fast.common.decide`): ``drop:rank=R``,
+    ``drop:score=S``, ``fetch-priority``'s cuts; ``RULE_NONE`` for any other handler."""
+    from paging.fast.common import RULE_DROP_RANK, RULE_DROP_SCORE, RULE_NONE, RULE_PRIORITY
+    from paging.miss import Drop, FetchPriority
+
+    if type(miss) is Drop:
+        if miss.rank is not None:
+            return RULE_DROP_RANK, int(miss.rank), 0.0, np.zeros(0)
+        return RULE_DROP_SCORE, 0, float(miss.score), np.zeros(0)
+    if type(miss) is FetchPriority:
+        return RULE_PRIORITY, 0, 0.0, np.array(miss.cuts, dtype=np.float64)
+    return RULE_NONE, 0, 0.0, np.zeros(0)
+
+
 def miss_actions(miss, N: int, rank, score) -> tuple:
     """``(act, lvl)`` of a built-in handler for N requests of ranks ``rank`` and gate scores
     ``score`` (each None when the handler does not read it): the drop flags (``drop``: rank >=
     R, or score < S) and the fetch levels (``fetch-lowest-bit``: the lowest; ``fetch-priority``:
-    the number of cuts above the score), each empty when the handler sets none."""
-    from paging.miss import Drop, FetchLowestBit, FetchPriority
+    the number of cuts above the score), each empty when the handler sets none
+    (:func:`paging.fast.common.decide`). With neither ``rank`` nor ``score`` the arrays are
+    only sized (zeros): a routed run's kernel decides as it routes each group."""
+    from paging.fast.common import RULE_DROP_RANK, RULE_DROP_SCORE, RULE_PRIORITY, decide
+    from paging.miss import FetchLowestBit
 
     act = np.zeros(0, np.int8)
     lvl = np.zeros(0, np.int64)
     if type(miss) is FetchLowestBit:
-        lvl = np.full(N, len(miss.levels) - 1, np.int64)
-    elif type(miss) is FetchPriority:
-        score = np.asarray(score, dtype=np.float64)
+        return act, np.full(N, len(miss.levels) - 1, np.int64)
+    code, rcut, scut, cuts = handler_rule(miss)
+    if code in (RULE_DROP_RANK, RULE_DROP_SCORE):
+        act = np.zeros(N, np.int8)
+    elif code == RULE_PRIORITY:
         lvl = np.zeros(N, np.int64)
-        for c in miss.cuts:  # level = number of cuts above the score
-            lvl += score < c
-    elif type(miss) is Drop:
-        if miss.rank is not None:
-            act = (np.asarray(rank, dtype=np.int64) >= miss.rank).astype(np.int8)
-        else:
-            act = (np.asarray(score, dtype=np.float64) < miss.score).astype(np.int8)
+    else:
+        return act, lvl
+    if rank is None and score is None:
+        return act, lvl
+    rank = np.zeros(0, np.int64) if rank is None else np.asarray(rank, dtype=np.int64)
+    score = np.zeros(0) if score is None else np.asarray(score, dtype=np.float64)
+    decide(code, rcut, scut, cuts, rank, score, act, lvl, 0, N)
     return act, lvl
 
 

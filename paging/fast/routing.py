@@ -440,13 +440,8 @@ def _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level, prefe
 
     from paging.fast import _TOKEN, phases
     from paging.fast.common import (
-        RULE_DROP_RANK,
-        RULE_DROP_SCORE,
-        RULE_NONE,
-        RULE_PRIORITY,
         clock_static,
     )
-    from paging.miss import Drop, FetchPriority
     from paging.trace import Trace
     from paging.weights import unit_costs, unit_sizes
 
@@ -456,14 +451,8 @@ def _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level, prefe
     pf_start, pf_pages, pf_size = phases.prefetch_arrays(trace, prefetch, seed, sizes)
     substitute, level_slots = phases.handler_room(trace, miss)
     # sized for the served requests; their values are the rule's (clock_group)
-    act, lvl = phases.miss_actions(miss, N, np.zeros(N, np.int64), np.zeros(N))
-    code, rcut, scut, cuts = RULE_NONE, 0, 0.0, np.zeros(0)
-    if type(miss) is Drop:
-        code = RULE_DROP_RANK if miss.rank is not None else RULE_DROP_SCORE
-        rcut = int(miss.rank or 0)
-        scut = float(miss.score or 0.0)
-    elif type(miss) is FetchPriority:
-        code, cuts = RULE_PRIORITY, np.array(miss.cuts, dtype=np.float64)
+    act, lvl = phases.miss_actions(miss, N, None, None)
+    code, rcut, scut, cuts = phases.handler_rule(miss)
     has_score = trace.score is not None
     order = route[0]
     prob = (_served_probs(trace, bounds, tok_of, z_of) if has_score and order.shape[0] > 0
