@@ -112,8 +112,8 @@ def add_parser(sub) -> None:
                      help="cache-aware routing, each token of a step routed seeing the layer's "
                           "cached experts: pruning:j=J, max-rank:j=J[,m=M], cumsum:tau=T[,j=J], "
                           "cache-prior:lambda=L[,j=J], each with [,phase=decode] to leave "
-                          "the prompt tokens as ranked; with --miss and --prefetch in the "
-                          "reference loop")
+                          "the prompt tokens as ranked; with --miss and --prefetch too "
+                          "(SpecMD's Algorithm 1, layer by layer)")
     p.add_argument("--no-bound", action="store_true",
                    help="skip the offline bound (Belady on the produced stream)")
     p.add_argument("--seed", type=int, default=0,
@@ -125,7 +125,7 @@ def add_parser(sub) -> None:
                         "arc, lecar, marking; token-hazard, token-decay, token-match, "
                         "robust-token-match; blind-oracle, predictive-marker, lmarker, "
                         "robust-blind-oracle; score-based; flashmoe; -dist; also with --miss "
-                        "or --prefetch (not flashmoe), or --routing pruning, max-rank, "
+                        "or --prefetch (not flashmoe), and/or --routing pruning, max-rank, "
                         "cumsum, cache-prior on traces without full logits; not with "
                         "--verify), else the reference loop (auto); same numbers")
     p.add_argument("--verify", action="store_true",
