@@ -483,7 +483,7 @@ def _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level, prefe
         inputs = list(phases.policy_inputs(trace, policy, spec, kind, caps, slots, budget,
                                            seed, N + pf_pages.size))
         gprob = _score_inputs(kind, inputs, trace, bounds, np.diff(served_lo), sp, tok_of,
-                              z_of, static)
+                              z_of, static, prob if prob.shape[0] else None)
         out = phases.phase_kernel(
             # the pages writable (routed over), the rest read-only as run_phases passes them
             sp, frozen(ss), frozen(slots), level_slots, n, L, caps, spec[2], kind, level,
@@ -524,18 +524,20 @@ def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, appli
     return coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
 
 
-def _score_inputs(kind, inputs, trace, bounds, sizes, sp, tok_of, z_of, static):
+def _score_inputs(kind, inputs, trace, bounds, sizes, sp, tok_of, z_of, static, prob=None):
     """Score-Based's gate scores in a routed run of the phase kernel, as
     :class:`paging.routing.RoutedRun` writes them for the served requests: every group's row
     of router weights (:func:`_served_probs`), which the kernel writes over ``gscore`` as it
     routes each group, returned; with a ``static`` served sequence (``sizes`` requests per
     group) the served requests' weights written into ``inputs[4]`` (the kernel's ``gscore``)
-    now, and no rows returned. Any other kind: no rows."""
+    now, and no rows returned. Any other kind: no rows. ``prob``: those rows when the caller
+    has them already."""
     from paging.fast import phases
 
     if kind != phases.SCORE_SCAN:
         return np.zeros((0, 0))
-    prob = _served_probs(trace, bounds, tok_of, z_of)
+    if prob is None:
+        prob = _served_probs(trace, bounds, tok_of, z_of)
     if not static:
         return prob
     n = trace.layout.n_experts
