@@ -20,10 +20,15 @@ same body, with the request loop fed in pieces,
   the next piece (only the current piece's entries are ever read, so they start empty: a run
   holds at most twice the requests it has made, not the most it could make), and the
   markers' chain lengths (indexed by chain, one at most per insertion: copied over);
+  ``ctl[5]`` 1 when the piece *closes* (below);
 * every piece ends with a group; the kernel yields after the piece's last request and, when
   resumed with the next piece, first inserts the plan's batch after that group (its
   ``pf_start[g]:pf_start[g + 1]``, which the caller writes then: the batch of a step's last
-  layer targets the next step, whose requests are not known before);
+  layer targets the next step, whose requests are not known before). A piece that closes
+  brings that batch with it and the kernel inserts it before it yields (a routed serving
+  step's layer, whose batch must be in the cache before the next layer is routed: one call
+  a layer instead of two); the next piece's ``across`` is then inserted after it, both with
+  that group pinned;
 * the prefetch plan, the prefetch log and the draws are per piece: the caller writes each
   piece's batches from the start of ``pf_pages``, the log restarts at row 0 and the draws at
   ``draws[0]`` after every yield (request indices and everything else run on);
@@ -70,7 +75,7 @@ from paging.fast import common
 __all__ = ["CarriedPhases", "carried_kernel", "source", "admits", "carry"]
 
 #: ``ctl`` fields
-N_AVAIL, CARRIED, STOP, DRAWS_USED, GROWN = 0, 1, 2, 3, 4
+N_AVAIL, CARRIED, STOP, DRAWS_USED, GROWN, CLOSE = 0, 1, 2, 3, 4, 5
 
 
 def _once(text: str, old: str, new: str) -> str:
@@ -104,7 +109,8 @@ def source() -> str:
     body = _once(body, "            if substitute:\n                requested[p] += 1\n",
                  "            if substitute and not resume:\n                requested[p] += 1\n")
     body = _once(body, "if has_pf and t + 1 == g_end and g_end < n:",
-                 "if has_pf and t + 1 == g_end and (g_end < n_avail or resume):")
+                 "if has_pf and t + 1 == g_end and (g_end < n_avail or resume or "
+                 "ctl[5] != 0):")
     body = _once(body, "for sub in range(b_hi - b_lo + 1):",
                  "for sub in range(1 if resume else 0, b_hi - b_lo + 1):")
     loop = f"""    n_avail = ctl[0]
@@ -343,7 +349,7 @@ class CarriedPhases:
         # the kernel's chain lengths: one per request and per prefetch page at most
         self.chain_room = room + self.pf_pages.size + 1 if self.chains else 0
         self.inserted = 0  # requests and prefetch pages given so far
-        self.ctl = np.array([0, 1, 0, 0, 0], np.int64)
+        self.ctl = np.array([0, 1, 0, 0, 0, 0], np.int64)
         self.t = self.t_prev = 0  # requests fed, and where the last piece started
         self.groups = 0  # groups fed
         # the larger buffers a grown run moves to (typed lists: the kernel reads them when
@@ -401,7 +407,8 @@ class CarriedPhases:
         self.draws = carry_draws(self.rng, self.draws, used, self.draw_buf.size)
         self.draw_buf[:] = self.draws[:self.draw_buf.size]
 
-    def feed(self, pages, steps, batches=(), across=None, act=None, lvl=None, scores=None):
+    def feed(self, pages, steps, batches=(), across=None, act=None, lvl=None, scores=None,
+             close=None):
         """Serve the next piece (``pages``, their ``steps``: whole groups); ``batches[i]``:
         the prefetch pages after its group i (none for the last: it comes with the next
         piece, as ``across``), or ``batches = (sizes, pages)``, those batches' sizes and their
@@ -411,19 +418,29 @@ class CarriedPhases:
         ``act``, ``lvl``: the piece's drop flags and fetch levels (a run made with ``drops``,
         ``levels``: :func:`paging.fast.phases.miss_actions`); ``scores``: its gate scores
         (Score-Based's run, and only it). A piece without pages only inserts ``across`` (a
-        routed step's batch after a layer's group, before the next layer is routed)."""
+        routed step's batch after a layer's group, before the next layer is routed).
+        ``close``: the batch after the piece's last group, inserted now, before the call
+        returns (the next piece then has no ``across``): a routed step's layer and its batch
+        in one call."""
         pages = np.asarray(pages, dtype=np.int64)
         steps = np.asarray(steps, dtype=np.int64)
         t0, t1 = self.t, self.t + pages.size
         if pages.size > self.piece_room:
             raise PagingError(f"carried phases: a piece of {pages.size:,} requests (at most "
                               f"{self.piece_room:,})")
-        cuts = np.flatnonzero(np.diff(steps)) + 1
-        n_groups = cuts.size + 1 if pages.size else 0
+        n_groups = int(np.count_nonzero(steps[1:] != steps[:-1])) + 1 if pages.size else 0
         g0 = self.groups
         plan = np.zeros(0, np.int64)
+        closes = close is not None
+        if closes and not n_groups:
+            raise ValueError("a piece without pages has no group to close")
+        if (closes or across is not None and len(across)) and not self.pf_start.size:
+            raise ValueError("prefetch batches in a run without prefetching")
         if self.pf_start.size:
             a, b_sizes, b_pages = common.piece_plan(batches, across, n_groups)
+            if closes:  # the batch after the last group, in the plan now
+                b_sizes = np.concatenate((b_sizes, (len(close),)))
+                b_pages = np.concatenate((b_pages, np.asarray(close, np.int64)))
             plan = np.concatenate((a, b_pages))  # (not np.r_: slow, a call per piece)
             if plan.size > self.pf_pages.size:
                 raise PagingError(f"carried phases: a piece's prefetch plan of {plan.size:,} "
@@ -455,6 +472,7 @@ class CarriedPhases:
         if self.rng is not None:
             self._refill(int(self.ctl[DRAWS_USED]) if self.out is not None else 0)
         self.ctl[N_AVAIL] = t1
+        self.ctl[CLOSE] = closes
         self.out = next(self.gen)
         if pages.size:  # (an empty piece only inserts the batch after the last group: the
             self.t_prev = t0  # piece before stays the one _grow copies)

@@ -421,6 +421,9 @@ def piece_plan(batches, across, n_groups: int) -> tuple:
     ``(across, sizes, pages)``, int64 arrays, ``sizes`` the batches after its first
     ``n_groups - 1`` groups (missing ones empty, extra ones dropped), ``pages`` theirs one
     after another."""
+    if across is None and not len(batches):  # (a piece without batches: every call of a
+        none = np.zeros(0, np.int64)  # routed serving step's layers)
+        return none, np.zeros(max(n_groups - 1, 0), np.int64), none
     if isinstance(batches, tuple) and len(batches) == 2:  # (sizes, pages)
         b_sizes, b_pages = batches
     else:

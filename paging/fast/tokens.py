@@ -1356,7 +1356,8 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
 
     A carried call with phases (:class:`CarriedPhases`: the plan, ``act`` and ``lvl`` of the
     run so far) first inserts the batch after the call before's last group (group
-    ``cnt[2] - 1`` of ``C``'s counters, its last request heard as the one before it), then
+    ``cnt[2] - 1`` of ``C``'s counters, its last request heard as the one before it; from
+    plan page ``cnt[4]`` on: a call without requests may have inserted its start), then
     serves its own requests; its logs and outcomes start at ``t_lo`` (the prefetch rows keep
     the run's request indices), and with ``cnt[3]`` set the prefetches still pending at its
     end are not counted as wasted (the run may go on).
@@ -1475,6 +1476,8 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
         if has_pf and t + 1 == g_end and (g_end < n or t < t_lo):  # (resuming: the batch
             b_lo = pf_start[group]  # after the call before's last group, whatever follows)
             b_hi = pf_start[group + 1]
+            if t < t_lo:  # (the part an earlier call inserted already: not again)
+                b_lo = max(b_lo, cnt[4])
         batch_pinned = False
         for sub in range(1 if t < t_lo else 0, b_hi - b_lo + 1):
             prefetching = sub > 0
@@ -1797,15 +1800,16 @@ def cache_state(P: int, parts: int) -> tuple:
     (``clist``, ``cpos``, ``ccount``), ``pin`` stamps, the bypass rule's ``hseen``, the pass of
     each page's last eviction, ``page_miss``, the combiner's last request of each page and of
     each partition, its ``leader`` and ``switches``, the counters ``cnt`` (the next pin stamps,
-    the groups served, and 1 for a carried run with a prefetch plan, whose pending prefetches
-    count as wasted only when it ends: :class:`CarriedPhases`), the substitute's request counts
-    and the pending prefetches."""
+    the groups served, 1 for a carried run with a prefetch plan, whose pending prefetches
+    count as wasted only when it ends: :class:`CarriedPhases`, and where in the plan the part
+    of the last group's batch not yet inserted starts), the substitute's request counts and
+    the pending prefetches."""
     i64 = np.int64
     return (np.zeros(P, np.bool_), np.zeros(P, i64), np.zeros(parts, i64),
             np.zeros((parts, P), i64), np.zeros(P, i64), np.zeros(parts, i64),
             np.full(P, -1, i64), np.full(P, -1, i64), np.full(P, -1, i64), np.zeros(P, i64),
             np.full(P, -1, i64), np.full(parts, -1, i64), np.zeros(parts, i64),
-            np.zeros(parts, i64), np.zeros(4, i64), np.zeros(P, i64), np.zeros(P, np.bool_))
+            np.zeros(parts, i64), np.zeros(5, i64), np.zeros(P, i64), np.zeros(P, np.bool_))
 
 
 def _start(spec, lay, caps, slots, enter):
@@ -1948,10 +1952,18 @@ class CarriedPhases(Carried):
         routing hook reads it between two pieces)."""
         return self.C[0]
 
-    def feed(self, pages, steps, batches=(), across=None, act=None, lvl=None):
+    def feed(self, pages, steps, batches=(), across=None, act=None, lvl=None, close=None):
         """:meth:`paging.fast.carried_phases.CarriedPhases.feed`: ``(hits, outcome, subst,
         pf_rows)`` of the piece (``act``, ``lvl``: its drop flags and fetch levels, in a run
-        made with ``drops``, ``levels``)."""
+        made with ``drops``, ``levels``); ``close``, the batch after its last group, is
+        inserted by a second call, a piece without pages."""
+        if close is not None:
+            if not len(pages):
+                raise ValueError("a piece without pages has no group to close")
+            hits, outcome, subst, rows = self.feed(pages, steps, batches, across, act, lvl)
+            empty = np.zeros(0, np.int64)
+            more = self.feed(empty, empty, (), close, np.zeros(0, np.int8), empty)[3]
+            return hits, outcome, subst, np.concatenate((rows, more))
         pages = np.asarray(pages, dtype=np.int64)
         steps = np.asarray(steps, dtype=np.int64)
         cols = [pages, steps, steps // self.layout.n_layers]
@@ -1962,7 +1974,8 @@ class CarriedPhases(Carried):
         if self.prefetch:
             n_groups = int(np.count_nonzero(np.diff(steps))) + 1 if pages.size else 0
             a, b_sizes, b_pages = piece_plan(batches, across, n_groups)
-            if self.req.n:  # the batch after the last group so far
+            if self.req.n:  # the batch after the last group so far: ``a`` more of it (what
+                self.C[14][4] = self.plan.n  # the calls before inserted is not inserted again)
                 self.plan.append(a)
                 self.bounds.a[0, self.bounds.n - 1] = self.plan.n
             base = self.plan.n

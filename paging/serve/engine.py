@@ -809,10 +809,9 @@ class _Server:
             act, lvl = miss_actions(self.handler, pz.size, rz, sz)
             if self.policy_scores:
                 sc = {"scores": sz}
+            # (the batch after the layer's group, inserted with the group pinned, in the call)
             h, oc, sb, rows = run.feed(pz, np.full(pz.size, step_no * L + z, np.int64), (),
-                                       None, act, lvl, **sc)
-            if z in after:  # inserted with the group just served pinned
-                rows = np.concatenate([rows, self._insert_batch(after[z])])
+                                       None, act, lvl, close=after.get(z), **sc)
             for k, v in zip(out, (pz, cz, h, oc, sb, lvl, rows, rz, sz), strict=True):
                 out[k].append(v)
         self.quality[:] = [float(q[0]), int(q[1]), float(q[2]), int(q[3])]

@@ -90,11 +90,15 @@ def test_fed_in_pieces_equals_the_reference(name, trace, data, pred, sub, seed):
     run = carry(trace.layout, policy, k, 1, seed=seed, substitute=sub,
                 prefetch=pred is not None, batch_room=sum(map(len, batches)) + 1,
                 piece_room=max(widest, 1))
+    # pieces that close: each brings the batch after its last group (feed's close), and the
+    # next piece no across
+    closing = pred is not None and data.draw(st.booleans())
     hits, outcome, subst, rows = [], [], [], []
     for a, b in zip(bounds[:-1], bounds[1:], strict=False):
         lo, hi = starts[a], starts[b] if b < G else N
-        h, o, s, r = run.feed(pages[lo:hi], steps[lo:hi], batches[a:b - 1],
-                              batches[a - 1] if a > 0 and pred is not None else None,
+        across = batches[a - 1] if a > 0 and pred is not None and not closing else None
+        h, o, s, r = run.feed(pages[lo:hi], steps[lo:hi], batches[a:b - 1], across,
+                              close=batches[b - 1] if closing and b < G else None,
                               **({} if score is None else {"scores": score[lo:hi]}))
         hits.append(h), outcome.append(o), subst.append(s), rows.append(r)
     done = run.finish()
