@@ -428,7 +428,8 @@ class CarriedPhases:
         if pages.size > self.piece_room:
             raise PagingError(f"carried phases: a piece of {pages.size:,} requests (at most "
                               f"{self.piece_room:,})")
-        n_groups = int(np.count_nonzero(steps[1:] != steps[:-1])) + 1 if pages.size else 0
+        n_groups = (0 if not pages.size else 1 if steps[0] == steps[-1]  # (steps ascend)
+                    else int(np.count_nonzero(steps[1:] != steps[:-1])) + 1)
         g0 = self.groups
         plan = np.zeros(0, np.int64)
         closes = close is not None
@@ -436,20 +437,25 @@ class CarriedPhases:
             raise ValueError("a piece without pages has no group to close")
         if (closes or across is not None and len(across)) and not self.pf_start.size:
             raise ValueError("prefetch batches in a run without prefetching")
-        if self.pf_start.size:
+        if self.pf_start.size and n_groups == 1 and across is None and not len(batches):
+            # (one group, nothing across: a routed step's layer; its plan without numpy's
+            # small calls, as the general one below makes it)
+            plan = np.asarray(close if closes else (), np.int64)
+            bounds = np.array([0, 0, plan.size] if g0 else [0, plan.size], np.int64)
+        elif self.pf_start.size:
             a, b_sizes, b_pages = common.piece_plan(batches, across, n_groups)
             if closes:  # the batch after the last group, in the plan now
                 b_sizes = np.concatenate((b_sizes, (len(close),)))
                 b_pages = np.concatenate((b_pages, np.asarray(close, np.int64)))
             plan = np.concatenate((a, b_pages))  # (not np.r_: slow, a call per piece)
-            if plan.size > self.pf_pages.size:
-                raise PagingError(f"carried phases: a piece's prefetch plan of {plan.size:,} "
-                                  f"pages exceeds its buffer ({self.pf_pages.size:,})")
             # batch g is pf_pages[pf_start[g]:pf_start[g + 1]], from the piece before's last
             # group (whose batch is `across`) on
             sizes = np.concatenate(((a.size,), b_sizes)) if g0 else b_sizes
             bounds = np.zeros(sizes.size + 1, np.int64)
             np.cumsum(sizes, out=bounds[1:])
+        if plan.size > self.pf_pages.size:
+            raise PagingError(f"carried phases: a piece's prefetch plan of {plan.size:,} "
+                              f"pages exceeds its buffer ({self.pf_pages.size:,})")
         self.inserted += pages.size + plan.size
         if t1 + 2 > self.pages.size or self.chains and self.inserted + 1 > self.chain_room:
             # (the plan's group bounds need two more; the markers one chain per insertion)

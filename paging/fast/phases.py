@@ -1272,13 +1272,14 @@ def handler_rule(miss) -> tuple:
     return RULE_NONE, 0, 0.0, np.zeros(0)
 
 
-def miss_actions(miss, N: int, rank, score) -> tuple:
+def miss_actions(miss, N: int, rank, score, rule=None) -> tuple:
     """``(act, lvl)`` of a built-in handler for N requests of ranks ``rank`` and gate scores
     ``score`` (each None when the handler does not read it): the drop flags (``drop``: rank >=
     R, or score < S) and the fetch levels (``fetch-lowest-bit``: the lowest; ``fetch-priority``:
     the number of cuts above the score), each empty when the handler sets none
     (:func:`paging.fast.common.decide`). With neither ``rank`` nor ``score`` the arrays are
-    only sized (zeros): a routed run's kernel decides as it routes each group."""
+    only sized (zeros): a routed run's kernel decides as it routes each group. ``rule``:
+    :func:`handler_rule` of ``miss``, when the caller keeps it (a serving step's layers)."""
     from paging.fast.common import RULE_DROP_RANK, RULE_DROP_SCORE, RULE_PRIORITY, decide
     from paging.miss import FetchLowestBit
 
@@ -1286,7 +1287,7 @@ def miss_actions(miss, N: int, rank, score) -> tuple:
     lvl = np.zeros(0, np.int64)
     if type(miss) is FetchLowestBit:
         return act, np.full(N, len(miss.levels) - 1, np.int64)
-    code, rcut, scut, cuts = handler_rule(miss)
+    code, rcut, scut, cuts = handler_rule(miss) if rule is None else rule
     if code in (RULE_DROP_RANK, RULE_DROP_SCORE):
         act = np.zeros(N, np.int8)
     elif code == RULE_PRIORITY:

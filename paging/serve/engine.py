@@ -788,10 +788,11 @@ class _Server:
         prefetcher's batch after the layer's group (asked of the router's own union, as the
         reference asks it) is inserted by a piece without pages before the next layer is
         routed. Returns :meth:`_serve_routed`'s four, then the timeline's inputs."""
-        from paging.fast.phases import miss_actions
+        from paging.fast.phases import handler_rule, miss_actions
         from paging.fast.step_routing import route_tokens
 
         run, L, n = self.phased, self.layout.n_layers, self.layout.n_experts
+        rule = handler_rule(self.handler)  # (once a step, not once a layer)
         hook, j, m, tau, lam = self.hook
         XL, WL, KL, free = self._route_inputs(batch)
         rsum, rn, q, nolog = self.route_state
@@ -806,7 +807,7 @@ class _Server:
                                           m, tau, lam, rsum, rn, q, nolog, free, worst)
             if pz.size == 0:
                 continue
-            act, lvl = miss_actions(self.handler, pz.size, rz, sz)
+            act, lvl = miss_actions(self.handler, pz.size, rz, sz, rule)
             if self.policy_scores:
                 sc = {"scores": sz}
             # (the batch after the layer's group, inserted with the group pinned, in the call)
