@@ -1358,9 +1358,10 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
     run so far) first inserts the batch after the call before's last group (group
     ``cnt[2] - 1`` of ``C``'s counters, its last request heard as the one before it; from
     plan page ``cnt[4]`` on: a call without requests may have inserted its start), then
-    serves its own requests; its logs and outcomes start at ``t_lo`` (the prefetch rows keep
-    the run's request indices), and with ``cnt[3]`` set the prefetches still pending at its
-    end are not counted as wasted (the run may go on).
+    serves its own requests (and with ``cnt[5]`` set, the batch after its last group); its
+    logs and outcomes start at ``t_lo`` (the prefetch rows keep the run's request indices),
+    and with ``cnt[3]`` set the prefetches still pending at its end are not counted as wasted
+    (the run may go on).
 
     Returns the tuple of :func:`paging.fast.phases.phase_kernel`: the eight of
     :mod:`paging.fast.common`, then ``outcome``, ``subst``, ``pf_counts``, the prefetch log
@@ -1473,8 +1474,9 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
         # group that has a prefetch batch, inserts the batch's pages one by one (sub = 1..)
         b_lo = 0
         b_hi = 0
-        if has_pf and t + 1 == g_end and (g_end < n or t < t_lo):  # (resuming: the batch
-            b_lo = pf_start[group]  # after the call before's last group, whatever follows)
+        if has_pf and t + 1 == g_end and (g_end < n or t < t_lo or cnt[5] != 0):  # (resuming:
+            b_lo = pf_start[group]  # the batch after the call before's last group, whatever
+            # follows; cnt[5]: a call that closes inserts the batch after its last group)
             b_hi = pf_start[group + 1]
             if t < t_lo:  # (the part an earlier call inserted already: not again)
                 b_lo = max(b_lo, cnt[4])
@@ -1801,15 +1803,15 @@ def cache_state(P: int, parts: int) -> tuple:
     each page's last eviction, ``page_miss``, the combiner's last request of each page and of
     each partition, its ``leader`` and ``switches``, the counters ``cnt`` (the next pin stamps,
     the groups served, 1 for a carried run with a prefetch plan, whose pending prefetches
-    count as wasted only when it ends: :class:`CarriedPhases`, and where in the plan the part
-    of the last group's batch not yet inserted starts), the substitute's request counts and
-    the pending prefetches."""
+    count as wasted only when it ends: :class:`CarriedPhases`, where in the plan the part
+    of the last group's batch not yet inserted starts, and 1 when a call inserts the batch
+    after its own last group), the substitute's request counts and the pending prefetches."""
     i64 = np.int64
     return (np.zeros(P, np.bool_), np.zeros(P, i64), np.zeros(parts, i64),
             np.zeros((parts, P), i64), np.zeros(P, i64), np.zeros(parts, i64),
             np.full(P, -1, i64), np.full(P, -1, i64), np.full(P, -1, i64), np.zeros(P, i64),
             np.full(P, -1, i64), np.full(parts, -1, i64), np.zeros(parts, i64),
-            np.zeros(parts, i64), np.zeros(5, i64), np.zeros(P, i64), np.zeros(P, np.bool_))
+            np.zeros(parts, i64), np.zeros(6, i64), np.zeros(P, i64), np.zeros(P, np.bool_))
 
 
 def _start(spec, lay, caps, slots, enter):
@@ -1924,6 +1926,7 @@ class CarriedPhases(Carried):
         if prefetch:
             self.bounds.append(np.zeros(1, np.int64))
         self.done = None
+        self.closing = False  # the piece being served brings the batch after its last group
         super().__init__(layout, spec, caps, slots)
         if levels:
             self.req = SoFar(4)  # pages, steps, tokens, levels
@@ -1952,18 +1955,20 @@ class CarriedPhases(Carried):
         routing hook reads it between two pieces)."""
         return self.C[0]
 
+    def _call(self, lo: int, record: int):
+        self.C[14][5] = self.closing  # (a redone run too: its last piece's)
+        return super()._call(lo, record)
+
     def feed(self, pages, steps, batches=(), across=None, act=None, lvl=None, close=None):
         """:meth:`paging.fast.carried_phases.CarriedPhases.feed`: ``(hits, outcome, subst,
         pf_rows)`` of the piece (``act``, ``lvl``: its drop flags and fetch levels, in a run
-        made with ``drops``, ``levels``); ``close``, the batch after its last group, is
-        inserted by a second call, a piece without pages."""
-        if close is not None:
-            if not len(pages):
-                raise ValueError("a piece without pages has no group to close")
-            hits, outcome, subst, rows = self.feed(pages, steps, batches, across, act, lvl)
-            empty = np.zeros(0, np.int64)
-            more = self.feed(empty, empty, (), close, np.zeros(0, np.int8), empty)[3]
-            return hits, outcome, subst, np.concatenate((rows, more))
+        made with ``drops``, ``levels``; ``close``: the batch after its last group, inserted
+        in the call)."""
+        if close is not None and not len(pages):
+            raise ValueError("a piece without pages has no group to close")
+        if (close is not None or across is not None and len(across)) and not self.prefetch:
+            raise ValueError("prefetch batches in a run without prefetching")
+        self.closing = close is not None
         pages = np.asarray(pages, dtype=np.int64)
         steps = np.asarray(steps, dtype=np.int64)
         cols = [pages, steps, steps // self.layout.n_layers]
@@ -1979,8 +1984,12 @@ class CarriedPhases(Carried):
                 self.plan.append(a)
                 self.bounds.a[0, self.bounds.n - 1] = self.plan.n
             base = self.plan.n
+            if self.closing:  # the batch after the last group, in the plan now
+                b_sizes = np.concatenate((b_sizes, (len(close),)))
+                b_pages = np.concatenate((b_pages, np.asarray(close, np.int64)))
             self.plan.append(b_pages)
-            self.bounds.append(base + np.cumsum(np.concatenate((b_sizes, (0,)))[:n_groups]))
+            ends = b_sizes if self.closing else np.concatenate((b_sizes, (0,)))
+            self.bounds.append(base + np.cumsum(ends)[:n_groups])
         lo = self.req.append(*cols)
         out, redone, _ = self._serve(lo, 1)
         at = lo if redone else 0

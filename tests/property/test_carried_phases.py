@@ -240,10 +240,11 @@ def test_the_source_is_the_kernel_fed_in_pieces():
     assert "for sub in range(1 if resume else 0, b_hi - b_lo + 1):" in src
 
 
-def _feed_groups(run, trace, plan, cuts):
+def _feed_groups(run, trace, plan, cuts, close=False):
     """Feed ``trace`` to ``run`` in pieces of whole groups cut before the groups ``cuts``,
-    the batches of the reference's prefetch ``plan`` (pages, start) with them; the hit masks
-    and the prefetch rows, and the run's counters."""
+    the batches of the reference's prefetch ``plan`` (pages, start) with them (with ``close``
+    the batch after a piece's last group comes with that piece, not with the next); the hit
+    masks and the prefetch rows, and the run's counters."""
     steps = np.asarray(trace.steps)
     starts = np.flatnonzero(np.r_[True, np.diff(steps) != 0])
     G = starts.size
@@ -251,12 +252,13 @@ def _feed_groups(run, trace, plan, cuts):
     hits, rows = [], [np.zeros((0, 2), np.int64)]
     for a, b in zip(bounds[:-1], bounds[1:], strict=True):
         lo, hi = starts[a], starts[b] if b < G else trace.n_requests
-        batches, across = (), None
+        batches, across, last = (), None, None
         if plan is not None:
             pages, start = plan
             batches = [pages[start[g]:start[g + 1]].tolist() for g in range(a, b - 1)]
-            across = pages[start[a - 1]:start[a]].tolist() if a else None
-        h, _, _, r = run.feed(trace.pages[lo:hi], steps[lo:hi], batches, across)
+            across = pages[start[a - 1]:start[a]].tolist() if a and not close else None
+            last = pages[start[b - 1]:start[b]].tolist() if close and b < G else None
+        h, _, _, r = run.feed(trace.pages[lo:hi], steps[lo:hi], batches, across, close=last)
         hits.append(h)
         rows.append(r)
     return np.concatenate(hits), np.concatenate(rows), run.finish()
@@ -288,10 +290,13 @@ def test_token_policies_fed_in_pieces_keep_every_decision(name, pred):
             x["prefetches"], x["prefetch_useful"], x["prefetch_wasted"]) and x["prefetches"]
 
 
-def test_a_token_run_whose_bound_fails_in_a_piece_is_redone_with_its_phases(monkeypatch):
+@pytest.mark.parametrize("close", [False, True])
+def test_a_token_run_whose_bound_fails_in_a_piece_is_redone_with_its_phases(monkeypatch,
+                                                                             close):
     """token-match with a prefetcher and a substitute entering BOUNDED mode at margin 0 (a
     case of test_token_bounds' PHASED whose bound fails): the run so far is redone exactly,
-    with the plan and the pieces kept, and the run ends as the reference loop."""
+    with the plan and the pieces kept (and the batch after the last group of a piece that
+    closes), and the run ends as the reference loop."""
     from paging import generators
     from paging.fast import tokens as T
 
@@ -301,7 +306,7 @@ def test_a_token_run_whose_bound_fails_in_a_piece_is_redone_with_its_phases(monk
     plan = _prefetcher("previous-token").plan(trace, 0)[:2]
     monkeypatch.setattr(T, "ENTER", (0.0,))
     run = carry(trace.layout, make_policy("token-match"), 42, substitute=True, prefetch=True)
-    hits, rows, done = _feed_groups(run, trace, plan, list(range(1000, 32000, 1000)))
+    hits, rows, done = _feed_groups(run, trace, plan, list(range(1000, 32000, 1000)), close)
     assert run.enter is None  # redone with exact sums
     np.testing.assert_array_equal(hits, ref.hit_mask)
     np.testing.assert_array_equal(rows, ref.events["prefetched"])
