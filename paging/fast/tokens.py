@@ -1902,7 +1902,8 @@ class CarriedPhases(Carried):
     ``prefetch``: each piece gives the
     prefetch batches after its groups, the one after its last group coming with the next
     piece (``across``), inserted before that piece's first request as :func:`token_kernel`
-    resumes. The plan and the levels are kept with the pieces (a redone run reads them)."""
+    resumes, or with the piece itself when it closes (``close``: inserted in the same call).
+    The plan and the levels are kept with the pieces (a redone run reads them)."""
 
     #: misses, collisions, bypasses; the prefetches made, useful, wasted, skipped, bytes
     N_COUNTS = 8

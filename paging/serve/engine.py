@@ -786,8 +786,9 @@ class _Server:
         the kernel's residency, the union is fed as one piece with the handler's drop flags
         and fetch levels from its routed ranks and scores (the batch reading), and the
         prefetcher's batch after the layer's group (asked of the router's own union, as the
-        reference asks it) is inserted by a piece without pages before the next layer is
-        routed. Returns :meth:`_serve_routed`'s four, then the timeline's inputs."""
+        reference asks it) comes with that piece, which closes: the kernel inserts it, the
+        group pinned, before it returns and the next layer is routed (one kernel call a
+        layer). Returns :meth:`_serve_routed`'s four, then the timeline's inputs."""
         from paging.fast.phases import handler_rule, miss_actions
         from paging.fast.step_routing import route_tokens
 
