@@ -223,11 +223,11 @@ class RunSpec:
 
     def stream_refusal(self) -> str | None:
         """The ``paging simulate`` flag of this run that a streamed run (:mod:`paging.stream`:
-        a list-family policy at k pages from an empty cache) cannot honour, or None. The
+        a list-family policy at k pages or a byte budget, from an empty cache) cannot honour,
+        or None (a budget's sizes are the command's: ``--sizes``). The
         options that need another one (``--precision`` needs ``--model``, ...) are refused
         when the spec is made, so the ones below cover them."""
-        for flag, on in (("--budget-gb/--budget-pct", self.budget is not None),
-                         ("--model", self.model is not None),
+        for flag, on in (("--model", self.model is not None),
                          ("--prefetch", self.prefetch is not None),
                          ("--miss", self._miss() is not None),
                          ("--routing", self.routed),

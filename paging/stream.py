@@ -20,10 +20,13 @@ into the next chunk, so the kernels always see whole groups. Memory: the kernels
 (O(nℓ) per run, O(nℓ) for a curve) plus one chunk of the reader — independent of the trace's
 length.
 
+The runs take the pages' fetch costs and sizes, at k pages or under a byte budget
+(``budgets``, with ``sizes``), as :func:`paging.simulate.simulate` does.
+
 Not streamed (refused with one line by ``paging simulate --stream``): the other policies (their
-kernels allocate their state inside the call, :func:`paging.fast.carries`), byte budgets and
-weights, the latency timeline, prefetching, miss handling, routing, warm runs, recording (hit
-masks, evictions).
+kernels allocate their state inside the call, :func:`paging.fast.carries`), the cost model
+(``--model``: its host tier is placed by the whole trace's counts) and the latency timeline,
+prefetching, miss handling, routing, warm runs, recording (hit masks, evictions).
 
 >>> import numpy as np
 >>> from paging import Layout, from_pages, simulate
@@ -96,16 +99,23 @@ def curve_policy(name: str):
 
 
 class _ListRun:
-    """One list-family, LFU, credit, ARC, LeCaR or Marking policy at one k, its cache carried
-    from chunk to chunk (the draws of LeCaR and Marking from ``seed``)."""
+    """One list-family, LFU, credit, ARC, LeCaR or Marking policy at one k (or a byte
+    ``budget`` with page ``sizes``), its cache carried from chunk to chunk (the draws of LeCaR
+    and Marking from ``seed``; ``costs`` and ``sizes``: the pages' weights, as
+    :func:`paging.fast.run` takes them)."""
 
-    def __init__(self, name: str, k: int, layout: Layout, seed: int | None = 0):
+    def __init__(self, name: str, k: int | None, layout: Layout, seed: int | None = 0,
+                 budget: int | None = None, costs=None, sizes=None):
         from paging import fast
-        from paging.errors import check_k
+        from paging.core import check_capacity
 
         self.policy, spec = stream_policy(name)
-        self.k = check_k(k, layout.n_pages)
-        self.run = fast.CarriedRun(layout, spec, self.k, seed=seed)
+        self.k, self.budget = check_capacity(k, budget, sizes, layout.n_pages)
+        self.costs, self.sizes = costs, sizes
+        # (a cache counted in pages gives every page one slot, whatever its size: fast.run)
+        self.run = fast.CarriedRun(layout, spec, self.k if budget is None else self.budget,
+                                   slots=None if budget is None else sizes, seed=seed,
+                                   costs=costs, sizes=sizes)
 
     def feed(self, pages: np.ndarray, steps: np.ndarray) -> None:
         self.run.feed(pages, steps)
@@ -114,11 +124,11 @@ class _ListRun:
         from paging.result import build_result
 
         run = self.run
-        return build_result(policy=self.policy.name, k=self.k, budget=None, trace=trace,
-                            requests=requests, page_misses=run.page_misses.copy(),
-                            n_layers=run.layout.n_layers, collisions=run.collisions,
-                            bypasses=run.bypasses, seed=seed, dist=run.dist, costs=None,
-                            sizes=None)
+        return build_result(policy=self.policy.name, k=self.k, budget=self.budget,
+                            trace=trace, requests=requests,
+                            page_misses=run.page_misses.copy(), n_layers=run.layout.n_layers,
+                            collisions=run.collisions, bypasses=run.bypasses, seed=seed,
+                            dist=run.dist, costs=self.costs, sizes=self.sizes)
 
 
 class _LRUCurve:
@@ -245,11 +255,26 @@ def _sequences(source, *, chunk, expand, layout, name, n_experts, n_layers,
     return [ChunkedTrace(name, layout, expand, checked_chunks(source, layout, expand, name))]
 
 
+def _weights(w, kind: str, n_pages: int):
+    """Per-page costs or sizes given as an array or a file (:func:`paging.io.weights.
+    read_weights`), validated for ``n_pages``; None stays None (unit weights)."""
+    if w is None:
+        return None
+    if isinstance(w, (str, os.PathLike)):
+        from paging.io.weights import read_weights
+
+        return read_weights(w, n_pages, kind)
+    from paging.weights import as_costs, as_sizes
+
+    return as_costs(w, n_pages) if kind == "costs" else as_sizes(w, n_pages)
+
+
 def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[str] = (), *,
                chunk: int = DEFAULT_CHUNK, expand: str = "rounds", layout: Layout | None = None,
                name: str = "stream", n_experts: int | None = None,
                n_layers: int | None = None, format: str | None = None, seed: int | None = 0,
-               progress: bool | None = False) -> list[StreamOutcome]:
+               progress: bool | None = False, budgets: Iterable[tuple[str, int]] = (),
+               costs=None, sizes=None) -> list[StreamOutcome]:
     """Stream every sequence of ``source`` once through all the ``runs`` and ``curves``.
 
     Parameters
@@ -263,6 +288,12 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
     runs : iterable of (str, int)
         ``(policy, k)`` pairs: policies with a carried kernel (:func:`stream_policy`), k in
         pages.
+    budgets : iterable of (str, int)
+        ``(policy, bytes)`` pairs: the same policies under a byte budget (needs ``sizes``);
+        their results follow the ``runs``' ones.
+    costs, sizes
+        The pages' fetch costs and sizes in bytes (arrays, or files as ``--costs`` and
+        ``--sizes`` read them), for every run, as :func:`paging.simulate.simulate` takes them.
     curves : iterable of str
         Policies whose miss curve to compute (:func:`curve_policy`); rounds mode.
     chunk : int
@@ -276,15 +307,18 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
     -------
     list of StreamOutcome
         One per sequence, each from an empty cache: ``results[i]`` equals
-        ``simulate(trace, *runs[i])`` and ``curves[name]`` equals ``miss_curve(trace, name)``
-        on the sequence read whole.
+        ``simulate(trace, *runs[i], costs=costs, sizes=sizes)`` (then ``budget=`` those of
+        ``budgets``) and ``curves[name]`` equals ``miss_curve(trace, name)`` on the sequence
+        read whole.
     """
     from paging import progress as pbar
 
-    runs, curves = list(runs), list(curves)
-    if not runs and not curves:
+    runs, curves, budgets = list(runs), list(curves), list(budgets)
+    if not runs and not curves and not budgets:
         raise PagingError("nothing to stream: give at least one (policy, k) run or one curve")
-    for pol, _ in runs:  # fail on a name before reading anything
+    if budgets and sizes is None:
+        raise PagingError("a byte budget needs page sizes (sizes=..., --sizes FILE)")
+    for pol, _ in runs + budgets:  # fail on a name before reading anything
         stream_policy(pol)
     for pol in curves:
         curve_policy(pol)
@@ -293,7 +327,10 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                           n_experts=n_experts, n_layers=n_layers, format=format):
         t0 = time.perf_counter()
         lay = seq.layout
-        sims = [_ListRun(pol, k, lay, seed) for pol, k in runs]
+        w = {"costs": _weights(costs, "costs", lay.n_pages),
+             "sizes": _weights(sizes, "sizes", lay.n_pages)}
+        sims = ([_ListRun(pol, k, lay, seed, **w) for pol, k in runs]
+                + [_ListRun(pol, None, lay, seed, budget=b, **w) for pol, b in budgets])
         mrcs = [_LRUCurve(pol, lay) for pol in curves]
         chunks = seq.chunks if seq.expand == "rounds" else _whole_groups(seq.chunks)
         n = 0

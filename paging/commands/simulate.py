@@ -37,9 +37,10 @@ sequence gets its own row (``position``, ``misses``, ``prefill_misses``, and wit
 
 Traces larger than memory (:mod:`paging.stream`): ``--stream [--chunk N]`` reads the trace a
 chunk at a time (the list family, LFU, the credit policies, ARC, LeCaR and Marking at ``--k``
-sizes, LeCaR's and Marking's draws from ``--seed``; the other options above are refused with
-one line), automatically for files above ``$PAGING_STREAM_BYTES`` when the options
-allow it (``--no-stream`` to read them whole). Same rows as the run on the trace read whole.
+sizes, or at ``--budget-gb`` budgets with ``--sizes``, ``--costs`` too; LeCaR's and Marking's
+draws from ``--seed``; the other options above are refused with one line), automatically
+for files above ``$PAGING_STREAM_BYTES`` when the options allow it (``--no-stream`` to read
+them whole). Same rows as the run on the trace read whole.
 """
 
 from __future__ import annotations
@@ -192,8 +193,10 @@ def run(args) -> int:
     from paging.commands.streaming import stream_outcomes, use_stream
 
     if use_stream(args, "simulate", specs):  # a chunk at a time: list policies at k pages
-        runs = [(spec.policy, spec.k) for spec in specs]
-        rows = [r.to_dict() for o in stream_outcomes(args, runs) for r in o.results]
+        runs = [(spec.policy, spec.k) for spec in specs if spec.budget is None]  # or bytes
+        budgets = [(spec.policy, spec.budget) for spec in specs if spec.budget is not None]
+        rows = [r.to_dict() for o in stream_outcomes(args, runs, budgets=budgets)
+                for r in o.results]
         return _print(args, rows, None, False)
     traces = load_from_args(args)
     for k in args.k or []:

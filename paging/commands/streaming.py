@@ -14,7 +14,8 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--stream", action="store_true",
                    help="read the trace a chunk at a time instead of whole (oracleGeneral with "
                         "--n-experts/--layers, .npz, CSV, or a zipf spec with topk=1); list "
-                        "policies at --k sizes, and LRU's miss curve. Automatic for files above "
+                        "policies at --k sizes or --budget-gb budgets (with --sizes; --costs "
+                        "too), and LRU's miss curve. Automatic for files above "
                         "$PAGING_STREAM_BYTES (default 2e9 bytes) when the options allow it")
     g.add_argument("--chunk", type=int, default=None, metavar="N",
                    help="requests per chunk when streaming (default 4194304)")
@@ -29,14 +30,17 @@ def refusal(args, command: str, specs=()) -> str | None:
     from paging.stream import curve_policy, stream_policy
 
     if command == "simulate":
-        own = (("--costs", args.costs is not None), ("--sizes", args.sizes is not None),
-               ("--phase", args.phase != "both"))
-        flags = [f for f, on in own if on] + [f for f in (s.stream_refusal() for s in specs) if f]
+        flags = (["--phase"] if args.phase != "both" else []) + [
+            f for f in (s.stream_refusal() for s in specs) if f]
         if flags:
             return (f"--stream does not support {flags[0]}: streaming runs the list family, LFU, "
-                    "the credit policies, ARC, LeCaR and Marking at --k sizes from an empty "
-                    "cache (no byte budgets, weights, timeline, prefetching, miss handling, "
-                    f"routing or warm runs); drop {flags[0]} or --stream")
+                    "the credit policies, ARC, LeCaR and Marking at --k sizes or --budget-gb "
+                    "budgets from an empty cache, with --costs and --sizes (no cost model, "
+                    "timeline, prefetching, miss handling, routing or warm runs); drop "
+                    f"{flags[0]} or --stream")
+        if args.budget_gb and args.sizes is None:
+            return ("--stream with --budget-gb needs --sizes FILE (a streamed trace's own "
+                    "object sizes are not read); give --sizes or drop --stream")
         try:
             for name in args.policy:
                 stream_policy(name)
@@ -105,8 +109,10 @@ def use_stream(args, command: str, specs=()) -> bool:
     return True
 
 
-def stream_outcomes(args, runs=(), curves=()):
-    """The :class:`~paging.stream.StreamOutcome` of every sequence of every TRACE given."""
+def stream_outcomes(args, runs=(), curves=(), budgets=()):
+    """The :class:`~paging.stream.StreamOutcome` of every sequence of every TRACE given
+    (``runs``: (policy, k) pairs; ``budgets``: (policy, bytes) pairs; ``--costs`` and
+    ``--sizes`` from ``args``)."""
     from paging.stream import DEFAULT_CHUNK, stream_run
 
     sources = args.trace if isinstance(args.trace, list) else [args.trace]
@@ -116,5 +122,7 @@ def stream_outcomes(args, runs=(), curves=()):
                           expand=getattr(args, "expand", None) or "rounds",
                           n_experts=args.n_experts, n_layers=args.layers, format=args.format,
                           seed=getattr(args, "seed", 0),
-                          progress=False if getattr(args, "json", False) else None)
+                          progress=False if getattr(args, "json", False) else None,
+                          budgets=budgets, costs=getattr(args, "costs", None),
+                          sizes=getattr(args, "sizes", None))
     return out

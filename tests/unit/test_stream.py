@@ -71,6 +71,30 @@ def test_streamed_runs_equal_the_in_memory_runs(case):
         assert np.array_equal(out.curves[name], miss_curve(tr, name)), name
 
 
+@given(_case(), st.data())
+def test_streamed_weighted_runs_equal_the_in_memory_runs(case, data):
+    """Page sizes and fetch costs, at k pages and under byte budgets (bypasses included: a
+    -dist layer's share may hold no page)."""
+    tr, bounds, pols, ks, seed = case
+    P = tr.layout.n_pages
+    sizes = np.array(data.draw(st.lists(st.integers(1, 4), min_size=P, max_size=P)))
+    costs = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 3.0]), min_size=P,
+                                        max_size=P)))
+    budgets = data.draw(st.lists(st.integers(1, int(sizes.sum()) + 1), min_size=1,
+                                 max_size=2))
+    budgets = [max(b, int(sizes.min())) for b in budgets]
+    runs = [(p, k) for p in pols for k in ks]
+    by_bytes = [(p, b) for p in pols for b in budgets]
+    (out,) = stream_run(_chunks(tr, bounds), runs, layout=tr.layout, expand=tr.expand,
+                        seed=seed, budgets=by_bytes, costs=costs, sizes=sizes)
+    want = ([simulate(tr, p, k, seed=seed, costs=costs, sizes=sizes) for p, k in runs]
+            + [simulate(tr, p, budget=b, seed=seed, costs=costs, sizes=sizes)
+               for p, b in by_bytes])
+    assert len(out.results) == len(want)
+    for a, b in zip(want, out.results, strict=True):
+        _same(a, b)
+
+
 @given(topk_traces(max_tokens=10, expand="groups"), st.integers(1, 7))
 def test_chunks_that_split_a_group_give_the_same_run(tr, size):
     # every size cuts groups; the groups and the pins must come out whole
@@ -233,8 +257,17 @@ def test_cli_stream_equals_the_in_memory_commands(tmp_path):
     b = _cli("mrc", f, "--policy", "lru", "--json", "--stream", "--chunk", "10")
     assert a.returncode == 0 and b.returncode == 0, b.stderr
     assert a.stdout == b.stdout
-    for extra in (["--policy", "belady", "--k", "3"], ["--policy", "lru", "--budget-gb", "1",
-                                                       "--sizes", f],
+    # page sizes and costs, at k pages and under a byte budget (1e-8 GB = 10 bytes)
+    rng = np.random.default_rng(3)
+    (tmp_path / "s.json").write_text(str(rng.integers(1, 4, 12).tolist()))
+    (tmp_path / "c.json").write_text(str(rng.random(12).round(3).tolist()))
+    w = ["--sizes", str(tmp_path / "s.json"), "--costs", str(tmp_path / "c.json")]
+    for cap in (["--k", "4"], ["--budget-gb", "1e-8", "--budget-gb", "2e-8"]):
+        cmd = ["simulate", f, "--policy", "gdsf", "--policy", "lru-dist", *cap, *w, "--json"]
+        a, b = _cli(*cmd), _cli(*cmd, "--stream", "--chunk", "29")
+        assert a.returncode == 0 and b.returncode == 0, b.stderr
+        assert a.stdout == b.stdout and '"cost"' in a.stdout
+    for extra in (["--policy", "belady", "--k", "3"], ["--policy", "lru", "--budget-gb", "1"],
                   ["--policy", "lru", "--k", "3", "--prefetch", "oracle"],
                   ["--policy", "lru", "--k", "3", "--model", "mixtral-8x7b"]):
         r = _cli("simulate", f, "--stream", *extra)
