@@ -14,6 +14,10 @@ Sec. 5.1; the spec ``paging simulate`` reads). Two sources:
   (``open_chunks``, layered ids); the file is deleted at the end unless ``--keep``. 10^9
   requests take 24 GB: check ``df -h`` first.
 
+``--weighted`` runs the policy cases as weighted paging: page sizes 1..4 units drawn from
+``--seed`` (experts at mixed precisions), fetch costs equal to the sizes, and a byte budget of
+k times the mean size instead of k pages (:func:`weights`).
+
 ``--check`` (sizes up to ~10^7) also runs the in-memory ``simulate``/``miss_curve`` and asserts
 equality. A progress bar (tqdm, on stderr when it is a terminal) follows each pass.
 
@@ -92,11 +96,26 @@ def write_file(requests: int, seed: int, path: str, progress: bool) -> float:
     return time.perf_counter() - t0
 
 
-def run_case(case: str, source: str, k: int, chunk: int, progress: bool) -> dict:
-    """One case in this process: wall time and peak RSS."""
+def weights(seed: int, k: int) -> tuple:
+    """``--weighted``: ``(sizes, costs, budget)``, sizes 1..4 per page from ``seed``, costs
+    equal to them, the budget k times their mean (rounded)."""
+    import numpy as np
+
+    sizes = np.random.default_rng(seed).integers(1, 5, N_EXPERTS * LAYERS)
+    return sizes, sizes.astype(float), int(round(k * sizes.mean()))
+
+
+def run_case(case: str, source: str, k: int, chunk: int, progress: bool,
+             weighted: int | None = None) -> dict:
+    """One case in this process: wall time and peak RSS (``weighted``: the seed of
+    :func:`weights`, or None)."""
     from paging.stream import stream_run
 
     kw = {"chunk": chunk, "progress": progress}
+    budget = None
+    if weighted is not None and case != "mrc":
+        sizes, costs, budget = weights(weighted, k)
+        kw.update(sizes=sizes, costs=costs)
     if not source.startswith("zipf:"):
         kw.update(n_experts=N_EXPERTS, n_layers=LAYERS)
     t0 = time.perf_counter()
@@ -105,25 +124,32 @@ def run_case(case: str, source: str, k: int, chunk: int, progress: bool) -> dict
         value = {"misses_at_k": int(out.curves["lru"][k - 1]),
                  "misses_k1_k256": [int(out.curves["lru"][0]), int(out.curves["lru"][-1])]}
     else:
-        (out,) = stream_run(source, [(case, k)], **kw)
+        runs = {"budgets": [(case, budget)]} if budget is not None else {"runs": [(case, k)]}
+        (out,) = stream_run(source, **runs, **kw)
         value = {"misses_at_k": out.results[0].misses,
                  "collision_misses": out.results[0].collision_misses}
+        if budget is not None:
+            value.update(budget=budget, cost=out.results[0].cost)
     wall = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
     return {"case": case, "requests": out.requests, "k": k, "chunks": out.chunks,
             "wall_s": round(wall, 1), "peak_rss_mb": round(rss / 1e6), **value}
 
 
-def check(source: str, k: int, rows: list[dict]) -> None:
+def check(source: str, k: int, rows: list[dict], weighted: int | None = None) -> None:
     from paging import simulate
     from paging.io import load
     from paging.mrc import miss_curve
 
     kw = {} if source.startswith("zipf:") else {"n_experts": N_EXPERTS, "n_layers": LAYERS}
     (tr,) = load(source, **kw)
+    cap = {"k": k}
+    if weighted is not None:
+        sizes, costs, budget = weights(weighted, k)
+        cap = {"budget": budget, "sizes": sizes, "costs": costs}
     for r in rows:
         want = (int(miss_curve(tr, "lru")[k - 1]) if r["case"] == "mrc"
-                else simulate(tr, r["case"], k).misses)
+                else simulate(tr, r["case"], **cap).misses)
         assert r["misses_at_k"] == want, (r, want)
 
 
@@ -137,13 +163,16 @@ def main() -> int:
     ap.add_argument("--file", default=None, help="write an oracleGeneral file and stream it")
     ap.add_argument("--keep", action="store_true", help="keep the --file afterwards")
     ap.add_argument("--check", action="store_true", help="compare with the in-memory runs")
+    ap.add_argument("--weighted", action="store_true",
+                    help="page sizes and costs from --seed, a byte budget of k mean sizes")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--one", default=None, help=argparse.SUPPRESS)  # a case, in a child
     ap.add_argument("--source", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     progress = None if not a.json else False
     if a.one:
-        print(json.dumps(run_case(a.one, a.source, a.k, a.chunk, progress)))
+        print(json.dumps(run_case(a.one, a.source, a.k, a.chunk, progress,
+                                  a.seed if a.weighted else None)))
         return 0
     source = spec(a.requests, a.seed)
     written = None
@@ -154,14 +183,15 @@ def main() -> int:
     try:
         for case in a.cases.split(","):
             out = subprocess.run([sys.executable, __file__, "--one", case, "--source", source,
-                                  "--k", str(a.k), "--chunk", str(a.chunk),
+                                  "--k", str(a.k), "--chunk", str(a.chunk), "--seed",
+                                  str(a.seed), *(["--weighted"] if a.weighted else []),
                                   *(["--json"] if a.json else [])],
                                  stdout=subprocess.PIPE, text=True, check=True)
             rows.append(json.loads(out.stdout))
             if not a.json:
                 print(rows[-1], flush=True)
         if a.check:
-            check(source, a.k, rows)
+            check(source, a.k, rows, a.seed if a.weighted else None)
     finally:
         if a.file and not a.keep and os.path.exists(a.file):
             os.remove(a.file)
