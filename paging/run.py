@@ -132,6 +132,9 @@ class RunSpec:
             raise PagingError("--lifetimes counts residencies from fetched misses, and a "
                               "prefetched page enters without one: not with --prefetch")
         self._check_timeline()
+        if self.prefetch is not None and not policy.prefetches:
+            raise PagingError(f"--policy {self.policy} does not support prefetching (its "
+                              "virtual caches follow requests only): drop --prefetch")
         if self.prefetch is not None:  # parse the specs now
             from paging.predict.prefetch import make_prefetch_predictor, make_strategy
 

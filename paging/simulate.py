@@ -122,6 +122,9 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     level = record_level(record)
     if engine not in ("auto", "reference", "fast"):
         raise PagingError(f"engine must be auto, reference or fast, got {engine!r}")
+    if prefetch is not None and not policy.prefetches:  # (before the run, on either engine)
+        raise PagingError(f"{policy.name} does not support prefetching (its virtual caches "
+                          "follow requests only)")
     from paging.miss import make_miss
 
     miss = make_miss(miss)

@@ -134,9 +134,9 @@ Not compiled (:func:`unsupported` says why; ``engine="auto"`` takes the referenc
   cell bounds, the reference's forward pass at a near tie), and its reference also checks the
   first pages it is touched with against the sequences its model was trained on, which a
   prefetch or a substitute changes; the phases would be a third copy of this loop.
-* the combiner over the token policies with prefetching: the reference refuses it at the
-  first prefetch inserted (its virtual caches follow requests), so the reference loop runs it
-  and says so.
+* the combiner over the token policies with prefetching: refused before any run (its
+  virtual caches follow requests only: ``Policy.prefetches``, read by
+  :func:`paging.simulate.simulate` and :class:`paging.run.RunSpec`).
 * subclasses of the prefetcher and of the handlers.
 
 The token policies (token-hazard, token-decay, token-match, the combiner over them, and

@@ -116,6 +116,10 @@ class Policy:
     #: True for policies that read the requests' gate scores (``ctx.score``): the simulator
     #: refuses a trace without scores (Score-Based eviction, Zhu et al. 2025)
     needs_scores: bool = False
+    #: False for policies that refuse prefetched pages (the combiners over two policies,
+    #: whose virtual caches follow requests only): a run with a prefetcher is refused before
+    #: it starts (:class:`paging.run.RunSpec`), not at its first prefetch
+    prefetches: bool = True
     #: the compiled kernel that reproduces this class, ``"family:KIND"`` of :mod:`paging.fast`
     #: (family ``list``, ``heap``, ``credit``, ``marking``, ``token``, ``adaptive`` or
     #: ``predictive``; KIND a constant of that module), or None (the reference loop only). Read

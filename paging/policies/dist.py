@@ -27,6 +27,7 @@ class PerLayer(Policy):
         self.clairvoyant = proto.clairvoyant
         self.randomized = proto.randomized
         self.needs_scores = proto.needs_scores
+        self.prefetches = proto.prefetches
 
     def partitions(self, layout, k):
         return layout.layer_of(np.arange(layout.n_pages)), layout.dist_shares(k)

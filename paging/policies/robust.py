@@ -170,6 +170,8 @@ class Robust(Policy):
     def on_insert(self, t, page):
         self._see(t, page)
 
+    prefetches = False  # (RunSpec refuses --prefetch up front; on_prefetch for direct use)
+
     def on_prefetch(self, t, page):
         raise PagingError(f"{self.name} does not support prefetching (its virtual caches "
                           "follow requests only)")

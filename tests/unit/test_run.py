@@ -33,6 +33,12 @@ GEN = "zipf:n=4,layers=3,tokens=40,topk=2,seed=5"
     (dict(k=3, miss="fetch-priority", model="mixtral-8x7b"), "give the cache as --budget-gb"),
     (dict(k=3, routing="max-rank:j=1", policy="belady"), "is clairvoyant"),
     (dict(k=3, prefetch="psychic"), "unknown prefetch predictor"),
+    # the combiners refuse a prefetcher before the run, not at its first prefetch (one that
+    # never prefetched was accepted: serve with --prefetch-strategy percentile and routing)
+    (dict(k=3, prefetch="frequency", policy="robust-token-match"),
+     "robust-token-match does not support prefetching"),
+    (dict(k=3, prefetch="frequency", policy="robust-token-match-dist"), "does not support"),
+    (dict(k=3, prefetch="frequency", policy="robust:lru,lfu"), "does not support"),
 ])
 def test_runspec_refuses_inconsistent_recipes(kw, msg):
     kw = {"policy": "lru", **kw}

@@ -962,10 +962,13 @@ def test_refusals(toy):
                                           r"pruning, max-rank, cumsum or cache-prior \(traces "
                                           r"without full logits; with --miss or "
                                           r"--prefetch as above\); "
-                                          r"robust-token-match "
+                                          r"flashmoe with these options "
                                           r".* reference"):
-        serve(RunSpec("robust-token-match", k=4, model=toy, engine="fast",
-                      prefetch="frequency"), arr, seqs)
+        serve(RunSpec("flashmoe", k=4, model=toy, engine="fast", miss="substitute"), arr,
+              seqs)
+    # the combiner and a prefetcher: refused by the recipe, before any step
+    with pytest.raises(PagingError, match="robust-token-match does not support prefetching"):
+        RunSpec("robust-token-match", k=4, model=toy, prefetch="frequency")
     for policy in ("lmarker", "token-match"):
         fast = serve(RunSpec(policy, k=4, model=toy, engine="fast", miss="substitute"), arr,
                      seqs)
