@@ -177,7 +177,8 @@ class _LRUCurve:
 @dataclass
 class StreamOutcome:
     """One sequence streamed: its name and length, a :class:`~paging.result.Result` per
-    ``(policy, k)`` run (in the order asked) and a miss curve per curve policy (misses for
+    ``(policy, k)`` run then per ``(policy, bytes)`` budget (in the order asked) and a miss
+    curve per curve policy (misses for
     k = 1..nℓ), the wall time and the chunks read."""
 
     trace: str
