@@ -398,9 +398,10 @@ def _run_served(trace, policy, spec, k, budget, costs, sizes, seed, level, sp, s
                           route=route + ((no_rule(),) if spec[0] == _TOKEN else ()), served=sp)
         _, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = out
     else:
-        coll, page_miss, hit_mask, ev, n_ev, byp, n_byp = _phase_routed(
-            trace, policy, spec, sp, ss, static, route, bounds, cap, applied, caps, slots,
-            budget, costs, sizes, seed, level, tok_of, z_of)
+        (_, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, *_) = _phase_routed(
+            trace, policy, spec, sp, ss, static, route, bounds,
+            _served_sizes(bounds, cap, applied), caps, slots, budget, costs, sizes, seed, level,
+            tok_of, z_of)
     return build_result(
         policy=policy.name, k=k, budget=budget, trace=trace.name, requests=int(N),
         page_misses=page_miss, n_layers=L, collisions=int(coll), bypasses=int(n_byp),
@@ -439,14 +440,11 @@ def _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level, prefe
     from types import SimpleNamespace
 
     from paging.fast import _TOKEN, phases
-    from paging.fast.common import (
-        clock_static,
-    )
+    from paging.fast.common import clock_static
     from paging.trace import Trace
-    from paging.weights import unit_costs, unit_sizes
 
     lay = trace.layout
-    n, L, P = lay.n_experts, lay.n_layers, lay.n_pages
+    n, L = lay.n_experts, lay.n_layers
     N = sp.size
     pf_start, pf_pages, pf_size = phases.prefetch_arrays(trace, prefetch, seed, sizes)
     substitute, level_slots = phases.handler_room(trace, miss)
@@ -479,49 +477,49 @@ def _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level, prefe
             out = execute(trace, spec, slots, capacity, level, policy, route=(*route, rule),
                           served=sp, phases=token_phases)
     else:
-        kind, scan = phases.run_kind(policy, spec, prefetch is not None)
-        inputs = list(phases.policy_inputs(trace, policy, spec, kind, caps, slots, budget,
-                                           seed, N + pf_pages.size))
-        gprob = _score_inputs(kind, inputs, trace, bounds, np.diff(served_lo), sp, tok_of,
-                              z_of, static, prob if prob.shape[0] else None)
-        out = phases.phase_kernel(
-            # the pages writable (routed over), the rest read-only as run_phases passes them
-            sp, frozen(ss), frozen(slots), level_slots, n, L, caps, spec[2], kind, level,
-            pf_start, pf_pages, pf_size, act, lvl, substitute, scan,
-            unit_costs(P) if costs is None else costs, unit_sizes(P) if sizes is None else sizes,
-            *inputs, phases.no_route() if static else (*route, gprob, rule))
-        phases.leave_state(policy, kind, spec[2], inputs[-2])
+        out = _phase_routed(trace, policy, spec, sp, ss, static, route, bounds,
+                            np.diff(served_lo), caps, slots, budget, costs, sizes, seed, level,
+                            tok_of, z_of, (prefetch is not None, pf_start, pf_pages, pf_size,
+                                           act, lvl, substitute, level_slots, rule,
+                                           prob if prob.shape[0] else None))
     served = SimpleNamespace(layout=lay, pages=sp, rank=srank,
                              score=sscore if has_score else None, n_requests=N)
     return phases.phase_result(out, served, trace.name, policy, k, budget, costs, sizes, seed,
                                spec[2], level, prefetch, miss, lvl)
 
 
-def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, cap, applied, caps, slots,
-                  budget, costs, sizes, seed, level, tok_of, z_of):
-    """A routed run of a policy of the phase kernel (:func:`paging.fast.phases.phase_kernel`,
-    no prefetcher, no miss handler) over the served sequence ``sp``: routed in the kernel
-    (``route``) unless ``static``. Returns ``(collisions, page_misses, hit_mask, evictions,
-    n_evictions, bypassed, n_bypassed)``."""
+def _phase_routed(trace, policy, spec, sp, ss, static, route, bounds, served_sizes, caps,
+                  slots, budget, costs, sizes, seed, level, tok_of, z_of, phased=None):
+    """A routed run of a policy of the phase kernel (:func:`paging.fast.phases.phase_kernel`)
+    over the served sequence ``sp`` (``served_sizes`` requests per group): routed in the
+    kernel (``route``) unless ``static``. ``phased``: ``(prefetching, pf_start, pf_pages,
+    pf_size, act, lvl, substitute, level_slots, rule, prob)`` of a run with a prefetcher or a
+    miss handler (:func:`_run_phased`; ``prob``: the groups' router weights when made
+    already), None for neither. Returns the kernel's tuple."""
     from paging.fast import phases
     from paging.weights import unit_costs, unit_sizes
 
     lay = trace.layout
     n, L, P = lay.n_experts, lay.n_layers, lay.n_pages
-    kind = phases.phase_kind(policy, spec)
+    if phased is None:
+        none = np.zeros(0, np.int64)
+        phased = (False, none, none, unit_sizes(P), np.zeros(0, np.int8), none, False,
+                  np.zeros((1, P), np.int64), no_rule(), None)
+    prefetching, pf_start, pf_pages, pf_size, act, lvl, substitute, level_slots, rule, prob = (
+        phased)
+    kind, scan = phases.run_kind(policy, spec, prefetching)
     inputs = list(phases.policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed,
-                                       sp.size))
-    prob = _score_inputs(kind, inputs, trace, bounds, _served_sizes(bounds, cap, applied), sp,
-                         tok_of, z_of, static)
-    none = np.zeros(0, np.int64)
-    (_, coll, page_miss, hit_mask, ev, n_ev, byp, n_byp, *_) = phases.phase_kernel(
+                                       sp.size + pf_pages.size))
+    gprob = _score_inputs(kind, inputs, trace, bounds, served_sizes, sp, tok_of, z_of, static,
+                          prob)
+    out = phases.phase_kernel(
         # the pages writable (routed over), the rest read-only as run_phases passes them
-        sp, frozen(ss), frozen(slots), np.zeros((1, P), np.int64), n, L, caps, spec[2], kind, level,
-        none, none, unit_sizes(P), np.zeros(0, np.int8), none, False, False,
+        sp, frozen(ss), frozen(slots), level_slots, n, L, caps, spec[2], kind, level,
+        pf_start, pf_pages, pf_size, act, lvl, substitute, scan,
         unit_costs(P) if costs is None else costs, unit_sizes(P) if sizes is None else sizes,
-        *inputs, phases.no_route() if static else (*route, prob, no_rule()))
+        *inputs, phases.no_route() if static else (*route, gprob, rule))
     phases.leave_state(policy, kind, spec[2], inputs[-2])
-    return coll, page_miss, hit_mask, ev, n_ev, byp, n_byp
+    return out
 
 
 def _score_inputs(kind, inputs, trace, bounds, sizes, sp, tok_of, z_of, static, prob=None):
