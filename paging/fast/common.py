@@ -107,6 +107,30 @@ def route_scratch(n):
     return np.empty(n, np.int64), np.empty(n, np.int64), np.zeros(n, np.bool_), np.empty(n)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def group_ranking(src, lo, K, base, n, g, order, rank, taken):
+    """Group g's ranking into ``rank``: row g of ``order`` (full logits) when ``order`` has
+    rows, else the group's experts ``src[lo:lo+K] - base`` then every other expert by id
+    (:func:`route_group`'s, :func:`clock_static`'s); ``taken`` (scratch) is left all False."""
+    for e in range(n):
+        taken[e] = False
+    if order.shape[0] > 0:
+        for i in range(n):
+            rank[i] = order[g, i]
+    else:
+        for i in range(K):
+            e = src[lo + i] - base
+            rank[i] = e
+            taken[e] = True
+        c = K
+        for e in range(n):
+            if not taken[e]:
+                rank[c] = e
+                c += 1
+        for e in range(n):
+            taken[e] = False
+
+
 @njit(cache=True, nogil=True)
 def route_group(src, lo, K, base, n, g, order, m, j, kout, resident, rank, taken, out, o0,
                 cp, zz, pos):
@@ -128,23 +152,7 @@ def route_group(src, lo, K, base, n, g, order, m, j, kout, resident, rank, taken
     ``rank``, ``pos`` (int64) and ``taken``, ``zz`` are scratch arrays of n entries. ``src`` is
     read before ``out`` is written, so they may be one array (the list kernel routes its served
     sequence in place)."""
-    for e in range(n):
-        taken[e] = False
-    if order.shape[0] > 0:
-        for i in range(n):
-            rank[i] = order[g, i]
-    else:
-        for i in range(K):
-            e = src[lo + i] - base
-            rank[i] = e
-            taken[e] = True
-        c = K
-        for e in range(n):
-            if not taken[e]:
-                rank[c] = e
-                c += 1
-        for e in range(n):
-            taken[e] = False
+    group_ranking(src, lo, K, base, n, g, order, rank, taken)
     logits, token, known, bonus = cp
     if bonus.size > 0:
         for i in range(n):
@@ -288,20 +296,7 @@ def clock_static(pages, bounds, order, served, served_lo, n, L, steps, rule, act
         lo = bounds[g]
         K = bounds[g + 1] - lo
         base = (steps[lo] % L) * n
-        if has_order:
-            for i in range(n):
-                rank[i] = order[g, i]
-        else:
-            for e in range(n):
-                taken[e] = False
-            for i in range(K):
-                rank[i] = pages[lo + i] - base
-                taken[rank[i]] = True
-            c = K
-            for e in range(n):
-                if not taken[e]:
-                    rank[c] = e
-                    c += 1
+        group_ranking(pages, lo, K, base, n, g, order, rank, taken)
         clock_group(rank, pos, n, K, has_order, base, g, lo, served, served_lo[g],
                     served_lo[g + 1] - served_lo[g], rule, act, lvl)
 
