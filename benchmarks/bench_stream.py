@@ -2,7 +2,9 @@
 miss curve, on a layered Zipf sequence of ``--requests`` requests, each case in a fresh process
 whose peak RSS (``ru_maxrss``: interpreter, numba and the kernels included) is reported with
 its wall time. ``--cases`` takes any policy that streams (the list family, LFU, the credit
-policies, ARC, LeCaR, Marking; seed 0's draws) and ``mrc``.
+policies, ARC, LeCaR, Marking; seed 0's draws), ``mrc`` (LRU's curve) and ``mrc:POLICY``, the
+curve of any of those policies (one pass for LLRU, LFU, FLD and Least-Stale; one carried run
+per size k = 1..256 for the others, on the machine's cores).
 
 The sequence is ``zipf:n=8,layers=32,tokens=R/32,a=1,h=0,seed=0`` (Angelopoulos et al.,
 Sec. 5.1; the spec ``paging simulate`` reads). Two sources:
@@ -113,16 +115,18 @@ def run_case(case: str, source: str, k: int, chunk: int, progress: bool,
 
     kw = {"chunk": chunk, "progress": progress}
     budget = None
-    if weighted is not None and case != "mrc":
+    curve = case.split(":", 1)[1] if case.startswith("mrc:") else "lru" if case == "mrc" \
+        else None
+    if weighted is not None and curve is None:
         sizes, costs, budget = weights(weighted, k)
         kw.update(sizes=sizes, costs=costs)
     if not source.startswith("zipf:"):
         kw.update(n_experts=N_EXPERTS, n_layers=LAYERS)
     t0 = time.perf_counter()
-    if case == "mrc":
-        (out,) = stream_run(source, curves=["lru"], **kw)
-        value = {"misses_at_k": int(out.curves["lru"][k - 1]),
-                 "misses_k1_k256": [int(out.curves["lru"][0]), int(out.curves["lru"][-1])]}
+    if curve is not None:
+        (out,) = stream_run(source, curves=[curve], **kw)
+        m = out.curves[curve]
+        value = {"misses_at_k": int(m[k - 1]), "misses_k1_k256": [int(m[0]), int(m[-1])]}
     else:
         runs = {"budgets": [(case, budget)]} if budget is not None else {"runs": [(case, k)]}
         (out,) = stream_run(source, **runs, **kw)
@@ -148,8 +152,10 @@ def check(source: str, k: int, rows: list[dict], weighted: int | None = None) ->
         sizes, costs, budget = weights(weighted, k)
         cap = {"budget": budget, "sizes": sizes, "costs": costs}
     for r in rows:
-        want = (int(miss_curve(tr, "lru")[k - 1]) if r["case"] == "mrc"
-                else simulate(tr, r["case"], **cap).misses)
+        case = r["case"]
+        want = (int(miss_curve(tr, "lru")[k - 1]) if case == "mrc"
+                else int(miss_curve(tr, case[4:])[k - 1]) if case.startswith("mrc:")
+                else simulate(tr, case, **cap).misses)
         assert r["misses_at_k"] == want, (r, want)
 
 

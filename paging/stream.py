@@ -42,6 +42,8 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -82,20 +84,55 @@ def stream_policy(name: str):
     return pol, spec
 
 
-def curve_policy(name: str):
-    """``(policy, dist)`` of a policy whose miss curve streams (LRU's stack distances, per
-    layer for the -dist variants that evict as LRU inside a layer), else a one-line error."""
+def curve_policy(name: str, expand: str = "rounds"):
+    """``(policy, spec, how)`` of a policy whose miss curve streams in ``expand`` mode, else a
+    one-line :class:`PagingError`. ``how`` is how :class:`_Curve` computes it, the route
+    :func:`paging.mrc.miss_curve` takes in memory wherever a stream can take it:
+
+    * ``"stack"``: one pass, carried from chunk to chunk (rounds mode): LRU's stack distances
+      (:func:`paging.fast.stack.lru_stack_update`) or Mattson's priority update for LLRU, LFU,
+      FLD and Least-Stale (:func:`paging.fast.stack.priority_stack_update`); per layer for
+      their ``-dist`` forms;
+    * ``"shares"``: a ``-dist`` form of FIFO, FWF, the credit policies or ARC: each layer's
+      sub-sequence once per share 0..n (rounds mode);
+    * ``"per-k"``: one carried run per k = 1..nℓ (:class:`paging.fast.CarriedRun`): the
+      policies that are not stack algorithms (FIFO, FWF, Marking, the credit policies, ARC,
+      LeCaR and the -dist forms that draw from one generator), and every policy in groups mode.
+
+    Belady's curve is one pass in memory but reads next uses, which a stream does not have."""
     from paging import fast
     from paging.mrc import _stack_kinds
     from paging.policies import make_policy
 
-    pol = make_policy(name)
-    spec = fast.plan(pol)
-    if spec is None or _stack_kinds().get(spec[:2]) != "LRU":
-        raise PagingError(f"--policy {pol.name}: a streamed miss curve is LRU's stack distances "
-                          "(lru, and per layer lru-dist, llru-dist, fld-dist, least-stale-dist); "
-                          f"read the trace whole for {pol.name}'s curve")
-    return pol, spec[2]
+    try:
+        pol, spec = stream_policy(name)
+    except PagingError:
+        raise PagingError(f"--policy {make_policy(name).name} has no streamed miss curve (the "
+                          "curves that stream: the list family, lfu, the credit policies, arc, "
+                          "lecar, marking and their -dist forms; belady's reads next uses)"
+                          ) from None
+    family, kind, dist = spec
+    if expand != "rounds":  # a pinned group breaks inclusion (paging.mrc)
+        return pol, spec, "per-k"
+    stacked = (family, kind) in _stack_kinds()
+    if dist:
+        how = "per-k" if fast.needs_draws(spec) else "stack" if stacked else "shares"
+    else:
+        how = "stack" if stacked else "per-k"
+    return pol, spec, how
+
+
+#: the most bytes the carried runs of one streamed per-k curve may hold (refused above it)
+CURVE_STATE_BYTES = 4 * 10**9
+
+
+def _nbytes(state) -> int:
+    """The bytes of the arrays in a carried kernel's state (nested tuples and lists)."""
+    if isinstance(state, np.ndarray):
+        return state.nbytes
+    if isinstance(state, (tuple, list)):
+        return sum(_nbytes(x) for x in state)
+    return 0
 
 
 class _ListRun:
@@ -131,30 +168,84 @@ class _ListRun:
                             dist=run.dist, costs=self.costs, sizes=self.sizes)
 
 
-class _LRUCurve:
-    """LRU's stack-distance histogram (one per layer for a -dist curve), carried across
-    chunks; rounds mode only."""
+class _Curve:
+    """A policy's miss curve (misses for k = 1..nℓ) carried across chunks, by the route
+    :func:`curve_policy` names. :meth:`jobs` gives the work of one chunk as independent calls
+    (the kernels release the GIL: :func:`stream_run` runs them on a thread pool)."""
 
-    def __init__(self, name: str, layout: Layout):
-        from paging.fast.stack import lru_stack_state
+    def __init__(self, name: str, layout: Layout, expand: str = "rounds", seed: int | None = 0):
+        from paging import fast
+        from paging.fast import stack
+        from paging.mrc import _stack_kinds
 
-        self.policy, self.dist = curve_policy(name)
-        self.layout = layout
-        self.states = [lru_stack_state(layout.n_pages)
-                       for _ in range(layout.n_layers if self.dist else 1)]
+        self.policy, spec, self.how = curve_policy(name, expand)
+        family, kind, self.dist = spec
+        self.layout = lay = layout
+        n, L, P = lay.n_experts, lay.n_layers, lay.n_pages
+        self.parts = L if self.dist else 1
+        self.counts = np.zeros(self.parts, np.int64)  # requests of each part so far
+        if self.how == "stack":
+            self.kind = _stack_kinds()[(family, kind)]
+            if self.kind == "LRU":
+                self.states = [stack.lru_stack_state(P) for _ in range(self.parts)]
+            else:
+                self.kind = getattr(stack, self.kind)
+                self.states = [stack.priority_stack_state(P) for _ in range(self.parts)]
+        elif self.how == "shares":  # layer z at share c: runs[z][c - 1], the policy without -dist
+            self.runs = [[fast.CarriedRun(lay, (family, kind, False), c) for c in range(1, n + 1)]
+                         for _ in range(L)]
+        else:
+            first = _ListRun(name, 1, lay, seed)
+            need = _nbytes(first.run.state) * P
+            if need > CURVE_STATE_BYTES:
+                raise PagingError(f"--policy {self.policy.name}: a streamed curve of "
+                                  f"{P:,} sizes carries one run per size, {need / 1e9:.1f} GB "
+                                  f"of cache state (at most {CURVE_STATE_BYTES / 1e9:.0f} GB); "
+                                  "read the trace whole (no --stream)")
+            self.runs = [first] + [_ListRun(name, k, lay, seed) for k in range(2, P + 1)]
 
-    def feed(self, pages: np.ndarray, steps: np.ndarray) -> None:
-        from paging.fast.stack import lru_stack_update
+    @property
+    def n_runs(self) -> int:
+        """The carried runs of the curve (1 a part for a one-pass curve)."""
+        if self.how == "stack":
+            return self.parts
+        return len(self.runs) * (len(self.runs[0]) if self.how == "shares" else 1)
 
+    def _parts(self, pages: np.ndarray, steps: np.ndarray) -> list[np.ndarray]:
+        """The chunk's requests of each part: all of them, or (-dist, rounds mode: request i of
+        the chunk is of layer (first + i) mod ℓ) each layer's."""
         if not self.dist:
-            lru_stack_update(pages, *self.states[0])
-            return
+            return [pages]
         L = self.layout.n_layers
         first = int(steps[0]) % L if steps.size else 0
-        for z in range(L):  # rounds mode: request i of the chunk is of layer (first + i) mod ℓ
-            sub = np.ascontiguousarray(pages[(z - first) % L::L])
-            if sub.size:
-                lru_stack_update(sub, *self.states[z])
+        return [np.ascontiguousarray(pages[(z - first) % L::L]) for z in range(L)]
+
+    def jobs(self, pages: np.ndarray, steps: np.ndarray) -> list:
+        from functools import partial
+
+        from paging.fast import stack
+
+        if self.how == "per-k":
+            return [partial(r.feed, pages, steps) for r in self.runs]
+        out = []
+        for z, sub in enumerate(self._parts(pages, steps)):
+            if not sub.size:
+                continue
+            if self.how == "stack" and self.kind == "LRU":
+                out.append(partial(stack.lru_stack_update, sub, *self.states[z]))
+            elif self.how == "stack":
+                if self.counts[z] + sub.size >= stack.STREAM_STRIDE - 1:
+                    raise PagingError(f"--policy {self.policy.name}: a streamed priority curve "
+                                      f"counts at most {stack.STREAM_STRIDE - 2:,} requests a "
+                                      "part; read the trace whole (no --stream)")
+                out.append(partial(stack.priority_stack_update, sub, _NO_NEXT_USE,
+                                   self.layout.n_experts, self.layout.n_layers, self.kind,
+                                   stack.STREAM_STRIDE, *self.states[z]))
+            else:  # shares: each run of layer z counts the layer's requests as its steps
+                at = np.arange(self.counts[z], self.counts[z] + sub.size, dtype=np.int64)
+                out += [partial(r.feed, sub, at) for r in self.runs[z]]
+            self.counts[z] += sub.size
+        return out
 
     def curve(self, requests: int) -> np.ndarray:
         from paging.mrc import _hist_to_misses
@@ -163,15 +254,25 @@ class _LRUCurve:
         P = lay.n_pages
         if requests == 0:
             return np.zeros(P, dtype=np.int64)
+        if self.how == "per-k":
+            return np.array([int(r.run.page_misses.sum()) for r in self.runs], np.int64)
         if not self.dist:
-            return _hist_to_misses(self.states[0][3], requests, P)[1:]
+            return _hist_to_misses(self.states[0][-2],
+                                   requests, P)[1:]
         n, L = lay.n_experts, lay.n_layers
         m = np.zeros((L, n + 1), dtype=np.int64)
         for z in range(L):
-            hist = self.states[z][3]
-            m[z] = _hist_to_misses(hist, int(hist.sum()), n)
+            if self.how == "stack":
+                hist = self.states[z][-2]
+                m[z] = _hist_to_misses(hist, int(hist.sum()), n)
+            else:
+                m[z, 0] = self.counts[z]
+                m[z, 1:] = [int(r.page_misses.sum()) for r in self.runs[z]]
         shares = np.stack([lay.dist_shares(k) for k in range(1, P + 1)])
         return m[np.arange(L)[None, :], shares].sum(axis=1)
+
+
+_NO_NEXT_USE = np.zeros(0, np.int64)
 
 
 @dataclass
@@ -332,25 +433,42 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
              "sizes": _weights(sizes, "sizes", lay.n_pages)}
         sims = ([_ListRun(pol, k, lay, seed, **w) for pol, k in runs]
                 + [_ListRun(pol, None, lay, seed, budget=b, **w) for pol, b in budgets])
-        mrcs = [_LRUCurve(pol, lay) for pol in curves]
+        mrcs = [_Curve(pol, lay, seq.expand, seed) for pol in curves]
+        one_pass = [c for c in mrcs if c.how != "per-k"]  # (rounds mode: checked below)
         chunks = seq.chunks if seq.expand == "rounds" else _whole_groups(seq.chunks)
         n = 0
         n_chunks = 0
         prev = None
-        with pbar.bar(seq.n_requests, f"stream {seq.name}", unit="req", show=progress) as bar:
+        jobs = len(sims) + sum(c.n_runs for c in mrcs)
+        workers = min(os.cpu_count() or 1, jobs)
+        if progress is not False and any(c.how != "stack" for c in mrcs):
+            import sys
+
+            for c in mrcs:
+                if c.how != "stack":
+                    sys.stderr.write(f"stream {seq.name}: {c.policy.name}'s curve is "
+                                     f"{c.n_runs:,} carried runs ({c.how}), on {workers} "
+                                     "threads\n")
+        with (pbar.bar(seq.n_requests, f"stream {seq.name}", unit="req", show=progress) as bar,
+              ThreadPoolExecutor(max_workers=workers) as pool):
             for pages, steps in chunks:
-                if mrcs and steps.size:
+                if one_pass and steps.size:
                     first = steps[0] == prev if prev is not None else False
                     if first or (steps.size > 1 and (np.diff(steps) == 0).any()):
                         i = n + (0 if first else int(np.flatnonzero(np.diff(steps) == 0)[0]) + 1)
                         raise PagingError(f"trace {seq.name}: request {i} shares its step with "
-                                          "the one before (a group); a streamed miss curve "
-                                          "needs a rounds-mode trace")
+                                          "the one before (a group); a streamed one-pass miss "
+                                          "curve needs a rounds-mode trace")
                     prev = steps[-1]
-                for r in sims:
-                    r.feed(pages, steps)
+                work = [partial(r.feed, pages, steps) for r in sims]
                 for c in mrcs:
-                    c.feed(pages, steps)
+                    work += c.jobs(pages, steps)
+                if workers > 1 and len(work) > 1:  # (the kernels release the GIL)
+                    for _ in pool.map(_call, work):
+                        pass
+                else:
+                    for f in work:
+                        f()
                 n += pages.size
                 n_chunks += 1
                 bar.update(pages.size)
@@ -358,6 +476,10 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                                  {c.policy.name: c.curve(n) for c in mrcs},
                                  time.perf_counter() - t0, n_chunks))
     return out
+
+
+def _call(f):
+    return f()
 
 
 def simulate_stream(source, policy: str, k: int, **kw) -> list:

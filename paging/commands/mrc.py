@@ -10,8 +10,11 @@ the workers of a running Dask scheduler (the ``sweep`` extra); without it they r
 machine's cores (threads for kernels, processes for the reference loop). One-pass curves are
 computed here either way (a line on stderr says so).
 
-``--stream [--chunk N]`` (:mod:`paging.stream`) computes LRU's curve (and lru-dist's, per
-layer) reading the trace a chunk at a time; automatic for files above ``$PAGING_STREAM_BYTES``.
+``--stream [--chunk N]`` (:mod:`paging.stream`) computes the curve reading the trace a chunk at
+a time, for every policy that streams (:func:`paging.stream.curve_policy`): in one pass for
+LRU, LLRU, LFU, FLD and Least-Stale (per layer for their -dist forms), else one carried run per
+size (per layer and share for the -dist forms of FIFO, FWF, the credit policies and ARC) on
+this machine's cores; automatic for files above ``$PAGING_STREAM_BYTES``.
 """
 
 from __future__ import annotations
@@ -86,8 +89,12 @@ def run(args) -> int:
     from paging.policies import make_policy
 
     name = make_policy(args.policy).name  # fail on a bad name before loading anything
-    if use_stream(args, "mrc"):  # LRU's stack distances, a chunk at a time
-        _one_pass_note(args, name)
+    if use_stream(args, "mrc"):  # a chunk at a time
+        if args.scheduler is not None:
+            import sys
+
+            sys.stderr.write(f"mrc {name}: a streamed curve is computed here; --scheduler not "
+                             "used\n")
         outs = stream_outcomes(args, curves=[name])
         doc = _report(name, [(o.trace, o.requests, o.curves[name].size,
                               lambda o=o: o.curves[name]) for o in outs])

@@ -18,6 +18,11 @@ from numba import njit
 LLRU, FLD, LEAST_STALE, LFU, BELADY, FLD_CYCLIC, LEAST_STALE_LAYER, LEAST_STALE_UP = range(8)
 LLRU_LATEST = 8
 
+#: the ``stride`` of a streamed priority curve (:func:`priority_stack_update`): request times
+#: below it keep the priorities' order; LFU's count · stride + t stays within int64 for
+#: counts below it too
+STREAM_STRIDE = 1 << 31
+
 
 @njit(cache=True, nogil=True, inline="always")
 def _priority(kind, z, c, t, L, n, stride, last_y, stale, static):
@@ -151,26 +156,52 @@ def priority_stack_hist(pages, next_use, n_experts, n_layers, kind):
       Least-Stale-layer: (stale, −layer, −last);
     * LFU: (−count, −last);  Belady: (next use, page).
     """
-    n = pages.size
+    state = priority_stack_state(n_experts * n_layers)
+    priority_stack_update(pages, next_use, n_experts, n_layers, kind, pages.size + 1, *state)
+    return state[5]
+
+
+@njit(cache=True, nogil=True)
+def priority_stack_state(n_pages):
+    """The empty stack of :func:`priority_stack_update`: ``(stack, last, count, lpass, sprio,
+    hist, counters)``: the stack, each page's last request, request count, forward pass of
+    the last request and static priority (LFU, Belady), the histogram, and ``counters`` =
+    (the stack's depth, the layer of the last request, its forward pass, the requests so
+    far)."""
+    P = n_pages
+    return (np.zeros(P, np.int64), np.zeros(P, np.int64), np.zeros(P, np.int64),
+            np.zeros(P, np.int64), np.zeros(P, np.int64), np.zeros(P + 1, np.int64),
+            np.array([0, -1, 0, 0], np.int64))
+
+
+@njit(cache=True, nogil=True)
+def priority_stack_update(pages, next_use, n_experts, n_layers, kind, stride, stack, last,
+                          count, lpass, sprio, hist, counters):
+    """Add the stack depths of ``pages`` to ``hist``, continuing from the stack the arrays hold
+    (:func:`priority_stack_state`); request times count on from the pieces before, and
+    ``next_use[i]`` is the next use of the piece's request i (read by Belady only).
+    Consecutive calls on consecutive pieces of a trace give the histogram of the whole trace
+    (:mod:`paging.stream`).
+
+    ``stride`` combines a priority's parts into one int64 (the last request is its least
+    significant part): any value above the last request time of the whole trace gives the same
+    order (:func:`priority_stack_hist` passes the trace's length + 1; a stream, which does not
+    know its length, a constant, :data:`STREAM_STRIDE`)."""
     L = n_layers
     P = n_experts * n_layers
-    stride = n + 1
+    n = stride - 1
     layer_of = np.arange(P) // n_experts
-    stack = np.zeros(P, np.int64)
-    last = np.zeros(P, np.int64)
-    count = np.zeros(P, np.int64)
-    lpass = np.zeros(P, np.int64)  # forward pass of the last request
-    sprio = np.zeros(P, np.int64)  # static priorities (LFU, Belady)
-    hist = np.zeros(P + 1, np.int64)
-    depth = 0
-    c = -1  # layer of t
-    now_pass = 0
-    for t in range(n):
+    depth = counters[0]
+    c = counters[1]  # layer of t
+    now_pass = counters[2]
+    t0 = counters[3]
+    for i0 in range(pages.size):
+        t = t0 + i0
         c += 1
         if c == L:
             c = 0
             now_pass += 1
-        x = pages[t]
+        x = pages[i0]
         if depth > 0 and stack[0] == x:
             hist[1] += 1
         elif depth == 0:
@@ -211,5 +242,8 @@ def priority_stack_hist(pages, next_use, n_experts, n_layers, kind):
         if kind == LFU:
             sprio[x] = -(count[x] * stride + t)
         elif kind == BELADY:
-            sprio[x] = next_use[t] * P + x
-    return hist
+            sprio[x] = next_use[i0] * P + x
+    counters[0] = depth
+    counters[1] = c
+    counters[2] = now_pass
+    counters[3] = t0 + pages.size

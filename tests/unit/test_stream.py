@@ -71,6 +71,42 @@ def test_streamed_runs_equal_the_in_memory_runs(case):
         assert np.array_equal(out.curves[name], miss_curve(tr, name)), name
 
 
+#: every curve route of paging.stream.curve_policy: one pass (LRU's and the priority
+#: policies', per layer for -dist), shares (-dist without a stack), per k (the rest, and every
+#: policy in groups mode)
+CURVE_POLICIES = ["lru", "llru", "llru-latest", "lfu", "fld", "fld-cyclic", "least-stale",
+                  "least-stale-layer", "least-stale-upcoming", "lru-dist", "lfu-dist",
+                  "fld-dist", "fifo", "fwf", "marking", "gdsf", "layered-landlord", "arc",
+                  "lecar", "fifo-dist", "fwf-dist", "gdsf-dist", "arc-dist", "marking-dist",
+                  "lecar-dist"]
+
+
+@given(st.one_of(round_traces(max_rounds=20), topk_traces(max_tokens=8)), st.data())
+def test_streamed_curves_equal_the_in_memory_curves(tr, data):
+    """Every streamable policy's curve (one pass, shares or one run per k) equals
+    ``miss_curve``'s on the whole trace, for random chunk cuts and seeds."""
+    bounds = _cuts(data.draw, tr.n_requests)
+    pols = data.draw(st.lists(st.sampled_from(CURVE_POLICIES), min_size=1, max_size=3,
+                              unique=True))
+    seed = data.draw(st.integers(0, 2))
+    (out,) = stream_run(_chunks(tr, bounds), curves=pols, layout=tr.layout, expand=tr.expand,
+                        seed=seed)
+    for name in pols:
+        assert np.array_equal(out.curves[name], miss_curve(tr, name, seed=seed)), name
+
+
+def test_streamed_priority_curve_by_hand():
+    """LFU on one layer of 3 experts, pages 0 0 1 2 1 0 in two chunks (the stack carried
+    across the cut). The stacks before each request, top first: -, [0], [0], [1 0], [2 0 1]
+    (at the request of 2, the 2-page cache evicts 1, count 1, rather than 0, count 2), [1 0 2]:
+    depths inf, 1, inf, inf, 3, 2, so k = 1 misses 5, k = 2 misses 4, k = 3 misses 3."""
+    lay = Layout(3, 1)
+    (m,) = miss_curve_stream([(np.array([0, 0, 1]), None), (np.array([2, 1, 0]), None)],
+                             "lfu", layout=lay)
+    assert m.tolist() == [5, 4, 3]
+    assert m.tolist() == miss_curve(from_pages([0, 0, 1, 2, 1, 0], lay), "lfu").tolist()
+
+
 @given(_case(), st.data())
 def test_streamed_weighted_runs_equal_the_in_memory_runs(case, data):
     """Page sizes and fetch costs, at k pages and under byte budgets (bypasses included: a
@@ -229,12 +265,30 @@ def test_zipf_chunks_reproduce_zipf():
     assert len(parts) > 1 and np.array_equal(np.concatenate(parts), whole)
 
 
+def test_a_per_k_curve_too_large_to_carry_is_refused_before_reading(monkeypatch):
+    import paging.stream
+
+    def chunks():
+        raise AssertionError("read before the refusal")
+        yield
+
+    monkeypatch.setattr(paging.stream, "CURVE_STATE_BYTES", 10**4)
+    msg = _error(lambda: miss_curve_stream(chunks(), "fifo", layout=Layout(8, 4)))
+    assert "one run per size" in msg and "GB" in msg and "fifo" in msg
+    # the one-pass curves carry one stack, whatever the limit
+    (m,) = miss_curve_stream([(np.array([0, 8, 1, 9]), None)], "lru", layout=Layout(8, 2))
+    assert m.tolist()[:2] == [4, 4]
+
+
 def test_refusals():
     lay = Layout(2, 2)
     chunks = [(np.array([0, 2]), None)]
     assert "no streaming kernel" in _error(lambda: simulate_stream(chunks, "belady", 1,
                                                                    layout=lay))
-    assert "stack distances" in _error(lambda: miss_curve_stream(chunks, "fifo", layout=lay))
+    assert "no streamed miss curve" in _error(lambda: miss_curve_stream(chunks, "belady",
+                                                                        layout=lay))
+    assert "no streamed miss curve" in _error(lambda: miss_curve_stream(chunks, "token-match",
+                                                                        layout=lay))
     assert "needs their layout" in _error(lambda: simulate_stream(chunks, "lru", 1))
 
 
@@ -253,10 +307,17 @@ def test_cli_stream_equals_the_in_memory_commands(tmp_path):
              "--json", "--stream", "--chunk", "17")
     assert a.returncode == 0 and b.returncode == 0, b.stderr
     assert a.stdout == b.stdout
-    a = _cli("mrc", f, "--policy", "lru", "--json")
-    b = _cli("mrc", f, "--policy", "lru", "--json", "--stream", "--chunk", "10")
-    assert a.returncode == 0 and b.returncode == 0, b.stderr
-    assert a.stdout == b.stdout
+    # the curves' three routes: one pass (lru, lfu), shares (fifo-dist), one run per k
+    # (marking, with its seed)
+    for pol in (["lru"], ["lfu"], ["fifo-dist"], ["marking", "--seed", "2"]):
+        a = _cli("mrc", f, "--policy", *pol, "--json")
+        b = _cli("mrc", f, "--policy", *pol, "--json", "--stream", "--chunk", "10")
+        assert a.returncode == 0 and b.returncode == 0, b.stderr
+        assert a.stdout == b.stdout
+    for pol in ("belady", "token-match"):
+        r = _cli("mrc", f, "--policy", pol, "--stream")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert "no streamed miss curve" in r.stderr
     # page sizes and costs, at k pages and under a byte budget (1e-8 GB = 10 bytes)
     rng = np.random.default_rng(3)
     (tmp_path / "s.json").write_text(str(rng.integers(1, 4, 12).tolist()))
