@@ -43,8 +43,8 @@ import os
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
