@@ -9,15 +9,22 @@ carry their state from one chunk to the next:
   GDSF, Layered Landlord; unit costs and sizes), ARC, LeCaR and Marking (and their -dist
   variants; LeCaR and Marking draw from the run's ``seed`` as in memory), at any number of
   cache sizes k in one pass (:class:`paging.fast.CarriedRun`);
-* LRU's one-pass miss curve (stack distances, :func:`paging.fast.stack.lru_stack_update`), and
-  the per-layer curves of the -dist variants that evict as LRU inside a layer (lru-dist,
-  llru-dist, fld-dist, least-stale-dist), in rounds mode.
+* the miss curves of all those policies (:class:`_Curve`, by the route :func:`curve_policy`
+  names): one pass for LRU (stack distances, :func:`paging.fast.stack.lru_stack_update`) and
+  LLRU, LFU, FLD and Least-Stale (Mattson's priority update,
+  :func:`paging.fast.stack.priority_stack_update`), per layer for their -dist variants, in
+  rounds mode; each layer once per share for the -dist variants of FIFO, FWF, the credit
+  policies and ARC; one carried run per size k = 1..nℓ for the rest and in groups mode.
+
+The runs of a chunk are independent and the kernels release the GIL: they share the
+machine's cores on a thread pool.
 
 The results equal the in-memory ones exactly (misses, per-layer misses, collision misses,
 bypasses; ``tests/unit/test_stream.py`` checks it on random traces and random chunk sizes). A
 groups-mode chunk that ends inside a group is cut at the group's start and the group carried
 into the next chunk, so the kernels always see whole groups. Memory: the kernels' state
-(O(nℓ) per run, O(nℓ) for a curve) plus one chunk of the reader — independent of the trace's
+(O(nℓ) per run, O(nℓ) for a one-pass curve, O((nℓ)²) for a curve of one run per size,
+refused above :data:`CURVE_STATE_BYTES`) plus one chunk of the reader — independent of the trace's
 length.
 
 The runs take the pages' fetch costs and sizes, at k pages or under a byte budget
@@ -397,7 +404,8 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
         The pages' fetch costs and sizes in bytes (arrays, or files as ``--costs`` and
         ``--sizes`` read them), for every run, as :func:`paging.simulate.simulate` takes them.
     curves : iterable of str
-        Policies whose miss curve to compute (:func:`curve_policy`); rounds mode.
+        Policies whose miss curve to compute (:func:`curve_policy`: one pass, per layer and
+        share, or one run per k; ``seed`` for the randomized ones, as in memory).
     chunk : int
         Requests per chunk read from a file.
     expand : str
@@ -410,8 +418,8 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
     list of StreamOutcome
         One per sequence, each from an empty cache: ``results[i]`` equals
         ``simulate(trace, *runs[i], costs=costs, sizes=sizes)`` (then ``budget=`` those of
-        ``budgets``) and ``curves[name]`` equals ``miss_curve(trace, name)`` on the sequence
-        read whole.
+        ``budgets``) and ``curves[name]`` equals ``miss_curve(trace, name, seed=seed)`` on
+        the sequence read whole.
     """
     from paging import progress as pbar
 
@@ -490,9 +498,8 @@ def simulate_stream(source, policy: str, k: int, **kw) -> list:
 
 
 def miss_curve_stream(source, policy: str = "lru", **kw) -> list[np.ndarray]:
-    """:func:`paging.mrc.miss_curve` of ``policy`` (LRU's, or per layer for the -dist variants
-    that evict as LRU inside a layer) on every sequence of ``source``, streamed: misses for
-    k = 1..nℓ, one array per sequence."""
+    """:func:`paging.mrc.miss_curve` of ``policy`` (any policy :func:`curve_policy` takes) on
+    every sequence of ``source``, streamed: misses for k = 1..nℓ, one array per sequence."""
     from paging.policies import make_policy
 
     name = make_policy(policy).name
