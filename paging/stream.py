@@ -228,8 +228,8 @@ class _Curve:
         return [np.ascontiguousarray(pages[(z - first) % L::L]) for z in range(L)]
 
     def jobs(self, pages: np.ndarray, steps: np.ndarray) -> list:
-        from functools import partial
-
+        """The calls that feed the chunk to the curve's stacks or runs (each touching its own
+        state: they may run in any order, at once)."""
         from paging.fast import stack
 
         if self.how == "per-k":
@@ -264,8 +264,7 @@ class _Curve:
         if self.how == "per-k":
             return np.array([int(r.run.page_misses.sum()) for r in self.runs], np.int64)
         if not self.dist:
-            return _hist_to_misses(self.states[0][-2],
-                                   requests, P)[1:]
+            return _hist_to_misses(self.states[0][-2], requests, P)[1:]
         n, L = lay.n_experts, lay.n_layers
         m = np.zeros((L, n + 1), dtype=np.int64)
         for z in range(L):
