@@ -236,7 +236,6 @@ class RunSpec:
                          ("--routing", self.routed),
                          ("--warm", self.warm),
                          ("--engine reference", self.engine == "reference"),
-                         ("--verify", self.verify),
                          ("--lifetimes", self.lifetimes)):
             if on:
                 return flag

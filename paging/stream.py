@@ -33,7 +33,8 @@ The runs take the pages' fetch costs and sizes, at k pages or under a byte budge
 Not streamed (refused with one line by ``paging simulate --stream``): the other policies (their
 kernels allocate their state inside the call, :func:`paging.fast.carries`), the cost model
 (``--model``: its host tier is placed by the whole trace's counts) and the latency timeline,
-prefetching, miss handling, routing, warm runs, recording (hit masks, evictions).
+prefetching, miss handling, routing, warm runs, recording (hit masks, evictions). A run is
+verified chunk by chunk (``verify=True``, ``--verify``: :class:`paging.verify.StreamVerifier`).
 
 >>> import numpy as np
 >>> from paging import Layout, from_pages, simulate
@@ -146,10 +147,11 @@ class _ListRun:
     """One list-family, LFU, credit, ARC, LeCaR or Marking policy at one k (or a byte
     ``budget`` with page ``sizes``), its cache carried from chunk to chunk (the draws of LeCaR
     and Marking from ``seed``; ``costs`` and ``sizes``: the pages' weights, as
-    :func:`paging.fast.run` takes them)."""
+    :func:`paging.fast.run` takes them). ``verify``: the sequence's name, to check every chunk
+    and the result independently (:class:`paging.verify.StreamVerifier`)."""
 
     def __init__(self, name: str, k: int | None, layout: Layout, seed: int | None = 0,
-                 budget: int | None = None, costs=None, sizes=None):
+                 budget: int | None = None, costs=None, sizes=None, verify: str | None = None):
         from paging import fast
         from paging.core import check_capacity
 
@@ -160,19 +162,33 @@ class _ListRun:
         self.run = fast.CarriedRun(layout, spec, self.k if budget is None else self.budget,
                                    slots=None if budget is None else sizes, seed=seed,
                                    costs=costs, sizes=sizes)
+        self.checker = None
+        if verify is not None:  # (the name of the sequence)
+            from paging.verify import StreamVerifier
+
+            self.checker = StreamVerifier(layout, verify, self.policy.name,
+                                          self.k if budget is None else self.budget,
+                                          self.run.dist, budget=self.budget, costs=costs,
+                                          sizes=sizes)
 
     def feed(self, pages: np.ndarray, steps: np.ndarray) -> None:
-        self.run.feed(pages, steps)
+        if self.checker is None:
+            self.run.feed(pages, steps)
+        else:  # the piece's logs, checked against the cache replayed so far
+            self.checker.feed(pages, steps, *self.run.feed(pages, steps, log=True))
 
     def result(self, trace: str, requests: int, seed: int | None = 0):
         from paging.result import build_result
 
         run = self.run
-        return build_result(policy=self.policy.name, k=self.k, budget=self.budget,
-                            trace=trace, requests=requests,
-                            page_misses=run.page_misses.copy(), n_layers=run.layout.n_layers,
-                            collisions=run.collisions, bypasses=run.bypasses, seed=seed,
-                            dist=run.dist, costs=self.costs, sizes=self.sizes)
+        res = build_result(policy=self.policy.name, k=self.k, budget=self.budget,
+                           trace=trace, requests=requests,
+                           page_misses=run.page_misses.copy(), n_layers=run.layout.n_layers,
+                           collisions=run.collisions, bypasses=run.bypasses, seed=seed,
+                           dist=run.dist, costs=self.costs, sizes=self.sizes)
+        if self.checker is not None:
+            self.checker.finish(res)
+        return res
 
 
 class _Curve:
@@ -382,7 +398,7 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                name: str = "stream", n_experts: int | None = None,
                n_layers: int | None = None, format: str | None = None, seed: int | None = 0,
                progress: bool | None = False, budgets: Iterable[tuple[str, int]] = (),
-               costs=None, sizes=None) -> list[StreamOutcome]:
+               costs=None, sizes=None, verify: bool = False) -> list[StreamOutcome]:
     """Stream every sequence of ``source`` once through all the ``runs`` and ``curves``.
 
     Parameters
@@ -402,6 +418,12 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
     costs, sizes
         The pages' fetch costs and sizes in bytes (arrays, or files as ``--costs`` and
         ``--sizes`` read them), for every run, as :func:`paging.simulate.simulate` takes them.
+    verify : bool
+        Check every run independently as it goes (:class:`paging.verify.StreamVerifier`: the
+        cache never exceeds its capacity, every request is served, the misses match the
+        eviction log), a chunk at a time; a failed check raises
+        :class:`paging.verify.VerificationError`. Slower: the check replays each request in
+        Python.
     curves : iterable of str
         Policies whose miss curve to compute (:func:`curve_policy`: one pass, per layer and
         share, or one run per k; ``seed`` for the randomized ones, as in memory).
@@ -438,8 +460,10 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
         lay = seq.layout
         w = {"costs": _weights(costs, "costs", lay.n_pages),
              "sizes": _weights(sizes, "sizes", lay.n_pages)}
-        sims = ([_ListRun(pol, k, lay, seed, **w) for pol, k in runs]
-                + [_ListRun(pol, None, lay, seed, budget=b, **w) for pol, b in budgets])
+        check = seq.name if verify else None
+        sims = ([_ListRun(pol, k, lay, seed, verify=check, **w) for pol, k in runs]
+                + [_ListRun(pol, None, lay, seed, budget=b, verify=check, **w)
+                   for pol, b in budgets])
         mrcs = [_Curve(pol, lay, seq.expand, seed) for pol in curves]
         one_pass = [c for c in mrcs if c.how != "per-k"]  # (rounds mode: checked below)
         chunks = seq.chunks if seq.expand == "rounds" else _whole_groups(seq.chunks)

@@ -148,102 +148,221 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
 
     if result.budget is not None and sizes is None:
         fail("a byte-budget run needs its page sizes to be verified")
-    room = [1] * lay.n_pages if result.budget is None else [int(x) for x in sizes]
-    if result.dist:
-        cap = lay.dist_shares(result.capacity)
-        part = lambda p: p // n  # noqa: E731
-    else:
-        cap = np.array([result.capacity])
-        part = lambda p: 0  # noqa: E731
-    size = np.zeros(cap.size, dtype=np.int64)
-
-    ev = np.asarray(result.evictions, dtype=np.int64).reshape(-1, 2)
-    if ev.size and np.any(np.diff(ev[:, 0]) < 0):
-        fail("the eviction log is not in time order")
-    ev_by_t: dict[int, list[int]] = {}
-    for t, v in ev.tolist():
-        ev_by_t.setdefault(t, []).append(v)
+    ev_by_t = _eviction_log(result.evictions, fail)
     bypassed = set(np.asarray(result.bypassed).tolist())
     if len(bypassed) != result.bypasses:
         fail("bypass count does not match the bypass log")
 
-    pf_ins: dict[int, list[int]] = {}
-    for t, v in np.asarray(evs.get("prefetched", np.zeros((0, 2))),
-                           dtype=np.int64).reshape(-1, 2).tolist():
-        pf_ins.setdefault(t, []).append(v)
-    pf_out: dict[int, list[int]] = {}
-    for t, v in np.asarray(evs.get("prefetch_evictions", np.zeros((0, 2))),
-                           dtype=np.int64).reshape(-1, 2).tolist():
-        pf_out.setdefault(t, []).append(v)
+    pf_ins = _by_time(evs.get("prefetched"))
+    pf_out = _by_time(evs.get("prefetch_evictions"))
     if result.extra is not None and "prefetches" in result.extra and \
             result.extra["prefetches"] != sum(map(len, pf_ins.values())):
         fail("the prefetch count does not match the prefetch log")
 
-    resident: dict[int, int] = {}  # page -> the room it occupies
-    group_start = 0
-    inserted = 0
-    for t in range(N):
-        p = int(pages[t])
-        for v in pf_out.get(t, []):  # the prefetches issued before request t
-            if v not in resident:
-                fail(f"a prefetch before request {t} evicted page {v}, which is not cached")
-            size[part(v)] -= resident.pop(v)
-        for v in pf_ins.get(t, []):
-            if v in resident:
-                fail(f"a prefetch before request {t} inserted page {v}, already cached")
-            resident[v] = room[v]
-            size[part(v)] += room[v]
-        for q in {part(v) for v in pf_ins.get(t, [])}:
-            if size[q] > cap[q]:
-                fail(f"the prefetches before request {t} overfill partition {q}")
-        if t == 0 or steps[t] != steps[t - 1]:
-            group_start = t
-        if t in dropped or t in subst:
-            if p in resident:
-                fail(f"request {t} (page {p}) was dropped or substituted but is cached")
-            if t in ev_by_t or t in bypassed:
-                fail(f"request {t} was dropped or substituted yet has evictions or a bypass")
-            q_ = subst.get(t)
-            if q_ is not None and (q_ not in resident or q_ // n != steps[t] % lay.n_layers):
-                fail(f"request {t} substituted by page {q_}, not a cached page of its layer")
-            continue
-        if mask[t]:
-            if p not in resident:
-                fail(f"request {t} (page {p}) recorded as a hit but the page is not cached")
-            if t in ev_by_t or t in bypassed:
-                fail(f"request {t} is a hit yet has evictions or a bypass")
-            continue
-        if p in resident:
-            fail(f"request {t} (page {p}) recorded as a miss but the page is cached")
-        q = part(p)
-        if trace.is_grouped:
-            g_end = group_start
-            while g_end < N and steps[g_end] == steps[group_start]:
-                g_end += 1
-            pinned = set(pages[group_start:g_end].tolist())
+    cache = _Replay(lay, result.capacity, result.dist, result.budget, sizes, fail)
+    cache.piece(pages, steps, mask, ev_by_t, bypassed, dropped=dropped, subst=subst, lvl=lvl,
+                lv_sizes=lv_sizes, pf_ins=pf_ins, pf_out=pf_out)
+    if cache.inserted + len(bypassed) != result.misses:
+        fail(f"misses {result.misses} != insertions {cache.inserted} + bypasses "
+             f"{len(bypassed)}")
+
+
+def _by_time(log) -> dict[int, list[int]]:
+    """Rows ``(t, page)`` of a log as ``{t: [page, ...]}`` (None: an empty log)."""
+    out: dict[int, list[int]] = {}
+    if log is None:
+        return out
+    for t, v in np.asarray(log, dtype=np.int64).reshape(-1, 2).tolist():
+        out.setdefault(t, []).append(v)
+    return out
+
+
+def _eviction_log(evictions, fail) -> dict[int, list[int]]:
+    """The eviction log by request, after checking it is in time order."""
+    ev = np.asarray(evictions, dtype=np.int64).reshape(-1, 2)
+    if ev.size and np.any(np.diff(ev[:, 0]) < 0):
+        fail("the eviction log is not in time order")
+    return _by_time(ev)
+
+
+class _Replay:
+    """The cache a recorded run claims, replayed request by request from its logs with no
+    policy (checks 1-5 of the module docstring); its contents carry from one :meth:`piece` of
+    the trace to the next (a streamed run's chunks, each of whole groups). ``fail(message)``
+    raises."""
+
+    def __init__(self, layout, capacity: int, dist: bool, budget, sizes, fail):
+        self.layout, self.capacity, self.dist, self.fail = layout, capacity, dist, fail
+        self.room = ([1] * layout.n_pages if budget is None
+                     else [int(x) for x in np.asarray(sizes)])
+        self.cap = (layout.dist_shares(capacity) if dist
+                    else np.array([capacity], dtype=np.int64))
+        self.size = np.zeros(self.cap.size, dtype=np.int64)
+        self.resident: dict[int, int] = {}  # page -> the room it occupies
+        self.inserted = 0
+
+    def piece(self, pages, steps, mask, ev_by_t, bypassed, *, t0: int = 0, dropped=(),
+              subst=None, lvl=None, lv_sizes=None, pf_ins=None, pf_out=None) -> None:
+        """Replay the requests ``pages`` (their ``steps``, whole groups) with the hit mask, the
+        evictions and bypasses (by request index in the piece), the dropped and substituted
+        requests, the fetch levels (``lvl``, and each level's sizes) and the prefetches
+        inserted and evicted before each request. Messages name request ``t0`` + its index."""
+        fail, room, cap, size, resident = self.fail, self.room, self.cap, self.size, \
+            self.resident
+        n = self.layout.n_experts
+        N = pages.size
+        subst = subst or {}
+        pf_ins = pf_ins or {}
+        pf_out = pf_out or {}
+        if self.dist:
+            part = lambda p: p // n  # noqa: E731
         else:
-            pinned = set()
-        victims = ev_by_t.get(t, [])
-        need = room[p] if lvl[t] == 0 else int(lv_sizes[lvl[t]][p])
-        if victims and size[q] + need <= cap[q]:
-            fail(f"request {t}: evicted {victims} although the page fitted")
-        for v in victims:
-            if v not in resident or part(v) != q or v == p or v in pinned:
-                fail(f"request {t}: evicted page {v}, which is not a resident, unpinned page "
-                     f"of the requested page's partition")
-            size[q] -= resident.pop(v)
-        if t in bypassed:
-            if victims:
-                fail(f"request {t}: bypassed after evicting")
-            held = sum(resident[r] for r in resident if part(r) == q and r in pinned)
-            if size[q] + need <= cap[q] or need <= cap[q] - held:
-                fail(f"request {t}: bypassed although eviction could have made room")
-            continue
-        resident[p] = need
-        size[q] += need
-        inserted += 1
-        if size[q] > cap[q]:
-            fail(f"request {t}: the partition holds {size[q]} (pages or bytes), above its "
-                 f"capacity {cap[q]} (C={result.capacity})")
-    if inserted + len(bypassed) != result.misses:
-        fail(f"misses {result.misses} != insertions {inserted} + bypasses {len(bypassed)}")
+            part = lambda p: 0  # noqa: E731
+        grouped = N > 0 and bool(np.any(np.diff(steps) == 0))
+        group_start = 0
+        inserted = 0
+        for i in range(N):
+            t = t0 + i
+            p = int(pages[i])
+            for v in pf_out.get(i, []):  # the prefetches issued before request t
+                if v not in resident:
+                    fail(f"a prefetch before request {t} evicted page {v}, which is not cached")
+                size[part(v)] -= resident.pop(v)
+            for v in pf_ins.get(i, []):
+                if v in resident:
+                    fail(f"a prefetch before request {t} inserted page {v}, already cached")
+                resident[v] = room[v]
+                size[part(v)] += room[v]
+            for q in {part(v) for v in pf_ins.get(i, [])}:
+                if size[q] > cap[q]:
+                    fail(f"the prefetches before request {t} overfill partition {q}")
+            if i == 0 or steps[i] != steps[i - 1]:
+                group_start = i
+            if i in dropped or i in subst:
+                if p in resident:
+                    fail(f"request {t} (page {p}) was dropped or substituted but is cached")
+                if i in ev_by_t or i in bypassed:
+                    fail(f"request {t} was dropped or substituted yet has evictions or a bypass")
+                q_ = subst.get(i)
+                if q_ is not None and (q_ not in resident
+                                       or q_ // n != steps[i] % self.layout.n_layers):
+                    fail(f"request {t} substituted by page {q_}, not a cached page of its layer")
+                continue
+            if mask[i]:
+                if p not in resident:
+                    fail(f"request {t} (page {p}) recorded as a hit but the page is not cached")
+                if i in ev_by_t or i in bypassed:
+                    fail(f"request {t} is a hit yet has evictions or a bypass")
+                continue
+            if p in resident:
+                fail(f"request {t} (page {p}) recorded as a miss but the page is cached")
+            q = part(p)
+            if grouped:
+                g_end = group_start
+                while g_end < N and steps[g_end] == steps[group_start]:
+                    g_end += 1
+                pinned = set(pages[group_start:g_end].tolist())
+            else:
+                pinned = set()
+            victims = ev_by_t.get(i, [])
+            need = room[p] if lvl is None or lvl[i] == 0 else int(lv_sizes[lvl[i]][p])
+            if victims and size[q] + need <= cap[q]:
+                fail(f"request {t}: evicted {victims} although the page fitted")
+            for v in victims:
+                if v not in resident or part(v) != q or v == p or v in pinned:
+                    fail(f"request {t}: evicted page {v}, which is not a resident, unpinned page "
+                         f"of the requested page's partition")
+                size[q] -= resident.pop(v)
+            if i in bypassed:
+                if victims:
+                    fail(f"request {t}: bypassed after evicting")
+                held = sum(resident[r] for r in resident if part(r) == q and r in pinned)
+                if size[q] + need <= cap[q] or need <= cap[q] - held:
+                    fail(f"request {t}: bypassed although eviction could have made room")
+                continue
+            resident[p] = need
+            size[q] += need
+            inserted += 1
+            if size[q] > cap[q]:
+                fail(f"request {t}: the partition holds {size[q]} (pages or bytes), above its "
+                     f"capacity {cap[q]} (C={self.capacity})")
+        self.inserted += inserted
+
+
+class StreamVerifier:
+    """:func:`verify` of a run fed a piece at a time (a streamed run:
+    :func:`paging.stream.stream_run` with ``verify=True``, ``paging simulate --stream
+    --verify``). Each piece's hit mask, evictions and bypasses (rows and indices of requests in
+    the piece) are checked against the cache replayed so far (:class:`_Replay`, the same checks
+    as a whole run's); :meth:`finish` checks the run's totals against the pieces' counts: the
+    misses, per layer and per page, insertions + bypasses, the cost (the exact sum of the missed
+    pages' costs, rounded once) and the bytes. Memory: the replayed cache and a count per page,
+    whatever the trace's length."""
+
+    def __init__(self, layout, name: str, policy: str, capacity: int, dist: bool, *,
+                 budget=None, costs=None, sizes=None):
+        self.layout = layout
+        self.label = f"{policy} k={None if budget is not None else capacity} on {name}"
+        if budget is not None and sizes is None:
+            self._fail("a byte-budget run needs its page sizes to be verified")
+        self.costs, self.sizes = costs, sizes
+        self.cache = _Replay(layout, capacity, dist, budget, sizes, self._fail)
+        self.t = 0  # requests checked so far
+        self.hits = 0
+        self.bypasses = 0
+        self.page_misses = np.zeros(layout.n_pages, dtype=np.int64)
+
+    def _fail(self, msg: str):
+        raise VerificationError(f"{self.label}: {msg}")
+
+    def feed(self, pages, steps, hit_mask, evictions, bypassed) -> None:
+        """Check the next piece (whole groups) with its logs."""
+        pages = np.asarray(pages, dtype=np.int64)
+        mask = np.asarray(hit_mask, dtype=bool)
+        if mask.size != pages.size:
+            self._fail(f"a hit mask of {mask.size} for a piece of {pages.size} requests "
+                       f"(from request {self.t})")
+        byp = np.asarray(bypassed, dtype=np.int64)
+        bset = set(byp.tolist())
+        if len(bset) != byp.size:
+            self._fail(f"a request logged twice as bypassed (from request {self.t})")
+        self.page_misses += np.bincount(pages[~mask], minlength=self.layout.n_pages)
+        self.cache.piece(pages, np.asarray(steps), mask, _eviction_log(evictions, self._fail),
+                         bset, t0=self.t)
+        self.t += pages.size
+        self.hits += int(mask.sum())
+        self.bypasses += len(bset)
+
+    def finish(self, result: Result) -> None:
+        """Check the run's totals against every piece's."""
+        from fractions import Fraction
+
+        fail = self._fail
+        misses = self.t - self.hits
+        if result.requests != self.t:
+            fail(f"{result.requests} requests, {self.t} checked")
+        if result.misses != misses or result.hits != self.hits:
+            fail(f"misses {result.misses} but the hit masks have {misses}")
+        pm = self.page_misses
+        per_layer = pm.reshape(self.layout.n_layers, -1).sum(axis=1)
+        if not np.array_equal(per_layer, np.asarray(result.per_layer_misses)):
+            fail(f"per-layer misses {list(result.per_layer_misses)} != {per_layer.tolist()}")
+        if result.page_misses is not None and not np.array_equal(pm, result.page_misses):
+            fail("per-page misses do not match the hit masks")
+        if result.bypasses != self.bypasses:
+            fail("bypass count does not match the bypass logs")
+        if self.cache.inserted + self.bypasses != result.misses:
+            fail(f"misses {result.misses} != insertions {self.cache.inserted} + bypasses "
+                 f"{self.bypasses}")
+        nz = np.flatnonzero(pm)
+        if self.costs is None:
+            want_cost = float(misses)
+        else:  # (exact, rounded once: what math.fsum gives over the missed pages' costs)
+            w = np.asarray(self.costs, dtype=np.float64)
+            want_cost = float(sum(Fraction(float(w[p])) * int(pm[p]) for p in nz.tolist()))
+        if result.cost != want_cost:
+            fail(f"cost {result.cost!r} != Σ w over the misses {want_cost!r}")
+        want_bytes = (None if self.sizes is None
+                      else sum(int(self.sizes[p]) * int(pm[p]) for p in nz.tolist()))
+        if result.bytes_fetched != want_bytes:
+            fail(f"bytes fetched {result.bytes_fetched} != Σ s over the misses {want_bytes}")

@@ -125,5 +125,6 @@ def stream_outcomes(args, runs=(), curves=(), budgets=()):
                           seed=getattr(args, "seed", 0),
                           progress=False if getattr(args, "json", False) else None,
                           budgets=budgets, costs=getattr(args, "costs", None),
-                          sizes=getattr(args, "sizes", None))
+                          sizes=getattr(args, "sizes", None),
+                          verify=getattr(args, "verify", False))
     return out

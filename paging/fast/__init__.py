@@ -333,15 +333,21 @@ class CarriedRun:
             self.page_misses = misses
         return pages, cnt, hits
 
-    def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False, scores=None):
+    def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False, scores=None,
+             log: bool = False):
         """Serve the next piece; its hit mask when ``hits``. ``scores``: the requests' gate
-        scores, which Score-Based reads (and nothing else)."""
+        scores, which Score-Based reads (and nothing else). ``log`` (the families a stream
+        runs, not the token, prediction and FlashMoE ones): ``(hit mask, evictions,
+        bypassed)`` of the piece, rows ``(t, page)`` and indices ``t`` of requests in the piece
+        (what :class:`paging.verify.StreamVerifier` checks)."""
         from paging.fast import adaptive
         from paging.fast.lists import list_kernel
         from paging.fast.marking import marking_kernel
 
         lay = self.layout
-        rec = 1 if hits else 0
+        if log and self.family in (_TOKEN, _PRED, _LEARNED):
+            raise ValueError(f"no eviction log for a carried {self.family} run")
+        rec = 2 if log else 1 if hits else 0
         pages, steps = frozen(pages), frozen(steps)
         args = (pages, steps, self.slots, lay.n_experts, lay.n_layers, self.caps, self.dist)
         if self.family == _LIST:
@@ -369,6 +375,8 @@ class CarriedRun:
         self.collisions += int(out[1])
         self.bypasses += int(out[7])
         self.page_misses = out[2]
+        if log:
+            return out[3].astype(bool), out[4][:out[5]].copy(), out[6][:out[7]].copy()
         return np.asarray(out[3], dtype=bool) if hits else None
 
 

@@ -131,6 +131,70 @@ def test_streamed_weighted_runs_equal_the_in_memory_runs(case, data):
         _same(a, b)
 
 
+@given(_case(), st.data())
+def test_streamed_runs_verify(case, data):
+    """``verify=True`` checks every chunk's logs against the cache replayed so far and the
+    totals at the end: every streamed run passes, at k pages and under byte budgets, and its
+    numbers are the unchecked run's."""
+    tr, bounds, pols, ks, seed = case
+    P = tr.layout.n_pages
+    sizes = np.array(data.draw(st.lists(st.integers(1, 4), min_size=P, max_size=P)))
+    costs = np.array(data.draw(st.lists(st.sampled_from([0.1, 0.5, 1.0, 3.0]), min_size=P,
+                                        max_size=P)))
+    runs = [(p, k) for p in pols for k in ks]
+    by_bytes = [(p, max(int(sizes.sum()) // 2, int(sizes.max()))) for p in pols]
+    kw = {"layout": tr.layout, "expand": tr.expand, "seed": seed, "budgets": by_bytes,
+          "costs": costs, "sizes": sizes}
+    (checked,) = stream_run(_chunks(tr, bounds), runs, verify=True, **kw)
+    (plain,) = stream_run(_chunks(tr, bounds), runs, **kw)
+    for a, b in zip(checked.results, plain.results, strict=True):
+        _same(a, b)
+
+
+def test_the_streamed_verifier_catches_a_false_log():
+    """The logs of an LRU run (k = 2, one layer of 4 experts, pages 0 1 2 0 1 in chunks of 3
+    and 2) each altered in one place: every alteration fails with its reason."""
+    from paging.fast import CarriedRun, plan
+    from paging.policies import make_policy
+    from paging.verify import StreamVerifier, VerificationError
+
+    lay = Layout(4, 1)
+    pieces = [(np.array([0, 1, 2]), np.array([0, 1, 2])), (np.array([0, 1]), np.array([3, 4]))]
+
+    def logs():
+        run = CarriedRun(lay, plan(make_policy("lru")), 2)
+        return [run.feed(p, s, log=True) for p, s in pieces]
+
+    good = logs()
+    # the run: misses 0 1 2 (evicts 0 at request 2) 0 (evicts 1) 1 (evicts 2): five misses
+    assert [g[0].tolist() for g in good] == [[False] * 3, [False] * 2]
+    assert [g[1].tolist() for g in good] == [[[2, 0]], [[0, 1], [1, 2]]]
+    res = simulate(from_pages([0, 1, 2, 0, 1], lay), "lru", 2)
+
+    def check(piece, field, value, result=res):
+        v = StreamVerifier(lay, "x", "lru", 2, False)
+        for i, ((p, s), g) in enumerate(zip(pieces, logs(), strict=True)):
+            g = list(g)
+            if i == piece:
+                g[field] = value
+            v.feed(p, s, *g)
+        v.finish(result)
+
+    check(0, 0, good[0][0])  # unaltered: passes
+    bad = [
+        (0, 0, np.array([False, False, True]), "hit but the page is not cached"),
+        (1, 1, np.zeros((0, 2), np.int64), "above its capacity"),
+        (1, 1, np.array([[0, 3], [1, 2]]), "not a resident"),
+        (0, 1, np.array([[2, 0], [2, 1]]), "although the page fitted|above"),
+        (1, 2, np.array([1]), "bypass"),
+    ]
+    for piece, field, value, why in bad:
+        with pytest.raises(VerificationError, match=why):
+            check(piece, field, value)
+    with pytest.raises(VerificationError, match="misses"):
+        check(0, 0, good[0][0], result=simulate(from_pages([0, 1, 2, 0, 1], lay), "lru", 3))
+
+
 @given(topk_traces(max_tokens=10, expand="groups"), st.integers(1, 7))
 def test_chunks_that_split_a_group_give_the_same_run(tr, size):
     # every size cuts groups; the groups and the pins must come out whole
@@ -323,7 +387,7 @@ def test_cli_stream_equals_the_in_memory_commands(tmp_path):
     (tmp_path / "s.json").write_text(str(rng.integers(1, 4, 12).tolist()))
     (tmp_path / "c.json").write_text(str(rng.random(12).round(3).tolist()))
     w = ["--sizes", str(tmp_path / "s.json"), "--costs", str(tmp_path / "c.json")]
-    for cap in (["--k", "4"], ["--budget-gb", "1e-8", "--budget-gb", "2e-8"]):
+    for cap in (["--k", "4"], ["--budget-gb", "1e-8", "--budget-gb", "2e-8", "--verify"]):
         cmd = ["simulate", f, "--policy", "gdsf", "--policy", "lru-dist", *cap, *w, "--json"]
         a, b = _cli(*cmd), _cli(*cmd, "--stream", "--chunk", "29")
         assert a.returncode == 0 and b.returncode == 0, b.stderr
