@@ -39,9 +39,8 @@ Traces larger than memory (:mod:`paging.stream`): ``--stream [--chunk N]`` reads
 chunk at a time (the list family, LFU, the credit policies, ARC, LeCaR and Marking at ``--k``
 sizes, or at ``--budget-gb`` budgets with ``--sizes``, ``--costs`` too; LeCaR's and Marking's
 draws from ``--seed``; ``--verify`` chunk by chunk; the other options above are refused with
-one line), automatically
-for files above ``$PAGING_STREAM_BYTES`` when the options allow it (``--no-stream`` to read
-them whole). Same rows as the run on the trace read whole.
+one line), automatically for files above ``$PAGING_STREAM_BYTES`` when the options allow it
+(``--no-stream`` to read them whole). Same rows as the run on the trace read whole.
 """
 
 from __future__ import annotations
