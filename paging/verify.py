@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numba import njit
 
 from paging.result import Result
 from paging.trace import Trace
@@ -148,7 +149,7 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
 
     if result.budget is not None and sizes is None:
         fail("a byte-budget run needs its page sizes to be verified")
-    ev_by_t = _eviction_log(result.evictions, fail)
+    ev = _eviction_rows(result.evictions, fail, N)
     bypassed = set(np.asarray(result.bypassed).tolist())
     if len(bypassed) != result.bypasses:
         fail("bypass count does not match the bypass log")
@@ -160,8 +161,12 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
         fail("the prefetch count does not match the prefetch log")
 
     cache = _Replay(lay, result.capacity, result.dist, result.budget, sizes, fail)
-    cache.piece(pages, steps, mask, ev_by_t, bypassed, dropped=dropped, subst=subst, lvl=lvl,
-                lv_sizes=lv_sizes, pf_ins=pf_ins, pf_out=pf_out)
+    if dropped or subst or levels is not None or pf_ins or pf_out:
+        cache.piece(pages, steps, mask, _by_time(ev), bypassed, dropped=dropped, subst=subst,
+                    lvl=lvl, lv_sizes=lv_sizes, pf_ins=pf_ins, pf_out=pf_out)
+    else:  # (a plain run: the compiled replay, the replay naming a fault)
+        cache.plain_piece(np.asarray(pages, dtype=np.int64), np.asarray(steps, dtype=np.int64),
+                          mask, ev, sorted(bypassed))
     if cache.inserted + len(bypassed) != result.misses:
         fail(f"misses {result.misses} != insertions {cache.inserted} + bypasses "
              f"{len(bypassed)}")
@@ -177,12 +182,16 @@ def _by_time(log) -> dict[int, list[int]]:
     return out
 
 
-def _eviction_log(evictions, fail) -> dict[int, list[int]]:
-    """The eviction log by request, after checking it is in time order."""
+def _eviction_rows(evictions, fail, n: int, t0: int = 0) -> np.ndarray:
+    """The eviction log's rows ``(t, page)``, after checking they are in time order and name
+    requests 0..n-1 (of a piece whose first request is ``t0``)."""
     ev = np.asarray(evictions, dtype=np.int64).reshape(-1, 2)
     if ev.size and np.any(np.diff(ev[:, 0]) < 0):
         fail("the eviction log is not in time order")
-    return _by_time(ev)
+    if ev.size and (ev[0, 0] < 0 or ev[-1, 0] >= n):
+        fail(f"the eviction log names request {t0 + int(ev[0 if ev[0, 0] < 0 else -1, 0])}, "
+             f"outside the run's {t0}..{t0 + n - 1}")
+    return ev
 
 
 class _Replay:
@@ -200,6 +209,29 @@ class _Replay:
         self.size = np.zeros(self.cap.size, dtype=np.int64)
         self.resident: dict[int, int] = {}  # page -> the room it occupies
         self.inserted = 0
+        # the same cache in arrays, for the compiled replay (plain_piece): the room each page
+        # holds (0: not cached)
+        self.held = np.zeros(layout.n_pages, dtype=np.int64)
+
+    def plain_piece(self, pages, steps, mask, ev, byp, *, t0: int = 0) -> None:
+        """:meth:`piece` of a run without prefetches, drops, substitutions or levels (``ev``:
+        the eviction rows in time order, ``byp``: the bypassed requests, distinct), in the
+        compiled loop :func:`_replay_plain`; a fault is then replayed here by :meth:`piece`
+        from the state before the piece, which names it. Pieces replayed by this method only
+        (the state lives in ``held``)."""
+        held, size = self.held.copy(), self.size.copy()  # (the state before the piece)
+        counts = np.array([self.inserted], dtype=np.int64)
+        byp = np.sort(np.asarray(byp, dtype=np.int64))
+        bad = _replay_plain(pages, steps, mask, ev, byp, np.asarray(self.room, dtype=np.int64),
+                            self.cap, self.dist, self.layout.n_experts, self.held, self.size,
+                            counts)
+        if bad >= 0:  # the replay, from the same state, says what failed
+            self.resident = {int(p): int(held[p]) for p in np.flatnonzero(held)}
+            self.size[:] = size
+            self.piece(pages, steps, mask, _by_time(ev), set(byp.tolist()), t0=t0)
+            self.fail(f"request {t0 + bad}: the compiled replay finds a fault the replay does "
+                      "not (a bug of the verifier)")
+        self.inserted = int(counts[0])
 
     def piece(self, pages, steps, mask, ev_by_t, bypassed, *, t0: int = 0, dropped=(),
               subst=None, lvl=None, lv_sizes=None, pf_ins=None, pf_out=None) -> None:
@@ -289,6 +321,79 @@ class _Replay:
         self.inserted += inserted
 
 
+@njit(cache=True, nogil=True)
+def _replay_plain(pages, steps, mask, ev, byp, room, cap, dist, n, held, size, counts):
+    """:meth:`_Replay.piece` of a run without prefetches, drops, substitutions or levels, in a
+    compiled loop: the same checks on the same state (``held[p]``: the room page p occupies, 0
+    when it is not cached; ``size``: each partition's; ``counts[0]``: the insertions), with
+    ``ev`` the piece's eviction rows in time order and ``byp`` its bypassed requests
+    ascending. Returns the index of the first request that fails a check (the state then
+    stops there), or -1. The replay stays the specification: :class:`StreamVerifier` asks it
+    for the message, and the tests hold the two to the same verdicts."""
+    N = pages.size
+    e = 0
+    b = 0
+    g_start = 0
+    g_end = 0
+    for i in range(N):
+        p = pages[i]
+        if i == 0 or steps[i] != steps[i - 1]:
+            g_start = i
+            g_end = i + 1
+            while g_end < N and steps[g_end] == steps[i]:
+                g_end += 1
+        bypassed = False
+        while b < byp.size and byp[b] < i:
+            b += 1
+        if b < byp.size and byp[b] == i:
+            bypassed = True
+        nv = 0
+        while e + nv < ev.shape[0] and ev[e + nv, 0] == i:
+            nv += 1
+        if mask[i]:
+            if held[p] == 0 or nv > 0 or bypassed:
+                return i
+            continue
+        if held[p] != 0:
+            return i
+        q = p // n if dist else 0
+        need = room[p]
+        if nv > 0 and size[q] + need <= cap[q]:
+            return i
+        for j in range(e, e + nv):
+            v = ev[j, 1]
+            if v < 0 or v >= held.size or held[v] == 0 or (v // n if dist else 0) != q \
+                    or v == p:
+                return i
+            for x in range(g_start, g_end):  # (a pinned page: one of the group's)
+                if pages[x] == v:
+                    return i
+            size[q] -= held[v]
+            held[v] = 0
+        e += nv
+        if bypassed:
+            if nv > 0:
+                return i
+            pinned = 0
+            for x in range(g_start, g_end):
+                y = pages[x]
+                dup = False
+                for w in range(g_start, x):
+                    if pages[w] == y:
+                        dup = True
+                if not dup and held[y] != 0 and (y // n if dist else 0) == q:
+                    pinned += held[y]
+            if size[q] + need <= cap[q] or need <= cap[q] - pinned:
+                return i
+            continue
+        held[p] = need
+        size[q] += need
+        counts[0] += 1
+        if size[q] > cap[q]:
+            return i
+    return -1
+
+
 class StreamVerifier:
     """:func:`verify` of a run fed a piece at a time (a streamed run:
     :func:`paging.stream.stream_run` with ``verify=True``, ``paging simulate --stream
@@ -326,9 +431,11 @@ class StreamVerifier:
         bset = set(byp.tolist())
         if len(bset) != byp.size:
             self._fail(f"a request logged twice as bypassed (from request {self.t})")
+        steps = np.asarray(steps, dtype=np.int64)
         self.page_misses += np.bincount(pages[~mask], minlength=self.layout.n_pages)
-        self.cache.piece(pages, np.asarray(steps), mask, _eviction_log(evictions, self._fail),
-                         bset, t0=self.t)
+        self.cache.plain_piece(pages, steps, mask,
+                               _eviction_rows(evictions, self._fail, pages.size, self.t), byp,
+                               t0=self.t)
         self.t += pages.size
         self.hits += int(mask.sum())
         self.bypasses += len(bset)
