@@ -32,6 +32,14 @@ sequence is a routing of the trace (every served request belongs to a (token, la
 the trace, in order, with a page of the group's layer, distinct pages within a group, at most
 the group's size and at least one request per group), then replays the run on the served
 sequence exactly as above.
+
+The replay is :class:`_Replay` (Python: the specification). A run without prefetches, drops,
+substitutions or precision levels is replayed in a compiled loop first (:func:`_replay_plain`,
+the same checks on the same state, about 30x faster); when it finds a fault the Python replay
+runs the piece again from the same state and names it (``tests/property/
+test_verify_replay.py`` holds the two to the same verdict, at the same request, on true and
+altered logs). Nothing here calls the simulator or a policy. A streamed run
+(:mod:`paging.stream`) is verified chunk by chunk (:class:`StreamVerifier`).
 """
 
 from __future__ import annotations
