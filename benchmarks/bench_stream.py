@@ -4,7 +4,8 @@ whose peak RSS (``ru_maxrss``: interpreter, numba and the kernels included) is r
 its wall time. ``--cases`` takes any policy that streams (the list family, LFU, the credit
 policies, ARC, LeCaR, Marking; seed 0's draws), ``mrc`` (LRU's curve) and ``mrc:POLICY``, the
 curve of any of those policies (one pass for LLRU, LFU, FLD and Least-Stale; one carried run
-per size k = 1..256 for the others, on the machine's cores).
+per size k = 1..256 for the others, on the machine's cores) and ``verify:POLICY``, the policy's
+run at k checked chunk by chunk (``paging simulate --stream --verify``).
 
 The sequence is ``zipf:n=8,layers=32,tokens=R/32,a=1,h=0,seed=0`` (Angelopoulos et al.,
 Sec. 5.1; the spec ``paging simulate`` reads). Two sources:
@@ -117,6 +118,8 @@ def run_case(case: str, source: str, k: int, chunk: int, progress: bool,
     budget = None
     curve = case.split(":", 1)[1] if case.startswith("mrc:") else "lru" if case == "mrc" \
         else None
+    verify = case.startswith("verify:")
+    policy = case.split(":", 1)[1] if verify else case
     if weighted is not None and curve is None:
         sizes, costs, budget = weights(weighted, k)
         kw.update(sizes=sizes, costs=costs)
@@ -128,8 +131,9 @@ def run_case(case: str, source: str, k: int, chunk: int, progress: bool,
         m = out.curves[curve]
         value = {"misses_at_k": int(m[k - 1]), "misses_k1_k256": [int(m[0]), int(m[-1])]}
     else:
-        runs = {"budgets": [(case, budget)]} if budget is not None else {"runs": [(case, k)]}
-        (out,) = stream_run(source, **runs, **kw)
+        runs = ({"budgets": [(policy, budget)]} if budget is not None
+                else {"runs": [(policy, k)]})
+        (out,) = stream_run(source, **runs, verify=verify, **kw)
         value = {"misses_at_k": out.results[0].misses,
                  "collision_misses": out.results[0].collision_misses}
         if budget is not None:
@@ -155,7 +159,7 @@ def check(source: str, k: int, rows: list[dict], weighted: int | None = None) ->
         case = r["case"]
         want = (int(miss_curve(tr, "lru")[k - 1]) if case == "mrc"
                 else int(miss_curve(tr, case[4:])[k - 1]) if case.startswith("mrc:")
-                else simulate(tr, case, **cap).misses)
+                else simulate(tr, case.removeprefix("verify:"), **cap).misses)
         assert r["misses_at_k"] == want, (r, want)
 
 
