@@ -44,7 +44,6 @@ Defaults: a=1.0, h=0, seed=0, topk=1, perm=random; router: k=2 and the fitted a,
 from __future__ import annotations
 
 import math
-import os
 
 import numpy as np
 
@@ -76,30 +75,12 @@ def _float(name: str, v: object) -> float:
     return float(v)
 
 
-#: bytes a generated request costs in memory: its page and its step (int64 each)
-_BYTES_PER_REQUEST = 16
-
-
 def _check_memory(requests: int) -> None:
     """Refuse, before allocating anything, a sequence whose pages and steps alone would not fit
-    in this machine's physical memory (a MemoryError traceback otherwise)."""
-    need = requests * _BYTES_PER_REQUEST
-    try:
-        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):  # not POSIX: assume 2^40 bytes
-        have = 1 << 40
-    if need > have:
-        raise PagingError(f"{requests:,} requests need about {_human(need)} of memory "
-                          f"(pages and steps, {_BYTES_PER_REQUEST} bytes per request); this "
-                          f"machine has {_human(have)}. Use fewer tokens or rounds")
+    in this machine's memory (:func:`paging.memory.check_requests`)."""
+    from paging.memory import check_requests
 
-
-def _human(nbytes: float) -> str:
-    for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
-        if nbytes < 1000 or unit == "PB":
-            return f"{nbytes:,.0f} {unit}" if unit == "bytes" else f"{nbytes:,.1f} {unit}"
-        nbytes /= 1000
-    return f"{nbytes} PB"
+    check_requests(requests, "Use fewer tokens or rounds")
 
 
 def _expand(expand: str) -> str:

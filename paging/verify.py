@@ -35,10 +35,10 @@ sequence exactly as above.
 
 The replay is :class:`_Replay` (Python: the specification). A run without prefetches, drops,
 substitutions or precision levels is replayed in a compiled loop first (:func:`_replay_plain`,
-the same checks on the same state: 60-75x faster on 10⁷ requests of LRU and FIFO-DIST); when it finds a fault the Python replay
-runs the piece again from the same state and names it (``tests/property/
-test_verify_replay.py`` holds the two to the same verdict, at the same request, on true and
-altered logs). Nothing here calls the simulator or a policy. A streamed run
+the same checks on the same state: 60-75x faster on 10⁷ requests of LRU and FIFO-DIST); when
+it finds a fault the Python replay runs the piece again from the same state and names it
+(``tests/property/test_verify_replay.py`` holds the two to the same verdict, at the same
+request, on true and altered logs). Nothing here calls the simulator or a policy. A streamed run
 (:mod:`paging.stream`) is verified chunk by chunk (:class:`StreamVerifier`).
 """
 

@@ -226,6 +226,11 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
             raise PagingError(f"unknown trace format {format!r}; expected one of "
                               f"{', '.join(READ_FORMATS)}")
         fmt = format or detect_format(path)
+        if fmt in ("oracle-general", "npz"):  # (the requests, told from the file's header)
+            from paging.memory import check_requests
+
+            check_requests(_file_requests(path, fmt), "Stream it (--stream) instead of "
+                           "reading it whole", str(path))
         if fmt == "jsonl":
             return read_routing_jsonl(path, expand=expand, strict=strict, phase=phase,
                                       fields=fields, n_experts=n_experts, n_layers=n_layers)
@@ -236,6 +241,26 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
         return FORMATS[fmt].read(path, **kw)
     except OSError as e:
         raise PagingError(f"cannot read the file: {e.strerror or e}", str(path)) from None
+
+
+def _file_requests(path: Path, fmt: str) -> int | None:
+    """The requests of an oracleGeneral file (24-byte records) or a ``.npz`` trace (its
+    ``pages`` array's length, from the archive's header), None when they cannot be told
+    without reading it (the reader then reports what is wrong)."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        if fmt == "oracle-general":
+            return path.stat().st_size // 24
+        with zipfile.ZipFile(path) as z, z.open("pages.npy") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = {(1, 0): np.lib.format.read_array_header_1_0,
+                    (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+            return None if read is None else int(np.prod(read(fh)[0]))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
 
 
 def format_for(path: str | os.PathLike, to: str | None = None) -> str:

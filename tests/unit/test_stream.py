@@ -344,6 +344,26 @@ def test_a_per_k_curve_too_large_to_carry_is_refused_before_reading(monkeypatch)
     assert m.tolist()[:2] == [4, 4]
 
 
+def test_a_trace_too_large_for_memory_is_refused_before_reading(tmp_path, monkeypatch):
+    """Reading whole a trace whose pages and steps alone (16 bytes a request) exceed the
+    available memory is refused up front, naming the file and the size, for oracleGeneral,
+    .npz and generator specs; one that fits is read."""
+    import paging.memory
+
+    tr = zipf(4, 3, 100, seed=1)
+    write_npz(tr, tmp_path / "z.npz")
+    write_oracle_general(tr, tmp_path / "z.oracleGeneral")
+    monkeypatch.setattr(paging.memory, "available", lambda: 300 * 16 - 1)
+    for f in ("z.npz", "z.oracleGeneral"):
+        msg = _error(lambda f=f: load(str(tmp_path / f), n_experts=4, n_layers=3))
+        assert "300 requests need about 4.8 KB" in msg and f in msg and "--stream" in msg
+    assert "300 requests" in _error(lambda: load("zipf:n=4,layers=3,tokens=100,seed=1"))
+    monkeypatch.setattr(paging.memory, "available", lambda: 300 * 16)
+    (whole,) = load(str(tmp_path / "z.npz"))
+    assert np.array_equal(whole.pages, tr.pages)
+    assert load("zipf:n=4,layers=3,tokens=100,seed=1")[0].n_requests == 300
+
+
 def test_refusals():
     lay = Layout(2, 2)
     chunks = [(np.array([0, 2]), None)]
