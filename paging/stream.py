@@ -76,20 +76,30 @@ def stream_threshold() -> int:
         raise PagingError(f"PAGING_STREAM_BYTES must be a number of bytes, got {v!r}") from None
 
 
-def stream_policy(name: str):
+def stream_policy(name: str, next_use: bool = True):
     """``(policy, (family, kind, dist))`` of a policy with a streaming kernel, or a one-line
-    :class:`PagingError` saying which policies stream."""
+    :class:`PagingError` saying which policies stream. Belady and Belady-DIST stream from
+    traces that bring their next uses (oracleGeneral files): refused when ``next_use`` is
+    False."""
     from paging import fast
     from paging.policies import make_policy
 
     pol = make_policy(name)
     spec = fast.plan(pol)
-    if not fast.carries(spec, bounded_memory=True):
+    if not fast.carries(spec, bounded_memory=True, next_use=next_use):
         raise PagingError(f"--policy {pol.name} has no streaming kernel; streaming runs the "
                           "list family: lru, fifo, fwf, llru, fld, least-stale (and their "
                           "variants), lfu, greedy-dual, landlord, gdsf, layered-landlord, arc, "
-                          "lecar and marking, and their -dist forms")
+                          "lecar and marking, and their -dist forms, and belady and "
+                          "belady-dist from oracleGeneral files (their next-access times)")
     return pol, spec
+
+
+def _needs_next_use(name: str) -> bool:
+    from paging import fast
+    from paging.policies import make_policy
+
+    return fast.needs_next_use(fast.plan(make_policy(name)))
 
 
 def curve_policy(name: str, expand: str = "rounds"):
@@ -159,9 +169,10 @@ class _ListRun:
         self.k, self.budget = check_capacity(k, budget, sizes, layout.n_pages)
         self.costs, self.sizes = costs, sizes
         # (a cache counted in pages gives every page one slot, whatever its size: fast.run)
+        self.needs_next_use = fast.needs_next_use(spec)
         self.run = fast.CarriedRun(layout, spec, self.k if budget is None else self.budget,
                                    slots=None if budget is None else sizes, seed=seed,
-                                   costs=costs, sizes=sizes)
+                                   costs=costs, sizes=sizes, next_use=self.needs_next_use)
         self.checker = None
         if verify is not None:  # (the name of the sequence)
             from paging.verify import StreamVerifier
@@ -171,11 +182,14 @@ class _ListRun:
                                           self.run.dist, budget=self.budget, costs=costs,
                                           sizes=sizes)
 
-    def feed(self, pages: np.ndarray, steps: np.ndarray) -> None:
+    def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None) -> None:
+        """The next chunk (``nxt``: its next uses, Belady's)."""
+        nxt = nxt if self.needs_next_use else None
         if self.checker is None:
-            self.run.feed(pages, steps)
+            self.run.feed(pages, steps, next_use=nxt)
         else:  # the piece's logs, checked against the cache replayed so far
-            self.checker.feed(pages, steps, *self.run.feed(pages, steps, log=True))
+            self.checker.feed(pages, steps, *self.run.feed(pages, steps, log=True,
+                                                           next_use=nxt))
 
     def result(self, trace: str, requests: int, seed: int | None = 0):
         from paging.result import build_result
@@ -243,15 +257,23 @@ class _Curve:
         first = int(steps[0]) % L if steps.size else 0
         return [np.ascontiguousarray(pages[(z - first) % L::L]) for z in range(L)]
 
-    def jobs(self, pages: np.ndarray, steps: np.ndarray) -> list:
+    def jobs(self, pages: np.ndarray, steps: np.ndarray, nxt=None) -> list:
         """The calls that feed the chunk to the curve's stacks or runs (each touching its own
-        state: they may run in any order, at once)."""
+        state: they may run in any order, at once); ``nxt``: the chunk's next uses (Belady's
+        curve: a layer's sub-sequence then counts its own requests, t // ℓ in rounds mode)."""
         from paging.fast import stack
 
         if self.how == "per-k":
-            return [partial(r.feed, pages, steps) for r in self.runs]
+            return [partial(r.feed, pages, steps, nxt) for r in self.runs]
+        subs = self._parts(pages, steps)
+        if nxt is not None and self.how == "stack" and self.kind == stack.BELADY:
+            L = self.layout.n_layers
+            nus = [nxt] if not self.dist else [np.ascontiguousarray(u // L)
+                                               for u in self._parts(nxt, steps)]
+        else:
+            nus = [_NO_NEXT_USE] * len(subs)
         out = []
-        for z, sub in enumerate(self._parts(pages, steps)):
+        for z, sub in enumerate(subs):
             if not sub.size:
                 continue
             if self.how == "stack" and self.kind == "LRU":
@@ -261,7 +283,7 @@ class _Curve:
                     raise PagingError(f"--policy {self.policy.name}: a streamed priority curve "
                                       f"counts at most {stack.STREAM_STRIDE - 2:,} requests a "
                                       "part; read the trace whole (no --stream)")
-                out.append(partial(stack.priority_stack_update, sub, _NO_NEXT_USE,
+                out.append(partial(stack.priority_stack_update, sub, nus[z],
                                    self.layout.n_experts, self.layout.n_layers, self.kind,
                                    stack.STREAM_STRIDE, *self.states[z]))
             else:  # shares: each run of layer z counts the layer's requests as its steps
@@ -357,7 +379,7 @@ def spec_stream(spec: str, expand: str = "rounds") -> ChunkedTrace:
 
 
 def _sequences(source, *, chunk, expand, layout, name, n_experts, n_layers,
-               format) -> Iterable[ChunkedTrace]:
+               format, next_use=False) -> Iterable[ChunkedTrace]:
     if isinstance(source, ChunkedTrace):
         return [source]
     from paging.generators import is_spec
@@ -369,7 +391,7 @@ def _sequences(source, *, chunk, expand, layout, name, n_experts, n_layers,
             raise PagingError("layout= describes a chunk iterable; a file gives its own (or "
                               "n_experts= and n_layers=)")
         return open_chunks(source, chunk=chunk, expand=expand, n_experts=n_experts,
-                           n_layers=n_layers, format=format)
+                           n_layers=n_layers, format=format, next_use=next_use)
     if isinstance(source, Sequence) and source and all(isinstance(t, ChunkedTrace)
                                                        for t in source):
         return list(source)
@@ -453,9 +475,16 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
         stream_policy(pol)
     for pol in curves:
         curve_policy(pol)
+    nu = any(_needs_next_use(pol) for pol, _ in runs + budgets) or any(
+        _needs_next_use(pol) for pol in curves)
     out = []
     for seq in _sequences(source, chunk=chunk, expand=expand, layout=layout, name=name,
-                          n_experts=n_experts, n_layers=n_layers, format=format):
+                          n_experts=n_experts, n_layers=n_layers, format=format,
+                          next_use=nu):
+        if nu and not seq.next_use:
+            raise PagingError(f"trace {seq.name}: belady reads next uses, which a streamed "
+                              "trace brings only from an oracleGeneral file (its next-access "
+                              "times); read this one whole (without --stream)")
         t0 = time.perf_counter()
         lay = seq.layout
         w = {"costs": _weights(costs, "costs", lay.n_pages),
@@ -482,7 +511,9 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                                      "threads\n")
         with (pbar.bar(seq.n_requests, f"stream {seq.name}", unit="req", show=progress) as bar,
               ThreadPoolExecutor(max_workers=workers) as pool):
-            for pages, steps in chunks:
+            for item in chunks:
+                pages, steps = item[0], item[1]
+                nxt = item[2] if seq.next_use else None
                 if one_pass and steps.size:
                     first = steps[0] == prev if prev is not None else False
                     if first or (steps.size > 1 and (np.diff(steps) == 0).any()):
@@ -491,9 +522,9 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                                           "the one before (a group); a streamed one-pass miss "
                                           "curve needs a rounds-mode trace")
                     prev = steps[-1]
-                work = [partial(r.feed, pages, steps) for r in sims]
+                work = [partial(r.feed, pages, steps, nxt) for r in sims]
                 for c in mrcs:
-                    work += c.jobs(pages, steps)
+                    work += c.jobs(pages, steps, nxt)
                 if workers > 1 and len(work) > 1:  # (the kernels release the GIL)
                     for _ in pool.map(_call, work):
                         pass

@@ -47,6 +47,7 @@ def refusal(args, command: str, specs=()) -> str | None:
                 stream_policy(name)
         except PagingError as e:
             return e.message + " (drop --stream)"
+        names = args.policy
     else:
         if args.phase != "both":
             return "--stream does not support --phase; drop one of them"
@@ -54,6 +55,30 @@ def refusal(args, command: str, specs=()) -> str | None:
             curve_policy(args.policy)
         except PagingError as e:
             return e.message + " (drop --stream)"
+        names = [args.policy]
+    return _next_use_refusal(args, names)
+
+
+def _next_use_refusal(args, names) -> str | None:
+    """Belady reads next uses: a stream has them only from oracleGeneral files."""
+    from paging.generators import is_spec
+    from paging.io import detect_format, resolve_path
+    from paging.stream import _needs_next_use
+
+    belady = [n for n in names if _needs_next_use(n)]
+    if not belady:
+        return None
+    sources = args.trace if isinstance(args.trace, list) else [args.trace]
+    for src in sources:
+        fmt = None
+        if not is_spec(src):
+            try:
+                fmt = args.format or detect_format(resolve_path(src))
+            except PagingError:
+                return None  # (the reader names what is wrong with the file)
+        if fmt != "oracle-general":
+            return (f"--policy {belady[0]} reads next uses, which a stream has only from an "
+                    f"oracleGeneral file (next_access_vtime), not from {src}; drop --stream")
     return None
 
 

@@ -45,7 +45,7 @@ import numpy as np
 from paging.fast.adaptive import adaptive_kernel
 from paging.fast.common import frozen
 from paging.fast.credit import credit_kernel
-from paging.fast.heaps import heap_kernel, heap_state
+from paging.fast.heaps import BELADY, heap_kernel, heap_state
 from paging.fast.lists import list_kernel, list_state, no_route
 from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
@@ -156,7 +156,7 @@ def _caps(layout, capacity: int, dist: bool) -> np.ndarray:
 _CARRIED_STRIDE = 1 << 40
 
 
-def carries(spec, *, bounded_memory: bool = False) -> bool:
+def carries(spec, *, bounded_memory: bool = False, next_use: bool = False) -> bool:
     """Whether :class:`CarriedRun` runs the kernel of ``spec``: the list family, LFU (the
     heap family without Belady, which reads next uses), the credit policies (GreedyDual,
     Landlord, GDSF, Layered Landlord), ARC, LeCaR and Marking (LeCaR's eviction times and the
@@ -169,12 +169,16 @@ def carries(spec, *, bounded_memory: bool = False) -> bool:
     gate scores), so not where memory must stay bounded by one piece (``bounded_memory``: a
     streamed trace); and FlashMoE (:class:`paging.fast.learned.Carried`, a serving run's), not
     for a stream either: its whole run is refused on a sequence its model was trained on (the
-    first 512 requests hashed), which a carried run does not check. The other kernels
-    (Belady, the ``oracle`` predictor's policies) read the whole trace."""
+    first 512 requests hashed), which a carried run does not check. Belady and Belady-DIST
+    when the pieces bring their next uses (``next_use``: an oracleGeneral file's next-access
+    times, :func:`paging.io.chunks.open_chunks`). The other kernels (the ``oracle``
+    predictor's policies) read the whole trace."""
     from paging.fast import heaps
 
     if spec is None:
         return False
+    if next_use and spec[0] == _HEAP and spec[1] == heaps.BELADY:
+        return True
     if spec[0] in (_LIST, _ADAPT, _MARK, _CREDIT) or (spec[0] == _HEAP
                                                       and spec[1] == heaps.LFU):
         return True
@@ -210,13 +214,13 @@ class CarriedRun:
     pieces are kept, nor FlashMoE), a serving run step by step (:mod:`paging.serve`)."""
 
     def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0,
-                 costs=None, sizes=None):
+                 costs=None, sizes=None, next_use: bool = False):
         from paging.fast import adaptive
         from paging.fast.credit import credit_state
         from paging.fast.lists import list_state
         from paging.fast.marking import marking_state
 
-        if not carries(spec):
+        if not carries(spec, next_use=next_use):
             raise ValueError(f"no carried kernel for {spec!r}")
         self.family, self.kind, self.dist = spec
         self.layout = layout
@@ -334,12 +338,13 @@ class CarriedRun:
         return pages, cnt, hits
 
     def feed(self, pages: np.ndarray, steps: np.ndarray, hits: bool = False, scores=None,
-             log: bool = False):
+             log: bool = False, next_use=None):
         """Serve the next piece; its hit mask when ``hits``. ``scores``: the requests' gate
         scores, which Score-Based reads (and nothing else). ``log`` (the families a stream
         runs, not the token, prediction and FlashMoE ones): ``(hit mask, evictions,
         bypassed)`` of the piece, rows ``(t, page)`` and indices ``t`` of requests in the piece
-        (what :class:`paging.verify.StreamVerifier` checks)."""
+        (what :class:`paging.verify.StreamVerifier` checks). ``next_use``: the piece's next
+        uses, indices of requests from the run's start (Belady's run, and only it)."""
         from paging.fast import adaptive
         from paging.fast.lists import list_kernel
         from paging.fast.marking import marking_kernel
@@ -370,8 +375,11 @@ class CarriedRun:
         elif self.family == _LEARNED:
             out = self.state.feed(pages, steps, hits)
         else:
-            out = heap_kernel(pages, steps, _NO_NEXT_USE, self.slots, lay.n_experts,
-                              lay.n_layers, self.caps, self.dist, self.kind, rec, self.state)
+            nu = _NO_NEXT_USE if next_use is None else frozen(next_use)
+            if self.kind == BELADY and nu.size != pages.size:
+                raise ValueError("a carried Belady run needs each request's next use")
+            out = heap_kernel(pages, steps, nu, self.slots, lay.n_experts, lay.n_layers,
+                              self.caps, self.dist, self.kind, rec, self.state)
         self.collisions += int(out[1])
         self.bypasses += int(out[7])
         self.page_misses = out[2]

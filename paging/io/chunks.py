@@ -31,13 +31,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from paging.errors import PagingError
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, TraceError
 
 __all__ = ["ChunkedTrace", "ChunkCheck", "open_chunks", "checked_chunks", "DEFAULT_CHUNK",
-           "STREAM_FORMATS"]
+           "STREAM_FORMATS", "NEVER"]
 
 #: requests per chunk by default: 2^22 (32 MB of int64 pages and steps)
 DEFAULT_CHUNK = 1 << 22
@@ -57,6 +58,32 @@ class ChunkedTrace:
     expand: str
     chunks: Iterable[tuple[np.ndarray, np.ndarray]]
     n_requests: int | None = None
+    #: the chunks are ``(pages, steps, next_use)``: each request's next request of the same
+    #: page (its index in the sequence), or :data:`NEVER` (an oracleGeneral file's
+    #: next-access times, validated: :func:`open_chunks` with ``next_use=True``)
+    next_use: bool = False
+
+
+#: a streamed next use of a page that is not requested again (later than any request)
+NEVER = 1 << 40
+
+
+@njit(cache=True, nogil=True)
+def _next_access_fault(pages, nxt, t0, promised, last):
+    """Check a chunk's next-access times against the ones before: request t0 + i of page p must
+    be where p's previous request said it would come back (``promised[p]``, -1 before its first
+    request), and name a later request. Returns the chunk index of the first fault, or -1;
+    ``promised`` and ``last`` (each page's last request) carry to the next chunk."""
+    for i in range(pages.size):
+        p = pages[i]
+        t = t0 + i
+        if promised[p] != -1 and promised[p] != t:
+            return i
+        if nxt[i] <= t:
+            return i
+        promised[p] = nxt[i]
+        last[p] = t
+    return -1
 
 
 class ChunkCheck:
@@ -171,7 +198,8 @@ def _positive(chunk) -> int:
 
 
 # -- oracleGeneral -----------------------------------------------------------------------------
-def _oracle_general(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
+def _oracle_general(path, chunk, expand, n_experts, n_layers,
+                    next_use: bool = False) -> list[ChunkedTrace]:
     from paging.io.cachetrace import _check_layout, read_oracle_general_records
     from paging.io.libcachesim import ORACLE_GENERAL
 
@@ -196,18 +224,59 @@ def _oracle_general(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTra
 
     def chunks():
         chk = ChunkCheck(layout, "rounds", os.path.basename(file), file, where, id_message)
+        # (next_use: where each page's last request said it comes back, and that request)
+        promised = np.full(layout.n_pages, -1, np.int64)
+        last = np.full(layout.n_pages, -1, np.int64)
         with open(path, "rb") as fh:
             start = 0
             while start < n:
                 rec = np.fromfile(fh, dtype=ORACLE_GENERAL, count=min(chunk, n - start))
                 pages = rec["obj_id"].astype(np.int64)  # ids >= 2^63 turn negative: refused
+                nv = rec["next_access_vtime"] if next_use else None
                 del rec
                 steps = np.arange(start, start + pages.size, dtype=np.int64)
                 chk.check(pages, steps)
+                if next_use:  # 1-based positions, -1: none (paging.io.libcachesim)
+                    nxt = np.where(nv < 0, NEVER, nv - 1).astype(np.int64)
+                    del nv
+                    _check_next(pages, nxt, start, promised, last, where, file)
+                    yield pages, steps, nxt
+                else:
+                    yield pages, steps
                 start += pages.size
-                yield pages, steps
+        if next_use:
+            _check_next_end(promised, last, n, where, file)
 
-    return [ChunkedTrace(os.path.basename(file), layout, "rounds", chunks(), n)]
+    return [ChunkedTrace(os.path.basename(file), layout, "rounds", chunks(), n, next_use)]
+
+
+def _check_next(pages, nxt, t0, promised, last, where, file: str) -> None:
+    """One chunk's next-access times (:func:`_next_access_fault`), as a one-line error naming
+    the record."""
+    i = int(_next_access_fault(pages, nxt, t0, promised, last))
+    if i < 0:
+        return
+    t, p = t0 + i, int(pages[i])
+    prefix, _ = where(t, None)
+    said = int(promised[p])
+    if said != -1 and said != t:
+        back = "never" if said == NEVER else f"at request {said}"
+        raise PagingError(f"{prefix}page {p} is requested here, but the next-access time of "
+                          f"its request {int(last[p])} said {back}; expected the position of "
+                          "the next request of the same object (libCacheSim's "
+                          "next_access_vtime)", file)
+    raise PagingError(f"{prefix}next access at request {int(nxt[i])}, not after this request "
+                      f"({t}); expected a later position or -1", file)
+
+
+def _check_next_end(promised, last, n: int, where, file: str) -> None:
+    """At the end of the file no page may be promised a next request."""
+    open_ = np.flatnonzero((promised != -1) & (promised != NEVER))
+    if open_.size:
+        p = int(open_[0])
+        prefix, _ = where(int(last[p]), None)
+        raise PagingError(f"{prefix}page {p}'s next access is at request {int(promised[p])}, "
+                          f"past the end of the trace ({n} requests); expected -1", file)
 
 
 # -- npz ---------------------------------------------------------------------------------------
@@ -475,7 +544,7 @@ _READERS = {"oracle-general": _oracle_general, "npz": _npz, "csv": _csv}
 
 def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand: str = "rounds",
                 n_experts: int | None = None, n_layers: int | None = None,
-                format: str | None = None) -> Iterable[ChunkedTrace]:
+                format: str | None = None, next_use: bool = False) -> Iterable[ChunkedTrace]:
     """The sequences of a trace file, each read in chunks of at most ``chunk`` requests.
 
     Parameters
@@ -492,6 +561,11 @@ def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand
         The layout of an oracleGeneral trace (required) or of a CSV without a header comment.
     format : str, optional
         One of :data:`STREAM_FORMATS` instead of detecting it.
+    next_use : bool
+        Chunks of ``(pages, steps, next_use)`` (:attr:`ChunkedTrace.next_use`): the next-access
+        times an oracleGeneral file stores, checked as they are read (each request is where its
+        page's previous request said; none is promised past the end); what Belady reads. The
+        other formats do not store them.
 
     Returns
     -------
@@ -507,5 +581,11 @@ def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand
         raise PagingError(f"streaming reads {', '.join(STREAM_FORMATS)} traces, not {fmt}; "
                           "convert it first (paging trace convert FILE OUT.npz) or read it "
                           "whole (without --stream)", str(path))
+    if next_use and fmt != "oracle-general":
+        raise PagingError(f"a streamed {fmt} trace has no next-access times (Belady reads "
+                          "them): an oracleGeneral file stores them; read this one whole "
+                          "(without --stream)", str(path))
+    if next_use:
+        return _oracle_general(path, chunk, expand, n_experts, n_layers, next_use=True)
     return _READERS[fmt](path, chunk, expand, n_experts, n_layers)
 

@@ -3,12 +3,13 @@ equal the whole-trace readers and the in-memory simulation exactly."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from paging import Layout, simulate
@@ -342,6 +343,53 @@ def test_a_per_k_curve_too_large_to_carry_is_refused_before_reading(monkeypatch)
     # the one-pass curves carry one stack, whatever the limit
     (m,) = miss_curve_stream([(np.array([0, 8, 1, 9]), None)], "lru", layout=Layout(8, 2))
     assert m.tolist()[:2] == [4, 4]
+
+
+@given(round_traces(max_rounds=20), st.data())
+def test_belady_streams_from_oracle_general_next_access_times(tr, data):
+    """Belady and Belady-DIST read an oracleGeneral file's next-access times chunk by chunk:
+    runs (verified) and curves equal the in-memory ones, whose next uses are computed."""
+    import tempfile
+
+    assume(tr.n_requests > 0)  # (an oracleGeneral file holds at least one request)
+    chunk = data.draw(st.integers(1, tr.n_requests))
+    ks = data.draw(st.lists(st.integers(1, tr.layout.n_pages), min_size=1, max_size=3))
+    with tempfile.TemporaryDirectory() as d:
+        f = os.path.join(d, "t.oracleGeneral")
+        write_oracle_general(tr, f)
+        runs = [(p, k) for p in ("belady", "belady-dist") for k in ks]
+        (out,) = stream_run(f, runs, ["belady", "belady-dist"], chunk=chunk,
+                            n_experts=tr.layout.n_experts, n_layers=tr.layout.n_layers,
+                            verify=True)
+    for (p, k), res in zip(runs, out.results, strict=True):
+        _same(simulate(tr, p, k), res)
+    for name in ("belady", "belady-dist"):
+        assert np.array_equal(out.curves[name], miss_curve(tr, name)), name
+
+
+def test_next_access_times_are_checked(tmp_path):
+    """A next-access time that does not name the next request of the same page is an error
+    naming the record: one that points elsewhere, one not after its own request, one past the
+    end of the trace."""
+    from paging.io.libcachesim import ORACLE_GENERAL
+
+    tr = from_pages([0, 1, 0, 1, 0, 1], Layout(1, 2))  # next accesses 3 4 5 6 -1 -1 (1-based)
+    f = tmp_path / "t.oracleGeneral"
+    write_oracle_general(tr, f)
+    good = np.fromfile(f, dtype=ORACLE_GENERAL)
+    assert good["next_access_vtime"].tolist() == [3, 4, 5, 6, -1, -1]
+
+    def run(nv):
+        rec = good.copy()
+        rec["next_access_vtime"] = nv
+        rec.tofile(f)
+        return stream_run(str(f), [("belady", 1)], n_experts=1, n_layers=2, chunk=2)
+
+    assert run([3, 4, 5, 6, -1, -1])[0].results[0].misses == 6
+    assert "said at request 4" in _error(lambda: run([5, 4, 5, 6, -1, -1]))
+    assert "record 2" in _error(lambda: run([3, 4, 5, 6, -1, -1][:2] + [2, 6, -1, -1]))
+    assert "past the end" in _error(lambda: run([3, 4, 5, 6, 9, -1]))
+    assert "said never" in _error(lambda: run([3, 4, -1, 6, -1, -1]))
 
 
 def test_a_trace_too_large_for_memory_is_refused_before_reading(tmp_path, monkeypatch):
