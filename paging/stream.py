@@ -30,6 +30,12 @@ length.
 The runs take the pages' fetch costs and sizes, at k pages or under a byte budget
 (``budgets``, with ``sizes``), as :func:`paging.simulate.simulate` does.
 
+Belady and Belady-DIST stream from oracleGeneral files, whose records hold each request's next
+use (:func:`paging.io.chunks.open_chunks` with ``next_use=True`` reads and checks them): their
+runs and one-pass curves take the chunks' next uses (a page never requested again is
+:data:`paging.io.chunks.NEVER`, later than any request: the order of the in-memory run's
+"the trace's length").
+
 Not streamed (refused with one line by ``paging simulate --stream``): the other policies (their
 kernels allocate their state inside the call, :func:`paging.fast.carries`), the cost model
 (``--model``: its host tier is placed by the whole trace's counts) and the latency timeline,
@@ -117,7 +123,8 @@ def curve_policy(name: str, expand: str = "rounds"):
       policies that are not stack algorithms (FIFO, FWF, Marking, the credit policies, ARC,
       LeCaR and the -dist forms that draw from one generator), and every policy in groups mode.
 
-    Belady's curve is one pass in memory but reads next uses, which a stream does not have."""
+    Belady's curve is one pass too (Mattson's update with next uses), from a stream that brings
+    them (an oracleGeneral file)."""
     from paging import fast
     from paging.mrc import _stack_kinds
     from paging.policies import make_policy
@@ -127,8 +134,8 @@ def curve_policy(name: str, expand: str = "rounds"):
     except PagingError:
         raise PagingError(f"--policy {make_policy(name).name} has no streamed miss curve (the "
                           "curves that stream: the list family, lfu, the credit policies, arc, "
-                          "lecar, marking and their -dist forms; belady's reads next uses)"
-                          ) from None
+                          "lecar, marking and their -dist forms, and belady's from "
+                          "oracleGeneral files)") from None
     family, kind, dist = spec
     if expand != "rounds":  # a pinned group breaks inclusion (paging.mrc)
         return pol, spec, "per-k"
