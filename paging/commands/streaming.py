@@ -15,8 +15,9 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
                    help="read the trace a chunk at a time instead of whole (oracleGeneral with "
                         "--n-experts/--layers, .npz, CSV, or a zipf spec with topk=1); list "
                         "policies at --k sizes or --budget-gb budgets (with --sizes; --costs "
-                        "too), and their miss curves (one pass for LRU, LLRU, LFU, FLD and "
-                        "Least-Stale, else one run per size). Automatic for files above "
+                        "too), belady from oracleGeneral files, and their miss curves (one "
+                        "pass for LRU, LLRU, LFU, FLD, Least-Stale and Belady, else one run "
+                        "per size). Automatic for files above "
                         "$PAGING_STREAM_BYTES (default 2e9 bytes) when the options allow it")
     g.add_argument("--chunk", type=int, default=None, metavar="N",
                    help="requests per chunk when streaming (default 4194304)")
