@@ -415,10 +415,11 @@ def test_a_trace_too_large_for_memory_is_refused_before_reading(tmp_path, monkey
 def test_refusals():
     lay = Layout(2, 2)
     chunks = [(np.array([0, 2]), None)]
-    assert "no streaming kernel" in _error(lambda: simulate_stream(chunks, "belady", 1,
+    # Belady: next uses come only with an oracleGeneral file
+    assert "oracleGeneral" in _error(lambda: simulate_stream(chunks, "belady", 1, layout=lay))
+    assert "oracleGeneral" in _error(lambda: miss_curve_stream(chunks, "belady", layout=lay))
+    assert "no streaming kernel" in _error(lambda: simulate_stream(chunks, "token-match", 1,
                                                                    layout=lay))
-    assert "no streamed miss curve" in _error(lambda: miss_curve_stream(chunks, "belady",
-                                                                        layout=lay))
     assert "no streamed miss curve" in _error(lambda: miss_curve_stream(chunks, "token-match",
                                                                         layout=lay))
     assert "needs their layout" in _error(lambda: simulate_stream(chunks, "lru", 1))
@@ -446,10 +447,11 @@ def test_cli_stream_equals_the_in_memory_commands(tmp_path):
         b = _cli("mrc", f, "--policy", *pol, "--json", "--stream", "--chunk", "10")
         assert a.returncode == 0 and b.returncode == 0, b.stderr
         assert a.stdout == b.stdout
-    for pol in ("belady", "token-match"):
-        r = _cli("mrc", f, "--policy", pol, "--stream")
+    for pol, why in (("belady", "only from an oracleGeneral file"),
+                     ("token-match", "no streamed miss curve")):
+        r = _cli("mrc", f, "--policy", pol, "--stream")  # (f: an .npz, no next uses)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
-        assert "no streamed miss curve" in r.stderr
+        assert why in r.stderr
     # page sizes and costs, at k pages and under a byte budget (1e-8 GB = 10 bytes)
     rng = np.random.default_rng(3)
     (tmp_path / "s.json").write_text(str(rng.integers(1, 4, 12).tolist()))
