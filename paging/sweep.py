@@ -47,6 +47,13 @@ cell's cache lifetimes in tokens (:mod:`paging.lifetimes`, ``paging simulate --l
 off a miss curve; null on warm rows, whose lifetimes run over the joined file; not with
 ``prefetch``). It is not a key: a table resumed with it keeps the rows it has.
 
+A ``.npz`` trace file larger than ``$PAGING_STREAM_BYTES`` (default 2·10⁹ bytes,
+:mod:`paging.stream`) is not read whole: each policy x seed runs every k in one pass over the
+file, a chunk at a time (``method`` "stream"; the fields of ``paging simulate --stream
+--json``). Such a trace sweeps ``policies`` (those that stream), ``k``, ``seeds`` and the mode
+the file stores; any other axis is refused before anything runs. Other files too large for
+memory are refused before they are read (:func:`paging.memory.check_requests`).
+
 A trace path is tried as given, under ``$PAGING_TRACES``, then next to the spec file. Every file
 holds one or more sequences; each sequence is a cell of its own (column ``trace``, as in
 ``paging simulate --json``), ``source`` keeps the spec's entry.
@@ -188,10 +195,14 @@ class Task:
     timeline: str | None = None  # the timeline's options (None: the default timeline)
     warm: bool = False  # seq is -1: every sequence of the file, back to back
     lifetimes: bool = False  # the cache lifetimes (paging.lifetimes) of each cell
+    stream: bool = False  # seq is -1: every sequence of a file too large to read, streamed
 
 
 def task_names(task: Task) -> list[str]:
-    """The sequences whose rows ``task`` makes: its own, or every one of a warm task's file."""
+    """The sequences whose rows ``task`` makes: its own, or every one of a warm or streamed
+    task's file."""
+    if task.stream:
+        return list(_stream_names(task.path, task.expand))
     seqs = _traces(task.path, task.expand)
     return [t.name for t in seqs] if task.warm else [seqs[task.seq].name]
 
@@ -474,9 +485,76 @@ def _traces(path: str, expand: str) -> tuple:
     return tuple(load(path, expand=expand))
 
 
+def _streamed(path: str) -> int | None:
+    """The size in bytes of a ``.npz`` trace file larger than ``$PAGING_STREAM_BYTES``
+    (:func:`paging.stream.stream_threshold`), which the sweep streams; else None."""
+    from paging.generators import is_spec
+    from paging.io import detect_format
+    from paging.stream import stream_threshold
+
+    if is_spec(path):
+        return None
+    try:
+        size = Path(path).stat().st_size
+        fmt = detect_format(Path(path))
+    except (OSError, PagingError):
+        return None
+    return size if size > stream_threshold() and fmt == "npz" else None
+
+
+@functools.lru_cache(maxsize=8)
+def _stream_names(path: str, expand: str) -> tuple[str, ...]:
+    """The sequence names of a streamed ``.npz`` (its header; no request is read)."""
+    from paging.io.chunks import open_chunks
+
+    return tuple(s.name for s in open_chunks(path, expand=expand))
+
+
+def _stream_tasks(spec: Spec, source: str, path: str, size: int) -> list[Task]:
+    """The tasks of a trace file too large to read whole (:func:`_streamed`): one per expand x
+    policy x seed, every k of it in one pass over the file (:func:`paging.stream.stream_run`).
+    A stream sweeps policies, k and seeds in the mode the file stores; any other axis is
+    refused here, before anything runs."""
+    from paging.errors import check_k
+    from paging.io.chunks import open_chunks
+    from paging.stream import stream_policy
+
+    gb = f"{source} is {size / 1e9:.1f} GB, above $PAGING_STREAM_BYTES: the sweep streams it"
+    for axis, on in (("budget_gb", bool(spec.budget_gb)), ("model", spec.model != (None,)),
+                     ("prefetch", spec.prefetch != (None,)), ("miss", spec.miss != (None,)),
+                     ("routing", spec.routing != ("standard",)),
+                     ("warm", spec.warm != (False,)), ("timeline", spec.timeline != (None,)),
+                     ("lifetimes", spec.lifetimes)):
+        if on:
+            raise PagingError(f"{gb}, and a streamed sweep takes traces, policies, k, seeds and "
+                              f"the file's own expand only; drop {axis} (or raise "
+                              "$PAGING_STREAM_BYTES to read the file whole)", source)
+    for p in spec.policies:
+        try:
+            stream_policy(p, next_use=False)
+        except PagingError as e:
+            raise PagingError(f"{gb}: {e.message}", source) from None
+    tasks = []
+    for expand in spec.expand:
+        try:
+            seqs = list(open_chunks(path, expand=expand))
+        except PagingError as e:
+            raise PagingError(f"{gb}: {e.message}", source) from None
+        if not seqs:
+            raise PagingError("the trace holds no sequence; nothing to simulate", source)
+        for k in spec.k:
+            check_k(k, seqs[0].layout.n_pages)
+        caps = tuple((k, None) for k in spec.k)
+        tasks += [Task(source, path, -1, expand, policy, seed, None, None, None, None, None,
+                       None, caps, base=spec.base, stream=True)
+                  for policy in spec.policies for seed in spec.seeds]
+    return tasks
+
+
 def plan(spec: Spec) -> list[Task]:
     """The tasks of ``spec``, in key order. Loads every trace once (to list its sequences and
-    check capacities and sizes), so every input error shows before anything runs."""
+    check capacities and sizes), so every input error shows before anything runs; a ``.npz``
+    file too large to read whole is streamed instead (:func:`_stream_tasks`)."""
     from paging.errors import check_k
     from paging.io import trace_sizes
     from paging.mrc import curve_method
@@ -485,6 +563,10 @@ def plan(spec: Spec) -> list[Task]:
     tasks = []
     for source in spec.traces:
         path = _resolve(source, spec.base)
+        size = _streamed(path)
+        if size is not None:
+            tasks += _stream_tasks(spec, source, path, size)
+            continue
         for expand in spec.expand:
             seqs = _traces(path, expand)
             if not seqs:
@@ -587,6 +669,8 @@ def run_task(task: Task) -> list[dict]:
 
     if task.warm:
         return _run_warm(task)
+    if task.stream:
+        return _run_stream(task)
     trace = _traces(task.path, task.expand)[task.seq]
     if task.curve:
         from paging.mrc import miss_curve
@@ -638,6 +722,19 @@ def _train(task: Task):
 
     file = training_file(task.prefetch)
     return None if file is None else _traces(_resolve(file, task.base), task.expand)
+
+
+def _run_stream(task: Task) -> list[dict]:
+    """A streamed task: every k of one policy and seed in one pass over the file, one row per
+    sequence and k (``method`` "stream"; the fields of ``paging simulate --stream --json``)."""
+    from paging.stream import stream_run
+
+    rows = []
+    for out in stream_run(task.path, [(task.policy, k) for k, _ in task.caps],
+                          expand=task.expand, seed=task.seed):
+        for (k, g), res in zip(task.caps, out.results, strict=True):
+            rows.append(_row(task, out.trace, k, g, "stream", res.to_dict()))
+    return rows
 
 
 def _run_warm(task: Task) -> list[dict]:

@@ -483,3 +483,41 @@ def test_timeline_key_passes_the_options_to_the_timeline(tmp_path):
         assert (r["misses"], r["time_ms"], r["stall_ms"]) == (res.misses, tm.time_ms,
                                                               tm.stall_ms)
     assert len({r["time_ms"] for r in rows}) == 3
+
+
+def test_a_trace_file_too_large_to_read_is_streamed(tmp_path, monkeypatch):
+    """A .npz above $PAGING_STREAM_BYTES: each policy x seed streams every k in one pass; the
+    rows equal the sweep that reads the file whole (misses, hits, requests, per sequence),
+    with ``method`` "stream" and the fields of ``paging simulate --stream``. Axes a stream
+    cannot take, and policies that do not stream, are refused before anything runs."""
+    from paging.generators import zipf
+    from paging.io import write_npz
+
+    seqs = [zipf(4, 2, 80, seed=s, name=f"s{s}") for s in (1, 2)]
+    write_npz(seqs, tmp_path / "big.npz")
+    text = """traces = ["big.npz"]
+policies = ["lru", "marking", "fifo-dist"]
+k = [2, 3, 5]
+seeds = [0, 1]
+"""
+    spec_file(tmp_path, text)
+    run_sweep(tmp_path / "spec.toml", tmp_path / "whole.csv", workers=0)
+    whole = read_table(tmp_path / "whole.csv")
+    monkeypatch.setenv("PAGING_STREAM_BYTES", "10")
+    run_sweep(tmp_path / "spec.toml", tmp_path / "streamed.csv", workers=0)
+    streamed = read_table(tmp_path / "streamed.csv")
+    assert len(streamed) == len(whole) == 2 * 3 * 3 * 2  # sequences x policies x k x seeds
+    for a, b in zip(whole, streamed, strict=True):
+        assert [a[c] for c in ("trace", "policy", "seed", "k", "misses", "hits", "requests")] \
+            == [b[c] for c in ("trace", "policy", "seed", "k", "misses", "hits", "requests")]
+        assert b["method"] == "stream" and b["per_layer_misses"] is not None
+    for extra, why in (('model = ["mixtral-8x7b"]', "drop model"),
+                       ('prefetch = ["oracle"]', "drop prefetch"),
+                       ('warm = true', "drop warm")):
+        spec_file(tmp_path, text + extra + "\n")
+        with pytest.raises(PagingError, match=why):
+            run_sweep(tmp_path / "spec.toml", tmp_path / "x.csv", workers=0)
+    spec_file(tmp_path, text.replace('"lru"', '"token-match"'))
+    with pytest.raises(PagingError, match="no streaming kernel"):
+        run_sweep(tmp_path / "spec.toml", tmp_path / "x.csv", workers=0)
+    assert not (tmp_path / "x.csv").exists()
