@@ -32,9 +32,8 @@ The runs take the pages' fetch costs and sizes, at k pages or under a byte budge
 
 Belady and Belady-DIST stream from oracleGeneral files, whose records hold each request's next
 use (:func:`paging.io.chunks.open_chunks` with ``next_use=True`` reads and checks them): their
-runs and one-pass curves take the chunks' next uses (a page never requested again is
-:data:`paging.io.chunks.NEVER`, later than any request: the order of the in-memory run's
-"the trace's length").
+runs and one-pass curves take the chunks' next uses (a page never requested again: the trace's
+length, as in memory).
 
 Not streamed (refused with one line by ``paging simulate --stream``): the other policies (their
 kernels allocate their state inside the call, :func:`paging.fast.carries`), the cost model
@@ -236,17 +235,24 @@ class _Curve:
                 self.kind = getattr(stack, self.kind)
                 self.states = [stack.priority_stack_state(P) for _ in range(self.parts)]
         elif self.how == "shares":  # layer z at share c: runs[z][c - 1], the policy without -dist
-            self.runs = [[fast.CarriedRun(lay, (family, kind, False), c) for c in range(1, n + 1)]
-                         for _ in range(L)]
+            first = fast.CarriedRun(lay, (family, kind, False), 1)
+            self._refuse_above(_nbytes(first.state) * L * n, f"{L * n:,} runs (a layer and a "
+                               "share each)")
+            self.runs = [[first if z == 0 and c == 1 else
+                          fast.CarriedRun(lay, (family, kind, False), c)
+                          for c in range(1, n + 1)] for z in range(L)]
         else:
             first = _ListRun(name, 1, lay, seed)
-            need = _nbytes(first.run.state) * P
-            if need > CURVE_STATE_BYTES:
-                raise PagingError(f"--policy {self.policy.name}: a streamed curve of "
-                                  f"{P:,} sizes carries one run per size, {need / 1e9:.1f} GB "
-                                  f"of cache state (at most {CURVE_STATE_BYTES / 1e9:.0f} GB); "
-                                  "read the trace whole (no --stream)")
+            self._refuse_above(_nbytes(first.run.state) * P, f"{P:,} runs (one per size)")
             self.runs = [first] + [_ListRun(name, k, lay, seed) for k in range(2, P + 1)]
+
+    def _refuse_above(self, need: int, runs: str) -> None:
+        """Refuse a curve whose carried runs would hold more than :data:`CURVE_STATE_BYTES`."""
+        if need > CURVE_STATE_BYTES:
+            raise PagingError(f"--policy {self.policy.name}: a streamed curve of {runs} carries "
+                              f"{need / 1e9:.1f} GB of cache state (at most "
+                              f"{CURVE_STATE_BYTES / 1e9:.0f} GB); read the trace whole (no "
+                              "--stream)")
 
     @property
     def n_runs(self) -> int:

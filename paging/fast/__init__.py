@@ -152,8 +152,11 @@ def _caps(layout, capacity: int, dist: bool) -> np.ndarray:
     return np.array([capacity], dtype=np.int64)
 
 
-#: the key stride of a carried LFU run: more requests than any run feeds
-_CARRIED_STRIDE = 1 << 40
+#: the key stride of a carried LFU run, (count + 1) · stride + t: above every request index t of
+#: the run, and small enough that no count overflows int64 (a count is at most the run's
+#: length, below 2^31: :meth:`CarriedRun.feed` refuses a longer run; 2^40 overflowed once a page
+#: had 2^23 requests)
+_CARRIED_STRIDE = 1 << 31
 
 
 def carries(spec, *, bounded_memory: bool = False, next_use: bool = False) -> bool:
@@ -375,6 +378,12 @@ class CarriedRun:
         elif self.family == _LEARNED:
             out = self.state.feed(pages, steps, hits)
         else:
+            fed, stride = (int(x) for x in self.state[-1])  # (heap_state's clock)
+            if self.kind != BELADY and fed + pages.size >= stride:
+                from paging.errors import PagingError
+
+                raise PagingError(f"a carried LFU run counts at most {stride - 1:,} requests "
+                                  "(its keys' stride); read the trace whole")
             nu = _NO_NEXT_USE if next_use is None else frozen(next_use)
             if self.kind == BELADY and nu.size != pages.size:
                 raise ValueError("a carried Belady run needs each request's next use")

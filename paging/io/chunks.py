@@ -38,7 +38,7 @@ from paging.layout import Layout
 from paging.trace import EXPANSIONS, TraceError
 
 __all__ = ["ChunkedTrace", "ChunkCheck", "open_chunks", "checked_chunks", "DEFAULT_CHUNK",
-           "STREAM_FORMATS", "NEVER"]
+           "STREAM_FORMATS"]
 
 #: requests per chunk by default: 2^22 (32 MB of int64 pages and steps)
 DEFAULT_CHUNK = 1 << 22
@@ -59,27 +59,29 @@ class ChunkedTrace:
     chunks: Iterable[tuple[np.ndarray, np.ndarray]]
     n_requests: int | None = None
     #: the chunks are ``(pages, steps, next_use)``: each request's next request of the same
-    #: page (its index in the sequence), or :data:`NEVER` (an oracleGeneral file's
-    #: next-access times, validated: :func:`open_chunks` with ``next_use=True``)
+    #: page (its index in the sequence), or ``n_requests`` when there is none, as
+    #: :func:`paging.trace.next_use` has it (an oracleGeneral file's next-access times,
+    #: validated: :func:`open_chunks` with ``next_use=True``)
     next_use: bool = False
 
 
-#: a streamed next use of a page that is not requested again (later than any request)
-NEVER = 1 << 40
+#: libCacheSim's readers take both -1 and INT64_MAX as "no next access"
+_NO_NEXT = np.iinfo(np.int64).max
 
 
 @njit(cache=True, nogil=True)
-def _next_access_fault(pages, nxt, t0, promised, last):
+def _next_access_fault(pages, nxt, t0, n, promised, last):
     """Check a chunk's next-access times against the ones before: request t0 + i of page p must
     be where p's previous request said it would come back (``promised[p]``, -1 before its first
-    request), and name a later request. Returns the chunk index of the first fault, or -1;
-    ``promised`` and ``last`` (each page's last request) carry to the next chunk."""
+    request), and name a later request of the trace's ``n`` (``n``: none). Returns the chunk
+    index of the first fault, or -1; ``promised`` and ``last`` (each page's last request) carry
+    to the next chunk."""
     for i in range(pages.size):
         p = pages[i]
         t = t0 + i
         if promised[p] != -1 and promised[p] != t:
             return i
-        if nxt[i] <= t:
+        if nxt[i] <= t or nxt[i] > n:
             return i
         promised[p] = nxt[i]
         last[p] = t
@@ -237,9 +239,13 @@ def _oracle_general(path, chunk, expand, n_experts, n_layers,
                 steps = np.arange(start, start + pages.size, dtype=np.int64)
                 chk.check(pages, steps)
                 if next_use:  # 1-based positions, -1: none (paging.io.libcachesim)
-                    nxt = np.where(nv < 0, NEVER, nv - 1).astype(np.int64)
-                    del nv
-                    _check_next(pages, nxt, start, promised, last, where, file)
+                    none = (nv == -1) | (nv == _NO_NEXT)
+                    # (none: the trace's length, as paging.trace.next_use has it; any other
+                    # value out of 1..n is refused, -2 and n + 1 included)
+                    nxt = np.where(none, n, np.where(nv < 1, -1, nv - 1)).astype(np.int64)
+                    nxt[~none & (nxt >= n)] = n + 1
+                    del nv, none
+                    _check_next(pages, nxt, start, n, promised, last, where, file)
                     yield pages, steps, nxt
                 else:
                     yield pages, steps
@@ -250,33 +256,34 @@ def _oracle_general(path, chunk, expand, n_experts, n_layers,
     return [ChunkedTrace(os.path.basename(file), layout, "rounds", chunks(), n, next_use)]
 
 
-def _check_next(pages, nxt, t0, promised, last, where, file: str) -> None:
-    """One chunk's next-access times (:func:`_next_access_fault`), as a one-line error naming
-    the record."""
-    i = int(_next_access_fault(pages, nxt, t0, promised, last))
+def _check_next(pages, nxt, t0, n, promised, last, where, file: str) -> None:
+    """One chunk's next-access times (:func:`_next_access_fault`; ``n``: the trace's length,
+    "none"), as a one-line error naming the record."""
+    i = int(_next_access_fault(pages, nxt, t0, n, promised, last))
     if i < 0:
         return
     t, p = t0 + i, int(pages[i])
     prefix, _ = where(t, None)
     said = int(promised[p])
     if said != -1 and said != t:
-        back = "never" if said == NEVER else f"at request {said}"
+        back = "never" if said == n else f"at request {said}"
         raise PagingError(f"{prefix}page {p} is requested here, but the next-access time of "
                           f"its request {int(last[p])} said {back}; expected the position of "
                           "the next request of the same object (libCacheSim's "
                           "next_access_vtime)", file)
-    raise PagingError(f"{prefix}next access at request {int(nxt[i])}, not after this request "
-                      f"({t}); expected a later position or -1", file)
+    raise PagingError(f"{prefix}its next-access time names no later request of the trace's "
+                      f"{n}; expected a 1-based position after this request's ({t + 1}), or "
+                      "-1", file)
 
 
 def _check_next_end(promised, last, n: int, where, file: str) -> None:
     """At the end of the file no page may be promised a next request."""
-    open_ = np.flatnonzero((promised != -1) & (promised != NEVER))
+    open_ = np.flatnonzero((promised != -1) & (promised != n))
     if open_.size:
         p = int(open_[0])
         prefix, _ = where(int(last[p]), None)
         raise PagingError(f"{prefix}page {p}'s next access is at request {int(promised[p])}, "
-                          f"past the end of the trace ({n} requests); expected -1", file)
+                          "but the page is not requested again; expected -1", file)
 
 
 # -- npz ---------------------------------------------------------------------------------------

@@ -339,7 +339,10 @@ def test_a_per_k_curve_too_large_to_carry_is_refused_before_reading(monkeypatch)
 
     monkeypatch.setattr(paging.stream, "CURVE_STATE_BYTES", 10**4)
     msg = _error(lambda: miss_curve_stream(chunks(), "fifo", layout=Layout(8, 4)))
-    assert "one run per size" in msg and "GB" in msg and "fifo" in msg
+    assert "one per size" in msg and "GB" in msg and "fifo" in msg
+    # (a -dist curve without a stack: a run per layer and share, as many)
+    msg = _error(lambda: miss_curve_stream(chunks(), "fifo-dist", layout=Layout(8, 4)))
+    assert "a layer and a share each" in msg and "fifo-dist" in msg
     # the one-pass curves carry one stack, whatever the limit
     (m,) = miss_curve_stream([(np.array([0, 8, 1, 9]), None)], "lru", layout=Layout(8, 2))
     assert m.tolist()[:2] == [4, 4]
@@ -357,10 +360,14 @@ def test_belady_streams_from_oracle_general_next_access_times(tr, data):
     with tempfile.TemporaryDirectory() as d:
         f = os.path.join(d, "t.oracleGeneral")
         write_oracle_general(tr, f)
+        lay = tr.layout
+        # the file's next uses, read chunk by chunk, are the trace's own (none: its length)
+        (seq,) = open_chunks(f, chunk=chunk, n_experts=lay.n_experts, n_layers=lay.n_layers,
+                             next_use=True)
+        assert np.array_equal(np.concatenate([c[2] for c in seq.chunks]), tr.next_use)
         runs = [(p, k) for p in ("belady", "belady-dist") for k in ks]
         (out,) = stream_run(f, runs, ["belady", "belady-dist"], chunk=chunk,
-                            n_experts=tr.layout.n_experts, n_layers=tr.layout.n_layers,
-                            verify=True)
+                            n_experts=lay.n_experts, n_layers=lay.n_layers, verify=True)
     for (p, k), res in zip(runs, out.results, strict=True):
         _same(simulate(tr, p, k), res)
     for name in ("belady", "belady-dist"):
@@ -386,10 +393,16 @@ def test_next_access_times_are_checked(tmp_path):
         return stream_run(str(f), [("belady", 1)], n_experts=1, n_layers=2, chunk=2)
 
     assert run([3, 4, 5, 6, -1, -1])[0].results[0].misses == 6
+    big = np.iinfo(np.int64).max  # (libCacheSim reads it as "none" too)
+    assert run([3, 4, 5, 6, big, -1])[0].results[0].misses == 6
     assert "said at request 4" in _error(lambda: run([5, 4, 5, 6, -1, -1]))
-    assert "record 2" in _error(lambda: run([3, 4, 5, 6, -1, -1][:2] + [2, 6, -1, -1]))
-    assert "past the end" in _error(lambda: run([3, 4, 5, 6, 9, -1]))
+    assert "record 2" in _error(lambda: run([3, 4, 2, 6, -1, -1]))  # (not after itself)
+    for bad in (9, 7, 0, -2):  # past the end (1-based 7 of 6 requests), or no position
+        msg = _error(lambda bad=bad: run([3, 4, 5, 6, bad, -1]))
+        assert "record 4" in msg and "names no later request" in msg
     assert "said never" in _error(lambda: run([3, 4, -1, 6, -1, -1]))
+    # page 0's last request promises request 5, which is page 1's
+    assert "not requested again" in _error(lambda: run([3, 4, 5, 6, 6, -1]))
 
 
 def test_a_trace_too_large_for_memory_is_refused_before_reading(tmp_path, monkeypatch):
@@ -410,6 +423,29 @@ def test_a_trace_too_large_for_memory_is_refused_before_reading(tmp_path, monkey
     (whole,) = load(str(tmp_path / "z.npz"))
     assert np.array_equal(whole.pages, tr.pages)
     assert load("zipf:n=4,layers=3,tokens=100,seed=1")[0].n_requests == 300
+
+
+def test_a_page_requested_2_to_the_23_times_keeps_its_lfu_rank():
+    """A carried LFU run keys a page (count + 1) · stride + t: with a stride of 2^40 a page
+    requested 2^23 times overflowed int64 and became the first victim (21 misses in memory,
+    4 streamed). The stride is now 2^31, and a run longer than that is refused."""
+    import paging.fast
+
+    lay = Layout(3, 1)
+    pages = np.r_[np.zeros((1 << 23) + 5, np.int64), np.tile([1, 2], 10), [0]]
+    tr = from_pages(pages, lay)
+    (o,) = stream_run([(tr.pages, None)], [("lfu", 2)], layout=lay)
+    assert o.results[0].misses == simulate(tr, "lfu", 2).misses == 21
+    assert paging.fast._CARRIED_STRIDE == 1 << 31
+
+
+def test_a_carried_lfu_run_longer_than_its_stride_is_refused(monkeypatch):
+    import paging.fast
+
+    monkeypatch.setattr(paging.fast, "_CARRIED_STRIDE", 8)
+    chunks = [(np.array([0, 1, 2, 0]), None), (np.array([1, 2, 0, 1]), None)]
+    assert "at most 7 requests" in _error(lambda: stream_run(chunks, [("lfu", 2)],
+                                                             layout=Layout(3, 1)))
 
 
 def test_refusals():
