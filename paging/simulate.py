@@ -133,16 +133,16 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     router = make_router(routing)
     if router is not None:  # (with a prefetcher or a handler: SpecMD's three phases)
         if engine != "reference":
-            from paging.fast.routing import plan_routed, run_routed, unrouted_why
+            from paging.fast import plan
+            from paging.fast.routing import run_routed, unrouted_why
 
-            spec = plan_routed(trace, policy, router, budget, prefetch, miss)
-            if spec is not None:
-                return run_routed(trace, policy, router, spec, k, budget, costs, sizes, seed,
-                                  level, prefetch, miss)
+            why = unrouted_why(trace, policy, router, budget, prefetch, miss)
+            if why is None:
+                return run_routed(trace, policy, router, plan(policy), k, budget, costs, sizes,
+                                  seed, level, prefetch, miss)
             if engine == "fast":
                 raise PagingError(f"no compiled kernel for routing {router.spec()} with "
-                                  f"{policy.name}: "
-                                  + unrouted_why(trace, policy, router, budget, prefetch, miss))
+                                  f"{policy.name}: {why}")
         return _run(trace, policy, k, budget, costs, sizes, seed, level, prefetch, miss, router,
                     progress)
     if prefetch is not None or miss is not None:
