@@ -298,13 +298,28 @@ class _Member:
             shape, _, dtype = fmt.read_array_header_1_0(self.fh)
         else:
             shape, _, dtype = fmt.read_array_header_2_0(self.fh)
-        self.shape, self.dtype, self.key = shape, dtype, key
+        self.shape, self.dtype, self.key, self.file = shape, dtype, key, file
         self.size = int(np.prod(shape)) if shape else 1
+        self.done = 0  # values read so far
 
     def read(self, count: int) -> np.ndarray:
+        """The next ``count`` values; an array that ends before its header's size is an error
+        (the whole-file reader's, as it words it)."""
+        import zlib
+
         n = count * self.dtype.itemsize
-        buf = self.fh.read(n)
-        return np.frombuffer(buf, dtype=self.dtype, count=len(buf) // self.dtype.itemsize)
+        try:
+            buf = self.fh.read(n)
+        except (OSError, EOFError, zipfile.BadZipFile, zlib.error) as e:
+            raise PagingError(f"not a readable .npz file ({e}, in array {self.key!r}); expected "
+                              "a file written by paging trace convert", self.file) from None
+        if len(buf) < n:
+            raise PagingError(f"not a readable .npz file (EOF: array {self.key!r} ends after "
+                              f"{self.done + len(buf) // self.dtype.itemsize:,} of the "
+                              f"{self.size:,} values its header gives); expected a file "
+                              "written by paging trace convert", self.file)
+        self.done += count
+        return np.frombuffer(buf, dtype=self.dtype, count=count)
 
 
 def _npz(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:

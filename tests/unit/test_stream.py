@@ -448,6 +448,39 @@ def test_a_carried_lfu_run_longer_than_its_stride_is_refused(monkeypatch):
                                                              layout=Layout(3, 1)))
 
 
+def test_an_npz_whose_arrays_end_before_their_headers_say_is_an_error(tmp_path):
+    """An .npz whose pages and steps headers (and offsets) promise 100 more requests than the
+    arrays hold: read whole it is refused; streamed it was read as shorter (exit 0), or looped
+    on empty chunks without end. Now both name the file and stop."""
+    import io
+    import zipfile
+
+    write_npz(zipf(4, 3, 100, seed=1), tmp_path / "z.npz")
+    src = zipfile.ZipFile(tmp_path / "z.npz")
+    with zipfile.ZipFile(tmp_path / "short.npz", "w") as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            key = name[:-4]
+            if key in ("pages", "steps", "offsets"):
+                a = np.lib.format.read_array(io.BytesIO(data))
+                buf = io.BytesIO()
+                if key == "offsets":
+                    a = a.copy()
+                    a[-1] += 100
+                    np.lib.format.write_array(buf, a)
+                else:
+                    np.lib.format.write_array_header_1_0(
+                        buf, {"descr": np.lib.format.dtype_to_descr(a.dtype),
+                              "fortran_order": False, "shape": (a.size + 100,)})
+                    buf.write(a.tobytes())
+                data = buf.getvalue()
+            dst.writestr(name, data)
+    f = str(tmp_path / "short.npz")
+    for chunk in (7, 1000):
+        msg = _error(lambda chunk=chunk: simulate_stream(f, "lru", 4, chunk=chunk))
+        assert "ends after 300 of the 400 values" in msg and "short.npz" in msg
+
+
 def test_refusals():
     lay = Layout(2, 2)
     chunks = [(np.array([0, 2]), None)]
