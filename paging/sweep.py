@@ -756,6 +756,25 @@ def run_tasks(tasks: list, run_one=None) -> list[dict]:
     return [row for t in tasks for row in run_one(t)]
 
 
+@dataclass(frozen=True)
+class _Failed:
+    """A task's :class:`PagingError`, returned by a Dask worker instead of raised (a raised
+    one is logged by the worker with its traceback before the one-line error)."""
+
+    message: str
+    file: str | None
+    line: int | None
+
+
+def _guarded_tasks(tasks: list, run_one=None):
+    """:func:`run_tasks`, an input error (a streamed trace's bad request, found as it is read)
+    returned as :class:`_Failed`."""
+    try:
+        return run_tasks(tasks, run_one)
+    except PagingError as e:
+        return _Failed(e.message, e.file, e.line)
+
+
 def _chunks(tasks: list[Task], n_workers: int) -> list[list[Task]]:
     """``tasks`` in chunks of consecutive tasks (same trace file mostly), about 8 chunks per
     worker and at most 32 tasks each, so that every worker stays busy to the end."""
@@ -857,9 +876,13 @@ def _executor(scheduler: str | None, workers: int, processes: bool, run_one=None
 
         def submit(tasks):
             n = max(1, len(client.scheduler_info().get("workers", {})))
-            futures = client.map(functools.partial(run_tasks, run_one=run_one),
+            futures = client.map(functools.partial(_guarded_tasks, run_one=run_one),
                                  _chunks(tasks, n), pure=False)
             for _, rows in as_completed(futures, with_results=True):
+                if isinstance(rows, _Failed):
+                    for f in futures:
+                        f.cancel()
+                    raise PagingError(rows.message, rows.file, rows.line)
                 yield rows
         yield submit
 

@@ -7,6 +7,7 @@ import itertools
 import json
 import time
 
+import numpy as np
 import pytest
 
 from paging.cli import main
@@ -521,3 +522,38 @@ seeds = [0, 1]
     with pytest.raises(PagingError, match="no streaming kernel"):
         run_sweep(tmp_path / "spec.toml", tmp_path / "x.csv", workers=0)
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_a_bad_request_of_a_streamed_trace_is_one_line_from_dask_workers(tmp_path):
+    """A streamed trace's bad request is found on a worker as the file is read; the worker
+    returns the error instead of raising it, so the command prints one line (no worker log and
+    traceback before it), exits 2 and writes no table."""
+    import io
+    import os
+    import subprocess
+    import sys
+    import zipfile
+
+    from paging.generators import zipf
+    from paging.io import write_npz
+
+    write_npz(zipf(4, 3, 100, seed=1), tmp_path / "ok.npz")
+    src = zipfile.ZipFile(tmp_path / "ok.npz")
+    with zipfile.ZipFile(tmp_path / "bad.npz", "w") as dst:
+        for name in src.namelist():
+            data = src.read(name)
+            if name == "pages.npy":
+                a = np.lib.format.read_array(io.BytesIO(data)).copy()
+                a[150] = 99  # not a page of the 4 x 3 layout
+                buf = io.BytesIO()
+                np.lib.format.write_array(buf, a)
+                data = buf.getvalue()
+            dst.writestr(name, data)
+    spec_file(tmp_path, 'traces = ["bad.npz"]\npolicies = ["lru", "fifo"]\nk = [4]\n')
+    r = subprocess.run([sys.executable, "-m", "paging", "sweep", str(tmp_path / "spec.toml"),
+                        "--out", str(tmp_path / "t.csv"), "--workers", "2"],
+                       capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, PAGING_STREAM_BYTES="10"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+    assert "request 150 is page 99" in r.stderr and "bad.npz" in r.stderr
+    assert not (tmp_path / "t.csv").exists()
