@@ -127,13 +127,39 @@ def use_stream(args, command: str, specs=()) -> bool:
             why = f"streaming reads {', '.join(STREAM_FORMATS)} traces, not {fmt}"
         elif fmt == "oracle-general" and (args.n_experts is None or args.layers is None):
             why = "an oracleGeneral trace streams as layered page ids (--n-experts, --layers)"
+        else:
+            why = _stored_mode_refusal(args, path, fmt)
     if why is not None:
-        why = why.removesuffix(" (drop --stream)")
-        sys.stderr.write(f"note: {src} is {size / 1e9:.1f} GB; reading it whole ({why})\n")
+        sys.stderr.write(f"note: {src} is {size / 1e9:.1f} GB; reading it whole "
+                         f"({_without_advice(why)})\n")
         return False
     sys.stderr.write(f"note: {src} is {size / 1e9:.1f} GB: streaming it (--no-stream reads it "
                      "whole)\n")
     return True
+
+
+def _stored_mode_refusal(args, path, fmt) -> str | None:
+    """Why the file cannot be streamed as asked though its format streams: a stream reads a
+    sequence in the mode the file stores (its header, or a CSV's first rows), and the whole
+    reader re-expands it. None when it can."""
+    from paging.io.chunks import open_chunks
+
+    try:
+        for _ in open_chunks(path, expand=getattr(args, "expand", None) or "rounds",
+                             n_experts=args.n_experts, n_layers=args.layers, format=fmt):
+            break
+    except PagingError as e:
+        return e.message
+    return None
+
+
+def _without_advice(why: str) -> str:
+    """A refusal's reason without its advice to drop ``--stream`` (a note on a file streamed
+    by itself, where the user gave no ``--stream``)."""
+    import re
+
+    why = why.removesuffix(" (drop --stream)")
+    return re.sub(r"; (drop|give|use) [^;]*$", "", why)
 
 
 def stream_outcomes(args, runs=(), curves=(), budgets=()):

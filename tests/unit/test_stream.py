@@ -553,6 +553,15 @@ def test_cli_streams_big_files_by_itself(tmp_path):
     assert r.returncode == 0 and "reading it whole" in r.stderr
     r = _cli("mrc", f, "--policy", "lru", "--stream", "--no-stream")
     assert r.returncode == 2 and "contradict" in r.stderr
+    # a groups-mode file read as rounds (the default): the stream reads a file as stored, the
+    # whole reader re-expands it, so a big one is read whole after a note (it was an error)
+    write_npz(zipf(4, 3, 30, seed=1, topk=2, expand="groups"), tmp_path / "g.npz")
+    g = str(tmp_path / "g.npz")
+    for cmd in (["simulate", g, "--policy", "lru", "--k", "4"], ["mrc", g, "--policy", "lru"]):
+        big = _cli(*cmd, "--json", env=env)
+        assert big.returncode == 0 and "reading it whole (the file stores groups" in big.stderr
+        assert "--stream" not in big.stderr  # (no advice to drop a flag not given)
+        assert big.stdout == _cli(*cmd, "--json").stdout
 
 
 def test_the_run_recipe_says_what_a_stream_refuses():
