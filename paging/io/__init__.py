@@ -229,8 +229,10 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
         if fmt in ("oracle-general", "npz"):  # (the requests, told from the file's header)
             from paging.memory import check_requests
 
-            check_requests(_file_requests(path, fmt), "Stream it (--stream) instead of "
-                           "reading it whole", str(path))
+            check_requests(_file_requests(path, fmt), "Read it a chunk at a time where the "
+                           "run allows it (paging simulate or mrc --stream: oracleGeneral with "
+                           "--n-experts and --layers, .npz; paging sweep streams an .npz above "
+                           "$PAGING_STREAM_BYTES), or cut it", str(path))
         if fmt == "jsonl":
             return read_routing_jsonl(path, expand=expand, strict=strict, phase=phase,
                                       fields=fields, n_experts=n_experts, n_layers=n_layers)

@@ -270,10 +270,10 @@ def _check_next(pages, nxt, t0, n, promised, last, where, file: str) -> None:
         raise PagingError(f"{prefix}page {p} is requested here, but the next-access time of "
                           f"its request {int(last[p])} said {back}; expected the position of "
                           "the next request of the same object (libCacheSim's "
-                          "next_access_vtime)", file)
+                          f"next_access_vtime){_WHOLE}", file)
     raise PagingError(f"{prefix}its next-access time names no later request of the trace's "
                       f"{n}; expected a 1-based position after this request's ({t + 1}), or "
-                      "-1", file)
+                      f"-1{_WHOLE}", file)
 
 
 def _check_next_end(promised, last, n: int, where, file: str) -> None:
@@ -283,7 +283,12 @@ def _check_next_end(promised, last, n: int, where, file: str) -> None:
         p = int(open_[0])
         prefix, _ = where(int(last[p]), None)
         raise PagingError(f"{prefix}page {p}'s next access is at request {int(promised[p])}, "
-                          "but the page is not requested again; expected -1", file)
+                          f"but the page is not requested again; expected -1{_WHOLE}", file)
+
+
+#: what a user with a file whose next-access times are wrong can do
+_WHOLE = (" (read whole, with --no-stream, Belady computes the next uses from the requests "
+          "themselves)")
 
 
 # -- npz ---------------------------------------------------------------------------------------
