@@ -127,6 +127,7 @@ def detect_format(path: str | os.PathLike) -> str:
         raise PagingError("is a directory; expected a trace file", str(path))
     with open(p, "rb") as fh:
         head = fh.read(1 << 16)
+    head = head.removeprefix(b"\xef\xbb\xbf")  # (a UTF-8 byte-order mark: text, read as such)
     name = p.name.lower()
     for f in FORMATS.values():  # a format registered beyond the built-in ones
         if f.name not in _BUILT_IN and (name.endswith(f.extensions) if f.extensions else False

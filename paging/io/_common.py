@@ -106,10 +106,11 @@ def seq_name(file: str, parts: list[tuple[str, object]]) -> str:
 
 
 def read_text(path: str | os.PathLike) -> str:
-    """The file as UTF-8 text; undecodable bytes are an error naming the line."""
+    """The file as UTF-8 text, without a leading byte-order mark (spreadsheets write one);
+    undecodable bytes are an error naming the line."""
     data = Path(path).read_bytes()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
         raise PagingError("the file is not UTF-8 text (binary data?); expected a JSON or CSV "

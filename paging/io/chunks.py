@@ -422,11 +422,13 @@ def _npz(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
 
 # -- CSV ---------------------------------------------------------------------------------------
 def _text_lines(path, file: str):
-    """The lines of a UTF-8 file, decoded one at a time (a bad byte names its line)."""
+    """The lines of a UTF-8 file, decoded one at a time (a bad byte names its line), without a
+    leading byte-order mark (as :func:`paging.io._common.read_text`)."""
     with open(path, "rb") as fh:
         for n, raw in enumerate(fh, start=1):
             try:
-                yield raw.decode("utf-8")
+                yield raw.decode("utf-8").removeprefix("\ufeff") if n == 1 else \
+                    raw.decode("utf-8")
             except UnicodeDecodeError:
                 raise PagingError("the file is not UTF-8 text (binary data?); expected a JSON "
                                   "or CSV trace", file, n) from None

@@ -61,6 +61,26 @@ def routing_file(tmp_path) -> Path:
     return write_jsonl(tmp_path / "r.jsonl", rows)
 
 
+def test_a_byte_order_mark_is_not_part_of_the_text(tmp_path, routing_file):
+    """Spreadsheets write a UTF-8 byte-order mark before the first line: a CSV trace (read
+    whole or streamed) and a routing log with one read as they do without it."""
+    from paging.stream import simulate_stream
+
+    tr = from_pages([0, 4, 1, 3, 0, 5], Layout(3, 2))
+    write_csv(tr, tmp_path / "t.csv")
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes(b"\xef\xbb\xbf" + (tmp_path / "t.csv").read_bytes())
+    assert detect_format(bom) == "csv"
+    (a,), (b,) = load(str(tmp_path / "t.csv")), load(str(bom))
+    assert np.array_equal(a.pages, b.pages) and np.array_equal(a.steps, b.steps)
+    (res,) = simulate_stream(str(bom), "lru", 2)
+    assert res.misses == 6
+    jb = tmp_path / "bom.jsonl"
+    jb.write_bytes(b"\xef\xbb\xbf" + routing_file.read_bytes())
+    assert [t.pages.tolist() for t in load(str(jb))] == [
+        t.pages.tolist() for t in load(str(routing_file))]
+
+
 def test_routing_rounds_exact(routing_file):
     t0, t1 = read_routing_jsonl(routing_file)
     assert t0.name == "r.jsonl#problem_id=0" and t1.name == "r.jsonl#problem_id=1"
