@@ -36,9 +36,10 @@ sequence exactly as above.
 The replay is :class:`_Replay` (Python: the specification). Every run is replayed in a
 compiled loop first (:func:`_replay_compiled`, the same checks on the same state: 60-75x
 faster on 10⁷ requests of LRU and FIFO-DIST, 15x with a prefetcher and a drop handler on
-6.4·10⁶); when it finds a fault the Python replay runs the piece again from the same state
-and names it (``tests/property/test_verify_replay.py`` holds the two to the same verdict, at
-the same request, on true and altered logs, with prefetches, drops and substitutions too).
+6.4·10⁶, ``benchmarks/bench_verify.py``); when it finds a fault the Python replay runs the
+piece again from the same state and names it (``tests/property/test_verify_replay.py`` holds
+the two to the same verdict, at the same request, on true and altered logs, with prefetches,
+drops and substitutions too).
 Nothing here calls the simulator or a policy. A streamed run (:mod:`paging.stream`) is
 verified chunk by chunk (:class:`StreamVerifier`).
 """
