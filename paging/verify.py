@@ -97,7 +97,7 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     if result.events is not None and "served_pages" in result.events:
         trace = _served_trace(trace, result)
     lay = trace.layout
-    N, n = trace.n_requests, lay.n_experts
+    N = trace.n_requests
     pages, steps = trace.pages, trace.steps
     mask = np.asarray(result.hit_mask, dtype=bool)
 
@@ -130,36 +130,24 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
         if levels.size != int(fetched.sum()):
             fail("the fetch-level log does not have one entry per fetched miss")
         lvl[fetched] = levels
-    per_layer = np.bincount(pages[fetched] // n, minlength=lay.n_layers)
-    if not np.array_equal(per_layer, np.asarray(result.per_layer_misses)):
-        fail(f"per-layer misses {list(result.per_layer_misses)} != {per_layer.tolist()}")
-
-    if result.page_misses is not None and not np.array_equal(
-            np.bincount(pages[fetched], minlength=lay.n_pages), result.page_misses):
-        fail("per-page misses do not match the hit mask")
     missed = pages[fetched]
     lv_costs = evs.get("level_costs")
     lv_sizes = evs.get("level_sizes")
     if levels is not None and (lv_costs is None or lv_sizes is None):
         fail("a run with precision levels must log their costs and sizes")
-    w_costs = None if costs is None else np.asarray(costs, dtype=np.float64)
-    w_sizes = None if sizes is None else np.asarray(sizes, dtype=np.int64)
-    if levels is None:
-        want_cost = (float(missed.size) if costs is None
-                     else math.fsum(w_costs[missed].tolist()))
-        want_bytes = None if sizes is None else int(w_sizes[missed].sum())
-    else:
+    want = {}  # (a run with levels: its cost and bytes level by level; else from the counts)
+    if levels is not None:
+        w_costs = None if costs is None else np.asarray(costs, dtype=np.float64)
+        w_sizes = None if sizes is None else np.asarray(sizes, dtype=np.int64)
         per_c = [np.ones(lay.n_pages) if w_costs is None else w_costs, *lv_costs[1:]]
         per_s = [w_sizes, *lv_sizes[1:]]
         lv_m = lvl[fetched]
-        want_cost = math.fsum(float(per_c[a][b]) for a, b in zip(lv_m.tolist(), missed.tolist(),
-                                                                 strict=True))
-        want_bytes = int(sum(int(per_s[a][b]) for a, b in zip(lv_m.tolist(), missed.tolist(),
-                                                              strict=True)))
-    if result.cost != want_cost:
-        fail(f"cost {result.cost!r} != Σ w over the misses {want_cost!r}")
-    if result.bytes_fetched != want_bytes:
-        fail(f"bytes fetched {result.bytes_fetched} != Σ s over the misses {want_bytes}")
+        want["cost"] = math.fsum(float(per_c[a][b]) for a, b in zip(lv_m.tolist(),
+                                                                    missed.tolist(), strict=True))
+        want["nbytes"] = int(sum(int(per_s[a][b]) for a, b in zip(lv_m.tolist(),
+                                                                  missed.tolist(), strict=True)))
+    _check_totals(fail, result, np.bincount(missed, minlength=lay.n_pages), lay.n_layers, costs,
+                  sizes, "the hit mask", **want)
 
     if result.budget is not None and sizes is None:
         fail("a byte-budget run needs its page sizes to be verified")
@@ -183,6 +171,31 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     if cache.inserted + len(bypassed) != result.misses:
         fail(f"misses {result.misses} != insertions {cache.inserted} + bypasses "
              f"{len(bypassed)}")
+
+
+def _check_totals(fail, result, pm, n_layers: int, costs, sizes, what: str, *, cost=None,
+                  nbytes=None) -> None:
+    """The run's per-layer and per-page misses against ``pm`` (the misses per page the logs
+    give, ``what``), and its cost and bytes against ``cost`` and ``nbytes`` (a run with
+    precision levels) or, without them, Σ w and Σ s over those misses: the cost summed exactly
+    and rounded once (what ``math.fsum`` gives over the missed pages' costs)."""
+    from fractions import Fraction
+
+    per_layer = pm.reshape(n_layers, -1).sum(axis=1)
+    if not np.array_equal(per_layer, np.asarray(result.per_layer_misses)):
+        fail(f"per-layer misses {list(result.per_layer_misses)} != {per_layer.tolist()}")
+    if result.page_misses is not None and not np.array_equal(pm, result.page_misses):
+        fail(f"per-page misses do not match {what}")
+    nz = np.flatnonzero(pm).tolist()
+    if cost is None:
+        w = None if costs is None else np.asarray(costs, dtype=np.float64)
+        cost = (float(pm.sum()) if w is None
+                else float(sum(Fraction(float(w[p])) * int(pm[p]) for p in nz)))
+        nbytes = None if sizes is None else sum(int(sizes[p]) * int(pm[p]) for p in nz)
+    if result.cost != cost:
+        fail(f"cost {result.cost!r} != Σ w over the misses {cost!r}")
+    if result.bytes_fetched != nbytes:
+        fail(f"bytes fetched {result.bytes_fetched} != Σ s over the misses {nbytes}")
 
 
 def _in_time_order(log) -> np.ndarray:
@@ -549,34 +562,16 @@ class StreamVerifier:
 
     def finish(self, result: Result) -> None:
         """Check the run's totals against every piece's."""
-        from fractions import Fraction
-
         fail = self._fail
         misses = self.t - self.hits
         if result.requests != self.t:
             fail(f"{result.requests} requests, {self.t} checked")
         if result.misses != misses or result.hits != self.hits:
             fail(f"misses {result.misses} but the hit masks have {misses}")
-        pm = self.page_misses
-        per_layer = pm.reshape(self.layout.n_layers, -1).sum(axis=1)
-        if not np.array_equal(per_layer, np.asarray(result.per_layer_misses)):
-            fail(f"per-layer misses {list(result.per_layer_misses)} != {per_layer.tolist()}")
-        if result.page_misses is not None and not np.array_equal(pm, result.page_misses):
-            fail("per-page misses do not match the hit masks")
+        _check_totals(fail, result, self.page_misses, self.layout.n_layers, self.costs,
+                      self.sizes, "the hit masks")
         if result.bypasses != self.bypasses:
             fail("bypass count does not match the bypass logs")
         if self.cache.inserted + self.bypasses != result.misses:
             fail(f"misses {result.misses} != insertions {self.cache.inserted} + bypasses "
                  f"{self.bypasses}")
-        nz = np.flatnonzero(pm)
-        if self.costs is None:
-            want_cost = float(misses)
-        else:  # (exact, rounded once: what math.fsum gives over the missed pages' costs)
-            w = np.asarray(self.costs, dtype=np.float64)
-            want_cost = float(sum(Fraction(float(w[p])) * int(pm[p]) for p in nz.tolist()))
-        if result.cost != want_cost:
-            fail(f"cost {result.cost!r} != Σ w over the misses {want_cost!r}")
-        want_bytes = (None if self.sizes is None
-                      else sum(int(self.sizes[p]) * int(pm[p]) for p in nz.tolist()))
-        if result.bytes_fetched != want_bytes:
-            fail(f"bytes fetched {result.bytes_fetched} != Σ s over the misses {want_bytes}")
