@@ -443,10 +443,7 @@ class CarriedPhases:
             plan = np.asarray(close if closes else (), np.int64)
             bounds = np.array([0, 0, plan.size] if g0 else [0, plan.size], np.int64)
         elif self.pf_start.size:
-            a, b_sizes, b_pages = common.piece_plan(batches, across, n_groups)
-            if closes:  # the batch after the last group, in the plan now
-                b_sizes = np.concatenate((b_sizes, (len(close),)))
-                b_pages = np.concatenate((b_pages, np.asarray(close, np.int64)))
+            a, b_sizes, b_pages = common.piece_plan(batches, across, n_groups, close)
             plan = np.concatenate((a, b_pages))  # (not np.r_: slow, a call per piece)
             # batch g is pf_pages[pf_start[g]:pf_start[g + 1]], from the piece before's last
             # group (whose batch is `across`) on

@@ -408,14 +408,24 @@ class SoFar:
         return self.a[r, :self.n]
 
 
-def piece_plan(batches, across, n_groups: int) -> tuple:
+def piece_plan(batches, across, n_groups: int, close=None) -> tuple:
     """A piece's prefetch plan as the carried runs with phases take it
     (:meth:`paging.fast.carried_phases.CarriedPhases.feed`, the token policies'
     :meth:`paging.fast.tokens.CarriedPhases.feed`; ``batches``: a list per group, or
-    ``(sizes, pages)``; ``across``: the batch after the piece before's last group, or None):
+    ``(sizes, pages)``; ``across``: the batch after the piece before's last group, or None;
+    ``close``: the batch after its own last group when the piece closes, or None):
     ``(across, sizes, pages)``, int64 arrays, ``sizes`` the batches after its first
-    ``n_groups - 1`` groups (missing ones empty, extra ones dropped), ``pages`` theirs one
-    after another."""
+    ``n_groups - 1`` groups (missing ones empty, extra ones dropped) and, when it closes, the
+    batch after its last, ``pages`` theirs one after another."""
+    a, sizes, pages = _open_plan(batches, across, n_groups)
+    if close is not None:
+        sizes = np.concatenate((sizes, (len(close),)))
+        pages = np.concatenate((pages, np.asarray(close, np.int64)))
+    return a, sizes, pages
+
+
+def _open_plan(batches, across, n_groups: int) -> tuple:
+    """:func:`piece_plan` without a closing batch."""
     if across is None and not len(batches):  # (a piece without batches: every call of a
         none = np.zeros(0, np.int64)  # routed serving step's layers)
         return none, np.zeros(max(n_groups - 1, 0), np.int64), none

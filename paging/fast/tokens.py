@@ -1979,15 +1979,12 @@ class CarriedPhases(Carried):
             self.acts.append(act)
         if self.prefetch:
             n_groups = int(np.count_nonzero(np.diff(steps))) + 1 if pages.size else 0
-            a, b_sizes, b_pages = piece_plan(batches, across, n_groups)
+            a, b_sizes, b_pages = piece_plan(batches, across, n_groups, close)
             if self.req.n:  # the batch after the last group so far: ``a`` more of it (what
                 self.C[14][4] = self.plan.n  # the calls before inserted is not inserted again)
                 self.plan.append(a)
                 self.bounds.a[0, self.bounds.n - 1] = self.plan.n
             base = self.plan.n
-            if self.closing:  # the batch after the last group, in the plan now
-                b_sizes = np.concatenate((b_sizes, (len(close),)))
-                b_pages = np.concatenate((b_pages, np.asarray(close, np.int64)))
             self.plan.append(b_pages)
             ends = b_sizes if self.closing else np.concatenate((b_sizes, (0,)))
             self.bounds.append(base + np.cumsum(ends)[:n_groups])
