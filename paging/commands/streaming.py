@@ -20,7 +20,8 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
                         "per size). Automatic for files above "
                         "$PAGING_STREAM_BYTES (default 2e9 bytes) when the options allow it")
     g.add_argument("--chunk", type=int, default=None, metavar="N",
-                   help="requests per chunk when streaming (default 4194304)")
+                   help="requests per chunk when streaming (default 4194304); refused with "
+                        "--no-stream, a note when the trace is read whole")
     g.add_argument("--no-stream", action="store_true",
                    help="never stream by itself: read the trace whole whatever its size")
 
@@ -86,15 +87,28 @@ def _next_use_refusal(args, names) -> str | None:
 def use_stream(args, command: str, specs=()) -> bool:
     """Whether to stream: ``--stream`` (refused with one line when the options cannot be
     streamed), or a trace file larger than the threshold with options that can (a note on
-    stderr says so; otherwise the trace is read whole, after a note saying why)."""
-    from paging.io import resolve_path
-    from paging.io.chunks import STREAM_FORMATS
-    from paging.stream import stream_threshold
-
+    stderr says so; otherwise the trace is read whole, after a note saying why). ``--chunk``
+    with ``--no-stream`` is refused; with a trace read whole, a note says it is unused."""
     if args.chunk is not None and args.chunk < 1:
         raise PagingError(f"--chunk must be an integer >= 1, got {args.chunk}")
     if args.stream and args.no_stream:
         raise PagingError("--stream and --no-stream contradict each other; give one")
+    if args.chunk is not None and args.no_stream:
+        raise PagingError("--chunk sizes the chunks of a streamed read and --no-stream reads "
+                          "the trace whole; give one")
+    streamed = _decide(args, command, specs)
+    if args.chunk is not None and not streamed:
+        sys.stderr.write(f"note: --chunk {args.chunk} is unused: the trace is read whole "
+                         "(--stream reads it a chunk at a time)\n")
+    return streamed
+
+
+def _decide(args, command: str, specs=()) -> bool:
+    """:func:`use_stream`'s decision, its refusals and notes."""
+    from paging.io import resolve_path
+    from paging.io.chunks import STREAM_FORMATS
+    from paging.stream import stream_threshold
+
     why = refusal(args, command, specs)
     if args.stream:
         if why is not None:

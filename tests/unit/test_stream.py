@@ -553,6 +553,14 @@ def test_cli_streams_big_files_by_itself(tmp_path):
     assert r.returncode == 0 and "reading it whole" in r.stderr
     r = _cli("mrc", f, "--policy", "lru", "--stream", "--no-stream")
     assert r.returncode == 2 and "contradict" in r.stderr
+    # --chunk: refused with --no-stream, a note when the trace is read whole (it was ignored
+    # silently), and used without a note when the file streams by itself
+    r = _cli("simulate", f, "--policy", "lru", "--k", "3", "--chunk", "7", "--no-stream")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--no-stream" in r.stderr
+    r = _cli("simulate", f, "--policy", "lru", "--k", "3", "--chunk", "7")
+    assert r.returncode == 0 and "note: --chunk 7 is unused" in r.stderr
+    r = _cli("mrc", f, "--policy", "lru", "--chunk", "7", env=env)
+    assert r.returncode == 0 and "streaming it" in r.stderr and "unused" not in r.stderr
     # a groups-mode file read as rounds (the default): the stream reads a file as stored, the
     # whole reader re-expands it, so a big one is read whole after a note (it was an error)
     write_npz(zipf(4, 3, 30, seed=1, topk=2, expand="groups"), tmp_path / "g.npz")
