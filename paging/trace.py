@@ -193,9 +193,9 @@ class Trace:
         top-K when the reader recorded it (``meta["top_k"]``; a batched prefill groups up to n
         experts of a layer, so its ranks and group sizes exceed K), else the largest rank + 1,
         else the largest group (1 in rounds mode without ranks, and for an empty trace)."""
-        K = self.meta.get("top_k")
-        if isinstance(K, (int, np.integer)) and not isinstance(K, bool) and K >= 1:
-            return int(K)
+        K = recorded_top_k(self.meta)
+        if K is not None:
+            return K
         if self.rank is not None and self.rank.size:
             return int(self.rank.max()) + 1
         if self.n_requests == 0:
@@ -267,6 +267,14 @@ def prefill_mask(trace: Trace) -> np.ndarray:
         if pre:
             out[int(pre[0]):int(pre[1])] = True
     return out
+
+
+def recorded_top_k(meta: dict) -> int | None:
+    """The top-K a reader recorded in a sequence's ``meta`` (an integer >= 1), or None."""
+    K = meta.get("top_k")
+    if isinstance(K, (int, np.integer)) and not isinstance(K, bool) and K >= 1:
+        return int(K)
+    return None
 
 
 def token_visits(trace) -> int:

@@ -15,8 +15,10 @@ is read, so a run may have consumed the chunks before it.
 What streaming does not do (the whole-file readers do): re-expand a sequence into the other
 mode (``expand`` must be the mode the file stores; a CSV without ``expand=`` in its header
 comment is read in the mode asked), number the objects of a *generic* cache trace (that needs
-every id first), or read the optional ``token``, ``rank``, ``score`` and ``logits`` columns
-(``.npz`` scores are still checked to be finite and non-negative).
+every id first), or read the optional ``rank``, ``score`` and ``logits`` columns (``.npz``
+scores are still checked to be finite and non-negative; a sequence's largest rank is read in a
+first pass where the token policies need it, :attr:`ChunkedTrace.visits`). The ``token``
+column is read when asked (``tokens=True``: the token policies read it).
 """
 
 from __future__ import annotations
@@ -63,6 +65,17 @@ class ChunkedTrace:
     #: :func:`paging.trace.next_use` has it (an oracleGeneral file's next-access times,
     #: validated: :func:`open_chunks` with ``next_use=True``)
     next_use: bool = False
+    #: the chunks are ``(pages, steps, token)``: the token id of each request, which the token
+    #: policies read (a ``.npz`` or CSV that stores them: :func:`open_chunks` with
+    #: ``tokens=True``)
+    tokens: bool = False
+    #: how often the layer clock walks every layer per token (:func:`paging.trace.
+    #: token_visits`: the top-K a reader recorded, else the largest rank + 1, in rounds mode
+    #: with tokens; else 1)
+    visits: int = 1
+    #: a fresh iterator over the same chunks (the sequence read again from the start), or None
+    #: when the source cannot be read twice (set by :func:`paging.stream.stream_run`)
+    reopen: Callable[[], Iterable] | None = None
 
 
 #: libCacheSim's readers take both -1 and INT64_MAX as "no next access"
@@ -327,7 +340,26 @@ class _Member:
         return np.frombuffer(buf, dtype=self.dtype, count=count)
 
 
-def _npz(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
+def _rank_max(zf: zipfile.ZipFile, file: str, off: np.ndarray, chunk: int) -> np.ndarray:
+    """Each sequence's largest rank (-1: none), read through the ``rank`` array once."""
+    m = _Member(zf, "rank", file)
+    out = np.full(off.size - 1, -1, np.int64)
+    pos = 0
+    while pos < m.size:
+        c = min(chunk, m.size - pos)
+        r = m.read(c).astype(np.int64)
+        first = int(np.searchsorted(off, pos, side="right")) - 1
+        for q in range(max(first, 0), off.size - 1):
+            a, b = max(int(off[q]), pos) - pos, min(int(off[q + 1]), pos + c) - pos
+            if a >= c:
+                break
+            if b > a:
+                out[q] = max(int(out[q]), int(r[a:b].max()))
+        pos += c
+    return out
+
+
+def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list[ChunkedTrace]:
     from paging.io.npz import _OPTIONAL, stored_header
 
     file = str(path)
@@ -386,7 +418,9 @@ def _npz(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
                           "len(pages) with one more entry than names", file)
     if S == 0:
         raise PagingError("the file holds no sequences", file)
+    parsed = []
     for s in range(S):
+        meta = {}
         if metas is not None:
             try:
                 meta = json.loads(str(metas[s]))
@@ -395,6 +429,22 @@ def _npz(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
                                   file) from None
             if not isinstance(meta, dict):
                 raise PagingError(f"meta of sequence {names[s]} is not a JSON object", file)
+        parsed.append(meta)
+    with_tokens = tokens and "token" in members
+    visits = [1] * S  # (paging.trace.token_visits of each sequence read whole)
+    if with_tokens and mode == "rounds":
+        from paging.trace import recorded_top_k
+
+        visits = [recorded_top_k(m) for m in parsed]
+        if None in visits and "rank" in members:
+            try:
+                top = _rank_max(zf, file, off, chunk)
+            except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+                raise PagingError(f"not a readable .npz file ({e}); expected a file written "
+                                  "by paging trace convert", file) from None
+            visits = [v if v is not None else int(top[q]) + 1 if top[q] >= 0 else 1
+                      for q, v in enumerate(visits)]
+        visits = [1 if v is None else v for v in visits]
 
     def chunks(a: int, b: int, nm: str):
         chk = ChunkCheck(lay, mode, nm, file, lambda i, lines: (f"sequence {nm}: ", None))
@@ -408,16 +458,20 @@ def _npz(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
                 if not (np.isfinite(sc) & (sc >= 0)).all():
                     raise PagingError("array 'score' holds NaN, infinite or negative values; "
                                       "expected finite non-negative gate scores", file)
+            token = None
             for key in ("token", "rank"):
                 if key in members:
-                    members[key].read(m)  # keep the members in step (values unused)
+                    v = members[key].read(m)  # (read to keep the members in step)
+                    if key == "token" and with_tokens:
+                        token = v.astype(np.int64)
             pos += m
             chk.check(pages, steps)
-            yield pages, steps
+            yield (pages, steps) if token is None else (pages, steps, token)
 
     return [ChunkedTrace(str(names[s]), lay, mode, chunks(int(off[s]), int(off[s + 1]),
                                                           str(names[s])),
-                         int(off[s + 1] - off[s])) for s in range(S)]
+                         int(off[s + 1] - off[s]), tokens=with_tokens, visits=visits[s])
+            for s in range(S)]
 
 
 # -- CSV ---------------------------------------------------------------------------------------
@@ -434,7 +488,30 @@ def _text_lines(path, file: str):
                                   "or CSV trace", file, n) from None
 
 
-def _csv(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
+def _csv_rank_max(path, file: str, col: dict, base: str) -> dict:
+    """Each sequence's largest rank, read through the file once (rows that do not parse are
+    left to the reading pass, which names them)."""
+    top: dict = {}
+    lines = _text_lines(path, file)
+    first = next(lines, "")
+    rest = lines if first.startswith("#") else itertools.chain([first], lines)
+    header = False
+    for rec in csv.reader(rest):
+        if not rec or (len(rec) == 1 and not rec[0].strip()):
+            continue
+        if not header:
+            header = True
+            continue
+        if len(rec) != len(col):
+            continue
+        cell = rec[col["rank"]].strip()
+        if cell.isascii() and cell.isdigit():
+            seq = rec[col["sequence"]].strip() if "sequence" in col else base
+            top[seq] = max(top.get(seq, -1), int(cell))
+    return top
+
+
+def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list[ChunkedTrace]:
     from paging.io.csvtrace import COLUMNS, MAGIC, _header_comment, declared_layout
 
     file = str(path)
@@ -495,6 +572,7 @@ def _csv(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
         pages: list[int] = []
         steps: list[int] = []
         where: list[int] = []
+        toks: list[int] = []
         for rec in reader:
             ln = reader.line_num + skip
             if not rec or (len(rec) == 1 and not rec[0].strip()):
@@ -509,8 +587,8 @@ def _csv(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
                                       "expected the rows of a sequence to be contiguous", file,
                                       ln)
                 if pages:
-                    yield cur, pages, steps, where
-                    pages, steps, where = [], [], []
+                    yield cur, pages, steps, where, toks
+                    pages, steps, where, toks = [], [], [], []
                 seen.add(seq)
                 cur = seq
             vals = {}
@@ -533,27 +611,34 @@ def _csv(path, chunk, expand, n_experts, n_layers) -> list[ChunkedTrace]:
             pages.append(vals["page"])
             steps.append(vals.get("step", -1))
             where.append(ln)
+            if with_tokens:
+                toks.append(vals["token"])
             if len(pages) >= batch:
-                yield cur, pages, steps, where
-                pages, steps, where = [], [], []
+                yield cur, pages, steps, where, toks
+                pages, steps, where, toks = [], [], [], []
         if pages:
-            yield cur, pages, steps, where
+            yield cur, pages, steps, where, toks
         if cur is None:
             raise PagingError("the file has a header but no rows; expected one request per "
                               "row", file, reader.line_num + skip)
 
     def chunks(batches, nm):
         chk = ChunkCheck(lay, mode, nm, file, lambda i, ls: ("", int(ls[i - chk.offset])))
-        for _, pages, steps, where in batches:
+        for _, pages, steps, where, toks in batches:
             p = np.asarray(pages, dtype=np.int64)
             if "step" in col:
                 s = np.asarray(steps, dtype=np.int64)
             else:
                 s = np.arange(chk.offset, chk.offset + p.size, dtype=np.int64)
             chk.check(p, s, np.asarray(where, dtype=np.int64))
-            yield p, s
+            yield (p, s, np.asarray(toks, dtype=np.int64)) if with_tokens else (p, s)
 
-    return _Sequences((ChunkedTrace(nm, lay, mode, chunks(batches, nm))
+    with_tokens = tokens and "token" in col
+    top = _csv_rank_max(path, file, col, base) if (with_tokens and mode == "rounds"
+                                                   and "rank" in col) else {}
+    # (paging.trace.token_visits of each sequence read whole: its largest rank + 1)
+    return _Sequences((ChunkedTrace(nm, lay, mode, chunks(batches, nm), tokens=with_tokens,
+                                    visits=top.get(nm, -1) + 1 if nm in top else 1)
                        for nm, batches in itertools.groupby(rows(), key=lambda b: b[0])))
 
 
@@ -573,7 +658,8 @@ _READERS = {"oracle-general": _oracle_general, "npz": _npz, "csv": _csv}
 
 def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand: str = "rounds",
                 n_experts: int | None = None, n_layers: int | None = None,
-                format: str | None = None, next_use: bool = False) -> Iterable[ChunkedTrace]:
+                format: str | None = None, next_use: bool = False,
+                tokens: bool = False) -> Iterable[ChunkedTrace]:
     """The sequences of a trace file, each read in chunks of at most ``chunk`` requests.
 
     Parameters
@@ -595,6 +681,10 @@ def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand
         times an oracleGeneral file stores, checked as they are read (each request is where its
         page's previous request said; none is promised past the end); what Belady reads. The
         other formats do not store them.
+    tokens : bool
+        Chunks of ``(pages, steps, token)`` for the sequences of a ``.npz`` or CSV that stores
+        token ids (:attr:`ChunkedTrace.tokens`, with :attr:`ChunkedTrace.visits`: what the
+        token policies read); the other sequences' chunks stay ``(pages, steps)``.
 
     Returns
     -------
@@ -616,5 +706,7 @@ def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand
                           "(without --stream)", str(path))
     if next_use:
         return _oracle_general(path, chunk, expand, n_experts, n_layers, next_use=True)
+    if tokens and fmt != "oracle-general":
+        return _READERS[fmt](path, chunk, expand, n_experts, n_layers, tokens=True)
     return _READERS[fmt](path, chunk, expand, n_experts, n_layers)
 
