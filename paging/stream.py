@@ -9,12 +9,20 @@ carry their state from one chunk to the next:
   GDSF, Layered Landlord; unit costs and sizes), ARC, LeCaR and Marking (and their -dist
   variants; LeCaR and Marking draw from the run's ``seed`` as in memory), at any number of
   cache sizes k in one pass (:class:`paging.fast.CarriedRun`);
+* the token policies (token-hazard, token-decay, token-match, the combiners robust-token-match
+  and ``robust:A,B`` of two of them or LRU, and their -dist forms: :class:`_TokenRun`,
+  :class:`paging.fast.tokens.Streamed`), with the token ids and the top-K a ``.npz`` or CSV
+  stores (read as the whole readers read them). Their log-losses are summed within a bound
+  once a margin decides the weights, as in memory; a bound that fails makes the stream read
+  the sequence again for that run at the next margin (a file or a spec; a chunk iterable,
+  which cannot be read twice, gets exact sums from the start, about half as fast);
 * the miss curves of all those policies (:class:`_Curve`, by the route :func:`curve_policy`
   names): one pass for LRU (stack distances, :func:`paging.fast.stack.lru_stack_update`) and
   LLRU, LFU, FLD and Least-Stale (Mattson's priority update,
   :func:`paging.fast.stack.priority_stack_update`), per layer for their -dist variants, in
   rounds mode; each layer once per share for the -dist variants of FIFO, FWF, the credit
-  policies and ARC; one carried run per size k = 1..nℓ for the rest and in groups mode.
+  policies and ARC; one carried run per size k = 1..nℓ for the rest (the token policies
+  included) and in groups mode.
 
 The runs of a chunk are independent and the kernels release the GIL: they share the
 machine's cores on a thread pool.
@@ -35,8 +43,9 @@ use (:func:`paging.io.chunks.open_chunks` with ``next_use=True`` reads and check
 runs and one-pass curves take the chunks' next uses (a page never requested again: the trace's
 length, as in memory).
 
-Not streamed (refused with one line by ``paging simulate --stream``): the other policies (their
-kernels allocate their state inside the call, :func:`paging.fast.carries`), the cost model
+Not streamed (refused with one line by ``paging simulate --stream``): the other policies (the
+prediction policies and Score-Based keep the run's requests so far, FlashMoE's carried run is
+a serving run's, :func:`paging.fast.carries`; the rest read the whole trace), the cost model
 (``--model``: its host tier is placed by the whole trace's counts) and the latency timeline,
 prefetching, miss handling, routing, warm runs, recording (hit masks, evictions). A run is
 verified chunk by chunk (``verify=True``, ``--verify``: :class:`paging.verify.StreamVerifier`).
@@ -91,12 +100,14 @@ def stream_policy(name: str, next_use: bool = True):
 
     pol = make_policy(name)
     spec = fast.plan(pol)
-    if not fast.carries(spec, bounded_memory=True, next_use=next_use):
+    if not fast.streams(spec, next_use=next_use):
         raise PagingError(f"--policy {pol.name} has no streaming kernel; streaming runs the "
                           "list family: lru, fifo, fwf, llru, fld, least-stale (and their "
                           "variants), lfu, greedy-dual, landlord, gdsf, layered-landlord, arc, "
-                          "lecar and marking, and their -dist forms, and belady and "
-                          "belady-dist from oracleGeneral files (their next-access times)")
+                          "lecar, marking, the token policies (token-hazard, token-decay, "
+                          "token-match, robust-token-match), and their -dist forms, and "
+                          "belady and belady-dist from oracleGeneral files (their next-access "
+                          "times)")
     return pol, spec
 
 
@@ -118,9 +129,10 @@ def curve_policy(name: str, expand: str = "rounds"):
       their ``-dist`` forms;
     * ``"shares"``: a ``-dist`` form of FIFO, FWF, the credit policies or ARC: each layer's
       sub-sequence once per share 0..n (rounds mode);
-    * ``"per-k"``: one carried run per k = 1..nℓ (:class:`paging.fast.CarriedRun`): the
-      policies that are not stack algorithms (FIFO, FWF, Marking, the credit policies, ARC,
-      LeCaR and the -dist forms that draw from one generator), and every policy in groups mode.
+    * ``"per-k"``: one carried run per k = 1..nℓ (:class:`paging.fast.CarriedRun`,
+      :class:`_TokenRun`): the policies that are not stack algorithms (FIFO, FWF, Marking, the
+      credit policies, ARC, LeCaR, the token policies and the -dist forms that draw from one
+      generator), and every policy in groups mode.
 
     Belady's curve is one pass too (Mattson's update with next uses), from a stream that brings
     them (an oracleGeneral file)."""
@@ -133,10 +145,12 @@ def curve_policy(name: str, expand: str = "rounds"):
     except PagingError:
         raise PagingError(f"--policy {make_policy(name).name} has no streamed miss curve (the "
                           "curves that stream: the list family, lfu, the credit policies, arc, "
-                          "lecar, marking and their -dist forms, and belady's from "
-                          "oracleGeneral files)") from None
+                          "lecar, marking, the token policies and their -dist forms, and "
+                          "belady's from oracleGeneral files)") from None
     family, kind, dist = spec
-    if expand != "rounds":  # a pinned group breaks inclusion (paging.mrc)
+    # (a pinned group breaks inclusion, paging.mrc; a token policy's layer read alone would
+    # count its tokens wrong)
+    if expand != "rounds" or fast.is_token(spec):
         return pol, spec, "per-k"
     stacked = (family, kind) in _stack_kinds()
     if dist:
@@ -188,14 +202,19 @@ class _ListRun:
                                           self.run.dist, budget=self.budget, costs=costs,
                                           sizes=sizes)
 
-    def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None) -> None:
-        """The next chunk (``nxt``: its next uses, Belady's)."""
+    def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None) -> None:
+        """The next chunk (``nxt``: its next uses, Belady's; ``token``: its token ids, which
+        these policies do not read)."""
         nxt = nxt if self.needs_next_use else None
         if self.checker is None:
             self.run.feed(pages, steps, next_use=nxt)
         else:  # the piece's logs, checked against the cache replayed so far
             self.checker.feed(pages, steps, *self.run.feed(pages, steps, log=True,
                                                            next_use=nxt))
+
+    @property
+    def page_misses(self) -> np.ndarray:
+        return self.run.page_misses
 
     def result(self, trace: str, requests: int, seed: int | None = 0):
         from paging.result import build_result
@@ -211,12 +230,103 @@ class _ListRun:
         return res
 
 
+class _TokenRun:
+    """A token policy (token-hazard, token-decay, token-match, robust-token-match, their -dist
+    forms) at one k or byte ``budget``, its cache carried from chunk to chunk by
+    :class:`paging.fast.tokens.Streamed`, which keeps no request of the chunks before.
+
+    Its log-losses are summed within a bound once they decide the weights by a margin
+    (:data:`paging.fast.tokens.ENTER`), as in memory. A bound that fails stops the run
+    (:attr:`failed`); :meth:`restart` begins it again at the next margin, then with exact sums,
+    and :func:`stream_run` reads the sequence again for it (the decisions are the reference's
+    at every margin). ``exact``: exact sums from the start, for a source that cannot be read
+    twice. ``visits``: the layer walks per token, and ``tokens``: whether the chunks bring
+    token ids (else one token per walk), as :func:`paging.fast.tokens.execute` reads a whole
+    trace."""
+
+    def __init__(self, name: str, k: int | None, layout: Layout, seed: int | None = 0,
+                 budget: int | None = None, costs=None, sizes=None, verify: str | None = None,
+                 visits: int = 1, exact: bool = False):
+        from paging import fast
+        from paging.core import check_capacity
+        from paging.fast import tokens
+        from paging.weights import unit_sizes
+
+        self.policy, self.spec = stream_policy(name)
+        self.k, self.budget = check_capacity(k, budget, sizes, layout.n_pages)
+        self.costs, self.sizes, self.layout, self.visits = costs, sizes, layout, int(visits)
+        self.dist = bool(self.spec[2])
+        cap = self.k if budget is None else self.budget
+        self.caps = fast._caps(layout, cap, self.dist)
+        # (a cache counted in pages gives every page one slot, whatever its size: fast.run)
+        self.slots = (unit_sizes(layout.n_pages) if budget is None
+                      else fast.frozen(np.asarray(sizes, dtype=np.int64)))
+        self.tries = [None] if exact else [*tokens.ENTER, None]
+        self.verify = verify
+        self.restart()
+
+    def restart(self) -> None:
+        """Begin the run again (an empty cache) at the next margin."""
+        from paging.fast import tokens
+
+        self.enter = self.tries.pop(0)
+        self.run = tokens.Streamed(self.layout, self.spec, self.caps, self.slots, self.enter,
+                                   self.visits)
+        self.checker = None
+        if self.verify is not None:
+            from paging.verify import StreamVerifier
+
+            self.checker = StreamVerifier(self.layout, self.verify, self.policy.name,
+                                          self.k if self.budget is None else self.budget,
+                                          self.dist, budget=self.budget, costs=self.costs,
+                                          sizes=self.sizes)
+
+    @property
+    def failed(self) -> bool:
+        return self.run.failed
+
+    def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None) -> None:
+        """The next chunk (``token``: its token ids, or None for one token per walk)."""
+        out = self.run.feed(pages, steps, token, 2 if self.checker is not None else 0)
+        if out is not None and self.checker is not None:
+            self.checker.feed(pages, steps, np.asarray(out[3], dtype=bool), out[4], out[6])
+
+    @property
+    def page_misses(self) -> np.ndarray:
+        return self.run.C[9]
+
+    def result(self, trace: str, requests: int, seed: int | None = 0):
+        from paging.result import build_result
+
+        run = self.run
+        res = build_result(policy=self.policy.name, k=self.k, budget=self.budget,
+                           trace=trace, requests=requests, page_misses=run.C[9].copy(),
+                           n_layers=self.layout.n_layers, collisions=int(run.totals[1]),
+                           bypasses=int(run.totals[2]), seed=seed, dist=self.dist,
+                           costs=self.costs, sizes=self.sizes)
+        if self.checker is not None:
+            self.checker.finish(res)
+        return res
+
+
+def _run(name: str, k, layout: Layout, seed=0, *, visits: int = 1, exact: bool = False,
+         **kw):
+    """The carried run of ``name`` at ``k`` (or ``budget=``) in a stream: a :class:`_TokenRun`
+    for a token policy, else a :class:`_ListRun`."""
+    from paging import fast
+
+    if fast.is_token(stream_policy(name)[1]):
+        return _TokenRun(name, k, layout, seed, visits=visits, exact=exact, **kw)
+    return _ListRun(name, k, layout, seed, **kw)
+
+
 class _Curve:
     """A policy's miss curve (misses for k = 1..nℓ) carried across chunks, by the route
     :func:`curve_policy` names. :meth:`jobs` gives the work of one chunk as independent calls
     (the kernels release the GIL: :func:`stream_run` runs them on a thread pool)."""
 
-    def __init__(self, name: str, layout: Layout, expand: str = "rounds", seed: int | None = 0):
+    def __init__(self, name: str, layout: Layout, expand: str = "rounds", seed: int | None = 0,
+                 visits: int = 1, exact: bool = False):
         from paging import fast
         from paging.fast import stack
         from paging.mrc import _stack_kinds
@@ -242,9 +352,12 @@ class _Curve:
                           fast.CarriedRun(lay, (family, kind, False), c)
                           for c in range(1, n + 1)] for z in range(L)]
         else:
-            first = _ListRun(name, 1, lay, seed)
-            self._refuse_above(_nbytes(first.run.state) * P, f"{P:,} runs (one per size)")
-            self.runs = [first] + [_ListRun(name, k, lay, seed) for k in range(2, P + 1)]
+            kw = {"visits": visits, "exact": exact}
+            first = _run(name, 1, lay, seed, **kw)
+            state = first.run.state if isinstance(first, _ListRun) else (first.run.S,
+                                                                          first.run.C)
+            self._refuse_above(_nbytes(state) * P, f"{P:,} runs (one per size)")
+            self.runs = [first] + [_run(name, k, lay, seed, **kw) for k in range(2, P + 1)]
 
     def _refuse_above(self, need: int, runs: str) -> None:
         """Refuse a curve whose carried runs would hold more than :data:`CURVE_STATE_BYTES`."""
@@ -270,14 +383,15 @@ class _Curve:
         first = int(steps[0]) % L if steps.size else 0
         return [np.ascontiguousarray(pages[(z - first) % L::L]) for z in range(L)]
 
-    def jobs(self, pages: np.ndarray, steps: np.ndarray, nxt=None) -> list:
+    def jobs(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None) -> list:
         """The calls that feed the chunk to the curve's stacks or runs (each touching its own
         state: they may run in any order, at once); ``nxt``: the chunk's next uses (Belady's
-        curve: a layer's sub-sequence then counts its own requests, t // ℓ in rounds mode)."""
+        curve: a layer's sub-sequence then counts its own requests, t // ℓ in rounds mode);
+        ``token``: its token ids (the token policies' runs)."""
         from paging.fast import stack
 
         if self.how == "per-k":
-            return [partial(r.feed, pages, steps, nxt) for r in self.runs]
+            return [partial(r.feed, pages, steps, nxt, token) for r in self.runs]
         subs = self._parts(pages, steps)
         if nxt is not None and self.how == "stack" and self.kind == stack.BELADY:
             L = self.layout.n_layers
@@ -313,7 +427,7 @@ class _Curve:
         if requests == 0:
             return np.zeros(P, dtype=np.int64)
         if self.how == "per-k":
-            return np.array([int(r.run.page_misses.sum()) for r in self.runs], np.int64)
+            return np.array([int(r.page_misses.sum()) for r in self.runs], np.int64)
         if not self.dist:
             return _hist_to_misses(self.states[0][-2], requests, P)[1:]
         n, L = lay.n_experts, lay.n_layers
@@ -348,20 +462,21 @@ class StreamOutcome:
 
 
 def _whole_groups(chunks: Iterable) -> Iterable:
-    """The chunks re-cut so that none ends inside a group: a chunk's last group (a run of its
-    last step) is held back and put in front of the next chunk. Memory: one chunk plus one
-    group."""
+    """The chunks (tuples of arrays of one length: pages, steps, and token ids or next uses)
+    re-cut so that none ends inside a group: a chunk's last group (a run of its last step) is
+    held back and put in front of the next chunk. Memory: one chunk plus one group."""
     carry = None
-    for p, s in chunks:
+    for item in chunks:
         if carry is not None:
-            p, s = np.concatenate([carry[0], p]), np.concatenate([carry[1], s])
+            item = tuple(np.concatenate([c, a]) for c, a in zip(carry, item, strict=True))
             carry = None
+        s = item[1]
         if s.size == 0:
             continue
         cut = int(np.searchsorted(s, s[-1], side="left"))
-        carry = (p[cut:], s[cut:])
+        carry = tuple(a[cut:] for a in item)
         if cut:
-            yield p[:cut], s[:cut]
+            yield tuple(a[:cut] for a in item)
     if carry is not None:
         yield carry
 
@@ -392,19 +507,24 @@ def spec_stream(spec: str, expand: str = "rounds") -> ChunkedTrace:
 
 
 def _sequences(source, *, chunk, expand, layout, name, n_experts, n_layers,
-               format, next_use=False) -> Iterable[ChunkedTrace]:
+               format, next_use=False, tokens=False) -> Iterable[ChunkedTrace]:
+    """The sequences of ``source`` to stream; those of a file or a spec can be read again
+    (:attr:`ChunkedTrace.reopen`)."""
     if isinstance(source, ChunkedTrace):
         return [source]
     from paging.generators import is_spec
 
     if isinstance(source, str) and is_spec(source):
-        return [spec_stream(source, expand=expand)]
+        seq = spec_stream(source, expand=expand)
+        seq.reopen = lambda: spec_stream(source, expand=expand).chunks
+        return [seq]
     if isinstance(source, (str, os.PathLike)):
         if layout is not None:
             raise PagingError("layout= describes a chunk iterable; a file gives its own (or "
                               "n_experts= and n_layers=)")
-        return open_chunks(source, chunk=chunk, expand=expand, n_experts=n_experts,
-                           n_layers=n_layers, format=format, next_use=next_use)
+        kw = {"chunk": chunk, "expand": expand, "n_experts": n_experts, "n_layers": n_layers,
+              "format": format, "next_use": next_use, "tokens": tokens}
+        return _reopenable(source, kw)
     if isinstance(source, Sequence) and source and all(isinstance(t, ChunkedTrace)
                                                        for t in source):
         return list(source)
@@ -412,6 +532,24 @@ def _sequences(source, *, chunk, expand, layout, name, n_experts, n_layers,
         raise PagingError("streaming chunks of (pages, steps) needs their layout: pass "
                           "layout=Layout(n_experts, n_layers)")
     return [ChunkedTrace(name, layout, expand, checked_chunks(source, layout, expand, name))]
+
+
+def _reopenable(source, kw: dict) -> Iterable[ChunkedTrace]:
+    """The sequences of a file (:func:`open_chunks`), each able to read its chunks again."""
+    for i, seq in enumerate(open_chunks(source, **kw)):
+        seq.reopen = partial(_reread, source, kw, i)
+        yield seq
+
+
+def _reread(source, kw: dict, i: int) -> Iterable:
+    """Sequence ``i`` of a file read again: its chunks, after the sequences before it (read
+    through: the readers read the file in order)."""
+    for j, seq in enumerate(open_chunks(source, **kw)):
+        if j == i:
+            return seq.chunks
+        for _ in seq.chunks:
+            pass
+    raise PagingError(f"{source}: sequence {i} is gone (the file changed while streamed)")
 
 
 def _weights(w, kind: str, n_pages: int):
@@ -490,10 +628,11 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
         curve_policy(pol)
     nu = any(_needs_next_use(pol) for pol, _ in runs + budgets) or any(
         _needs_next_use(pol) for pol in curves)
+    tk = any(_is_token(pol) for pol, _ in runs + budgets) or any(_is_token(p) for p in curves)
     out = []
     for seq in _sequences(source, chunk=chunk, expand=expand, layout=layout, name=name,
                           n_experts=n_experts, n_layers=n_layers, format=format,
-                          next_use=nu):
+                          next_use=nu, tokens=tk):
         if nu and not seq.next_use:
             raise PagingError(f"trace {seq.name}: belady reads next uses, which a streamed "
                               "trace brings only from an oracleGeneral file (its next-access "
@@ -503,10 +642,13 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
         w = {"costs": _weights(costs, "costs", lay.n_pages),
              "sizes": _weights(sizes, "sizes", lay.n_pages)}
         check = seq.name if verify else None
-        sims = ([_ListRun(pol, k, lay, seed, verify=check, **w) for pol, k in runs]
-                + [_ListRun(pol, None, lay, seed, budget=b, verify=check, **w)
+        # (a token run whose bound fails is run again over the sequence read again; a source
+        # that cannot be read again gets exact sums from the start)
+        tkw = {"visits": seq.visits if seq.tokens else 1, "exact": seq.reopen is None}
+        sims = ([_run(pol, k, lay, seed, verify=check, **tkw, **w) for pol, k in runs]
+                + [_run(pol, None, lay, seed, budget=b, verify=check, **tkw, **w)
                    for pol, b in budgets])
-        mrcs = [_Curve(pol, lay, seq.expand, seed) for pol in curves]
+        mrcs = [_Curve(pol, lay, seq.expand, seed, **tkw) for pol in curves]
         one_pass = [c for c in mrcs if c.how != "per-k"]  # (rounds mode: checked below)
         chunks = seq.chunks if seq.expand == "rounds" else _whole_groups(seq.chunks)
         n = 0
@@ -527,6 +669,7 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
             for item in chunks:
                 pages, steps = item[0], item[1]
                 nxt = item[2] if seq.next_use else None
+                tok = item[2] if seq.tokens else None
                 if one_pass and steps.size:
                     first = steps[0] == prev if prev is not None else False
                     if first or (steps.size > 1 and (np.diff(steps) == 0).any()):
@@ -535,18 +678,30 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                                           "the one before (a group); a streamed one-pass miss "
                                           "curve needs a rounds-mode trace")
                     prev = steps[-1]
-                work = [partial(r.feed, pages, steps, nxt) for r in sims]
+                work = [partial(r.feed, pages, steps, nxt, tok) for r in sims]
                 for c in mrcs:
-                    work += c.jobs(pages, steps, nxt)
-                if workers > 1 and len(work) > 1:  # (the kernels release the GIL)
-                    for _ in pool.map(_call, work):
-                        pass
-                else:
-                    for f in work:
-                        f()
+                    work += c.jobs(pages, steps, nxt, tok)
+                _work(pool, workers, work)
                 n += pages.size
                 n_chunks += 1
                 bar.update(pages.size)
+            again = [r for r in sims + [r for c in mrcs if c.how == "per-k" for r in c.runs]
+                     if isinstance(r, _TokenRun) and r.failed]
+            while again:  # the token runs whose bound failed, at the next margin
+                for r in again:
+                    r.restart()
+                if progress is not False:
+                    import sys
+
+                    sys.stderr.write(f"stream {seq.name}: a bound of {len(again)} token "
+                                     f"run(s) failed; reading the sequence again for them at "
+                                     f"margin {again[0].enter or 'none (exact sums)'}\n")
+                for item in (seq.reopen() if seq.expand == "rounds"
+                             else _whole_groups(seq.reopen())):
+                    tok = item[2] if seq.tokens else None
+                    _work(pool, workers, [partial(r.feed, item[0], item[1], None, tok)
+                                          for r in again])
+                again = [r for r in again if r.failed]
         out.append(StreamOutcome(seq.name, n, [r.result(seq.name, n, seed) for r in sims],
                                  {c.policy.name: c.curve(n) for c in mrcs},
                                  time.perf_counter() - t0, n_chunks))
@@ -555,6 +710,24 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
 
 def _call(f):
     return f()
+
+
+def _work(pool, workers: int, work: list) -> None:
+    """Run a chunk's calls, on the pool's threads when there are several (the kernels
+    release the GIL)."""
+    if workers > 1 and len(work) > 1:
+        for _ in pool.map(_call, work):
+            pass
+    else:
+        for f in work:
+            f()
+
+
+def _is_token(name: str) -> bool:
+    from paging import fast
+    from paging.policies import make_policy
+
+    return fast.is_token(fast.plan(make_policy(name)))
 
 
 def simulate_stream(source, policy: str, k: int, **kw) -> list:

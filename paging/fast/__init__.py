@@ -51,7 +51,8 @@ from paging.fast.marking import marking_kernel
 from paging.weights import unit_costs, unit_sizes
 
 __all__ = ["run", "CarriedRun", "carries", "plan", "plan_of", "has_kernel", "run_misses",
-           "marking_draws", "carry_draws", "needs_draws", "needs_next_use", "record_level"]
+           "marking_draws", "carry_draws", "needs_draws", "needs_next_use", "record_level",
+           "streams", "is_token"]
 
 _LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _ADAPT, _PRED, _LEARNED = (
     "list", "heap", "marking", "credit", "token", "adaptive", "predictive", "learned")
@@ -196,6 +197,20 @@ def carries(spec, *, bounded_memory: bool = False, next_use: bool = False) -> bo
     return False
 
 
+def streams(spec, *, next_use: bool = False) -> bool:
+    """Whether a stream (:mod:`paging.stream`, memory bounded by its state and one chunk) runs
+    the kernel of ``spec``: what :func:`carries` takes with ``bounded_memory``, and the token
+    policies (:class:`paging.fast.tokens.Streamed`, which keeps no request of the chunks
+    before; :func:`is_token`)."""
+    return carries(spec, bounded_memory=True, next_use=next_use) or is_token(spec)
+
+
+def is_token(spec) -> bool:
+    """Whether ``spec`` is a token policy's (token-hazard, token-decay, token-match and the
+    combiner robust-token-match, and their -dist forms: :mod:`paging.fast.tokens`)."""
+    return spec is not None and spec[0] == _TOKEN
+
+
 class CarriedRun:
     """A run of a list-family, LFU, credit, ARC, LeCaR, Marking, token-, prediction-policy or
     FlashMoE kernel (``spec`` = ``(family, kind, dist)`` of :func:`plan`; :func:`carries`)
@@ -214,7 +229,8 @@ class CarriedRun:
     read one token per walk over the layers (``steps // ℓ``), as a run without the trace's
     tokens does; PredictiveMarker and LMarker draw from ``seed`` as Marking. A streamed trace
     feeds it chunk by chunk (:mod:`paging.stream`; not the token and prediction policies, whose
-    pieces are kept, nor FlashMoE), a serving run step by step (:mod:`paging.serve`)."""
+    pieces are kept, nor FlashMoE: a stream runs the token policies in
+    :class:`paging.fast.tokens.Streamed`), a serving run step by step (:mod:`paging.serve`)."""
 
     def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0,
                  costs=None, sizes=None, next_use: bool = False):

@@ -1893,6 +1893,71 @@ class Carried:
                 else out[3], out[4], out[5], out[6], int(piece[2]))
 
 
+class Streamed:
+    """A token-policy run fed a stream's chunks (:mod:`paging.stream`), memory bounded by its
+    state and one chunk: unlike :class:`Carried`, it does not keep the requests so far. Each
+    call serves one chunk (cut between two groups) as a carried call of :func:`token_kernel`
+    on the chunk alone, behind one placeholder request (``t_lo`` = 1: never served, it makes
+    the call a carried one). The request indices the state keeps (each page's and each
+    partition's last request, the combiner's LRU instances' last uses) are moved by the
+    chunk before's length first, so they keep their order and their distances to the
+    requests to come, as in one call over the whole trace.
+
+    ``enter``: the margin of the run (:data:`ENTER`; None: exact sums throughout, which never
+    fail). A bound that fails sets :attr:`failed` and the run ignores the rest of its chunks:
+    the stream, which did not keep them, reads the sequence again with a new run at the next
+    margin (:func:`paging.stream.stream_run`). The decisions are the reference's whatever the
+    margin. ``token`` (a chunk's token ids, ``visits`` per token: the trace's top-K in rounds
+    mode) or one token per walk over the layers (``steps // ℓ``), as :func:`execute` reads a
+    trace with or without tokens."""
+
+    def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray, enter,
+                 visits: int = 1):
+        self.layout, self.spec, self.caps, self.slots = layout, spec, caps, slots
+        self.enter, self.visits = enter, int(visits)
+        self.S, self.margins, self.C = _start(spec, layout, caps, slots, enter)
+        self.totals = np.zeros(3, np.int64)  # misses, collisions, bypasses
+        self.shift = 0  # the length of the chunk before (the indices kept move by it)
+        self.failed = False
+        self.n = 0  # the requests served
+
+    def feed(self, pages, steps, token=None, record: int = 0):
+        """Serve the next chunk: the kernel's tuple of :mod:`paging.fast.common` for it, its
+        request indices counted in the chunk (``record``: 1 the hit mask, 2 the logs too), or
+        None once a bound has failed (:attr:`failed`)."""
+        if self.failed:
+            return None
+        lay = self.layout
+        m = len(pages)
+        P = np.empty(m + 1, np.int64)  # (the placeholder: request 0, never served)
+        P[1:] = pages
+        P[0] = P[1] if m else 0
+        St = np.empty(m + 1, np.int64)
+        St[1:] = steps
+        St[0] = St[1] if m else 0
+        Tk = St // lay.n_layers if token is None else np.r_[np.int64(0), token].astype(np.int64)
+        if self.shift:
+            C, ipg = self.C, self.S[2]
+            C[10][:] -= self.shift  # rlast
+            C[11][:] -= self.shift  # seen
+            ipg[:, R_VLAST, :] -= self.shift
+        out = token_kernel(P, frozen(St), frozen(Tk), self.visits, self.slots, lay.n_experts,
+                           lay.n_layers, self.caps, self.spec[2], self.spec[1] == ROBUST,
+                           self.margins, self.S, record, self.C, _NO_ROUTE, None, 1)
+        if self.S[0][0, I_ABORT]:
+            self.failed = True
+            return None
+        self.shift = m
+        self.n += m
+        self.totals += np.array([out[0], out[1], out[7]], np.int64)
+        if record >= 2:  # (the logs' request indices: the window's, one ahead of the chunk's)
+            ev, byp = out[4][:out[5]], out[6][:out[7]]
+            ev = ev.copy()
+            ev[:, 0] -= 1
+            return (*out[:4], ev, out[5], byp - 1, out[7])
+        return out
+
+
 class CarriedPhases(Carried):
     """A token-policy run with SpecMD's phases fed step by step (a serving run's steps with a
     prefetcher or a miss handler: the interface of :class:`paging.fast.carried_phases.

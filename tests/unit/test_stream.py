@@ -487,10 +487,10 @@ def test_refusals():
     # Belady: next uses come only with an oracleGeneral file
     assert "oracleGeneral" in _error(lambda: simulate_stream(chunks, "belady", 1, layout=lay))
     assert "oracleGeneral" in _error(lambda: miss_curve_stream(chunks, "belady", layout=lay))
-    assert "no streaming kernel" in _error(lambda: simulate_stream(chunks, "token-match", 1,
-                                                                   layout=lay))
-    assert "no streamed miss curve" in _error(lambda: miss_curve_stream(chunks, "token-match",
-                                                                        layout=lay))
+    # (the prediction policies keep the run's requests so far: not streamed)
+    pm = "predictive-marker"
+    assert "no streaming kernel" in _error(lambda: simulate_stream(chunks, pm, 1, layout=lay))
+    assert "no streamed miss curve" in _error(lambda: miss_curve_stream(chunks, pm, layout=lay))
     assert "needs their layout" in _error(lambda: simulate_stream(chunks, "lru", 1))
 
 
@@ -511,13 +511,14 @@ def test_cli_stream_equals_the_in_memory_commands(tmp_path):
     assert a.stdout == b.stdout
     # the curves' three routes: one pass (lru, lfu), shares (fifo-dist), one run per k
     # (marking, with its seed)
-    for pol in (["lru"], ["lfu"], ["fifo-dist"], ["marking", "--seed", "2"]):
+    for pol in (["lru"], ["lfu"], ["fifo-dist"], ["marking", "--seed", "2"],
+                ["token-match"]):
         a = _cli("mrc", f, "--policy", *pol, "--json")
         b = _cli("mrc", f, "--policy", *pol, "--json", "--stream", "--chunk", "10")
         assert a.returncode == 0 and b.returncode == 0, b.stderr
         assert a.stdout == b.stdout
     for pol, why in (("belady", "only from an oracleGeneral file"),
-                     ("token-match", "no streamed miss curve")):
+                     ("predictive-marker", "no streamed miss curve")):
         r = _cli("mrc", f, "--policy", pol, "--stream")  # (f: an .npz, no next uses)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
         assert why in r.stderr
