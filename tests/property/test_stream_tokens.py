@@ -183,3 +183,25 @@ def test_the_cli_streams_a_token_policy_as_it_reads_it_whole(tmp_path):
     assert cli(*sim) == cli(*sim, "--stream", "--chunk", "25", "--verify")
     mrc = ["mrc", f, "--policy", "token-decay", "--json"]
     assert cli(*mrc) == cli(*mrc, "--stream", "--chunk", "25")
+
+
+def test_token_policies_stream_under_byte_budgets(tmp_path):
+    """Page sizes 1..4 and costs, budgets of 7, 20 and 40 bytes (the -dist form bypasses at
+    7: a layer's share below its largest page), verified chunk by chunk: the whole runs'
+    misses, bypasses, cost and bytes."""
+    tr = zipf(6, 4, 200, seed=4, topk=2, name="z")
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(1, 5, tr.layout.n_pages)
+    costs = rng.random(tr.layout.n_pages)
+    write_npz(tr, tmp_path / "z.npz")
+    bypassed = 0
+    for pol in ("token-match", "token-decay-dist", "robust-token-match"):
+        for b in (7, 20, 40):
+            ref = simulate(tr, pol, budget=b, sizes=sizes, costs=costs)
+            (out,) = stream_run(tmp_path / "z.npz", budgets=[(pol, b)], sizes=sizes,
+                                costs=costs, chunk=33, verify=True)
+            got = out.results[0]
+            _same(got, ref)
+            assert (got.cost, got.bytes_fetched) == (ref.cost, ref.bytes_fetched)
+            bypassed += got.bypasses
+    assert bypassed > 0
