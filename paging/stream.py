@@ -664,43 +664,49 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                     sys.stderr.write(f"stream {seq.name}: {c.policy.name}'s curve is "
                                      f"{c.n_runs:,} carried runs ({c.how}), on {workers} "
                                      "threads\n")
-        with (pbar.bar(seq.n_requests, f"stream {seq.name}", unit="req", show=progress) as bar,
-              ThreadPoolExecutor(max_workers=workers) as pool):
-            for item in chunks:
-                pages, steps = item[0], item[1]
-                nxt = item[2] if seq.next_use else None
-                tok = item[2] if seq.tokens else None
-                if one_pass and steps.size:
-                    first = steps[0] == prev if prev is not None else False
-                    if first or (steps.size > 1 and (np.diff(steps) == 0).any()):
-                        i = n + (0 if first else int(np.flatnonzero(np.diff(steps) == 0)[0]) + 1)
-                        raise PagingError(f"trace {seq.name}: request {i} shares its step with "
-                                          "the one before (a group); a streamed one-pass miss "
-                                          "curve needs a rounds-mode trace")
-                    prev = steps[-1]
-                work = [partial(r.feed, pages, steps, nxt, tok) for r in sims]
-                for c in mrcs:
-                    work += c.jobs(pages, steps, nxt, tok)
-                _work(pool, workers, work)
-                n += pages.size
-                n_chunks += 1
-                bar.update(pages.size)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            with pbar.bar(seq.n_requests, f"stream {seq.name}", unit="req",
+                          show=progress) as bar:
+                for item in chunks:
+                    pages, steps = item[0], item[1]
+                    nxt = item[2] if seq.next_use else None
+                    tok = item[2] if seq.tokens else None
+                    if one_pass and steps.size:
+                        first = steps[0] == prev if prev is not None else False
+                        if first or (steps.size > 1 and (np.diff(steps) == 0).any()):
+                            i = n + (0 if first
+                                     else int(np.flatnonzero(np.diff(steps) == 0)[0]) + 1)
+                            raise PagingError(f"trace {seq.name}: request {i} shares its step "
+                                              "with the one before (a group); a streamed "
+                                              "one-pass miss curve needs a rounds-mode trace")
+                        prev = steps[-1]
+                    work = [partial(r.feed, pages, steps, nxt, tok) for r in sims]
+                    for c in mrcs:
+                        work += c.jobs(pages, steps, nxt, tok)
+                    _work(pool, workers, work)
+                    n += pages.size
+                    n_chunks += 1
+                    bar.update(pages.size)
             again = [r for r in sims + [r for c in mrcs if c.how == "per-k" for r in c.runs]
                      if isinstance(r, _TokenRun) and r.failed]
-            while again:  # the token runs whose bound failed, at the next margin
+            while again:  # the token runs whose bound failed, at their next margin
                 for r in again:
                     r.restart()
                 if progress is not False:
                     import sys
 
-                    sys.stderr.write(f"stream {seq.name}: a bound of {len(again)} token "
-                                     f"run(s) failed; reading the sequence again for them at "
-                                     f"margin {again[0].enter or 'none (exact sums)'}\n")
-                for item in (seq.reopen() if seq.expand == "rounds"
-                             else _whole_groups(seq.reopen())):
-                    tok = item[2] if seq.tokens else None
-                    _work(pool, workers, [partial(r.feed, item[0], item[1], None, tok)
-                                          for r in again])
+                    at = sorted({"exact sums" if r.enter is None else f"margin {r.enter:g}"
+                                 for r in again})
+                    sys.stderr.write(f"stream {seq.name}: a bound failed in {len(again)} token "
+                                     "run(s); reading the sequence again for them "
+                                     f"({', '.join(at)})\n")
+                with pbar.bar(n, f"stream {seq.name} again", unit="req", show=progress) as bar:
+                    for item in (seq.reopen() if seq.expand == "rounds"
+                                 else _whole_groups(seq.reopen())):
+                        tok = item[2] if seq.tokens else None
+                        _work(pool, workers, [partial(r.feed, item[0], item[1], None, tok)
+                                              for r in again])
+                        bar.update(item[0].size)
                 again = [r for r in again if r.failed]
         out.append(StreamOutcome(seq.name, n, [r.result(seq.name, n, seed) for r in sims],
                                  {c.policy.name: c.curve(n) for c in mrcs},
