@@ -142,6 +142,7 @@ def run_case(case: str, source: str, k: int, chunk: int, progress: bool,
     wall = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
     return {"case": case, "requests": out.requests, "k": k, "chunks": out.chunks,
+            "passes": out.passes,
             "wall_s": round(wall, 1), "peak_rss_mb": round(rss / 1e6), **value}
 
 

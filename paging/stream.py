@@ -451,7 +451,7 @@ class StreamOutcome:
     """One sequence streamed: its name and length, a :class:`~paging.result.Result` per
     ``(policy, k)`` run then per ``(policy, bytes)`` budget (in the order asked) and a miss
     curve per curve policy (misses for
-    k = 1..nℓ), the wall time and the chunks read."""
+    k = 1..nℓ), the wall time, the chunks read and the passes over the sequence."""
 
     trace: str
     requests: int
@@ -459,6 +459,9 @@ class StreamOutcome:
     curves: dict = field(default_factory=dict)
     seconds: float = 0.0
     chunks: int = 0
+    #: the passes over the sequence: 1, and one more each time token runs whose bound failed
+    #: read it again at their next margin
+    passes: int = 1
 
 
 def _whole_groups(chunks: Iterable) -> Iterable:
@@ -689,7 +692,9 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                     bar.update(pages.size)
             again = [r for r in sims + [r for c in mrcs if c.how == "per-k" for r in c.runs]
                      if isinstance(r, _TokenRun) and r.failed]
+            passes = 1
             while again:  # the token runs whose bound failed, at their next margin
+                passes += 1
                 for r in again:
                     r.restart()
                 if progress is not False:
@@ -710,7 +715,7 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                 again = [r for r in again if r.failed]
         out.append(StreamOutcome(seq.name, n, [r.result(seq.name, n, seed) for r in sims],
                                  {c.policy.name: c.curve(n) for c in mrcs},
-                                 time.perf_counter() - t0, n_chunks))
+                                 time.perf_counter() - t0, n_chunks, passes))
     return out
 
 

@@ -118,6 +118,7 @@ def test_a_failed_bound_reads_the_sequence_again(tmp_path, monkeypatch):
             (out,) = stream_run(src, [(name, k)], chunk=1000, verify=True)
             _same(out.results[0], ref)
             assert starts == [0.0, None]  # (margin 0, then the sequence again, exactly)
+            assert out.passes == 2
         starts.clear()
         cuts = [(tr.pages[a:a + 777], tr.steps[a:a + 777])
                 for a in range(0, len(tr.pages), 777)]
