@@ -25,7 +25,8 @@ model, Yu et al., OSDI 2022 "Orca" and Kwon et al., SOSP 2023 "vLLM"):
   tokens are left, each starting its prefill with a chunk. A request leaves the batch when its
   last token is processed.
 * ``static``: when nothing runs, the oldest ``max_batch`` waiting requests are admitted and run
-  (with the same token budget per step) until all of them finish; nobody joins meanwhile.
+  (with the same token budget per step: the prefills a step's tokens do not reach start in the
+  next steps, in admission order) until all of them finish; nobody joins meanwhile.
 
 A request's first token is out when the step that processes its last prompt token ends (TTFT
 from its arrival); each later step that processes one of its decode tokens emits one more
@@ -1108,7 +1109,20 @@ def _compose(spec: ServeSpec, running: list, waiting: list, now: float) -> list:
         take = 1 if r.pos >= r.seq.prompt else min(r.seq.prompt - r.pos, budget)
         batch.append((r, r.pos, r.pos + take))
         budget -= take
-    if spec.scheduler == "static" and running:
+    if spec.scheduler == "static":
+        if running:
+            return batch
+        # a new batch: the oldest max_batch waiting requests, all admitted now; the step's
+        # tokens start their prefills in admission order, the later steps' the rest (the
+        # running requests above), so the batch is not cut by one step's token budget
+        while waiting and len(running) < spec.max_batch:
+            r = waiting.pop(0)
+            r.admitted = now
+            running.append(r)
+            take = min(r.seq.prompt, budget)
+            if take:
+                batch.append((r, 0, take))
+                budget -= take
         return batch
     while waiting and len(running) < spec.max_batch and budget > 0:
         r = waiting.pop(0)

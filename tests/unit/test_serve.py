@@ -145,6 +145,25 @@ def test_static_batching_admits_only_when_idle():
     assert waiting == [b]
 
 
+def test_a_static_batch_is_max_batch_requests_whatever_the_token_budget():
+    """The token budget (5) covers the first two prompts (3 + 2 tokens): the third and fourth
+    request are admitted all the same (max_batch 4), and start their prefill in the next step
+    (it used to close the batch at two requests, nobody joining later); the fifth waits."""
+    spec = ServeSpec(Arrivals(times=(0.0,)), max_batch=4, max_tokens=5, scheduler="static")
+    reqs = [_req(0, 3, 4), _req(1, 2, 3), _req(2, 4, 5), _req(3, 1, 2), _req(4, 1, 2)]
+    running, waiting = [], list(reqs)
+    step = _compose(spec, running, waiting, 0.0)
+    assert [(r.id, lo, hi) for r, lo, hi in step] == [(0, 0, 3), (1, 0, 2)]
+    assert running == reqs[:4] and waiting == [reqs[4]]
+    assert [r.admitted for r in running] == [0.0] * 4
+    for r, _, hi in step:
+        r.pos = hi
+    # a and b decode (1 token each), c's prefill takes the 3 tokens left, d's none yet
+    step = _compose(spec, running, waiting, 1.0)
+    assert [(r.id, lo, hi) for r, lo, hi in step] == [(0, 3, 4), (1, 2, 3), (2, 0, 3)]
+    assert waiting == [reqs[4]]
+
+
 # -- time, by hand ---------------------------------------------------------------------------
 
 def test_one_request_timed_by_hand(toy):
