@@ -1489,3 +1489,27 @@ def test_a_steps_union_takes_the_best_rank_and_score_its_tokens_gave(toy):
     res = serve(RunSpec("score-based", **sb, routing="max-rank:j=1", engine="fast"), ss, seqs)
     _assert_same_runs(res, serve(RunSpec("score-based", **sb, routing="max-rank:j=1",
                                          engine="reference"), ss, seqs))
+
+
+def test_smallest_budget_answers_each_setting_apart():
+    """Hand-built summaries: per policy, rate and setting, the smallest budget whose p99 TPOT
+    meets 400 ms (8 GB fails, 16 GB passes on pcie4; on a slower link only 24 GB passes). The
+    two links are two answers (they were merged into one, pcie4's 16 GB, when the key was the
+    arrival kind alone), an unfinished run never passes, and a setting with no passing size
+    answers None."""
+    from paging.serve import smallest_budget
+
+    def row(hw, gb, tpot, done=10, policy="llru"):
+        return {"policy": policy, "rate": 1.0, "clients": None, "arrivals": "poisson",
+                "hardware": hw, "model": "m", "precision": "int4", "k": None,
+                "budget_bytes": gb * 10**9, "p99_tpot_ms": tpot, "p99_ttft_ms": 1.0,
+                "requests": 10, "completed": done}
+
+    rows = [row("pcie4", 8, 737.0), row("pcie4", 16, 294.0), row("pcie4", 24, 107.0),
+            row("slow", 8, 990.0), row("slow", 16, 737.0), row("slow", 24, 107.0),
+            row("slow", 4, 50.0, done=9), row("pcie4", 8, 900.0, policy="lru")]
+    got = smallest_budget(rows, slo_tpot_ms=400)
+    answer = {(k[0], dict(k[3])["hardware"]): None if r is None else r["budget_bytes"] // 10**9
+              for k, r in got.items()}
+    assert answer == {("llru", "pcie4"): 16, ("llru", "slow"): 24, ("lru", "pcie4"): None}
+    assert all(k[1:3] == (1.0, None) and dict(k[3])["arrivals"] == "poisson" for k in got)
