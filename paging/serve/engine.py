@@ -152,22 +152,29 @@ def _check(run_spec) -> None:
                           "the requests ahead (the offline bound is reported beside every run)")
 
 
-def _requests(spec: ServeSpec, seqs: list[Sequence], rng) -> tuple[list, int]:
+def _requests(spec: ServeSpec, seqs: list[Sequence], rng) -> tuple[tuple, int, bool]:
     """The open workload's requests (arrival-ordered), or the closed loop's pre-drawn
-    sequences; and the request cap."""
+    sequences; the request cap, and whether it cut an open workload's arrivals. An open
+    workload in which nothing arrives is refused."""
     arr = spec.arrivals
+    cut = False
     if arr.closed:
         cap = spec.max_requests or 32 * arr.clients
         times = None
     else:
-        times = arr.open_times(rng)
-        cap = times.size if spec.max_requests is None else min(times.size, spec.max_requests)
-        times = times[:cap]
+        times, arrived = arr.open_times(rng, spec.max_requests)
+        cap = times.size
+        cut = arrived > cap
+        if arrived == 0:
+            what = (f"--rate {arr.rate:g} drew none in --duration {arr.duration:g} s"
+                    if arr.rate is not None else "no arrival time of the file is before "
+                    f"--duration {arr.duration:g} s")
+            raise PagingError(f"no request arrives: {what}; expected at least one")
     if spec.lengths is not None:
         drawn = windows(seqs, spec.lengths, cap, rng)
     else:
         drawn = [seqs[i] for i in rng.integers(0, len(seqs), size=cap).tolist()]
-    return (drawn, times), cap
+    return (drawn, times), cap, cut
 
 
 class _StepEvents(Observer):
@@ -334,7 +341,7 @@ class _Server:
         self.layout = lay = traces[0].layout
         seqs = pool(traces, prompt_tokens=spec.prompt_tokens)
         rng = np.random.default_rng(spec.seed)
-        (self.drawn, times), self.cap = _requests(spec, seqs, rng)
+        (self.drawn, times), self.cap, cut = _requests(spec, seqs, rng)
         from paging.warm import concat
 
         joined = concat(traces)[0]
@@ -442,7 +449,7 @@ class _Server:
         else:
             for a, s in zip(times.tolist(), self.drawn, strict=True):
                 self._add(s, a)
-        self.capped = False
+        self.capped = cut  # (a closed loop's clients find the cap as they run)
         self.cols = {k: [] for k in STEP_COLUMNS}
         # each step's pages, hits and tokens per expert (int32), and its non-expert time per
         # layer: the bound's replay recomputes the expert compute and the layer times from

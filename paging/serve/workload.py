@@ -36,6 +36,10 @@ import numpy as np
 from paging.errors import PagingError
 from paging.trace import Trace, group_starts
 
+#: the most Poisson arrivals a run may expect (rate × duration): their gaps are drawn one at a
+#: time before the run, and every request is served
+MAX_ARRIVALS = 10_000_000
+
 __all__ = ["Sequence", "Arrivals", "pool", "read_arrivals"]
 
 
@@ -181,22 +185,32 @@ class Arrivals:
         if self.times is None and self.duration is None:
             raise PagingError("--rate and --clients need --duration S (how long requests "
                               "arrive)")
+        if self.rate is not None and self.rate * self.duration > MAX_ARRIVALS:
+            raise PagingError(f"--rate {self.rate:g} for --duration {self.duration:g} s draws "
+                              f"about {self.rate * self.duration:.3g} arrivals (at most "
+                              f"{MAX_ARRIVALS:,}, drawn one at a time before the run): lower "
+                              "--rate or --duration")
 
     @property
     def closed(self) -> bool:
         return self.clients is not None
 
-    def open_times(self, rng) -> np.ndarray:
-        """Arrival times in ms of an open workload (Poisson or a file)."""
+    def open_times(self, rng, cap: int | None = None) -> tuple[np.ndarray, int]:
+        """The first ``cap`` (None: all) arrival times in ms of an open workload (Poisson or a
+        file), and how many arrive in all. Every gap of the duration is drawn, kept or not, so
+        the draws after them do not depend on the cap."""
         if self.times is not None:
             t = np.asarray(self.times, dtype=np.float64) * 1e3
-            return t if self.duration is None else t[t < self.duration * 1e3]
-        out, now, horizon = [], 0.0, self.duration
+            t = t if self.duration is None else t[t < self.duration * 1e3]
+            return t[:cap], int(t.size)
+        out, now, horizon, n = [], 0.0, self.duration, 0
         while True:  # exponential gaps of mean 1/rate, until the horizon
             now += float(rng.exponential(1.0 / self.rate))
             if now >= horizon:
-                return np.asarray(out, dtype=np.float64) * 1e3
-            out.append(now)
+                return np.asarray(out, dtype=np.float64) * 1e3, n
+            n += 1
+            if cap is None or len(out) < cap:
+                out.append(now)
 
     def describe(self) -> dict:
         if self.rate is not None:

@@ -46,6 +46,15 @@ def toy(tmp_path_factory):
     return str(path)
 
 
+def _some(rate: float, seed: int) -> Arrivals:
+    """Poisson arrivals at ``rate`` for 0.05 s, or for as many doublings of it as the run's
+    seed needs to draw one arrival (a run in which nothing arrives is refused)."""
+    d = 0.05
+    while Arrivals(rate=rate, duration=d).open_times(np.random.default_rng(seed))[1] == 0:
+        d *= 2
+    return Arrivals(rate=rate, duration=d)
+
+
 def _seq_trace(experts, prompt: int, name="s", scores=None, logits=None) -> Trace:
     e = np.asarray(experts)
     K = e.shape[2]
@@ -96,8 +105,9 @@ def test_pool_and_windows_carry_the_gate_scores():
 
 def test_arrivals_poisson_is_seeded_and_bounded():
     a = Arrivals(rate=10.0, duration=5.0)
-    t1 = a.open_times(np.random.default_rng(3))
-    t2 = a.open_times(np.random.default_rng(3))
+    t1, n1 = a.open_times(np.random.default_rng(3))
+    t2, _ = a.open_times(np.random.default_rng(3))
+    assert n1 == t1.size
     assert t1.tolist() == t2.tolist() and (np.diff(t1) > 0).all() and t1[-1] < 5000
     assert 20 < t1.size < 90  # 50 expected; P(outside) < 1e-6
     with pytest.raises(PagingError, match="one of --rate"):
@@ -250,7 +260,7 @@ def test_serving_stream_is_a_run_of_the_one_simulator(toy, seqs, policy, k, rate
     """The stream of groups a serving run served (routed or not) replays through simulate()
     with the same hit for every request; the verifier checks the run."""
     spec = RunSpec(policy, k=k, model=toy, seed=seed, verify=True, routing=routing)
-    ss = ServeSpec(Arrivals(rate=rate, duration=0.05), max_batch=batch, max_tokens=tokens,
+    ss = ServeSpec(_some(rate, seed), max_batch=batch, max_tokens=tokens,
                    scheduler=sched, seed=seed)
     res = serve(spec, ss, seqs)
     trace = Trace(LAY, res.pages, res.clock, "serve", expand="groups")
@@ -800,7 +810,7 @@ def test_compiled_serving_with_phases_equals_the_reference_loop(toy, train_file,
         budget = True
     cm = CostSetup.from_names(toy, "int8", "pcie4")
     cap = {"budget": k * int(cm.expert_bytes)} if budget else {"k": k}
-    ss = ServeSpec(Arrivals(rate=rate, duration=0.05), max_batch=batch, max_tokens=6,
+    ss = ServeSpec(_some(rate, seed), max_batch=batch, max_tokens=6,
                    seed=seed)
     runs = [serve(RunSpec(policy, **cap, model=toy, precision="int8", hardware="pcie4",
                           seed=seed, prefetch=prefetch, miss=miss, engine=engine,
@@ -1356,7 +1366,7 @@ def test_the_bound_replay_of_the_run_own_hits_is_the_run(toy, seqs, policy, k, r
     from paging.serve.engine import _Server
 
     spec = RunSpec(policy, k=k, model=toy, precision="int8", hardware="pcie4", seed=seed)
-    ss = ServeSpec(Arrivals(rate=rate, duration=0.05), max_batch=batch, max_tokens=6,
+    ss = ServeSpec(_some(rate, seed), max_batch=batch, max_tokens=6,
                    seed=seed, bound=False, slo_tpot_ms=5.0)
     server = _Server(spec, ss, seqs)
     server.run(False)
@@ -1513,3 +1523,28 @@ def test_smallest_budget_answers_each_setting_apart():
               for k, r in got.items()}
     assert answer == {("llru", "pcie4"): 16, ("llru", "slow"): 24, ("lru", "pcie4"): None}
     assert all(k[1:3] == (1.0, None) and dict(k[3])["arrivals"] == "poisson" for k in got)
+
+
+def test_the_request_cap_of_an_open_workload_is_reported_and_nothing_arriving_is_refused(toy):
+    """Poisson arrivals at 50/s for 1 s (about 50) capped at 3: three requests, and the row
+    says the cap cut the workload (it said False for every open workload); the first three
+    arrivals are those of the uncapped run. An open workload in which nothing arrives, and a
+    rate whose expected arrivals pass MAX_ARRIVALS, are one-line errors."""
+    from paging.serve.workload import MAX_ARRIVALS
+
+    e = np.array([[[0, 1], [2, 3]], [[0, 1], [2, 3]]])
+    spec = RunSpec("lru", k=8, model=toy, hardware="link-5gbps")
+    capped = serve(spec, ServeSpec(Arrivals(rate=50.0, duration=1.0), max_batch=4,
+                                   max_tokens=8, max_requests=3), [_seq_trace(e, 1)])
+    whole = serve(spec, ServeSpec(Arrivals(rate=50.0, duration=1.0), max_batch=4,
+                                  max_tokens=8), [_seq_trace(e, 1)])
+    assert capped.summary["requests"] == 3 and capped.summary["request_cap_reached"]
+    assert whole.summary["requests"] > 3 and not whole.summary["request_cap_reached"]
+    assert [r["arrival_ms"] for r in capped.requests] == \
+        [r["arrival_ms"] for r in whole.requests[:3]]
+    with pytest.raises(PagingError, match="no request arrives: --rate 0.001 drew none"):
+        serve(spec, ServeSpec(Arrivals(rate=0.001, duration=1.0)), [_seq_trace(e, 1)])
+    with pytest.raises(PagingError, match="no request arrives: no arrival time of the file"):
+        serve(spec, ServeSpec(Arrivals(times=(2.0,), duration=1.0)), [_seq_trace(e, 1)])
+    with pytest.raises(PagingError, match=f"at most {MAX_ARRIVALS:,}"):
+        Arrivals(rate=1e9, duration=100.0)

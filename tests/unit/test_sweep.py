@@ -518,7 +518,7 @@ seeds = [0, 1]
         spec_file(tmp_path, text + extra + "\n")
         with pytest.raises(PagingError, match=why):
             run_sweep(tmp_path / "spec.toml", tmp_path / "x.csv", workers=0)
-    spec_file(tmp_path, text.replace('"lru"', '"token-match"'))
+    spec_file(tmp_path, text.replace('"lru"', '"predictive-marker"'))
     with pytest.raises(PagingError, match="no streaming kernel"):
         run_sweep(tmp_path / "spec.toml", tmp_path / "x.csv", workers=0)
     assert not (tmp_path / "x.csv").exists()
