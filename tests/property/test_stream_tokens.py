@@ -50,13 +50,18 @@ def _case(draw):
     return tr, mode, pol, k, draw(st.sampled_from(["npz", "csv"])), draw(st.integers(1, 50))
 
 
+def _written(tmp_path_factory, tr, fmt: str, mode: str):
+    """``tr`` written as a ``.npz`` or CSV file, and the file's sequence read whole."""
+    f = tmp_path_factory.mktemp("t") / f"z.{fmt}"
+    (write_npz if fmt == "npz" else write_csv)(tr, f)
+    return f, load(f, expand=mode)[0]
+
+
 @settings(deadline=None)
 @given(_case())
 def test_a_streamed_token_run_is_the_whole_run(tmp_path_factory, case):
     tr, mode, pol, k, fmt, chunk = case
-    f = tmp_path_factory.mktemp("t") / f"z.{fmt}"
-    (write_npz if fmt == "npz" else write_csv)(tr, f)
-    whole = load(f, expand=mode)[0]
+    f, whole = _written(tmp_path_factory, tr, fmt, mode)
     ref = simulate(whole, pol, k)
     (out,) = stream_run(f, [(pol, k)], chunk=chunk, expand=mode, verify=True)
     _same(out.results[0], ref)
@@ -73,9 +78,7 @@ def test_a_streamed_token_run_is_the_whole_run(tmp_path_factory, case):
 @given(_case())
 def test_a_streamed_token_curve_is_the_whole_curve(tmp_path_factory, case):
     tr, mode, pol, _, fmt, chunk = case
-    f = tmp_path_factory.mktemp("t") / f"z.{fmt}"
-    (write_npz if fmt == "npz" else write_csv)(tr, f)
-    whole = load(f, expand=mode)[0]
+    f, whole = _written(tmp_path_factory, tr, fmt, mode)
     got = miss_curve_stream(f, pol, chunk=chunk, expand=mode)[0]
     assert np.array_equal(got, np.asarray(miss_curve(whole, pol)))
 
