@@ -396,6 +396,9 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list
                           f"use --expand {mode} (or read it whole to re-expand it)", file)
     names = need("names", "str").reshape(-1)
     off = need("offsets", "int").astype(np.int64).reshape(-1)
+    for key in ("pages", "steps"):  # (a missing one: need's one-line error, not zipfile's)
+        if key not in keys:
+            need(key, "int")
     for key in ("pages", "steps", *(k for k, _ in _OPTIONAL if k in keys)):
         try:
             members[key] = _Member(zf, key, file)

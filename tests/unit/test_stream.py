@@ -582,3 +582,15 @@ def test_the_run_recipe_says_what_a_stream_refuses():
     assert RunSpec("lru", k=3, model="mixtral-8x7b").stream_refusal() == "--model"
     assert RunSpec("lru", k=3, miss="substitute").stream_refusal() == "--miss"
     assert RunSpec("lru", k=3, engine="reference").stream_refusal() == "--engine reference"
+
+
+def test_a_streamed_npz_without_pages_or_steps_is_one_line(tmp_path):
+    """It was zipfile's KeyError and a traceback; read whole it was already this line."""
+    write_npz(zipf(4, 3, 20, seed=1), tmp_path / "good.npz")
+    good = dict(np.load(tmp_path / "good.npz"))
+    for key in ("pages", "steps"):
+        np.savez(tmp_path / "bad.npz", **{k: v for k, v in good.items() if k != key})
+        r = _cli("simulate", str(tmp_path / "bad.npz"), "--policy", "lru", "--k", "3",
+                 "--stream")
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert f"missing array '{key}'" in r.stderr
