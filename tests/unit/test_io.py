@@ -460,3 +460,17 @@ def test_csv_layered_errors_point_at_the_offending_row(tmp_path):
     with pytest.raises(PagingError) as e:
         read_csv(far)
     assert e.value.line == 5 and "page 9" in e.value.message
+
+
+def test_a_layer_id_beyond_the_layers_the_file_has_is_an_error(tmp_path):
+    """Layer 7 among records of layers 0 and 1: the layout inferred from the largest id (8
+    layers) would drop every token as incomplete, and the run reported 0 requests, exit 0.
+    It is an error at the record with the largest layer; with --layers 2 the id's own one."""
+    rows = [rec(0, 0, 0, [1]), rec(0, 0, 1, [0]), rec(0, 1, 0, [2]), rec(0, 1, 7, [0])]
+    f = write_jsonl(tmp_path / "z.jsonl", rows)
+    with pytest.raises(PagingError) as e:
+        read_routing_jsonl(f)
+    assert e.value.line == 4 and "no record names layer 2, 3, 4, 5, 6" in e.value.message
+    with pytest.raises(PagingError) as e:
+        read_routing_jsonl(f, n_layers=2)
+    assert e.value.line == 4 and "n_layers" in e.value.message
