@@ -528,6 +528,10 @@ def _sequences(source, *, chunk, expand, layout, name, n_experts, n_layers,
         kw = {"chunk": chunk, "expand": expand, "n_experts": n_experts, "n_layers": n_layers,
               "format": format, "next_use": next_use, "tokens": tokens}
         return _reopenable(source, kw)
+    from paging.io.chunks import _Sequences
+
+    if isinstance(source, _Sequences):  # (a CSV's sequences, found as it is read)
+        return source
     if isinstance(source, Sequence) and source and all(isinstance(t, ChunkedTrace)
                                                        for t in source):
         return list(source)
@@ -636,6 +640,10 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
     for seq in _sequences(source, chunk=chunk, expand=expand, layout=layout, name=name,
                           n_experts=n_experts, n_layers=n_layers, format=format,
                           next_use=nu, tokens=tk):
+        if tk and seq.tokens_unread:
+            raise PagingError(f"trace {seq.name}: the token policies read the token ids the "
+                              "file stores, and these chunks were opened without them; open "
+                              "it with open_chunks(..., tokens=True) (or pass the file)")
         if nu and not seq.next_use:
             raise PagingError(f"trace {seq.name}: belady reads next uses, which a streamed "
                               "trace brings only from an oracleGeneral file (its next-access "

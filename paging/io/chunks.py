@@ -69,6 +69,9 @@ class ChunkedTrace:
     #: policies read (a ``.npz`` or CSV that stores them: :func:`open_chunks` with
     #: ``tokens=True``)
     tokens: bool = False
+    #: the file stores token ids that were not asked for (``tokens=False``): a stream of the
+    #: token policies refuses the sequence (they read them)
+    tokens_unread: bool = False
     #: how often the layer clock walks every layer per token (:func:`paging.trace.
     #: token_visits`: the top-K a reader recorded, else the largest rank + 1, in rounds mode
     #: with tokens; else 1)
@@ -473,7 +476,8 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list
 
     return [ChunkedTrace(str(names[s]), lay, mode, chunks(int(off[s]), int(off[s + 1]),
                                                           str(names[s])),
-                         int(off[s + 1] - off[s]), tokens=with_tokens, visits=visits[s])
+                         int(off[s + 1] - off[s]), tokens=with_tokens, visits=visits[s],
+                         tokens_unread="token" in members and not with_tokens)
             for s in range(S)]
 
 
@@ -641,7 +645,8 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list
                                                    and "rank" in col) else {}
     # (paging.trace.token_visits of each sequence read whole: its largest rank + 1)
     return _Sequences((ChunkedTrace(nm, lay, mode, chunks(batches, nm), tokens=with_tokens,
-                                    visits=top.get(nm, -1) + 1 if nm in top else 1)
+                                    visits=top.get(nm, -1) + 1 if nm in top else 1,
+                                    tokens_unread="token" in col and not with_tokens)
                        for nm, batches in itertools.groupby(rows(), key=lambda b: b[0])))
 
 

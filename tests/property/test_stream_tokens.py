@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -209,3 +210,24 @@ def test_token_policies_stream_under_byte_budgets(tmp_path):
             assert (got.cost, got.bytes_fetched) == (ref.cost, ref.bytes_fetched)
             bypassed += got.bypasses
     assert bypassed > 0
+
+
+def test_chunks_opened_without_their_token_ids_are_refused_for_a_token_policy(tmp_path):
+    """open_chunks reads a file's token ids only when asked: a token policy streamed over
+    chunks opened without them would read one token per walk and differ from the whole run
+    (it did, silently); it is refused, and the same chunks opened with them are the whole
+    run. A CSV's sequences (an iterable found as the file is read) stream as they are."""
+    from paging.errors import PagingError
+    from paging.io.chunks import open_chunks
+
+    tr = zipf(5, 3, 60, seed=3, topk=2, name="z")
+    for fmt in ("npz", "csv"):
+        f = tmp_path / f"z.{fmt}"
+        (write_npz if fmt == "npz" else write_csv)(tr, f)
+        ref = simulate(load(f)[0], "token-decay", 5)
+        with pytest.raises(PagingError, match="tokens=True"):
+            stream_run(list(open_chunks(f)), [("token-decay", 5)])
+        (out,) = stream_run(open_chunks(f, tokens=True), [("token-decay", 5)])
+        _same(out.results[0], ref)
+        (lru,) = stream_run(open_chunks(f), [("lru", 5)])  # (no token policy: no refusal)
+        assert lru.results[0].misses == simulate(tr, "lru", 5).misses
