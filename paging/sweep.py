@@ -931,6 +931,10 @@ def drive(tasks, keys_of, run_one, out, schema: Schema, scheduler, workers, proc
     atomic batches); the summary of :func:`run_sweep`."""
     from paging import progress as pbar
 
+    suffix = Path(out).suffix.lower()
+    if suffix not in ("", ".csv", ".parquet", ".pq"):  # (it wrote Parquet under any name)
+        raise PagingError(f"--out {out}: a sweep table is Parquet (.parquet) or CSV (.csv), "
+                          f"not {suffix}")
     rows = read_table(out, schema) if Path(out).exists() else []
     key = functools.partial(_key, keys=schema.keys)
     done = {key(r) for r in rows}

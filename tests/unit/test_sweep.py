@@ -155,6 +155,15 @@ def test_bad_spec_on_the_command_line_writes_nothing(tmp_path, capsys):
     assert list(tmp_path.iterdir()) == [spec]
 
 
+def test_an_out_file_of_another_format_is_refused(tmp_path, capsys):
+    """``--out table.json`` was written as Parquet under that name."""
+    out = tmp_path / "o.json"
+    assert main(["sweep", str(spec_file(tmp_path)), "--out", str(out), "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Parquet (.parquet) or CSV (.csv), not .json" in err
+    assert not out.exists()
+
+
 def test_unreachable_scheduler_is_one_line_within_seconds(tmp_path, capsys):
     t0 = time.monotonic()
     rc = main(["sweep", str(spec_file(tmp_path)), "--out", str(tmp_path / "o.parquet"),
