@@ -240,9 +240,9 @@ class _TokenRun:
     (:attr:`failed`); :meth:`restart` begins it again at the next margin, then with exact sums,
     and :func:`stream_run` reads the sequence again for it (the decisions are the reference's
     at every margin). ``exact``: exact sums from the start, for a source that cannot be read
-    twice. ``visits``: the layer walks per token, and ``tokens``: whether the chunks bring
-    token ids (else one token per walk), as :func:`paging.fast.tokens.execute` reads a whole
-    trace."""
+    twice. ``visits``: the layer walks per token of the chunks' token ids, which :meth:`feed`
+    takes when the chunks bring them (else one token per walk), as
+    :func:`paging.fast.tokens.execute` reads a whole trace."""
 
     def __init__(self, name: str, k: int | None, layout: Layout, seed: int | None = 0,
                  budget: int | None = None, costs=None, sizes=None, verify: str | None = None,
