@@ -54,4 +54,14 @@ def _convert(args) -> int:
     write(traces, args.out, fmt)
     n = sum(t.n_requests for t in traces)
     print(f"wrote {args.out} ({fmt}): {len(traces)} sequence(s), {n} requests")
+    if fmt in ("oracle-general", "libcachesim-csv") and len(traces) > 1:
+        import sys
+
+        P = traces[0].layout.n_pages
+        sys.stderr.write(f"note: libCacheSim formats hold one request stream: the {len(traces)} "
+                         f"sequences are back to back, sequence s's object ids offset by s x "
+                         f"{P} (only sequence 0's ids are layered page ids under --n-experts "
+                         f"{traces[0].layout.n_experts} --layers {traces[0].layout.n_layers}); "
+                         "to read them as such write one sequence per file "
+                         "(paging.io.write(load(FILE)[s], OUT))\n")
     return 0

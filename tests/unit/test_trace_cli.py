@@ -207,8 +207,10 @@ def test_convert_round_trip(tmp_path, capsys, jsonl, out_name, to, expand):
 
 
 def test_convert_libcachesim(tmp_path, capsys, jsonl):
-    rc, _, _ = run(capsys, "trace", "convert", str(jsonl), str(tmp_path / "t.oracleGeneral"))
+    rc, _, err = run(capsys, "trace", "convert", str(jsonl), str(tmp_path / "t.oracleGeneral"))
     assert rc == 0 and (tmp_path / "t.oracleGeneral").stat().st_size == 24 * 24
+    # (two sequences back to back: a note says the second's ids are offset)
+    assert err.count("\n") == 1 and "offset by s x" in err
     rc, _, _ = run(capsys, "trace", "convert", "cyclic:n=2,layers=1,rounds=3",
                    str(tmp_path / "c.csv"), "--to", "libcachesim-csv")
     assert rc == 0 and (tmp_path / "c.csv").read_text() == "time,obj_id\n0,0\n1,1\n2,0\n"
