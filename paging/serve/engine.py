@@ -1116,28 +1116,20 @@ def _compose(spec: ServeSpec, running: list, waiting: list, now: float) -> list:
         take = 1 if r.pos >= r.seq.prompt else min(r.seq.prompt - r.pos, budget)
         batch.append((r, r.pos, r.pos + take))
         budget -= take
-    if spec.scheduler == "static":
-        if running:
-            return batch
-        # a new batch: the oldest max_batch waiting requests, all admitted now; the step's
-        # tokens start their prefills in admission order, the later steps' the rest (the
-        # running requests above), so the batch is not cut by one step's token budget
-        while waiting and len(running) < spec.max_batch:
-            r = waiting.pop(0)
-            r.admitted = now
-            running.append(r)
-            take = min(r.seq.prompt, budget)
-            if take:
-                batch.append((r, 0, take))
-                budget -= take
+    static = spec.scheduler == "static"
+    if static and running:
         return batch
-    while waiting and len(running) < spec.max_batch and budget > 0:
+    # continuous: admit while tokens are left; static: a new batch of the oldest max_batch at
+    # once, whose prefills the step's tokens do not reach start in the next steps (the running
+    # requests above), so the batch is not cut by one step's token budget
+    while waiting and len(running) < spec.max_batch and (static or budget > 0):
         r = waiting.pop(0)
         r.admitted = now
         running.append(r)
         take = min(r.seq.prompt, budget)
-        batch.append((r, 0, take))
-        budget -= take
+        if take:
+            batch.append((r, 0, take))
+            budget -= take
     return batch
 
 
