@@ -111,11 +111,24 @@ def stream_policy(name: str, next_use: bool = True):
     return pol, spec
 
 
-def _needs_next_use(name: str) -> bool:
+def _plan(name: str):
+    """The kernel plan of a policy (:func:`paging.fast.plan`)."""
     from paging import fast
     from paging.policies import make_policy
 
-    return fast.needs_next_use(fast.plan(make_policy(name)))
+    return fast.plan(make_policy(name))
+
+
+def _needs_next_use(name: str) -> bool:
+    from paging import fast
+
+    return fast.needs_next_use(_plan(name))
+
+
+def _is_token(name: str) -> bool:
+    from paging import fast
+
+    return fast.is_token(_plan(name))
 
 
 def curve_policy(name: str, expand: str = "rounds"):
@@ -173,34 +186,60 @@ def _nbytes(state) -> int:
     return 0
 
 
-class _ListRun:
-    """One list-family, LFU, credit, ARC, LeCaR or Marking policy at one k (or a byte
-    ``budget`` with page ``sizes``), its cache carried from chunk to chunk (the draws of LeCaR
-    and Marking from ``seed``; ``costs`` and ``sizes``: the pages' weights, as
-    :func:`paging.fast.run` takes them). ``verify``: the sequence's name, to check every chunk
-    and the result independently (:class:`paging.verify.StreamVerifier`)."""
+class _Run:
+    """A policy at one k (or a byte ``budget`` with page ``sizes``) in a stream, its cache
+    carried from chunk to chunk by a subclass's ``run`` (``costs`` and ``sizes``: the pages'
+    weights, as :func:`paging.fast.run` takes them). ``verify``: the sequence's name, to check
+    every chunk and the result independently (:class:`paging.verify.StreamVerifier`). A
+    subclass gives ``page_misses``, ``collisions`` and ``bypasses``: the run's counts so far."""
+
+    def __init__(self, name: str, k: int | None, layout: Layout, budget: int | None = None,
+                 costs=None, sizes=None, verify: str | None = None):
+        from paging.core import check_capacity
+
+        self.policy, self.spec = stream_policy(name)
+        self.k, self.budget = check_capacity(k, budget, sizes, layout.n_pages)
+        self.capacity = self.k if budget is None else self.budget
+        self.costs, self.sizes, self.layout, self.verify = costs, sizes, layout, verify
+        self.dist = bool(self.spec[2])
+
+    def _checker(self):
+        """A fresh :class:`paging.verify.StreamVerifier` of the run, or None."""
+        if self.verify is None:
+            return None
+        from paging.verify import StreamVerifier
+
+        return StreamVerifier(self.layout, self.verify, self.policy.name, self.capacity,
+                              self.dist, budget=self.budget, costs=self.costs, sizes=self.sizes)
+
+    def result(self, trace: str, requests: int, seed: int | None = 0):
+        from paging.result import build_result
+
+        res = build_result(policy=self.policy.name, k=self.k, budget=self.budget,
+                           trace=trace, requests=requests, page_misses=self.page_misses.copy(),
+                           n_layers=self.layout.n_layers, collisions=self.collisions,
+                           bypasses=self.bypasses, seed=seed, dist=self.dist,
+                           costs=self.costs, sizes=self.sizes)
+        if self.checker is not None:
+            self.checker.finish(res)
+        return res
+
+
+class _ListRun(_Run):
+    """One list-family, LFU, credit, ARC, LeCaR or Marking policy (or Belady, with next uses),
+    in a :class:`paging.fast.CarriedRun` (the draws of LeCaR and Marking from ``seed``)."""
 
     def __init__(self, name: str, k: int | None, layout: Layout, seed: int | None = 0,
                  budget: int | None = None, costs=None, sizes=None, verify: str | None = None):
         from paging import fast
-        from paging.core import check_capacity
 
-        self.policy, spec = stream_policy(name)
-        self.k, self.budget = check_capacity(k, budget, sizes, layout.n_pages)
-        self.costs, self.sizes = costs, sizes
+        super().__init__(name, k, layout, budget, costs, sizes, verify)
+        self.needs_next_use = fast.needs_next_use(self.spec)
         # (a cache counted in pages gives every page one slot, whatever its size: fast.run)
-        self.needs_next_use = fast.needs_next_use(spec)
-        self.run = fast.CarriedRun(layout, spec, self.k if budget is None else self.budget,
+        self.run = fast.CarriedRun(layout, self.spec, self.capacity,
                                    slots=None if budget is None else sizes, seed=seed,
                                    costs=costs, sizes=sizes, next_use=self.needs_next_use)
-        self.checker = None
-        if verify is not None:  # (the name of the sequence)
-            from paging.verify import StreamVerifier
-
-            self.checker = StreamVerifier(layout, verify, self.policy.name,
-                                          self.k if budget is None else self.budget,
-                                          self.run.dist, budget=self.budget, costs=costs,
-                                          sizes=sizes)
+        self.checker = self._checker()
 
     def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None) -> None:
         """The next chunk (``nxt``: its next uses, Belady's; ``token``: its token ids, which
@@ -216,24 +255,19 @@ class _ListRun:
     def page_misses(self) -> np.ndarray:
         return self.run.page_misses
 
-    def result(self, trace: str, requests: int, seed: int | None = 0):
-        from paging.result import build_result
+    @property
+    def collisions(self) -> int:
+        return self.run.collisions
 
-        run = self.run
-        res = build_result(policy=self.policy.name, k=self.k, budget=self.budget,
-                           trace=trace, requests=requests,
-                           page_misses=run.page_misses.copy(), n_layers=run.layout.n_layers,
-                           collisions=run.collisions, bypasses=run.bypasses, seed=seed,
-                           dist=run.dist, costs=self.costs, sizes=self.sizes)
-        if self.checker is not None:
-            self.checker.finish(res)
-        return res
+    @property
+    def bypasses(self) -> int:
+        return self.run.bypasses
 
 
-class _TokenRun:
+class _TokenRun(_Run):
     """A token policy (token-hazard, token-decay, token-match, robust-token-match, their -dist
-    forms) at one k or byte ``budget``, its cache carried from chunk to chunk by
-    :class:`paging.fast.tokens.Streamed`, which keeps no request of the chunks before.
+    forms), its cache carried from chunk to chunk by :class:`paging.fast.tokens.Streamed`,
+    which keeps no request of the chunks before.
 
     Its log-losses are summed within a bound once they decide the weights by a margin
     (:data:`paging.fast.tokens.ENTER`), as in memory. A bound that fails stops the run
@@ -248,21 +282,16 @@ class _TokenRun:
                  budget: int | None = None, costs=None, sizes=None, verify: str | None = None,
                  visits: int = 1, exact: bool = False):
         from paging import fast
-        from paging.core import check_capacity
         from paging.fast import tokens
         from paging.weights import unit_sizes
 
-        self.policy, self.spec = stream_policy(name)
-        self.k, self.budget = check_capacity(k, budget, sizes, layout.n_pages)
-        self.costs, self.sizes, self.layout, self.visits = costs, sizes, layout, int(visits)
-        self.dist = bool(self.spec[2])
-        cap = self.k if budget is None else self.budget
-        self.caps = fast._caps(layout, cap, self.dist)
+        super().__init__(name, k, layout, budget, costs, sizes, verify)
+        self.visits = int(visits)
+        self.caps = fast._caps(layout, self.capacity, self.dist)
         # (a cache counted in pages gives every page one slot, whatever its size: fast.run)
         self.slots = (unit_sizes(layout.n_pages) if budget is None
                       else fast.frozen(np.asarray(sizes, dtype=np.int64)))
         self.tries = [None] if exact else [*tokens.ENTER, None]
-        self.verify = verify
         self.restart()
 
     def restart(self) -> None:
@@ -272,14 +301,7 @@ class _TokenRun:
         self.enter = self.tries.pop(0)
         self.run = tokens.Streamed(self.layout, self.spec, self.caps, self.slots, self.enter,
                                    self.visits)
-        self.checker = None
-        if self.verify is not None:
-            from paging.verify import StreamVerifier
-
-            self.checker = StreamVerifier(self.layout, self.verify, self.policy.name,
-                                          self.k if self.budget is None else self.budget,
-                                          self.dist, budget=self.budget, costs=self.costs,
-                                          sizes=self.sizes)
+        self.checker = self._checker()
 
     @property
     def failed(self) -> bool:
@@ -295,27 +317,20 @@ class _TokenRun:
     def page_misses(self) -> np.ndarray:
         return self.run.C[9]
 
-    def result(self, trace: str, requests: int, seed: int | None = 0):
-        from paging.result import build_result
+    @property
+    def collisions(self) -> int:
+        return int(self.run.totals[1])
 
-        run = self.run
-        res = build_result(policy=self.policy.name, k=self.k, budget=self.budget,
-                           trace=trace, requests=requests, page_misses=run.C[9].copy(),
-                           n_layers=self.layout.n_layers, collisions=int(run.totals[1]),
-                           bypasses=int(run.totals[2]), seed=seed, dist=self.dist,
-                           costs=self.costs, sizes=self.sizes)
-        if self.checker is not None:
-            self.checker.finish(res)
-        return res
+    @property
+    def bypasses(self) -> int:
+        return int(self.run.totals[2])
 
 
 def _run(name: str, k, layout: Layout, seed=0, *, visits: int = 1, exact: bool = False,
          **kw):
     """The carried run of ``name`` at ``k`` (or ``budget=``) in a stream: a :class:`_TokenRun`
     for a token policy, else a :class:`_ListRun`."""
-    from paging import fast
-
-    if fast.is_token(stream_policy(name)[1]):
+    if _is_token(name):
         return _TokenRun(name, k, layout, seed, visits=visits, exact=exact, **kw)
     return _ListRun(name, k, layout, seed, **kw)
 
@@ -740,13 +755,6 @@ def _work(pool, workers: int, work: list) -> None:
     else:
         for f in work:
             f()
-
-
-def _is_token(name: str) -> bool:
-    from paging import fast
-    from paging.policies import make_policy
-
-    return fast.is_token(fast.plan(make_policy(name)))
 
 
 def simulate_stream(source, policy: str, k: int, **kw) -> list:
