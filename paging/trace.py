@@ -193,15 +193,14 @@ class Trace:
         top-K when the reader recorded it (``meta["top_k"]``; a batched prefill groups up to n
         experts of a layer, so its ranks and group sizes exceed K), else the largest rank + 1,
         else the largest group (1 in rounds mode without ranks, and for an empty trace)."""
-        K = recorded_top_k(self.meta)
-        if K is not None:
-            return K
-        if self.rank is not None and self.rank.size:
-            return int(self.rank.max()) + 1
-        if self.n_requests == 0:
-            return 1
-        return int(np.max(np.diff(np.flatnonzero(np.r_[True, np.diff(self.steps) != 0,
-                                                       True]))))
+        def largest_group() -> int:
+            if self.n_requests == 0:
+                return 1
+            return int(np.max(np.diff(np.flatnonzero(np.r_[True, np.diff(self.steps) != 0,
+                                                           True]))))
+
+        rank_max = int(self.rank.max()) if self.rank is not None and self.rank.size else None
+        return top_k_of(self.meta, rank_max, largest_group)
 
     @property
     def is_grouped(self) -> bool:
@@ -269,12 +268,17 @@ def prefill_mask(trace: Trace) -> np.ndarray:
     return out
 
 
-def recorded_top_k(meta: dict) -> int | None:
-    """The top-K a reader recorded in a sequence's ``meta`` (an integer >= 1), or None."""
+def top_k_of(meta: dict, rank_max: int | None, largest_group=lambda: 1) -> int:
+    """:attr:`Trace.top_k` from its parts: the top-K a reader recorded in ``meta`` (an integer
+    >= 1), else the largest rank + 1 (``rank_max``: None without ranks), else
+    ``largest_group()`` (1 in rounds mode: what a chunked reader, which has not seen the
+    steps, passes by default)."""
     K = meta.get("top_k")
     if isinstance(K, (int, np.integer)) and not isinstance(K, bool) and K >= 1:
         return int(K)
-    return None
+    if rank_max is not None:
+        return rank_max + 1
+    return largest_group()
 
 
 def token_visits(trace) -> int:

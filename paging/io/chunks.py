@@ -439,18 +439,18 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list
     with_tokens = tokens and "token" in members
     visits = [1] * S  # (paging.trace.token_visits of each sequence read whole)
     if with_tokens and mode == "rounds":
-        from paging.trace import recorded_top_k
+        from paging.trace import top_k_of
 
-        visits = [recorded_top_k(m) for m in parsed]
-        if None in visits and "rank" in members:
+        top = np.full(S, -1, np.int64)
+        # (the rank column is read first where a sequence's meta records no top-K: 0 below)
+        if "rank" in members and any(top_k_of(m, None, lambda: 0) == 0 for m in parsed):
             try:
                 top = _rank_max(zf, file, off, chunk)
             except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
                 raise PagingError(f"not a readable .npz file ({e}); expected a file written "
                                   "by paging trace convert", file) from None
-            visits = [v if v is not None else int(top[q]) + 1 if top[q] >= 0 else 1
-                      for q, v in enumerate(visits)]
-        visits = [1 if v is None else v for v in visits]
+        visits = [top_k_of(m, int(top[q]) if top[q] >= 0 else None)
+                  for q, m in enumerate(parsed)]
 
     def chunks(a: int, b: int, nm: str):
         chk = ChunkCheck(lay, mode, nm, file, lambda i, lines: (f"sequence {nm}: ", None))
@@ -640,12 +640,14 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list
             chk.check(p, s, np.asarray(where, dtype=np.int64))
             yield (p, s, np.asarray(toks, dtype=np.int64)) if with_tokens else (p, s)
 
+    from paging.trace import top_k_of
+
     with_tokens = tokens and "token" in col
-    top = _csv_rank_max(path, file, col, base) if (with_tokens and mode == "rounds"
-                                                   and "rank" in col) else {}
-    # (paging.trace.token_visits of each sequence read whole: its largest rank + 1)
+    rounds = with_tokens and mode == "rounds"
+    top = _csv_rank_max(path, file, col, base) if rounds and "rank" in col else {}
+    # (paging.trace.token_visits of each sequence read whole: a CSV records no top_k)
     return _Sequences((ChunkedTrace(nm, lay, mode, chunks(batches, nm), tokens=with_tokens,
-                                    visits=top.get(nm, -1) + 1 if nm in top else 1,
+                                    visits=top_k_of({}, top.get(nm)) if rounds else 1,
                                     tokens_unread="token" in col and not with_tokens)
                        for nm, batches in itertools.groupby(rows(), key=lambda b: b[0])))
 

@@ -84,3 +84,21 @@ def test_next_use_equals_its_definition(ids, shift):
     got = trace_mod.next_use(pages)
     assert got.tolist() == want
     assert not got.flags.writeable
+
+
+def test_top_k_reads_the_recorded_value_then_the_ranks_then_the_groups():
+    """Trace.top_k and the chunked readers' top_k_of, by hand: a recorded top_k (an integer
+    >= 1; a bool or a string is not one) wins, else the largest rank + 1, else the largest
+    group (3 here: steps 0, 0, 0, 1), 1 for an empty trace."""
+    from paging.trace import top_k_of
+
+    lay = Layout(4, 2)
+    pages, steps = np.array([0, 1, 2, 4]), np.array([0, 0, 0, 1])
+    t = Trace(lay, pages, steps, expand="groups")
+    assert t.top_k == 3
+    assert Trace(lay, pages, steps, expand="groups", meta={"top_k": 2}).top_k == 2
+    assert Trace(lay, pages, steps, expand="groups", meta={"top_k": True}).top_k == 3
+    assert Trace(lay, pages, steps, expand="groups", rank=np.array([0, 1, 4, 0])).top_k == 5
+    assert Trace(lay, np.zeros(0, np.int64), np.zeros(0, np.int64)).top_k == 1
+    assert top_k_of({"top_k": "2"}, None) == 1 and top_k_of({}, 3) == 4
+    assert top_k_of({"top_k": 6}, 3) == 6
