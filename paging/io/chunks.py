@@ -216,8 +216,9 @@ def _positive(chunk) -> int:
 
 
 # -- oracleGeneral -----------------------------------------------------------------------------
-def _oracle_general(path, chunk, expand, n_experts, n_layers,
+def _oracle_general(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
                     next_use: bool = False) -> list[ChunkedTrace]:
+    # (``tokens``: an oracleGeneral record stores no token id, so its chunks never bring one)
     from paging.io.cachetrace import _check_layout, read_oracle_general_records
     from paging.io.libcachesim import ORACLE_GENERAL
 
@@ -716,7 +717,5 @@ def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand
                           "(without --stream)", str(path))
     if next_use:
         return _oracle_general(path, chunk, expand, n_experts, n_layers, next_use=True)
-    if tokens and fmt != "oracle-general":
-        return _READERS[fmt](path, chunk, expand, n_experts, n_layers, tokens=True)
-    return _READERS[fmt](path, chunk, expand, n_experts, n_layers)
+    return _READERS[fmt](path, chunk, expand, n_experts, n_layers, tokens=tokens)
 
