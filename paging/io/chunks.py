@@ -496,30 +496,8 @@ def _text_lines(path, file: str):
                                   "or CSV trace", file, n) from None
 
 
-def _csv_rank_max(path, file: str, col: dict, base: str) -> dict:
-    """Each sequence's largest rank, read through the file once (rows that do not parse are
-    left to the reading pass, which names them)."""
-    top: dict = {}
-    lines = _text_lines(path, file)
-    first = next(lines, "")
-    rest = lines if first.startswith("#") else itertools.chain([first], lines)
-    header = False
-    for rec in csv.reader(rest):
-        if not rec or (len(rec) == 1 and not rec[0].strip()):
-            continue
-        if not header:
-            header = True
-            continue
-        if len(rec) != len(col):
-            continue
-        cell = rec[col["rank"]].strip()
-        if cell.isascii() and cell.isdigit():
-            seq = rec[col["sequence"]].strip() if "sequence" in col else base
-            top[seq] = max(top.get(seq, -1), int(cell))
-    return top
-
-
-def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list[ChunkedTrace]:
+def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
+         ranks: bool = False) -> list[ChunkedTrace]:
     from paging.io.csvtrace import COLUMNS, MAGIC, _header_comment, declared_layout
 
     file = str(path)
@@ -619,8 +597,8 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list
             pages.append(vals["page"])
             steps.append(vals.get("step", -1))
             where.append(ln)
-            if with_tokens:
-                toks.append(vals["token"])
+            if extra is not None:
+                toks.append(vals[extra])
             if len(pages) >= batch:
                 yield cur, pages, steps, where, toks
                 pages, steps, where, toks = [], [], [], []
@@ -639,13 +617,19 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list
             else:
                 s = np.arange(chk.offset, chk.offset + p.size, dtype=np.int64)
             chk.check(p, s, np.asarray(where, dtype=np.int64))
-            yield (p, s, np.asarray(toks, dtype=np.int64)) if with_tokens else (p, s)
+            yield (p, s) if extra is None else (p, s, np.asarray(toks, dtype=np.int64))
 
     from paging.trace import top_k_of
 
     with_tokens = tokens and "token" in col
+    # (the third column of the chunks: the token ids asked for, or the ranks of a first pass)
+    extra = "token" if with_tokens else "rank" if ranks and "rank" in col else None
     rounds = with_tokens and mode == "rounds"
-    top = _csv_rank_max(path, file, col, base) if rounds and "rank" in col else {}
+    top = {}
+    if rounds and "rank" in col:  # each sequence's largest rank, read by this reader first
+        for seq in _csv(path, chunk, expand, n_experts, n_layers, ranks=True):
+            top[seq.name] = max((int(c[2].max()) for c in seq.chunks if c[2].size),
+                                default=None)
     # (paging.trace.token_visits of each sequence read whole: a CSV records no top_k)
     return _Sequences((ChunkedTrace(nm, lay, mode, chunks(batches, nm), tokens=with_tokens,
                                     visits=top_k_of({}, top.get(nm)) if rounds else 1,
