@@ -15,7 +15,7 @@ carry their state from one chunk to the next:
   stores (read as the whole readers read them). Their log-losses are summed within a bound
   once a margin decides the weights, as in memory; a bound that fails makes the stream read
   the sequence again for that run at the next margin (a file or a spec; a chunk iterable,
-  which cannot be read twice, gets exact sums from the start, slower: docs/site/traces.md);
+  which cannot be read twice, gets exact sums from the start, which is slower);
 * the miss curves of all those policies (:class:`_Curve`, by the route :func:`curve_policy`
   names): one pass for LRU (stack distances, :func:`paging.fast.stack.lru_stack_update`) and
   LLRU, LFU, FLD and Least-Stale (Mattson's priority update,
