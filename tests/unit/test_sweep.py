@@ -503,10 +503,11 @@ def test_a_trace_file_too_large_to_read_is_streamed(tmp_path, monkeypatch):
     from paging.generators import zipf
     from paging.io import write_npz
 
-    seqs = [zipf(4, 2, 80, seed=s, name=f"s{s}") for s in (1, 2)]
+    # (top-2 rounds: the token policy reads the file's token ids, two walks a token)
+    seqs = [zipf(4, 2, 80, seed=s, topk=2, name=f"s{s}") for s in (1, 2)]
     write_npz(seqs, tmp_path / "big.npz")
     text = """traces = ["big.npz"]
-policies = ["lru", "marking", "fifo-dist"]
+policies = ["lru", "marking", "fifo-dist", "token-decay"]
 k = [2, 3, 5]
 seeds = [0, 1]
 """
@@ -516,7 +517,7 @@ seeds = [0, 1]
     monkeypatch.setenv("PAGING_STREAM_BYTES", "10")
     run_sweep(tmp_path / "spec.toml", tmp_path / "streamed.csv", workers=0)
     streamed = read_table(tmp_path / "streamed.csv")
-    assert len(streamed) == len(whole) == 2 * 3 * 3 * 2  # sequences x policies x k x seeds
+    assert len(streamed) == len(whole) == 2 * 4 * 3 * 2  # sequences x policies x k x seeds
     for a, b in zip(whole, streamed, strict=True):
         assert [a[c] for c in ("trace", "policy", "seed", "k", "misses", "hits", "requests")] \
             == [b[c] for c in ("trace", "policy", "seed", "k", "misses", "hits", "requests")]
