@@ -2,11 +2,12 @@
 miss curve, on a layered Zipf sequence of ``--requests`` requests, each case in a fresh process
 whose peak RSS (``ru_maxrss``: interpreter, numba and the kernels included) is reported with
 its wall time. ``--cases`` takes any policy that streams (the list family, LFU, the credit
-policies, ARC, LeCaR, Marking, the token policies; seed 0's draws; belady and belady-dist with
-``--file``, whose records hold the next-access times), ``mrc`` (LRU's curve) and ``mrc:POLICY``, the
-curve of any of those policies (one pass for LLRU, LFU, FLD and Least-Stale; one carried run
-per size k = 1..256 for the others, on the machine's cores) and ``verify:POLICY``, the policy's
-run at k checked chunk by chunk (``paging simulate --stream --verify``).
+policies, ARC, LeCaR, Marking, the token policies, the prediction policies with the frequency
+predictor; seed 0's draws; belady and belady-dist with ``--file``, whose records hold the
+next-access times), ``mrc`` (LRU's curve) and ``mrc:POLICY``, the curve of any of those
+policies (one pass for LLRU, LFU, FLD and Least-Stale; one carried run per size k = 1..256 for
+the others, on the machine's cores) and ``verify:POLICY``, the policy's run at k checked chunk
+by chunk (``paging simulate --stream --verify``).
 
 The sequence is ``zipf:n=8,layers=32,tokens=R/32,a=1,h=0,seed=0`` (Angelopoulos et al.,
 Sec. 5.1; the spec ``paging simulate`` reads). Two sources:

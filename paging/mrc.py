@@ -98,7 +98,15 @@ def _is_stack(family: str, kind: int) -> bool:
 
 
 def _method(trace: Trace, spec) -> str:
-    if spec is None or is_grouped(trace.steps):
+    return curve_route(spec, is_grouped(trace.steps))
+
+
+def curve_route(spec, grouped: bool) -> str:
+    """How the miss curve of the kernel plan ``spec`` (:func:`paging.fast.plan`) is computed on
+    a trace in groups mode (``grouped``) or rounds mode: ``"stack"``, ``"per-layer"`` or
+    ``"per-k"`` (:func:`curve_method`); a streamed curve takes the same route
+    (:func:`paging.stream.curve_policy`)."""
+    if spec is None or grouped:
         return "per-k"
     family, kind, dist = spec
     if dist:

@@ -7,8 +7,12 @@ carry their state from one chunk to the next:
 * the list-family policies (LRU, FIFO, FWF, LLRU, FLD, Least-Stale and their readings, and the
   -dist variants: :mod:`paging.fast.lists`), LFU, the credit policies (GreedyDual, Landlord,
   GDSF, Layered Landlord; unit costs and sizes), ARC, LeCaR and Marking (and their -dist
-  variants; LeCaR and Marking draw from the run's ``seed`` as in memory), at any number of
-  cache sizes k in one pass (:class:`paging.fast.CarriedRun`);
+  variants; LeCaR and Marking draw from the run's ``seed`` as in memory), the prediction
+  policies with the ``frequency`` predictor (BlindOracle, PredictiveMarker, LMarker, the
+  robust combiner of BlindOracle and LRU, and their -dist variants:
+  :class:`paging.fast.predictive.Carried`, which serves each chunk alone from the count of
+  requests so far, its keys t + (t + 1)/c of the absolute index t), at any number of cache
+  sizes k in one pass (:class:`paging.fast.CarriedRun`);
 * the token policies (token-hazard, token-decay, token-match, the combiners robust-token-match
   and ``robust:A,B`` of two of them or LRU, and their -dist forms: :class:`_TokenRun`,
   :class:`paging.fast.tokens.Streamed`), with the token ids and the top-K a ``.npz`` or CSV
@@ -43,9 +47,10 @@ use (:func:`paging.io.chunks.open_chunks` with ``next_use=True`` reads and check
 runs and one-pass curves take the chunks' next uses (a page never requested again: the trace's
 length, as in memory).
 
-Not streamed (refused with one line by ``paging simulate --stream``): the other policies (the
-prediction policies and Score-Based keep the run's requests so far, FlashMoE's carried run is
-a serving run's, :func:`paging.fast.carries`; the rest read the whole trace), the cost model
+Not streamed (refused with one line by ``paging simulate --stream``): the other policies
+(Score-Based reads gate scores, which the chunks do not bring; FlashMoE's carried run is a
+serving run's, :func:`paging.fast.carries`; the ``oracle`` predictor and the rest read the
+whole trace), the cost model
 (``--model``: its host tier is placed by the whole trace's counts) and the latency timeline,
 prefetching, miss handling, routing, warm runs, recording (hit masks, evictions). A run is
 verified chunk by chunk (``verify=True``, ``--verify``: :class:`paging.verify.StreamVerifier`).
@@ -101,14 +106,18 @@ def stream_policy(name: str, next_use: bool = True):
     pol = make_policy(name)
     spec = fast.plan(pol)
     if not fast.streams(spec, next_use=next_use):
-        raise PagingError(f"--policy {pol.name} has no streaming kernel; streaming runs the "
-                          "list family: lru, fifo, fwf, llru, fld, least-stale (and their "
-                          "variants), lfu, greedy-dual, landlord, gdsf, layered-landlord, arc, "
-                          "lecar, marking, the token policies (token-hazard, token-decay, "
-                          "token-match, robust-token-match), and their -dist forms, and "
-                          "belady and belady-dist from oracleGeneral files (their next-access "
-                          "times)")
+        raise PagingError(f"--policy {pol.name} has no streaming kernel; streaming runs "
+                          f"{_STREAMED}, and belady and belady-dist from oracleGeneral files "
+                          "(their next-access times)")
     return pol, spec
+
+
+#: the policies a stream runs, as its refusals name them
+_STREAMED = ("the list family (lru, fifo, fwf, llru, fld, least-stale and their variants), lfu, "
+             "greedy-dual, landlord, gdsf, layered-landlord, arc, lecar, marking, the token "
+             "policies (token-hazard, token-decay, token-match, robust-token-match), the "
+             "prediction policies with the frequency predictor (blind-oracle, "
+             "predictive-marker, lmarker, robust-blind-oracle), and their -dist forms")
 
 
 def _plan(name: str):
@@ -144,32 +153,23 @@ def curve_policy(name: str, expand: str = "rounds"):
       sub-sequence once per share 0..n (rounds mode);
     * ``"per-k"``: one carried run per k = 1..nℓ (:class:`paging.fast.CarriedRun`,
       :class:`_TokenRun`): the policies that are not stack algorithms (FIFO, FWF, Marking, the
-      credit policies, ARC, LeCaR, the token policies and the -dist forms that draw from one
-      generator), and every policy in groups mode.
+      credit policies, ARC, LeCaR, the token and prediction policies, and the -dist forms
+      that draw from one generator), and every policy in groups mode.
 
     Belady's curve is one pass too (Mattson's update with next uses), from a stream that brings
     them (an oracleGeneral file)."""
-    from paging import fast
-    from paging.mrc import _stack_kinds
+    from paging.mrc import _stack_kinds, curve_route
     from paging.policies import make_policy
 
     try:
         pol, spec = stream_policy(name)
     except PagingError:
         raise PagingError(f"--policy {make_policy(name).name} has no streamed miss curve (the "
-                          "curves that stream: the list family, lfu, the credit policies, arc, "
-                          "lecar, marking, the token policies and their -dist forms, and "
-                          "belady's from oracleGeneral files)") from None
-    family, kind, dist = spec
-    # (a pinned group breaks inclusion, paging.mrc; a token policy's layer read alone would
-    # count its tokens wrong)
-    if expand != "rounds" or fast.is_token(spec):
-        return pol, spec, "per-k"
-    stacked = (family, kind) in _stack_kinds()
-    if dist:
-        how = "per-k" if fast.needs_draws(spec) else "stack" if stacked else "shares"
-    else:
-        how = "stack" if stacked else "per-k"
+                          f"curves that stream: {_STREAMED}, and belady's from oracleGeneral "
+                          "files)") from None
+    how = curve_route(spec, expand != "rounds")
+    if how == "per-layer":  # (one pass per layer, or each layer once per share)
+        how = "stack" if tuple(spec[:2]) in _stack_kinds() else "shares"
     return pol, spec, how
 
 
@@ -183,6 +183,8 @@ def _nbytes(state) -> int:
         return state.nbytes
     if isinstance(state, (tuple, list)):
         return sum(_nbytes(x) for x in state)
+    if hasattr(state, "S"):  # (a prediction policy's carried state: paging.fast.predictive)
+        return _nbytes(state.S)
     return 0
 
 

@@ -165,15 +165,18 @@ def carries(spec, *, bounded_memory: bool = False, next_use: bool = False) -> bo
     heap family without Belady, which reads next uses), the credit policies (GreedyDual,
     Landlord, GDSF, Layered Landlord), ARC, LeCaR and Marking (LeCaR's eviction times and the
     credit policies' tie-breaking request indices count requests from the run's start, and
-    LeCaR and Marking consume the run's draws from a count kept in the state); and the token
-    policies (:class:`paging.fast.tokens.Carried`) and the prediction policies with the
-    ``frequency`` predictor (:class:`paging.fast.predictive.Carried`), which keep the run's
-    requests so far (the token policies redo them when a bound fails; the prediction
-    policies' keys read request indices from the run's start; Score-Based with each piece's
-    gate scores), so not where memory must stay bounded by one piece (``bounded_memory``: a
-    streamed trace); and FlashMoE (:class:`paging.fast.learned.Carried`, a serving run's), not
-    for a stream either: its whole run is refused on a sequence its model was trained on (the
-    first 512 requests hashed), which a carried run does not check. Belady and Belady-DIST
+    LeCaR and Marking consume the run's draws from a count kept in the state); the prediction
+    policies with the ``frequency`` predictor (:class:`paging.fast.predictive.Carried`, each
+    piece served alone, its requests' absolute indices from the count served so far; the
+    markers' chains renumbered, so its state stays O(P)), and Score-Based with each piece's
+    gate scores (not for a stream, whose chunks bring none); the token policies
+    (:class:`paging.fast.tokens.Carried`), which keep the run's requests so far (they redo
+    them when a bound fails), so not where memory must stay bounded by one piece
+    (``bounded_memory``: a streamed trace; it runs them in
+    :class:`paging.fast.tokens.Streamed`); and FlashMoE (:class:`paging.fast.learned.Carried`,
+    a serving run's), not for a stream either: its whole run is refused on a sequence its
+    model was trained on (the first 512 requests hashed), which a carried run does not
+    check. Belady and Belady-DIST
     when the pieces bring their next uses (``next_use``: an oracleGeneral file's next-access
     times, :func:`paging.io.chunks.open_chunks`). The other kernels (the ``oracle``
     predictor's policies) read the whole trace."""
@@ -186,15 +189,16 @@ def carries(spec, *, bounded_memory: bool = False, next_use: bool = False) -> bo
     if spec[0] in (_LIST, _ADAPT, _MARK, _CREDIT) or (spec[0] == _HEAP
                                                       and spec[1] == heaps.LFU):
         return True
-    if bounded_memory:
-        return False
-    if spec[0] in (_TOKEN, _LEARNED):  # (FlashMoE: its shared cache, no -dist form)
-        return True
     if spec[0] == _PRED:
         from paging.fast.predictive import FREQUENCY, SCORE, predictor_kind
 
-        return spec[1] == SCORE or predictor_kind(spec.proto.predictor) == FREQUENCY
-    return False
+        # (a stream's chunks bring no gate scores)
+        if spec[1] == SCORE:
+            return not bounded_memory
+        return predictor_kind(spec.proto.predictor) == FREQUENCY
+    if bounded_memory:
+        return False
+    return spec[0] in (_TOKEN, _LEARNED)  # (FlashMoE: its shared cache, no -dist form)
 
 
 def streams(spec, *, next_use: bool = False) -> bool:
@@ -228,8 +232,8 @@ class CarriedRun:
     at most one per request of the piece and one per page it starts with). The token policies
     read one token per walk over the layers (``steps // ℓ``), as a run without the trace's
     tokens does; PredictiveMarker and LMarker draw from ``seed`` as Marking. A streamed trace
-    feeds it chunk by chunk (:mod:`paging.stream`; not the token and prediction policies, whose
-    pieces are kept, nor FlashMoE: a stream runs the token policies in
+    feeds it chunk by chunk (:mod:`paging.stream`; not the token policies, whose pieces are
+    kept, nor Score-Based, nor FlashMoE: a stream runs the token policies in
     :class:`paging.fast.tokens.Streamed`), a serving run step by step (:mod:`paging.serve`)."""
 
     def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0,
@@ -360,7 +364,7 @@ class CarriedRun:
              log: bool = False, next_use=None):
         """Serve the next piece; its hit mask when ``hits``. ``scores``: the requests' gate
         scores, which Score-Based reads (and nothing else). ``log`` (the families a stream
-        runs, not the token, prediction and FlashMoE ones): ``(hit mask, evictions,
+        runs, not the token and FlashMoE ones): ``(hit mask, evictions,
         bypassed)`` of the piece, rows ``(t, page)`` and indices ``t`` of requests in the piece
         (what :class:`paging.verify.StreamVerifier` checks). ``next_use``: the piece's next
         uses, indices of requests from the run's start (Belady's run, and only it)."""
@@ -369,7 +373,7 @@ class CarriedRun:
         from paging.fast.marking import marking_kernel
 
         lay = self.layout
-        if log and self.family in (_TOKEN, _PRED, _LEARNED):
+        if log and self.family in (_TOKEN, _LEARNED):
             raise ValueError(f"no eviction log for a carried {self.family} run")
         rec = 2 if log else 1 if hits else 0
         pages, steps = frozen(pages), frozen(steps)
@@ -390,7 +394,7 @@ class CarriedRun:
             out = self.state.feed(pages, steps, hits)
         elif self.family == _PRED:
             out = self.state.feed(pages, steps, hits, self._draws(pages.size) if self.rng
-                                  is not None else np.zeros(0), scores)
+                                  is not None else np.zeros(0), scores, log)
         elif self.family == _LEARNED:
             out = self.state.feed(pages, steps, hits)
         else:

@@ -67,7 +67,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from paging.fast.common import SoFar, buffers, frozen, is_grouped
+from paging.fast.common import buffers, frozen, is_grouped
 
 #: the kinds of this family (``Policy.kernel = "predictive:KIND"``)
 SCORE, BLIND, PMARKER, LMARKER, ROBUST = range(5)
@@ -124,19 +124,20 @@ def _swap(clist, ckey, clast, cpos, i, j):
 
 @njit(cache=True, nogil=True)
 def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, pkind,
-                      preds, pred_row, score, hks, draws, record, S, t_lo):
+                      preds, pred_row, score, hks, draws, record, S, t0):
     """Replay ``pages`` under the policy ``kind``. ``sizes[p]`` is the room page p takes in
     the partition capacities ``caps`` (one partition, or one per layer with ``dist``);
     ``pkind`` says where predictions come from (``preds[pred_row[q], t]`` for partition q, or
     the frequency formula); ``score`` the gate scores (Score-Based); ``hks[q]`` the harmonic
     number H_k of partition q (PredictiveMarker); ``draws`` the run's uniform draws
     (PredictiveMarker, LMarker). ``S`` is the run's state (:func:`pred_state`): None (a
-    whole run: made in the kernel), a fresh one, or the one an earlier call left after
-    requests ``0..t_lo-1`` of the same arrays (a run carried from piece to piece,
-    :class:`Carried`), served from request ``t_lo`` on; its
+    whole run: made in the kernel), a fresh one, or the one an earlier call left after the
+    run's first ``t0`` requests (a run carried from piece to piece, :class:`Carried`: each
+    call is given its piece alone, whose request i is the run's request ``t0 + i``; the keys,
+    tie-breaks and the markers' request clock read that absolute index); its
     ``leader``, ``switches`` and ``cost`` (the virtual BlindOracle's and LRU's misses) end as
     each partition's combiner state, its ``page_miss`` counts every call's misses. Returns
-    the tuple of :mod:`paging.fast.common` (the logs hold requests ``t_lo..``), then the
+    the tuple of :mod:`paging.fast.common` (the logs index the piece's requests), then the
     combiner's ``(leader, switches, cost)``.
 
     Partition q's resident pages are ``clist[q·span : q·span + ccount[q]]`` (insertion order
@@ -162,16 +163,17 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
      cnt) = St
     nch = cnt[0]
     n_draw = cnt[1]
-    hit_mask, ev, byp = buffers(n - t_lo, record, P if t_lo > 0 else 0)
+    hit_mask, ev, byp = buffers(n, record, P if t0 > 0 else 0)
     misses = 0
     coll = 0
     n_ev = 0
     n_byp = 0
-    grouped = is_grouped(steps[t_lo:])
+    grouped = is_grouped(steps)
     prev_s = -1
     g_start = 0
     g_end = 0
-    for t in range(t_lo, n):
+    for t in range(n):
+        T = t0 + t  # the run's request index
         p = pages[t]
         s = steps[t]
         if s != prev_s:
@@ -190,7 +192,7 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
         need = sizes[p]
         if hit:
             if record:
-                hit_mask[t - t_lo] = True
+                hit_mask[t] = True
         else:
             misses += 1
             page_miss[p] += 1
@@ -217,15 +219,15 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
         elif pkind == FREQUENCY:
             c = fcount[p] + 1
             fcount[p] = c
-            key = t + (t + 1) / c
+            key = T + (T + 1) / c
         else:
-            key = preds[pred_row[q], t]
+            key = preds[pred_row[q], T]
         if robust:
             vc = caps[q] if caps[q] > 1 else 1
             if in_bo[p]:
                 j = bopos[p]
                 bkey[j] = key
-                blast[j] = t
+                blast[j] = T
             else:
                 cost[q, 0] += 1
                 bn = bocount[q]
@@ -249,7 +251,7 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
                 j = base + bn
                 bolist[j] = p
                 bkey[j] = key
-                blast[j] = t
+                blast[j] = T
                 bopos[p] = j
                 bocount[q] = bn + 1
                 in_bo[p] = True
@@ -294,7 +296,7 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
         if hit:
             j = cpos[p]
             ckey[j] = key
-            clast[j] = t
+            clast[j] = T
             if marking and j < base + ucount[q]:  # mark p: past the unmarked pages
                 _swap(clist, ckey, clast, cpos, j, base + ucount[q] - 1)
                 ucount[q] -= 1
@@ -354,8 +356,8 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
                         m = ccount[q]
                     phase[q] += 1
                     vt[q] = -1
-                if vt[q] != t:
-                    vt[q] = t
+                if vt[q] != T:
+                    vt[q] = T
                     st = evph[p] == phase[q]
                     stale[q] = st
                     if st:  # the eviction that removed p continues its chain
@@ -411,7 +413,7 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
         j = base + ccount[q]
         clist[j] = p
         ckey[j] = key
-        clast[j] = t
+        clast[j] = T
         cpos[p] = j
         ccount[q] += 1
         resident[p] = True
@@ -511,50 +513,114 @@ def _hks(kind: int, caps, slots, n_pages: int) -> np.ndarray:
                      for c in caps.tolist()])
 
 
+#: the most requests one kernel call of a carried marker run serves: its chains array holds
+#: the live chains (at most one per page) and one new chain per request of the call
+PIECE = 1 << 16
+
+
 class Carried:
-    """A prediction-policy run fed piece by piece (a serving run's steps:
-    :class:`paging.fast.CarriedRun`), each piece cut between two groups; the ``frequency``
-    predictor only (``oracle`` reads the future, which a carried run does not have), and
-    Score-Based, each piece given its requests' gate scores. Each call serves its piece from
-    the state the last one left, on the run's request arrays so far (the keys and tie-breaks
-    read request indices from the run's start): 16 bytes a request, 24 with scores.
-    PredictiveMarker's and LMarker's draws are :class:`paging.fast.CarriedRun`'s, from the
-    count the state keeps (``S[-1][1]``). :meth:`feed` returns the piece's tuple of
-    :mod:`paging.fast.common`."""
+    """A prediction-policy run fed piece by piece (a serving run's steps, a streamed trace's
+    chunks: :class:`paging.fast.CarriedRun`), each piece cut between two groups; the
+    ``frequency`` predictor only (``oracle`` reads the future, which a carried run does not
+    have), and Score-Based, each piece given its requests' gate scores. Each kernel call serves
+    its piece alone from the state the last one left, its request i being the run's request
+    ``t0 + i`` (the keys t + (t + 1)/c, the tie-breaks and the markers' request clock read
+    that absolute index, as a whole run's): no request of the pieces before is kept.
+
+    PredictiveMarker's and LMarker's chains: a chain is read only through a page evicted in
+    the current phase of its partition (``evph[p]`` equal to ``phase[q]``; phases only grow),
+    so before a call that could outgrow the chains array the live chains are renumbered
+    0..m−1 (m at most one per page: :func:`_compact_chains`) and a piece longer than
+    :data:`PIECE` is served in calls of at most that many requests, cut between groups. The
+    array is P + :data:`PIECE` + 1 long whatever the run's length. Their draws are
+    :class:`paging.fast.CarriedRun`'s, from the count the state keeps (``S[-1][1]``).
+    :meth:`feed` returns the piece's tuple of :mod:`paging.fast.common`."""
 
     def __init__(self, layout, spec, caps: np.ndarray, slots: np.ndarray):
         self.layout, self.spec, self.slots = layout, spec, slots
         self.caps = np.ascontiguousarray(caps, dtype=np.int64)
         self.kind = spec[1]
         self.hks = _hks(self.kind, self.caps, slots, layout.n_pages)
-        self.S = pred_state(layout.n_pages, self.caps.size, 1024)
-        self.req = SoFar(2)  # pages, steps
-        self.scores = SoFar(1, np.float64) if self.kind == SCORE else None
+        self.marking = self.kind in (PMARKER, LMARKER)
+        P = layout.n_pages
+        self.S = pred_state(P, self.caps.size, P + PIECE + 1 if self.marking else 1)
+        self.n = 0  # the requests served so far
 
-    def feed(self, pages, steps, hits: bool, draws: np.ndarray, scores=None):
+    def feed(self, pages, steps, hits: bool, draws: np.ndarray, scores=None,
+             log: bool = False):
         """Serve the next piece with the run's draws from the state's count on (Score-Based:
         with its requests' gate ``scores``); its hit mask (the fourth item) is filled when
-        ``hits``."""
-        lo = self.req.append(pages, steps)
-        hi = self.req.n
+        ``hits`` or ``log``, and its eviction and bypass logs (indices into the piece) when
+        ``log``."""
         score = np.zeros(0)
-        if self.scores is not None:
+        if self.kind == SCORE:
             if scores is None or len(scores) != len(pages):
                 raise ValueError("Score-Based's carried run needs each request's gate score")
-            self.scores.append(scores)
-            score = self.scores.row(0)
+            score = np.ascontiguousarray(scores, dtype=np.float64)
+        rec = 2 if log else 1 if hits else 0
+        n = len(pages)
+        if not self.marking or n <= PIECE:
+            return self._call(pages, steps, score, draws, rec)
+        outs = []
+        lo = 0
+        while lo < n:
+            hi = min(lo + PIECE, n)
+            if hi < n:  # (cut between two groups: before the group request hi is in)
+                hi = int(np.searchsorted(steps[lo:hi + 1], steps[hi], side="left")) + lo
+                if hi == lo:  # (a group longer than a piece: whole)
+                    hi = lo + int(np.searchsorted(steps[lo:], steps[lo], side="right"))
+            outs.append((lo, self._call(pages[lo:hi], steps[lo:hi], score[lo:hi], draws,
+                                        rec)))
+            lo = hi
+        return _joined(outs, rec)
+
+    def _call(self, pages, steps, score, draws, rec: int):
+        """One kernel call on ``pages`` (its chains renumbered first when they could run out)."""
         S = self.S
-        if S[_CHAINS].size < hi + 1:  # at most one chain per eviction, one per request here
-            grown = np.zeros(max(hi + 1, 2 * S[_CHAINS].size), np.int64)
-            grown[:S[_CHAINS].size] = S[_CHAINS]
-            self.S = S = (*S[:_CHAINS], grown, *S[_CHAINS + 1:])
+        chains = S[_CHAINS]
+        if self.marking and int(S[-1][0]) + len(pages) + 1 > chains.size:
+            _compact_chains(S, self.layout.n_experts, bool(self.spec[2]))
+            if int(S[-1][0]) + len(pages) + 1 > chains.size:  # (the kernel writes unchecked)
+                raise AssertionError("a carried marker run's chains outgrew their array")
         lay = self.layout
         # read-only inputs, as a whole run's (common.frozen; the slots are CarriedRun's)
-        return predictive_kernel(frozen(self.req.row(0)), frozen(self.req.row(1)),
-                                 self.slots, lay.n_experts, lay.n_layers, self.caps,
-                                 self.spec[2], self.kind, FREQUENCY, frozen(np.zeros((1, 0))),
-                                 np.zeros(self.caps.size, np.int64), frozen(score),
-                                 self.hks, frozen(draws), 1 if hits else 0, S, lo)[:8]
+        out = predictive_kernel(frozen(pages), frozen(steps), self.slots, lay.n_experts,
+                                lay.n_layers, self.caps, self.spec[2], self.kind, FREQUENCY,
+                                frozen(np.zeros((1, 0))), np.zeros(self.caps.size, np.int64),
+                                frozen(score), self.hks, frozen(draws), rec, S, self.n)[:8]
+        self.n += len(pages)
+        return out
+
+
+def _compact_chains(S, n_experts: int, dist: bool) -> None:
+    """Renumber the markers' live chains 0..m−1 in the state ``S`` (:func:`pred_state`): a
+    chain is live while a page it evicted in the current phase of the page's partition can
+    continue it (``evph[p] == phase[q]``); the others are never read again (a phase only
+    grows, and a new eviction writes ``evc`` and ``evph`` together). The current chain
+    ``cur[q]`` is read only within the request that set it, so never across two calls."""
+    evc, evph, phase, cur, chain_len, cnt = S[14], S[15], S[16], S[18], S[_CHAINS], S[-1]
+    P = evc.size
+    part = np.arange(P) // n_experts if dist else np.zeros(P, np.int64)
+    live = evph == phase[part]
+    ids, inv = np.unique(evc[live], return_inverse=True)
+    chain_len[:ids.size] = chain_len[ids]
+    evc[live] = inv
+    cur[:] = 0
+    cnt[0] = ids.size
+
+
+def _joined(outs: list, rec: int) -> tuple:
+    """The tuple of :mod:`paging.fast.common` of one piece served in several calls,
+    ``outs`` = ``[(offset, tuple), ...]``: counts summed, logs shifted by their call's
+    offset and joined, the running per-page misses the last call's."""
+    misses = sum(int(o[0]) for _, o in outs)
+    coll = sum(int(o[1]) for _, o in outs)
+    hit_mask = np.concatenate([o[3] for _, o in outs]) if rec else np.zeros(0, np.bool_)
+    ev = [o[4][:o[5]] + np.array([lo, 0]) for lo, o in outs]
+    byp = [o[6][:o[7]] + lo for lo, o in outs]
+    ev = np.concatenate(ev) if ev else np.zeros((0, 2), np.int64)
+    byp = np.concatenate(byp) if byp else np.zeros(0, np.int64)
+    return (misses, coll, outs[-1][1][2], hit_mask, ev, len(ev), byp, len(byp))
 
 
 def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=None):

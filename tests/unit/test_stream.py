@@ -22,11 +22,15 @@ from paging.stream import miss_curve_stream, simulate_stream, stream_run
 from paging.trace import TraceError, from_pages
 from tests.strategies import round_traces, topk_traces
 
+#: the prediction policies with their default (frequency) predictor
+PRED_POLICIES = ["blind-oracle", "predictive-marker", "lmarker", "robust-blind-oracle",
+                 "blind-oracle-dist", "predictive-marker-dist", "lmarker-dist",
+                 "robust-blind-oracle-dist"]
 LIST_POLICIES = ["lru", "fifo", "fwf", "llru", "llru-latest", "fld", "fld-cyclic",
                  "least-stale", "least-stale-layer", "least-stale-upcoming", "lru-dist",
                  "llru-dist", "fifo-dist", "fwf-dist", "lfu", "lfu-dist", "arc", "arc-dist",
                  "lecar", "lecar-dist", "marking", "marking-dist", "gdsf", "landlord-dist",
-                 "layered-landlord"]
+                 "layered-landlord", *PRED_POLICIES]
 CURVES = ["lru", "lru-dist", "llru-dist"]
 
 
@@ -79,7 +83,7 @@ CURVE_POLICIES = ["lru", "llru", "llru-latest", "lfu", "fld", "fld-cyclic", "lea
                   "least-stale-layer", "least-stale-upcoming", "lru-dist", "lfu-dist",
                   "fld-dist", "fifo", "fwf", "marking", "gdsf", "layered-landlord", "arc",
                   "lecar", "fifo-dist", "fwf-dist", "gdsf-dist", "arc-dist", "marking-dist",
-                  "lecar-dist"]
+                  "lecar-dist", *PRED_POLICIES]
 
 
 @given(st.one_of(round_traces(max_rounds=20), topk_traces(max_tokens=8)), st.data())
@@ -487,10 +491,13 @@ def test_refusals():
     # Belady: next uses come only with an oracleGeneral file
     assert "oracleGeneral" in _error(lambda: simulate_stream(chunks, "belady", 1, layout=lay))
     assert "oracleGeneral" in _error(lambda: miss_curve_stream(chunks, "belady", layout=lay))
-    # (the prediction policies keep the run's requests so far: not streamed)
-    pm = "predictive-marker"
-    assert "no streaming kernel" in _error(lambda: simulate_stream(chunks, pm, 1, layout=lay))
-    assert "no streamed miss curve" in _error(lambda: miss_curve_stream(chunks, pm, layout=lay))
+    # (Score-Based reads gate scores, which chunks do not bring; the oracle predictor reads
+    # the future: not streamed)
+    for pm in ("score-based", "predictive-marker:oracle"):
+        assert "no streaming kernel" in _error(lambda: simulate_stream(chunks, pm, 1,  # noqa: B023
+                                                                       layout=lay))
+        assert "no streamed miss curve" in _error(
+            lambda: miss_curve_stream(chunks, pm, layout=lay))  # noqa: B023
     assert "needs their layout" in _error(lambda: simulate_stream(chunks, "lru", 1))
 
 
@@ -512,13 +519,13 @@ def test_cli_stream_equals_the_in_memory_commands(tmp_path):
     # the curves' three routes: one pass (lru, lfu), shares (fifo-dist), one run per k
     # (marking, with its seed)
     for pol in (["lru"], ["lfu"], ["fifo-dist"], ["marking", "--seed", "2"],
-                ["token-match"]):
+                ["token-match"], ["predictive-marker-dist", "--seed", "1"]):
         a = _cli("mrc", f, "--policy", *pol, "--json")
         b = _cli("mrc", f, "--policy", *pol, "--json", "--stream", "--chunk", "10")
         assert a.returncode == 0 and b.returncode == 0, b.stderr
         assert a.stdout == b.stdout
     for pol, why in (("belady", "only from an oracleGeneral file"),
-                     ("predictive-marker", "no streamed miss curve")):
+                     ("score-based", "no streamed miss curve")):
         r = _cli("mrc", f, "--policy", pol, "--stream")  # (f: an .npz, no next uses)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
         assert why in r.stderr

@@ -1,0 +1,141 @@
+"""Streaming the prediction policies with the ``frequency`` predictor (BlindOracle,
+PredictiveMarker, LMarker, the robust combiner, their -dist forms): each chunk served alone by
+:class:`paging.fast.predictive.Carried` from the count of requests so far, the markers' chains
+renumbered between calls, a chunk longer than ``PIECE`` served in calls cut between groups."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from paging import fast, simulate
+from paging.fast import predictive
+from paging.generators import zipf
+from paging.io import write_npz
+from paging.policies import make_policy
+from paging.stream import stream_run
+from tests.strategies import round_traces, topk_traces
+
+PRED = ["blind-oracle", "predictive-marker", "lmarker", "robust-blind-oracle",
+        "blind-oracle-dist", "predictive-marker-dist", "lmarker-dist",
+        "robust-blind-oracle-dist"]
+
+
+def _same(a, b) -> None:
+    da, db = a.to_dict(), b.to_dict()
+    db["trace"] = da["trace"]
+    assert da == db
+    assert np.array_equal(a.page_misses, b.page_misses)
+
+
+@given(st.one_of(round_traces(max_rounds=30), topk_traces(max_tokens=10)), st.data())
+def test_streamed_prediction_runs_equal_whole_runs_in_calls_of_any_length(tr, data):
+    """Random chunk cuts, calls of 1-7 requests (so the chains are renumbered over and over,
+    and a chunk is split between groups), every policy, seeds, at k pages and under byte
+    budgets (where one request can evict several pages), checked chunk by chunk (``verify``:
+    the eviction logs of the split calls joined): the whole run's numbers."""
+    P = tr.layout.n_pages
+    pols = data.draw(st.lists(st.sampled_from(PRED), min_size=1, max_size=3, unique=True))
+    ks = data.draw(st.lists(st.integers(1, P + 1), min_size=1, max_size=2))
+    sizes = np.array(data.draw(st.lists(st.integers(1, 4), min_size=P, max_size=P)))
+    budget = data.draw(st.integers(int(sizes.max()), int(sizes.sum()) + 1))
+    piece = data.draw(st.integers(1, 7))
+    chunk = data.draw(st.integers(1, 40))
+    seed = data.draw(st.integers(0, 3))
+    runs = [(p, k) for p in pols for k in ks]
+    chunks = [(tr.pages[a:a + chunk], tr.steps[a:a + chunk])
+              for a in range(0, tr.n_requests, chunk)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(predictive, "PIECE", piece)
+        (out,) = stream_run(chunks, runs, layout=tr.layout, expand=tr.expand, seed=seed,
+                            verify=True, budgets=[(p, budget) for p in pols], sizes=sizes)
+    want = ([simulate(tr, p, k, seed=seed, sizes=sizes) for p, k in runs]
+            + [simulate(tr, p, budget=budget, seed=seed, sizes=sizes) for p in pols])
+    for a, b in zip(want, out.results, strict=True):
+        _same(a, b)
+
+
+def test_a_long_marker_run_keeps_a_fixed_state():
+    """PredictiveMarker-DIST and LMarker over 60,000 requests in chunks of 6,000, calls of at
+    most 500: the chains array keeps its length P + 500 + 1 (a whole run's holds one chain per
+    request), the chains are renumbered (fewer live than were made), and the misses are the
+    whole run's, at two seeds."""
+    tr = zipf(8, 4, 15_000, seed=4)
+    P = tr.layout.n_pages
+    renumbered = []
+    compact = predictive._compact_chains
+
+    def counted(S, *a):
+        renumbered.append(int(S[-1][0]))
+        compact(S, *a)
+        assert int(S[-1][0]) < renumbered[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(predictive, "PIECE", 500)
+        mp.setattr(predictive, "_compact_chains", counted)
+        for name in ("predictive-marker-dist", "lmarker"):
+            for seed in (0, 5):
+                renumbered.clear()
+                run = fast.CarriedRun(tr.layout, fast.plan(make_policy(name)), 11, seed=seed)
+                for a in range(0, tr.n_requests, 6000):
+                    run.feed(tr.pages[a:a + 6000], tr.steps[a:a + 6000])
+                    assert run.state.S[predictive._CHAINS].size == P + 500 + 1
+                assert len(renumbered) > 10
+                assert int(run.page_misses.sum()) == simulate(tr, name, 11, seed=seed).misses
+
+
+def test_a_streamed_marker_under_a_byte_budget_equals_the_whole_run():
+    """LMarker and PredictiveMarker-DIST in 30 bytes of pages of 1-4 bytes, 12,000 requests in
+    chunks of 1,000: a request may evict several pages, all within the one marking-chain step
+    its request index opens (the index read from the run's start in every chunk)."""
+    tr = zipf(8, 4, 3000, seed=4)
+    sizes = np.random.default_rng(0).integers(1, 5, tr.layout.n_pages)
+    chunks = [(tr.pages[a:a + 1000], tr.steps[a:a + 1000]) for a in range(0, tr.n_requests,
+                                                                            1000)]
+    names = ["lmarker", "predictive-marker-dist"]
+    (out,) = stream_run(chunks, budgets=[(n, 30) for n in names], sizes=sizes,
+                        layout=tr.layout)
+    for name, res in zip(names, out.results, strict=True):
+        _same(simulate(tr, name, budget=30, sizes=sizes), res)
+
+
+def test_renumbering_keeps_the_live_chains_by_hand():
+    """Four pages of one partition: pages 0 and 2 evicted in the current phase 3 by chains 7
+    and 9 (lengths 2 and 5), page 1 in the old phase 2 by chain 8, page 3 never: the live
+    chains 7 and 9 become 0 and 1 with their lengths, page 1's stale link is left as it was,
+    and the count of chains is 2."""
+    S = predictive.pred_state(4, 1, 10)
+    evc, evph, phase, chain_len, cnt = S[14], S[15], S[16], S[predictive._CHAINS], S[-1]
+    evc[:] = [7, 8, 9, 0]
+    evph[:] = [3, 2, 3, -1]
+    phase[0] = 3
+    chain_len[7:10] = [2, 4, 5]
+    cnt[0] = 10
+    predictive._compact_chains(S, 4, False)
+    assert evc.tolist() == [0, 8, 1, 0]
+    assert chain_len[:2].tolist() == [2, 5]
+    assert int(cnt[0]) == 2
+
+
+def test_the_cli_streams_a_prediction_policy_as_it_reads_it_whole(tmp_path):
+    """``paging simulate --stream --verify`` and ``paging mrc --stream`` of the markers: the
+    JSON of the commands reading the file whole."""
+    import subprocess
+    import sys
+
+    write_npz(zipf(4, 3, 200, seed=2, name="z"), tmp_path / "z.npz")
+    f = str(tmp_path / "z.npz")
+
+    def cli(*args):
+        r = subprocess.run([sys.executable, "-m", "paging", *args], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    sim = ["simulate", f, "--policy", "predictive-marker", "--policy", "robust-blind-oracle-dist",
+           "--k", "4", "--k", "7", "--seed", "3", "--json"]
+    assert cli(*sim) == cli(*sim, "--stream", "--chunk", "13", "--verify")
+    mrc = ["mrc", f, "--policy", "lmarker", "--json"]
+    assert cli(*mrc) == cli(*mrc, "--stream", "--chunk", "13")
