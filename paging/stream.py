@@ -12,7 +12,9 @@ carry their state from one chunk to the next:
   robust combiner of BlindOracle and LRU, and their -dist variants:
   :class:`paging.fast.predictive.Carried`, which serves each chunk alone from the count of
   requests so far, its keys t + (t + 1)/c of the absolute index t), at any number of cache
-  sizes k in one pass (:class:`paging.fast.CarriedRun`);
+  sizes k in one pass (:class:`paging.fast.CarriedRun`), and Score-Based (and -dist) with the
+  gate scores a ``.npz`` or CSV stores (:func:`paging.io.chunks.open_chunks` with
+  ``scores=True``; a sequence without them is refused, as in memory);
 * the token policies (token-hazard, token-decay, token-match, the combiners robust-token-match
   and ``robust:A,B`` of two of them or LRU, and their -dist forms: :class:`_TokenRun`,
   :class:`paging.fast.tokens.Streamed`), with the token ids and the top-K a ``.npz`` or CSV
@@ -48,9 +50,8 @@ runs and one-pass curves take the chunks' next uses (a page never requested agai
 length, as in memory).
 
 Not streamed (refused with one line by ``paging simulate --stream``): the other policies
-(Score-Based reads gate scores, which the chunks do not bring; FlashMoE's carried run is a
-serving run's, :func:`paging.fast.carries`; the ``oracle`` predictor and the rest read the
-whole trace), the cost model
+(FlashMoE's carried run is a serving run's, :func:`paging.fast.carries`; the ``oracle``
+predictor and the rest read the whole trace), the cost model
 (``--model``: its host tier is placed by the whole trace's counts) and the latency timeline,
 prefetching, miss handling, routing, warm runs, recording (hit masks, evictions). A run is
 verified chunk by chunk (``verify=True``, ``--verify``: :class:`paging.verify.StreamVerifier`).
@@ -117,7 +118,8 @@ _STREAMED = ("the list family (lru, fifo, fwf, llru, fld, least-stale and their 
              "greedy-dual, landlord, gdsf, layered-landlord, arc, lecar, marking, the token "
              "policies (token-hazard, token-decay, token-match, robust-token-match), the "
              "prediction policies with the frequency predictor (blind-oracle, "
-             "predictive-marker, lmarker, robust-blind-oracle), and their -dist forms")
+             "predictive-marker, lmarker, robust-blind-oracle), score-based (from a .npz or "
+             "CSV that stores gate scores), and their -dist forms")
 
 
 def _plan(name: str):
@@ -138,6 +140,12 @@ def _is_token(name: str) -> bool:
     from paging import fast
 
     return fast.is_token(_plan(name))
+
+
+def _reads_scores(name: str) -> bool:
+    from paging import fast
+
+    return fast.reads_scores(_plan(name))
 
 
 def curve_policy(name: str, expand: str = "rounds"):
@@ -243,15 +251,16 @@ class _ListRun(_Run):
                                    costs=costs, sizes=sizes, next_use=self.needs_next_use)
         self.checker = self._checker()
 
-    def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None) -> None:
+    def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None,
+             score=None) -> None:
         """The next chunk (``nxt``: its next uses, Belady's; ``token``: its token ids, which
-        these policies do not read)."""
+        these policies do not read; ``score``: its gate scores, Score-Based's)."""
         nxt = nxt if self.needs_next_use else None
         if self.checker is None:
-            self.run.feed(pages, steps, next_use=nxt)
+            self.run.feed(pages, steps, next_use=nxt, scores=score)
         else:  # the piece's logs, checked against the cache replayed so far
             self.checker.feed(pages, steps, *self.run.feed(pages, steps, log=True,
-                                                           next_use=nxt))
+                                                           next_use=nxt, scores=score))
 
     @property
     def page_misses(self) -> np.ndarray:
@@ -309,7 +318,8 @@ class _TokenRun(_Run):
     def failed(self) -> bool:
         return self.run.failed
 
-    def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None) -> None:
+    def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None,
+             score=None) -> None:
         """The next chunk (``token``: its token ids, or None for one token per walk)."""
         out = self.run.feed(pages, steps, token, 2 if self.checker is not None else 0)
         if out is not None and self.checker is not None:
@@ -400,15 +410,17 @@ class _Curve:
         first = int(steps[0]) % L if steps.size else 0
         return [np.ascontiguousarray(pages[(z - first) % L::L]) for z in range(L)]
 
-    def jobs(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None) -> list:
+    def jobs(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None,
+             score=None) -> list:
         """The calls that feed the chunk to the curve's stacks or runs (each touching its own
         state: they may run in any order, at once); ``nxt``: the chunk's next uses (Belady's
         curve: a layer's sub-sequence then counts its own requests, t // ℓ in rounds mode);
-        ``token``: its token ids (the token policies' runs)."""
+        ``token``: its token ids (the token policies' runs); ``score``: its gate scores
+        (Score-Based's runs)."""
         from paging.fast import stack
 
         if self.how == "per-k":
-            return [partial(r.feed, pages, steps, nxt, token) for r in self.runs]
+            return [partial(r.feed, pages, steps, nxt, token, score) for r in self.runs]
         subs = self._parts(pages, steps)
         if nxt is not None and self.how == "stack" and self.kind == stack.BELADY:
             L = self.layout.n_layers
@@ -527,7 +539,8 @@ def spec_stream(spec: str, expand: str = "rounds") -> ChunkedTrace:
 
 
 def _sequences(source, *, chunk, expand, layout, name, n_experts, n_layers,
-               format, next_use=False, tokens=False) -> Iterable[ChunkedTrace]:
+               format, next_use=False, tokens=False,
+               scores=False) -> Iterable[ChunkedTrace]:
     """The sequences of ``source`` to stream; those of a file or a spec can be read again
     (:attr:`ChunkedTrace.reopen`)."""
     if isinstance(source, ChunkedTrace):
@@ -543,7 +556,7 @@ def _sequences(source, *, chunk, expand, layout, name, n_experts, n_layers,
             raise PagingError("layout= describes a chunk iterable; a file gives its own (or "
                               "n_experts= and n_layers=)")
         kw = {"chunk": chunk, "expand": expand, "n_experts": n_experts, "n_layers": n_layers,
-              "format": format, "next_use": next_use, "tokens": tokens}
+              "format": format, "next_use": next_use, "tokens": tokens, "scores": scores}
         return _reopenable(source, kw)
     from paging.io.chunks import _Sequences
 
@@ -653,10 +666,15 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
     nu = any(_needs_next_use(pol) for pol, _ in runs + budgets) or any(
         _needs_next_use(pol) for pol in curves)
     tk = any(_is_token(pol) for pol, _ in runs + budgets) or any(_is_token(p) for p in curves)
+    sc = [pol for pol in [p for p, _ in runs + budgets] + curves if _reads_scores(pol)]
     out = []
     for seq in _sequences(source, chunk=chunk, expand=expand, layout=layout, name=name,
                           n_experts=n_experts, n_layers=n_layers, format=format,
-                          next_use=nu, tokens=tk):
+                          next_use=nu, tokens=tk, scores=bool(sc)):
+        if sc and not seq.scores:  # (the in-memory run's error, naming the policy)
+            raise PagingError(f"{stream_policy(sc[0])[0].name} reads gate scores and the trace "
+                              f"{seq.name} has none (a stream reads them from a .npz or CSV "
+                              "with a score column: open_chunks(..., scores=True))")
         if tk and seq.tokens_unread:
             raise PagingError(f"trace {seq.name}: the token policies read the token ids the "
                               "file stores, and these chunks were opened without them; open "
@@ -696,9 +714,7 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
             with pbar.bar(seq.n_requests, f"stream {seq.name}", unit="req",
                           show=progress) as bar:
                 for item in chunks:
-                    pages, steps = item[0], item[1]
-                    nxt = item[2] if seq.next_use else None
-                    tok = item[2] if seq.tokens else None
+                    pages, steps, nxt, tok, score = seq.columns(item)
                     if one_pass and steps.size:
                         first = steps[0] == prev if prev is not None else False
                         if first or (steps.size > 1 and (np.diff(steps) == 0).any()):
@@ -708,9 +724,9 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                                               "with the one before (a group); a streamed "
                                               "one-pass miss curve needs a rounds-mode trace")
                         prev = steps[-1]
-                    work = [partial(r.feed, pages, steps, nxt, tok) for r in sims]
+                    work = [partial(r.feed, pages, steps, nxt, tok, score) for r in sims]
                     for c in mrcs:
-                        work += c.jobs(pages, steps, nxt, tok)
+                        work += c.jobs(pages, steps, nxt, tok, score)
                     _work(pool, workers, work)
                     n += pages.size
                     n_chunks += 1
@@ -733,8 +749,8 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
                 with pbar.bar(n, f"stream {seq.name} again", unit="req", show=progress) as bar:
                     for item in (seq.reopen() if seq.expand == "rounds"
                                  else _whole_groups(seq.reopen())):
-                        tok = item[2] if seq.tokens else None
-                        _work(pool, workers, [partial(r.feed, item[0], item[1], None, tok)
+                        pages, steps, nxt, tok, score = seq.columns(item)
+                        _work(pool, workers, [partial(r.feed, pages, steps, nxt, tok, score)
                                               for r in again])
                         bar.update(item[0].size)
                 again = [r for r in again if r.failed]

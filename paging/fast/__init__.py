@@ -52,7 +52,7 @@ from paging.weights import unit_costs, unit_sizes
 
 __all__ = ["run", "CarriedRun", "carries", "plan", "plan_of", "has_kernel", "run_misses",
            "marking_draws", "carry_draws", "needs_draws", "needs_next_use", "record_level",
-           "streams", "is_token"]
+           "streams", "is_token", "reads_scores"]
 
 _LIST, _HEAP, _MARK, _CREDIT, _TOKEN, _ADAPT, _PRED, _LEARNED = (
     "list", "heap", "marking", "credit", "token", "adaptive", "predictive", "learned")
@@ -169,7 +169,8 @@ def carries(spec, *, bounded_memory: bool = False, next_use: bool = False) -> bo
     policies with the ``frequency`` predictor (:class:`paging.fast.predictive.Carried`, each
     piece served alone, its requests' absolute indices from the count served so far; the
     markers' chains renumbered, so its state stays O(P)), and Score-Based with each piece's
-    gate scores (not for a stream, whose chunks bring none); the token policies
+    gate scores (:func:`reads_scores`; a stream's chunks bring them from a ``.npz`` or CSV
+    that stores them); the token policies
     (:class:`paging.fast.tokens.Carried`), which keep the run's requests so far (they redo
     them when a bound fails), so not where memory must stay bounded by one piece
     (``bounded_memory``: a streamed trace; it runs them in
@@ -190,12 +191,9 @@ def carries(spec, *, bounded_memory: bool = False, next_use: bool = False) -> bo
                                                       and spec[1] == heaps.LFU):
         return True
     if spec[0] == _PRED:
-        from paging.fast.predictive import FREQUENCY, SCORE, predictor_kind
+        from paging.fast.predictive import FREQUENCY, predictor_kind
 
-        # (a stream's chunks bring no gate scores)
-        if spec[1] == SCORE:
-            return not bounded_memory
-        return predictor_kind(spec.proto.predictor) == FREQUENCY
+        return reads_scores(spec) or predictor_kind(spec.proto.predictor) == FREQUENCY
     if bounded_memory:
         return False
     return spec[0] in (_TOKEN, _LEARNED)  # (FlashMoE: its shared cache, no -dist form)
@@ -207,6 +205,14 @@ def streams(spec, *, next_use: bool = False) -> bool:
     policies (:class:`paging.fast.tokens.Streamed`, which keeps no request of the chunks
     before; :func:`is_token`)."""
     return carries(spec, bounded_memory=True, next_use=next_use) or is_token(spec)
+
+
+def reads_scores(spec) -> bool:
+    """Whether ``spec`` is Score-Based's (or its -dist form's), whose pieces must bring each
+    request's gate score."""
+    from paging.fast.predictive import SCORE
+
+    return spec is not None and spec[0] == _PRED and spec[1] == SCORE
 
 
 def is_token(spec) -> bool:
@@ -233,7 +239,7 @@ class CarriedRun:
     read one token per walk over the layers (``steps // ℓ``), as a run without the trace's
     tokens does; PredictiveMarker and LMarker draw from ``seed`` as Marking. A streamed trace
     feeds it chunk by chunk (:mod:`paging.stream`; not the token policies, whose pieces are
-    kept, nor Score-Based, nor FlashMoE: a stream runs the token policies in
+    kept, nor FlashMoE: a stream runs the token policies in
     :class:`paging.fast.tokens.Streamed`), a serving run step by step (:mod:`paging.serve`)."""
 
     def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0,

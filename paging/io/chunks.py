@@ -15,10 +15,11 @@ is read, so a run may have consumed the chunks before it.
 What streaming does not do (the whole-file readers do): re-expand a sequence into the other
 mode (``expand`` must be the mode the file stores; a CSV without ``expand=`` in its header
 comment is read in the mode asked), number the objects of a *generic* cache trace (that needs
-every id first), or read the optional ``rank``, ``score`` and ``logits`` columns (``.npz``
-scores are still checked to be finite and non-negative; a sequence's largest rank is read in a
-first pass where the token policies need it, :attr:`ChunkedTrace.visits`). The ``token``
-column is read when asked (``tokens=True``: the token policies read it).
+every id first), or read the optional ``rank`` and ``logits`` columns (a sequence's largest
+rank is read in a first pass where the token policies need it, :attr:`ChunkedTrace.visits`).
+The ``token`` and ``score`` columns are read when asked (``tokens=True``: the token policies
+read the ids; ``scores=True``: Score-Based reads the gate scores); scores are checked to be
+finite and non-negative either way.
 """
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ class ChunkedTrace:
     #: the file stores token ids that were not asked for (``tokens=False``): a stream of the
     #: token policies refuses the sequence (they read them)
     tokens_unread: bool = False
+    #: the chunks end with each request's gate score (float64), which Score-Based reads (a
+    #: ``.npz`` or CSV that stores them: :func:`open_chunks` with ``scores=True``)
+    scores: bool = False
     #: how often the layer clock walks every layer per token (:func:`paging.trace.
     #: token_visits`: the top-K a reader recorded, else the largest rank + 1, in rounds mode
     #: with tokens; else 1)
@@ -79,6 +83,16 @@ class ChunkedTrace:
     #: a fresh iterator over the same chunks (the sequence read again from the start), or None
     #: when the source cannot be read twice (set by :func:`paging.stream.stream_run`)
     reopen: Callable[[], Iterable] | None = None
+
+    def columns(self, item: tuple) -> tuple:
+        """``(pages, steps, next_use, token, score)`` of one of the chunks, None where they
+        bring no such column (the columns come in this order)."""
+        i = 2
+        got = []
+        for has in (self.next_use, self.tokens, self.scores):
+            got.append(item[i] if has else None)
+            i += has
+        return (item[0], item[1], *got)
 
 
 #: libCacheSim's readers take both -1 and INT64_MAX as "no next access"
@@ -217,8 +231,10 @@ def _positive(chunk) -> int:
 
 # -- oracleGeneral -----------------------------------------------------------------------------
 def _oracle_general(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
+                    scores: bool = False,
                     next_use: bool = False) -> list[ChunkedTrace]:
-    # (``tokens``: an oracleGeneral record stores no token id, so its chunks never bring one)
+    # (``tokens``, ``scores``: an oracleGeneral record stores neither, so its chunks never
+    # bring them)
     from paging.io.cachetrace import _check_layout, read_oracle_general_records
     from paging.io.libcachesim import ORACLE_GENERAL
 
@@ -363,7 +379,8 @@ def _rank_max(zf: zipfile.ZipFile, file: str, off: np.ndarray, chunk: int) -> np
     return out
 
 
-def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list[ChunkedTrace]:
+def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
+         scores: bool = False) -> list[ChunkedTrace]:
     from paging.io.npz import _OPTIONAL, stored_header
 
     file = str(path)
@@ -460,6 +477,7 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list
             m = min(chunk, b - pos)
             pages = members["pages"].read(m).astype(np.int64)
             steps = members["steps"].read(m).astype(np.int64)
+            sc = None
             if "score" in members:
                 sc = members["score"].read(m)
                 if not (np.isfinite(sc) & (sc >= 0)).all():
@@ -473,12 +491,15 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False) -> list
                         token = v.astype(np.int64)
             pos += m
             chk.check(pages, steps)
-            yield (pages, steps) if token is None else (pages, steps, token)
+            yield ((pages, steps) + ((token,) if with_tokens else ())
+                   + ((sc.astype(np.float64),) if with_scores else ()))
 
+    with_scores = scores and "score" in members
     return [ChunkedTrace(str(names[s]), lay, mode, chunks(int(off[s]), int(off[s + 1]),
                                                           str(names[s])),
                          int(off[s + 1] - off[s]), tokens=with_tokens, visits=visits[s],
-                         tokens_unread="token" in members and not with_tokens)
+                         tokens_unread="token" in members and not with_tokens,
+                         scores=with_scores)
             for s in range(S)]
 
 
@@ -497,7 +518,7 @@ def _text_lines(path, file: str):
 
 
 def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
-         ranks: bool = False) -> list[ChunkedTrace]:
+         ranks: bool = False, scores: bool = False) -> list[ChunkedTrace]:
     from paging.io.csvtrace import COLUMNS, MAGIC, _header_comment, declared_layout
 
     file = str(path)
@@ -551,14 +572,15 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
     batch = min(chunk, _CSV_BATCH)  # rows are parsed into Python lists first
 
     def rows():
-        """Batches ``(sequence, pages, steps, lines)`` of at most ``chunk`` rows of one
-        sequence."""
+        """Batches ``(sequence, pages, steps, lines, extras, scores)`` of at most ``chunk``
+        rows of one sequence."""
         seen: set[str] = set()
         cur = None
         pages: list[int] = []
         steps: list[int] = []
         where: list[int] = []
         toks: list[int] = []
+        scs: list[float] = []
         for rec in reader:
             ln = reader.line_num + skip
             if not rec or (len(rec) == 1 and not rec[0].strip()):
@@ -573,8 +595,8 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
                                       "expected the rows of a sequence to be contiguous", file,
                                       ln)
                 if pages:
-                    yield cur, pages, steps, where, toks
-                    pages, steps, where, toks = [], [], [], []
+                    yield cur, pages, steps, where, toks, scs
+                    pages, steps, where, toks, scs = [], [], [], [], []
                 seen.add(seq)
                 cur = seq
             vals = {}
@@ -590,6 +612,8 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
                     if not math.isfinite(v) or v < 0:
                         raise PagingError(f"score {cell!r} is not a finite non-negative number",
                                           file, ln)
+                    if with_scores:
+                        scs.append(v)
                 elif not (cell.isascii() and cell.isdigit()):
                     raise PagingError(f"{c} {cell!r} is not a non-negative integer", file, ln)
                 else:
@@ -600,28 +624,30 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
             if extra is not None:
                 toks.append(vals[extra])
             if len(pages) >= batch:
-                yield cur, pages, steps, where, toks
-                pages, steps, where, toks = [], [], [], []
+                yield cur, pages, steps, where, toks, scs
+                pages, steps, where, toks, scs = [], [], [], [], []
         if pages:
-            yield cur, pages, steps, where, toks
+            yield cur, pages, steps, where, toks, scs
         if cur is None:
             raise PagingError("the file has a header but no rows; expected one request per "
                               "row", file, reader.line_num + skip)
 
     def chunks(batches, nm):
         chk = ChunkCheck(lay, mode, nm, file, lambda i, ls: ("", int(ls[i - chk.offset])))
-        for _, pages, steps, where, toks in batches:
+        for _, pages, steps, where, toks, scs in batches:
             p = np.asarray(pages, dtype=np.int64)
             if "step" in col:
                 s = np.asarray(steps, dtype=np.int64)
             else:
                 s = np.arange(chk.offset, chk.offset + p.size, dtype=np.int64)
             chk.check(p, s, np.asarray(where, dtype=np.int64))
-            yield (p, s) if extra is None else (p, s, np.asarray(toks, dtype=np.int64))
+            yield ((p, s) + (() if extra is None else (np.asarray(toks, dtype=np.int64),))
+                   + ((np.asarray(scs, dtype=np.float64),) if with_scores else ()))
 
     from paging.trace import top_k_of
 
     with_tokens = tokens and "token" in col
+    with_scores = scores and "score" in col
     # (the third column of the chunks: the token ids asked for, or the ranks of a first pass)
     extra = "token" if with_tokens else "rank" if ranks and "rank" in col else None
     rounds = with_tokens and mode == "rounds"
@@ -633,7 +659,8 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
     # (paging.trace.token_visits of each sequence read whole: a CSV records no top_k)
     return _Sequences((ChunkedTrace(nm, lay, mode, chunks(batches, nm), tokens=with_tokens,
                                     visits=top_k_of({}, top.get(nm)) if rounds else 1,
-                                    tokens_unread="token" in col and not with_tokens)
+                                    tokens_unread="token" in col and not with_tokens,
+                                    scores=with_scores)
                        for nm, batches in itertools.groupby(rows(), key=lambda b: b[0])))
 
 
@@ -654,7 +681,7 @@ _READERS = {"oracle-general": _oracle_general, "npz": _npz, "csv": _csv}
 def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand: str = "rounds",
                 n_experts: int | None = None, n_layers: int | None = None,
                 format: str | None = None, next_use: bool = False,
-                tokens: bool = False) -> Iterable[ChunkedTrace]:
+                tokens: bool = False, scores: bool = False) -> Iterable[ChunkedTrace]:
     """The sequences of a trace file, each read in chunks of at most ``chunk`` requests.
 
     Parameters
@@ -680,6 +707,11 @@ def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand
         Chunks of ``(pages, steps, token)`` for the sequences of a ``.npz`` or CSV that stores
         token ids (:attr:`ChunkedTrace.tokens`, with :attr:`ChunkedTrace.visits`: what the
         token policies read); the other sequences' chunks stay ``(pages, steps)``.
+    scores : bool
+        Chunks that end with each request's gate score (float64) for the sequences of a
+        ``.npz`` or CSV that stores them (:attr:`ChunkedTrace.scores`: what Score-Based
+        reads), after the token ids when both are asked for
+        (:meth:`ChunkedTrace.columns`).
 
     Returns
     -------
@@ -701,5 +733,6 @@ def open_chunks(source: str | os.PathLike, *, chunk: int = DEFAULT_CHUNK, expand
                           "(without --stream)", str(path))
     if next_use:
         return _oracle_general(path, chunk, expand, n_experts, n_layers, next_use=True)
-    return _READERS[fmt](path, chunk, expand, n_experts, n_layers, tokens=tokens)
+    return _READERS[fmt](path, chunk, expand, n_experts, n_layers, tokens=tokens,
+                         scores=scores)
 

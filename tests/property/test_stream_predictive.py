@@ -1,21 +1,27 @@
 """Streaming the prediction policies with the ``frequency`` predictor (BlindOracle,
 PredictiveMarker, LMarker, the robust combiner, their -dist forms): each chunk served alone by
 :class:`paging.fast.predictive.Carried` from the count of requests so far, the markers' chains
-renumbered between calls, a chunk longer than ``PIECE`` served in calls cut between groups."""
+renumbered between calls, a chunk longer than ``PIECE`` served in calls cut between groups;
+and Score-Based, the same kernel, with the gate scores a ``.npz`` or CSV stores."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
-from hypothesis import given
+from conftest import TRACES, needs_traces
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from paging import fast, simulate
 from paging.fast import predictive
 from paging.generators import zipf
-from paging.io import write_npz
+from paging.io import load, write_csv, write_npz
+from paging.mrc import miss_curve
 from paging.policies import make_policy
 from paging.stream import stream_run
+from paging.trace import Trace
 from tests.strategies import round_traces, topk_traces
 
 PRED = ["blind-oracle", "predictive-marker", "lmarker", "robust-blind-oracle",
@@ -55,6 +61,39 @@ def test_streamed_prediction_runs_equal_whole_runs_in_calls_of_any_length(tr, da
             + [simulate(tr, p, budget=budget, seed=seed, sizes=sizes) for p in pols])
     for a, b in zip(want, out.results, strict=True):
         _same(a, b)
+
+
+@given(st.one_of(round_traces(max_rounds=30), topk_traces(max_tokens=10)), st.data())
+def test_streamed_score_based_reads_the_files_scores(tr, data):
+    """Score-Based and Score-Based-DIST from a ``.npz`` and a CSV with random gate scores (ties
+    included), rounds and groups, random chunk sizes, at k pages and a byte budget, verified
+    chunk by chunk, and their curves: the runs of the file read whole."""
+    import tempfile
+
+    assume(tr.n_requests > 0)  # (a CSV holds at least one row)
+    P = tr.layout.n_pages
+    score = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.125, 0.25, 0.5, 0.75, 1.0]),
+                                        min_size=tr.n_requests, max_size=tr.n_requests)))
+    tr = Trace(tr.layout, tr.pages, tr.steps, "s", tr.token, tr.rank, score, tr.expand,
+               tr.meta)
+    sizes = np.array(data.draw(st.lists(st.integers(1, 4), min_size=P, max_size=P)))
+    k = data.draw(st.integers(1, P + 1))
+    budget = data.draw(st.integers(int(sizes.max()), int(sizes.sum()) + 1))
+    chunk = data.draw(st.integers(1, 20))
+    names = ["score-based", "score-based-dist"]
+    with tempfile.TemporaryDirectory() as d:
+        for f, write in ((f"{d}/s.npz", write_npz), (f"{d}/s.csv", write_csv)):
+            write(tr, f)
+            (whole,) = load(f, expand=tr.expand)
+            (out,) = stream_run(f, [(p, k) for p in names], names, chunk=chunk,
+                                expand=tr.expand, verify=True, sizes=sizes,
+                                budgets=[(p, budget) for p in names])
+            want = ([simulate(whole, p, k, sizes=sizes) for p in names]
+                    + [simulate(whole, p, budget=budget, sizes=sizes) for p in names])
+            for a, b in zip(want, out.results, strict=True):
+                _same(a, b)
+            for p in names:
+                assert np.array_equal(out.curves[p], miss_curve(whole, p)), (f, p)
 
 
 def test_a_long_marker_run_keeps_a_fixed_state():
@@ -139,3 +178,27 @@ def test_the_cli_streams_a_prediction_policy_as_it_reads_it_whole(tmp_path):
     assert cli(*sim) == cli(*sim, "--stream", "--chunk", "13", "--verify")
     mrc = ["mrc", f, "--policy", "lmarker", "--json"]
     assert cli(*mrc) == cli(*mrc, "--stream", "--chunk", "13")
+
+
+#: Score-Based and PredictiveMarker on the two Mixtral HumanEval sequences (the routing log
+#: converted to .npz with its gate scores), at k = 43 and 200: misses of the file read whole,
+#: (problem 0, problem 1)
+MIXTRAL_GOLDEN = {("score-based", 43): (4078, 12554), ("score-based", 200): (983, 2610),
+                  ("predictive-marker", 43): (4662, 14120),
+                  ("predictive-marker", 200): (939, 2597)}
+
+
+@needs_traces
+def test_streamed_real_trace_golden(tmp_path):
+    """The Mixtral routing log converted to ``.npz`` (``paging trace convert``: its gate
+    scores kept), streamed in chunks of 1,000 and verified: the golden misses of the log read
+    whole, and each run's numbers equal to the converted file's read whole."""
+    src = os.path.join(TRACES, "mixtral-8x7b-instruct-vllm", "humaneval_2_routing.jsonl")
+    write_npz(load(src), tmp_path / "h.npz")
+    outs = stream_run(tmp_path / "h.npz", list(MIXTRAL_GOLDEN), chunk=1000, verify=True)
+    wholes = load(tmp_path / "h.npz")
+    assert len(outs) == len(wholes) == 2
+    for s, (out, whole) in enumerate(zip(outs, wholes, strict=True)):
+        for (p, k), res in zip(MIXTRAL_GOLDEN, out.results, strict=True):
+            assert res.misses == MIXTRAL_GOLDEN[p, k][s], (s, p, k)
+            _same(simulate(whole, p, k), res)
