@@ -507,7 +507,7 @@ def test_a_trace_file_too_large_to_read_is_streamed(tmp_path, monkeypatch):
     seqs = [zipf(4, 2, 80, seed=s, topk=2, name=f"s{s}") for s in (1, 2)]
     write_npz(seqs, tmp_path / "big.npz")
     text = """traces = ["big.npz"]
-policies = ["lru", "marking", "fifo-dist", "token-decay"]
+policies = ["lru", "marking", "fifo-dist", "token-decay", "predictive-marker"]
 k = [2, 3, 5]
 seeds = [0, 1]
 """
@@ -517,7 +517,7 @@ seeds = [0, 1]
     monkeypatch.setenv("PAGING_STREAM_BYTES", "10")
     run_sweep(tmp_path / "spec.toml", tmp_path / "streamed.csv", workers=0)
     streamed = read_table(tmp_path / "streamed.csv")
-    assert len(streamed) == len(whole) == 2 * 4 * 3 * 2  # sequences x policies x k x seeds
+    assert len(streamed) == len(whole) == 2 * 5 * 3 * 2  # sequences x policies x k x seeds
     for a, b in zip(whole, streamed, strict=True):
         assert [a[c] for c in ("trace", "policy", "seed", "k", "misses", "hits", "requests")] \
             == [b[c] for c in ("trace", "policy", "seed", "k", "misses", "hits", "requests")]
@@ -528,7 +528,8 @@ seeds = [0, 1]
         spec_file(tmp_path, text + extra + "\n")
         with pytest.raises(PagingError, match=why):
             run_sweep(tmp_path / "spec.toml", tmp_path / "x.csv", workers=0)
-    spec_file(tmp_path, text.replace('"lru"', '"predictive-marker"'))
+    # (the oracle predictor reads the whole trace's next uses)
+    spec_file(tmp_path, text.replace('"lru"', '"predictive-marker:oracle"'))
     with pytest.raises(PagingError, match="no streaming kernel"):
         run_sweep(tmp_path / "spec.toml", tmp_path / "x.csv", workers=0)
     assert not (tmp_path / "x.csv").exists()
