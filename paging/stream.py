@@ -14,7 +14,11 @@ carry their state from one chunk to the next:
   requests so far, its keys t + (t + 1)/c of the absolute index t), at any number of cache
   sizes k in one pass (:class:`paging.fast.CarriedRun`), and Score-Based (and -dist) with the
   gate scores a ``.npz`` or CSV stores (:func:`paging.io.chunks.open_chunks` with
-  ``scores=True``; a sequence without them is refused, as in memory);
+  ``scores=True``; a sequence without them is refused, as in memory), and FlashMoE
+  (:class:`paging.fast.learned.Carried`; its training-sequence watch as the policy's: the
+  pages of the first 512 requests it hears, hashed once the sequence's length is known, and
+  the policy's error for a sequence its model was trained on, at the end of the sequence when
+  the source does not give its length up front);
 * the token policies (token-hazard, token-decay, token-match, the combiners robust-token-match
   and ``robust:A,B`` of two of them or LRU, and their -dist forms: :class:`_TokenRun`,
   :class:`paging.fast.tokens.Streamed`), with the token ids and the top-K a ``.npz`` or CSV
@@ -50,8 +54,7 @@ runs and one-pass curves take the chunks' next uses (a page never requested agai
 length, as in memory).
 
 Not streamed (refused with one line by ``paging simulate --stream``): the other policies
-(FlashMoE's carried run is a serving run's, :func:`paging.fast.carries`; the ``oracle``
-predictor and the rest read the whole trace), the cost model
+(the ``oracle`` predictor and the rest read the whole trace), the cost model
 (``--model``: its host tier is placed by the whole trace's counts) and the latency timeline,
 prefetching, miss handling, routing, warm runs, recording (hit masks, evictions). A run is
 verified chunk by chunk (``verify=True``, ``--verify``: :class:`paging.verify.StreamVerifier`).
@@ -119,7 +122,7 @@ _STREAMED = ("the list family (lru, fifo, fwf, llru, fld, least-stale and their 
              "policies (token-hazard, token-decay, token-match, robust-token-match), the "
              "prediction policies with the frequency predictor (blind-oracle, "
              "predictive-marker, lmarker, robust-blind-oracle), score-based (from a .npz or "
-             "CSV that stores gate scores), and their -dist forms")
+             "CSV that stores gate scores), and their -dist forms, and flashmoe")
 
 
 def _plan(name: str):
@@ -222,9 +225,15 @@ class _Run:
         return StreamVerifier(self.layout, self.verify, self.policy.name, self.capacity,
                               self.dist, budget=self.budget, costs=self.costs, sizes=self.sizes)
 
+    def finish(self) -> None:
+        """The sequence ended (FlashMoE's training-sequence watch makes its last check)."""
+        if getattr(self, "learned", False):
+            self.run.state.finish()
+
     def result(self, trace: str, requests: int, seed: int | None = 0):
         from paging.result import build_result
 
+        self.finish()
         res = build_result(policy=self.policy.name, k=self.k, budget=self.budget,
                            trace=trace, requests=requests, page_misses=self.page_misses.copy(),
                            n_layers=self.layout.n_layers, collisions=self.collisions,
@@ -240,7 +249,8 @@ class _ListRun(_Run):
     in a :class:`paging.fast.CarriedRun` (the draws of LeCaR and Marking from ``seed``)."""
 
     def __init__(self, name: str, k: int | None, layout: Layout, seed: int | None = 0,
-                 budget: int | None = None, costs=None, sizes=None, verify: str | None = None):
+                 budget: int | None = None, costs=None, sizes=None, verify: str | None = None,
+                 n_requests: int | None = None):
         from paging import fast
 
         super().__init__(name, k, layout, budget, costs, sizes, verify)
@@ -249,6 +259,11 @@ class _ListRun(_Run):
         self.run = fast.CarriedRun(layout, self.spec, self.capacity,
                                    slots=None if budget is None else sizes, seed=seed,
                                    costs=costs, sizes=sizes, next_use=self.needs_next_use)
+        # (FlashMoE refuses a sequence its model was trained on, as the policy does; its
+        # length ``n_requests`` when known up front)
+        self.learned = hasattr(self.run.state, "watch")
+        if self.learned:
+            self.run.state.watch(n_requests)
         self.checker = self._checker()
 
     def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None,
@@ -339,12 +354,13 @@ class _TokenRun(_Run):
 
 
 def _run(name: str, k, layout: Layout, seed=0, *, visits: int = 1, exact: bool = False,
-         **kw):
+         n_requests: int | None = None, **kw):
     """The carried run of ``name`` at ``k`` (or ``budget=``) in a stream: a :class:`_TokenRun`
-    for a token policy, else a :class:`_ListRun`."""
+    for a token policy, else a :class:`_ListRun` (``n_requests``: the sequence's length when
+    known, which FlashMoE's training-sequence watch reads)."""
     if _is_token(name):
         return _TokenRun(name, k, layout, seed, visits=visits, exact=exact, **kw)
-    return _ListRun(name, k, layout, seed, **kw)
+    return _ListRun(name, k, layout, seed, n_requests=n_requests, **kw)
 
 
 class _Curve:
@@ -353,7 +369,7 @@ class _Curve:
     (the kernels release the GIL: :func:`stream_run` runs them on a thread pool)."""
 
     def __init__(self, name: str, layout: Layout, expand: str = "rounds", seed: int | None = 0,
-                 visits: int = 1, exact: bool = False):
+                 visits: int = 1, exact: bool = False, n_requests: int | None = None):
         from paging import fast
         from paging.fast import stack
         from paging.mrc import _stack_kinds
@@ -379,7 +395,7 @@ class _Curve:
                           fast.CarriedRun(lay, (family, kind, False), c)
                           for c in range(1, n + 1)] for z in range(L)]
         else:
-            kw = {"visits": visits, "exact": exact}
+            kw = {"visits": visits, "exact": exact, "n_requests": n_requests}
             first = _run(name, 1, lay, seed, **kw)
             state = first.run.state if isinstance(first, _ListRun) else (first.run.S,
                                                                           first.run.C)
@@ -456,6 +472,8 @@ class _Curve:
         if requests == 0:
             return np.zeros(P, dtype=np.int64)
         if self.how == "per-k":
+            for r in self.runs:
+                r.finish()
             return np.array([int(r.page_misses.sum()) for r in self.runs], np.int64)
         if not self.dist:
             return _hist_to_misses(self.states[0][-2], requests, P)[1:]
@@ -690,7 +708,8 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
         check = seq.name if verify else None
         # (a token run whose bound fails is run again over the sequence read again; a source
         # that cannot be read again gets exact sums from the start)
-        tkw = {"visits": seq.visits if seq.tokens else 1, "exact": seq.reopen is None}
+        tkw = {"visits": seq.visits if seq.tokens else 1, "exact": seq.reopen is None,
+               "n_requests": seq.n_requests}
         sims = ([_run(pol, k, lay, seed, verify=check, **tkw, **w) for pol, k in runs]
                 + [_run(pol, None, lay, seed, budget=b, verify=check, **tkw, **w)
                    for pol, b in budgets])

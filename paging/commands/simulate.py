@@ -35,14 +35,13 @@ sequence gets its own row (``position``, ``misses``, ``prefill_misses``, and wit
 ``ttft_ms``, ``tokens_per_s``) and a last row (``warm_total: true``) sums the run. Without
 ``--warm`` every sequence starts from an empty cache, as before.
 
-Traces larger than memory (:mod:`paging.stream`): ``--stream [--chunk N]`` reads the trace a
-chunk at a time (the list family, LFU, the credit policies, ARC, LeCaR, Marking, the token
-policies, the prediction policies with the frequency predictor and Score-Based with a file's
-gate scores at ``--k`` sizes, or at ``--budget-gb`` budgets with ``--sizes``, ``--costs`` too;
-LeCaR's and Marking's draws from ``--seed``; ``--verify`` chunk by chunk; the other options
-above are refused with one line), automatically for files above ``$PAGING_STREAM_BYTES`` when
-the options allow it (``--no-stream`` to read them whole). Same rows as the run on the trace
-read whole.
+Traces larger than memory (:mod:`paging.stream`): ``--stream [--chunk N]`` reads the trace a chunk
+at a time (the list family, LFU, the credit policies, ARC, LeCaR, Marking, the token policies, the
+prediction policies with the frequency predictor, Score-Based with a file's gate scores and FlashMoE
+at ``--k`` sizes, or at ``--budget-gb`` budgets with ``--sizes``, ``--costs`` too; LeCaR's and
+Marking's draws from ``--seed``; ``--verify`` chunk by chunk; the other options above are refused
+with one line), automatically for files above ``$PAGING_STREAM_BYTES`` when the options allow it
+(``--no-stream`` to read them whole). Same rows as the run on the trace read whole.
 """
 
 from __future__ import annotations

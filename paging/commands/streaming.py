@@ -14,8 +14,8 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--stream", action="store_true",
                    help="read the trace a chunk at a time instead of whole (oracleGeneral with "
                         "--n-experts/--layers, .npz, CSV, or a zipf spec with topk=1); list "
-                        "policies, the token and prediction policies and score-based (with a "
-                        "file's gate scores) at --k sizes or --budget-gb budgets "
+                        "policies, the token and prediction policies, score-based (with a "
+                        "file's gate scores) and flashmoe at --k sizes or --budget-gb budgets "
                         "(with --sizes; --costs too), belady from oracleGeneral files, and "
                         "their miss curves (one pass for LRU, LLRU, LFU, FLD, Least-Stale and "
                         "Belady, else one run per size). Automatic for files above "
@@ -39,7 +39,7 @@ def refusal(args, command: str, specs=()) -> str | None:
         if flags:
             return (f"--stream does not support {flags[0]}: streaming runs the list family, LFU, "
                     "the credit policies, ARC, LeCaR, Marking, the token and prediction "
-                    "policies and Score-Based at --k sizes or --budget-gb "
+                    "policies, Score-Based and FlashMoE at --k sizes or --budget-gb "
                     "budgets from an empty cache, with --costs and --sizes (no cost model, "
                     "timeline, prefetching, miss handling, routing or warm runs); drop "
                     f"{flags[0]} or --stream")

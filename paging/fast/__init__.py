@@ -175,10 +175,9 @@ def carries(spec, *, bounded_memory: bool = False, next_use: bool = False) -> bo
     them when a bound fails), so not where memory must stay bounded by one piece
     (``bounded_memory``: a streamed trace; it runs them in
     :class:`paging.fast.tokens.Streamed`); and FlashMoE (:class:`paging.fast.learned.Carried`,
-    a serving run's), not for a stream either: its whole run is refused on a sequence its
-    model was trained on (the first 512 requests hashed), which a carried run does not
-    check. Belady and Belady-DIST
-    when the pieces bring their next uses (``next_use``: an oracleGeneral file's next-access
+    each piece served alone; a stream's run watches for a training sequence as the policy
+    does, :meth:`~paging.fast.learned.Carried.watch`). Belady and Belady-DIST when the pieces
+    bring their next uses (``next_use``: an oracleGeneral file's next-access
     times, :func:`paging.io.chunks.open_chunks`). The other kernels (the ``oracle``
     predictor's policies) read the whole trace."""
     from paging.fast import heaps
@@ -194,9 +193,9 @@ def carries(spec, *, bounded_memory: bool = False, next_use: bool = False) -> bo
         from paging.fast.predictive import FREQUENCY, predictor_kind
 
         return reads_scores(spec) or predictor_kind(spec.proto.predictor) == FREQUENCY
-    if bounded_memory:
-        return False
-    return spec[0] in (_TOKEN, _LEARNED)  # (FlashMoE: its shared cache, no -dist form)
+    if spec[0] == _LEARNED:  # (FlashMoE: its shared cache, no -dist form)
+        return True
+    return spec[0] == _TOKEN and not bounded_memory
 
 
 def streams(spec, *, next_use: bool = False) -> bool:
@@ -239,7 +238,7 @@ class CarriedRun:
     read one token per walk over the layers (``steps // ℓ``), as a run without the trace's
     tokens does; PredictiveMarker and LMarker draw from ``seed`` as Marking. A streamed trace
     feeds it chunk by chunk (:mod:`paging.stream`; not the token policies, whose pieces are
-    kept, nor FlashMoE: a stream runs the token policies in
+    kept: a stream runs the token policies in
     :class:`paging.fast.tokens.Streamed`), a serving run step by step (:mod:`paging.serve`)."""
 
     def __init__(self, layout, spec, capacity: int, slots=None, seed: int | None = 0,
@@ -379,7 +378,7 @@ class CarriedRun:
         from paging.fast.marking import marking_kernel
 
         lay = self.layout
-        if log and self.family in (_TOKEN, _LEARNED):
+        if log and self.family == _TOKEN:
             raise ValueError(f"no eviction log for a carried {self.family} run")
         rec = 2 if log else 1 if hits else 0
         pages, steps = frozen(pages), frozen(steps)
@@ -402,7 +401,7 @@ class CarriedRun:
             out = self.state.feed(pages, steps, hits, self._draws(pages.size) if self.rng
                                   is not None else np.zeros(0), scores, log)
         elif self.family == _LEARNED:
-            out = self.state.feed(pages, steps, hits)
+            out = self.state.feed(pages, steps, hits, log)
         else:
             fed, stride = (int(x) for x in self.state[-1])  # (heap_state's clock)
             if self.kind != BELADY and fed + pages.size >= stride:

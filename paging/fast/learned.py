@@ -578,34 +578,87 @@ _NO_ROUTE = (np.zeros((0, 0), np.int64), np.zeros(0, np.int64), 0, no_prior())
 
 
 class Carried:
-    """A FlashMoE run fed piece by piece (a serving run's steps: :class:`paging.fast.
-    CarriedRun`), each piece cut between two groups, in groups mode: each call serves its
+    """A FlashMoE run fed piece by piece (a serving run's steps, a streamed trace's chunks:
+    :class:`paging.fast.CarriedRun`), each piece cut between two groups: each call serves its
     piece from the state the last one left (:func:`flashmoe_state`; the kernel reads only the
-    piece, the recencies being steps and the insertion stamps counted from the run's start).
-    The model is found as :meth:`FlashMoE.reset` finds it. There is no training-sequence
-    watch: the policy of a serving run is told the run's room for its length (every request
-    the workload could make), which no training sequence has. :meth:`feed` returns the
+    piece, the recencies being steps and the insertion stamps counted from the run's start),
+    so no request is kept. The model is found as :meth:`FlashMoE.reset` finds it.
+
+    The training-sequence watch: a serving run has none (its policy is told the run's room for
+    its length, every request the workload could make, which no training sequence has). A
+    stream's run turns it on (:meth:`watch`): as the policy, it keeps the pages of the first
+    ``min(PREFIX, n)`` requests the policy hears (not those served uncached: the bypass log
+    of those calls), and once request ``min(PREFIX, n) - 1`` has been heard and the sequence's
+    length n is known (up front, or at :meth:`finish`), hashes them and raises the policy's
+    error when they and n match a sequence the model was trained on. :meth:`feed` returns the
     piece's tuple of :mod:`paging.fast.common`."""
 
     def __init__(self, layout, spec, capacity: int, slots: np.ndarray):
         import weakref
 
         self.layout, self.slots, self.cap = layout, slots, int(capacity)
-        model = spec.proto._model_for(layout)
+        self.model = model = spec.proto._model_for(layout)
         self.pr = pr = prepare(model.net)
         self.key = key = next(_KEYS)
         _NETS[key] = (pr, model.net)
         weakref.finalize(self, _NETS.pop, key, None)
         self.S = flashmoe_state(layout.n_pages)
         self.stats = np.zeros(3, np.int64)
+        self.served = 0  # requests served so far
+        self.n: int | None = None  # the sequence's length, when a watch knows it
+        self.records: list = []  # the training sequences still watched for
+        self.heard: list = []  # (page, heard by the policy) of the first PREFIX requests
 
-    def feed(self, pages, steps, hits: bool):
+    def watch(self, n_requests: int | None) -> None:
+        """Watch for a training sequence (a stream's run), of ``n_requests`` requests when
+        known."""
+        self.n = n_requests
+        self.records = [rec for rec in self.model.trained_on
+                        if n_requests is None or rec.get("n_requests") == n_requests]
+
+    def feed(self, pages, steps, hits: bool, log: bool = False):
+        from paging.learned.model import PREFIX
+
         pr, lay = self.pr, self.layout
-        return flashmoe_kernel(np.array(pages, dtype=np.int64), frozen(steps), self.slots,
-                               lay.n_experts, lay.n_layers, self.cap, 1 if hits else 0, pr.wf,
-                               pr.bf, pr.dims, pr.woff, pr.boff, pr.r_lo, pr.rmap, pr.lo,
-                               pr.hi, pr.filled, float(pr.tau), float(pr.margin), self.key, 0,
-                               np.zeros(1, np.int64), self.stats, _NO_ROUTE, self.S)[:8]
+        watching = bool(self.records) and self.served < PREFIX
+        rec = 2 if log or watching else 1 if hits else 0
+        out = flashmoe_kernel(np.array(pages, dtype=np.int64), frozen(steps), self.slots,
+                              lay.n_experts, lay.n_layers, self.cap, rec, pr.wf, pr.bf,
+                              pr.dims, pr.woff, pr.boff, pr.r_lo, pr.rmap, pr.lo, pr.hi,
+                              pr.filled, float(pr.tau), float(pr.margin), self.key, 0,
+                              np.zeros(1, np.int64), self.stats, _NO_ROUTE, self.S)[:8]
+        if watching:
+            take = min(len(pages), PREFIX - self.served)
+            heard = np.ones(take, dtype=bool)
+            byp = out[6][:out[7]]
+            heard[byp[byp < take]] = False
+            self.heard += zip(np.asarray(pages[:take]).tolist(), heard.tolist(), strict=True)
+        self.served += len(pages)
+        if self.records and self.n is not None:
+            self._check(self.n)
+        return out
+
+    def finish(self) -> None:
+        """The sequence ended: its length is the requests served (the watch's last check)."""
+        if self.records:
+            self._check(self.served)
+
+    def _check(self, n: int) -> None:
+        """Once request ``min(PREFIX, n) - 1`` is served: the policy's training-sequence check
+        (its error, or the watch ends)."""
+        from paging.errors import PagingError
+        from paging.learned.model import PREFIX, _trained_on_message, page_hash
+
+        m = min(PREFIX, n)
+        if self.served < m:
+            return
+        recs = [rec for rec in self.records if rec.get("n_requests") == n]
+        self.records = []
+        if m and self.heard[m - 1][1]:  # (the policy checks when it hears request m - 1)
+            h = page_hash(np.array([p for p, seen in self.heard[:m] if seen], np.int64))
+            for rec in recs:
+                if rec.get("prefix_sha256") == h:
+                    raise PagingError(_trained_on_message(rec, "the sequence being simulated"))
 
     @property
     def resident(self) -> np.ndarray:
