@@ -2,8 +2,9 @@
 
 TRACE is a trace file or a generator spec (``zipf:n=8,layers=32,tokens=1000``). ``info`` prints
 the statistics of :func:`paging.stats.trace_info` (a table, or one JSON document with ``--json``);
-``convert`` writes the loaded sequences as ``.npz``, CSV, libCacheSim CSV or libCacheSim
-oracleGeneral (format from ``--to`` or OUT's extension), atomically.
+``convert`` writes the loaded sequences (or, with ``--sequence S``, one of them: its index from
+0 or its name) as ``.npz``, CSV, libCacheSim CSV or libCacheSim oracleGeneral (format from
+``--to`` or OUT's extension), atomically.
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ def add_parser(subparsers) -> None:
     conv.add_argument("--to", choices=WRITE_FORMATS,
                       default=None, help="output format (default: from OUT's extension: .npz, "
                                          ".csv, .libcachesim.csv, .oracleGeneral or .bin)")
+    conv.add_argument("--sequence", metavar="S", default=None,
+                      help="write only this sequence of TRACE: its index from 0 or its name "
+                           "(paging trace info lists them); a libCacheSim file of one sequence "
+                           "keeps layered page ids")
     conv.set_defaults(func=_convert)
 
 
@@ -51,6 +56,8 @@ def _convert(args) -> int:
 
     fmt = format_for(args.out, args.to)  # fail on a bad name before reading the input
     traces = load_from_args(args)
+    if args.sequence is not None:
+        traces = [_one_sequence(traces, args.sequence, args.trace)]
     write(traces, args.out, fmt)
     n = sum(t.n_requests for t in traces)
     print(f"wrote {args.out} ({fmt}): {len(traces)} sequence(s), {n} requests")
@@ -63,5 +70,20 @@ def _convert(args) -> int:
                          f"{P} (only sequence 0's ids are layered page ids under --n-experts "
                          f"{traces[0].layout.n_experts} --layers {traces[0].layout.n_layers}); "
                          "to read them as such write one sequence per file "
-                         "(paging.io.write(load(FILE)[s], OUT))\n")
+                         "(--sequence S)\n")
     return 0
+
+
+def _one_sequence(traces: list, which: str, source: str):
+    """The sequence of ``traces`` named ``which``, else the one of index ``which``; a one-line
+    error naming the sequences otherwise."""
+    from paging.errors import PagingError
+
+    for t in traces:
+        if t.name == which:
+            return t
+    if which.strip().isdigit() and int(which) < len(traces):
+        return traces[int(which)]
+    names = ", ".join(repr(t.name) for t in traces[:5]) + (", ..." if len(traces) > 5 else "")
+    raise PagingError(f"--sequence {which!r}: no such sequence; expected an index 0.."
+                      f"{len(traces) - 1} or a name ({names})", source)

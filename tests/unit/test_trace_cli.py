@@ -216,6 +216,26 @@ def test_convert_libcachesim(tmp_path, capsys, jsonl):
     assert rc == 0 and (tmp_path / "c.csv").read_text() == "time,obj_id\n0,0\n1,1\n2,0\n"
 
 
+def test_convert_one_sequence(tmp_path, capsys, jsonl):
+    """``--sequence`` writes one sequence, by index or by name: a libCacheSim file of it alone
+    keeps its layered page ids (no note), and reads back as that sequence's pages; an unknown
+    one is one error line, exit 2, no file."""
+    from paging.io.chunks import open_chunks
+
+    whole = load(jsonl)
+    for which in ("1", whole[1].name):
+        out = tmp_path / "one.oracleGeneral"
+        rc, stdout, err = run(capsys, "trace", "convert", str(jsonl), str(out), "--sequence",
+                              which)
+        assert rc == 0 and err == "" and "1 sequence(s), 12 requests" in stdout
+        (seq,) = open_chunks(out, n_experts=4, n_layers=2)
+        assert np.concatenate([c[0] for c in seq.chunks]).tolist() == whole[1].pages.tolist()
+    rc, _, err = run(capsys, "trace", "convert", str(jsonl), str(tmp_path / "x.npz"),
+                     "--sequence", "2")
+    assert rc == 2 and not (tmp_path / "x.npz").exists()
+    assert_one_error_line(err, "expected an index 0..1 or a name")
+
+
 def test_convert_failure_leaves_no_file(tmp_path, capsys, monkeypatch, jsonl):
     out = tmp_path / "o" / "e.oracleGeneral"
     rc, _, err = run(capsys, "trace", "convert", "cyclic:n=2,layers=1,rounds=0", str(out))
