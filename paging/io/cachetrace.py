@@ -180,7 +180,7 @@ def read_oracle_general(path: str | os.PathLike, *, expand: str = "rounds",
     layout = _check_layout(n_experts, n_layers, file)
     rec = read_oracle_general_records(path)
     ids = np.asarray(rec["obj_id"], dtype=np.uint64)
-    if layout is not None or ids.size == 0 or int(ids.max()) < 2**63:
+    if ids.size == 0 or int(ids.max()) < 2**63:  # (else uint64: an error names the id as is)
         ids = ids.astype(np.int64)
     sizes = np.asarray(rec["obj_size"], dtype=np.int64)
 

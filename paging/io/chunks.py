@@ -254,6 +254,7 @@ def _oracle_general(path, chunk, expand, n_experts, n_layers, tokens: bool = Fal
         return f"record {i} (byte {i * size}): ", None
 
     def id_message(v):
+        v = int(v) % 2**64  # (the record's uint64: ids >= 2^63 were read as negative int64)
         return (f"object id {v} is out of range; expected a page id 0..{layout.n_pages - 1} "
                 f"(n_experts={layout.n_experts}, n_layers={layout.n_layers})")
 

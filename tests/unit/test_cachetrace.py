@@ -162,6 +162,23 @@ def test_layered_out_of_range_binary_names_record(tmp_path):
                                 "expected a page id 0..7 (n_experts=4, n_layers=2)")
 
 
+def test_an_object_id_past_2_63_is_named_as_stored(tmp_path):
+    """An oracleGeneral id is a uint64: 2^63 is named as such (it was read as a negative
+    int64 and printed as -9223372036854775808), read whole and streamed."""
+    from paging.io.chunks import open_chunks
+
+    f = oracle_file(tmp_path / "t.oracleGeneral", [0, 2**63, 1])
+    want = (f"{f}: record 1 (byte 24): object id 9223372036854775808 is out of range; "
+            "expected a page id 0..7 (n_experts=4, n_layers=2)")
+    with pytest.raises(PagingError) as e:
+        load(f, n_experts=4, n_layers=2)
+    assert e.value.format() == want
+    with pytest.raises(PagingError) as e:
+        for seq in open_chunks(f, n_experts=4, n_layers=2):
+            list(seq.chunks)
+    assert e.value.format() == want
+
+
 def test_layered_wrong_layer_order_names_line(tmp_path):
     f = tmp_path / "t.txt"
     f.write_text("0\n4\n5\n")
