@@ -161,23 +161,12 @@ def test_renumbering_keeps_the_live_chains_by_hand():
 def test_the_cli_streams_a_prediction_policy_as_it_reads_it_whole(tmp_path):
     """``paging simulate --stream --verify`` and ``paging mrc --stream`` of the markers: the
     JSON of the commands reading the file whole."""
-    import subprocess
-    import sys
+    from test_stream_tokens import assert_cli_streams_as_whole
 
     write_npz(zipf(4, 3, 200, seed=2, name="z"), tmp_path / "z.npz")
-    f = str(tmp_path / "z.npz")
-
-    def cli(*args):
-        r = subprocess.run([sys.executable, "-m", "paging", *args], capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        return r.stdout
-
-    sim = ["simulate", f, "--policy", "predictive-marker", "--policy", "robust-blind-oracle-dist",
-           "--k", "4", "--k", "7", "--seed", "3", "--json"]
-    assert cli(*sim) == cli(*sim, "--stream", "--chunk", "13", "--verify")
-    mrc = ["mrc", f, "--policy", "lmarker", "--json"]
-    assert cli(*mrc) == cli(*mrc, "--stream", "--chunk", "13")
+    assert_cli_streams_as_whole(str(tmp_path / "z.npz"), [
+        "--policy", "predictive-marker", "--policy", "robust-blind-oracle-dist", "--k", "4",
+        "--k", "7", "--seed", "3"], ["--policy", "lmarker"], 13)
 
 
 #: Score-Based and PredictiveMarker on the two Mixtral HumanEval sequences (the routing log

@@ -177,14 +177,11 @@ def test_every_token_policy_streams_in_the_smallest_chunks(tmp_path):
                     _same(out.results[0], ref)
 
 
-def test_the_cli_streams_a_token_policy_as_it_reads_it_whole(tmp_path):
-    """``paging simulate --stream --verify`` and ``paging mrc --stream`` on a top-2 rounds
-    ``.npz`` (token ids, two walks a token): the JSON of the commands reading it whole."""
+def assert_cli_streams_as_whole(f: str, sim: list, mrc: list, chunk: int) -> None:
+    """``paging simulate FILE *sim --json`` streamed and verified (chunks of ``chunk``), and
+    ``paging mrc FILE *mrc --json`` streamed: the JSON of the commands reading it whole."""
     import subprocess
     import sys
-
-    write_npz(zipf(4, 3, 80, seed=2, topk=2, name="z"), tmp_path / "z.npz")
-    f = str(tmp_path / "z.npz")
 
     def cli(*args):
         r = subprocess.run([sys.executable, "-m", "paging", *args], capture_output=True,
@@ -192,11 +189,19 @@ def test_the_cli_streams_a_token_policy_as_it_reads_it_whole(tmp_path):
         assert r.returncode == 0, r.stderr
         return r.stdout
 
-    sim = ["simulate", f, "--policy", "token-match", "--policy", "robust-token-match-dist",
-           "--k", "3", "--k", "7", "--json"]
-    assert cli(*sim) == cli(*sim, "--stream", "--chunk", "25", "--verify")
-    mrc = ["mrc", f, "--policy", "token-decay", "--json"]
-    assert cli(*mrc) == cli(*mrc, "--stream", "--chunk", "25")
+    stream = ["--stream", "--chunk", str(chunk)]
+    assert cli("simulate", f, *sim, "--json") == cli("simulate", f, *sim, "--json", *stream,
+                                                     "--verify")
+    assert cli("mrc", f, *mrc, "--json") == cli("mrc", f, *mrc, "--json", *stream)
+
+
+def test_the_cli_streams_a_token_policy_as_it_reads_it_whole(tmp_path):
+    """``paging simulate --stream --verify`` and ``paging mrc --stream`` on a top-2 rounds
+    ``.npz`` (token ids, two walks a token): the JSON of the commands reading it whole."""
+    write_npz(zipf(4, 3, 80, seed=2, topk=2, name="z"), tmp_path / "z.npz")
+    assert_cli_streams_as_whole(str(tmp_path / "z.npz"), [
+        "--policy", "token-match", "--policy", "robust-token-match-dist", "--k", "3", "--k",
+        "7"], ["--policy", "token-decay"], 25)
 
 
 def test_token_policies_stream_under_byte_budgets(tmp_path):
