@@ -346,9 +346,10 @@ class CarriedPhases:
         self.draw_buf = np.zeros(self.piece_room + P + self.pf_pages.size if self.rng else 0)
         hks, self.rob, adp = phases.partition_inputs(kind, self.caps, slots, by_bytes, P)
         self.chains = kind == phases.PMARK_SCAN or kind == phases.LMARK_SCAN
-        # the kernel's chain lengths: one per request and per prefetch page at most
-        self.chain_room = room + self.pf_pages.size + 1 if self.chains else 0
-        self.inserted = 0  # requests and prefetch pages given so far
+        # the kernel's chain lengths: two per request and per prefetch page at most (the first
+        # eviction's, and one after a new phase, which a byte budget can bring mid-insertion)
+        self.chain_room = 2 * (room + self.pf_pages.size) + 1 if self.chains else 0
+        self.inserted = 0  # the chains the requests and prefetch pages given so far may start
         self.ctl = np.array([0, 1, 0, 0, 0, 0], np.int64)
         self.t = self.t_prev = 0  # requests fed, and where the last piece started
         self.groups = 0  # groups fed
@@ -453,9 +454,9 @@ class CarriedPhases:
         if plan.size > self.pf_pages.size:
             raise PagingError(f"carried phases: a piece's prefetch plan of {plan.size:,} "
                               f"pages exceeds its buffer ({self.pf_pages.size:,})")
-        self.inserted += pages.size + plan.size
+        self.inserted += 2 * (pages.size + plan.size)
         if t1 + 2 > self.pages.size or self.chains and self.inserted + 1 > self.chain_room:
-            # (the plan's group bounds need two more; the markers one chain per insertion)
+            # (the plan's group bounds need two more; the markers two chains per insertion)
             self._grow(max(2 * self.pages.size, t1 + 2))
         self.pages[t0:t1] = pages
         self.steps[t0:t1] = steps

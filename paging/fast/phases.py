@@ -576,7 +576,8 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
     vt = np.full(caps.size, -1, np.int64)  # the request whose chain is current
     cur = np.zeros(caps.size, np.int64)  # the current chain
     stale = np.zeros(caps.size, np.bool_)  # whether that request's page was stale
-    chain_len = np.zeros(n + pf_pages.size + 1 if pm else 0, np.int64)
+    # (at most two chains an insertion: its first eviction, and one after a new phase)
+    chain_len = np.zeros(2 * (n + pf_pages.size) + 1 if pm else 0, np.int64)
     nch = 0
     # the robust combiner's virtual caches (lists per partition, oldest first)
     rP = P if robust else 0

@@ -156,7 +156,9 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
     # a whole run's state is made here (None: numba prunes the other branch, and the arrays
     # allocated in the kernel are known apart, which its loop is faster for), a carried one's
     # comes in
-    St = pred_state(P, caps.size, n + 1 if marking else 1) if S is None else S
+    # (at most two chains a request: one at its first eviction, one after a new phase, which
+    # comes at most once a request under a byte budget)
+    St = pred_state(P, caps.size, 2 * n + 1 if marking else 1) if S is None else S
     (resident, used, clist, ckey, clast, cpos, ccount, pin, evicted_pass, page_miss, unm, hist,
      fcount, ucount, evc, evph, phase, vt, cur, stale, chain_len, in_bo, bolist, bkey, blast,
      bopos, bocount, in_lru, lprev, lnext, lhead, ltail, lcount, leader, switches, cost,
@@ -477,7 +479,7 @@ def predictions(trace, caps, proto, policy=None, dist=False):
 @njit(cache=True, nogil=True, inline="always")
 def pred_state(P, parts, chains):
     """A cold state of :func:`predictive_kernel` over ``parts`` partitions of P pages, with
-    room for ``chains`` marking chains (at most one per eviction, and one more): the cache
+    room for ``chains`` marking chains (at most two a request, and one more): the cache
     (``resident``, ``used``, the partitions' resident lists with their keys and latest
     requests, ``pin``, the pass of each page's last eviction, ``page_miss``), Score-Based's
     sums, the frequency predictor's counts, the markers' phases and chains, the combiner's
@@ -514,8 +516,9 @@ def _hks(kind: int, caps, slots, n_pages: int) -> np.ndarray:
 
 
 #: the most requests one kernel call of a carried marker run serves: its chains array holds
-#: the live chains (at most one per page) and one new chain per request of the call
-PIECE = 1 << 16
+#: the live chains (at most one per page) and at most two new chains per request of the call
+#: (one at its first eviction, one more when a byte budget's evictions start a new phase)
+PIECE = 1 << 14
 
 
 class Carried:
@@ -529,10 +532,11 @@ class Carried:
 
     PredictiveMarker's and LMarker's chains: a chain is read only through a page evicted in
     the current phase of its partition (``evph[p]`` equal to ``phase[q]``; phases only grow),
-    so before a call that could outgrow the chains array the live chains are renumbered
-    0..m−1 (m at most one per page: :func:`_compact_chains`) and a piece longer than
-    :data:`PIECE` is served in calls of at most that many requests, cut between groups. The
-    array is P + :data:`PIECE` + 1 long whatever the run's length. Their draws are
+    so before a call that could outgrow the chains array (two new chains a request at most)
+    the live chains are renumbered 0..m−1 (m at most one per page: :func:`_compact_chains`)
+    and a piece longer than :data:`PIECE` is served in calls of at most that many requests,
+    cut between groups. The array is P + 2·:data:`PIECE` + 1 long whatever the run's
+    length. Their draws are
     :class:`paging.fast.CarriedRun`'s, from the count the state keeps (``S[-1][1]``).
     :meth:`feed` returns the piece's tuple of :mod:`paging.fast.common`."""
 
@@ -543,7 +547,7 @@ class Carried:
         self.hks = _hks(self.kind, self.caps, slots, layout.n_pages)
         self.marking = self.kind in (PMARKER, LMARKER)
         P = layout.n_pages
-        self.S = pred_state(P, self.caps.size, P + PIECE + 1 if self.marking else 1)
+        self.S = pred_state(P, self.caps.size, P + 2 * PIECE + 1 if self.marking else 1)
         self.n = 0  # the requests served so far
 
     def feed(self, pages, steps, hits: bool, draws: np.ndarray, scores=None,
@@ -578,9 +582,9 @@ class Carried:
         """One kernel call on ``pages`` (its chains renumbered first when they could run out)."""
         S = self.S
         chains = S[_CHAINS]
-        if self.marking and int(S[-1][0]) + len(pages) + 1 > chains.size:
+        if self.marking and int(S[-1][0]) + 2 * len(pages) + 1 > chains.size:
             _compact_chains(S, self.layout.n_experts, bool(self.spec[2]))
-            if int(S[-1][0]) + len(pages) + 1 > chains.size:  # (the kernel writes unchecked)
+            if int(S[-1][0]) + 2 * len(pages) + 1 > chains.size:  # (the kernel writes unchecked)
                 raise AssertionError("a carried marker run's chains outgrew their array")
         lay = self.layout
         # read-only inputs, as a whole run's (common.frozen; the slots are CarriedRun's)
@@ -620,7 +624,9 @@ def _joined(outs: list, rec: int) -> tuple:
     byp = [o[6][:o[7]] + lo for lo, o in outs]
     ev = np.concatenate(ev) if ev else np.zeros((0, 2), np.int64)
     byp = np.concatenate(byp) if byp else np.zeros(0, np.int64)
-    return (misses, coll, outs[-1][1][2], hit_mask, ev, len(ev), byp, len(byp))
+    # (the logs are filled only when asked for; the counts are the kernel's)
+    return (misses, coll, outs[-1][1][2], hit_mask, ev, sum(int(o[5]) for _, o in outs), byp,
+            sum(int(o[7]) for _, o in outs))
 
 
 def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=None):

@@ -40,8 +40,8 @@ def _same(a, b) -> None:
 def test_streamed_prediction_runs_equal_whole_runs_in_calls_of_any_length(tr, data):
     """Random chunk cuts, calls of 1-7 requests (so the chains are renumbered over and over,
     and a chunk is split between groups), every policy, seeds, at k pages and under byte
-    budgets (where one request can evict several pages), checked chunk by chunk (``verify``:
-    the eviction logs of the split calls joined): the whole run's numbers."""
+    budgets (where one request can evict several pages), checked chunk by chunk or not
+    (``verify``: the eviction logs of the split calls joined): the whole run's numbers."""
     P = tr.layout.n_pages
     pols = data.draw(st.lists(st.sampled_from(PRED), min_size=1, max_size=3, unique=True))
     ks = data.draw(st.lists(st.integers(1, P + 1), min_size=1, max_size=2))
@@ -50,13 +50,14 @@ def test_streamed_prediction_runs_equal_whole_runs_in_calls_of_any_length(tr, da
     piece = data.draw(st.integers(1, 7))
     chunk = data.draw(st.integers(1, 40))
     seed = data.draw(st.integers(0, 3))
+    verify = data.draw(st.booleans())  # (the split calls' counts with and without their logs)
     runs = [(p, k) for p in pols for k in ks]
     chunks = [(tr.pages[a:a + chunk], tr.steps[a:a + chunk])
               for a in range(0, tr.n_requests, chunk)]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(predictive, "PIECE", piece)
         (out,) = stream_run(chunks, runs, layout=tr.layout, expand=tr.expand, seed=seed,
-                            verify=True, budgets=[(p, budget) for p in pols], sizes=sizes)
+                            verify=verify, budgets=[(p, budget) for p in pols], sizes=sizes)
     want = ([simulate(tr, p, k, seed=seed, sizes=sizes) for p, k in runs]
             + [simulate(tr, p, budget=budget, seed=seed, sizes=sizes) for p in pols])
     for a, b in zip(want, out.results, strict=True):
@@ -98,7 +99,7 @@ def test_streamed_score_based_reads_the_files_scores(tr, data):
 
 def test_a_long_marker_run_keeps_a_fixed_state():
     """PredictiveMarker-DIST and LMarker over 60,000 requests in chunks of 6,000, calls of at
-    most 500: the chains array keeps its length P + 500 + 1 (a whole run's holds one chain per
+    most 500: the chains array keeps its length P + 2 · 500 + 1 (a whole run's holds one chain per
     request), the chains are renumbered (fewer live than were made), and the misses are the
     whole run's, at two seeds."""
     tr = zipf(8, 4, 15_000, seed=4)
@@ -120,7 +121,7 @@ def test_a_long_marker_run_keeps_a_fixed_state():
                 run = fast.CarriedRun(tr.layout, fast.plan(make_policy(name)), 11, seed=seed)
                 for a in range(0, tr.n_requests, 6000):
                     run.feed(tr.pages[a:a + 6000], tr.steps[a:a + 6000])
-                    assert run.state.S[predictive._CHAINS].size == P + 500 + 1
+                    assert run.state.S[predictive._CHAINS].size == P + 2 * 500 + 1
                 assert len(renumbered) > 10
                 assert int(run.page_misses.sum()) == simulate(tr, name, 11, seed=seed).misses
 
@@ -138,6 +139,35 @@ def test_a_streamed_marker_under_a_byte_budget_equals_the_whole_run():
                         layout=tr.layout)
     for name, res in zip(names, out.results, strict=True):
         _same(simulate(tr, name, budget=30, sizes=sizes), res)
+
+
+def test_split_calls_count_their_bypasses_unverified():
+    """LMarker-DIST at k = 2 on 3 layers (one layer gets no slot: a third of the requests
+    served uncached), chunks of 100 served in calls of at most 7, not verified (the calls'
+    bypass logs are not filled then; the count is the kernel's): the whole run's 300
+    bypasses (a review found 0: the joined calls counted their empty logs)."""
+    tr = zipf(4, 3, 300, seed=1)
+    chunks = [(tr.pages[a:a + 100], tr.steps[a:a + 100]) for a in range(0, tr.n_requests, 100)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(predictive, "PIECE", 7)
+        (out,) = stream_run(chunks, [("lmarker-dist", 2)], layout=tr.layout)
+    whole = simulate(tr, "lmarker-dist", 2)
+    assert whole.bypasses == 300
+    _same(whole, out.results[0])
+
+
+def test_a_byte_budget_can_start_two_chains_a_request():
+    """LMarker in 8 bytes of pages of 1-5 bytes, calls of at most 2 requests: a request's
+    evictions may start a chain and, running out of unmarked pages, a new phase and a second
+    chain; the chains array holds two a request (a review's case: one a request overflowed
+    it, an unchecked write in the kernel, then an IndexError)."""
+    tr = zipf(3, 4, 54, seed=13, topk=3)
+    sizes = np.array([5, 3, 2, 3, 1, 1, 2, 5, 2, 4, 1, 3])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(predictive, "PIECE", 2)
+        (out,) = stream_run([(tr.pages, tr.steps)], budgets=[("lmarker", 8)], sizes=sizes,
+                            layout=tr.layout)
+    _same(simulate(tr, "lmarker", budget=8, sizes=sizes), out.results[0])
 
 
 def test_renumbering_keeps_the_live_chains_by_hand():
