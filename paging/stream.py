@@ -194,7 +194,7 @@ def _nbytes(state) -> int:
         return state.nbytes
     if isinstance(state, (tuple, list)):
         return sum(_nbytes(x) for x in state)
-    if hasattr(state, "S"):  # (a prediction policy's carried state: paging.fast.predictive)
+    if hasattr(state, "S"):  # (the carried state of a prediction policy or of FlashMoE)
         return _nbytes(state.S)
     return 0
 
