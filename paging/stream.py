@@ -689,10 +689,10 @@ def stream_run(source, runs: Iterable[tuple[str, int]] = (), curves: Iterable[st
     for seq in _sequences(source, chunk=chunk, expand=expand, layout=layout, name=name,
                           n_experts=n_experts, n_layers=n_layers, format=format,
                           next_use=nu, tokens=tk, scores=bool(sc)):
-        if sc and not seq.scores:  # (the in-memory run's error, naming the policy)
-            raise PagingError(f"{stream_policy(sc[0])[0].name} reads gate scores and the trace "
-                              f"{seq.name} has none (a stream reads them from a .npz or CSV "
-                              "with a score column: open_chunks(..., scores=True))")
+        if sc and not seq.scores:  # (the in-memory run's error, with the sequence's name)
+            raise PagingError(f"{stream_policy(sc[0])[0].name} reads gate scores and {seq.name} "
+                              "has none (a stream reads them from the score column of a .npz "
+                              "or CSV)")
         if tk and seq.tokens_unread:
             raise PagingError(f"trace {seq.name}: the token policies read the token ids the "
                               "file stores, and these chunks were opened without them; open "

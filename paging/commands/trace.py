@@ -82,8 +82,9 @@ def _one_sequence(traces: list, which: str, source: str):
     for t in traces:
         if t.name == which:
             return t
-    if which.strip().isdigit() and int(which) < len(traces):
-        return traces[int(which)]
+    w = which.strip()
+    if w.isascii() and w.isdigit() and int(w) < len(traces):
+        return traces[int(w)]
     names = ", ".join(repr(t.name) for t in traces[:5]) + (", ..." if len(traces) > 5 else "")
     raise PagingError(f"--sequence {which!r}: no such sequence; expected an index 0.."
                       f"{len(traces) - 1} or a name ({names})", source)

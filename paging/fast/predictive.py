@@ -536,7 +536,8 @@ class Carried:
     the live chains are renumbered 0..m−1 (m at most one per page: :func:`_compact_chains`)
     and a piece longer than :data:`PIECE` is served in calls of at most that many requests,
     cut between groups. The array is P + 2·:data:`PIECE` + 1 long whatever the run's
-    length. Their draws are
+    length (a group of more than :data:`PIECE` requests is served whole, the array grown for
+    it: a group holds at most P pages). Their draws are
     :class:`paging.fast.CarriedRun`'s, from the count the state keeps (``S[-1][1]``).
     :meth:`feed` returns the piece's tuple of :mod:`paging.fast.common`."""
 
@@ -582,10 +583,14 @@ class Carried:
         """One kernel call on ``pages`` (its chains renumbered first when they could run out)."""
         S = self.S
         chains = S[_CHAINS]
-        if self.marking and int(S[-1][0]) + 2 * len(pages) + 1 > chains.size:
+        need = int(S[-1][0]) + 2 * len(pages) + 1
+        if self.marking and need > chains.size:
             _compact_chains(S, self.layout.n_experts, bool(self.spec[2]))
-            if int(S[-1][0]) + 2 * len(pages) + 1 > chains.size:  # (the kernel writes unchecked)
-                raise AssertionError("a carried marker run's chains outgrew their array")
+            need = int(S[-1][0]) + 2 * len(pages) + 1
+            if need > chains.size:  # (a group longer than PIECE, served whole: at most P)
+                grown = np.zeros(need, np.int64)
+                grown[:chains.size] = chains
+                self.S = S = (*S[:_CHAINS], grown, *S[_CHAINS + 1:])
         lay = self.layout
         # read-only inputs, as a whole run's (common.frozen; the slots are CarriedRun's)
         out = predictive_kernel(frozen(pages), frozen(steps), self.slots, lay.n_experts,

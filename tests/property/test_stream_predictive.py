@@ -170,6 +170,22 @@ def test_a_byte_budget_can_start_two_chains_a_request():
     _same(simulate(tr, "lmarker", budget=8, sizes=sizes), out.results[0])
 
 
+def test_a_group_longer_than_a_call_is_served_whole():
+    """Groups of 3 requests (one layer of 4 experts, top-3, groups mode) in calls of at most 1
+    request: each group is served whole in one call, which may start 2 · 3 chains, more than
+    the array of P + 2 · 1 + 1 = 7 holds; it grows (a review's case: the run stopped on the
+    array's length)."""
+    tr = zipf(4, 1, 200, seed=2, topk=3, expand="groups")
+    chunks = [(tr.pages[a:a + 9], tr.steps[a:a + 9]) for a in range(0, tr.n_requests, 9)]
+    for name in ("predictive-marker", "lmarker"):
+        for k in (2, 3):
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(predictive, "PIECE", 1)
+                (out,) = stream_run(chunks, [(name, k)], layout=tr.layout, expand="groups",
+                                    verify=True)
+            _same(simulate(tr, name, k), out.results[0])
+
+
 def test_renumbering_keeps_the_live_chains_by_hand():
     """Four pages of one partition: pages 0 and 2 evicted in the current phase 3 by chains 7
     and 9 (lengths 2 and 5), page 1 in the old phase 2 by chain 8, page 3 never: the live

@@ -498,7 +498,7 @@ def test_refusals():
     assert "no streamed miss curve" in _error(lambda: miss_curve_stream(chunks, pm, layout=lay))
     for go in (lambda: simulate_stream(chunks, "score-based-dist", 1, layout=lay),
                lambda: miss_curve_stream(chunks, "score-based", layout=lay)):
-        assert "reads gate scores and the trace stream has none" in _error(go)
+        assert "reads gate scores and stream has none" in _error(go)
     assert "needs their layout" in _error(lambda: simulate_stream(chunks, "lru", 1))
 
 
@@ -526,7 +526,7 @@ def test_cli_stream_equals_the_in_memory_commands(tmp_path):
         assert a.returncode == 0 and b.returncode == 0, b.stderr
         assert a.stdout == b.stdout
     for pol, why in (("belady", "only from an oracleGeneral file"),
-                     ("score-based", "reads gate scores and the trace z has none")):
+                     ("score-based", "reads gate scores and z has none")):
         r = _cli("mrc", f, "--policy", pol, "--stream")  # (f: an .npz, no next uses)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
         assert why in r.stderr

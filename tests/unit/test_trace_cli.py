@@ -230,10 +230,11 @@ def test_convert_one_sequence(tmp_path, capsys, jsonl):
         assert rc == 0 and err == "" and "1 sequence(s), 12 requests" in stdout
         (seq,) = open_chunks(out, n_experts=4, n_layers=2)
         assert np.concatenate([c[0] for c in seq.chunks]).tolist() == whole[1].pages.tolist()
-    rc, _, err = run(capsys, "trace", "convert", str(jsonl), str(tmp_path / "x.npz"),
-                     "--sequence", "2")
-    assert rc == 2 and not (tmp_path / "x.npz").exists()
-    assert_one_error_line(err, "expected an index 0..1 or a name")
+    for bad in ("2", "\u00b2"):  # (a superscript two is a digit to str.isdigit, not to int)
+        rc, _, err = run(capsys, "trace", "convert", str(jsonl), str(tmp_path / "x.npz"),
+                         "--sequence", bad)
+        assert rc == 2 and not (tmp_path / "x.npz").exists()
+        assert_one_error_line(err, "expected an index 0..1 or a name")
 
 
 def test_convert_failure_leaves_no_file(tmp_path, capsys, monkeypatch, jsonl):
