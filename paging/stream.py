@@ -226,9 +226,7 @@ class _Run:
                               self.dist, budget=self.budget, costs=self.costs, sizes=self.sizes)
 
     def finish(self) -> None:
-        """The sequence ended (FlashMoE's training-sequence watch makes its last check)."""
-        if getattr(self, "learned", False):
-            self.run.state.finish()
+        """The sequence ended (a run with a last check makes it: :meth:`_ListRun.finish`)."""
 
     def result(self, trace: str, requests: int, seed: int | None = 0):
         from paging.result import build_result
@@ -265,6 +263,11 @@ class _ListRun(_Run):
         if self.learned:
             self.run.state.watch(n_requests)
         self.checker = self._checker()
+
+    def finish(self) -> None:
+        """The sequence ended: FlashMoE's training-sequence watch makes its last check."""
+        if self.learned:
+            self.run.state.finish()
 
     def feed(self, pages: np.ndarray, steps: np.ndarray, nxt=None, token=None,
              score=None) -> None:
