@@ -56,7 +56,6 @@ import math
 import numpy as np
 from numba import njit, objmode
 
-from paging.errors import PagingError
 from paging.fast.common import buffers, frozen, is_grouped, route_group, route_scratch
 from paging.fast.lists import no_prior
 
@@ -646,8 +645,7 @@ class Carried:
     def _check(self, n: int) -> None:
         """Once request ``min(PREFIX, n) - 1`` is served: the policy's training-sequence check
         (its error, or the watch ends)."""
-        from paging.errors import PagingError
-        from paging.learned.model import PREFIX, _trained_on_message, page_hash
+        from paging.learned.model import PREFIX, check_prefix
 
         m = min(PREFIX, n)
         if self.served < m:
@@ -655,10 +653,7 @@ class Carried:
         recs = [rec for rec in self.records if rec.get("n_requests") == n]
         self.records = []
         if m and self.heard[m - 1][1]:  # (the policy checks when it hears request m - 1)
-            h = page_hash(np.array([p for p, seen in self.heard[:m] if seen], np.int64))
-            for rec in recs:
-                if rec.get("prefix_sha256") == h:
-                    raise PagingError(_trained_on_message(rec, "the sequence being simulated"))
+            check_prefix(recs, [p for p, seen in self.heard[:m] if seen])
 
     @property
     def resident(self) -> np.ndarray:
@@ -676,7 +671,7 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, stats=N
     ``served``, an array of the trace's length that receives the served pages, or, when the
     groups were routed before the run (``pruning``), the served sequence as ``trace`` and the
     routed trace's length as ``n_requests`` (the run's length the policy is told)."""
-    from paging.learned.model import PREFIX, _trained_on_message, page_hash
+    from paging.learned.model import PREFIX, check_prefix
 
     proto = spec.proto if policy is None else policy
     lay = trace.layout
@@ -709,10 +704,7 @@ def execute(trace, spec, slots, capacity: int, record: int, policy=None, stats=N
         seen = np.zeros(max(watch, 1), np.int64)
         out = go(watch, seen)
         if out[8] >= 0:  # the policy has seen request PREFIX - 1: its check
-            h = page_hash(seen[:out[8]])
-            for rec in watch_recs:
-                if rec.get("prefix_sha256") == h:
-                    raise PagingError(_trained_on_message(rec, "the sequence being simulated"))
+            check_prefix(watch_recs, seen[:out[8]])
             st[:] = 0
             out = go(0, seen)
     finally:

@@ -131,6 +131,17 @@ def check_held_out(model: FlashMoEModel, trace) -> None:
             raise PagingError(_trained_on_message(rec, trace.name))
 
 
+def check_prefix(records, prefix) -> None:
+    """The policy's online held-out check: the pages of the first ``PREFIX`` requests it heard
+    (``prefix``) against the training ``records`` of the run's length; the PagingError of
+    :func:`_trained_on_message` when one matches (the reference policy, its kernel and a
+    stream's carried run all check here)."""
+    h = page_hash(np.asarray(prefix, dtype=np.int64))
+    for rec in records:
+        if rec.get("prefix_sha256") == h:
+            raise PagingError(_trained_on_message(rec, "the sequence being simulated"))
+
+
 def _trained_on_message(rec: dict, name) -> str:
     return (f"the FlashMoE model was trained on sequence {rec.get('name')!r}; evaluating it on "
             f"{str(name)!r} (the same requests) would report training-set performance: "

@@ -141,12 +141,9 @@ class FlashMoE(_History):
                 self._check_prefix()
 
     def _check_prefix(self) -> None:
-        from paging.learned.model import _trained_on_message, page_hash
+        from paging.learned.model import check_prefix
 
-        h = page_hash(np.array(self._prefix, dtype=np.int64))
-        for rec in self._watch:
-            if rec.get("prefix_sha256") == h:
-                raise PagingError(_trained_on_message(rec, "the sequence being simulated"))
+        check_prefix(self._watch, self._prefix)
         self._watch = []
 
     def victim(self, t: int, page: int, cache: CacheView) -> int:
