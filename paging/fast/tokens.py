@@ -336,7 +336,7 @@ def pairwise(a, lo, n):
     return _pw_tree(a, lo, n, 0, 0, 0.0, False)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def pairwise_runs(a, ra, rm, c, n):
     """The sum, in numpy's order, of n values: ``c`` at positions 0..ra−1, ``a[0:rm]``, then
     ``c`` again; the blocks of c alone cost one lane each, not eight (and none for c = +0.0,
@@ -358,7 +358,7 @@ def _lane(a, ra, lo, f, e, j):
     return r
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _pw_zero(a, ra, rm, n):
     """:func:`pairwise_runs` for c = +0.0, when the run holds no −0.0 and lies in one leaf of
     numpy's tree (a block of at most 128 values): no partial sum is then −0.0, so adding +0.0
@@ -572,7 +572,7 @@ def _match(ist, ipg, hist, sim, mcols, histt, i, which):
     return m
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _match_one(ipg, mcols, i, which, q, n, lo, m, W, ring):
     """:func:`_match` for a token of one page q, from q's ring of uses instead of a scan: the
     similarities are then 1 (tokens s that used q) or 0, so the scan's m largest keys
@@ -753,7 +753,7 @@ def _beta_block(dec, mval, usedl, lo, e, nb, shrink, inv):
     return a0, a1, a2, a3, a4
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _beta_rows_bounded(fst, i, dec, mval, dc, usedl, npg, P, nb, shrink):
     """token-match's five β rows of :func:`_decay_end` in BOUNDED mode, in one pass: each
     page's five values x_β = β·a + (1 − β)·d with a = (nb·m + shrink·d)/(nb + shrink) taken
@@ -801,7 +801,7 @@ def _beta_rows_bounded(fst, i, dec, mval, dc, usedl, npg, P, nb, shrink):
     fst[i, F_BLOSS + 4] -= s4
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _beta_decided(fst, i, margin):
     """:func:`_certify`'s test of token-match's five β losses alone, each known within
     ``margin / 2``; sets ``F_CB`` when they decide β."""
@@ -817,7 +817,7 @@ def _beta_decided(fst, i, margin):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _certify(ist, fst, i, margin, bmargin=-1.0):
     """Whether the losses decide the posterior weights, each loss known within ``margin / 2``:
     every memory's loss above the least one's by more than 746 + margin (its weight
@@ -841,7 +841,7 @@ def _certify(ist, fst, i, margin, bmargin=-1.0):
     return True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, inline="always")
 def _losses_paid(ist, fst, i, P):
     """After a token end's log-losses: an EXACT instance turns BOUNDED once its losses decide
     the weights by ``F_ENTER`` more than needed, and a token-match one whose β losses alone
@@ -1279,6 +1279,13 @@ def _choose(S, i, t, cands, nc, steps, n_experts, L, P, K, virt):
     return best
 
 
+#: :func:`_choose` inlined into the kernel's eviction loop: a call per eviction was about a
+#: fifth of a token-match-dist run (its small helpers above, inlined too, another fifth:
+#: benchmarks/README.md, "Inlined helpers"); the combiner's virtual caches keep the call,
+#: which compiles once (each inlined copy adds to the first run's compile time)
+_choose_here = njit(cache=True, nogil=True, inline="always")(_choose.py_func)
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _vserve(S, i, t, p, steps, token, n_experts, L, P, K, sizes):
     """A component's virtual cache serves request t (a ``Simulation.serve`` without pins):
@@ -1568,7 +1575,7 @@ def token_kernel(pages, steps, token, visits, sizes, n_experts, n_layers, caps,
                 if robust:
                     victim = _lazy(S, 2 * q + leader[q], 2 * q + 1 - leader[q], cands, nc, rlast)
                 else:
-                    victim = _choose(S, q, t, cands, nc, steps, n_experts, L, P, K, False)
+                    victim = _choose_here(S, q, t, cands, nc, steps, n_experts, L, P, K, False)
                 pos = cpos[victim]
                 last = clist[q, ccount[q] - 1]
                 clist[q, pos] = last
