@@ -42,6 +42,8 @@ def check_capacity(k, budget, sizes, n_pages: int) -> tuple[int | None, int | No
         return check_k(k, n_pages), None
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
         raise PagingError(f"the byte budget must be an integer >= 1, got {budget!r}")
+    if budget > 2**63 - 1:  # (the kernels' int64 capacities)
+        raise PagingError(f"the byte budget must be at most 2^63 - 1 bytes, got {budget!r}")
     if sizes is None:
         raise PagingError("a byte budget needs page sizes (sizes=..., --sizes FILE or --model)")
     smallest = int(np.min(sizes))

@@ -48,4 +48,6 @@ def check_k(k: object, n_pages: int | None = None) -> int:
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or int(k) < 1:
         hint = f" (the layout has {n_pages} pages)" if n_pages else ""
         raise PagingError(f"k must be an integer >= 1{hint}, got {k!r}")
+    if int(k) > 2**63 - 1:  # (the kernels' int64 capacities)
+        raise PagingError(f"k must be at most 2^63 - 1, got {k!r}")
     return int(k)

@@ -651,9 +651,9 @@ def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=N
     pred_row = np.zeros(caps.size, np.int64)
     score = np.zeros(0)
     if kind == SCORE:
-        if trace.score is None:  # the reference's error, naming the policy as it does
-            who = proto if policy is None else policy
-            raise PagingError(f"{who.name} reads gate scores and the trace has none")
+        if trace.score is None:  # the reference's error, naming the policy (a -dist one too)
+            who = policy.name if policy is not None else proto.name + ("-dist" if dist else "")
+            raise PagingError(f"{who} reads gate scores and the trace has none")
         score = np.ascontiguousarray(trace.score, dtype=np.float64)
     else:
         pkind = predictor_kind(proto.predictor)

@@ -32,10 +32,28 @@ def check_int(value: object, what: str, file: str, line: int | None, limit: int 
                           file, line)
     if value < 0:
         raise PagingError(f"{what} must be a non-negative integer, got {value}", file, line)
+    if value > MAX_ID:
+        raise PagingError(f"{what} {value} is out of range; expected an integer below 2^63",
+                          file, line)
     if limit is not None and value >= limit:
         raise PagingError(f"{what} {value} is out of range; expected 0..{limit - 1} "
                           f"({limit_name}={limit})", file, line)
     return value
+
+
+#: the largest id a trace may hold: int64's (the arrays the simulator reads)
+MAX_ID = 2**63 - 1
+
+
+def text_int(cell: str, what: str, file: str, line: int | None) -> int:
+    """A non-negative decimal integer written as text (a CSV cell), at most :data:`MAX_ID`."""
+    if not (cell.isascii() and cell.isdigit()):
+        raise PagingError(f"{what} {cell!r} is not a non-negative integer", file, line)
+    v = int(cell)
+    if v > MAX_ID:
+        raise PagingError(f"{what} {cell} is out of range; expected an integer below 2^63",
+                          file, line)
+    return v
 
 
 def check_experts(value: object, what: str, file: str, line: int | None,
@@ -72,15 +90,33 @@ def check_scores(value: object, what: str, n: int, file: str, line: int | None) 
     return value
 
 
+#: the most pages a layout inferred from a file's largest ids may have (a model's experts are
+#: thousands; every run keeps arrays of this length, so one stray id of 10^9 would ask for
+#: gigabytes): a larger one is refused, naming the id; an explicit layout is taken as given
+MAX_INFERRED_PAGES = 2**24
+
+
 def layout_for(max_expert: int, max_layer: int, n_experts: int | None, n_layers: int | None,
-               file: str) -> Layout:
-    """The layout of a routing file: the explicit sizes when given, else max id + 1."""
+               file: str, expert_line: int | None = None,
+               layer_line: int | None = None) -> Layout:
+    """The layout of a routing file: the explicit sizes when given, else max id + 1
+    (``expert_line``, ``layer_line``: the lines of the largest ids, named when the layout so
+    inferred would exceed :data:`MAX_INFERRED_PAGES`)."""
     for name, v in (("n_experts", n_experts), ("n_layers", n_layers)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))
                               or v < 1):
             raise PagingError(f"{name} must be an integer >= 1, got {v!r}")
-    return Layout(int(n_experts) if n_experts is not None else max_expert + 1,
-                  int(n_layers) if n_layers is not None else max_layer + 1)
+    E = int(n_experts) if n_experts is not None else max_expert + 1
+    L = int(n_layers) if n_layers is not None else max_layer + 1
+    if E * L > MAX_INFERRED_PAGES and (n_experts is None or n_layers is None):
+        what, line = ((f"expert id {max_expert}", expert_line) if n_experts is None
+                      and (n_layers is not None or max_expert >= max_layer)
+                      else (f"layer id {max_layer}", layer_line))
+        raise PagingError(f"{what} gives an inferred layout of {E:,} experts x {L:,} layers, "
+                          f"more than {MAX_INFERRED_PAGES:,} pages; expected the model's ids "
+                          "(pass --n-experts and --layers to check them against its layout)",
+                          file, line)
+    return Layout(E, L)
 
 
 def check_phase(phase: str) -> str:

@@ -108,21 +108,26 @@ def _build(ids: np.ndarray, sizes: np.ndarray | None, layout: Layout | None, fil
         meta["object_ids"] = obj if obj.dtype.kind in "iu" else [str(x) for x in obj]
         layout = Layout(int(order.size), 1)
     else:
-        if ids.dtype.kind not in "iu":
-            bad = next(i for i, v in enumerate(ids) if not str(v).lstrip("-").isdigit())
-            prefix, line = where(bad)
-            raise PagingError(f"{prefix}object id {ids[bad]!r} is not an integer; a layered "
-                              "trace needs page ids 0.."
-                              f"{layout.n_pages - 1} (n_experts={layout.n_experts}, "
-                              f"n_layers={layout.n_layers})", file, line)
+        expect = (f"page id 0..{layout.n_pages - 1} (n_experts={layout.n_experts}, "
+                  f"n_layers={layout.n_layers})")
+        if ids.dtype.kind not in "iu":  # (strings: an id that is not an integer, or one
+            for i, v in enumerate(ids):  # beyond 64 bits, which int64 cannot hold)
+                text = str(v)
+                if not (text.isascii() and text.lstrip("-").isdigit()):
+                    prefix, line = where(i)
+                    raise PagingError(f"{prefix}object id {v!r} is not an integer; a layered "
+                                      f"trace needs a {expect}", file, line)
+                if not 0 <= int(text) < layout.n_pages:
+                    prefix, line = where(i)
+                    raise PagingError(f"{prefix}object id {text} is out of range; expected a "
+                                      f"{expect}", file, line)
         pages = ids.astype(np.int64, copy=False)
         bad = np.flatnonzero((ids < 0) | (ids >= layout.n_pages)) if ids.size else []
         if len(bad):
             i = int(bad[0])
             prefix, line = where(i)
             raise PagingError(f"{prefix}object id {int(ids[i])} is out of range; expected a "
-                              f"page id 0..{layout.n_pages - 1} (n_experts={layout.n_experts}, "
-                              f"n_layers={layout.n_layers})", file, line)
+                              f"{expect}", file, line)
     if sizes is not None:
         first_size = np.ones(layout.n_pages, dtype=np.int64)  # pages never requested: 1 byte
         seen, first_req = np.unique(pages, return_index=True)

@@ -37,6 +37,7 @@ import numpy as np
 from numba import njit
 
 from paging.errors import PagingError
+from paging.io._common import text_int
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, TraceError
 
@@ -615,10 +616,8 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
                                           file, ln)
                     if with_scores:
                         scs.append(v)
-                elif not (cell.isascii() and cell.isdigit()):
-                    raise PagingError(f"{c} {cell!r} is not a non-negative integer", file, ln)
                 else:
-                    vals[c] = int(cell)
+                    vals[c] = text_int(cell, c, file, ln)
             pages.append(vals["page"])
             steps.append(vals.get("step", -1))
             where.append(ln)

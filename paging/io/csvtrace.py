@@ -27,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from paging.errors import PagingError
-from paging.io._common import no_phases, read_text
+from paging.io._common import no_phases, read_text, text_int
 from paging.io._pages import as_list, build_trace, reexpand
 from paging.io.atomic import atomic_path
 from paging.io.formats import TraceFormat
@@ -40,10 +40,16 @@ MAGIC = "# paging-trace"
 
 def write_csv(traces: Trace | Sequence[Trace], path: str | os.PathLike) -> None:
     """Write traces as CSV (exact round trip with :func:`read_csv`: scores are written with
-    Python's shortest exact float repr). Written atomically."""
+    Python's shortest exact float repr). Written atomically. A sequence without requests has
+    no row to stand in, so it is refused (an ``.npz`` holds it)."""
     ts = as_list(traces)
     if not ts:
         raise PagingError("nothing to write: no sequences")
+    for t in ts:
+        if not t.n_requests:
+            raise PagingError(f"sequence {t.name} has no requests, and a CSV trace holds a row "
+                              "per request; expected non-empty sequences (write .npz to keep "
+                              "empty ones)", str(path))
     if len({t.expand for t in ts}) > 1:
         raise PagingError("the traces mix rounds and groups mode; one file holds one mode")
     lay = ts[0].layout
@@ -169,9 +175,7 @@ def read_csv(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
                                       file, line)
                 rows[c].append(v)
             else:
-                if not (cell.isascii() and cell.isdigit()):
-                    raise PagingError(f"{c} {cell!r} is not a non-negative integer", file, line)
-                rows[c].append(int(cell))
+                rows[c].append(text_int(cell, c, file, line))
         lines.append(line)
     if header is None:
         raise PagingError("no header row; expected a header such as 'sequence,step,page'", file,

@@ -32,6 +32,7 @@ per rank; or ``groups``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -180,7 +181,7 @@ def read_routing_jsonl(path: str | os.PathLike, *, expand: str = "rounds", stric
 
     groups: dict[tuple, _Rows] = {}
     max_e = max_z = -1
-    max_z_line = None
+    max_z_line = max_e_line = None
     layers_seen: set[int] = set()
     logit_len = logit_line = None
     for line, rec in records:
@@ -227,21 +228,22 @@ def read_routing_jsonl(path: str | os.PathLike, *, expand: str = "rounds", stric
         g.experts.append(ex)
         g.scores.append(sc)
         g.logits.append(lg)
-        max_e = max(max_e, max(ex))
+        if max(ex) > max_e:
+            max_e, max_e_line = max(ex), line
         if z > max_z:
             max_z, max_z_line = z, line
         layers_seen.add(z)
     if n_layers is None and len(layers_seen) < max_z + 1:
         # every token walks every layer: a layer below the largest id that no record names
         # means that id is wrong (the inferred layout would drop every token as incomplete)
-        gap = [x for x in range(max_z) if x not in layers_seen]
+        gap = list(itertools.islice((x for x in range(max_z) if x not in layers_seen), 6))
         shown = ", ".join(map(str, gap[:5])) + (", ..." if len(gap) > 5 else "")
         raise PagingError(f"layer {max_z} here, but no record names layer {shown}; expected "
                           "layer ids 0..L-1 with every layer present (pass --layers L to "
                           "check the ids against the model's)", file, max_z_line)
     if logit_len is not None and n_experts is None:
         max_e = max(max_e, logit_len - 1)  # the logits name every expert of the layer
-    layout = layout_for(max_e, max_z, n_experts, n_layers, file)
+    layout = layout_for(max_e, max_z, n_experts, n_layers, file, max_e_line, max_z_line)
     if logit_len is not None and logit_len != layout.n_experts:
         raise PagingError(f"{f['logits']} has {logit_len} entries; expected one per expert "
                           f"(n_experts={layout.n_experts})", file, logit_line)

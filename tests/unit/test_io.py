@@ -474,3 +474,20 @@ def test_a_layer_id_beyond_the_layers_the_file_has_is_an_error(tmp_path):
     with pytest.raises(PagingError) as e:
         read_routing_jsonl(f, n_layers=2)
     assert e.value.line == 4 and "n_layers" in e.value.message
+
+
+def test_csv_refuses_an_empty_sequence_npz_keeps_it(tmp_path):
+    """A CSV has a row per request, so an empty sequence has nothing to stand in: write_csv
+    refuses it (it was dropped silently, breaking the round trip), leaving no file; .npz keeps
+    it."""
+    lay = Layout(2, 2)
+    seqs = [from_pages([0, 2], lay, name="a"), from_pages([], lay, name="b")]
+    out = tmp_path / "e.csv"
+    with pytest.raises(PagingError, match="sequence b has no requests"):
+        write_csv(seqs, out)
+    assert not out.exists() and not list(tmp_path.iterdir())
+    write_npz(seqs, tmp_path / "e.npz")
+    back = load(tmp_path / "e.npz")
+    assert [t.name for t in back] == ["a", "b"] and [t.n_requests for t in back] == [2, 0]
+    write_csv(seqs[:1], out)
+    assert [t.name for t in load(out)] == ["a"]

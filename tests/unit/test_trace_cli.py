@@ -69,6 +69,12 @@ BAD_FILES = [
     ("nan_score.csv", "# paging-trace n_experts=2 n_layers=1\npage,score\n0,nan\n", 3),
     ("no_layout.csv", "page\n0\n", 1),
     ("bad_comment.csv", "# paging-trace n_experts=two\npage\n0\n", 1),
+    # ids beyond int64, or so large that the inferred layout would take gigabytes
+    ("huge_page.csv", "# paging-trace n_experts=2 n_layers=2\npage\n0\n" + "9" * 23 + "\n", 4),
+    ("huge_token.jsonl", GOOD + row(token_idx=10**23), 2),
+    ("huge_layer_id.jsonl", GOOD + row(layer=10**23), 2),
+    ("huge_layer.jsonl", GOOD + row(layer=10**9), 2),
+    ("huge_expert.jsonl", GOOD + row(experts=[1, 10**9]), 2),
 ]
 
 
@@ -98,6 +104,57 @@ def test_bad_input_one_error_line(tmp_path, capsys, name, content, line):
     assert rc == 2
     assert_one_error_line(err, f"{name}:{line}: ")
     assert not out_file.exists() and not any((tmp_path / "out").glob("*"))
+
+
+def test_ids_beyond_int64_and_capacities_beyond_int64(tmp_path, capsys):
+    """Whole and streamed: an id or a capacity int64 cannot hold is one error line naming it
+    (they were tracebacks: OverflowError, StopIteration), and an inferred layout of a stray id
+    of 10^9 is refused before anything is allocated."""
+    big = "9" * 23
+    f = tmp_path / "h.csv"
+    f.write_text(f"# paging-trace n_experts=2 n_layers=2 expand=rounds\nsequence,step,page\n"
+                 f"s,0,0\ns,1,{big}\n")
+    for extra in ((), ("--stream",)):
+        rc, out, err = run(capsys, "simulate", str(f), "--policy", "lru", "--k", "2", *extra)
+        assert rc == 2 and out == ""
+        assert_one_error_line(err, "h.csv:4: ", f"page {big} is out of range", "below 2^63")
+    txt = tmp_path / "h.txt"
+    txt.write_text(f"1\n0\n{big}\n")
+    rc, _, err = run(capsys, "simulate", str(txt), "--n-experts", "2", "--layers", "1",
+                     "--policy", "lru", "--k", "2")
+    assert rc == 2
+    assert_one_error_line(err, "h.txt:3: ", f"object id {big} is out of range",
+                          "expected a page id 0..1")
+    lc = tmp_path / "h.libcachesim.csv"
+    lc.write_text(f"obj_id,size\n1,3\n{big},4\n")
+    rc, _, err = run(capsys, "simulate", str(lc), "--n-experts", "2", "--layers", "1",
+                     "--policy", "lru", "--k", "2")
+    assert rc == 2
+    assert_one_error_line(err, "h.libcachesim.csv:3: ", f"object id {big} is out of range")
+    j = tmp_path / "e.jsonl"
+    j.write_text(GOOD + row(experts=[1, 10**9]))
+    rc, _, err = run(capsys, "simulate", str(j), "--policy", "lru", "--k", "2")
+    assert rc == 2
+    assert_one_error_line(err, "e.jsonl:2: ", "expert id 1000000000 gives an inferred layout",
+                          "more than 16,777,216 pages")
+    npz = tmp_path / "a.npz"
+    rc, _, _ = run(capsys, "trace", "convert", "zipf:n=4,layers=3,tokens=6,seed=0", str(npz))
+    assert rc == 0
+    sizes = tmp_path / "sizes.json"
+    sizes.write_text(json.dumps([1000] * 12))
+    for extra in ((), ("--stream",)):
+        rc, out, err = run(capsys, "simulate", str(npz), "--policy", "lru", "--k", str(2**63),
+                           *extra)
+        assert rc == 2 and out == ""
+        assert_one_error_line(err, f"k must be at most 2^63 - 1, got {2**63}")
+        rc, out, err = run(capsys, "simulate", str(npz), "--policy", "fifo", "--budget-gb",
+                           "1e10", "--sizes", str(sizes), *extra)
+        assert rc == 2 and out == ""
+        assert_one_error_line(err, "the byte budget must be at most 2^63 - 1 bytes")
+        rc, out, _ = run(capsys, "simulate", str(npz), "--policy", "lru", "--k",
+                         str(2**63 - 1), "--json", *extra)
+        (res,) = json.loads(out)  # k = 2^63 - 1 runs: only the cold misses
+        assert rc == 0 and res["misses"] == len(set(load(npz)[0].pages.tolist())) == 10
 
 
 def test_option_errors(tmp_path, capsys):
@@ -274,3 +331,21 @@ def test_converted_files_get_the_umask_mode_not_0600(tmp_path):
         assert stat.S_IMODE(out2.stat().st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+def test_score_based_dist_without_scores_named_alike_whole_and_streamed(tmp_path, capsys):
+    """`paging mrc` of score-based-dist on a trace without gate scores names the -dist policy
+    and the sequence, whole as streamed and as `paging simulate` does (the whole curve named
+    score-based and "the trace")."""
+    f = tmp_path / "o.oracleGeneral"
+    from paging.io import write_oracle_general
+
+    write_oracle_general([from_pages([0, 2, 1, 3, 0, 2], Layout(2, 2), name="x")], f)
+    lay = ("--n-experts", "2", "--layers", "2")
+    want = "score-based-dist reads gate scores and o.oracleGeneral has none"
+    for argv in (("mrc", str(f), *lay, "--policy", "score-based-dist"),
+                 ("mrc", str(f), *lay, "--policy", "score-based-dist", "--stream"),
+                 ("simulate", str(f), *lay, "--policy", "score-based-dist", "--k", "2")):
+        rc, out, err = run(capsys, *argv)
+        assert rc == 2 and out == ""
+        assert_one_error_line(err, want)
