@@ -383,7 +383,7 @@ def _rank_max(zf: zipfile.ZipFile, file: str, off: np.ndarray, chunk: int) -> np
 
 def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
          scores: bool = False) -> list[ChunkedTrace]:
-    from paging.io.npz import _OPTIONAL, stored_header
+    from paging.io.npz import _OPTIONAL, as_int64, check_nonnegative, stored_header
 
     file = str(path)
     try:
@@ -477,8 +477,8 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
         pos = a
         while pos < b:
             m = min(chunk, b - pos)
-            pages = members["pages"].read(m).astype(np.int64)
-            steps = members["steps"].read(m).astype(np.int64)
+            pages = as_int64("pages", members["pages"].read(m), file)
+            steps = as_int64("steps", members["steps"].read(m), file)
             sc = None
             if "score" in members:
                 sc = members["score"].read(m)
@@ -488,9 +488,10 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
             token = None
             for key in ("token", "rank"):
                 if key in members:
-                    v = members[key].read(m)  # (read to keep the members in step)
+                    v = as_int64(key, members[key].read(m), file)  # (read to keep the
+                    check_nonnegative(key, v, file)  # members in step)
                     if key == "token" and with_tokens:
-                        token = v.astype(np.int64)
+                        token = v
             pos += m
             chk.check(pages, steps)
             yield ((pages, steps) + ((token,) if with_tokens else ())

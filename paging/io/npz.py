@@ -126,9 +126,10 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
     lay, mode = stored_header(need, n_experts, n_layers, file)
     names = need("names", "str").reshape(-1)
     off = need("offsets", "int").astype(np.int64).reshape(-1)
-    pages = need("pages", "int").astype(np.int64).reshape(-1)
-    steps = need("steps", "int").astype(np.int64).reshape(-1)
-    opt = {k: need(k, "int" if dt is np.int64 else "float").astype(dt).reshape(-1)
+    pages = as_int64("pages", need("pages", "int"), file).reshape(-1)
+    steps = as_int64("steps", need("steps", "int"), file).reshape(-1)
+    opt = {k: (as_int64(k, need(k, "int"), file) if dt is np.int64
+               else need(k, "float").astype(dt)).reshape(-1)
            for k, dt in _OPTIONAL if k in data}
     metas = need("meta", "str").reshape(-1) if "meta" in data else None
     S = names.size
@@ -138,6 +139,9 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
         raise PagingError(f"inconsistent array sizes ({S} names, {off.size} offsets, "
                           f"{pages.size} pages, {steps.size} steps); expected offsets = 0 .. "
                           "len(pages) with one more entry than names", file)
+    for key in ("token", "rank"):
+        if key in opt:
+            check_nonnegative(key, opt[key], file)
     sc = opt.get("score", np.zeros(0))
     if not (np.isfinite(sc) & (sc >= 0)).all():
         raise PagingError("array 'score' holds NaN, infinite or negative values; expected "
@@ -175,6 +179,24 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
     if not traces:
         raise PagingError("the file holds no sequences", file)
     return traces
+
+
+def as_int64(key: str, values: np.ndarray, file: str) -> np.ndarray:
+    """An integer array as int64, refusing an unsigned value int64 cannot hold (the cast made
+    2^64 - 1 into -1, and the error then named page -1)."""
+    if values.dtype.kind == "u" and values.size and int(values.max()) > 2**63 - 1:
+        raise PagingError(f"array {key!r} holds {int(values.max())}, beyond int64; expected "
+                          "ids below 2^63", file)
+    return values.astype(np.int64)
+
+
+def check_nonnegative(key: str, values: np.ndarray, file: str) -> None:
+    """Token ids and ranks are non-negative (as a CSV's cells must be): a negative one would
+    index the routing table from its end when the trace is expanded again."""
+    if values.size and int(values.min()) < 0:
+        raise PagingError(f"array {key!r} holds a negative value ({int(values.min())}); "
+                          f"expected non-negative {'token ids' if key == 'token' else 'ranks'}",
+                          file)
 
 
 TRACE_FORMATS = (TraceFormat("npz", read_npz, write_npz, extensions=(".npz",),

@@ -602,3 +602,36 @@ def test_a_streamed_npz_without_pages_or_steps_is_one_line(tmp_path):
                  "--stream")
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
         assert f"missing array '{key}'" in r.stderr
+
+
+def test_an_npz_with_a_negative_token_or_rank_is_one_line_whole_and_streamed(tmp_path):
+    """A CSV cell must be a non-negative integer; an .npz's token and rank arrays were taken
+    as they were, and a negative token indexed the routing table from its end when the trace
+    was expanded again. Now both readers refuse it, with the same line."""
+    write_npz(zipf(4, 3, 20, seed=1, topk=2), tmp_path / "good.npz")
+    good = dict(np.load(tmp_path / "good.npz"))
+    assert {"token", "rank"} <= set(good)
+    for key in ("token", "rank"):
+        bad = dict(good)
+        bad[key] = good[key].copy()
+        bad[key][7] = -3
+        np.savez(tmp_path / "bad.npz", **bad)
+        want = f"array '{key}' holds a negative value (-3)"
+        for extra in ((), ("--stream",)):
+            r = _cli("simulate", str(tmp_path / "bad.npz"), "--policy", "token-match", "--k",
+                     "3", *extra)
+            assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+            assert want in r.stderr and "Traceback" not in r.stderr
+
+
+def test_an_npz_uint64_page_beyond_int64_is_named_as_stored(tmp_path):
+    """2^64 - 1 in a uint64 pages array was cast to -1 and named as page -1."""
+    write_npz(zipf(4, 3, 20, seed=1), tmp_path / "good.npz")
+    good = dict(np.load(tmp_path / "good.npz"))
+    pages = good["pages"].astype(np.uint64)
+    pages[5] = 2**64 - 1
+    np.savez(tmp_path / "bad.npz", **{**good, "pages": pages})
+    for extra in ((), ("--stream",)):
+        r = _cli("simulate", str(tmp_path / "bad.npz"), "--policy", "lru", "--k", "3", *extra)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+        assert f"array 'pages' holds {2**64 - 1}, beyond int64" in r.stderr
