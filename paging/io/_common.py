@@ -17,6 +17,9 @@ from paging.layout import Layout
 
 PHASES = ("both", "prefill", "decode")
 
+#: the largest id a trace may hold: int64's (the arrays the simulator reads)
+MAX_ID = 2**63 - 1
+
 
 def describe(value: object) -> str:
     """A short rendering of a JSON value for error messages."""
@@ -39,10 +42,6 @@ def check_int(value: object, what: str, file: str, line: int | None, limit: int 
         raise PagingError(f"{what} {value} is out of range; expected 0..{limit - 1} "
                           f"({limit_name}={limit})", file, line)
     return value
-
-
-#: the largest id a trace may hold: int64's (the arrays the simulator reads)
-MAX_ID = 2**63 - 1
 
 
 def text_int(cell: str, what: str, file: str, line: int | None) -> int:
