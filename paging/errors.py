@@ -42,6 +42,16 @@ def positive_int(name: str, value: object, minimum: int = 1) -> int:
     return int(value)
 
 
+def brief(n: int) -> str:
+    """An integer for a one-line message: as written up to 24 digits, else its leading digits
+    and exponent (``--budget-gb 1e300`` is 301 digits of bytes)."""
+    s = str(int(n))
+    digits = s.lstrip("-")
+    if len(digits) <= 24:
+        return s
+    return f"{s[:len(s) - len(digits)]}{digits[0]}.{digits[1:4]}e{len(digits) - 1}"
+
+
 def check_k(k: object, n_pages: int | None = None) -> int:
     """Validate a cache size and return it as an int (k >= 1; a k above the page count is allowed
     and simply never evicts)."""
@@ -49,5 +59,5 @@ def check_k(k: object, n_pages: int | None = None) -> int:
         hint = f" (the layout has {n_pages} pages)" if n_pages else ""
         raise PagingError(f"k must be an integer >= 1{hint}, got {k!r}")
     if int(k) > 2**63 - 1:  # (the kernels' int64 capacities)
-        raise PagingError(f"k must be at most 2^63 - 1, got {k!r}")
+        raise PagingError(f"k must be at most 2^63 - 1, got {brief(k)}")
     return int(k)

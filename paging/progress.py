@@ -97,7 +97,7 @@ def compile_notice(delay: float = 3.0, show: bool | None = None, stream=None,
                 if state.depth > 0 and time.monotonic() - state.since > delay:
                     what = f" ({state.name})" if state.name else ""
                     write(f"paging: numba is compiling a kernel{what} for this machine; once, "
-                          "then it is cached (a first run can take a minute)", stream)
+                          "then it is cached (a first run can take a minute or two)", stream)
                     return
         finally:
             event.unregister("numba:compile", listener)

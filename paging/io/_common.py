@@ -36,7 +36,7 @@ def check_int(value: object, what: str, file: str, line: int | None, limit: int 
     if value < 0:
         raise PagingError(f"{what} must be a non-negative integer, got {value}", file, line)
     if value > MAX_ID:
-        raise PagingError(f"{what} {value} is out of range; expected an integer below 2^63",
+        raise PagingError(f"{what} is out of range ({value}); expected an integer below 2^63",
                           file, line)
     if limit is not None and value >= limit:
         raise PagingError(f"{what} {value} is out of range; expected 0..{limit - 1} "
@@ -89,9 +89,10 @@ def check_scores(value: object, what: str, n: int, file: str, line: int | None) 
     return value
 
 
-#: the most pages a layout inferred from a file's largest ids may have (a model's experts are
-#: thousands; every run keeps arrays of this length, so one stray id of 10^9 would ask for
-#: gigabytes): a larger one is refused, naming the id; an explicit layout is taken as given
+#: the most pages the inferred part of a layout (from a file's largest ids) may span (a model's
+#: experts are thousands; every run keeps arrays of this length, so one stray id of 10^9
+#: would ask for gigabytes): a larger one is refused, naming the id; an explicit size is taken
+#: as given
 MAX_INFERRED_PAGES = 2**24
 
 
@@ -107,7 +108,8 @@ def layout_for(max_expert: int, max_layer: int, n_experts: int | None, n_layers:
             raise PagingError(f"{name} must be an integer >= 1, got {v!r}")
     E = int(n_experts) if n_experts is not None else max_expert + 1
     L = int(n_layers) if n_layers is not None else max_layer + 1
-    if E * L > MAX_INFERRED_PAGES and (n_experts is None or n_layers is None):
+    inferred = (E if n_experts is None else 1) * (L if n_layers is None else 1)
+    if inferred > MAX_INFERRED_PAGES:
         what, line = ((f"expert id {max_expert}", expert_line) if n_experts is None
                       and (n_layers is not None or max_expert >= max_layer)
                       else (f"layer id {max_layer}", layer_line))

@@ -39,6 +39,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -113,7 +114,7 @@ def _build(ids: np.ndarray, sizes: np.ndarray | None, layout: Layout | None, fil
         if ids.dtype.kind not in "iu":  # (strings: an id that is not an integer, or one
             for i, v in enumerate(ids):  # beyond 64 bits, which int64 cannot hold)
                 text = str(v)
-                if not (text.isascii() and text.lstrip("-").isdigit()):
+                if not re.fullmatch(r"-?[0-9]+", text):
                     prefix, line = where(i)
                     raise PagingError(f"{prefix}object id {v!r} is not an integer; a layered "
                                       f"trace needs a {expect}", file, line)

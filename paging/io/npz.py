@@ -185,8 +185,9 @@ def as_int64(key: str, values: np.ndarray, file: str) -> np.ndarray:
     """An integer array as int64, refusing an unsigned value int64 cannot hold (the cast made
     2^64 - 1 into -1, and the error then named page -1)."""
     if values.dtype.kind == "u" and values.size and int(values.max()) > 2**63 - 1:
-        raise PagingError(f"array {key!r} holds {int(values.max())}, beyond int64; expected "
-                          "ids below 2^63", file)
+        first = int(values[np.flatnonzero(values > 2**63 - 1)[0]])  # (a chunk names the same)
+        raise PagingError(f"array {key!r} holds {first}, beyond int64; expected ids below "
+                          "2^63", file)
     return values.astype(np.int64)
 
 
@@ -194,7 +195,8 @@ def check_nonnegative(key: str, values: np.ndarray, file: str) -> None:
     """Token ids and ranks are non-negative (as a CSV's cells must be): a negative one would
     index the routing table from its end when the trace is expanded again."""
     if values.size and int(values.min()) < 0:
-        raise PagingError(f"array {key!r} holds a negative value ({int(values.min())}); "
+        first = int(values[np.flatnonzero(values < 0)[0]])  # (a chunk names the same)
+        raise PagingError(f"array {key!r} holds a negative value ({first}); "
                           f"expected non-negative {'token ids' if key == 'token' else 'ranks'}",
                           file)
 

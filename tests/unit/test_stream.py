@@ -635,3 +635,21 @@ def test_an_npz_uint64_page_beyond_int64_is_named_as_stored(tmp_path):
         r = _cli("simulate", str(tmp_path / "bad.npz"), "--policy", "lru", "--k", "3", *extra)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
         assert f"array 'pages' holds {2**64 - 1}, beyond int64" in r.stderr
+
+
+def test_an_npz_names_its_first_bad_value_whole_and_in_any_chunk_size(tmp_path):
+    """Several uint64 ids beyond int64, and several negative ranks: the whole read and a read
+    in chunks of 2 name the same (first) one."""
+    write_npz(zipf(4, 3, 20, seed=1, topk=2), tmp_path / "good.npz")
+    good = dict(np.load(tmp_path / "good.npz"))
+    pages = good["pages"].astype(np.uint64)
+    pages[[3, 6]] = [2**63, 2**64 - 1]
+    rank = good["rank"].copy()
+    rank[[4, 9]] = [-1, -7]
+    for key, arr, want in (("pages", pages, f"holds {2**63}, beyond int64"),
+                           ("rank", rank, "holds a negative value (-1)")):
+        np.savez(tmp_path / "bad.npz", **{**good, key: arr})
+        for extra in ((), ("--stream", "--chunk", "2")):
+            r = _cli("mrc", str(tmp_path / "bad.npz"), "--policy", "lru", *extra)
+            assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
+            assert want in r.stderr, r.stderr

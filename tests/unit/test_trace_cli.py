@@ -125,6 +125,11 @@ def test_ids_beyond_int64_and_capacities_beyond_int64(tmp_path, capsys):
     assert rc == 2
     assert_one_error_line(err, "h.txt:3: ", f"object id {big} is out of range",
                           "expected a page id 0..1")
+    txt.write_text("0\n1\n--5\n")  # (a ValueError traceback once the minus signs were stripped)
+    rc, _, err = run(capsys, "simulate", str(txt), "--n-experts", "2", "--layers", "1",
+                     "--policy", "lru", "--k", "2")
+    assert rc == 2
+    assert_one_error_line(err, "h.txt:3: ", "object id '--5' is not an integer")
     lc = tmp_path / "h.libcachesim.csv"
     lc.write_text(f"obj_id,size\n1,3\n{big},4\n")
     rc, _, err = run(capsys, "simulate", str(lc), "--n-experts", "2", "--layers", "1",
@@ -137,6 +142,10 @@ def test_ids_beyond_int64_and_capacities_beyond_int64(tmp_path, capsys):
     assert rc == 2
     assert_one_error_line(err, "e.jsonl:2: ", "expert id 1000000000 gives an inferred layout",
                           "more than 16,777,216 pages")
+    # an explicit size is taken as given: only the inferred part of the layout is bounded
+    from paging.io._common import layout_for
+
+    assert layout_for(1, 1, 10**9, None, "f").n_pages == 2 * 10**9
     npz = tmp_path / "a.npz"
     rc, _, _ = run(capsys, "trace", "convert", "zipf:n=4,layers=3,tokens=6,seed=0", str(npz))
     assert rc == 0
@@ -151,6 +160,10 @@ def test_ids_beyond_int64_and_capacities_beyond_int64(tmp_path, capsys):
                            "1e10", "--sizes", str(sizes), *extra)
         assert rc == 2 and out == ""
         assert_one_error_line(err, "the byte budget must be at most 2^63 - 1 bytes")
+        rc, out, err = run(capsys, "simulate", str(npz), "--policy", "fifo", "--budget-gb",
+                           "1e300", "--sizes", str(sizes), *extra)  # (one short line)
+        assert rc == 2 and out == ""
+        assert_one_error_line(err, "at most 2^63 - 1 bytes, got 1.000e309")
         rc, out, _ = run(capsys, "simulate", str(npz), "--policy", "lru", "--k",
                          str(2**63 - 1), "--json", *extra)
         (res,) = json.loads(out)  # k = 2^63 - 1 runs: only the cold misses
