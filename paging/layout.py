@@ -32,6 +32,10 @@ class Layout:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise PagingError(f"{name} must be an integer >= 1, got {v!r}")
             object.__setattr__(self, name, int(v))
+        if self.n_experts * self.n_layers > 2**63 - 1:  # (page ids are int64)
+            raise PagingError(f"a layout of {self.n_experts} experts x {self.n_layers} layers "
+                              "has more pages than int64 ids can name; expected at most "
+                              "2^63 - 1 pages")
 
     @property
     def n_pages(self) -> int:

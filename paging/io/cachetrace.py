@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from paging.errors import PagingError
-from paging.io._common import no_phases, read_text
+from paging.io._common import no_phases, read_text, text_int
 from paging.io._pages import build_trace
 from paging.io.formats import TraceFormat
 from paging.io.libcachesim import ORACLE_GENERAL, write_libcachesim_csv, write_oracle_general
@@ -252,10 +252,10 @@ def read_libcachesim_csv(path: str | os.PathLike, *, expand: str = "rounds",
         lines.append(line)
         if scol is not None:
             s = row[scol].strip()
-            if not s.isdigit():
+            if not (s.isascii() and s.isdigit()):
                 raise PagingError(f"object size {s!r} is not a non-negative integer; expected "
                                   "a size in bytes", file, line)
-            sizes.append(int(s))
+            sizes.append(text_int(s, "object size", file, line))
     ids = _ids_array(values, layout is not None)
 
     def where(i):

@@ -101,7 +101,10 @@ def declared_layout(declared: dict, n_experts, n_layers, file: str) -> Layout:
     if sizes["n_experts"] is None or sizes["n_layers"] is None:
         raise PagingError(f"the layout is unknown: no '{MAGIC} n_experts=N n_layers=L' first "
                           "line; pass n_experts and n_layers (--n-experts N --layers L)", file, 1)
-    return Layout(sizes["n_experts"], sizes["n_layers"])
+    try:
+        return Layout(sizes["n_experts"], sizes["n_layers"])
+    except PagingError as e:  # (a header comment's layout int64 ids cannot name)
+        raise PagingError(e.message, file, 1 if declared else None) from None
 
 
 def read_csv(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = False,

@@ -136,6 +136,16 @@ def test_ids_beyond_int64_and_capacities_beyond_int64(tmp_path, capsys):
                      "--policy", "lru", "--k", "2")
     assert rc == 2
     assert_one_error_line(err, "h.libcachesim.csv:3: ", f"object id {big} is out of range")
+    lc.write_text(f"obj_id,size\n1,3\n0,{big}\n")  # a size int64 cannot hold
+    rc, _, err = run(capsys, "simulate", str(lc), "--policy", "lru", "--k", "2")
+    assert rc == 2
+    assert_one_error_line(err, "h.libcachesim.csv:3: ", f"object size {big} is out of range")
+    hl = tmp_path / "hl.csv"  # a layout whose pages int64 ids cannot name
+    hl.write_text(f"# paging-trace n_experts={2**64} n_layers=2\npage\n0\n")
+    for extra in ((), ("--stream",)):
+        rc, out, err = run(capsys, "simulate", str(hl), "--policy", "lru", "--k", "2", *extra)
+        assert rc == 2 and out == ""
+        assert_one_error_line(err, "hl.csv:1: ", "more pages than int64 ids can name")
     j = tmp_path / "e.jsonl"
     j.write_text(GOOD + row(experts=[1, 10**9]))
     rc, _, err = run(capsys, "simulate", str(j), "--policy", "lru", "--k", "2")
