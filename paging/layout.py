@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.errors import PagingError, brief
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,8 @@ class Layout:
                 raise PagingError(f"{name} must be an integer >= 1, got {v!r}")
             object.__setattr__(self, name, int(v))
         if self.n_experts * self.n_layers > 2**63 - 1:  # (page ids are int64)
-            raise PagingError(f"a layout of {self.n_experts} experts x {self.n_layers} layers "
+            raise PagingError(f"a layout of {brief(self.n_experts)} experts x "
+                              f"{brief(self.n_layers)} layers "
                               "has more pages than int64 ids can name; expected at most "
                               "2^63 - 1 pages")
 

@@ -488,8 +488,9 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
             token = None
             for key in ("token", "rank"):
                 if key in members:
-                    v = as_int64(key, members[key].read(m), file)  # (read to keep the
-                    check_nonnegative(key, v, file)  # members in step)
+                    # (read to keep the members in step)
+                    v = as_int64(key, members[key].read(m), file)
+                    check_nonnegative(key, v, file)
                     if key == "token" and with_tokens:
                         token = v
             pos += m
