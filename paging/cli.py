@@ -48,12 +48,18 @@ def print_json(obj) -> None:
 
 def guarded(fn, *args) -> int:
     """Run ``fn(*args)`` as a command: its return value (None = 0) is the exit status; a
-    :class:`PagingError` is one line on stderr and status 2, an interrupt 130. The one error
+    :class:`PagingError` is one line on stderr and status 2, as is running out of memory (a
+    size too large for the machine), an interrupt 130. The one error
     wrapper of every entry point (``paging``, ``python -m experiments.*``)."""
     try:
         return int(fn(*args) or 0)
     except PagingError as e:
         sys.stderr.write(f"error: {e.format()}\n")
+        return 2
+    except MemoryError as e:  # (numpy's allocation error says how much the run asked for)
+        what = str(e).splitlines()[0] if str(e) else "an allocation failed"
+        sys.stderr.write(f"error: out of memory: {what}; expected a run this machine can hold "
+                         "(make it smaller)\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("error: interrupted\n")

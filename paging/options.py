@@ -71,3 +71,32 @@ def no_more(opts: dict, what: str, allowed: str) -> None:
     """Refuse options left over after parsing."""
     if opts:
         raise PagingError(f"{what}: unknown option {', '.join(sorted(opts))}; expected {allowed}")
+
+
+def int64(text: str) -> int:
+    """An argparse type: an integer the kernels' int64 arrays can hold (a larger one was a
+    numpy ``Maximum allowed dimension exceeded`` or overflow traceback). Ranges narrower than
+    that are each option's own check."""
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if not -(2**63) <= v <= 2**63 - 1:
+        from paging.errors import brief
+
+        raise argparse.ArgumentTypeError(f"{brief(v)} is out of range; expected an integer "
+                                         "of 64 bits") from None
+    return v
+
+
+def seed(text: str) -> int:
+    """An argparse type: a seed, a non-negative integer of 64 bits (numpy refuses a negative
+    one with a traceback)."""
+    import argparse
+
+    v = int64(text)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"seed must be an integer >= 0, got {v}")
+    return v

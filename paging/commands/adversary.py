@@ -15,6 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from paging.options import int64, seed
+
 #: NAME -> one line of help (the constructions live in adversaries/).
 NAMES = {
     "theorem1": "fixed per-layer partition (a -dist policy) on n + l - 1 pages; needs "
@@ -49,23 +51,23 @@ def add_parser(sub) -> None:
                    help="one of: " + ", ".join(NAMES))
     p.add_argument("--policy", default=None, metavar="P",
                    help="policy name (default lru-dist for theorem1, lru otherwise)")
-    p.add_argument("--n", type=int, required=True, help="experts per layer")
-    p.add_argument("--layers", type=int, required=True, help="layers (l)")
-    p.add_argument("--rounds", type=int, default=None,
+    p.add_argument("--n", type=int64, required=True, help="experts per layer")
+    p.add_argument("--layers", type=int64, required=True, help="layers (l)")
+    p.add_argument("--rounds", type=int64, default=None,
                    help="rounds of l requests (default: per construction, see adversaries/)")
-    p.add_argument("--k", type=int, default=None,
+    p.add_argument("--k", type=int64, default=None,
                    help="cache size (default: what the theorem requires)")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=seed, default=0,
                    help="seed of random sequences and randomized policies (default 0)")
-    p.add_argument("--sequences", type=int, default=None,
+    p.add_argument("--sequences", type=int64, default=None,
                    help="independent sequences for theorem4 and random-hk (default 4)")
-    p.add_argument("--length", type=int, default=None,
+    p.add_argument("--length", type=int64, default=None,
                    help="search: rounds of the sequence (default 64*k)")
-    p.add_argument("--budget", type=int, default=None,
+    p.add_argument("--budget", type=int64, default=None,
                    help="search: candidate evaluations (default 4000)")
-    p.add_argument("--restarts", type=int, default=None,
+    p.add_argument("--restarts", type=int64, default=None,
                    help="search: annealing runs from random starts (default 6)")
-    p.add_argument("--seeds", type=int, default=None,
+    p.add_argument("--seeds", type=int64, default=None,
                    help="search: runs per candidate of a randomized policy (default 8)")
     p.add_argument("--out", default=None, metavar="FILE",
                    help="search: write the witness sequence as a trace file (.npz, .csv, ...); "
@@ -73,7 +75,7 @@ def add_parser(sub) -> None:
     p.add_argument("--weighted", action="store_true",
                    help="search: also choose every page's fetch cost in 1..--max-cost; OPT is "
                         "the exact min-cost-flow optimum")
-    p.add_argument("--max-cost", type=int, default=None, metavar="C",
+    p.add_argument("--max-cost", type=int64, default=None, metavar="C",
                    help="search --weighted: the largest page cost (default 8)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from paging.options import int64
+
 
 def add_trace_args(p: argparse.ArgumentParser, *, expand: bool = True,
                    many: bool = False) -> None:
@@ -26,9 +28,9 @@ def add_trace_args(p: argparse.ArgumentParser, *, expand: bool = True,
                    help="an incomplete token (missing some layer) is an error, not dropped")
     p.add_argument("--phase", choices=("both", "prefill", "decode"), default="both",
                    help="for prefill/decode traces: which phase(s) to read (default both)")
-    p.add_argument("--n-experts", type=int, default=None, help="experts per layer "
+    p.add_argument("--n-experts", type=int64, default=None, help="experts per layer "
                    "(default: from the file)")
-    p.add_argument("--layers", type=int, default=None, help="layers (default: from the file)")
+    p.add_argument("--layers", type=int64, default=None, help="layers (default: from the file)")
 
 
 def policy_help() -> str:

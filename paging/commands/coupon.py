@@ -14,22 +14,24 @@ import argparse
 import sys
 from fractions import Fraction
 
+from paging.options import int64, seed
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("coupon", help="parallel coupon collector: cover time vs Theorem 5",
                        description="Expected number of rounds E[T(N,C)] until each of C "
                        "independent collectors holds all N coupon types, and Theorem 5's "
                        "lower bound max(N*H_N, log(C)/6).")
-    p.add_argument("--n", type=int, required=True, metavar="N", help="coupon types (>= 1)")
-    p.add_argument("--collectors", type=int, required=True, metavar="C",
+    p.add_argument("--n", type=int64, required=True, metavar="N", help="coupon types (>= 1)")
+    p.add_argument("--collectors", type=int64, required=True, metavar="C",
                    help="independent collectors (>= 1)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--exact", action="store_true",
                      help="exact rational arithmetic (small N, C)")
     how.add_argument("--mc", action="store_true", help="Monte Carlo estimate with a 95%% CI")
-    p.add_argument("--trials", type=int, default=None, metavar="T",
+    p.add_argument("--trials", type=int64, default=None, metavar="T",
                    help="Monte Carlo trials (default 10000; only with --mc)")
-    p.add_argument("--seed", type=int, default=None, metavar="S",
+    p.add_argument("--seed", type=seed, default=None, metavar="S",
                    help="Monte Carlo seed (default 0; only with --mc)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from paging.commands.common import add_trace_args, format_table, load_from_args, policy_help
 from paging.commands.streaming import add_stream_args
+from paging.options import seed
 
 
 def add_parser(sub) -> None:
@@ -31,7 +32,7 @@ def add_parser(sub) -> None:
     add_trace_args(p)
     p.add_argument("--policy", required=True, metavar="NAME",
                    help="policy name: " + policy_help())
-    p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object {"policy", "requests", "k", "misses", ...}')
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,

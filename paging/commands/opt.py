@@ -4,7 +4,10 @@ optimum, unit-cost or weighted, or with routing flexibility."""
 
 from __future__ import annotations
 
+import math
+
 from paging.commands.common import add_trace_args, format_table, load_from_args
+from paging.options import int64
 
 METHODS = ("belady", "ilp", "flow", "lp", "foo", "upper")
 
@@ -18,7 +21,7 @@ def add_parser(sub) -> None:
                        "flow (uniform sizes), or lower/upper bounds (LP relaxation, FOO) for "
                        "variable sizes. --dist gives the optimum with the per-layer partition.")
     add_trace_args(p)
-    p.add_argument("--k", action="append", type=int, metavar="K",
+    p.add_argument("--k", action="append", type=int64, metavar="K",
                    help="cache size in pages (repeatable)")
     p.add_argument("--budget-gb", type=float, default=None, metavar="G",
                    help="cache size in bytes, round(G * 1e9), with page sizes from --sizes")
@@ -61,6 +64,9 @@ def run(args) -> int:
     if args.budget_gb is not None:
         if args.sizes is None:
             raise PagingError("--budget-gb needs --sizes FILE (bytes per page id)")
+        if not math.isfinite(args.budget_gb) or abs(args.budget_gb) > 9e9:  # (2^63 bytes)
+            raise PagingError(f"--budget-gb must be a finite number of GB below 9.2e9, got "
+                              f"{args.budget_gb!r}")
         budget = round(args.budget_gb * 1e9)
         if not budget >= 1:
             raise PagingError(f"--budget-gb must give at least 1 byte, got {args.budget_gb!r}")

@@ -11,6 +11,7 @@ the baseline without compressed pools. Pool sizes and times come from the cost m
 from __future__ import annotations
 
 from paging.commands.common import add_trace_args, format_table, load_from_args
+from paging.options import int64
 
 
 def add_parser(sub) -> None:
@@ -38,9 +39,9 @@ def add_parser(sub) -> None:
                    help="grid step of the memory ratios, 1/m (default 0.05)")
     z.add_argument("--rho", type=float, default=None, metavar="R",
                    help="compression ratio of the exponent bits, in (0, 1] (default 0.36)")
-    z.add_argument("--threads", type=int, default=None, metavar="L",
+    z.add_argument("--threads", type=int64, default=None, metavar="L",
                    help="decompression threads L >= 1 (default 6)")
-    z.add_argument("--shards", type=int, default=None, metavar="K",
+    z.add_argument("--shards", type=int64, default=None, metavar="K",
                    help="E-chunks per tensor K >= 1 (default 6)")
     p.add_argument("--no-exact", action="store_true",
                    help="skip the exact Algorithm 1 schedule of the replayed patterns (faster)")

@@ -8,6 +8,8 @@ routing-log JSONL that every trace command reads (:mod:`paging.record`). Needs t
 
 from __future__ import annotations
 
+from paging.options import int64, seed
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("record", help="record the routing of a Hugging Face MoE model "
@@ -26,10 +28,10 @@ def add_parser(sub) -> None:
     p.add_argument("--prompts", required=True, metavar="FILE",
                    help="prompts: a text file (one per line) or JSONL (a string, or an object "
                         "with prompt, text or input_ids, per line)")
-    p.add_argument("--max-new-tokens", type=int, default=16, metavar="N",
+    p.add_argument("--max-new-tokens", type=int64, default=16, metavar="N",
                    help="new tokens per prompt (the prefill yields the first, N-1 decode "
                         "passes follow; default 16)")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=seed, default=0,
                    help="seed of the tiny model's random weights (decoding is greedy)")
     p.add_argument("--out", required=True, metavar="FILE.jsonl",
                    help="output routing log (written atomically)")

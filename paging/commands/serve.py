@@ -13,6 +13,7 @@ with its ``summary``, its per-request table (``requests``) and its per-step seri
 from __future__ import annotations
 
 from paging.commands.common import add_trace_args, format_table, load_from_args, policy_help
+from paging.options import int64, seed
 
 
 def _range(text: str) -> tuple[int, int]:
@@ -42,7 +43,7 @@ def add_parser(sub) -> None:
     cap = p.add_argument_group("cache size (one kind, repeatable)")
     cap.add_argument("--budget-gb", action="append", type=float, metavar="G",
                      help="GPU memory for experts in GB (1 GB = 1e9 bytes; repeatable)")
-    cap.add_argument("--k", action="append", type=int, metavar="K",
+    cap.add_argument("--k", action="append", type=int64, metavar="K",
                      help="cache size in experts (repeatable)")
     m = p.add_argument_group("cost model")
     m.add_argument("--model", required=True, metavar="M",
@@ -56,7 +57,7 @@ def add_parser(sub) -> None:
     a = p.add_argument_group("arrivals (one kind)")
     a.add_argument("--rate", action="append", type=float, metavar="R",
                    help="Poisson arrivals at R requests/s (repeatable: one run per rate)")
-    a.add_argument("--clients", type=int, default=None, metavar="N",
+    a.add_argument("--clients", type=int64, default=None, metavar="N",
                    help="a closed loop of N clients")
     a.add_argument("--think", type=float, default=0.0, metavar="S",
                    help="with --clients: seconds between a request's end and the client's "
@@ -66,9 +67,9 @@ def add_parser(sub) -> None:
     a.add_argument("--duration", type=float, default=None, metavar="S",
                    help="requests arrive during the first S seconds (the run then drains)")
     w = p.add_argument_group("workload and scheduler")
-    w.add_argument("--max-batch", type=int, default=16, metavar="B",
+    w.add_argument("--max-batch", type=int64, default=16, metavar="B",
                    help="most requests running at once (default 16)")
-    w.add_argument("--max-tokens", type=int, default=512, metavar="T",
+    w.add_argument("--max-tokens", type=int64, default=512, metavar="T",
                    help="most tokens per engine step; longer prompts are prefilled in chunks "
                         "(default 512)")
     w.add_argument("--scheduler", choices=("continuous", "static"), default="continuous",
@@ -77,7 +78,7 @@ def add_parser(sub) -> None:
                    help="the rank and gate score an expert of a step's union gets from the "
                         "step's tokens, for --miss drop/fetch-priority and --policy "
                         "score-based: best (smallest rank, largest score; default) or worst")
-    w.add_argument("--prompt-tokens", type=int, default=32, metavar="P",
+    w.add_argument("--prompt-tokens", type=int64, default=32, metavar="P",
                    help="a decode log (no prefill phase) has its first P tokens (at most half "
                         "the sequence) served as the prompt (default 32)")
     w.add_argument("--prompt-len", default=None, metavar="LO-HI",
@@ -86,7 +87,7 @@ def add_parser(sub) -> None:
     w.add_argument("--output-len", default=None, metavar="LO-HI",
                    help="draw each request's decode length uniformly from LO-HI (with "
                         "--prompt-len)")
-    w.add_argument("--max-requests", type=int, default=None, metavar="N",
+    w.add_argument("--max-requests", type=int64, default=None, metavar="N",
                    help="cap on the requests made (default: every arrival; 32 per client "
                         "for --clients)")
     w.add_argument("--step-overhead-ms", type=float, default=0.0, metavar="MS",
@@ -116,7 +117,7 @@ def add_parser(sub) -> None:
                           "(SpecMD's Algorithm 1, layer by layer)")
     p.add_argument("--no-bound", action="store_true",
                    help="skip the offline bound (Belady on the produced stream)")
-    p.add_argument("--seed", type=int, default=0,
+    p.add_argument("--seed", type=seed, default=0,
                    help="seed of the arrivals, the request draws and randomized policies")
     p.add_argument("--engine", choices=("auto", "reference", "fast"), default="auto",
                    help="the cache in a compiled kernel when the policy has one that serves "

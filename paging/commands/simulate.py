@@ -50,6 +50,7 @@ import dataclasses
 
 from paging.commands.common import add_trace_args, format_table, load_from_args, policy_help
 from paging.commands.streaming import add_stream_args
+from paging.options import int64, seed
 
 
 def add_parser(sub) -> None:
@@ -61,7 +62,7 @@ def add_parser(sub) -> None:
     p.add_argument("--policy", action="append", required=True, metavar="NAME",
                    help="policy name (repeatable): " + policy_help())
     cap = p.add_argument_group("cache size (one kind, repeatable)")
-    cap.add_argument("--k", action="append", type=int, metavar="K",
+    cap.add_argument("--k", action="append", type=int64, metavar="K",
                      help="cache size in pages (repeatable)")
     cap.add_argument("--budget-gb", action="append", type=float, metavar="G",
                      help="cache size in GB (1 GB = 1e9 bytes; needs --sizes or --model; "
@@ -93,7 +94,7 @@ def add_parser(sub) -> None:
     m.add_argument("--token-overhead-ms", type=float, default=None, metavar="MS",
                    help="fixed time per token (forward pass) on the compute stream, for "
                         "sensitivity (default 0; a batched prefill is one pass)")
-    m.add_argument("--prefetch-streams", type=int, choices=(1, 2), default=None,
+    m.add_argument("--prefetch-streams", type=int64, choices=(1, 2), default=None,
                    help="copy streams: 1 (default; prefetches queue behind demand transfers) "
                         "or 2 (prefetches on a concurrent stream of their own; needs "
                         "--prefetch)")
@@ -126,10 +127,10 @@ def add_parser(sub) -> None:
     wm.add_argument("--warm", action="store_true",
                     help="run the sequences of every TRACE back to back through one cache and "
                          "one policy state (default: each from an empty cache)")
-    wm.add_argument("--warm-seed", type=int, default=None, metavar="S",
+    wm.add_argument("--warm-seed", type=seed, default=None, metavar="S",
                     help="with --warm: the sequences in an order drawn from seed S (default: "
                          "file order)")
-    p.add_argument("--seed", type=int, default=0, help="seed of randomized policies (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="seed of randomized policies (default 0)")
     p.add_argument("--engine", choices=("auto", "reference", "fast"), default="auto",
                    help="compiled kernel when available (auto), or the reference loop")
     p.add_argument("--verify", action="store_true",

@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from paging.errors import PagingError
+from paging.options import int64
 
 
 def add_stream_args(p: argparse.ArgumentParser) -> None:
@@ -20,7 +21,7 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
                         "their miss curves (one pass for LRU, LLRU, LFU, FLD, Least-Stale and "
                         "Belady, else one run per size). Automatic for files above "
                         "$PAGING_STREAM_BYTES (default 2e9 bytes) when the options allow it")
-    g.add_argument("--chunk", type=int, default=None, metavar="N",
+    g.add_argument("--chunk", type=int64, default=None, metavar="N",
                    help="requests per chunk when streaming (default 4194304); refused with "
                         "--no-stream, a note when the trace is read whole")
     g.add_argument("--no-stream", action="store_true",

@@ -13,6 +13,8 @@ and a re-run skips the cells it already holds.
 
 from __future__ import annotations
 
+from paging.options import int64
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser("sweep", help="run a TOML grid of simulations on Dask into one table",
@@ -27,7 +29,7 @@ def add_parser(sub) -> None:
     p.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="address of a running Dask scheduler (tcp://host:8786); default: a "
                         "local cluster")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--workers", type=int64, default=None, metavar="N",
                    help="local workers (default: CPU count, at most 8); 0 runs in this "
                         "process without Dask")
     p.add_argument("--processes", action="store_true",

@@ -432,6 +432,9 @@ def _read(path: Path) -> dict:
     except OSError as e:
         raise PagingError(f"cannot read the model file: {e.strerror or e}", file=str(path)) \
             from None
+    except UnicodeDecodeError:
+        raise PagingError("the model file is not UTF-8 text; expected TOML or JSON",
+                          file=str(path)) from None
     suffix = path.suffix.lower()
     try:
         if suffix == ".toml":

@@ -28,6 +28,7 @@ from paging.errors import PagingError
 from paging.learned.mlp import MLP, fit
 from paging.learned.model import FlashMoEModel, fingerprint
 from paging.offline.belady import Belady
+from paging.options import int64, seed
 from paging.policies.learned import _History
 
 HIDDEN = 128
@@ -104,6 +105,9 @@ def train_flashmoe(traces, k: int = 200, *, seed: int = 0, epochs: int = EPOCHS,
     traces = list(traces)
     if not traces:
         raise PagingError("train flashmoe: give at least one training sequence")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise PagingError(f"train flashmoe: epochs must be an integer >= 1, got {epochs!r} "
+                          "(0 would write an untrained model)")
     lay = traces[0].layout
     for tr in traces:
         if tr.layout != lay:
@@ -129,9 +133,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("trace", nargs="+", metavar="TRACE",
                    help="training routing files or generator specs (every sequence is used)")
     p.add_argument("--out", required=True, metavar="FILE", help="model file to write (.npz)")
-    p.add_argument("--k", type=int, default=200, help="cache size of Belady's labels (200)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--epochs", type=int, default=EPOCHS)
+    p.add_argument("--k", type=int64, default=200, help="cache size of Belady's labels (200)")
+    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--epochs", type=int64, default=EPOCHS)
     p.add_argument("--exclude", action="append", default=[], metavar="NAME",
                    help="leave out the sequence with this name (repeatable), e.g. "
                         "'humaneval_2_routing.jsonl#problem_id=1'")

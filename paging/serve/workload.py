@@ -229,6 +229,9 @@ def read_arrivals(path) -> tuple:
         lines = p.read_text(encoding="utf-8").splitlines()
     except OSError as e:
         raise PagingError(f"cannot read the arrivals: {e.strerror or e}", file=str(p)) from None
+    except UnicodeDecodeError:
+        raise PagingError("the arrivals file is not UTF-8 text; expected one time in seconds "
+                          "per line", file=str(p)) from None
     out, prev = [], 0.0
     for i, line in enumerate(lines, 1):
         s = line.split("#", 1)[0].strip()

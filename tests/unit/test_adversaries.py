@@ -339,7 +339,7 @@ def test_cli_every_adversary_runs(capsys):
     (["theorem2", "--policy", "marking", "--n", "3", "--layers", "2"], "randomized"),
     (["theorem2", "--n", "0", "--layers", "2"], "n (experts per layer) must be an integer >= 1"),
     (["theorem2", "--n", "3", "--layers", "2", "--rounds", "x"],
-     "argument --rounds: invalid int value: 'x'"),
+     "argument --rounds: expected an integer, got 'x'"),
     (["theorem4", "--n", "3", "--layers", "2", "--seed", "-2"], "seed must be an integer >= 0"),
     (["theorem1", "--n", "3", "--layers", "2", "--k", "9"], "n + l - 1 <= k < n*l"),
     (["theorem3", "--n", "3", "--layers", "2", "--sequences", "2"], "--sequences applies"),

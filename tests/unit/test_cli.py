@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from paging.cli import main
 
 
@@ -16,3 +18,46 @@ def test_an_abbreviated_option_is_not_taken_for_another(capsys):
     assert "unrecognized arguments: --out x.json" in err
     assert main(["simulate", "zipf:n=4,layers=2,tokens=10", "--pol", "lru", "--k", "3"]) == 2
     assert "required: --policy" in capsys.readouterr().err
+
+
+def test_other_commands_bad_numbers_and_files_are_one_line(tmp_path, capsys):
+    """From a review of the commands beyond simulate/mrc/trace: integers int64 cannot hold,
+    negative seeds, a run too large for memory, a NaN budget, non-UTF-8 model and arrival
+    files and zero training epochs were tracebacks or silent; each is one line, exit 2, and
+    writes nothing."""
+    from paging.cli import main
+
+    def one_line(argv, *fragments):
+        rc = main(argv)
+        out, err = capsys.readouterr()
+        assert rc == 2 and out == "" and err.count("\n") == 1, err
+        assert err.startswith("error: ") and "Traceback" not in err
+        for f in fragments:
+            assert f in err, (f, err)
+
+    big = str(2**63)
+    one_line(["coupon", "--n", "3", "--collectors", big, "--mc", "--trials", "2"],
+             f"argument --collectors: {big} is out of range; expected an integer of 64 bits")
+    one_line(["coupon", "--n", "3", "--collectors", str(2**40), "--mc", "--trials", "2"],
+             "error: out of memory: Unable to allocate", "make it smaller")
+    spec = "router:n=8,layers=32,tokens=40,k=2,seed=0"
+    one_line(["serve", spec, "--policy", "lru", "--model", "mixtral-8x7b", "--k", "16",
+              "--rate", "5", "--duration", "1", "--seed", "-1"],
+             "argument --seed: seed must be an integer >= 0, got -1")
+    sizes = tmp_path / "s.json"
+    sizes.write_text(json.dumps([100] * 12))
+    for b in ("nan", "inf", "1e300"):
+        one_line(["opt", "zipf:n=4,layers=3,tokens=20,seed=0", "--budget-gb", b, "--sizes",
+                  str(sizes)], "--budget-gb must be a finite number of GB")
+    bad = tmp_path / "m.toml"
+    bad.write_bytes(b"a\xff\n")
+    one_line(["plan", "router:n=4,layers=3,tokens=10,k=2,seed=0", "--model", str(bad),
+              "--budget-gb", "1"], "m.toml: the model file is not UTF-8 text")
+    arr = tmp_path / "arr.txt"
+    arr.write_bytes(b"0.5\n\xff\n")
+    one_line(["serve", spec, "--policy", "lru", "--model", "mixtral-8x7b", "--k", "16",
+              "--arrivals", str(arr)], "arr.txt: the arrivals file is not UTF-8 text")
+    out = tmp_path / "fm.npz"
+    one_line(["train", "flashmoe", "zipf:n=4,layers=3,tokens=30,seed=0", "--k", "4",
+              "--epochs", "0", "--out", str(out)], "epochs must be an integer >= 1, got 0")
+    assert not out.exists()

@@ -253,7 +253,7 @@ def test_cli_json(capsys):
     (["--n", "2", "--collectors", "2", "--mc", "--seed", "-1"], "seed must be an integer >= 0"),
     (["--n", "2", "--collectors", "2", "--trials", "5"], "apply only to --mc"),
     (["--n", "2", "--collectors", "2", "--exact", "--mc"], "not allowed with argument"),
-    (["--n", "two", "--collectors", "2"], "argument --n: invalid int value: 'two'"),
+    (["--n", "two", "--collectors", "2"], "argument --n: expected an integer, got 'two'"),
     (["--n", "12", "--collectors", "12", "--exact"], "too large for exact rational"),
 ])
 def test_cli_errors(argv, message, capsys):

@@ -165,7 +165,7 @@ def test_ids_beyond_int64_and_capacities_beyond_int64(tmp_path, capsys):
         rc, out, err = run(capsys, "simulate", str(npz), "--policy", "lru", "--k", str(2**63),
                            *extra)
         assert rc == 2 and out == ""
-        assert_one_error_line(err, f"k must be at most 2^63 - 1, got {2**63}")
+        assert_one_error_line(err, f"argument --k: {2**63} is out of range")
         rc, out, err = run(capsys, "simulate", str(npz), "--policy", "fifo", "--budget-gb",
                            "1e10", "--sizes", str(sizes), *extra)
         assert rc == 2 and out == ""
@@ -178,6 +178,11 @@ def test_ids_beyond_int64_and_capacities_beyond_int64(tmp_path, capsys):
                          str(2**63 - 1), "--json", *extra)
         (res,) = json.loads(out)  # k = 2^63 - 1 runs: only the cold misses
         assert rc == 0 and res["misses"] == len(set(load(npz)[0].pages.tolist())) == 10
+    from paging import simulate  # the Python API's own check (the CLI's parser is first)
+    from paging.errors import PagingError
+
+    with pytest.raises(PagingError, match=r"k must be at most 2\^63 - 1, got 9223372036854775808"):
+        simulate(load(npz)[0], "lru", 2**63)
 
 
 def test_option_errors(tmp_path, capsys):
