@@ -98,24 +98,31 @@ def load_model(path: str | Path) -> FlashMoEModel:
             n_lin = sum(1 for key in z.files if key.startswith("W"))
             W = [np.array(z[f"W{i}"], dtype=np.float64) for i in range(n_lin)]
             b = [np.array(z[f"b{i}"], dtype=np.float64) for i in range(n_lin)]
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, json.JSONDecodeError) as e:
-        raise PagingError(f"{path} is not a FlashMoE model file ({type(e).__name__})",
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile,
+            json.JSONDecodeError) as e:
+        raise PagingError(f"the file is not a FlashMoE model file ({type(e).__name__})",
                           file=str(path)) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise PagingError(f"{path} is not a FlashMoE model file (format "
+        raise PagingError("the file is not a FlashMoE model file (format "
                           f"{meta.get('format') if isinstance(meta, dict) else None!r}, "
                           f"expected {FORMAT!r})", file=str(path))
-    shapes_ok = n_lin >= 1 and W[0].shape[0] == 2 and W[-1].shape[1] == 1 and all(
-        w.ndim == 2 and c.shape == (w.shape[1],) for w, c in zip(W, b, strict=True)) and all(
+    shapes_ok = n_lin >= 1 and all(  # (the ranks first: a 1-D matrix has no shape[1])
+        w.ndim == 2 and c.ndim == 1 for w, c in zip(W, b, strict=True)) and all(
+        c.shape == (w.shape[1],) for w, c in zip(W, b, strict=True)) and (
+        W[0].shape[0] == 2 and W[-1].shape[1] == 1) and all(
         W[i].shape[1] == W[i + 1].shape[0] for i in range(n_lin - 1))
     if not shapes_ok or not all(np.all(np.isfinite(a)) for a in W + b):
-        raise PagingError(f"{path} is not a FlashMoE model file (bad or non-finite weights)",
+        raise PagingError("the file is not a FlashMoE model file (bad or non-finite weights)",
                           file=str(path))
     try:
         layout = Layout(int(meta["n_experts"]), int(meta["n_layers"]))
     except (KeyError, TypeError, ValueError):
-        raise PagingError(f"{path} is not a FlashMoE model file (no layout)",
+        raise PagingError("the file is not a FlashMoE model file (no layout)",
                           file=str(path)) from None
+    trained = meta.get("trained_on", [])
+    if not isinstance(trained, list) or not all(isinstance(r, dict) for r in trained):
+        raise PagingError("the file is not a FlashMoE model file (trained_on must be a list "
+                          "of sequence records)", file=str(path))
     return FlashMoEModel(MLP(W, b), layout, meta)
 
 

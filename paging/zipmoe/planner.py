@@ -398,6 +398,14 @@ def plan_trace(trace, model, hardware, budget: int, params=None, pools="FCSE", d
     params = params or ZipParams()
     model.check_layout(trace.layout, trace.name)
     k = model.top_k
+    if trace.n_requests:  # (no group of k experts: no hit pattern to average, a division by 0)
+        from paging.trace import group_starts
+
+        sizes = np.diff(np.r_[group_starts(trace.steps), trace.n_requests])
+        if not (sizes == k).any():
+            raise PagingError(f"trace {trace.name} routes {int(sizes.max())} experts a token "
+                              f"and layer, the model {model.name} top-{k}; expected the "
+                              "model's top-K (a router: spec's k=)")
     L = trace.layout.n_layers
     forms = form_bytes(model, precision, params.rho)
     t = pool_times(model, hardware, params, precision)

@@ -111,6 +111,25 @@ def test_model_file_round_trip_and_errors(tmp_path):
     assert "\n" not in str(e.value)
     with pytest.raises(PagingError, match="was trained on sequence"):
         simulate(tr, FlashMoE(path), 5)
+    # malformed files (a review found tracebacks: EOFError, IndexError, TypeError,
+    # AttributeError): one error each, naming the file once
+    import json
+
+    good = dict(np.load(path))
+    meta = json.loads(str(good["meta"][()]))
+    cases = {"empty": None,
+             "vector": {**good, f"W{sum(k.startswith('W') for k in good) - 1}": np.zeros(3)},
+             "int_trained": {**good, "meta": np.array(json.dumps({**meta, "trained_on": 5}))},
+             "int_records": {**good, "meta": np.array(json.dumps({**meta, "trained_on": [5]}))}}
+    for name, arrays in cases.items():
+        f = tmp_path / f"{name}.npz"
+        if arrays is None:
+            f.write_bytes(b"")
+        else:
+            np.savez(f, **arrays)
+        with pytest.raises(PagingError, match="the file is not a FlashMoE model file") as e:
+            load_model(f)
+        assert str(e.value).count(str(f)) == 1, str(e.value)
     held_out = _tiny(seed=1)
     check_held_out(back, held_out)  # a different sequence is fine
     assert simulate(held_out, FlashMoE(path), 5).misses >= len(np.unique(held_out.pages))

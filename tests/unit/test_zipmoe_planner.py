@@ -160,3 +160,16 @@ def test_figure_quick(tmp_path):
     paths = fig_zipmoe.plot(csv_path, tmp_path)
     assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size for p in paths)
     assert json.loads(common.params_path(csv_path).read_text())["quick"] is True
+
+
+def test_plan_refuses_a_trace_of_another_top_k(capsys):
+    """A trace whose groups all hold another number of experts than the model's top-K gave no
+    hit pattern to average (a ZeroDivisionError traceback); it is one error line."""
+    from paging.cli import main
+
+    for k in (7, 9):
+        rc = main(["plan", f"router:n=32,layers=24,tokens=10,k={k},seed=0", "--model",
+                   "granite-3.0-1b-a400m", "--budget-gb", "1", "--no-exact"])
+        out, err = capsys.readouterr()
+        assert rc == 2 and out == "" and err.count("\n") == 1, err
+        assert f"routes {k} experts a token and layer" in err and "top-8" in err
