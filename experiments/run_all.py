@@ -66,7 +66,12 @@ def run_figures(only: Sequence[str] | None = None, out_dir: str = DEFAULT_OUT,
         if not any(mod.REAL_TRACES for mod in mods.values()):
             real = [name for name, mod in modules().items() if mod.REAL_TRACES]
             log(f"note: --trace is used only by {', '.join(real)}")
+    if not str(out_dir).strip():
+        raise PagingError("--out is empty; expected an output folder (default "
+                          f"{DEFAULT_OUT})")
     out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise PagingError("--out names a file; expected an output folder", str(out))
     log(f"making {', '.join(mods)} into {out}/" + (" (quick)" if quick else ""))
     t_all = time.perf_counter()
     written: dict[str, list] = {}

@@ -292,6 +292,10 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
         if k < 1:
             raise PagingError(f"k must be integers >= 1, got {k}", file, _line_of(text, "k"))
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
+    for s in seeds:  # (numpy refused a negative one with a traceback, and only for the
+        if not 0 <= s <= 2**63 - 1:  # randomized policies)
+            raise PagingError(f"seeds must be integers 0..2^63-1, got {s}", file,
+                              _line_of(text, "seeds"))
     expand = _as_list(doc, "expand", "str", file, text, default=["rounds"])
     for e in expand:
         if e not in ("rounds", "groups"):
@@ -831,7 +835,15 @@ def read_table(out: str | os.PathLike, schema: Schema = SIMULATE) -> list[dict]:
         raise PagingError(f"not a sweep table of this kind (no columns "
                           f"{', '.join(missing[:3])}); remove it or choose another --out", file)
     kinds = dict(schema.columns)
-    return [{c: _coerce(r.get(c), kinds[c]) for c in names} for r in raw]
+    rows = []
+    for i, r in enumerate(raw):
+        try:
+            rows.append({c: _coerce(r.get(c), kinds[c]) for c in names})
+        except (ValueError, TypeError) as e:  # (a cell edited by hand: int("xx"))
+            raise PagingError(f"cannot read the existing sweep table to resume (row {i + 1}: "
+                              f"{e}); remove it or choose another --out", file,
+                              i + 2 if _is_csv(out) else None) from None
+    return rows
 
 
 def write_table(rows: list[dict], out: str | os.PathLike, schema: Schema = SIMULATE) -> None:

@@ -44,6 +44,10 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: the most local workers --workers starts (each is a process)
+MAX_WORKERS = 256
+
+
 def run(args) -> int:
     import os
 
@@ -56,6 +60,10 @@ def run(args) -> int:
             raise PagingError("--workers sets up a local cluster; with --scheduler the "
                               "scheduler's workers run the cells, drop --workers")
         positive_int("--workers", args.workers, minimum=0)
+        if args.workers > MAX_WORKERS:  # (each a process: a thousand hung the machine)
+            raise PagingError(f"--workers {args.workers} is more than {MAX_WORKERS}; expected "
+                              "local workers this machine can start (--scheduler for a "
+                              "cluster)")
     workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, 8)
     from paging.serve.sweep import is_serving, run_serve_sweep
 

@@ -61,3 +61,38 @@ def test_other_commands_bad_numbers_and_files_are_one_line(tmp_path, capsys):
     one_line(["train", "flashmoe", "zipf:n=4,layers=3,tokens=30,seed=0", "--k", "4",
               "--epochs", "0", "--out", str(out)], "epochs must be an integer >= 1, got 0")
     assert not out.exists()
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    for o in (str(folder), ""):  # (IsADirectoryError and OSError tracebacks)
+        one_line(["train", "flashmoe", "zipf:n=4,layers=3,tokens=30,seed=0", "--k", "4",
+                  "--epochs", "1", "--out", o], f"--out {o!r} is not a file name")
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    one_line(["figs", "--only", "coupon", "--quick", "--out", str(a_file)],
+             "a_file: --out names a file; expected an output folder")  # (FileExistsError)
+    one_line(["figs", "--only", "coupon", "--quick", "--out", ""], "--out is empty")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "arr.txt", "folder",
+                                                          "m.toml", "s.json"]
+    # sweeps: a negative seed (a traceback for randomized policies), a thousand local
+    # workers (a hang), a resumed table with a hand-edited cell (a traceback)
+    import csv
+
+    spec = tmp_path / "sw.toml"
+    table = tmp_path / "sw" / "t.csv"
+    body = ('traces = ["zipf:n=4,layers=3,tokens=20,seed=0"]\npolicies = ["marking"]\n'
+            "k = [2]\n")
+    spec.write_text(body + "seeds = [-1]\n")
+    one_line(["sweep", str(spec), "--out", str(table), "--workers", "0"],
+             "sw.toml:4: seeds must be integers 0..2^63-1, got -1")
+    spec.write_text(body + "seeds = [0]\n")
+    one_line(["sweep", str(spec), "--out", str(table), "--workers", "1000"],
+             "--workers 1000 is more than 256")
+    assert not table.parent.exists()
+    assert main(["sweep", str(spec), "--out", str(table), "--workers", "0"]) == 0
+    capsys.readouterr()
+    rows = list(csv.reader(table.open()))
+    rows[1][rows[0].index("k")] = "xx"
+    with table.open("w", newline="") as fh:
+        csv.writer(fh, lineterminator="\n").writerows(rows)
+    one_line(["sweep", str(spec), "--out", str(table), "--workers", "0"],
+             "t.csv:2: cannot read the existing sweep table to resume (row 1:")
