@@ -255,6 +255,9 @@ def test_cli_json(capsys):
     (["--n", "2", "--collectors", "2", "--exact", "--mc"], "not allowed with argument"),
     (["--n", "two", "--collectors", "2"], "argument --n: expected an integer, got 'two'"),
     (["--n", "12", "--collectors", "12", "--exact"], "too large for exact rational"),
+    # a run of hours refused up front (a review found --n 2^63 - 1 silent for minutes)
+    (["--n", str(2**63 - 1), "--collectors", "2"], "is more than 15,000"),
+    (["--n", "15001", "--collectors", "2", "--mc"], "quadratic in N"),
 ])
 def test_cli_errors(argv, message, capsys):
     assert main(["coupon", *argv]) == 2
