@@ -150,6 +150,8 @@ def run(args) -> int:
     kinds = sum(x is not None for x in (args.rate, args.clients, args.arrivals))
     if kinds != 1:
         raise PagingError("give the arrivals as one of --rate R, --clients N or --arrivals FILE")
+    if args.think and args.clients is None:
+        raise PagingError("--think applies only to --clients (a closed loop); drop it")
     if (args.prompt_len is None) != (args.output_len is None):
         raise PagingError("--prompt-len and --output-len go together")
     caps = [dict(k=k) for k in args.k or []] + \

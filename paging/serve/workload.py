@@ -177,6 +177,10 @@ class Arrivals:
             raise PagingError(f"--rate must be a number of requests/s > 0, got {self.rate}")
         if self.clients is not None and self.clients < 1:
             raise PagingError(f"--clients must be >= 1, got {self.clients}")
+        if self.clients is not None and self.clients > MAX_ARRIVALS:
+            raise PagingError(f"--clients {self.clients:,} is more than {MAX_ARRIVALS:,} "
+                              "(each client sends a request at once: as many arrivals as "
+                              "--rate allows); expected fewer clients")
         if not (np.isfinite(self.think) and self.think >= 0):
             raise PagingError(f"--think must be seconds >= 0, got {self.think}")
         if self.duration is not None and not (np.isfinite(self.duration)

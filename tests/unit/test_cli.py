@@ -73,6 +73,11 @@ def test_other_commands_bad_numbers_and_files_are_one_line(tmp_path, capsys):
     one_line(["figs", "--only", "coupon", "--quick", "--out", ""], "--out is empty")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "arr.txt", "folder",
                                                           "m.toml", "s.json"]
+    # serving: clients beyond the arrivals cap (a hang), --think without clients (ignored)
+    serve = ["serve", spec, "--policy", "lru", "--model", "mixtral-8x7b", "--duration", "1",
+             "--k", "16"]
+    one_line([*serve, "--clients", str(2**63 - 1)], "is more than 10,000,000")
+    one_line([*serve, "--rate", "5", "--think", "1"], "--think applies only to --clients")
     # sweeps: a negative seed (a traceback for randomized policies), a thousand local
     # workers (a hang), a resumed table with a hand-edited cell (a traceback)
     import csv
