@@ -54,7 +54,6 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import numpy as np
 
 from paging import fast
-from paging.errors import PagingError
 from paging.fast import stack
 from paging.fast.common import is_grouped
 from paging.fast.stack import lru_stack_hist, priority_stack_hist
@@ -319,10 +318,7 @@ def miss_curve(trace: Trace, policy_name: str, *, seed: int | None = 0,
     """
     from paging.policies import make_policy
 
-    policy = make_policy(policy_name)
-    if policy.needs_scores and trace.score is None:  # (the whole run's error: paging.run)
-        raise PagingError(f"{policy.name} reads gate scores and {trace.name} has none")
-    spec = fast.plan(policy)
+    spec = fast.plan(make_policy(policy_name))
     P = trace.layout.n_pages
     N = trace.n_requests
     if N == 0:

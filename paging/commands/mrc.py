@@ -102,6 +102,9 @@ def run(args) -> int:
         n_seqs = len(outs)
     else:
         traces = load_from_args(args)
+        from paging.run import RunSpec
+
+        RunSpec(name, k=1).check(traces)  # (the run recipe's refusals: scores the traces lack)
         if traces and all(curve_method(tr, name) != "per-k" for tr in traces):
             _one_pass_note(args, name)
         doc = curve_report(traces, name, seed=args.seed, progress=False if args.json else None,
