@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paging.errors import PagingError, brief, check_k
+from paging.errors import INT64_MAX, PagingError, brief, check_k
 from paging.miss import DROP, FETCH, MissHandler
 from paging.observers import Observer
 from paging.policies.base import CacheView, Context, Policy
@@ -42,7 +42,7 @@ def check_capacity(k, budget, sizes, n_pages: int) -> tuple[int | None, int | No
         return check_k(k, n_pages), None
     if isinstance(budget, bool) or not isinstance(budget, (int, np.integer)) or budget < 1:
         raise PagingError(f"the byte budget must be an integer >= 1, got {budget!r}")
-    if budget > 2**63 - 1:  # (the kernels' int64 capacities)
+    if budget > INT64_MAX:
         raise PagingError(f"the byte budget must be at most 2^63 - 1 bytes, got {brief(budget)}")
     if sizes is None:
         raise PagingError("a byte budget needs page sizes (sizes=..., --sizes FILE or --model)")

@@ -34,6 +34,11 @@ class PagingError(ValueError):
         return f"{where}{self.message}"
 
 
+#: the largest integer the kernels' int64 arrays hold: ids, capacities, counts and seeds
+#: beyond it are refused where they are read (they were numpy overflow tracebacks)
+INT64_MAX = 2**63 - 1
+
+
 def positive_int(name: str, value: object, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum``, else a :class:`PagingError` that says what was given
     (``"the number of coupons N must be an integer >= 2, got 1"``). Booleans are refused."""
@@ -58,6 +63,6 @@ def check_k(k: object, n_pages: int | None = None) -> int:
     if isinstance(k, bool) or not isinstance(k, numbers.Integral) or int(k) < 1:
         hint = f" (the layout has {n_pages} pages)" if n_pages else ""
         raise PagingError(f"k must be an integer >= 1{hint}, got {k!r}")
-    if int(k) > 2**63 - 1:  # (the kernels' int64 capacities)
+    if int(k) > INT64_MAX:
         raise PagingError(f"k must be at most 2^63 - 1, got {brief(k)}")
     return int(k)

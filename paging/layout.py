@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paging.errors import PagingError, brief
+from paging.errors import INT64_MAX, PagingError, brief
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Layout:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
                 raise PagingError(f"{name} must be an integer >= 1, got {v!r}")
             object.__setattr__(self, name, int(v))
-        if self.n_experts * self.n_layers > 2**63 - 1:  # (page ids are int64)
+        if self.n_experts * self.n_layers > INT64_MAX:  # (page ids are int64)
             raise PagingError(f"a layout of {brief(self.n_experts)} experts x "
                               f"{brief(self.n_layers)} layers "
                               "has more pages than int64 ids can name; expected at most "

@@ -9,7 +9,7 @@ handlers): one parser, one-line errors.
 
 from __future__ import annotations
 
-from paging.errors import PagingError
+from paging.errors import INT64_MAX, PagingError, brief, positive_int
 
 
 def parse_spec(spec: str, what: str = "spec") -> tuple[str, dict[str, str]]:
@@ -83,11 +83,9 @@ def int64(text: str) -> int:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not -(2**63) <= v <= 2**63 - 1:
-        from paging.errors import brief
-
+    if not -INT64_MAX - 1 <= v <= INT64_MAX:
         raise argparse.ArgumentTypeError(f"{brief(v)} is out of range; expected an integer "
-                                         "of 64 bits") from None
+                                         "of 64 bits")
     return v
 
 
@@ -96,7 +94,7 @@ def seed(text: str) -> int:
     one with a traceback)."""
     import argparse
 
-    v = int64(text)
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"seed must be an integer >= 0, got {v}")
-    return v
+    try:
+        return positive_int("seed", int64(text), minimum=0)
+    except PagingError as e:
+        raise argparse.ArgumentTypeError(e.message) from None

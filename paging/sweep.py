@@ -85,7 +85,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from paging.errors import PagingError
+from paging.errors import INT64_MAX, PagingError
 from paging.run import RunSpec, run
 
 #: The keys a sweep spec may hold.
@@ -292,8 +292,8 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
         if k < 1:
             raise PagingError(f"k must be integers >= 1, got {k}", file, _line_of(text, "k"))
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
-    for s in seeds:  # (numpy refused a negative one with a traceback, and only for the
-        if not 0 <= s <= 2**63 - 1:  # randomized policies)
+    for s in seeds:  # (numpy refused a negative one for the randomized policies only)
+        if not 0 <= s <= INT64_MAX:
             raise PagingError(f"seeds must be integers 0..2^63-1, got {s}", file,
                               _line_of(text, "seeds"))
     expand = _as_list(doc, "expand", "str", file, text, default=["rounds"])

@@ -12,13 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.errors import INT64_MAX, PagingError
 from paging.layout import Layout
 
 PHASES = ("both", "prefill", "decode")
-
-#: the largest id a trace may hold: int64's (the arrays the simulator reads)
-MAX_ID = 2**63 - 1
 
 
 def describe(value: object) -> str:
@@ -35,7 +32,7 @@ def check_int(value: object, what: str, file: str, line: int | None, limit: int 
                           file, line)
     if value < 0:
         raise PagingError(f"{what} must be a non-negative integer, got {value}", file, line)
-    if value > MAX_ID:
+    if value > INT64_MAX:
         raise PagingError(f"{what} is out of range ({value}); expected an integer below 2^63",
                           file, line)
     if limit is not None and value >= limit:
@@ -45,14 +42,11 @@ def check_int(value: object, what: str, file: str, line: int | None, limit: int 
 
 
 def text_int(cell: str, what: str, file: str, line: int | None) -> int:
-    """A non-negative decimal integer written as text (a CSV cell), at most :data:`MAX_ID`."""
+    """A non-negative decimal integer written as text (a CSV cell), checked as
+    :func:`check_int` checks a JSON one."""
     if not (cell.isascii() and cell.isdigit()):
         raise PagingError(f"{what} {cell!r} is not a non-negative integer", file, line)
-    v = int(cell)
-    if v > MAX_ID:
-        raise PagingError(f"{what} {cell} is out of range; expected an integer below 2^63",
-                          file, line)
-    return v
+    return check_int(int(cell), what, file, line)
 
 
 def check_experts(value: object, what: str, file: str, line: int | None,

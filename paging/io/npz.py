@@ -22,7 +22,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.errors import INT64_MAX, PagingError
 from paging.io._common import no_phases
 from paging.io._pages import as_list, build_trace, reexpand
 from paging.io.atomic import atomic_path
@@ -184,8 +184,8 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
 def as_int64(key: str, values: np.ndarray, file: str) -> np.ndarray:
     """An integer array as int64, refusing an unsigned value int64 cannot hold (the cast made
     2^64 - 1 into -1, and the error then named page -1)."""
-    if values.dtype.kind == "u" and values.size and int(values.max()) > 2**63 - 1:
-        first = int(values[np.flatnonzero(values > 2**63 - 1)[0]])  # (a chunk names the same)
+    if values.dtype.kind == "u" and values.size and int(values.max()) > INT64_MAX:
+        first = int(values[np.flatnonzero(values > INT64_MAX)[0]])  # (a chunk names the same)
         raise PagingError(f"array {key!r} holds {first}, beyond int64; expected ids below "
                           "2^63", file)
     return values.astype(np.int64)
