@@ -150,8 +150,6 @@ def run(args) -> int:
     kinds = sum(x is not None for x in (args.rate, args.clients, args.arrivals))
     if kinds != 1:
         raise PagingError("give the arrivals as one of --rate R, --clients N or --arrivals FILE")
-    if args.think and args.clients is None:
-        raise PagingError("--think applies only to --clients (a closed loop); drop it")
     if (args.prompt_len is None) != (args.output_len is None):
         raise PagingError("--prompt-len and --output-len go together")
     caps = [dict(k=k) for k in args.k or []] + \
@@ -162,7 +160,8 @@ def run(args) -> int:
                 routing=args.routing, seed=args.seed, verify=args.verify, engine=args.engine)
     specs = [RunSpec(name, **cap, **base) for name in args.policy for cap in caps]
     times = None if args.arrivals is None else read_arrivals(args.arrivals)
-    arrivals = ([Arrivals(rate=r, duration=args.duration) for r in args.rate] if args.rate
+    arrivals = ([Arrivals(rate=r, think=args.think, duration=args.duration) for r in args.rate]
+                if args.rate
                 else [Arrivals(clients=args.clients, think=args.think, duration=args.duration,
                                times=times)])
     lengths = None if args.prompt_len is None else (_range(args.prompt_len),

@@ -183,6 +183,8 @@ class Arrivals:
                               "--rate allows); expected fewer clients")
         if not (np.isfinite(self.think) and self.think >= 0):
             raise PagingError(f"--think must be seconds >= 0, got {self.think}")
+        if self.think and self.clients is None:
+            raise PagingError("--think applies only to --clients (a closed loop); drop it")
         if self.duration is not None and not (np.isfinite(self.duration)
                                               and self.duration > 0):
             raise PagingError(f"--duration must be seconds > 0, got {self.duration}")
