@@ -4,8 +4,6 @@ optimum, unit-cost or weighted, or with routing flexibility."""
 
 from __future__ import annotations
 
-import math
-
 from paging.commands.common import add_trace_args, format_table, load_from_args
 from paging.options import int64
 
@@ -64,10 +62,9 @@ def run(args) -> int:
     if args.budget_gb is not None:
         if args.sizes is None:
             raise PagingError("--budget-gb needs --sizes FILE (bytes per page id)")
-        if not math.isfinite(args.budget_gb) or abs(args.budget_gb) > 9e9:  # (2^63 bytes)
-            raise PagingError(f"--budget-gb must be a finite number of GB below 9.2e9, got "
-                              f"{args.budget_gb!r}")
-        budget = round(args.budget_gb * 1e9)
+        from paging.cost import budget_bytes
+
+        budget = budget_bytes(args.budget_gb)  # (the one conversion: simulate's, serve's)
         if not budget >= 1:
             raise PagingError(f"--budget-gb must give at least 1 byte, got {args.budget_gb!r}")
     traces = load_from_args(args)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.errors import INT64_MAX, PagingError, brief
 from paging.offline import intervals
 from paging.offline import sizes as sized
 from paging.offline.flow import min_cost_flow
@@ -106,6 +106,8 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
     else:
         if isinstance(budget, bool) or not isinstance(budget, numbers.Integral) or budget < 1:
             raise PagingError(f"budget must be an integer >= 1 (bytes), got {budget!r}")
+        if budget > INT64_MAX:  # (the solvers' int64 capacities)
+            raise PagingError(f"budget must be at most 2^63 - 1 bytes, got {brief(budget)}")
         cap = int(budget)
         if trace.n_requests and s is not None:
             smallest = int(s[np.unique(trace.pages)].min())
