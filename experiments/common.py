@@ -14,6 +14,7 @@ Nothing here computes a miss count: that is :mod:`paging`'s job.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import hashlib
 import io
@@ -188,12 +189,38 @@ def source_record(source: str) -> dict:
     return {"source": source, "kind": "file", "bytes": f.stat().st_size, "sha256": sha256(f)}
 
 
-def load_sequences(source: str):
+_PRELOADED: dict[tuple[str, str], list] | None = None
+
+
+@contextlib.contextmanager
+def preloaded(sources: Sequence[str]):
+    """Read every source once, before any figure is made, and keep what :func:`load_sequences`
+    reads inside the block: a malformed file is reported before the first figure writes anything
+    (a figure made before the error would otherwise be left behind), and a file that several
+    figures use is parsed once for each expansion. The readings are dropped when the block
+    ends."""
+    global _PRELOADED
+    _PRELOADED = {}
+    try:
+        for source in sources:
+            load_sequences(source)
+        yield
+    finally:
+        _PRELOADED = None
+
+
+def load_sequences(source: str, expand: str = "rounds"):
     """Every sequence of a source (a list of :class:`paging.trace.Trace`), expanded into rounds as
-    in the paper (Sec. 5.1), both phases; read by :func:`paging.io.load`."""
+    in the paper (Sec. 5.1), both phases, or kept as groups (``expand="groups"``); read by
+    :func:`paging.io.load`, or taken from the reading kept by :func:`preloaded`."""
     from paging.io import load
 
-    return load(source, expand="rounds")
+    if _PRELOADED is None:
+        return load(source, expand=expand)
+    key = (source, expand)
+    if key not in _PRELOADED:
+        _PRELOADED[key] = load(source, expand=expand)
+    return list(_PRELOADED[key])
 
 
 def top_k(trace) -> int:

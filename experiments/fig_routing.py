@@ -80,7 +80,7 @@ def _panels(traces, quick: bool, log):
 
     out = []
     for source in common.sources_or_skip(traces, DEFAULT_SOURCES, log) or []:
-        seqs = load(source, expand="groups")
+        seqs = common.load_sequences(source, expand="groups")
         if seqs:
             tr = max(seqs, key=lambda t: t.n_requests)
             keep = QUICK["rounds"] if quick else REAL_TOKENS

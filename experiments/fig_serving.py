@@ -70,7 +70,6 @@ def _run(traces, policy, hardware, gb, arrivals, max_batch, progress=None):
 def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False,
             progress=None) -> Path | None:
     """Compute ``out_dir/fig_serving.csv`` (kinds ``rate`` and ``batch``) and its JSON."""
-    from paging.io import load
     from paging.progress import bar
     from paging.serve import Arrivals
 
@@ -78,7 +77,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     sources = common.sources_or_skip(traces, DEFAULT_SOURCES, log)
     if sources is None:
         return None
-    seqs = [t for s in sources for t in load(s, expand="groups")]
+    seqs = [t for s in sources for t in common.load_sequences(s, expand="groups")]
     cfg = QUICK if quick else FULL
     rows = []
     n = len(HARDWARE) * len(BUDGETS_GB) * len(cfg["rates"]) * len(cfg["policies"]) + \

@@ -240,7 +240,6 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     """Compute ``out_dir/fig_specmd.csv`` (+ JSON); None when no real trace is available."""
     from paging.cost import get_model, share_budget
     from paging.cost.timeline import batch_prefill
-    from paging.io import load
     from paging.simulate import simulate
 
     log = progress or common.Progress(NAME)
@@ -249,7 +248,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         return None
     seqs = []  # (source, trace): groups mode, SpecMD's view (a pass = a token)
     for source in sources:
-        for tr in load(source, expand="groups"):
+        for tr in common.load_sequences(source, expand="groups"):
             if quick:
                 tr = _quick_cut(tr, QUICK_TOKENS)
             if tr.n_requests:

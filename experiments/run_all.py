@@ -75,7 +75,10 @@ def run_figures(only: Sequence[str] | None = None, out_dir: str = DEFAULT_OUT,
     log(f"making {', '.join(mods)} into {out}/" + (" (quick)" if quick else ""))
     t_all = time.perf_counter()
     written: dict[str, list] = {}
-    with pbar.bar(len(mods), "figs", unit="fig", show=progress) as bar:
+    # the --trace sources are read (and so checked) before the first figure writes a file
+    uses_traces = any(mod.REAL_TRACES for mod in mods.values())
+    with common.preloaded(traces if (traces and uses_traces) else ()), \
+            pbar.bar(len(mods), "figs", unit="fig", show=progress) as bar:
         for name, mod in mods.items():
             bar.set_postfix_str(name)
             t0 = time.perf_counter()

@@ -51,6 +51,47 @@ def test_missing_trace_file_is_an_error(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith(f"error: {missing}") and "no such" in err[0]
 
 
+def test_malformed_trace_is_refused_before_any_figure_is_written(tmp_path, capsys):
+    """A malformed --trace line is reported before the first figure writes a file: coupon (which
+    does not read traces) comes first here and would otherwise be left behind."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"token": 0, "layer": 0, "experts": [1, 2]}\n{"token": 1, "layer": 0,\n',
+                   encoding="utf-8")
+    out = tmp_path / "o"
+    rc = main(["figs", "--quick", "--only", "coupon", "--only", "fig5", "--trace", str(bad),
+               "--out", str(out)])
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"error: {bad}:2") and len(
+        [line for line in err if line.startswith("error")]) == 1
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_a_source_read_for_several_figures_is_parsed_once(tmp_path, monkeypatch):
+    """Inside :func:`common.preloaded` each (source, expansion) is read once, and the reading is
+    dropped when the block ends."""
+    import paging.io
+
+    calls = []
+    real_load = paging.io.load
+
+    def counting(source, **kw):
+        calls.append((source, kw.get("expand")))
+        return real_load(source, **kw)
+
+    monkeypatch.setattr(paging.io, "load", counting)
+    spec = "uniform:n=3,layers=2,tokens=5,seed=1,topk=2"
+    with common.preloaded([spec]):
+        first = common.load_sequences(spec)
+        second = common.load_sequences(spec)
+        groups = common.load_sequences(spec, expand="groups")
+        common.load_sequences(spec, expand="groups")
+    assert calls == [(spec, "rounds"), (spec, "groups")]
+    assert first == second and first is not second and len(groups) == 1
+    common.load_sequences(spec)
+    assert calls[-1] == (spec, "rounds") and len(calls) == 3
+
+
 def test_run_all_main_matches_the_command(tmp_path, monkeypatch):
     monkeypatch.delenv("PAGING_TRACES", raising=False)
     assert run_all.main(["--quick", "--only", "fig6a", "--out", str(tmp_path)]) == 0
