@@ -90,6 +90,7 @@ def run_search(args) -> int:
     from paging import io
     from paging.cli import print_json
     from paging.errors import PagingError
+    from paging.io.atomic import atomic_path, check_target
 
     for opt in ("rounds", "sequences"):
         if getattr(args, opt) is not None:
@@ -103,16 +104,17 @@ def run_search(args) -> int:
     max_cost = (8 if args.max_cost is None else args.max_cost) if args.weighted else 0
     if args.weighted and max_cost < 2:
         raise PagingError(f"--max-cost must be an integer >= 2, got {max_cost}")
-    if args.out is not None:
-        io.format_for(args.out)  # a bad file name fails before the search
+    if args.out is not None:  # a bad file name fails before the search
+        io.format_for(args.out, option=None)
+        check_target(args.out)
+        if args.weighted:
+            check_target(f"{args.out}.costs.json")
     res = search(args.policy, n=args.n, layers=args.layers, k=args.k, length=args.length,
                  budget=args.budget, restarts=args.restarts, seed=args.seed, seeds=args.seeds,
                  show=None if not args.json else False, max_cost=max_cost)
     if args.out is not None:
         if res.costs is not None:
             import json
-
-            from paging.io.atomic import atomic_path
 
             with atomic_path(f"{args.out}.costs.json") as tmp:
                 Path(tmp).write_text(json.dumps([float(x) for x in res.costs]) + "\n")

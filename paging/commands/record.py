@@ -44,6 +44,7 @@ def run(args) -> int:
     import sys
 
     from paging.errors import PagingError, positive_int
+    from paging.io.atomic import check_target
     from paging.record import (
         RecordStats,
         dataset_name,
@@ -63,6 +64,7 @@ def run(args) -> int:
         raise PagingError(f"--seed must be an integer >= 0, got {args.seed}")
     if not str(args.out).lower().endswith(".jsonl"):
         raise PagingError(f"--out must name a .jsonl file, got {args.out!r}")
+    check_target(args.out)
     prompts = read_prompts(args.prompts)  # a bad prompts file fails before a model loads
     if args.tiny is not None:
         model, tokenizer, label = tiny_model(args.tiny, seed=args.seed), None, f"tiny {args.tiny}"

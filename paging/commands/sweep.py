@@ -65,7 +65,10 @@ def run(args) -> int:
                               "local workers this machine can start (--scheduler for a "
                               "cluster)")
     workers = args.workers if args.workers is not None else min(os.cpu_count() or 1, 8)
+    from paging.io.atomic import check_target
     from paging.serve.sweep import is_serving, run_serve_sweep
+
+    check_target(args.out)  # (a folder or a path below a file: refused before the cells run)
 
     opts = dict(scheduler=args.scheduler, workers=workers, processes=args.processes,
                 progress=False if args.json else None)

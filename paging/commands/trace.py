@@ -53,8 +53,10 @@ def _info(args) -> int:
 
 def _convert(args) -> int:
     from paging.io import format_for, write
+    from paging.io.atomic import check_target
 
     fmt = format_for(args.out, args.to)  # fail on a bad name before reading the input
+    check_target(args.out)
     traces = load_from_args(args)
     if args.sequence is not None:
         traces = [_one_sequence(traces, args.sequence, args.trace)]

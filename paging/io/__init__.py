@@ -266,8 +266,11 @@ def _file_requests(path: Path, fmt: str) -> int | None:
         return None
 
 
-def format_for(path: str | os.PathLike, to: str | None = None) -> str:
-    """The output format: ``to`` when given, else from the extension of ``path``."""
+def format_for(path: str | os.PathLike, to: str | None = None,
+               option: str | None = "--to") -> str:
+    """The output format: ``to`` when given, else from the extension of ``path``. ``option``
+    names the caller's option that sets the format, for the error message (None: it has
+    none)."""
     if to is not None:
         if to not in WRITE_FORMATS:
             raise PagingError(f"unknown output format {to!r}; expected one of "
@@ -283,9 +286,9 @@ def format_for(path: str | os.PathLike, to: str | None = None) -> str:
         fmt = next((f.name for f in FORMATS.values() if f.write is not None
                     and f.name not in _BUILT_IN and name.endswith(f.extensions)), None)
     if fmt is None:
+        hint = f", or pass {option} {'|'.join(WRITE_FORMATS)}" if option else ""
         raise PagingError(f"cannot tell the output format from the name {Path(path).name!r}; "
-                          "use .npz, .csv, .libcachesim.csv, .oracleGeneral (or .bin), or pass "
-                          f"--to {'|'.join(WRITE_FORMATS)}")
+                          f"use .npz, .csv, .libcachesim.csv, .oracleGeneral (or .bin){hint}")
     return fmt
 
 

@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from paging.errors import PagingError
+
 
 def _umask() -> int:
     """The process's umask (read by setting it and putting it back)."""
@@ -15,21 +17,47 @@ def _umask() -> int:
     return mask
 
 
+def check_target(path: str | os.PathLike) -> Path:
+    """Refuse, as one :class:`PagingError` line, an output path that cannot be written: empty, an
+    existing folder, or below a file. Commands call it before their work, so a run of minutes
+    does not end in a write error; :func:`atomic_path` calls it again."""
+    if not str(path).strip():
+        raise PagingError("the output file name is empty; expected a file to write")
+    p = Path(path)
+    if p.is_dir():
+        raise PagingError("is a folder; expected a file to write", str(path))
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise PagingError(f"cannot write below {parent}, which is a file; expected "
+                                  "a folder", str(path))
+            break
+    return p
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = ""):
     """Yield a temporary path beside ``path``; on success it is renamed to ``path`` with the
     permissions of a newly created file (0666 less the umask, not mkstemp's 0600), on any
-    error it is removed (so a failed command leaves no half-written output file)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix,
-                               dir=path.parent)
+    error it is removed (so a failed command leaves no half-written output file). A path that
+    cannot be written (see :func:`check_target`, or a folder without write permission) is one
+    :class:`PagingError` line."""
+    path = check_target(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix,
+                                   dir=path.parent)
+    except OSError as e:
+        raise PagingError(f"cannot write the file: {e.strerror or e}", str(path)) from None
     os.close(fd)
     try:
         yield Path(tmp)
         # mkstemp creates the file with mode 0600; give it the mode a plain open() would
         os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError as e:  # (the target became a folder while the file was written)
+            raise PagingError(f"cannot write the file: {e.strerror or e}", str(path)) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -144,11 +143,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from paging.io import load
+    from paging.io.atomic import check_target
 
-    out = Path(args.out)
-    if not str(args.out).strip() or out.is_dir():
-        raise PagingError(f"--out {args.out!r} is not a file name; expected a model file "
-                          "(.npz) to write")
+    check_target(args.out)  # before the training
     traces = [t for src in args.trace for t in load(src, expand="rounds")]
     kept = [t for t in traces if t.name not in set(args.exclude)]
     unknown = set(args.exclude) - {t.name for t in traces}

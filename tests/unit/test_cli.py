@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from paging.cli import main
 
 
@@ -65,9 +67,10 @@ def test_other_commands_bad_numbers_and_files_are_one_line(tmp_path, capsys):
     assert not out.exists()
     folder = tmp_path / "folder"
     folder.mkdir()
-    for o in (str(folder), ""):  # (IsADirectoryError and OSError tracebacks)
+    for o, says in ((str(folder), f"error: {folder}: is a folder; expected a file to write"),
+                    ("", "error: the output file name is empty")):  # (tracebacks before)
         one_line(["train", "flashmoe", "zipf:n=4,layers=3,tokens=30,seed=0", "--k", "4",
-                  "--epochs", "1", "--out", o], f"--out {o!r} is not a file name")
+                  "--epochs", "1", "--out", o], says)
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     one_line(["figs", "--only", "coupon", "--quick", "--out", str(a_file)],
@@ -103,3 +106,64 @@ def test_other_commands_bad_numbers_and_files_are_one_line(tmp_path, capsys):
         csv.writer(fh, lineterminator="\n").writerows(rows)
     one_line(["sweep", str(spec), "--out", str(table), "--workers", "0"],
              "t.csv:2: cannot read the existing sweep table to resume (row 1:")
+
+
+def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(tmp_path, capsys):
+    """--out naming a folder, or a path below a file, is one error line before the command's
+    work, in every command that writes a file; nothing is written (the adversary's costs file
+    was an IsADirectoryError traceback after the search, the sweep's a FileExistsError)."""
+    folder = tmp_path / "taken.csv"
+    folder.mkdir()
+    a_file = tmp_path / "a_file"
+    a_file.write_text("x")
+    below = a_file / "x.csv"
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["zipf:n=4,layers=3,tokens=20,seed=0"]\npolicies = ["lru"]\n'
+                    "k = [2]\n", encoding="utf-8")
+    search = ["adversary", "search", "--policy", "lru", "--k", "3", "--n", "3", "--layers",
+              "2", "--length", "4"]
+    costs = tmp_path / "w.csv.costs.json"
+    costs.mkdir()
+    cases = [
+        (search + ["--out", str(folder)], f"error: {folder}: is a folder"),
+        (search + ["--weighted", "--out", str(tmp_path / "w.csv")],
+         f"error: {costs}: is a folder; expected a file to write"),
+        (search + ["--out", str(below)], f"error: {below}: cannot write below {a_file}, "
+                                         "which is a file"),
+        (["sweep", str(spec), "--out", str(below), "--workers", "0"], "which is a file"),
+        (["sweep", str(spec), "--out", str(folder), "--workers", "0"], "is a folder"),
+        (["trace", "convert", "zipf:n=3,layers=2,tokens=3,seed=0", str(folder)], "is a folder"),
+        (["trace", "convert", "zipf:n=3,layers=2,tokens=3,seed=0", str(below)],
+         "which is a file"),
+    ]
+    for argv, says in cases:
+        rc = main(argv)
+        out, err = capsys.readouterr()
+        assert rc == 2 and err.count("\n") == 1 and err.startswith("error: "), (argv, err)
+        assert says in err, (argv, err)
+        assert "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "s.toml", "taken.csv",
+                                                          "w.csv.costs.json"]
+    assert list(folder.iterdir()) == [] and list(costs.iterdir()) == []
+    # the adversary has no --to: its message does not offer one
+    rc = main(search + ["--out", str(tmp_path / "x.xyz")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "cannot tell the output format" in err and "--to" not in err
+
+
+def test_atomic_path_names_the_file_it_cannot_write(tmp_path):
+    """:func:`atomic_path` turns its own OSErrors (a folder in the way, a parent that is a file)
+    into one :class:`PagingError` naming the path, and leaves no temporary file behind."""
+    from paging.errors import PagingError
+    from paging.io.atomic import atomic_path
+
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(PagingError, match="cannot write below"):
+        with atomic_path(tmp_path / "f" / "g.txt") as tmp:
+            tmp.write_text("y")
+    target = tmp_path / "t.txt"
+    with pytest.raises(PagingError, match="t.txt: cannot write the file: Is a directory"):
+        with atomic_path(target) as tmp:
+            tmp.write_text("y")
+            target.mkdir()  # (a folder appears while the file is written)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f", "t.txt"]
