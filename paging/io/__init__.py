@@ -35,7 +35,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from paging.errors import PagingError
+from paging.errors import PagingError, positive_int
 from paging.io.cachetrace import (
     ID_COLUMNS,
     read_libcachesim_csv,
@@ -210,10 +210,11 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
     """
     from paging.generators import is_spec, parse_spec
 
+    sizes = (("n_experts", "--n-experts", n_experts), ("n_layers", "--layers", n_layers))
     if is_spec(source):
-        for k, v in (("n_experts", n_experts), ("n_layers", n_layers)):
+        for name, option, v in sizes:
             if v is not None:
-                raise PagingError(f"{k} is set by the generator spec itself; drop --{k}")
+                raise PagingError(f"{name} is set by the generator spec itself; drop {option}")
         if format is not None:
             raise PagingError(f"--format {format} applies to trace files, not to generator "
                               "specs")
@@ -221,6 +222,9 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
             raise PagingError(f"phase={phase} needs a trace with prefill and decode; generated "
                               "sequences have no phases")
         return parse_spec(str(source), expand=expand)
+    for name, option, v in sizes:  # (before the reading, which checks ids against them)
+        if v is not None:
+            positive_int(f"{name} ({option})", v)
     path = resolve_path(source)
     try:
         if format is not None and format not in READ_FORMATS:

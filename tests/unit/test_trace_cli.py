@@ -377,3 +377,20 @@ def test_score_based_dist_without_scores_named_alike_whole_and_streamed(tmp_path
         rc, out, err = run(capsys, *argv)
         assert rc == 2 and out == ""
         assert_one_error_line(err, want)
+
+
+def test_layout_options_are_checked_before_the_file_and_named_as_options(capsys, jsonl):
+    """--n-experts 0 on a file was blamed on the first expert id ("expected 0..-1"); it is refused
+    before the reading. On a generator spec the message names the option the command has
+    (--layers, not --n_layers)."""
+    for opt, val, want in (("--n-experts", "0", "n_experts (--n-experts) must be an integer >= 1, "
+                            "got 0"),
+                           ("--layers", "-2", "n_layers (--layers) must be an integer >= 1, "
+                            "got -2")):
+        rc, out, err = run(capsys, "trace", "info", str(jsonl), opt, val)
+        assert rc == 2 and out == ""
+        assert_one_error_line(err, want)
+    for opt, name in (("--n-experts", "n_experts"), ("--layers", "n_layers")):
+        rc, out, err = run(capsys, "trace", "info", "zipf:n=3,layers=2,tokens=3,seed=0", opt, "2")
+        assert rc == 2
+        assert_one_error_line(err, f"{name} is set by the generator spec itself; drop {opt}")
