@@ -98,3 +98,31 @@ def seed(text: str) -> int:
         return positive_int("seed", int64(text), minimum=0)
     except PagingError as e:
         raise argparse.ArgumentTypeError(e.message) from None
+
+
+def read_toml(path, expected: str, noun: str = "file") -> tuple[dict, str]:
+    """The document and the text of a TOML file. A file that cannot be read, is not UTF-8 or is
+    not valid TOML is one :class:`PagingError` naming the file and, for a syntax error, its line
+    (``spec.toml:3: not valid TOML (Expected '=' after a key ...); expected a sweep spec``);
+    ``expected`` says what the file should hold, ``noun`` what it is ("the model file")."""
+    import re
+    from pathlib import Path
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise PagingError(f"the {noun} is not UTF-8 text; expected {expected}", file) from None
+    except OSError as e:
+        raise PagingError(f"cannot read the {noun}: {e.strerror or e}", file) from None
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as e:  # (its line is in the message until Python 3.14)
+        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
+        raise PagingError(f"not valid TOML ({msg}); expected {expected}", file,
+                          int(m.group(1)) if m else None) from None

@@ -244,25 +244,11 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
     """Read and validate a sweep spec (TOML). Every problem is one :class:`PagingError` naming
     the file and, where it can, the line. ``warm``: the default of the ``warm`` key
     (``paging sweep --warm``)."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
+    from paging.options import read_toml
 
     file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise PagingError(f"cannot read the sweep spec: {getattr(e, 'strerror', None) or e}",
-                          file) from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
-        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
-        raise PagingError(f"not valid TOML ({msg}); expected a sweep spec such as "
-                          "traces = [...], policies = [...], k = [...]", file,
-                          int(m.group(1)) if m else None) from None
+    doc, text = read_toml(path, "a sweep spec such as traces = [...], policies = [...], "
+                                "k = [...]", noun="sweep spec")
     for key in doc:
         if key == "serve":
             raise PagingError("a [serve] table makes a serving sweep: paging sweep runs it "

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -27,11 +26,7 @@ from paging.cost.sources import (
 )
 from paging.errors import PagingError
 from paging.layout import Layout
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+from paging.options import read_toml
 
 # ---------------------------------------------------------------------------------------------
 # Models
@@ -427,27 +422,23 @@ OPTIONAL = ("name", "source", *OPTIONAL_MODEL_UNITS)
 
 
 def _read(path: Path) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise PagingError(f"cannot read the model file: {e.strerror or e}", file=str(path)) \
-            from None
-    except UnicodeDecodeError:
-        raise PagingError("the model file is not UTF-8 text; expected TOML or JSON",
-                          file=str(path)) from None
     suffix = path.suffix.lower()
-    try:
-        if suffix == ".toml":
-            data = tomllib.loads(text)
-        elif suffix == ".json":
-            data = json.loads(text)
-        else:
-            raise PagingError("a model file must end in .toml or .json", file=str(path))
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as e:
-        line = getattr(e, "lineno", None)
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise PagingError(f"not valid {suffix[1:].upper()}: {msg}", file=str(path),
-                          line=line) from None
+    if suffix == ".toml":
+        data, _ = read_toml(path, "a model file of TOML keys", noun="model file")
+    elif suffix == ".json":
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as e:
+            raise PagingError(f"cannot read the model file: {e.strerror or e}",
+                              file=str(path)) from None
+        except UnicodeDecodeError:
+            raise PagingError("the model file is not UTF-8 text; expected JSON",
+                              file=str(path)) from None
+        except json.JSONDecodeError as e:
+            raise PagingError(f"not valid JSON: {e.msg}", file=str(path), line=e.lineno) \
+                from None
+    else:
+        raise PagingError("a model file must end in .toml or .json", file=str(path))
     if not isinstance(data, dict):
         raise PagingError("a model file must hold one table/object of keys", file=str(path))
     return data

@@ -115,16 +115,10 @@ def cell_key(cell: Cell) -> tuple:
 
 
 def _read(path) -> tuple[dict, str, str]:
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-    file = str(path)
-    text = Path(path).read_text(encoding="utf-8")
-    try:
-        return tomllib.loads(text), text, file
-    except tomllib.TOMLDecodeError as e:
-        raise PagingError(f"not valid TOML ({e})", file) from None
+    from paging.options import read_toml
+
+    doc, text = read_toml(path, "a serving sweep spec with a [serve] table", noun="sweep spec")
+    return doc, text, str(path)
 
 
 def _scalar(doc: dict, key: str, kind, file, text, default=None, lo=None):

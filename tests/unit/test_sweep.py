@@ -568,3 +568,28 @@ def test_a_bad_request_of_a_streamed_trace_is_one_line_from_dask_workers(tmp_pat
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
     assert "request 150 is page 99" in r.stderr and "bad.npz" in r.stderr
     assert not (tmp_path / "t.csv").exists()
+
+
+@pytest.mark.parametrize("name, text, noun, line", [
+    ("grid.toml", 'traces = ["x"]\npolicies = [lru]\n', "sweep spec", 2),
+    ("serving.toml", '[serve]\nrates = [1]\nbad key = 3\n', "serving sweep spec", 3),
+    ("model.toml", 'name = "m"\nn_layers = \n', "model file", 2),
+])
+def test_a_toml_syntax_error_is_named_as_file_and_line(tmp_path, name, text, noun, line):
+    """The three TOML readers (sweep spec, serving sweep spec, model file) report a syntax error
+    as FILE:LINE, as every other file error (the serving spec and the model file had it inside
+    the message, or not at all), and say what the file should hold."""
+    from paging.cost import get_model
+    from paging.serve.sweep import _read
+
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    read = {"grid.toml": load_spec, "serving.toml": _read, "model.toml": get_model}[name]
+    with pytest.raises(PagingError) as e:
+        read(str(p) if name == "model.toml" else p)
+    msg = str(e.value)
+    assert msg.startswith(f"{p}:{line}: not valid TOML (") and "(at line" not in msg
+    assert f"expected a {noun}" in msg
+    p.write_bytes(b"\xff\n")
+    with pytest.raises(PagingError, match=f"^{p}: the (sweep spec|model file) is not UTF-8"):
+        read(str(p) if name == "model.toml" else p)
