@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.errors import INT64_MAX, PagingError, brief
 
 
 def _entries(values, n_pages: int, where: str, what: str) -> np.ndarray:
@@ -56,6 +56,14 @@ def as_sizes(sizes, n_pages: int, where: str = "sizes") -> np.ndarray:
                               "number of bytes >= 1")
     if a.dtype.kind == "b":
         raise PagingError(f"{where}: expected integer sizes, got booleans")
+    if a.dtype.kind in "fu":  # (beyond int64 the cast wrapped: 1e30 was named as -2^63)
+        bad = np.flatnonzero(a >= 2.0**63 if a.dtype.kind == "f" else a > INT64_MAX)
+        if bad.size:
+            i = int(bad[0])
+            v = a[i].item()
+            shown = brief(v) if isinstance(v, int) else repr(v)
+            raise PagingError(f"{where}: entry {i} is {shown}; expected an integer number of "
+                              "bytes from 1 to 2^63 - 1")
     out = np.array(a, dtype=np.int64)
     bad = np.flatnonzero(out < 1)
     if bad.size:

@@ -25,6 +25,7 @@ from paging.offline.flow import min_cost_flow, quantise
 from paging.offline.weighted import opt_weighted
 from paging.simulate import simulate
 from paging.trace import Trace, from_pages, from_routing
+from paging.weights import as_sizes
 
 
 def brute_force(trace: Trace, costs, sizes, cap: int, dist: bool, by_bytes: bool) -> float:
@@ -259,6 +260,11 @@ def test_read_weights(tmp_path):
         "[1, 0, 2]": ("sizes", "entry 1 is 0"),
         '{"a": 1}': ("sizes", "expected a JSON list of 3 integers >= 1 .bytes., got dict"),
         "[1, 2,": ("costs", "not valid JSON"),
+        # beyond int64: the cast wrapped to -2^63 and named that (a warning first)
+        "[1, 1e30, 2]": ("sizes", "entry 1 is 1e.30; expected an integer number of bytes from "
+                                  "1 to 2.63 - 1"),
+        f"[1, {2**63}, 2]": ("sizes", f"entry 1 is {2**63}; expected"),
+        f"[1, {2**70}, 2]": ("sizes", f"entry 1 is {2**70}; expected"),
     }
     for text, (kind, msg) in bad.items():
         f = tmp_path / "bad.json"
@@ -268,6 +274,11 @@ def test_read_weights(tmp_path):
         assert e.value.file == str(f)
     with pytest.raises(PagingError, match="no such costs file"):
         read_weights(tmp_path / "missing.json", 3, "costs")
+    np.save(tmp_path / "u.npy", np.array([1, 2**64 - 1, 1], dtype=np.uint64))
+    with pytest.raises(PagingError, match=f"entry 1 is {2**64 - 1}; expected"):
+        read_weights(tmp_path / "u.npy", 3, "sizes")
+    with pytest.raises(PagingError, match="sizes: entry 1 is 18446744073709551615; expected"):
+        as_sizes(np.array([1, 2**64 - 1, 1], dtype=np.uint64), 3)  # (the array API alike)
     np.save(tmp_path / "short.npy", np.array([1.0, 2.0]))
     with pytest.raises(PagingError, match=r"got an array of shape \(2,\)"):
         read_weights(tmp_path / "short.npy", 3, "costs")
