@@ -62,7 +62,7 @@ def run(args) -> int:
     from paging.cli import print_json
     from paging.cost import budget_bytes, get_hardware, get_model, get_precision
     from paging.cost.pools import form_bytes
-    from paging.zipmoe.planner import check_pools, plan_trace, split_grid
+    from paging.zipmoe.planner import check_grid, check_pools, plan_trace
 
     model = get_model(args.model)
     hardware = get_hardware(args.hardware)
@@ -70,7 +70,7 @@ def run(args) -> int:
     params = _params(args)
     form_bytes(model, precision, params.rho)          # bf16 only: fail before reading
     check_pools(args.pools)
-    split_grid(args.pools, args.delta)
+    check_grid(args.pools, args.delta)  # (refused up front beyond MAX_SPLITS)
     budget = budget_bytes(args.budget_gb)
     args.expand = "groups"
     memo: dict = {}

@@ -37,7 +37,6 @@ without the GPU time p of each expert.
 
 from __future__ import annotations
 
-import itertools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ import numpy as np
 
 from paging.cost.pools import POOLS, PoolTimes, form_bytes, pool_capacities
 from paging.errors import PagingError, positive_int
+from paging.progress import bar
 from paging.zipmoe import scheduler as zs
 from paging.zipmoe.hitmodel import (
     _probabilities,
@@ -83,23 +83,56 @@ def _delta(delta) -> int:
     return d.denominator
 
 
-def split_grid(pools, delta) -> list[dict]:
+#: the most splits :func:`plan` walks (``C(m + |Λ| - 1, |Λ| - 1)``, m = 1/δ): δ = 0.05 over
+#: four pools is 1,771, δ = 0.01 176,851 (about 4 s); δ = 0.005, 1,373,701 splits, runs well
+#: under a minute with a progress bar; δ = 0.001 would be 167,668,501
+MAX_SPLITS = 2_000_000
+
+
+def grid_size(pools, delta) -> int:
+    """The number of splits of :func:`split_grid`, ``C(m + |Λ| - 1, |Λ| - 1)`` for m = 1/δ,
+    computed without making them."""
+    return math.comb(_delta(delta) + len(check_pools(pools)) - 1, len(check_pools(pools)) - 1)
+
+
+def check_grid(pools, delta) -> int:
+    """:func:`grid_size`, refused up front beyond :data:`MAX_SPLITS` with the size it would
+    need (``--delta 1e-9`` walked 10^26 splits without a word)."""
+    n = grid_size(pools, delta)
+    if n > MAX_SPLITS:
+        raise PagingError(f"the grid step delta={delta!r} over the pools "
+                          f"{''.join(check_pools(pools))} makes {n:,} splits; expected at most "
+                          f"{MAX_SPLITS:,} (a larger delta such as 0.01 or 0.05, or fewer "
+                          "pools)")
+    return n
+
+
+def split_grid(pools, delta):
     """Algorithm 4 line 5: every ``γ`` with ``Σ_{p∈Λ} γ_p = 1``, ``γ_p ∈ δ·{0, 1, ..}``,
     ``γ_p = 0`` outside Λ, as ``{pool: Fraction}``, first ``γ_{first pool} = 1`` then
-    lexicographically decreasing. ``C(m + |Λ| - 1, |Λ| - 1)`` splits for ``m = 1/δ``.
+    lexicographically decreasing; made one at a time (an iterator). ``C(m + |Λ| - 1, |Λ| - 1)``
+    splits for ``m = 1/δ`` (:func:`grid_size`).
 
     >>> [tuple(str(g[p]) for p in "FC") for g in split_grid("FC", 0.5)]
     [('1', '0'), ('1/2', '1/2'), ('0', '1')]
     """
     lam = check_pools(pools)
     m = _delta(delta)
-    out = []
-    for head in itertools.product(range(m, -1, -1), repeat=len(lam) - 1):
-        if sum(head) <= m:
-            parts = (*head, m - sum(head))
-            out.append({p: Fraction(i, m) for p, i in zip(lam, parts, strict=True)}
-                       | {p: Fraction(0) for p in POOLS if p not in lam})
-    return out
+    for head in _heads(m, len(lam) - 1):
+        parts = (*head, m - sum(head))
+        yield ({p: Fraction(i, m) for p, i in zip(lam, parts, strict=True)}
+               | {p: Fraction(0) for p in POOLS if p not in lam})
+
+
+def _heads(m: int, r: int):
+    """Every ``r``-tuple of non-negative integers with sum <= m, lexicographically decreasing
+    (``itertools.product(range(m, -1, -1), repeat=r)`` filtered, without its m^r candidates)."""
+    if r == 0:
+        yield ()
+        return
+    for first in range(m, -1, -1):
+        for rest in _heads(m - first, r - 1):
+            yield (first, *rest)
 
 
 # -- Algorithm 3 --------------------------------------------------------------------------------
@@ -262,18 +295,23 @@ def plan(qs, k: int, budget: int, n: int, forms: dict, t: PoolTimes, pools="FCSE
         raise PagingError(f"a budget of {budget:,} bytes holds no expert: {layers} layers need "
                           f"at least {smallest * layers:,} bytes for one expert each in the "
                           f"smallest form of the pools {''.join(lam)} ({smallest:,} bytes)")
+    n_splits = check_grid(lam, delta)
     model = [_Layer(q, k) for q in qs]
     delays = _Delays(k, t)
     memo: dict = {}
     best, best_cost, evaluated = None, math.inf, 0
-    for g in split_grid(lam, delta):
-        evaluated += 1
-        sz = pool_capacities(budget, layers, n, g, forms)
-        key = tuple(sz[p] for p in POOLS)
-        if key not in memo:
-            memo[key] = float(np.mean([_expected(m, key, delays) for m in model]))
-        if memo[key] < best_cost:          # strictly cheaper only (Algorithm 4 line 30)
-            best, best_cost = (g, sz), memo[key]
+    # a bar (on a terminal) when the grid is large: δ = 0.005 is over a million splits
+    with bar(n_splits if n_splits > 50_000 else None, "plan splits", unit="split",
+             show=None if n_splits > 50_000 else False) as pb:
+        for g in split_grid(lam, delta):
+            evaluated += 1
+            pb.update()
+            sz = pool_capacities(budget, layers, n, g, forms)
+            key = tuple(sz[p] for p in POOLS)
+            if key not in memo:
+                memo[key] = float(np.mean([_expected(m, key, delays) for m in model]))
+            if memo[key] < best_cost:          # strictly cheaper only (Algorithm 4 line 30)
+                best, best_cost = (g, sz), memo[key]
     g, sz = best
     return Plan(lam, g, sz, best_cost, best_cost * layers, evaluated, len(memo),
                 sorted(memo.items()))

@@ -1,5 +1,6 @@
 """ZipMoE's planner (paging.zipmoe.planner), `paging plan` and fig_zipmoe."""
 
+import itertools
 import json
 import os
 from fractions import Fraction as F
@@ -36,7 +37,22 @@ def test_split_grid_order_and_count():
     assert [tuple(int(x[p] * 2) for p in "FCSE") for x in g] == [
         (2, 0, 0, 0), (1, 1, 0, 0), (1, 0, 1, 0), (1, 0, 0, 1), (0, 2, 0, 0), (0, 1, 1, 0),
         (0, 1, 0, 1), (0, 0, 2, 0), (0, 0, 1, 1), (0, 0, 0, 2)]
-    assert len(zp.split_grid("FCSE", 0.05)) == 1771          # C(23, 3)
+    assert len(list(zp.split_grid("FCSE", 0.05))) == 1771 == zp.grid_size("FCSE", 0.05)  # C(23,3)
+    for pools, m in (("FC", 7), ("FSE", 5), ("F", 4), ("CSE", 1)):  # the old product filter
+        want = [h for h in itertools.product(range(m, -1, -1), repeat=len(pools) - 1)
+                if sum(h) <= m]
+        got = [tuple(int(x[p] * m) for p in pools[:-1]) for x in zp.split_grid(pools, F(1, m))]
+        assert got == want and len(got) == zp.grid_size(pools, F(1, m))
+
+
+def test_a_grid_beyond_the_cap_is_refused_up_front_with_its_size():
+    """δ = 1e-9 walked C(10^9 + 3, 3) splits without a word; the size is named instead."""
+    assert zp.grid_size("FCSE", 0.001) == 167_668_501 > zp.MAX_SPLITS
+    assert zp.check_grid("FCSE", 0.005) == 1_373_701 <= zp.MAX_SPLITS
+    with pytest.raises(PagingError, match="delta=0.001 over the pools FCSE makes 167,668,501 "
+                                          "splits; expected at most 2,000,000"):
+        zp.plan([np.array([0.5, 0.5])], 1, 10**9, 2, {"F": 100, "C": 50, "S": 40, "E": 30},
+                None, "FCSE", 0.001)
 
 
 def test_tiny_plan_by_hand():
