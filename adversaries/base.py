@@ -161,15 +161,23 @@ def opt_misses(trace: Trace, k: int) -> int:
     return opt_run(trace, k).misses
 
 
+#: the most sequences :func:`certify_random` draws: about 2 ms each at small sizes (theorem4,
+#: n = 3, two layers), so a million is over half an hour under its progress bar; 10^12 was a
+#: silent hang (or, since the memory guard, an out-of-memory line)
+MAX_SEQUENCES = 1_000_000
+
+
 def certify_random(policies: Sequence[Policy], k: int,
                    draw: Callable[[np.random.Generator, int], Trace], *, sequences: int,
-                   seed: int | None) -> tuple[tuple[Trace, ...], list[list[tuple[int, int]]]]:
+                   seed: int | None, show: bool | None = None
+                   ) -> tuple[tuple[Trace, ...], list[list[tuple[int, int]]]]:
     """Draw independent sequences and certify every policy on each (Yao's principle).
 
     ``numpy.random.SeedSequence(seed).spawn(sequences)`` gives one child per sequence: sequence j
     is ``draw(default_rng(child_j), j)``, and a randomized policy's run on it is seeded with
     ``child_j.generate_state(1)[0]`` (the same for every policy). OPT (Belady) runs once per
-    sequence, whatever the number of policies.
+    sequence, whatever the number of policies. More than :data:`MAX_SEQUENCES` are refused up
+    front; the sequences go by under a progress bar (``show``: on a terminal by default).
 
     Returns
     -------
@@ -178,16 +186,24 @@ def certify_random(policies: Sequence[Policy], k: int,
     per_policy : list of list of (int, int)
         For each policy, ``(online misses, OPT misses)`` on every sequence.
     """
-    children = np.random.SeedSequence(seed).spawn(sequences)
-    traces, opts, run_seeds = [], [], []
-    for j, child in enumerate(children):
-        trace = draw(np.random.default_rng(child), j)
-        traces.append(trace)
-        opts.append(opt_misses(trace, k))
-        run_seeds.append(int(child.generate_state(1)[0]))
-    per_policy = [[(simulate(t, pol, k, seed=s).misses, o)
-                   for t, o, s in zip(traces, opts, run_seeds, strict=True)]
-                  for pol in policies]
+    from paging.progress import bar
+
+    S = positive_int("sequences", sequences)
+    if S > MAX_SEQUENCES:
+        raise PagingError(f"sequences={S:,}; expected at most {MAX_SEQUENCES:,} (each is drawn, "
+                          "run by every policy and by OPT: about 2 ms at the smallest sizes)")
+    children = np.random.SeedSequence(seed).spawn(S)
+    traces: list[Trace] = []
+    per_policy: list[list[tuple[int, int]]] = [[] for _ in policies]
+    with bar(S, "sequences", unit="seq", show=show) as pb:
+        for j, child in enumerate(children):
+            trace = draw(np.random.default_rng(child), j)
+            traces.append(trace)
+            opt = opt_misses(trace, k)
+            run_seed = int(child.generate_state(1)[0])
+            for runs, pol in zip(per_policy, policies, strict=True):
+                runs.append((simulate(trace, pol, k, seed=run_seed).misses, opt))
+            pb.update()
     return tuple(traces), per_policy
 
 

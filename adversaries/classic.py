@@ -119,7 +119,7 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
 
 def random_hk(policy: str | Policy = "lru", *, n: int, layers: int = 1,
               rounds: int | None = None, k: int | None = None, seed: int | None = 0,
-              sequences: int = 4) -> AdversaryResult:
+              sequences: int = 4, show: bool | None = None) -> AdversaryResult:
     """Uniform requests over k + 1 pages: E[A]/E[OPT] -> H_k for every online algorithm.
 
     Once A's cache is full one of the k + 1 pages is missing, so every request misses with
@@ -140,7 +140,10 @@ def random_hk(policy: str | Policy = "lru", *, n: int, layers: int = 1,
     k : int, optional
         1 <= k <= n − 1; default n − 1.
     sequences : int
-        Independent sequences; the ratio is total A over total OPT.
+        Independent sequences; the ratio is total A over total OPT (at most
+        :data:`~adversaries.base.MAX_SEQUENCES`).
+    show : bool, optional
+        The progress bar over the sequences (default: on a terminal).
 
     Returns
     -------
@@ -168,7 +171,7 @@ def random_hk(policy: str | Policy = "lru", *, n: int, layers: int = 1,
         return from_pages(rng.integers(0, k + 1, size=R), lay,
                           name=f"{name}:n={n},k={k},requests={R},seed={seed}#{j}")
 
-    traces, (per_seq,) = certify_random([pol], k, draw, sequences=S, seed=seed)
+    traces, (per_seq,) = certify_random([pol], k, draw, sequences=S, seed=seed, show=show)
     online = sum(a for a, _ in per_seq)
     opt = sum(o for _, o in per_seq)
     return AdversaryResult(

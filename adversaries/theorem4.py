@@ -214,7 +214,8 @@ def default_rounds(layers: int) -> int:
 
 
 def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | None = None,
-          k: int | None = None, seed: int | None = 0, sequences: int = 4) -> AdversaryResult:
+          k: int | None = None, seed: int | None = 0, sequences: int = 4,
+          show: bool | None = None) -> AdversaryResult:
     """Estimate E[A]/E[OPT] on Theorem 4's distribution for one registered policy.
 
     Parameters
@@ -231,7 +232,10 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
         Seeds the sequences and the policy's randomness (``numpy.random.SeedSequence``; None
         draws fresh entropy).
     sequences : int
-        Independent sequences; the ratio is total A over total OPT.
+        Independent sequences; the ratio is total A over total OPT (at most
+        :data:`~adversaries.base.MAX_SEQUENCES`).
+    show : bool, optional
+        The progress bar over the sequences (default: on a terminal).
 
     Returns
     -------
@@ -242,12 +246,12 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
         and per-round miss rates next to 1/n (step 1) and ℓ/E[L] (OPT's rate).
     """
     return build_many([policy], n=n, layers=layers, rounds=rounds, k=k, seed=seed,
-                      sequences=sequences)[0]
+                      sequences=sequences, show=show)[0]
 
 
 def build_many(policies: Sequence[str | Policy], *, n: int, layers: int,
                rounds: int | None = None, k: int | None = None, seed: int | None = 0,
-               sequences: int = 4) -> list[AdversaryResult]:
+               sequences: int = 4, show: bool | None = None) -> list[AdversaryResult]:
     """:func:`build` for several policies on the same sequences: the sequences, OPT's misses and
     the exact values are computed once; result i is what ``build(policies[i], ...)`` returns."""
     lay = layout_of(n, layers)
@@ -266,7 +270,7 @@ def build_many(policies: Sequence[str | Policy], *, n: int, layers: int,
         return uniform(n, L, R, seed=rng,
                        name=f"theorem4:n={n},layers={L},rounds={R},seed={seed}#{j}")
 
-    traces, per_policy = certify_random(pols, k, draw, sequences=S, seed=seed)
+    traces, per_policy = certify_random(pols, k, draw, sequences=S, seed=seed, show=show)
     el = opt_block_mean(n, L)
     common = {"n": n, "layers": L, "rounds": R, "seed": seed, "sequences": S,
               "yao_value": el / (L * n), "cover_time_ratio": cover_time_ratio(n, L, exact=False)}

@@ -166,6 +166,8 @@ def run(args) -> int:
             raise PagingError(f"--sequences applies to {' and '.join(RANDOMIZED)}, not "
                               f"{args.name}")
         kw["sequences"] = args.sequences
+    if args.name in RANDOMIZED:  # (their bar over the sequences; a --json run stays quiet)
+        kw["show"] = False if args.json else None
     res = ADVERSARIES[args.name](policy, **kw)
     d = res.to_dict()
     if args.json:

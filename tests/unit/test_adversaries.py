@@ -349,3 +349,33 @@ def test_cli_errors_are_one_line(capsys, argv, message):
     assert main(["adversary", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and message in err and err.count("\n") == 1
+
+
+def test_sequences_beyond_the_cap_are_refused_up_front_and_the_rest_show_a_bar(capsys):
+    """--sequences 10^12 hung without a word (or ran out of memory spawning seeds); it is refused
+    with the cap, in the constructions and in the command. Below the cap a bar counts the
+    sequences when asked (``show``), the command's --json run keeps stderr quiet, and the bar
+    changes no number."""
+    from adversaries import theorem4
+    from adversaries.base import MAX_SEQUENCES
+    from adversaries.classic import random_hk
+    from paging.cli import main
+
+    too_many = MAX_SEQUENCES + 1
+    for build in (lambda: theorem4.build("lru", n=2, layers=2, sequences=too_many),
+                  lambda: random_hk("lru", n=3, sequences=too_many)):
+        with pytest.raises(PagingError, match=f"sequences={too_many:,}; expected at most "
+                                              f"{MAX_SEQUENCES:,}"):
+            build()
+    assert main(["adversary", "theorem4", "--n", "2", "--layers", "2", "--sequences",
+                 str(10**12)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "sequences=1,000,000,000,000; expected at most" in err
+    shown = theorem4.build("lru", n=2, layers=2, rounds=6, sequences=3, seed=1, show=True)
+    err = capsys.readouterr().err
+    assert "sequences:" in err and "0/3 " in err  # (tqdm redraws at most every 0.1 s)
+    quiet = theorem4.build("lru", n=2, layers=2, rounds=6, sequences=3, seed=1, show=False)
+    assert capsys.readouterr().err == "" and quiet.to_dict() == shown.to_dict()
+    assert main(["adversary", "theorem4", "--n", "2", "--layers", "2", "--sequences", "3",
+                 "--json"]) == 0
+    assert capsys.readouterr().err == ""
