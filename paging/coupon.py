@@ -45,10 +45,36 @@ from paging.errors import PagingError, positive_int
 _Z95 = 1.959963984540054
 
 
+#: the largest N of the series (:func:`expected_cover_times`): its cost is N·t_max with
+#: t_max ~ 40·N terms, quadratic in N (N = 1,000 0.75 s, 3,000 2.7 s, 10,000 28 s measured)
+MAX_SERIES_N = 15_000
+
+#: the most coupon draws :func:`monte_carlo_cover_time` makes, trials·C·N·H_N in expectation
+#: (7–9e7 draws/s measured on 2 cores: about 20 minutes)
+MAX_DRAWS = 10**11
+
+
 def harmonic(n: int) -> Fraction:
-    """The harmonic number ``H_n = 1 + 1/2 + ... + 1/n`` as an exact fraction (H_0 = 0)."""
+    """The harmonic number ``H_n = 1 + 1/2 + ... + 1/n`` as an exact fraction (H_0 = 0). Its
+    denominators grow with n, so the cost is about quadratic (n = 10^4 0.04 s, 10^5 3 s)."""
     n = positive_int("n", n, minimum=0)
     return sum((Fraction(1, i) for i in range(1, n + 1)), Fraction(0))
+
+
+#: Euler–Mascheroni constant γ
+_EULER_GAMMA = 0.5772156649015329
+
+
+def n_harmonic(n: int) -> float:
+    """``N·H_N`` as a float: the exact product rounded once for N <= :data:`MAX_SERIES_N` (the
+    ledger's and the figures' sizes); beyond it the asymptotic series ``H_N = ln N + γ +
+    1/(2N) − 1/(12N²) + 1/(120N⁴)`` (the next term, 1/(252N⁶), is below 10^-27 there), in
+    constant time where the exact fraction would take seconds to hours."""
+    n = positive_int("n", n, minimum=0)
+    if n <= MAX_SERIES_N:
+        return float(n * harmonic(n))
+    x = float(n)
+    return x * (math.log(x) + _EULER_GAMMA + 1 / (2 * x) - 1 / (12 * x**2) + 1 / (120 * x**4))
 
 
 def theorem5_bound(n: int, collectors: int) -> float:
@@ -59,12 +85,12 @@ def theorem5_bound(n: int, collectors: int) -> float:
     """
     n = positive_int("the number of coupons N", n, minimum=2)
     c = positive_int("the number of collectors C", collectors)
-    return max(float(n * harmonic(n)), math.log(c) / 6.0)
+    return max(n_harmonic(n), math.log(c) / 6.0)
 
 
 # -- floating point: the distinct-coupon Markov chain -------------------------------------------
 
-def survival_single(n: int, t_max: int) -> np.ndarray:
+def survival_single(n: int, t_max: int, show: bool | None = False) -> np.ndarray:
     """``S(t) = P(T(N, 1) > t)`` for ``t = 0 .. t_max-1`` (one collector, N = ``n`` types).
 
     T(N, 1) = G_1 + ... + G_N with independent geometric G_j >= 1 of success probability
@@ -72,20 +98,25 @@ def survival_single(n: int, t_max: int) -> np.ndarray:
     q = 1 - p) to X gives ``S_{X+G}(t) = q·S_{X+G}(t-1) + p·S_X(t-1)`` with ``S(t) = 1`` for
     t < 0: a first-order recursive filter with non-negative coefficients (computed by
     :func:`scipy.signal.lfilter`), so the result has small *relative* error even where
-    S(t) ~ 1e-300. Cost O(N·t_max).
+    S(t) ~ 1e-300. Cost O(N·t_max); ``show``: a progress bar over the N phases (None: on a
+    terminal).
     """
     from scipy.signal import lfilter
+
+    from paging.progress import bar
 
     n = positive_int("the number of coupons N", n)
     t_max = positive_int("t_max", t_max)
     s = np.zeros(t_max)  # X = 0: P(X > t) = 0 for t >= 0
-    for j in range(1, n + 1):
-        q = (j - 1) / n  # the j-th new coupon fails with probability (j-1)/N per draw
-        p = 1.0 - q
-        x = np.empty(t_max)
-        x[0] = 1.0  # S_X(-1) = 1
-        x[1:] = s[:-1]
-        s, _ = lfilter([p], [1.0, -q], x, zi=[q])  # zi = q·S_Y(-1), S_Y(-1) = 1
+    with bar(n, "coupon series", unit="phase", show=show) as pb:
+        for j in range(1, n + 1):
+            q = (j - 1) / n  # the j-th new coupon fails with probability (j-1)/N per draw
+            p = 1.0 - q
+            x = np.empty(t_max)
+            x[0] = 1.0  # S_X(-1) = 1
+            x[1:] = s[:-1]
+            s, _ = lfilter([p], [1.0, -q], x, zi=[q])  # zi = q·S_Y(-1), S_Y(-1) = 1
+            pb.update()
     return s
 
 
@@ -101,21 +132,28 @@ def _truncation(n: int, c: float, rtol: float, lower: float) -> int:
     return max(n + 1, math.ceil(need / math.log(n / (n - 1))) + 1)
 
 
-def expected_cover_times(n: int, collectors, *, rtol: float = 1e-15) -> np.ndarray:
+def expected_cover_times(n: int, collectors, *, rtol: float = 1e-15,
+                         show: bool | None = None) -> np.ndarray:
     """:func:`expected_cover_time` for one N and an array of collector counts (shares the work).
 
-    Returns a float array with ``E[T(n, c)]`` for every ``c`` in ``collectors``.
+    Returns a float array with ``E[T(n, c)]`` for every ``c`` in ``collectors``. N above
+    :data:`MAX_SERIES_N` is refused up front (the cost is quadratic in N); from N = 2,000 (a
+    few seconds) the phases go by under a progress bar (``show``: on a terminal by default).
     """
     n = positive_int("the number of coupons N", n)
+    if n > MAX_SERIES_N:  # (refused up front, not a silent run of minutes or hours)
+        raise PagingError(f"N = {n:,} is more than {MAX_SERIES_N:,}: the series takes time "
+                          f"quadratic in N (N = 10,000 28 s, N = 30,000 198 s); expected "
+                          f"N <= {MAX_SERIES_N:,}, or the Monte Carlo estimate")
     cs = [positive_int("the number of collectors C", c)
           for c in np.atleast_1d(collectors).tolist()]  # numpy scalars as Python ints
     if not 0 < rtol < 1:
         raise PagingError(f"rtol must be in (0, 1), got {rtol!r}")
     if n == 1:
         return np.ones(len(cs))  # one type: every collector finishes in round 1
-    lower = float(n * harmonic(n))
+    lower = n_harmonic(n)
     lengths = [_truncation(n, float(c), rtol, lower) for c in cs]
-    s = survival_single(n, max(lengths))
+    s = survival_single(n, max(lengths), show=show if n >= 2_000 else False)
     with np.errstate(divide="ignore"):
         log_f = np.log1p(-s)  # log P(T(N,1) <= t); -inf while t < N
     out = np.empty(len(cs))
@@ -273,7 +311,8 @@ def expected_cover_time_exact(n: int, collectors: int) -> Fraction:
 # -- Monte Carlo --------------------------------------------------------------------------------
 
 def monte_carlo_cover_time(n: int, collectors: int, trials: int,
-                           seed: int | None = 0) -> tuple[float, float, float]:
+                           seed: int | None = 0, show: bool | None = None
+                           ) -> tuple[float, float, float]:
     """Estimate ``E[T(N, C)]`` by simulating the coupon draws themselves.
 
     Each trial runs C collectors that draw uniform coupons (``Generator.integers``) round by
@@ -289,36 +328,53 @@ def monte_carlo_cover_time(n: int, collectors: int, trials: int,
         ``mean ± 1.96·s/sqrt(trials)`` with the sample standard deviation s (ddof = 1). With a
         single trial there is no spread estimate and the interval is ``(nan, nan)``.
 
-    Cost: about ``trials·C·N·H_N`` draws (the expected total number of draws).
+    Cost: about ``trials·C·N·H_N`` draws (the expected total number of draws); more than
+    :data:`MAX_DRAWS` are refused up front, and from 10^9 (about ten seconds) the trials go by
+    under a progress bar (``show``: on a terminal by default).
     """
     n = positive_int("the number of coupons N", n)
     c = positive_int("the number of collectors C", collectors)
     trials = positive_int("trials", trials)
     if seed is not None:
         seed = positive_int("seed", seed, minimum=0)
+    h = math.log(n) + _EULER_GAMMA + 1 / (2 * n)  # H_N, closely enough for an estimate
+    draws = float(trials) * c * n * h
+    if draws > MAX_DRAWS:
+        raise PagingError(f"trials x C x N x H_N = {trials:,} x {c:,} x {n:,} x {h:.3g} is about "
+                          f"{draws:.2g} coupon draws; expected at most {MAX_DRAWS:.0e} (about 20 "
+                          "minutes): fewer trials, collectors or coupons")
+    from paging.progress import bar
+
     rng = np.random.default_rng(seed)
     samples = np.empty(trials, dtype=np.int64)
     chunk = max(1, 4_000_000 // (c * n))
-    for start in range(0, trials, chunk):
-        m = min(chunk, trials - start)
-        runs = m * c
-        seen = np.zeros((runs, n), dtype=bool)
-        held = np.zeros(runs, dtype=np.int64)
-        finish = np.zeros(runs, dtype=np.int64)
-        active = np.arange(runs)
-        rnd = 0
-        while active.size:
-            rnd += 1
-            draw = rng.integers(0, n, size=active.size)
-            new = ~seen[active, draw]
-            seen[active, draw] = True
-            held[active] += new
-            done = held[active] == n
-            finish[active[done]] = rnd
-            active = active[~done]
-        samples[start:start + m] = finish.reshape(m, c).max(axis=1)
+    with bar(trials, "coupon trials", unit="trial",
+             show=show if draws >= 1e9 else False) as pb:
+        for start in range(0, trials, chunk):
+            _chunk(rng, samples, start, min(chunk, trials - start), n, c)
+            pb.update(min(chunk, trials - start))
     mean = float(samples.mean())
     if trials == 1:
         return mean, math.nan, math.nan
     half = _Z95 * float(samples.std(ddof=1)) / math.sqrt(trials)
     return mean, mean - half, mean + half
+
+
+def _chunk(rng, samples, start: int, m: int, n: int, c: int) -> None:
+    """Trials ``start .. start + m - 1`` of :func:`monte_carlo_cover_time` into ``samples``."""
+    runs = m * c
+    seen = np.zeros((runs, n), dtype=bool)
+    held = np.zeros(runs, dtype=np.int64)
+    finish = np.zeros(runs, dtype=np.int64)
+    active = np.arange(runs)
+    rnd = 0
+    while active.size:
+        rnd += 1
+        draw = rng.integers(0, n, size=active.size)
+        new = ~seen[active, draw]
+        seen[active, draw] = True
+        held[active] += new
+        done = held[active] == n
+        finish[active[done]] = rnd
+        active = active[~done]
+    samples[start:start + m] = finish.reshape(m, c).max(axis=1)

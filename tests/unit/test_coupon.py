@@ -257,7 +257,11 @@ def test_cli_json(capsys):
     (["--n", "12", "--collectors", "12", "--exact"], "too large for exact rational"),
     # a run of hours refused up front (a review found --n 2^63 - 1 silent for minutes)
     (["--n", str(2**63 - 1), "--collectors", "2"], "is more than 15,000"),
-    (["--n", "15001", "--collectors", "2", "--mc"], "quadratic in N"),
+    (["--n", "15001", "--collectors", "2", "--exact"], "too large for exact rational"),
+    # Monte Carlo is bounded by its draws, not by N: 10^4 x 10^3 x 10^5 x 12.1 draws
+    (["--n", "100000", "--collectors", "1000", "--mc"], "about 1.2e+13 coupon draws; expected "
+                                                        "at most 1e+11"),
+    (["--n", "3", "--collectors", str(2**40), "--mc", "--trials", "1"], "coupon draws"),
 ])
 def test_cli_errors(argv, message, capsys):
     assert main(["coupon", *argv]) == 2
@@ -294,3 +298,35 @@ def test_fig_coupon_csv_and_plot(tmp_path):
     files = fig_coupon.plot(csv_path, tmp_path)
     assert sorted(p.suffix for p in files) == [".pdf", ".png"]
     assert all(p.stat().st_size > 1000 for p in files)
+
+
+def test_the_api_refuses_what_the_command_refuses_and_shows_its_progress(capsys):
+    """The caps live in paging.coupon, so a notebook gets them too: the series beyond
+    MAX_SERIES_N (quadratic in N), Monte Carlo beyond MAX_DRAWS; below them the long loops
+    show a bar when asked, and the bar changes no number."""
+    from paging import coupon
+
+    with pytest.raises(PagingError, match="N = 15,001 is more than 15,000: the series"):
+        coupon.expected_cover_times(coupon.MAX_SERIES_N + 1, [2])
+    with pytest.raises(PagingError, match="coupon draws; expected at most 1e.11"):
+        coupon.monte_carlo_cover_time(10**6, 10**3, 10)
+    assert coupon.survival_single(5, 40, show=True).tolist() == \
+        coupon.survival_single(5, 40, show=False).tolist()
+    assert "coupon series" in capsys.readouterr().err
+    quiet = coupon.monte_carlo_cover_time(4, 3, 50, seed=2, show=False)
+    assert capsys.readouterr().err == ""
+    # (draws below 1e9: no bar even when asked, so the small runs stay quiet)
+    assert coupon.monte_carlo_cover_time(4, 3, 50, seed=2, show=True) == quiet
+
+
+def test_n_harmonic_is_the_exact_product_then_the_asymptotic_series():
+    """N·H_N as the exact product rounded once up to MAX_SERIES_N (unchanged numbers), then the
+    asymptotic series, within a few units in the last place of the exact value."""
+    from paging.coupon import MAX_SERIES_N, n_harmonic
+
+    for n in (1, 2, 7, 1000, MAX_SERIES_N):
+        assert n_harmonic(n) == float(n * harmonic(n))
+    for n in (MAX_SERIES_N + 1, 20_000, 40_000):
+        assert n_harmonic(n) == pytest.approx(float(n * harmonic(n)), rel=4e-16)
+    assert n_harmonic(10**18) == pytest.approx(1e18 * (18 * math.log(10) + 0.5772156649015329),
+                                               rel=1e-15)
