@@ -53,8 +53,13 @@ class CostSetup:
                 page_sizes(self.model, self.precision))
 
     def describe(self) -> dict:
-        return {"model": self.model.name, "precision": self.precision.name,
-                "hardware": self.hardware.name}
+        """The setting's fields of a row: model, precision, hardware, and ``host_gb`` when a
+        host tier is set (it changes every miss's time, so two rows must tell it apart)."""
+        out = {"model": self.model.name, "precision": self.precision.name,
+               "hardware": self.hardware.name}
+        if self.host_gb is not None:
+            out["host_gb"] = self.host_gb
+        return out
 
     def timed_fields(self, result, timing) -> dict:
         """The row fields of a timed run: the setting, ``capacity`` (experts that fit) and the

@@ -8,7 +8,8 @@ __all__ = ["smallest_budget"]
 
 #: the summary fields that set a run up, besides the policy, the load and the cache size: rows
 #: that differ in one of them answer different questions (:func:`smallest_budget`)
-SETTING = ("arrivals", "duration_s", "think_s", "model", "precision", "hardware", "scheduler",
+SETTING = ("arrivals", "duration_s", "think_s", "model", "precision", "hardware", "host_gb",
+           "scheduler",
            "max_batch", "max_tokens", "seed", "step_overhead_ms", "batch_reading", "prefetch",
            "miss", "routing")
 

@@ -34,7 +34,10 @@ sequences, groups mode). Each cell is one :func:`paging.serve.serve` run, a row 
 atomically like a simulation sweep's (:mod:`paging.sweep`); a table written before its
 ``low_precision_fetches`` column or its ``routing`` axis existed is resumed with those columns
 null in its old rows (``routing`` null is standard routing, as in every row without a hook;
-``retained_mass``, ``top1_changed`` and ``kl`` are the routed rows' quality proxies).
+``retained_mass``, ``top1_changed`` and ``kl`` are the routed rows' quality proxies). The
+one-value settings (:data:`SETTING`: the pool, duration, think, max_tokens, scheduler,
+prompt_tokens, the SLOs) are columns too, and a table is resumed only by a spec with the same
+ones (:func:`check_resumable`).
 """
 
 from __future__ import annotations
@@ -57,6 +60,12 @@ KEYS = (("policy", "str"), ("model", "str"), ("precision", "str"), ("hardware", 
         ("max_batch", "int"), ("seed", "int"))
 _LAT = tuple((f"p{q}_{m}", "float") for m in ("ttft_ms", "tpot_ms", "e2e_ms")
              for q in (50, 90, 99))
+#: the sweep's one-value settings, the same in every row: a table is resumed only by a spec
+#: with the same ones (they are not cell keys, and a changed duration reused the old rows);
+#: ``pool`` is the traces as the spec names them (a JSON list), ``think_s`` null in rate rows
+SETTING = (("pool", "str"), ("duration_s", "float"), ("think_s", "float"), ("max_tokens", "int"),
+           ("scheduler", "str"), ("prompt_tokens", "int"), ("slo_ttft_ms", "float"),
+           ("slo_tpot_ms", "float"))
 #: the serving table: the cell's inputs, then the run's summary (``paging serve``)
 SCHEMA = Schema(KEYS + (
     ("capacity", "int"), ("requests", "int"), ("completed", "int"), ("steps", "int"),
@@ -74,9 +83,10 @@ SCHEMA = Schema(KEYS + (
     # routing (null without a hook)
     ("retained_mass", "float"), ("top1_changed", "float"), ("kl", "float"),
     # how a step's tokens' ranks and scores were read (null when nothing reads them)
-    ("batch_reading", "str")),
+    ("batch_reading", "str")) + SETTING,
     tuple(c for c, _ in KEYS), later=("low_precision_fetches", "routing", "retained_mass",
-                                      "top1_changed", "kl", "batch_reading"))
+                                      "top1_changed", "kl", "batch_reading",
+                                      *(c for c, _ in SETTING)))
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,44 @@ class Cell:
     slo_tpot_ms: float | None
     seed: int
     batch_reading: str = "best"  # (one for the sweep, as the scheduler)
+    sources: tuple = ()  # (the traces as the spec names them: the table's ``pool``)
+
+
+def setting_of(cell: Cell) -> dict:
+    """The :data:`SETTING` values of a cell (the same for every cell of a spec)."""
+    import json
+
+    return {"pool": json.dumps(list(cell.sources)), "duration_s": cell.duration,
+            "think_s": cell.think if cell.clients is not None else None,
+            "max_tokens": cell.max_tokens, "scheduler": cell.scheduler,
+            "prompt_tokens": cell.prompt_tokens, "slo_ttft_ms": cell.slo_ttft_ms,
+            "slo_tpot_ms": cell.slo_tpot_ms}
+
+
+def check_resumable(out, cells: list) -> None:
+    """Refuse to resume the table ``out`` when it was made with another setting than the
+    spec's (:data:`SETTING`; the batch reading where a row read it): its rows would be reused
+    as if this spec had made them. A table written before these columns were kept (null) is
+    refused too, since its setting is unknown."""
+    from paging.sweep import read_table
+
+    if not cells or not Path(out).exists():
+        return
+    want = setting_of(cells[0]) | {"think_s": cells[0].think}  # (the spec's, in closed rows)
+    reading = cells[0].batch_reading
+    for row in read_table(out, SCHEMA):
+        for c, _ in SETTING:
+            if c == "think_s" and row["clients"] is None:
+                continue  # (a rate row has no think time)
+            if row[c] != want[c]:
+                was = "not recorded (an older table)" if row[c] is None else f"{row[c]!r}"
+                raise PagingError(f"the table's {c} is {was}, this spec's is {want[c]!r}; its "
+                                  "rows were made with another setting: remove it or choose "
+                                  "another --out", str(out))
+        if row["batch_reading"] is not None and row["batch_reading"] != reading:
+            raise PagingError(f"the table's batch_reading is {row['batch_reading']!r}, this "
+                              f"spec's is {reading!r}; its rows were made with another "
+                              "setting: remove it or choose another --out", str(out))
 
 
 def cell_key(cell: Cell) -> tuple:
@@ -183,6 +231,9 @@ def plan_serve(spec_path) -> list[Cell]:
                           _line_of(text, "serve"))
     duration = float(_scalar(sv, "duration", (int, float), file, text))
     think = float(_scalar(sv, "think", (int, float), file, text, default=0.0, lo=0))
+    if "think" in sv and not clients:  # (a rate cell has no think time: it was ignored)
+        raise PagingError("think applies to clients = [...] (a closed loop), and this [serve] "
+                          "has rates only", file, _line_of(text, "think"))
     max_tokens = _scalar(sv, "max_tokens", int, file, text, default=512, lo=1)
     prompt = _scalar(sv, "prompt_tokens", int, file, text, default=32, lo=1)
     scheduler = sv.get("scheduler", "continuous")
@@ -200,7 +251,7 @@ def plan_serve(spec_path) -> list[Cell]:
         st = st if pf is not None else None  # "none" is one cell whatever the strategies
         cell = Cell(paths, pol.lower(), doc["model"], q, hw, pf, st, ms, rt, k, g, rate, cl,
                     think, duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed,
-                    reading)
+                    reading, tuple(traces))
         try:  # every option checked now, with the spec's name in the message
             make_policy(cell.policy)
             _run_spec(cell, budget_bytes)
@@ -277,6 +328,7 @@ def run_cell(cell: Cell) -> list[dict]:
                 _pool(cell.paths), show=False)
     row = dict.fromkeys(SCHEMA.names)
     row.update({c: res.summary[c] for c in SCHEMA.names if c in res.summary})
+    row.update(setting_of(cell))
     row.update(zip(SCHEMA.keys, cell_key(cell), strict=True))
     return [row]
 
@@ -298,7 +350,9 @@ def run_serve_sweep(spec_path, out, *, scheduler=None, workers: int = 1,
                     processes: bool = False, progress=None, on_batch=None) -> dict:
     """Run the serving sweep of ``spec_path`` into ``out`` (Parquet, or CSV by name): the same
     resumption, atomic rewrites and Dask options as :func:`paging.sweep.run_sweep`."""
-    return drive(plan_serve(spec_path), lambda c: [cell_key(c)], run_cell, out, SCHEMA,
+    cells = plan_serve(spec_path)
+    check_resumable(out, cells)
+    return drive(cells, lambda c: [cell_key(c)], run_cell, out, SCHEMA,
                  scheduler, workers, processes, progress, on_batch, unit="run")
 
 

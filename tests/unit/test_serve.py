@@ -1292,6 +1292,60 @@ def test_serve_sweep_errors_name_the_line(tmp_path, toy, extra, msg, line):
     assert not (tmp_path / "t.csv").exists()
 
 
+def test_a_serve_sweep_table_is_resumed_only_with_its_own_setting(tmp_path, toy):
+    """The one-value settings (duration, max_tokens, think, the pool ...) are not cell keys: a
+    changed duration resumed the old table, reporting 0 runs and the old spec's numbers (a
+    review: requests 9 for 17). They are columns now, and a table made with other ones, or
+    before they were kept, is refused; the same spec still resumes."""
+    import csv
+
+    from paging.serve.sweep import SCHEMA, run_serve_sweep
+    from paging.sweep import read_table
+
+    spec, out = _one_trace_sweep(tmp_path, toy, "k = [3]\n"), tmp_path / "t.csv"
+    run_serve_sweep(spec, out, workers=0, progress=False)
+    (row,) = read_table(out, SCHEMA)
+    assert (row["pool"], row["duration_s"], row["think_s"], row["max_tokens"],
+            row["scheduler"], row["prompt_tokens"], row["slo_tpot_ms"]) == (
+        f'["{ONE_TRACE}"]', 0.2, None, 8, "continuous", 32, None)
+    assert run_serve_sweep(spec, out, workers=0, progress=False)["ran"] == 0
+    before = out.read_bytes()
+    for old, new, col in (("duration = 0.2", "duration = 0.5", "duration_s"),
+                          ("max_tokens = 8", "max_tokens = 2", "max_tokens"),
+                          ("max_tokens = 8", "max_tokens = 8\nslo_tpot_ms = 5", "slo_tpot_ms"),
+                          ("seed=0", "seed=1", "pool")):
+        changed = tmp_path / "changed.toml"
+        changed.write_text(spec.read_text().replace(old, new))
+        with pytest.raises(PagingError, match=f"t.csv: the table's {col} is .*, this spec's is "
+                                              ".*made with another setting"):
+            run_serve_sweep(changed, out, workers=0, progress=False)
+        assert out.read_bytes() == before
+    # a table written before the setting columns: its setting is unknown
+    with open(out, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    with open(tmp_path / "old.csv", "w", newline="") as fh:
+        keep = [c for c in rows[0] if c not in ("pool", "duration_s", "think_s", "max_tokens",
+                                                 "scheduler", "prompt_tokens", "slo_ttft_ms",
+                                                 "slo_tpot_ms")]
+        w = csv.DictWriter(fh, keep, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    with pytest.raises(PagingError, match="the table's pool is not recorded .an older table."):
+        run_serve_sweep(spec, tmp_path / "old.csv", workers=0, progress=False)
+    # think: kept in the closed-loop rows, refused in a spec of rates only (it was ignored)
+    closed = tmp_path / "closed.toml"
+    closed.write_text(spec.read_text().replace("rates = [80]", "clients = [2]\nthink = 0.01"))
+    run_serve_sweep(closed, tmp_path / "c.csv", workers=0, progress=False)
+    assert read_table(tmp_path / "c.csv", SCHEMA)[0]["think_s"] == 0.01
+    closed.write_text(closed.read_text().replace("think = 0.01", "think = 0.02"))
+    with pytest.raises(PagingError, match="the table's think_s is 0.01, this spec's is 0.02"):
+        run_serve_sweep(closed, tmp_path / "c.csv", workers=0, progress=False)
+    with pytest.raises(PagingError, match="think applies to clients") as e:
+        run_serve_sweep(_sweep_spec(tmp_path, toy, "think = 0.1\n"), tmp_path / "th.csv",
+                        workers=0, progress=False)
+    assert e.value.line == 13
+
+
 def test_serving_spec_through_the_command_and_plain_run_sweep(tmp_path, toy):
     from paging.sweep import run_sweep
 
@@ -1523,6 +1577,25 @@ def test_smallest_budget_answers_each_setting_apart():
               for k, r in got.items()}
     assert answer == {("llru", "pcie4"): 16, ("llru", "slow"): 24, ("lru", "pcie4"): None}
     assert all(k[1:3] == (1.0, None) and dict(k[3])["arrivals"] == "poisson" for k in got)
+
+
+def test_a_host_tier_is_in_the_summary_and_answered_apart(toy):
+    """--host-gb moves the experts it cannot hold to the SSD tier, so misses take longer (and
+    the batches form differently); the summary says so (host_gb; it said nothing, and smallest_budget merged the two
+    runs into one answer), and the sizing answers each tier apart."""
+    from paging.serve import smallest_budget
+
+    e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]]])
+    ss = ServeSpec(Arrivals(rate=20.0, duration=0.2), max_batch=2, max_tokens=8)
+    runs = [serve(RunSpec("lru", k=3, model=toy, hardware="pcie4", host_gb=h), ss,
+                  [_seq_trace(e, 1)]).summary for h in (None, 1e-7)]
+    plain, tiered = runs
+    assert "host_gb" not in plain and tiered["host_gb"] == 1e-7
+    assert tiered["p99_tpot_ms"] > plain["p99_tpot_ms"]
+    slo = (plain["p99_tpot_ms"] + tiered["p99_tpot_ms"]) / 2
+    got = smallest_budget(runs, slo_tpot_ms=slo)
+    assert len(got) == 2
+    assert sorted(r is None for r in got.values()) == [False, True]
 
 
 def test_the_request_cap_of_an_open_workload_is_reported_and_nothing_arriving_is_refused(toy):
