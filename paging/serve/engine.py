@@ -951,6 +951,7 @@ class _Server:
         waiting: list[_Req] = []
         running: list[_Req] = []
         now, step_no, pending = 0.0, 0, self.pending
+        idled = False
         with bar(sum(s.n_tokens for s in self.drawn), "serve", unit="tok",
                  show=show) as progress:
             while True:
@@ -961,10 +962,16 @@ class _Server:
                     if not pending:
                         return
                     now = max(now, pending[0][0])  # idle until the next arrival
+                    idled = True
                     continue
                 groups = self.groups(batch)
-                if self.pf is not None and step_no > 0:
+                # the batch the scheduler composes when a step ends is the one prefetched for;
+                # after an idle gap it was empty (the next one is composed when a request
+                # arrives, so a prefetch for it could not have been issued at the step's end:
+                # it was, and fetched a future request's experts before it arrived)
+                if self.pf is not None and step_no > 0 and not idled:
                     self.prefetch_across(groups)
+                idled = False
                 end = self.step(batch, groups, step_no, now, running, waiting)
                 self.advance(batch, step_no, end, running)
                 progress.update(sum(hi - lo for _, lo, hi in batch))

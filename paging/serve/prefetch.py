@@ -28,7 +28,10 @@ After a step's last layer the target is the next step's layer 0: the batch of th
 as the scheduler composes it when this step ends. The prefetch is issued (timeline) after the
 last group's demand transfers, as in ``paging simulate``; a server that knows its running
 requests knows most of that batch then, and the requests that arrive during the last layer
-are the look-ahead this allows. With one request at a time the serving run then equals
+are the look-ahead this allows. When that batch is empty (the server idles until the next
+arrival) nothing is prefetched across: the next batch is composed when a request arrives, so
+no prefetch for it can be issued at the step's end. With one request at a time the serving
+run then equals
 ``paging simulate --warm --prefill batched --prefetch ...`` request for request (tested).
 
 Counts (:meth:`counts`): ``prefetch_precision`` and ``prefetch_recall`` are set-based and
