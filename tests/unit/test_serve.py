@@ -1617,8 +1617,9 @@ def test_smallest_budget_answers_each_setting_apart():
 
 def test_a_host_tier_is_in_the_summary_and_answered_apart(toy):
     """--host-gb moves the experts it cannot hold to the SSD tier, so misses take longer (and
-    the batches form differently); the summary says so (host_gb; it said nothing, and smallest_budget merged the two
-    runs into one answer), and the sizing answers each tier apart."""
+    the batches form differently); the summary says so (host_gb; it said nothing, and
+    smallest_budget merged the two runs into one answer), and the sizing answers each tier
+    apart."""
     from paging.serve import smallest_budget
 
     e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]]])
