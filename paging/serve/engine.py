@@ -339,7 +339,7 @@ class _Server:
         for t in traces:
             cm.model.check_layout(t.layout, t.name)
         self.layout = lay = traces[0].layout
-        seqs = pool(traces, prompt_tokens=spec.prompt_tokens)
+        seqs = pool(traces, prompt_tokens=spec.prompt_tokens, split=spec.lengths is None)
         rng = np.random.default_rng(spec.seed)
         (self.drawn, times), self.cap, cut = _requests(spec, seqs, rng)
         from paging.warm import concat

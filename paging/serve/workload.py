@@ -89,12 +89,14 @@ def _experts(trace: Trace) -> tuple:
     return out, scores, logits
 
 
-def pool(traces, *, prompt_tokens: int = 32) -> list[Sequence]:
+def pool(traces, *, prompt_tokens: int = 32, split: bool = True) -> list[Sequence]:
     """The sequences requests are drawn from (module docstring), one per trace sequence.
 
     ``traces`` must be in groups mode (``expand="groups"``): a token's experts on a layer are
     one group. Every token must visit every layer (the readers drop incomplete tokens unless
-    ``--strict``)."""
+    ``--strict``). ``split=False``: the requests are cut from the joined token stream
+    (:func:`windows`), so a sequence's own prompt split is not used and a sequence too short
+    for one is not refused."""
     if prompt_tokens < 1:
         raise PagingError(f"--prompt-tokens must be >= 1, got {prompt_tokens}")
     out = []
@@ -114,7 +116,7 @@ def pool(traces, *, prompt_tokens: int = 32) -> list[Sequence]:
             prompt = int(np.unique(tok[pre[0]:pre[1]]).size)
         else:
             prompt = max(1, min(prompt_tokens, T // 2))
-        if prompt >= T:
+        if prompt >= T and split:
             raise PagingError(f"{t.name}: {T} tokens leave no decode token after a prompt of "
                               f"{prompt}")
         out.append(Sequence(t.name, ex, prompt, scores, logits))

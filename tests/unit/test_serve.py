@@ -1615,6 +1615,26 @@ def test_smallest_budget_answers_each_setting_apart():
     assert all(k[1:3] == (1.0, None) and dict(k[3])["arrivals"] == "poisson" for k in got)
 
 
+def test_drawn_lengths_cut_windows_and_take_sequences_too_short_to_split(toy):
+    """--prompt-len/--output-len cut each request from the pool's joined token stream: a pool
+    with a one-token sequence serves (it was refused, "1 tokens leave no decode token", though
+    no sequence's own split is used), each request has its drawn lengths, and its tokens are
+    consecutive tokens of the stream (window i@start). Without lengths the same pool is still
+    refused, naming the sequence."""
+    one = _seq_trace(np.array([[[0, 1], [2, 3]]]), 1, "one")
+    long = _seq_trace(np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]]]), 1,
+                      "long")
+    ss = ServeSpec(Arrivals(rate=200.0, duration=0.05), max_batch=2, max_tokens=8,
+                   lengths=((1, 2), (1, 3)), seed=4)
+    res = serve(RunSpec("lru", k=4, model=toy, verify=True), ss, [one, long])
+    assert res.summary["completed"] == res.summary["requests"] > 0
+    for r in res.requests:
+        assert 1 <= r["prompt_tokens"] <= 2 and 1 <= r["output_tokens"] <= 3
+    with pytest.raises(PagingError, match="one: 1 tokens leave no decode token"):
+        serve(RunSpec("lru", k=4, model=toy), ServeSpec(Arrivals(rate=200.0, duration=0.05)),
+              [one, long])
+
+
 def test_a_host_tier_is_in_the_summary_and_answered_apart(toy):
     """--host-gb moves the experts it cannot hold to the SSD tier, so misses take longer (and
     the batches form differently); the summary says so (host_gb; it said nothing, and
