@@ -223,5 +223,11 @@ def _answer(rows: list[dict], args) -> str:
             size = (f"{row['budget_bytes'] / 1e9:g} GB" if row.get("budget_bytes") is not None
                     else f"k = {row['k']}")
             lines.append(f"  {policy} at {load}: {size} ({row['capacity']} experts; p99 TPOT "
-                         f"{row['p99_tpot_ms']:.1f} ms, p99 TTFT {row['p99_ttft_ms']:.1f} ms)")
+                         f"{_ms(row['p99_tpot_ms'])} ms, p99 TTFT {_ms(row['p99_ttft_ms'])} ms)")
     return "\n".join(lines)
+
+
+def _ms(x: float) -> str:
+    """A latency for the answer line: 0.1 ms resolution from 1 ms, three significant digits
+    below (a small model's 0.015 ms was shown as "0.0 ms")."""
+    return f"{x:.1f}" if abs(x) >= 1 else f"{x:.3g}"

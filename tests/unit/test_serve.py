@@ -1678,3 +1678,22 @@ def test_the_request_cap_of_an_open_workload_is_reported_and_nothing_arriving_is
         serve(spec, ServeSpec(Arrivals(times=(2.0,), duration=1.0)), [_seq_trace(e, 1)])
     with pytest.raises(PagingError, match=f"at most {MAX_ARRIVALS:,}"):
         Arrivals(rate=1e9, duration=100.0)
+
+
+def test_the_sizing_answer_line_shows_small_latencies(toy, capsys):
+    """`paging serve --slo-tpot-ms`: the answer names the smallest passing size with its p99s,
+    three significant digits below 1 ms (a toy model's 0.015 ms TPOT was "0.0 ms")."""
+    from paging.cli import main
+
+    argv = ["serve", "zipf:n=4,layers=2,tokens=40,topk=2,seed=0", "--model", toy,
+            "--policy", "lru", "--k", "2", "--k", "8", "--rate", "20", "--duration", "0.2",
+            "--max-tokens", "8", "--slo-tpot-ms", "1"]
+    assert main(argv + ["--json"]) == 0
+    runs = {r["summary"]["k"]: r["summary"] for r in json.loads(capsys.readouterr().out)}
+    assert main(argv) == 0
+    out = capsys.readouterr().out.splitlines()
+    i = out.index("smallest cache meeting p99 TPOT <= 1 ms:")
+    s = runs[2]  # (every size passes a 1 ms target on the toy model: the smallest is k = 2)
+    assert s["p99_tpot_ms"] < 1 and s["p99_ttft_ms"] < 1
+    assert out[i + 1] == (f"  lru at 20 req/s: k = 2 ({s['capacity']} experts; p99 TPOT "
+                          f"{s['p99_tpot_ms']:.3g} ms, p99 TTFT {s['p99_ttft_ms']:.3g} ms)")
