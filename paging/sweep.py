@@ -571,6 +571,7 @@ def plan(spec: Spec) -> list[Task]:
                 if True in spec.warm and _learns(p) and training_file(p) is None:
                     raise PagingError("warm simulates every sequence of the file: prefetch "
                                       "transition needs transition:train=FILE", source)
+            _reads(spec, seqs, source)  # (a policy or handler's scores, before anything runs)
             if True in spec.warm:
                 if any(r != "standard" for r in spec.routing):
                     _routable(seqs, spec.routing, source)
@@ -609,6 +610,24 @@ def plan(spec: Spec) -> list[Task]:
                                                        lifetimes=spec.lifetimes)
                                                   for g in groups]
     return tasks
+
+
+def _reads(spec: Spec, seqs, source: str) -> None:
+    """Refuse, naming the file, a policy or miss handler that reads gate scores or ranks the
+    sequences lack (:meth:`paging.run.RunSpec.check`): the cells run unchecked, and the first
+    such cell ended the sweep after others had been written (a review: 448 rows left)."""
+    from paging.cost import budget_bytes
+    from paging.run import RunSpec
+
+    caps = ([{"budget": budget_bytes(g)} for g in spec.budget_gb[:1]]
+            + [{"k": k} for k in spec.k[:1]])
+    for policy, miss, model, precision, cap in itertools.product(
+            spec.policies, dict.fromkeys(spec.miss), spec.model, spec.precision, caps):
+        try:
+            RunSpec(policy, **cap, miss=miss, model=model, precision=precision).check(
+                seqs, train=())
+        except PagingError as e:
+            raise PagingError(e.message, source) from None
 
 
 def _routable(seqs, routings, source: str) -> None:

@@ -593,3 +593,23 @@ def test_a_toml_syntax_error_is_named_as_file_and_line(tmp_path, name, text, nou
     p.write_bytes(b"\xff\n")
     with pytest.raises(PagingError, match=f"^{p}: the (sweep spec|model file) is not UTF-8"):
         read(str(p) if name == "model.toml" else p)
+
+
+def test_a_policy_reading_scores_the_trace_lacks_is_refused_before_any_cell(tmp_path,
+                                                                           monkeypatch):
+    """Cells run without RunSpec.check, so score-based on a trace without gate scores ended the
+    sweep at its first such cell, after the others had been written (a review: 448 rows left,
+    the message naming no file). The plan refuses it, naming the source, before any cell
+    runs (run_task is never called) and nothing is written."""
+    import paging.sweep as sw
+
+    calls = []
+    monkeypatch.setattr(sw, "run_task", lambda task: calls.append(task) or [])
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["zipf:n=4,layers=3,tokens=20,seed=0"]\n'
+                    'policies = ["fifo", "score-based"]\nk = [2, 3]\n', encoding="utf-8")
+    out = tmp_path / "t.csv"
+    with pytest.raises(PagingError, match="^zipf:n=4,layers=3,tokens=20,seed=0: score-based "
+                                          "reads gate scores and .* has none"):
+        sw.run_sweep(spec, out, workers=0, progress=False)
+    assert calls == [] and not out.exists()
