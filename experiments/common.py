@@ -241,6 +241,15 @@ def model_of(trace, source: str) -> str:
     return parent if parent and f.parent != Path(".") else f.stem
 
 
+def preset_for(layout) -> str | None:
+    """The name of the cost-model preset with ``layout`` (ℓ layers x n experts), or None: the
+    presets' layouts are distinct (mixtral-8x7b 32 x 8, granite-3.0-1b-a400m 24 x 32, ...)."""
+    from paging.cost import MODELS
+
+    return next((name for name, m in MODELS.items()
+                 if (m.n_layers, m.n_experts) == (layout.n_layers, layout.n_experts)), None)
+
+
 def sequence_record(trace) -> dict:
     """What the parameter JSON records about one sequence: its name, size, layout and what the
     reader dropped (tokens missing some layer are dropped, ``paging trace info`` counts them).

@@ -41,9 +41,6 @@ DEFAULT_SOURCES = (
     "mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl",
     "granite-3.0-1b-a400m-instruct/moe_expert_trace.json",
 )
-#: the preset of a trace, by its layout (n_layers, n_experts)
-MODEL_OF_LAYOUT = {(32, 8): "mixtral-8x7b", (24, 32): "granite-3.0-1b-a400m",
-                   (16, 64): "olmoe-1b-7b", (24, 60): "qwen1.5-moe-a2.7b", (32, 16): "phi-3.5-moe"}
 PRECISIONS = {"mixtral-8x7b": ("int4", "bf16")}
 DEFAULT_PRECISIONS = ("bf16", "int4")
 HARDWARE = "link-5gbps"
@@ -135,7 +132,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     for source in sources:
         for trace in _sequences(source, quick):
             lay = trace.layout
-            name = MODEL_OF_LAYOUT.get((lay.n_layers, lay.n_experts))
+            name = common.preset_for(lay)
             if name is None:
                 log(f"  {trace.name}: no model preset has {lay.n_layers} layers x "
                     f"{lay.n_experts} experts; skipped")

@@ -119,11 +119,15 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         specs = _specs(K, n, tr.logits is not None)
         b = simulate(tr, "belady", k)
         rows.append(dict(_row(base, "belady", "standard", "", k, b), kind="pareto"))
-        flex = opt_routing_flex(tr, k, FLEX, method="upper", lp_bound=False)
-        rows.append(dict(base, kind="pareto", k=k, policy="opt-flex", method="upper",
-                         param=FLEX, slots=flex.requests, misses=flex.misses,
-                         miss_rate=flex.misses / flex.requests, retained_mass="",
-                         top1_changed="", kl=""))
+        if tr.score is None and tr.logits is None:  # (a user's trace of expert ids only)
+            log(f"panel {panel} ({tr.name}): no router scores, so no routing-flexible OPT "
+                "line (it needs a ranking to deviate from)")
+        else:
+            flex = opt_routing_flex(tr, k, FLEX, method="upper", lp_bound=False)
+            rows.append(dict(base, kind="pareto", k=k, policy="opt-flex", method="upper",
+                             param=FLEX, slots=flex.requests, misses=flex.misses,
+                             miss_rate=flex.misses / flex.requests, retained_mass="",
+                             top1_changed="", kl=""))
         for policy in POLICIES:
             for method, param, spec in specs:
                 res = simulate(tr, policy, k, routing=spec)
@@ -203,9 +207,10 @@ def plot(csv_path, out_dir) -> list[Path]:
                         marker=marker, ms=4, lw=1, label=method)
             opt = next(float(r["miss_rate"]) for r in pr if r["policy"] == "belady")
             ax.axhline(opt, color="red", ls="--", lw=1, label="Belady (original requests)")
-            flex = next(float(r["miss_rate"]) for r in pr if r["policy"] == "opt-flex")
-            ax.axhline(flex, color="black", ls=":", lw=1,
-                       label=f"routing-flex OPT ≤ ({FLEX}, upper bound)")
+            flex = [float(r["miss_rate"]) for r in pr if r["policy"] == "opt-flex"]
+            if flex:  # (none for a trace without router scores)
+                ax.axhline(flex[0], color="black", ls=":", lw=1,
+                           label=f"routing-flex OPT ≤ ({FLEX}, upper bound)")
             r0 = pr[0]
             ax.set_title(f"{policy}, k={r0['k']}: {r0['trace'][:40]}\nK={r0['K']}",
                          fontsize=7)

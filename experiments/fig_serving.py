@@ -49,6 +49,7 @@ BATCH_POLICIES = ("lru", "llru", "least-stale")
 FULL = {"duration": 20.0, "rates": RATES, "batches": BATCHES, "policies": POLICIES}
 QUICK = {"duration": 3.0, "rates": (0.5, 2.0), "batches": (1, 8), "policies": ("lru", "llru")}
 MAX_BATCH, MAX_TOKENS = 16, 256
+MODEL = "mixtral-8x7b"
 COLUMNS = ("kind", "hardware", "budget_gb", "capacity", "policy", "rate", "max_batch",
            "requests", "completed", "expert_requests", "misses", "miss_ratio", "p50_tpot_ms",
            "p99_tpot_ms", "p99_ttft_ms", "p99_e2e_ms", "tokens_per_s", "opt_misses",
@@ -60,7 +61,7 @@ def _run(traces, policy, hardware, gb, arrivals, max_batch, progress=None):
     from paging.run import RunSpec
     from paging.serve import ServeSpec, serve
 
-    spec = RunSpec(policy, budget=budget_bytes(gb), model="mixtral-8x7b", precision="int4",
+    spec = RunSpec(policy, budget=budget_bytes(gb), model=MODEL, precision="int4",
                    hardware=hardware)
     res = serve(spec, ServeSpec(arrivals, max_batch=max_batch, max_tokens=MAX_TOKENS,
                                 seed=0), traces, show=False)
@@ -78,6 +79,15 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     if sources is None:
         return None
     seqs = [t for s in sources for t in common.load_sequences(s, expand="groups")]
+    other = [t for t in seqs if common.preset_for(t.layout) != MODEL]
+    if other:  # (a user's trace of another model: the budgets and the preset are Mixtral's)
+        log(f"skipped {len(other)} sequence(s) not of {MODEL}'s layout (e.g. {other[0].name}, "
+            f"{other[0].layout.n_layers} layers x {other[0].layout.n_experts} experts): the "
+            "figure serves Mixtral-8x7B int4 experts")
+        seqs = [t for t in seqs if common.preset_for(t.layout) == MODEL]
+    if not seqs:
+        log("skipped: no sequence of Mixtral-8x7B's layout")
+        return None
     cfg = QUICK if quick else FULL
     rows = []
     n = len(HARDWARE) * len(BUDGETS_GB) * len(cfg["rates"]) * len(cfg["policies"]) + \
@@ -106,7 +116,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                                 sort_by=("kind", "hardware", "budget_gb", "policy", "rate",
                                          "max_batch"))
     common.write_json(common.params_path(csv_path), {
-        "figure": NAME, "model": "mixtral-8x7b", "precision": "int4",
+        "figure": NAME, "model": MODEL, "precision": "int4",
         "sources": [common.source_record(s) for s in sources],
         "sequences": [t.name for t in seqs], "duration_s": cfg["duration"],
         "max_batch": MAX_BATCH, "max_tokens": MAX_TOKENS, "scheduler": "continuous",

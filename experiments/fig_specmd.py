@@ -57,9 +57,6 @@ DEFAULT_SOURCES = (
     "mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl",
     "granite-3.0-1b-a400m-instruct/moe_expert_trace.json",
 )
-#: the cost-model preset of each trace layout (layers, experts): capacities are shares of its
-#: 16-bit bytes (SpecMD Sec. 5.1, "1%, 5%, or 25% of full model size")
-LAYOUT_MODELS = {(32, 8): "mixtral-8x7b", (24, 32): "granite-3.0-1b-a400m"}
 COLLISION_PRECISION = "int4"  # the experts held in the cache (SpecMD Table 1's "4bit")
 MODEL = "mixtral-8x7b"
 MIXTRAL_LAYOUT = (32, 8)
@@ -154,7 +151,7 @@ def _capacity(pct: float, trace) -> int:
     preset's, else ``pct`` % of the n·ℓ experts; at least K (a group must fit)."""
     from paging.cost import capacity_pages, get_model, share_budget
 
-    name = LAYOUT_MODELS.get((trace.layout.n_layers, trace.layout.n_experts))
+    name = common.preset_for(trace.layout)  # (SpecMD Sec. 5.1's shares of "full model size")
     if name is None:
         k = round(pct / 100 * trace.layout.n_pages)
     else:

@@ -44,23 +44,10 @@ COLUMNS = ("panel", "source", "model", "trace", "budget_gb", "variant", "sizes",
            "static_alg3_layer_ms")
 
 
-def model_for(trace):
-    """The cost-model preset with the trace's layout (ℓ x n)."""
-    from paging.cost import MODELS
-    from paging.errors import PagingError
-
-    lay = trace.layout
-    for m in MODELS.values():
-        if (m.n_layers, m.n_experts) == (lay.n_layers, lay.n_experts):
-            return m
-    raise PagingError(f"no model preset has {lay.n_layers} layers x {lay.n_experts} experts "
-                      f"(trace {trace.name})")
-
-
 def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False,
             progress=None) -> Path | None:
     """Compute ``out_dir/fig_zipmoe.csv`` (+ JSON); None when no real trace is available."""
-    from paging.cost import budget_bytes, get_hardware
+    from paging.cost import budget_bytes, get_hardware, get_model
     from paging.io import load
     from paging.zipmoe.planner import plan_trace
 
@@ -80,7 +67,16 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         if not seqs:
             log(f"{source}: no sequence, panel skipped")
             continue
-        model = model_for(seqs[0])
+        name = common.preset_for(seqs[0].layout)
+        if name is None:  # (a user's trace of another layout: the figure skips it)
+            log(f"{source}: no model preset has {seqs[0].layout.n_layers} layers x "
+                f"{seqs[0].layout.n_experts} experts, panel skipped")
+            continue
+        model = get_model(name)
+        if common.top_k(seqs[0]) != model.top_k:  # (Algorithm 3 averages groups of its top-K)
+            log(f"{source}: top-{common.top_k(seqs[0])}, {model.name} routes top-{model.top_k}; "
+                "panel skipped")
+            continue
         budgets = q.get("budgets", BUDGETS).get(model.name, BUDGETS["mixtral-8x7b"])
         memo: dict = {}
         for gb in budgets:

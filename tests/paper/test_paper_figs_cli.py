@@ -67,6 +67,28 @@ def test_malformed_trace_is_refused_before_any_figure_is_written(tmp_path, capsy
     assert not out.exists() or list(out.iterdir()) == []
 
 
+def test_a_user_trace_a_figure_cannot_use_is_skipped_there_not_fatal(tmp_path, capsys):
+    """A --trace that some figure cannot use (no router scores for the routing-flexible OPT,
+    no model preset of its layout, another top-K than the preset's, not Mixtral's layout for
+    the serving figure) is skipped there with a line saying why; the run went on to fail
+    after the earlier figures were written (a review: 8 figures, then "--routing-flex needs
+    router scores", a flag the user never passed)."""
+    out = tmp_path / "o"
+    ids_only = "uniform:n=3,layers=2,tokens=20,seed=5,topk=2"  # (no scores, no preset)
+    assert main(["figs", "--quick", "--only", "routing", "--only", "zipmoe", "--only",
+                 "serving", "--trace", ids_only, "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "no router scores, so no routing-flexible OPT line" in err
+    assert f"{ids_only}: no model preset has 2 layers x 3 experts, panel skipped" in err
+    assert "skipped 1 sequence(s) not of mixtral-8x7b's layout" in err
+    assert "skipped zipmoe, serving" in err
+    assert {p.name for p in out.iterdir()} >= {"fig_routing.csv", "fig_routing.png"}
+    top1 = "router:n=8,layers=32,tokens=12,k=1,seed=0"  # (Mixtral's layout, top-1)
+    assert main(["figs", "--quick", "--only", "zipmoe", "--trace", top1, "--out",
+                 str(tmp_path / "z")]) == 0
+    assert "top-1, mixtral-8x7b routes top-2; panel skipped" in capsys.readouterr().err
+
+
 def test_a_source_read_for_several_figures_is_parsed_once(tmp_path, monkeypatch):
     """Inside :func:`common.preloaded` each (source, expansion) is read once, and the reading is
     dropped when the block ends."""
