@@ -113,12 +113,14 @@ def run_search(args) -> int:
                  budget=args.budget, restarts=args.restarts, seed=args.seed, seeds=args.seeds,
                  show=None if not args.json else False, max_cost=max_cost)
     if args.out is not None:
-        if res.costs is not None:
+        if res.costs is not None:  # the costs file is put in place only once the trace is
             import json
 
             with atomic_path(f"{args.out}.costs.json") as tmp:
                 Path(tmp).write_text(json.dumps([float(x) for x in res.costs]) + "\n")
-        io.write(res.trace, args.out)
+                io.write(res.trace, args.out)
+        else:
+            io.write(res.trace, args.out)
     d = res.to_dict(sequence=args.json)
     if args.out is not None:
         d["out"] = str(args.out)

@@ -237,3 +237,22 @@ def test_runs_for_every_registered_online_policy():
         res = search(name, n=3, layers=2, k=4, length=6, budget=4, restarts=2, seeds=2,
                      show=False)
         assert res.certificate["verified"] and res.ratio >= 1, name
+
+
+def test_a_failed_trace_write_leaves_no_costs_file(tmp_path, monkeypatch, capsys):
+    """--weighted --out writes FILE and FILE.costs.json; when the trace cannot be written the
+    costs file is not left behind (it was written first, on its own)."""
+    import paging.io
+    from paging.cli import main
+    from paging.errors import PagingError
+
+    def fail(traces, path, to=None):
+        raise PagingError("cannot write the file: No space left on device", str(path))
+
+    monkeypatch.setattr(paging.io, "write", fail)
+    out = tmp_path / "w.npz"
+    assert main(["adversary", "search", "--policy", "lru", "--n", "3", "--layers", "2",
+                 "--k", "5", "--weighted", "--budget", "20", "--restarts", "1",
+                 "--out", str(out)]) == 2
+    assert "No space left on device" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
