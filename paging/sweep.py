@@ -937,7 +937,13 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
         ``{"out", "cells", "ran", "skipped"}``.
     """
     spec = load_spec(spec_path, warm=warm)
-    return drive(plan(spec), lambda t: [key for name in task_names(t)
+    tasks = plan(spec)
+    if spec.lifetimes and Path(out).exists():  # (not a key: the old rows would be reused)
+        if any(r["residencies"] is None and not r["warm"] for r in read_table(out)):
+            raise PagingError("the table was made without lifetimes and this spec asks for them "
+                              "(lifetimes = true); its rows would be reused without them: "
+                              "remove it or choose another --out", str(out))
+    return drive(tasks, lambda t: [key for name in task_names(t)
                                          for key in cell_keys(t, name)],
                   run_task, out, SIMULATE, scheduler, workers, processes, progress, on_batch)
 

@@ -613,3 +613,24 @@ def test_a_policy_reading_scores_the_trace_lacks_is_refused_before_any_cell(tmp_
                                           "reads gate scores and .* has none"):
         sw.run_sweep(spec, out, workers=0, progress=False)
     assert calls == [] and not out.exists()
+
+
+def test_lifetimes_asked_of_a_table_made_without_them_is_refused(tmp_path):
+    """lifetimes is not a cell key: a spec asking for it "resumed" a table made without it,
+    ran nothing and left every lifetime cell empty (a review). It is refused; the table made
+    with lifetimes resumes (0 runs), and so does one made with them by a spec without."""
+    spec = tmp_path / "s.toml"
+    base = 'traces = ["zipf:n=4,layers=3,tokens=20,seed=0"]\npolicies = ["lru"]\nk = [2, 3]\n'
+    spec.write_text(base, encoding="utf-8")
+    out = tmp_path / "t.csv"
+    run_sweep(spec, out, workers=0, progress=False)
+    before = out.read_bytes()
+    spec.write_text(base + "lifetimes = true\n", encoding="utf-8")
+    with pytest.raises(PagingError, match="t.csv: the table was made without lifetimes"):
+        run_sweep(spec, out, workers=0, progress=False)
+    assert out.read_bytes() == before
+    with_lt = tmp_path / "l.csv"
+    assert run_sweep(spec, with_lt, workers=0, progress=False)["ran"] == 2
+    assert run_sweep(spec, with_lt, workers=0, progress=False)["ran"] == 0
+    spec.write_text(base, encoding="utf-8")
+    assert run_sweep(spec, with_lt, workers=0, progress=False)["ran"] == 0
