@@ -146,6 +146,9 @@ def run(args) -> int:
     from paging.io.atomic import check_target
 
     check_target(args.out)  # before the training
+    if not str(args.out).lower().endswith(".npz"):  # (a model.json was written as a zip)
+        raise PagingError(f"--out {args.out!r}: a model file is a .npz archive; expected a "
+                          "name ending in .npz")
     traces = [t for src in args.trace for t in load(src, expand="rounds")]
     kept = [t for t in traces if t.name not in set(args.exclude)]
     unknown = set(args.exclude) - {t.name for t in traces}

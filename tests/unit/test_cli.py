@@ -41,6 +41,8 @@ def test_other_commands_bad_numbers_and_files_are_one_line(tmp_path, capsys):
     one_line(["coupon", "--n", "3", "--collectors", big, "--mc", "--trials", "2"],
              f"argument --collectors: {big} is out of range; expected an integer of 64 bits")
     one_line(["coupon", "--n", "3", "--collectors", str(2**40), "--mc", "--trials", "2"],
+             "coupon draws; expected at most 1e+11")  # (refused before the allocation)
+    one_line(["adversary", "theorem1", "--n", "3", "--layers", "2", "--rounds", str(10**12)],
              "error: out of memory: Unable to allocate", "make it smaller")
     spec = "router:n=8,layers=32,tokens=40,k=2,seed=0"
     one_line(["serve", spec, "--policy", "lru", "--model", "mixtral-8x7b", "--k", "16",
@@ -71,6 +73,9 @@ def test_other_commands_bad_numbers_and_files_are_one_line(tmp_path, capsys):
                     ("", "error: the output file name is empty")):  # (tracebacks before)
         one_line(["train", "flashmoe", "zipf:n=4,layers=3,tokens=30,seed=0", "--k", "4",
                   "--epochs", "1", "--out", o], says)
+    one_line(["train", "flashmoe", "zipf:n=4,layers=3,tokens=30,seed=0", "--k", "4",
+              "--out", str(tmp_path / "m.json")], "a model file is a .npz archive; expected a "
+             "name ending in .npz")  # (it wrote a zip archive under the .json name)
     a_file = tmp_path / "a_file"
     a_file.write_text("x")
     one_line(["figs", "--only", "coupon", "--quick", "--out", str(a_file)],
