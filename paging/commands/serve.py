@@ -127,11 +127,12 @@ def add_parser(sub) -> None:
                         "robust-token-match; blind-oracle, predictive-marker, lmarker, "
                         "robust-blind-oracle; score-based; flashmoe; -dist; also with --miss "
                         "or --prefetch (not flashmoe), and/or --routing pruning, max-rank, "
-                        "cumsum, cache-prior on traces without full logits; not with "
-                        "--verify), else the reference loop (auto); same numbers")
+                        "cumsum, cache-prior on traces without full logits), else the "
+                        "reference loop (auto); same numbers")
     p.add_argument("--verify", action="store_true",
                    help="check the cache's run independently (capacity, every request served, "
-                        "misses = the eviction log)")
+                        "misses = the eviction log) in the reference loop, and Belady's bound "
+                        "run; a compiled run must then equal it request for request")
     p.add_argument("--json", action="store_true",
                    help="one JSON list of runs: summary, per-request table, per-step series")
     p.set_defaults(func=run)

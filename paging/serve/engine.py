@@ -36,6 +36,7 @@ token; TPOT = (end − first token) / decode tokens; end to end = end − arriva
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -291,7 +292,8 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
     ``cumsum``, ``cache-prior``; not when the traces carry full logits) routes the step's
     tokens compiled, and ``"phases"`` with it and a prefetcher or a handler (SpecMD's
     Algorithm 1: :meth:`_Server._serve_routed_phased`). Never with ``--verify`` (which records
-    the run in the reference loop). ``engine="fast"`` insists."""
+    the run in the reference loop; :func:`serve` then runs the compiled engine beside it and
+    compares the two). ``engine="fast"`` insists."""
     from paging import fast
     from paging.fast.carried_phases import admits
 
@@ -313,7 +315,7 @@ def _compiled(run_spec, policy, handler, hook=None) -> str | None:
                           f"robust-token-match, blind-oracle, predictive-marker, lmarker, "
                           f"robust-blind-oracle (frequency predictor) and score-based (and "
                           f"their -dist forms) and flashmoe "
-                          f"without --verify, also with --miss or --prefetch (not flashmoe; "
+                          f"also with --miss or --prefetch (not flashmoe; "
                           f"robust-token-match without --prefetch) or with --routing pruning, "
                           f"max-rank, cumsum or cache-prior (traces without full logits; with "
                           f"--miss or --prefetch as above); "
@@ -1049,7 +1051,11 @@ class _Server:
                       expand="groups")  # (read-only views: the trace adopts them, no copy)
         rs = self.run_spec
         k = rs.k if rs.k is not None else rs.budget // self.cm.expert_bytes
-        opt = simulate(trace, "belady", k=k, record="hits")
+        opt = simulate(trace, "belady", k=k, record=True if rs.verify else "hits")
+        if rs.verify:  # (the bound's run too: it was never checked)
+            from paging.verify import verify
+
+            verify(trace, opt)
         out = {"opt_misses": int(opt.misses), "opt_miss_ratio": opt.misses / res.pages.size}
         out.update({f"opt_{key}": v for key, v in self.replay(res, opt.hit_mask).items()})
         return out
@@ -1094,10 +1100,62 @@ STEP_COLUMNS = ("start_ms", "time_ms", "tokens", "batch", "queue", "requests", "
 
 def serve(run_spec, spec: ServeSpec, traces, *, show: bool | None = None) -> ServeResult:
     """Serve the workload of ``spec`` (requests drawn from ``traces``, groups mode) with the
-    cache of ``run_spec`` (policy, capacity, cost model); see the module docstring."""
+    cache of ``run_spec`` (policy, capacity, cost model); see the module docstring.
+
+    With ``run_spec.verify`` the reference loop records the run and :func:`paging.verify.
+    verify` checks it (and Belady's bound run). The compiled engine records nothing, so when
+    it is the one a run without ``verify`` would use, it runs too and must equal the verified
+    run request for request (the stream served, its hits and the latency summary): the numbers
+    reported are then the compiled run's, checked (before, ``--verify`` switched to the
+    reference loop and left the compiled kernels unchecked)."""
+    from dataclasses import replace
+
+    if run_spec.verify and run_spec.engine != "reference":
+        fast_spec = replace(run_spec, verify=False)
+        server = _Server(fast_spec, spec, traces)
+        if server.phased is not None or server.kernel is not None:
+            server.run(show)
+            res = server.result()
+            ref = _Server(replace(run_spec, engine="reference"), spec, traces)
+            ref.run(False)
+            _same_run(res, ref.result())
+            res.summary["verified"] = True
+            return res
     server = _Server(run_spec, spec, traces)
     server.run(show)
-    return server.result()
+    res = server.result()
+    if run_spec.verify:
+        res.summary["verified"] = True
+    return res
+
+
+#: the summary fields a compiled serving run must share with the verified reference loop
+_SAME = ("requests", "completed", "steps", "expert_requests", "misses", "bytes_moved",
+         "makespan_ms", "p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms",
+         "opt_misses")
+
+
+def _same_run(fast: ServeResult, ref: ServeResult) -> None:
+    """Raise :class:`~paging.verify.VerificationError` unless the compiled run ``fast`` served
+    the stream of the verified reference run ``ref`` with the same hits and summary."""
+    from paging.verify import VerificationError
+
+    if fast.pages.size != ref.pages.size or not np.array_equal(fast.pages, ref.pages):
+        raise VerificationError("the compiled serving run served another stream than the "
+                                "verified reference loop")
+    diff = np.flatnonzero(np.asarray(fast.hits) != np.asarray(ref.hits))
+    if diff.size:
+        t = int(diff[0])
+        raise VerificationError(f"the compiled serving run differs from the verified reference "
+                                f"loop at request {t} (page {int(fast.pages[t])}: "
+                                f"{'hit' if fast.hits[t] else 'miss'} against "
+                                f"{'hit' if ref.hits[t] else 'miss'})")
+    for key in _SAME:
+        a, b = fast.summary.get(key), ref.summary.get(key)
+        if a != b and not (isinstance(a, float) and isinstance(b, float)
+                           and math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)):
+            raise VerificationError(f"the compiled serving run's {key} is {a!r}, the verified "
+                                    f"reference loop's {b!r}")
 
 
 def _layer_times(cuts: np.ndarray, size: int, lay_ms: float) -> np.ndarray:

@@ -358,6 +358,7 @@ def test_verify_checks_a_serving_run_with_a_miss_handler(toy, seqs, policy, k, s
     checked = serve(RunSpec(policy, **spec, verify=True), ss, seqs)
     plain = serve(RunSpec(policy, **spec), ss, seqs)
     checked.summary.pop("engine"), plain.summary.pop("engine")
+    assert checked.summary.pop("verified") is True
     assert checked.summary == plain.summary and np.array_equal(checked.hits, plain.hits)
 
 
@@ -610,7 +611,7 @@ def test_routing_with_prefetching_and_miss_handling_in_serving(toy, seqs, policy
     kw = dict(k=k, model=toy, seed=seed, miss=miss, prefetch=pf)
     res = serve(RunSpec(policy, routing=hook, verify=True, **kw), ss, seqs)
     s = res.summary
-    assert s["routing"] == make_router(hook).spec() and s["engine"] == "reference"
+    assert s["routing"] == make_router(hook).spec() and s["verified"] is True
     neutral = serve(RunSpec(policy, routing="cache-prior:lambda=0,j=0", **kw), ss, seqs)
     plain = serve(RunSpec(policy, **kw), ss, seqs)
     got, want = dict(neutral.summary), dict(plain.summary)
@@ -1008,15 +1009,17 @@ def test_refusals(toy):
         ServeSpec(Arrivals(rate=1.0, duration=1.0), max_batch=0)
     with pytest.raises(PagingError, match="--batch-reading must be best or worst, got 'mean'"):
         ServeSpec(Arrivals(rate=1.0, duration=1.0), batch_reading="mean")
-    # --engine fast: a policy compiled with an option that is not (marking carries its draws;
-    # with --verify it is recorded in the loop); every registered online policy a server can
-    # run has a serving kernel (FlashMoE's without a prefetcher or a miss handler)
+    # --engine fast with --verify: the compiled run, checked against the verified loop (it was
+    # refused: --verify recorded the run in the loop instead)
+    checked = serve(RunSpec("marking", k=4, model=toy, engine="fast", verify=True),
+                    ServeSpec(Arrivals(rate=50.0, duration=0.1)), seqs)
+    assert checked.summary["engine"] == "compiled" and checked.summary["verified"] is True
+    # every registered online policy a server can run has a serving kernel (FlashMoE's without
+    # a prefetcher or a miss handler); also with a miss handler or a prefetcher (the combiner
+    # without a prefetcher, which its reference refuses)
     with pytest.raises(PagingError, match=r"gdsf, .* lecar, marking, token-hazard, .*"
-                                          r"robust-token-match, blind-oracle, .* reference"):
-        serve(RunSpec("marking", k=4, model=toy, engine="fast", verify=True), arr, seqs)
-    # also with a miss handler or a prefetcher (the combiner without a prefetcher, which its
-    # reference refuses)
-    with pytest.raises(PagingError, match=r"and flashmoe without --verify, also with --miss "
+                                          r"robust-token-match, blind-oracle, .* and flashmoe "
+                                          r"also with --miss "
                                           r"or --prefetch \(not flashmoe; robust-token-"
                                           r"match without --prefetch\) or with --routing "
                                           r"pruning, max-rank, cumsum or cache-prior \(traces "
@@ -1697,3 +1700,37 @@ def test_the_sizing_answer_line_shows_small_latencies(toy, capsys):
     assert s["p99_tpot_ms"] < 1 and s["p99_ttft_ms"] < 1
     assert out[i + 1] == (f"  lru at 20 req/s: k = 2 ({s['capacity']} experts; p99 TPOT "
                           f"{s['p99_tpot_ms']:.3g} ms, p99 TTFT {s['p99_ttft_ms']:.3g} ms)")
+
+
+def test_verify_checks_the_compiled_run_a_plain_run_reports(toy, monkeypatch):
+    """--verify ran the reference loop instead of the compiled engine, so the kernels whose
+    numbers a plain run reports were never checked (a review broke LRU's kernel and the plain
+    run's miss ratio moved while --verify passed). Now the compiled run is reported and must
+    equal the verified reference loop request for request; a kernel that decides one request
+    otherwise is caught. Belady's bound run is verified too."""
+    import paging.serve.engine as eng
+    from paging.verify import VerificationError
+
+    e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]], [[0, 2], [1, 3]]])
+    ss = ServeSpec(Arrivals(rate=100.0, duration=0.1), max_batch=2, max_tokens=8, seed=2)
+    seqs = [_seq_trace(e, 1)]
+    plain = serve(RunSpec("lru", k=3, model=toy), ss, seqs)
+    checked = serve(RunSpec("lru", k=3, model=toy, verify=True), ss, seqs)
+    assert plain.summary["engine"] == checked.summary["engine"] == "compiled"
+    assert checked.summary["verified"] is True and "verified" not in plain.summary
+    assert np.array_equal(plain.hits, checked.hits)
+    assert {k: checked.summary[k] for k in eng._SAME} == {k: plain.summary[k] for k in eng._SAME}
+    # a compiled run that decides one request otherwise (the mutation: its first miss a hit)
+    real = eng._Server.result
+
+    def broken(self):
+        res = real(self)
+        if self.run_spec.verify is False and self.run_spec.engine != "reference":
+            res.hits = res.hits.copy()
+            res.hits[int(np.flatnonzero(~res.hits)[0])] = True
+        return res
+
+    monkeypatch.setattr(eng._Server, "result", broken)
+    with pytest.raises(VerificationError, match="differs from the verified reference loop at "
+                                                "request 0 .page [0-9]+: hit against miss."):
+        serve(RunSpec("lru", k=3, model=toy, verify=True), ss, seqs)
