@@ -13,7 +13,7 @@ import importlib
 import json
 import sys
 
-from paging.errors import PagingError
+from paging.errors import PagingError, VerificationError
 
 COMMANDS = ("simulate", "mrc", "opt", "trace", "coupon", "adversary", "proofs", "figs", "cost",
             "plan", "sweep", "serve", "train", "policies", "record")
@@ -56,6 +56,12 @@ def guarded(fn, *args) -> int:
     except PagingError as e:
         sys.stderr.write(f"error: {e.format()}\n")
         return 2
+    except VerificationError as e:  # (not the user's input: a simulator bug, status 3)
+        sys.stderr.write(f"error: a run failed its independent verification: "
+                         f"{str(e).splitlines()[0] if str(e) else type(e).__name__} (a bug in "
+                         "the simulator, not in the input: please report it with the "
+                         "command)\n")
+        return 3
     except MemoryError as e:  # (numpy's allocation error says how much the run asked for)
         what = str(e).splitlines()[0] if str(e) else "an allocation failed"
         sys.stderr.write(f"error: out of memory: {what}; expected a run this machine can hold "

@@ -34,6 +34,12 @@ class PagingError(ValueError):
         return f"{where}{self.message}"
 
 
+class VerificationError(AssertionError):
+    """A recorded run is not a feasible schedule, or a run differs from its verified replay
+    (the message says where): a bug in the simulator, not in the user's input. The command
+    line prints it as one line with exit status 3 (:func:`paging.cli.guarded`)."""
+
+
 #: the largest integer the kernels' int64 arrays hold: ids, capacities, counts and seeds
 #: beyond it are refused where they are read (they were numpy overflow tracebacks)
 INT64_MAX = 2**63 - 1

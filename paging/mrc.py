@@ -341,3 +341,28 @@ def miss_curves(trace: Trace, names: Iterable[str], *, seed: int | None = 0,
     """:func:`miss_curve` for several policies: ``{name: misses for k = 1..nℓ}``."""
     return {name: miss_curve(trace, name, seed=seed, progress=progress, scheduler=scheduler)
             for name in names}
+
+
+def verify_curve(trace: Trace, policy_name: str, misses, *, seed: int | None = 0,
+                 ks: Iterable[int] | None = None, show: bool | None = None) -> None:
+    """Check a miss curve against independently verified runs: at every k of ``ks`` (default
+    1..len(misses)) the policy is simulated with its run recorded, the run is checked by
+    :func:`paging.verify.verify` (capacity, every request served, the misses equal the
+    eviction log), and its misses must equal ``misses[k - 1]``. A one-pass curve is thereby
+    held to k separate runs; a :class:`~paging.verify.VerificationError` names the first k
+    that differs. A progress bar counts the sizes (``show``: on a terminal)."""
+    from paging import progress as pbar
+    from paging.simulate import simulate
+    from paging.verify import VerificationError, verify
+
+    misses = np.asarray(misses)
+    ks = list(range(1, misses.size + 1)) if ks is None else list(ks)
+    with pbar.bar(len(ks), f"verify {policy_name}", unit="k", show=show) as bar:
+        for k in ks:
+            res = simulate(trace, policy_name, k, seed=seed, record=True)
+            verify(trace, res)
+            if res.misses != int(misses[k - 1]):
+                raise VerificationError(f"{trace.name}: the {policy_name} curve has "
+                                        f"{int(misses[k - 1])} misses at k = {k}, a verified "
+                                        f"run {res.misses}")
+            bar.update()

@@ -196,6 +196,7 @@ class Task:
     warm: bool = False  # seq is -1: every sequence of the file, back to back
     lifetimes: bool = False  # the cache lifetimes (paging.lifetimes) of each cell
     stream: bool = False  # seq is -1: every sequence of a file too large to read, streamed
+    verify: bool = False  # every cell's run checked by paging.verify (sweep --verify)
 
 
 def task_names(task: Task) -> list[str]:
@@ -685,6 +686,11 @@ def run_task(task: Task) -> list[dict]:
         from paging.mrc import miss_curve
 
         curve = miss_curve(trace, task.policy, seed=task.seed, progress=False)
+        if task.verify:  # (each k read off the curve equals a verified run)
+            from paging.mrc import verify_curve
+
+            verify_curve(trace, task.policy, curve, seed=task.seed,
+                         ks=[min(k, curve.size) for k, _ in task.caps], show=False)
         n = trace.n_requests
         rows = []
         for k, g in task.caps:
@@ -721,7 +727,7 @@ def _run_spec(task: Task, k, g, sizes=None) -> RunSpec:
                    prefetch=task.prefetch, prefetch_strategy=task.prefetch_strategy,
                    miss=task.miss, routing=task.routing, warm=task.warm,
                    timeline=timeline_kwargs(task.timeline), seed=task.seed, sizes=sizes,
-                   lifetimes=task.lifetimes)
+                   lifetimes=task.lifetimes, verify=task.verify)
 
 
 def _train(task: Task):
@@ -740,7 +746,7 @@ def _run_stream(task: Task) -> list[dict]:
 
     rows = []
     for out in stream_run(task.path, [(task.policy, k) for k, _ in task.caps],
-                          expand=task.expand, seed=task.seed):
+                          expand=task.expand, seed=task.seed, verify=task.verify):
         for (k, g), res in zip(task.caps, out.results, strict=True):
             rows.append(_row(task, out.trace, k, g, "stream", res.to_dict()))
     return rows
@@ -906,7 +912,8 @@ def _executor(scheduler: str | None, workers: int, processes: bool, run_one=None
 
 def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
               scheduler: str | None = None, workers: int = 1, processes: bool = False,
-              progress: bool | None = None, on_batch=None, warm: bool = False) -> dict:
+              progress: bool | None = None, on_batch=None, warm: bool = False,
+              verify: bool = False) -> dict:
     """Run the sweep of ``spec_path`` into ``out`` (see the module docstring).
 
     Parameters
@@ -930,6 +937,11 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
         Called with the number of rows written after every batch (tests interrupt here).
     warm : bool
         The default of the spec's ``warm`` key (``paging sweep --warm``).
+    verify : bool
+        Check every cell's run independently (:func:`paging.verify.verify`; a cell read off
+        a miss curve against a verified run at its k; a streamed one chunk by chunk): a
+        failure ends the sweep with a :class:`~paging.verify.VerificationError`. Verification
+        changes no number, so it is not a key: a resumed table's old rows are not re-run.
 
     Returns
     -------
@@ -938,6 +950,10 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
     """
     spec = load_spec(spec_path, warm=warm)
     tasks = plan(spec)
+    if verify:
+        from dataclasses import replace
+
+        tasks = [replace(t, verify=True) for t in tasks]
     if spec.lifetimes and Path(out).exists():  # (not a key: the old rows would be reused)
         if any(r["residencies"] is None and not r["warm"] for r in read_table(out)):
             raise PagingError("the table was made without lifetimes and this spec asks for them "

@@ -51,12 +51,9 @@ import math
 import numpy as np
 from numba import njit
 
+from paging.errors import VerificationError  # (defined with the other errors: paging.cli)
 from paging.result import Result
 from paging.trace import Trace
-
-
-class VerificationError(AssertionError):
-    """A recorded run is not a feasible schedule (the message says where)."""
 
 
 def _served_trace(trace: Trace, result: Result) -> Trace:

@@ -39,6 +39,10 @@ def add_parser(sub) -> None:
                    help="address of a running Dask scheduler (tcp://host:8786): a curve with "
                         "no one-pass algorithm runs its sizes on its workers (default: this "
                         "machine's cores)")
+    p.add_argument("--verify", action="store_true",
+                   help="check the curve against a verified run at every k (each run checked "
+                        "independently: capacity, every request served, misses = the eviction "
+                        "log); a trace read whole")
     add_stream_args(p)
     p.set_defaults(func=run)
 
@@ -90,7 +94,14 @@ def run(args) -> int:
     from paging.policies import make_policy
 
     name = make_policy(args.policy).name  # fail on a bad name before loading anything
-    if use_stream(args, "mrc"):  # a chunk at a time
+    streamed = use_stream(args, "mrc")
+    if args.verify and streamed:
+        from paging.errors import PagingError
+
+        raise PagingError("mrc --verify runs every k of the curve again, verified: read the "
+                          "trace whole (--no-stream; simulate --stream --verify checks a "
+                          "streamed run)")
+    if streamed:  # a chunk at a time
         if args.scheduler is not None:
             import sys
 
@@ -110,6 +121,14 @@ def run(args) -> int:
         doc = curve_report(traces, name, seed=args.seed, progress=False if args.json else None,
                            scheduler=args.scheduler)
         n_seqs = len(traces)
+        if args.verify:
+            from paging.mrc import verify_curve
+
+            per = doc.get("traces") or [{"misses": doc["misses"]}]
+            for tr, one in zip(traces, per, strict=True):
+                verify_curve(tr, name, one["misses"][:tr.layout.n_pages], seed=args.seed,
+                             show=False if args.json else None)
+            doc["verified"] = True
     if args.json:
         print_json(doc)
         return 0
@@ -119,6 +138,8 @@ def run(args) -> int:
     rows = [{"k": k, "misses": m, "hits": n - m, "miss_ratio": m / n if n else 0.0}
             for k, m in zip(doc["k"], doc["misses"], strict=True)]
     print(format_table(rows, ["k", "misses", "hits", "miss_ratio"]))
+    if doc.get("verified"):
+        print("verified: the run at every k checked independently and equal to the curve")
     return 0
 
 

@@ -39,6 +39,10 @@ def add_parser(sub) -> None:
                         "default: exact on small instances, else the upper bound and LP bound")
     p.add_argument("--time-limit", type=float, default=300.0,
                    help="seconds allowed to the ILP solver per instance (default 300)")
+    p.add_argument("--verify", action="store_true",
+                   help="check Belady's run independently (capacity, every request served, "
+                        "misses = the eviction log); with --method ilp, the ILP's optimum "
+                        "must equal that verified run's misses (unit costs)")
     p.add_argument("--json", action="store_true", help="print one JSON list of results")
     p.set_defaults(func=run)
 
@@ -50,6 +54,10 @@ def run(args) -> int:
     if (args.k is None) == (args.budget_gb is None):
         raise PagingError("give exactly one of --k (pages) or --budget-gb (bytes)")
     weighted = args.costs is not None or args.sizes is not None or args.budget_gb is not None
+    if args.verify and (weighted or args.routing_flex is not None
+                        or args.method not in (None, "belady", "ilp")):
+        raise PagingError("--verify checks the unit-cost optimum (--method belady or ilp): "
+                          "not with --costs, --sizes, --budget-gb, --routing-flex or a bound")
     if args.routing_flex is not None:
         return _flex(args, weighted)
     if args.method == "upper":
@@ -95,6 +103,8 @@ def run(args) -> int:
                 from paging.offline.ilp import opt_ilp
 
                 misses = opt_ilp(trace, k, dist=args.dist, time_limit=args.time_limit)
+            if args.verify:
+                _verify_opt(trace, name, k, int(misses), method)
             n = trace.n_requests
             rows.append({"trace": trace.name, "policy": name, "method": method, "k": k,
                          "dist": args.dist, "requests": n, "misses": int(misses),
@@ -108,6 +118,19 @@ def run(args) -> int:
             cols += ["lower", "upper", "bytes_fetched"]
         print(format_table(rows, cols))
     return 0
+
+
+def _verify_opt(trace, name: str, k: int, misses: int, method: str) -> None:
+    """Belady's (or Belady-DIST's) run recorded and checked by :func:`paging.verify.verify`;
+    the reported optimum must equal its misses (the ILP's too: it must agree with Belady)."""
+    from paging.simulate import simulate
+    from paging.verify import VerificationError, verify
+
+    res = simulate(trace, name, k, record=True)
+    verify(trace, res)
+    if res.misses != misses:
+        raise VerificationError(f"{trace.name}: {method} gives {misses} misses at k = {k}, "
+                                f"the verified {name} run {res.misses}")
 
 
 def _weighted_row(trace, args, method, name, k, costs, sizes, budget) -> dict:

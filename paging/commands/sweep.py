@@ -35,6 +35,10 @@ def add_parser(sub) -> None:
     p.add_argument("--processes", action="store_true",
                    help="local workers are processes instead of threads of one process (for "
                         "policies without a compiled kernel, whose Python loop holds the GIL)")
+    p.add_argument("--verify", action="store_true",
+                   help="check every cell's run independently (capacity, every request "
+                        "served, misses = the eviction log; a cell read off a miss curve "
+                        "against a verified run at its k)")
     p.add_argument("--warm", action="store_true",
                    help="run each file's sequences back to back through one cache (warm = "
                         "[true] unless the spec sets warm)")
@@ -75,9 +79,9 @@ def run(args) -> int:
     if is_serving(args.spec):  # a [serve] table: a serving sweep (paging.serve.sweep)
         if args.warm:
             raise PagingError("--warm does not apply to a serving sweep (serving is warm)")
-        summary = run_serve_sweep(args.spec, args.out, **opts)
+        summary = run_serve_sweep(args.spec, args.out, verify=args.verify, **opts)
     else:
-        summary = run_sweep(args.spec, args.out, warm=args.warm, **opts)
+        summary = run_sweep(args.spec, args.out, warm=args.warm, verify=args.verify, **opts)
     if args.json:
         print_json(summary)
     else:

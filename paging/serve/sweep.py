@@ -117,6 +117,7 @@ class Cell:
     seed: int
     batch_reading: str = "best"  # (one for the sweep, as the scheduler)
     sources: tuple = ()  # (the traces as the spec names them: the table's ``pool``)
+    verify: bool = False  # (sweep --verify: each run checked; not a key, it changes no number)
 
 
 def setting_of(cell: Cell) -> dict:
@@ -298,7 +299,7 @@ def _run_spec(cell: Cell, budget_bytes):
     spec = RunSpec(cell.policy, **cap, model=cell.model, precision=cell.precision,
                    hardware=cell.hardware, prefetch=cell.prefetch,
                    prefetch_strategy=cell.prefetch_strategy, miss=cell.miss,
-                   routing=cell.routing, seed=cell.seed)
+                   routing=cell.routing, seed=cell.seed, verify=cell.verify)
     from paging.serve.engine import _check
 
     _check(spec)
@@ -347,10 +348,16 @@ def is_serving(spec_path) -> bool:
 
 
 def run_serve_sweep(spec_path, out, *, scheduler=None, workers: int = 1,
-                    processes: bool = False, progress=None, on_batch=None) -> dict:
+                    processes: bool = False, progress=None, on_batch=None,
+                    verify: bool = False) -> dict:
     """Run the serving sweep of ``spec_path`` into ``out`` (Parquet, or CSV by name): the same
-    resumption, atomic rewrites and Dask options as :func:`paging.sweep.run_sweep`."""
+    resumption, atomic rewrites and Dask options as :func:`paging.sweep.run_sweep`;
+    ``verify``: every run checked as ``paging serve --verify`` checks it."""
     cells = plan_serve(spec_path)
+    if verify:
+        from dataclasses import replace
+
+        cells = [replace(c, verify=True) for c in cells]
     check_resumable(out, cells)
     return drive(cells, lambda c: [cell_key(c)], run_cell, out, SCHEMA,
                  scheduler, workers, processes, progress, on_batch, unit="run")

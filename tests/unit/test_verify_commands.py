@@ -1,0 +1,102 @@
+"""--verify beyond `paging simulate`: the miss curve (`paging mrc --verify`), the offline
+optimum (`paging opt --verify`) and every cell of a sweep (`paging sweep --verify`), each held
+to independently verified runs; a failure is one error line with exit status 3 (a simulator
+bug, not bad input). A review broke LRU's kernel and Belady's miss count: `mrc`, `opt` and
+`sweep` reported the wrong numbers with exit status 0 and had no way to check them."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import paging.mrc
+from paging.cli import main
+from paging.io import load
+from paging.mrc import miss_curve, verify_curve
+from paging.verify import VerificationError
+
+SPEC = "zipf:n=4,layers=3,tokens=60,seed=1"
+
+
+def _off_by_one(real):
+    """A miss curve that is wrong at k = 3 (one miss too many)."""
+    def curve(trace, policy, **kw):
+        m = np.array(real(trace, policy, **kw))
+        m[2] += 1
+        return m
+    return curve
+
+
+@pytest.mark.parametrize("policy", ["lru", "fifo", "marking", "lfu-dist", "belady"])
+def test_a_true_curve_passes_and_a_wrong_one_names_its_k(policy):
+    (tr,) = load(SPEC)
+    curve = miss_curve(tr, policy, seed=3, progress=False)
+    verify_curve(tr, policy, curve, seed=3, show=False)
+    wrong = np.array(curve)
+    wrong[4] -= 1
+    with pytest.raises(VerificationError, match=f"the {policy} curve has {wrong[4]} misses at "
+                                                f"k = 5, a verified run {curve[4]}"):
+        verify_curve(tr, policy, wrong, seed=3, show=False)
+
+
+def test_mrc_verify_reports_and_fails_with_status_3(capsys, monkeypatch):
+    assert main(["mrc", SPEC, "--policy", "lru", "--verify", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["verified"] is True and len(doc["misses"]) == 12
+    assert main(["mrc", SPEC, "--policy", "lru", "--verify"]) == 0
+    assert "verified: the run at every k checked" in capsys.readouterr().out
+    monkeypatch.setattr(paging.mrc, "miss_curve", _off_by_one(miss_curve))
+    assert main(["mrc", SPEC, "--policy", "lru", "--json"]) == 0  # (unchecked: not caught)
+    capsys.readouterr()
+    assert main(["mrc", SPEC, "--policy", "lru", "--verify", "--json"]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("error: a run failed its independent verification: ")
+    assert "at k = 3" in err and "not in the input" in err
+    assert main(["mrc", SPEC, "--policy", "lru", "--verify", "--stream"]) == 2
+    assert "read the trace whole" in capsys.readouterr().err
+
+
+def test_opt_verify_holds_belady_and_the_ilp_to_a_verified_run(capsys, monkeypatch):
+    import paging.offline.ilp
+
+    for method in ("belady", "ilp"):
+        assert main(["opt", SPEC, "--k", "4", "--method", method, "--verify", "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)[0]["misses"] > 0
+    real = paging.offline.ilp.opt_ilp
+    monkeypatch.setattr(paging.offline.ilp, "opt_ilp", lambda *a, **kw: real(*a, **kw) + 1)
+    assert main(["opt", SPEC, "--k", "4", "--method", "ilp", "--json"]) == 0  # (unchecked)
+    capsys.readouterr()
+    assert main(["opt", SPEC, "--k", "4", "--method", "ilp", "--verify"]) == 3
+    assert "ilp gives" in capsys.readouterr().err
+    assert main(["opt", SPEC, "--k", "4", "--method", "lp", "--verify"]) == 2
+    assert "--verify checks the unit-cost optimum" in capsys.readouterr().err
+
+
+def test_sweep_verify_changes_no_number_and_catches_a_wrong_curve(tmp_path, monkeypatch):
+    from paging.sweep import run_sweep
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'traces = ["{SPEC}"]\npolicies = ["lru", "marking", "fifo"]\n'
+                    "k = [2, 3, 5]\nseeds = [0, 1]\n", encoding="utf-8")
+    run_sweep(spec, tmp_path / "plain.csv", workers=0, progress=False)
+    run_sweep(spec, tmp_path / "checked.csv", workers=0, progress=False, verify=True)
+    assert (tmp_path / "plain.csv").read_bytes() == (tmp_path / "checked.csv").read_bytes()
+    monkeypatch.setattr(paging.mrc, "miss_curve", _off_by_one(miss_curve))
+    with pytest.raises(VerificationError, match="the lru curve has .* at k = 3"):
+        run_sweep(spec, tmp_path / "wrong.csv", workers=0, progress=False, verify=True)
+    assert not (tmp_path / "wrong.csv").exists()
+
+
+def test_serving_sweep_verify_changes_no_number(tmp_path):
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["zipf:n=8,layers=32,tokens=30,topk=2,seed=0"]\n'
+                    'policies = ["lru", "marking"]\nk = [16]\nmodel = "mixtral-8x7b"\n'
+                    "[serve]\nrates = [5]\nduration = 1\nmax_tokens = 16\n", encoding="utf-8")
+    run_serve_sweep(spec, tmp_path / "plain.csv", workers=0, progress=False)
+    run_serve_sweep(spec, tmp_path / "checked.csv", workers=0, progress=False, verify=True)
+    assert (tmp_path / "plain.csv").read_bytes() == (tmp_path / "checked.csv").read_bytes()
