@@ -19,6 +19,7 @@ import numpy as np
 from adversaries.base import (
     AdversaryResult,
     certify_random,
+    checked_online,
     exact_ratio,
     layout_of,
     opt_misses,
@@ -105,7 +106,7 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
             prev[z] = q
             pages.append(q)
     trace = from_pages(pages, lay, name=f"{name}:{pol.name},n={n},layers={L},k={k},rounds={R}")
-    online = sim.misses
+    online = checked_online(trace, pol, k, sim.misses, seed)
     opt = opt_misses(trace, k)
     c = additive_constant(k, L)
     return AdversaryResult(

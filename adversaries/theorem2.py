@@ -37,6 +37,7 @@ import numpy as np
 
 from adversaries.base import (
     AdversaryResult,
+    checked_online,
     exact_ratio,
     layout_of,
     opt_run,
@@ -121,8 +122,8 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
             sim.serve(q)
         pages.extend(cur)
         rounds_missed.append(sim.misses - before)
-    online = sim.misses
     trace = from_pages(pages, lay, name=f"theorem2:{pol.name},n={n},layers={L},rounds={R}")
+    online = checked_online(trace, pol, k, sim.misses, seed)
     opt_result = opt_run(trace, k, record=record)
     opt = opt_result.misses
     g = k - L + 1

@@ -77,6 +77,11 @@ def add_parser(sub) -> None:
                         "the exact min-cost-flow optimum")
     p.add_argument("--max-cost", type=int64, default=None, metavar="C",
                    help="search --weighted: the largest page cost (default 8)")
+    p.add_argument("--verify", action="store_true",
+                   help="record and check independently every run of the construction (the "
+                        "online policy's and OPT's; an adaptive construction's misses against "
+                        "a verified replay of the sequence it built); search verifies its "
+                        "witness anyway")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -170,7 +175,12 @@ def run(args) -> int:
         kw["sequences"] = args.sequences
     if args.name in RANDOMIZED:  # (their bar over the sequences; a --json run stays quiet)
         kw["show"] = False if args.json else None
-    res = ADVERSARIES[args.name](policy, **kw)
+    import contextlib
+
+    from adversaries.base import verifying
+
+    with verifying() if args.verify else contextlib.nullcontext():
+        res = ADVERSARIES[args.name](policy, **kw)
     d = res.to_dict()
     if args.json:
         print_json(d)

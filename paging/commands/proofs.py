@@ -21,14 +21,22 @@ def add_parser(sub) -> None:
                        "theorem holds neither as printed nor as corrected.")
     p.add_argument("--json", action="store_true",
                    help="print a JSON list of ledger rows (LedgerRow.to_dict())")
+    p.add_argument("--verify", action="store_true",
+                   help="record and check independently every run of the adversary "
+                        "constructions the rows use (paging adversary --verify); a run that "
+                        "fails makes its row an error")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    import contextlib
+
     import proofs
+    from adversaries.base import verifying
     from paging.cli import print_json
 
-    entries = proofs.run_ledger()
+    with verifying() if args.verify else contextlib.nullcontext():
+        entries = proofs.run_ledger()
     if args.json:
         print_json(proofs.ledger_json(entries))
     else:

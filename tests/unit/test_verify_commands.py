@@ -1,6 +1,7 @@
 """--verify beyond `paging simulate`: the miss curve (`paging mrc --verify`), the offline
-optimum (`paging opt --verify`) and every cell of a sweep (`paging sweep --verify`), each held
-to independently verified runs; a failure is one error line with exit status 3 (a simulator
+optimum (`paging opt --verify`), every cell of a sweep (`paging sweep --verify`) and the
+adversary constructions (`paging adversary --verify`), each held to independently verified
+runs; a failure is one error line with exit status 3 (a simulator
 bug, not bad input). A review broke LRU's kernel and Belady's miss count: `mrc`, `opt` and
 `sweep` reported the wrong numbers with exit status 0 and had no way to check them."""
 
@@ -11,6 +12,7 @@ import json
 import numpy as np
 import pytest
 
+import paging
 import paging.mrc
 from paging.cli import main
 from paging.io import load
@@ -100,3 +102,52 @@ def test_serving_sweep_verify_changes_no_number(tmp_path):
     run_serve_sweep(spec, tmp_path / "plain.csv", workers=0, progress=False)
     run_serve_sweep(spec, tmp_path / "checked.csv", workers=0, progress=False, verify=True)
     assert (tmp_path / "plain.csv").read_bytes() == (tmp_path / "checked.csv").read_bytes()
+
+
+@pytest.mark.parametrize("name, extra", [("theorem1", []), ("theorem2", []), ("theorem3", []),
+                                         ("theorem4", ["--sequences", "2", "--rounds", "50"]),
+                                         ("sleator-tarjan", [])])
+def test_adversary_verify_changes_no_number_and_catches_a_miscounted_run(name, extra, capsys,
+                                                                         monkeypatch):
+    """`paging adversary --verify`: every run of the construction recorded and verified, the
+    adaptive ones' misses against a verified replay of their sequence. A review broke LRU's
+    kernel and theorem3 reported an online policy beating OPT 15-fold with exit status 0.
+    Here a run whose miss count is one short (a hit recorded for a miss) is caught."""
+    import adversaries.base as base
+
+    argv = ["adversary", name, "--n", "3", "--layers", "2", *extra, "--json"]
+    assert main(argv) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--verify"]) == 0
+    assert json.loads(capsys.readouterr().out) == plain
+    real = base.simulate
+
+    def miscounted(trace, policy, k, **kw):
+        res = real(trace, policy, k, **kw)
+        if getattr(policy, "name", policy) != "belady" and res.hit_mask is not None:
+            t = int(np.flatnonzero(~res.hit_mask)[-1])
+            res.hit_mask[t] = True
+            res.misses -= 1
+        return res
+
+    monkeypatch.setattr(base, "simulate", miscounted)
+    assert main(argv + ["--verify"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("error: a run failed its independent verification") and \
+        err.count("\n") == 1
+
+
+def test_an_adaptive_count_is_held_to_a_verified_replay():
+    """checked_online: outside verifying() the interactive simulation's count is taken as is;
+    inside, a count that differs from the verified replay of the built sequence fails."""
+    from adversaries.base import checked_online, verifying
+
+    (tr,) = load(SPEC)
+    true = paging.simulate(tr, "lru", 4).misses
+    assert checked_online(tr, "lru", 4, true + 1) == true + 1
+    with verifying():
+        assert checked_online(tr, "lru", 4, true) == true
+        with pytest.raises(VerificationError, match=f"the adaptive run counted {true + 1} "
+                                                    f"misses, a verified replay of its "
+                                                    f"sequence {true}"):
+            checked_online(tr, "lru", 4, true + 1)
