@@ -49,9 +49,18 @@ _Z95 = 1.959963984540054
 #: t_max ~ 40·N terms, quadratic in N (N = 1,000 0.75 s, 3,000 2.7 s, 10,000 28 s measured)
 MAX_SERIES_N = 15_000
 
-#: the most coupon draws :func:`monte_carlo_cover_time` makes, trials·C·N·H_N in expectation
-#: (7–9e7 draws/s measured on 2 cores: about 20 minutes)
-MAX_DRAWS = 10**11
+#: the longest :func:`monte_carlo_cover_time` run taken, in estimated seconds
+#: (:func:`mc_estimate`); a longer one is refused up front with its estimate
+MAX_MC_SECONDS = 1200.0
+#: the most bytes one chunk of :func:`monte_carlo_cover_time` holds (its coupon flags and
+#: per-collector counters): C collectors of one trial are one chunk however many they are
+MAX_MC_BYTES = 4 * 10**9
+#: measured on this 2-core machine (2026-11-29): a round of a chunk's draws costs about 6.5 µs
+#: of numpy overhead, and a draw 12 ns once many collectors are drawn together (1.5–9e7 draws/s
+#: over N = 2..10^5, C = 1..10^5); the estimate takes 7 µs and 8e7/s
+_ROUND_SECONDS, _DRAWS_PER_SECOND = 7e-6, 8e7
+#: a Monte Carlo run estimated at least this long shows its progress bar
+MC_BAR_SECONDS = 10.0
 
 
 def harmonic(n: int) -> Fraction:
@@ -328,31 +337,36 @@ def monte_carlo_cover_time(n: int, collectors: int, trials: int,
         ``mean ± 1.96·s/sqrt(trials)`` with the sample standard deviation s (ddof = 1). With a
         single trial there is no spread estimate and the interval is ``(nan, nan)``.
 
-    Cost: about ``trials·C·N·H_N`` draws (the expected total number of draws); more than
-    :data:`MAX_DRAWS` are refused up front, and from 10^9 (about ten seconds) the trials go by
-    under a progress bar (``show``: on a terminal by default).
+    Cost (:func:`mc_estimate`): about ``trials·C·N·H_N`` draws, in rounds of draws whose
+    numpy overhead dominates when few collectors are drawn together (N large, C·trials
+    small). A run estimated beyond :data:`MAX_MC_SECONDS`, or whose chunk would hold more than
+    :data:`MAX_MC_BYTES`, is refused up front with its estimate; one estimated past ten seconds
+    goes by under a progress bar over the rounds (``show``: on a terminal by default).
     """
     n = positive_int("the number of coupons N", n)
     c = positive_int("the number of collectors C", collectors)
     trials = positive_int("trials", trials)
     if seed is not None:
         seed = positive_int("seed", seed, minimum=0)
-    h = math.log(n) + _EULER_GAMMA + 1 / (2 * n)  # H_N, closely enough for an estimate
-    draws = float(trials) * c * n * h
-    if draws > MAX_DRAWS:
-        raise PagingError(f"trials x C x N x H_N = {trials:,} x {c:,} x {n:,} x {h:.3g} is about "
-                          f"{draws:.2g} coupon draws; expected at most {MAX_DRAWS:.0e} (about 20 "
-                          "minutes): fewer trials, collectors or coupons")
+    est = mc_estimate(n, c, trials)
+    if est["bytes"] > MAX_MC_BYTES:
+        raise PagingError(f"{c:,} collectors of {n:,} coupons need about {est['bytes']:.2g} "
+                          f"bytes at once; expected at most {MAX_MC_BYTES:.0e}: fewer collectors "
+                          "or coupons")
+    if est["seconds"] > MAX_MC_SECONDS:
+        raise PagingError(f"trials x C x N = {trials:,} x {c:,} x {n:,} would take about "
+                          f"{est['seconds']:,.0f} s ({est['draws']:.2g} coupon draws in "
+                          f"{est['rounds']:.2g} rounds); expected at most {MAX_MC_SECONDS:,.0f} "
+                          "s: fewer trials, collectors or coupons")
     from paging.progress import bar
 
     rng = np.random.default_rng(seed)
     samples = np.empty(trials, dtype=np.int64)
-    chunk = max(1, 4_000_000 // (c * n))
-    with bar(trials, "coupon trials", unit="trial",
-             show=show if draws >= 1e9 else False) as pb:
+    chunk = est["chunk"]
+    with bar(round(est["rounds"]), "coupon rounds (estimated)", unit="round",
+             show=show if est["seconds"] >= MC_BAR_SECONDS else False) as pb:
         for start in range(0, trials, chunk):
-            _chunk(rng, samples, start, min(chunk, trials - start), n, c)
-            pb.update(min(chunk, trials - start))
+            _chunk(rng, samples, start, min(chunk, trials - start), n, c, pb)
     mean = float(samples.mean())
     if trials == 1:
         return mean, math.nan, math.nan
@@ -360,8 +374,26 @@ def monte_carlo_cover_time(n: int, collectors: int, trials: int,
     return mean, mean - half, mean + half
 
 
-def _chunk(rng, samples, start: int, m: int, n: int, c: int) -> None:
-    """Trials ``start .. start + m - 1`` of :func:`monte_carlo_cover_time` into ``samples``."""
+def mc_estimate(n: int, collectors: int, trials: int) -> dict:
+    """What :func:`monte_carlo_cover_time` would cost: its chunk (trials drawn together), the
+    expected ``draws`` (trials·C·N·H_N), ``rounds`` (each chunk runs until its last collector
+    is done, about N·(H_N + ln(collectors in the chunk)) rounds), ``seconds`` (rounds at
+    7 µs and draws at 8e7/s, measured here; it overestimates the runs measured by 1–1.5x) and
+    the ``bytes`` one chunk holds."""
+    c = collectors
+    h = math.log(n) + _EULER_GAMMA + 1 / (2 * n)  # H_N, closely enough for an estimate
+    chunk = max(1, 4_000_000 // (c * n))
+    runs = min(chunk, trials) * c
+    rounds = math.ceil(trials / chunk) * n * (h + math.log(runs))
+    draws = float(trials) * c * n * h
+    return {"chunk": chunk, "draws": draws, "rounds": rounds,
+            "seconds": rounds * _ROUND_SECONDS + draws / _DRAWS_PER_SECOND,
+            "bytes": float(runs) * (n + 24)}
+
+
+def _chunk(rng, samples, start: int, m: int, n: int, c: int, pb=None) -> None:
+    """Trials ``start .. start + m - 1`` of :func:`monte_carlo_cover_time` into ``samples``;
+    ``pb`` counts the rounds."""
     runs = m * c
     seen = np.zeros((runs, n), dtype=bool)
     held = np.zeros(runs, dtype=np.int64)
@@ -377,4 +409,6 @@ def _chunk(rng, samples, start: int, m: int, n: int, c: int) -> None:
         done = held[active] == n
         finish[active[done]] = rnd
         active = active[~done]
+        if pb is not None:
+            pb.update()
     samples[start:start + m] = finish.reshape(m, c).max(axis=1)

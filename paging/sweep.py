@@ -779,15 +779,20 @@ class _Failed:
     message: str
     file: str | None
     line: int | None
+    verification: bool = False  # (a VerificationError of --verify, not an input error)
 
 
 def _guarded_tasks(tasks: list, run_one=None):
     """:func:`run_tasks`, an input error (a streamed trace's bad request, found as it is read)
-    returned as :class:`_Failed`."""
+    or a failed verification (``--verify``) returned as :class:`_Failed`."""
+    from paging.errors import VerificationError
+
     try:
         return run_tasks(tasks, run_one)
     except PagingError as e:
         return _Failed(e.message, e.file, e.line)
+    except VerificationError as e:
+        return _Failed(str(e), None, None, verification=True)
 
 
 def _chunks(tasks: list[Task], n_workers: int) -> list[list[Task]]:
@@ -905,6 +910,10 @@ def _executor(scheduler: str | None, workers: int, processes: bool, run_one=None
                 if isinstance(rows, _Failed):
                     for f in futures:
                         f.cancel()
+                    if rows.verification:
+                        from paging.errors import VerificationError
+
+                        raise VerificationError(rows.message)
                     raise PagingError(rows.message, rows.file, rows.line)
                 yield rows
         yield submit

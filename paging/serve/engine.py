@@ -1132,7 +1132,9 @@ def serve(run_spec, spec: ServeSpec, traces, *, show: bool | None = None) -> Ser
 #: the summary fields a compiled serving run must share with the verified reference loop
 _SAME = ("requests", "completed", "steps", "expert_requests", "misses", "bytes_moved",
          "makespan_ms", "p50_ttft_ms", "p99_ttft_ms", "p50_tpot_ms", "p99_tpot_ms",
-         "opt_misses")
+         "opt_misses", "bypasses", "prefetches", "prefetch_useful", "prefetch_wasted",
+         "prefetch_late", "prefetch_precision", "prefetch_recall", "dropped", "substituted",
+         "low_precision_fetches", "retained_mass", "top1_changed", "kl")
 
 
 def _same_run(fast: ServeResult, ref: ServeResult) -> None:

@@ -141,11 +141,12 @@ def check_resumable(out, cells: list) -> None:
     if not cells or not Path(out).exists():
         return
     want = setting_of(cells[0]) | {"think_s": cells[0].think}  # (the spec's, in closed rows)
+    closed = any(c.clients is not None for c in cells)
     reading = cells[0].batch_reading
     for row in read_table(out, SCHEMA):
         for c, _ in SETTING:
-            if c == "think_s" and row["clients"] is None:
-                continue  # (a rate row has no think time)
+            if c == "think_s" and (row["clients"] is None or not closed):
+                continue  # (a rate row has no think time; a spec of rates reuses no closed row)
             if row[c] != want[c]:
                 was = "not recorded (an older table)" if row[c] is None else f"{row[c]!r}"
                 raise PagingError(f"the table's {c} is {was}, this spec's is {want[c]!r}; its "
@@ -232,7 +233,7 @@ def plan_serve(spec_path) -> list[Cell]:
                           _line_of(text, "serve"))
     duration = float(_scalar(sv, "duration", (int, float), file, text))
     think = float(_scalar(sv, "think", (int, float), file, text, default=0.0, lo=0))
-    if "think" in sv and not clients:  # (a rate cell has no think time: it was ignored)
+    if sv.get("think", 0) and not clients:  # (a rate cell has no think time: it was ignored)
         raise PagingError("think applies to clients = [...] (a closed loop), and this [serve] "
                           "has rates only", file, _line_of(text, "think"))
     max_tokens = _scalar(sv, "max_tokens", int, file, text, default=512, lo=1)

@@ -259,9 +259,14 @@ def test_cli_json(capsys):
     (["--n", str(2**63 - 1), "--collectors", "2"], "is more than 15,000"),
     (["--n", "15001", "--collectors", "2", "--exact"], "too large for exact rational"),
     # Monte Carlo is bounded by its draws, not by N: 10^4 x 10^3 x 10^5 x 12.1 draws
-    (["--n", "100000", "--collectors", "1000", "--mc"], "about 1.2e+13 coupon draws; expected "
-                                                        "at most 1e+11"),
-    (["--n", "3", "--collectors", str(2**40), "--mc", "--trials", "1"], "coupon draws"),
+    (["--n", "100000", "--collectors", "1000", "--mc"], "(1.2e+13 coupon draws in"),
+    # many rounds of few collectors: 10^6 coupons, one collector (it ran silently for minutes)
+    (["--n", "1000000", "--collectors", "1", "--mc", "--trials", "1000"],
+     "would take about 27,793 s (1.4e+10 coupon draws in 3.9e+09 rounds); expected at most "
+     "1,200 s"),
+    (["--n", "2", "--collectors", str(2**31), "--mc", "--trials", "1"],
+     "2,147,483,648 collectors of 2 coupons need about 5.6e+10 bytes at once; expected at most "
+     "4e+09"),
 ])
 def test_cli_errors(argv, message, capsys):
     assert main(["coupon", *argv]) == 2
@@ -300,23 +305,41 @@ def test_fig_coupon_csv_and_plot(tmp_path):
     assert all(p.stat().st_size > 1000 for p in files)
 
 
-def test_the_api_refuses_what_the_command_refuses_and_shows_its_progress(capsys):
+def test_the_api_refuses_what_the_command_refuses_and_shows_its_progress(capsys, monkeypatch):
     """The caps live in paging.coupon, so a notebook gets them too: the series beyond
-    MAX_SERIES_N (quadratic in N), Monte Carlo beyond MAX_DRAWS; below them the long loops
+    MAX_SERIES_N (quadratic in N), Monte Carlo beyond MAX_MC_SECONDS; below them the long loops
     show a bar when asked, and the bar changes no number."""
     from paging import coupon
 
     with pytest.raises(PagingError, match="N = 15,001 is more than 15,000: the series"):
         coupon.expected_cover_times(coupon.MAX_SERIES_N + 1, [2])
-    with pytest.raises(PagingError, match="coupon draws; expected at most 1e.11"):
+    with pytest.raises(PagingError, match="coupon draws in .* rounds.; expected at most 1,200 s"):
         coupon.monte_carlo_cover_time(10**6, 10**3, 10)
     assert coupon.survival_single(5, 40, show=True).tolist() == \
         coupon.survival_single(5, 40, show=False).tolist()
     assert "coupon series" in capsys.readouterr().err
     quiet = coupon.monte_carlo_cover_time(4, 3, 50, seed=2, show=False)
     assert capsys.readouterr().err == ""
-    # (draws below 1e9: no bar even when asked, so the small runs stay quiet)
+    # (estimated below MC_BAR_SECONDS: no bar even when asked, so the small runs stay quiet)
     assert coupon.monte_carlo_cover_time(4, 3, 50, seed=2, show=True) == quiet
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(coupon, "MC_BAR_SECONDS", 0.0)  # (a bar over the rounds)
+    assert coupon.monte_carlo_cover_time(4, 3, 50, seed=2, show=True) == quiet
+    assert "coupon rounds (estimated)" in capsys.readouterr().err
+
+
+def test_the_monte_carlo_estimate_is_within_its_measured_factor():
+    """mc_estimate's model on hand-checkable sizes: N = 4, C = 3, 50 trials is one chunk of 150
+    collectors, 50·3·4·H_4 ≈ 50·3·4·2.0895 draws (its H_N: ln 4 + γ + 1/8) and 4·(H + ln 150)
+    rounds."""
+    from paging.coupon import mc_estimate
+
+    est = mc_estimate(4, 3, 50)
+    h = math.log(4) + 0.5772156649015329 + 1 / 8
+    assert est["chunk"] == 4_000_000 // 12 and est["draws"] == pytest.approx(600 * h)
+    assert est["rounds"] == pytest.approx(4 * (h + math.log(150)))
+    assert est["bytes"] == 150 * (4 + 24)
+    assert est["seconds"] == pytest.approx(est["rounds"] * 7e-6 + est["draws"] / 8e7)
 
 
 def test_n_harmonic_is_the_exact_product_then_the_asymptotic_series():

@@ -1374,6 +1374,11 @@ def test_a_serve_sweep_table_is_resumed_only_with_its_own_setting(tmp_path, toy)
     closed.write_text(closed.read_text().replace("think = 0.01", "think = 0.02"))
     with pytest.raises(PagingError, match="the table's think_s is 0.01, this spec's is 0.02"):
         run_serve_sweep(closed, tmp_path / "c.csv", workers=0, progress=False)
+    # a spec of rates reuses no closed-loop row: it resumes that table (it was refused, its
+    # default think 0 compared with the closed rows' 0.01), and think = 0 with rates is harmless
+    rates = tmp_path / "rates.toml"
+    rates.write_text(spec.read_text().replace("rates = [80]", "rates = [80]\nthink = 0"))
+    assert run_serve_sweep(rates, tmp_path / "c.csv", workers=0, progress=False)["ran"] == 1
     with pytest.raises(PagingError, match="think applies to clients") as e:
         run_serve_sweep(_sweep_spec(tmp_path, toy, "think = 0.1\n"), tmp_path / "th.csv",
                         workers=0, progress=False)

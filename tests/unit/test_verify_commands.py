@@ -151,3 +151,34 @@ def test_an_adaptive_count_is_held_to_a_verified_replay():
                                                     f"misses, a verified replay of its "
                                                     f"sequence {true}"):
             checked_online(tr, "lru", 4, true + 1)
+
+
+def test_a_verification_failure_on_dask_workers_is_one_line(tmp_path):
+    """On Dask workers a failed verification came back as the worker's "Compute Failed"
+    traceback (8 lines on stderr) before the error line; it is returned like an input error
+    and raised once: one line, exit status 3. A subprocess (the workers' log goes to its
+    stderr) whose miss curve is broken by a sitecustomize module."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    inject = tmp_path / "inject"
+    inject.mkdir()
+    (inject / "sitecustomize.py").write_text(
+        "import numpy as np\nimport paging.mrc as m\nreal = m.miss_curve\n"
+        "def broken(*a, **kw):\n    c = np.array(real(*a, **kw))\n    c[2] += 1\n"
+        "    return c\nm.miss_curve = broken\n", encoding="utf-8")
+    spec = tmp_path / "s.toml"
+    spec.write_text(f'traces = ["{SPEC}"]\npolicies = ["lru"]\nk = [2, 3, 5]\n',
+                    encoding="utf-8")
+    repo = str(Path(__file__).resolve().parents[2])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(inject), repo]))
+    out = subprocess.run([sys.executable, "-m", "paging", "sweep", str(spec), "--out",
+                          str(tmp_path / "o.csv"), "--verify", "--workers", "2"],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 3, out.stderr
+    assert "Traceback" not in out.stderr and "Compute Failed" not in out.stderr, out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith(
+        "error: a run failed its independent verification: ")
+    assert not (tmp_path / "o.csv").exists()
