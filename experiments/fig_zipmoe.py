@@ -48,7 +48,6 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
             progress=None) -> Path | None:
     """Compute ``out_dir/fig_zipmoe.csv`` (+ JSON); None when no real trace is available."""
     from paging.cost import budget_bytes, get_hardware, get_model
-    from paging.io import load
     from paging.zipmoe.planner import plan_trace
 
     log = progress or common.Progress(NAME)
@@ -61,7 +60,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     hw = get_hardware(HARDWARE)
     rows, panels = [], []
     for panel, source in enumerate(sources):
-        seqs = load(source, expand="groups")
+        seqs = common.load_sequences(source, expand="groups")
         if q.get("sequences"):
             seqs = seqs[:q["sequences"]]
         if not seqs:

@@ -279,6 +279,8 @@ def test_read_weights(tmp_path):
         read_weights(tmp_path / "u.npy", 3, "sizes")
     with pytest.raises(PagingError, match="sizes: entry 1 is 18446744073709551615; expected"):
         as_sizes(np.array([1, 2**64 - 1, 1], dtype=np.uint64), 3)  # (the array API alike)
+    with pytest.raises(PagingError, match=f"sizes: entry 1 is {2**64}; expected an integer"):
+        as_sizes([1, 2**64, 1], 3)  # (a list beyond uint64: numpy's object array)
     np.save(tmp_path / "short.npy", np.array([1.0, 2.0]))
     with pytest.raises(PagingError, match=r"got an array of shape \(2,\)"):
         read_weights(tmp_path / "short.npy", 3, "costs")
