@@ -9,8 +9,6 @@ proofs in :mod:`proofs` and the tests compare it with the bound.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
 import numbers
 from collections.abc import Callable, Sequence
@@ -24,7 +22,7 @@ from paging.layout import Layout
 from paging.policies import make_policy
 from paging.policies.base import Policy
 from paging.result import Result
-from paging.simulate import simulate
+from paging.simulate import simulate, verifying_now
 from paging.trace import Trace
 
 
@@ -152,43 +150,14 @@ def seed_of(seed: int | None) -> int | None:
     return None if seed is None else positive_int("seed", seed, 0)
 
 
-_VERIFY: contextvars.ContextVar[bool] = contextvars.ContextVar("adversaries_verify",
-                                                               default=False)
-
-
-@contextlib.contextmanager
-def verifying():
-    """Inside the block every run of the constructions is recorded and checked by
-    :func:`paging.verify.verify` (``paging adversary --verify``, ``paging proofs --verify``),
-    and an adaptive construction's online misses must equal a verified replay of the sequence
-    it built (:func:`checked_online`)."""
-    token = _VERIFY.set(True)
-    try:
-        yield
-    finally:
-        _VERIFY.reset(token)
-
-
-def run(trace: Trace, policy, k: int, **kw) -> Result:
-    """:func:`paging.simulate.simulate`, recorded and verified inside :func:`verifying`."""
-    if not _VERIFY.get():
-        return simulate(trace, policy, k, **kw)
-    from paging.verify import verify
-
-    kw.pop("record", None)
-    res = simulate(trace, policy, k, record=True, **kw)
-    verify(trace, res)
-    return res
-
-
 def checked_online(trace: Trace, policy, k: int, misses: int, seed: int | None = 0) -> int:
     """An adaptive construction's online misses (counted by the interactive simulation that
-    chose each request); inside :func:`verifying` they must equal a verified replay of the
-    sequence it built."""
-    if _VERIFY.get():
+    chose each request); inside :func:`paging.simulate.verifying` they must equal a verified
+    replay of the sequence it built (the interactive simulation records nothing)."""
+    if verifying_now():
         from paging.verify import VerificationError
 
-        replay = run(trace, policy, k, seed=seed).misses
+        replay = simulate(trace, policy, k, seed=seed).misses
         if replay != misses:
             raise VerificationError(f"{trace.name}: the adaptive run counted {misses} misses, "
                                     f"a verified replay of its sequence {replay}")
@@ -197,8 +166,9 @@ def checked_online(trace: Trace, policy, k: int, misses: int, seed: int | None =
 
 def opt_run(trace: Trace, k: int, *, record: bool = False) -> Result:
     """OPT's run: Belady's furthest-next-use rule (optimal for unit costs, Belady 1966);
-    ``record`` keeps its hit mask and eviction log (verified inside :func:`verifying`)."""
-    return run(trace, "belady", k, record=record)
+    ``record`` keeps its hit mask and eviction log (verified inside
+    :func:`paging.simulate.verifying`, as every run)."""
+    return simulate(trace, "belady", k, record=record)
 
 
 def opt_misses(trace: Trace, k: int) -> int:
@@ -247,7 +217,7 @@ def certify_random(policies: Sequence[Policy], k: int,
             opt = opt_misses(trace, k)
             run_seed = int(child.generate_state(1)[0])
             for runs, pol in zip(per_policy, policies, strict=True):
-                runs.append((run(trace, pol, k, seed=run_seed).misses, opt))
+                runs.append((simulate(trace, pol, k, seed=run_seed).misses, opt))
             pb.update()
     return tuple(traces), per_policy
 

@@ -32,12 +32,12 @@ from adversaries.base import (
     layout_of,
     opt_misses,
     policy_of,
-    run,
     seed_of,
 )
 from paging.errors import PagingError, positive_int
 from paging.layout import Layout
 from paging.policies.base import Policy
+from paging.simulate import simulate
 from paging.trace import Trace, from_pages
 
 NAME = "theorem1"
@@ -137,7 +137,7 @@ def build(policy: str | Policy = "lru-dist", *, n: int, layers: int, rounds: int
     z = int(np.argmin(shares))
     s = int(shares[z])
     trace = sequence(lay, R, z)
-    online = run(trace, pol, k, seed=seed).misses
+    online = simulate(trace, pol, k, seed=seed).misses
     opt = opt_misses(trace, k)
     lower = online_lower_bound(n, L, R, s)
     return AdversaryResult(

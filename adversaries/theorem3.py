@@ -29,12 +29,12 @@ from adversaries.base import (
     opt_misses,
     policy_of,
     require_k,
-    run,
     seed_of,
 )
 from paging.errors import PagingError, positive_int
 from paging.generators import cyclic
 from paging.policies.base import Policy
+from paging.simulate import simulate
 
 NAME = "theorem3"
 
@@ -88,7 +88,7 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
     pol = policy_of(policy)
     # round i requests expert i mod n of every layer (paper: p_{i'} with i' = i mod n)
     trace = cyclic(n, L, R, name=f"theorem3:n={n},layers={L},rounds={R}")
-    online = run(trace, pol, k, seed=seed).misses
+    online = simulate(trace, pol, k, seed=seed).misses
     opt = opt_misses(trace, k)
     return AdversaryResult(
         name=NAME, policy=pol.name, k=k, trace=trace, online_misses=online, opt_misses=opt,

@@ -39,6 +39,11 @@ def add_arguments(p, *, only: bool = True, trace: bool = True) -> None:
                    help=f"output folder (default {DEFAULT_OUT})")
     p.add_argument("--quick", action="store_true",
                    help="reduced sizes and seeds (seconds; for checks, not for the paper)")
+    if only:
+        p.add_argument("--verify", action="store_true",
+                       help="record and check independently every run the figures make "
+                            "through paging.simulate (the same numbers; miss curves and "
+                            "serving's compiled runs are not covered)")
     if trace:
         p.add_argument("--trace", action="append", metavar="PATH", default=None,
                        help="routing file for the figures drawn from real traces, instead of "

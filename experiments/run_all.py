@@ -53,11 +53,16 @@ def _check_sources(traces: Sequence[str]) -> None:
 
 def run_figures(only: Sequence[str] | None = None, out_dir: str = DEFAULT_OUT,
                 quick: bool = False, traces: Sequence[str] | None = None,
-                progress: bool | None = None) -> dict[str, list]:
+                progress: bool | None = None, verify: bool = False) -> dict[str, list]:
     """Compute and plot the selected figures; return name -> written files ([] if skipped).
     Besides the one-line log of each step, a bar over the figures when stderr is a terminal
-    (``progress``: force it on or off)."""
+    (``progress``: force it on or off). ``verify``: every run made through
+    :func:`paging.simulate.simulate` is recorded and verified (:func:`paging.simulate.
+    verifying`)."""
+    import contextlib
+
     from paging import progress as pbar
+    from paging.simulate import verifying
 
     mods = modules(_select(only))
     log = common.Progress("figs")
@@ -78,6 +83,7 @@ def run_figures(only: Sequence[str] | None = None, out_dir: str = DEFAULT_OUT,
     # the --trace sources are read (and so checked) before the first figure writes a file
     uses_traces = any(mod.REAL_TRACES for mod in mods.values())
     with common.preloaded(traces if (traces and uses_traces) else ()), \
+            verifying() if verify else contextlib.nullcontext(), \
             pbar.bar(len(mods), "figs", unit="fig", show=progress) as bar:
         for name, mod in mods.items():
             bar.set_postfix_str(name)
@@ -104,7 +110,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_arguments(p)
     args = p.parse_args(argv)
     def go() -> int:
-        run_figures(only=args.only, out_dir=args.out, quick=args.quick, traces=args.trace)
+        run_figures(only=args.only, out_dir=args.out, quick=args.quick, traces=args.trace,
+                    verify=args.verify)
         return 0
 
     return guarded(go)

@@ -27,6 +27,9 @@ A *collision miss* (SpecMD, Sec. 4) is a miss on a page evicted earlier in the s
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+
 from paging.core import CacheState, Simulation, check_capacity, group_bounds
 from paging.errors import PagingError
 from paging.observers import MissStats, PrefetchStats
@@ -35,7 +38,29 @@ from paging.result import Result
 from paging.trace import Trace, token_visits
 from paging.weights import as_costs, as_sizes
 
-__all__ = ["simulate", "Simulation", "CacheState", "Result", "check_capacity"]
+__all__ = ["simulate", "Simulation", "CacheState", "Result", "check_capacity", "verifying",
+           "verifying_now"]
+
+_VERIFY: contextvars.ContextVar[bool] = contextvars.ContextVar("paging_verify", default=False)
+
+
+@contextlib.contextmanager
+def verifying():
+    """Inside the block every :func:`simulate` call records its run and checks it with
+    :func:`paging.verify.verify` before returning it (``paging adversary --verify``, ``paging
+    proofs --verify``, ``paging figs --verify``): a run that fails raises
+    :class:`~paging.errors.VerificationError`. Runs of the interactive :class:`Simulation`
+    are not covered (their callers replay them: :func:`adversaries.base.checked_online`)."""
+    token = _VERIFY.set(True)
+    try:
+        yield
+    finally:
+        _VERIFY.reset(token)
+
+
+def verifying_now() -> bool:
+    """Whether :func:`simulate` calls are verified here (inside :func:`verifying`)."""
+    return _VERIFY.get()
 
 
 def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
@@ -107,8 +132,27 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
 
     With unit costs and sizes (the defaults) every count equals the unweighted run's.
     Cost: O(N) hook calls plus the policy's victim cost per eviction (O(k) for priority
-    policies).
+    policies). Inside :func:`verifying` the run is recorded and verified before it is
+    returned.
     """
+    if _VERIFY.get():
+        from paging.verify import verify
+
+        res = _simulate(trace, policy, k, budget=budget, costs=costs, sizes=sizes, seed=seed,
+                        record=True, engine=engine, prefetch=prefetch, miss=miss,
+                        routing=routing, progress=progress)
+        verify(trace, res, costs=costs, sizes=sizes)
+        return res
+    return _simulate(trace, policy, k, budget=budget, costs=costs, sizes=sizes, seed=seed,
+                     record=record, engine=engine, prefetch=prefetch, miss=miss,
+                     routing=routing, progress=progress)
+
+
+def _simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
+              budget: int | None = None, costs=None, sizes=None, seed: int | None = 0,
+              record: bool | str = False, engine: str = "auto", prefetch=None,
+              miss=None, routing=None, progress: bool | None = None) -> Result:
+    """:func:`simulate`'s run."""
     from paging.policies import make_policy
 
     if isinstance(policy, str):

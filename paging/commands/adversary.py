@@ -79,9 +79,9 @@ def add_parser(sub) -> None:
                    help="search --weighted: the largest page cost (default 8)")
     p.add_argument("--verify", action="store_true",
                    help="record and check independently every run of the construction (the "
-                        "online policy's and OPT's; an adaptive construction's misses against "
-                        "a verified replay of the sequence it built); search verifies its "
-                        "witness anyway")
+                        "online policy's and OPT's, through paging.simulate.verifying; an "
+                        "adaptive construction's misses against a verified replay of the "
+                        "sequence it built); search verifies its witness anyway")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -177,7 +177,7 @@ def run(args) -> int:
         kw["show"] = False if args.json else None
     import contextlib
 
-    from adversaries.base import verifying
+    from paging.simulate import verifying
 
     with verifying() if args.verify else contextlib.nullcontext():
         res = ADVERSARIES[args.name](policy, **kw)

@@ -28,5 +28,6 @@ def run(args) -> int:
     # imported when figures are made: it loads matplotlib and the figure modules' imports
     from experiments.run_all import run_figures
 
-    run_figures(only=args.only, out_dir=args.out, quick=args.quick, traces=args.trace)
+    run_figures(only=args.only, out_dir=args.out, quick=args.quick, traces=args.trace,
+                verify=args.verify)
     return 0

@@ -22,9 +22,10 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true",
                    help="print a JSON list of ledger rows (LedgerRow.to_dict())")
     p.add_argument("--verify", action="store_true",
-                   help="record and check independently every run of the adversary "
-                        "constructions the rows use (paging adversary --verify); a run that "
-                        "fails makes its row an error")
+                   help="record and check independently every run the checks make through "
+                        "paging.simulate (paging.simulate.verifying), an adaptive adversary's "
+                        "count against a verified replay; a run that fails makes its row an "
+                        "error (exit status 1)")
     p.set_defaults(func=run)
 
 
@@ -32,8 +33,8 @@ def run(args) -> int:
     import contextlib
 
     import proofs
-    from adversaries.base import verifying
     from paging.cli import print_json
+    from paging.simulate import verifying
 
     with verifying() if args.verify else contextlib.nullcontext():
         entries = proofs.run_ledger()

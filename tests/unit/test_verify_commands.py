@@ -113,16 +113,17 @@ def test_adversary_verify_changes_no_number_and_catches_a_miscounted_run(name, e
     adaptive ones' misses against a verified replay of their sequence. A review broke LRU's
     kernel and theorem3 reported an online policy beating OPT 15-fold with exit status 0.
     Here a run whose miss count is one short (a hit recorded for a miss) is caught."""
-    import adversaries.base as base
+    import sys
 
     argv = ["adversary", name, "--n", "3", "--layers", "2", *extra, "--json"]
     assert main(argv) == 0
     plain = json.loads(capsys.readouterr().out)
     assert main(argv + ["--verify"]) == 0
     assert json.loads(capsys.readouterr().out) == plain
-    real = base.simulate
+    sim = sys.modules["paging.simulate"]  # (the module: paging.simulate is the function)
+    real = sim._simulate
 
-    def miscounted(trace, policy, k, **kw):
+    def miscounted(trace, policy, k, **kw):  # (the run inside simulate(), before its check)
         res = real(trace, policy, k, **kw)
         if getattr(policy, "name", policy) != "belady" and res.hit_mask is not None:
             t = int(np.flatnonzero(~res.hit_mask)[-1])
@@ -130,7 +131,7 @@ def test_adversary_verify_changes_no_number_and_catches_a_miscounted_run(name, e
             res.misses -= 1
         return res
 
-    monkeypatch.setattr(base, "simulate", miscounted)
+    monkeypatch.setattr(sim, "_simulate", miscounted)
     assert main(argv + ["--verify"]) == 3
     err = capsys.readouterr().err
     assert err.startswith("error: a run failed its independent verification") and \
@@ -140,7 +141,8 @@ def test_adversary_verify_changes_no_number_and_catches_a_miscounted_run(name, e
 def test_an_adaptive_count_is_held_to_a_verified_replay():
     """checked_online: outside verifying() the interactive simulation's count is taken as is;
     inside, a count that differs from the verified replay of the built sequence fails."""
-    from adversaries.base import checked_online, verifying
+    from adversaries.base import checked_online
+    from paging.simulate import verifying
 
     (tr,) = load(SPEC)
     true = paging.simulate(tr, "lru", 4).misses
@@ -182,3 +184,44 @@ def test_a_verification_failure_on_dask_workers_is_one_line(tmp_path):
     assert out.stderr.strip().splitlines()[-1].startswith(
         "error: a run failed its independent verification: ")
     assert not (tmp_path / "o.csv").exists()
+
+
+def test_inside_verifying_every_simulate_call_is_recorded_and_checked(monkeypatch):
+    """paging.simulate.verifying(): every simulate() inside the block records its run and
+    verifies it before returning it (so proofs, figures and adversaries are checked without
+    each caller asking); outside, a run is returned as asked (unrecorded)."""
+    import sys
+
+    from paging.simulate import simulate, verifying, verifying_now
+
+    (tr,) = load(SPEC)
+    plain = simulate(tr, "fifo", 4)
+    assert plain.hit_mask is None and not verifying_now()
+    with verifying():
+        assert verifying_now()
+        checked = simulate(tr, "fifo", 4)
+        assert checked.hit_mask is not None and checked.misses == plain.misses
+    assert not verifying_now()
+    sim = sys.modules["paging.simulate"]
+    real = sim._simulate
+
+    def overfull(*a, **kw):  # (an eviction dropped from the log: the cache exceeds k)
+        res = real(*a, **kw)
+        if res.evictions is not None:
+            res.evictions = res.evictions[1:]
+        return res
+
+    monkeypatch.setattr(sim, "_simulate", overfull)
+    assert simulate(tr, "fifo", 4).misses == plain.misses  # (unchecked: not caught)
+    with verifying(), pytest.raises(VerificationError):
+        simulate(tr, "fifo", 4)
+
+
+def test_figs_verify_makes_the_same_files(tmp_path):
+    """`paging figs --verify`: the same CSV bytes as without (the runs are only checked)."""
+    for sub, extra in (("plain", []), ("checked", ["--verify"])):
+        assert main(["figs", "--quick", "--only", "fig6a", "--only", "fig6b", "--out",
+                     str(tmp_path / sub), *extra]) == 0
+    for name in ("fig6a.csv", "fig6b.csv"):
+        assert (tmp_path / "plain" / name).read_bytes() == \
+            (tmp_path / "checked" / name).read_bytes()
