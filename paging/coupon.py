@@ -56,9 +56,10 @@ MAX_MC_SECONDS = 1200.0
 #: per-collector counters): C collectors of one trial are one chunk however many they are
 MAX_MC_BYTES = 4 * 10**9
 #: measured on this 2-core machine (2026-11-29): a round of a chunk's draws costs about 6.5 µs
-#: of numpy overhead, and a draw 12 ns once many collectors are drawn together (1.5–9e7 draws/s
-#: over N = 2..10^5, C = 1..10^5); the estimate takes 7 µs and 8e7/s
-_ROUND_SECONDS, _DRAWS_PER_SECOND = 7e-6, 8e7
+#: of numpy overhead, and a draw 12 ns while a chunk's coupon flags fit in cache (chunks of up
+#: to 4e6 flags) but 26–61 ns when one trial's collectors need a larger chunk (C·N from 3e7:
+#: the random flag updates miss the cache); the estimate takes 7 µs, 12.5 ns and 65 ns
+_ROUND_SECONDS, _DRAW_SECONDS, _BIG_DRAW_SECONDS = 7e-6, 12.5e-9, 65e-9
 #: a Monte Carlo run estimated at least this long shows its progress bar
 MC_BAR_SECONDS = 10.0
 
@@ -377,18 +378,21 @@ def monte_carlo_cover_time(n: int, collectors: int, trials: int,
 def mc_estimate(n: int, collectors: int, trials: int) -> dict:
     """What :func:`monte_carlo_cover_time` would cost: its chunk (trials drawn together), the
     expected ``draws`` (trials·C·N·H_N), ``rounds`` (each chunk runs until its last collector
-    is done, about N·(H_N + ln(collectors in the chunk)) rounds), ``seconds`` (rounds at
-    7 µs and draws at 8e7/s, measured here; it overestimates the runs measured by 1–1.5x) and
-    the ``bytes`` one chunk holds."""
+    is done, about N·(H_N + ln(collectors in the chunk)) rounds), ``seconds`` (rounds at 7 µs,
+    draws at 12.5 ns, or 65 ns in a chunk of more than 4e6 flags; measured here: five runs
+    from N = 2 to 20,000 and C = 1 to 10^7 took 0.4–1.0 of their estimates) and the ``bytes``
+    one chunk holds (its flags and about 48
+    bytes of counters and per-round temporaries per collector)."""
     c = collectors
     h = math.log(n) + _EULER_GAMMA + 1 / (2 * n)  # H_N, closely enough for an estimate
     chunk = max(1, 4_000_000 // (c * n))
     runs = min(chunk, trials) * c
     rounds = math.ceil(trials / chunk) * n * (h + math.log(runs))
     draws = float(trials) * c * n * h
+    per_draw = _DRAW_SECONDS if runs * n <= 4_000_000 else _BIG_DRAW_SECONDS
     return {"chunk": chunk, "draws": draws, "rounds": rounds,
-            "seconds": rounds * _ROUND_SECONDS + draws / _DRAWS_PER_SECOND,
-            "bytes": float(runs) * (n + 24)}
+            "seconds": rounds * _ROUND_SECONDS + draws * per_draw,
+            "bytes": float(runs) * (n + 48)}
 
 
 def _chunk(rng, samples, start: int, m: int, n: int, c: int, pb=None) -> None:

@@ -136,8 +136,10 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     returned.
     """
     if _VERIFY.get():
+        from paging.fast import record_level
         from paging.verify import verify
 
+        record_level(record)  # (a bad value is refused inside the block too)
         res = _simulate(trace, policy, k, budget=budget, costs=costs, sizes=sizes, seed=seed,
                         record=True, engine=engine, prefetch=prefetch, miss=miss,
                         routing=routing, progress=progress)

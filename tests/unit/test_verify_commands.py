@@ -194,6 +194,7 @@ def test_inside_verifying_every_simulate_call_is_recorded_and_checked(monkeypatc
 
     from paging.simulate import simulate, verifying, verifying_now
 
+    assert paging.verifying is verifying  # (the README's `with paging.verifying(): ...`)
     (tr,) = load(SPEC)
     plain = simulate(tr, "fifo", 4)
     assert plain.hit_mask is None and not verifying_now()
@@ -201,6 +202,8 @@ def test_inside_verifying_every_simulate_call_is_recorded_and_checked(monkeypatc
         assert verifying_now()
         checked = simulate(tr, "fifo", 4)
         assert checked.hit_mask is not None and checked.misses == plain.misses
+        with pytest.raises(ValueError, match="record must be"):  # (refused inside too)
+            simulate(tr, "fifo", 4, record="yes")
     assert not verifying_now()
     sim = sys.modules["paging.simulate"]
     real = sim._simulate
