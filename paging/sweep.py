@@ -963,20 +963,24 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
         from dataclasses import replace
 
         tasks = [replace(t, verify=True) for t in tasks]
-    if spec.lifetimes and Path(out).exists():  # (not a key: the old rows would be reused)
-        if any(r["residencies"] is None and not r["warm"] for r in read_table(out)):
+
+    def check(rows):  # lifetimes is not a key: the old rows would be reused without them
+        if spec.lifetimes and any(r["residencies"] is None and not r["warm"] for r in rows):
             raise PagingError("the table was made without lifetimes and this spec asks for them "
                               "(lifetimes = true); its rows would be reused without them: "
                               "remove it or choose another --out", str(out))
+
     return drive(tasks, lambda t: [key for name in task_names(t)
                                          for key in cell_keys(t, name)],
-                  run_task, out, SIMULATE, scheduler, workers, processes, progress, on_batch)
+                  run_task, out, SIMULATE, scheduler, workers, processes, progress, on_batch,
+                  check=check)
 
 
 def drive(tasks, keys_of, run_one, out, schema: Schema, scheduler, workers, processes,
-          progress, on_batch, unit: str = "cell") -> dict:
+          progress, on_batch, unit: str = "cell", check=None) -> dict:
     """Run the tasks not yet in the table ``out`` and rewrite it as rows come (resumption,
-    atomic batches); the summary of :func:`run_sweep`."""
+    atomic batches); the summary of :func:`run_sweep`. ``check``: called with the rows of a
+    table being resumed, before anything runs, to refuse one made with another setting."""
     from paging import progress as pbar
 
     suffix = Path(out).suffix.lower()
@@ -984,6 +988,8 @@ def drive(tasks, keys_of, run_one, out, schema: Schema, scheduler, workers, proc
         raise PagingError(f"--out {out}: a sweep table is Parquet (.parquet) or CSV (.csv), "
                           f"not {suffix}")
     rows = read_table(out, schema) if Path(out).exists() else []
+    if check is not None and rows:
+        check(rows)
     key = functools.partial(_key, keys=schema.keys)
     done = {key(r) for r in rows}
     todo = []

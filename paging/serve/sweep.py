@@ -131,19 +131,17 @@ def setting_of(cell: Cell) -> dict:
             "slo_tpot_ms": cell.slo_tpot_ms}
 
 
-def check_resumable(out, cells: list) -> None:
-    """Refuse to resume the table ``out`` when it was made with another setting than the
-    spec's (:data:`SETTING`; the batch reading where a row read it): its rows would be reused
-    as if this spec had made them. A table written before these columns were kept (null) is
-    refused too, since its setting is unknown."""
-    from paging.sweep import read_table
-
-    if not cells or not Path(out).exists():
+def check_resumable(rows: list, cells: list, out) -> None:
+    """Refuse to resume the table ``out`` (its ``rows``) when it was made with another setting
+    than the spec's (:data:`SETTING`; the batch reading where a row read it): its rows would be
+    reused as if this spec had made them. A table written before these columns were kept
+    (null) is refused too, since its setting is unknown."""
+    if not cells:
         return
     want = setting_of(cells[0]) | {"think_s": cells[0].think}  # (the spec's, in closed rows)
     closed = any(c.clients is not None for c in cells)
     reading = cells[0].batch_reading
-    for row in read_table(out, SCHEMA):
+    for row in rows:
         for c, _ in SETTING:
             if c == "think_s" and (row["clients"] is None or not closed):
                 continue  # (a rate row has no think time; a spec of rates reuses no closed row)
@@ -359,9 +357,9 @@ def run_serve_sweep(spec_path, out, *, scheduler=None, workers: int = 1,
         from dataclasses import replace
 
         cells = [replace(c, verify=True) for c in cells]
-    check_resumable(out, cells)
     return drive(cells, lambda c: [cell_key(c)], run_cell, out, SCHEMA,
-                 scheduler, workers, processes, progress, on_batch, unit="run")
+                 scheduler, workers, processes, progress, on_batch, unit="run",
+                 check=lambda rows: check_resumable(rows, cells, out))
 
 
 __all__ = ["SCHEMA", "Cell", "plan_serve", "run_cell", "cell_key", "is_serving",
