@@ -352,15 +352,14 @@ def verify_curve(trace: Trace, policy_name: str, misses, *, seed: int | None = 0
     held to k separate runs; a :class:`~paging.verify.VerificationError` names the first k
     that differs. A progress bar counts the sizes (``show``: on a terminal)."""
     from paging import progress as pbar
-    from paging.simulate import simulate
-    from paging.verify import VerificationError, verify
+    from paging.simulate import simulate, verifying
+    from paging.verify import VerificationError
 
     misses = np.asarray(misses)
     ks = list(range(1, misses.size + 1)) if ks is None else list(ks)
-    with pbar.bar(len(ks), f"verify {policy_name}", unit="k", show=show) as bar:
+    with pbar.bar(len(ks), f"verify {policy_name}", unit="k", show=show) as bar, verifying():
         for k in ks:
-            res = simulate(trace, policy_name, k, seed=seed, record=True)
-            verify(trace, res)
+            res = simulate(trace, policy_name, k, seed=seed)
             if res.misses != int(misses[k - 1]):
                 raise VerificationError(f"{trace.name}: the {policy_name} curve has "
                                         f"{int(misses[k - 1])} misses at k = {k}, a verified "

@@ -48,8 +48,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    import contextlib
+
     from paging.cli import print_json
     from paging.errors import PagingError, check_k
+    from paging.simulate import simulate, verifying
 
     if (args.k is None) == (args.budget_gb is None):
         raise PagingError("give exactly one of --k (pages) or --budget-gb (bytes)")
@@ -96,15 +99,20 @@ def run(args) -> int:
                                           None if k is not None else budget))
                 continue
             if method == "belady":
-                from paging.simulate import simulate
-
-                misses = simulate(trace, name, k).misses
+                with verifying() if args.verify else contextlib.nullcontext():
+                    misses = simulate(trace, name, k).misses
             else:
                 from paging.offline.ilp import opt_ilp
 
                 misses = opt_ilp(trace, k, dist=args.dist, time_limit=args.time_limit)
-            if args.verify:
-                _verify_opt(trace, name, k, int(misses), method)
+                if args.verify:  # (the ILP must agree with a verified Belady run)
+                    with verifying():
+                        belady = simulate(trace, name, k).misses
+                    if belady != misses:
+                        from paging.verify import VerificationError
+
+                        raise VerificationError(f"{trace.name}: ilp gives {int(misses)} misses "
+                                                f"at k = {k}, the verified {name} run {belady}")
             n = trace.n_requests
             rows.append({"trace": trace.name, "policy": name, "method": method, "k": k,
                          "dist": args.dist, "requests": n, "misses": int(misses),
@@ -118,19 +126,6 @@ def run(args) -> int:
             cols += ["lower", "upper", "bytes_fetched"]
         print(format_table(rows, cols))
     return 0
-
-
-def _verify_opt(trace, name: str, k: int, misses: int, method: str) -> None:
-    """Belady's (or Belady-DIST's) run recorded and checked by :func:`paging.verify.verify`;
-    the reported optimum must equal its misses (the ILP's too: it must agree with Belady)."""
-    from paging.simulate import simulate
-    from paging.verify import VerificationError, verify
-
-    res = simulate(trace, name, k, record=True)
-    verify(trace, res)
-    if res.misses != misses:
-        raise VerificationError(f"{trace.name}: {method} gives {misses} misses at k = {k}, "
-                                f"the verified {name} run {res.misses}")
 
 
 def _weighted_row(trace, args, method, name, k, costs, sizes, budget) -> dict:

@@ -35,6 +35,7 @@ token; TPOT = (end − first token) / decode tokens; end to end = end − arriva
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import math
 from dataclasses import dataclass, field
@@ -1042,7 +1043,7 @@ class _Server:
         """Belady on the stream of groups the run produced, and the latency of the same
         schedule with Belady's hits (module docstring)."""
         from paging.fast.common import frozen
-        from paging.simulate import simulate
+        from paging.simulate import simulate, verifying
         from paging.trace import Trace
 
         if res.pages.size == 0:
@@ -1051,11 +1052,8 @@ class _Server:
                       expand="groups")  # (read-only views: the trace adopts them, no copy)
         rs = self.run_spec
         k = rs.k if rs.k is not None else rs.budget // self.cm.expert_bytes
-        opt = simulate(trace, "belady", k=k, record=True if rs.verify else "hits")
-        if rs.verify:  # (the bound's run too: it was never checked)
-            from paging.verify import verify
-
-            verify(trace, opt)
+        with verifying() if rs.verify else contextlib.nullcontext():  # (the bound's run too)
+            opt = simulate(trace, "belady", k=k, record="hits")
         out = {"opt_misses": int(opt.misses), "opt_miss_ratio": opt.misses / res.pages.size}
         out.update({f"opt_{key}": v for key, v in self.replay(res, opt.hit_mask).items()})
         return out
