@@ -381,8 +381,8 @@ def mc_estimate(n: int, collectors: int, trials: int) -> dict:
     is done, about N·(H_N + ln(collectors in the chunk)) rounds), ``seconds`` (rounds at 7 µs,
     draws at 12.5 ns, or 65 ns in a chunk of more than 4e6 flags; measured here: five runs
     from N = 2 to 20,000 and C = 1 to 10^7 took 0.4–1.0 of their estimates) and the ``bytes``
-    one chunk holds (its flags and about 48
-    bytes of counters and per-round temporaries per collector)."""
+    one chunk holds (its flags and about 48 bytes of counters and per-round temporaries per
+    collector)."""
     c = collectors
     h = math.log(n) + _EULER_GAMMA + 1 / (2 * n)  # H_N, closely enough for an estimate
     chunk = max(1, 4_000_000 // (c * n))

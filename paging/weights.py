@@ -19,16 +19,17 @@ from paging.errors import INT64_MAX, PagingError, brief
 
 
 def _entries(values, n_pages: int, where: str, what: str) -> np.ndarray:
+    if what == "sizes" and isinstance(values, (list, tuple)):  # (a Python int beyond int64
+        # became a float or an object in numpy, named as such: named as given instead)
+        big = next((i for i, v in enumerate(values) if isinstance(v, int)
+                    and not isinstance(v, bool) and abs(v) > INT64_MAX), None)
+        if big is not None:
+            raise PagingError(f"{where}: entry {big} is {brief(values[big])}; expected an "
+                              "integer number of bytes from 1 to 2^63 - 1")
     try:
         a = np.asarray(values)
     except (TypeError, ValueError):
         raise PagingError(f"{where}: expected {n_pages} {what} (one per page id)") from None
-    if what == "sizes" and a.dtype == object and a.ndim == 1:  # (ints beyond uint64)
-        big = next((i for i, v in enumerate(a.tolist()) if isinstance(v, int)
-                    and not isinstance(v, bool) and abs(v) > INT64_MAX), None)
-        if big is not None:
-            raise PagingError(f"{where}: entry {big} is {brief(a[big])}; expected an integer "
-                              "number of bytes from 1 to 2^63 - 1")
     if a.ndim != 1 or a.size != n_pages:
         got = f"shape {a.shape}" if a.ndim != 1 else f"{a.size}"
         raise PagingError(f"{where}: expected {n_pages} {what} (one per page id), got {got}")

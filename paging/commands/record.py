@@ -60,8 +60,6 @@ def run(args) -> int:
         raise PagingError("name a MODEL (directory or cached model name) or --tiny FAMILY, "
                           "exactly one of them")
     positive_int("--max-new-tokens", args.max_new_tokens)
-    if isinstance(args.seed, int) and args.seed < 0:
-        raise PagingError(f"--seed must be an integer >= 0, got {args.seed}")
     if not str(args.out).lower().endswith(".jsonl"):
         raise PagingError(f"--out must name a .jsonl file, got {args.out!r}")
     check_target(args.out)

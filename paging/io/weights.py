@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paging.errors import INT64_MAX, PagingError, brief
+from paging.errors import PagingError
 from paging.weights import as_costs, as_sizes
 
 KINDS = ("costs", "sizes")
@@ -63,9 +63,6 @@ def read_weights(path: str | Path, n_pages: int, kind: str) -> np.ndarray:
     for i, v in enumerate(values):  # JSON may hold strings, lists, booleans, null
         if not isinstance(v, (int, float)) or isinstance(v, bool):
             raise PagingError(f"entry {i} is {json.dumps(v)[:40]}; expected {what}", file)
-        if kind == "sizes" and isinstance(v, int) and v > INT64_MAX:  # (numpy made it a float)
-            raise PagingError(f"entry {i} is {brief(v)}; expected an integer number of bytes "
-                              "from 1 to 2^63 - 1", file)
     # the values themselves are checked where every weight array is (paging.weights)
     check = as_costs if kind == "costs" else as_sizes
     try:

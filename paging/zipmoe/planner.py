@@ -92,7 +92,8 @@ MAX_SPLITS = 2_000_000
 def grid_size(pools, delta) -> int:
     """The number of splits of :func:`split_grid`, ``C(m + |Λ| - 1, |Λ| - 1)`` for m = 1/δ,
     computed without making them."""
-    return math.comb(_delta(delta) + len(check_pools(pools)) - 1, len(check_pools(pools)) - 1)
+    r = len(check_pools(pools)) - 1
+    return math.comb(_delta(delta) + r, r)
 
 
 def check_grid(pools, delta) -> int:
@@ -299,12 +300,11 @@ def plan(qs, k: int, budget: int, n: int, forms: dict, t: PoolTimes, pools="FCSE
     model = [_Layer(q, k) for q in qs]
     delays = _Delays(k, t)
     memo: dict = {}
-    best, best_cost, evaluated = None, math.inf, 0
+    best, best_cost = None, math.inf
     # a bar (on a terminal) when the grid is large: δ = 0.005 is over a million splits
-    with bar(n_splits if n_splits > 50_000 else None, "plan splits", unit="split",
+    with bar(n_splits, "plan splits", unit="split",
              show=None if n_splits > 50_000 else False) as pb:
         for g in split_grid(lam, delta):
-            evaluated += 1
             pb.update()
             sz = pool_capacities(budget, layers, n, g, forms)
             key = tuple(sz[p] for p in POOLS)
@@ -313,7 +313,7 @@ def plan(qs, k: int, budget: int, n: int, forms: dict, t: PoolTimes, pools="FCSE
             if memo[key] < best_cost:          # strictly cheaper only (Algorithm 4 line 30)
                 best, best_cost = (g, sz), memo[key]
     g, sz = best
-    return Plan(lam, g, sz, best_cost, best_cost * layers, evaluated, len(memo),
+    return Plan(lam, g, sz, best_cost, best_cost * layers, n_splits, len(memo),
                 sorted(memo.items()))
 
 
