@@ -21,6 +21,7 @@ row last (``warm_total: true``).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -77,8 +78,10 @@ class RunSpec:
     engine, seed
         As :func:`paging.simulate.simulate`.
     verify : bool
-        Record every run in full and check it with :func:`paging.verify.verify` (capacity,
-        every request served, misses matching the eviction log).
+        Run inside :func:`paging.simulate.verifying`: every run recorded in full and checked
+        with :func:`paging.verify.verify` (capacity, every request served, misses matching the
+        eviction log). A serving run checks its own interactive run instead
+        (:func:`paging.serve.engine.serve`).
     lifetimes : bool
         Add each run's cache lifetimes in tokens (:mod:`paging.lifetimes`; a warm run's
         total row only; not with a prefetcher).
@@ -337,23 +340,19 @@ def run_weights(spec: RunSpec, cm, trace):
 
 
 def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher, routing):
-    from paging.simulate import simulate
+    from paging.simulate import simulate, verifying
 
     handler = spec.miss_handler(trace)
     extended = prefetcher is not None or handler is not None
-    # (a warm run with a miss handler records its events: its per-sequence counts read them)
-    record = True if (spec.verify or spec.lifetimes
-                      or ((cm is not None or warm) and extended)) else (
+    # (a warm run with a miss handler records its events: its per-sequence counts read them;
+    # a verified run is recorded in full by verifying())
+    record = True if (spec.lifetimes or ((cm is not None or warm) and extended)) else (
         "hits" if (cm is not None or warm) else False)
     cap = {"k": spec.k} if spec.k is not None else {"budget": spec.budget}
-    res = simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
-                   engine=spec.engine, record=record, prefetch=prefetcher, miss=handler,
-                   routing=routing, progress=spec.progress, **cap)
-    if spec.verify:
-        from paging.verify import verify
-
-        verify(trace, res, costs=costs, sizes=sizes)
-    return res
+    with verifying() if spec.verify else contextlib.nullcontext():
+        return simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
+                        engine=spec.engine, record=record, prefetch=prefetcher, miss=handler,
+                        routing=routing, progress=spec.progress, **cap)
 
 
 def _prefetcher(spec: RunSpec, trace, traces, train):

@@ -103,6 +103,31 @@ def test_cli_verify_flag(capsys):
     assert row["misses"] == simulate(load(GEN)[0], "fifo", 4).misses
 
 
+def test_cli_verify_catches_a_miscounted_run_with_status_3(capsys, monkeypatch):
+    """`paging simulate --verify` runs inside :func:`paging.simulate.verifying`: a run whose
+    miss count disagrees with its own hit mask is one line and exit status 3 (unchecked, the
+    wrong count is printed)."""
+    import dataclasses
+    import importlib
+
+    module = importlib.import_module("paging.simulate")  # (the package exports the function)
+    real = module._simulate
+
+    def miscounted(*a, **kw):
+        res = real(*a, **kw)
+        return dataclasses.replace(res, misses=res.misses + 1)
+
+    monkeypatch.setattr(module, "_simulate", miscounted)
+    argv = ["simulate", GEN, "--policy", "fifo", "--k", "4", "--json"]
+    assert cli.main(argv) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    assert row["misses"] == simulate(load(GEN)[0], "fifo", 4).misses  # (both miscounted)
+    assert cli.main(argv + ["--verify"]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert err.startswith("error: a run failed its independent verification: ")
+
+
 @needs_traces
 def test_batched_transition_trains_on_the_other_sequences_only():
     """A cold run on one sequence of a file trains ``transition`` on the file's other
