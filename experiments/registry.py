@@ -42,8 +42,8 @@ def add_arguments(p, *, only: bool = True, trace: bool = True) -> None:
     if only:
         p.add_argument("--verify", action="store_true",
                        help="record and check independently every run the figures make "
-                            "through paging.simulate (the same numbers; miss curves and "
-                            "serving's compiled runs are not covered)")
+                            "through paging.simulate, every miss curve at each k, and every "
+                            "serving run against the reference loop (the same numbers)")
     if trace:
         p.add_argument("--trace", action="append", metavar="PATH", default=None,
                        help="routing file for the figures drawn from real traces, instead of "

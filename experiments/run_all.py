@@ -57,8 +57,9 @@ def run_figures(only: Sequence[str] | None = None, out_dir: str = DEFAULT_OUT,
     """Compute and plot the selected figures; return name -> written files ([] if skipped).
     Besides the one-line log of each step, a bar over the figures when stderr is a terminal
     (``progress``: force it on or off). ``verify``: every run made through
-    :func:`paging.simulate.simulate` is recorded and verified (:func:`paging.simulate.
-    verifying`)."""
+    :func:`paging.simulate.simulate` is recorded and verified, every miss curve held to a
+    verified run at each k and every serving run to the verified reference loop
+    (:func:`paging.simulate.verifying`)."""
     import contextlib
 
     from paging import progress as pbar

@@ -301,12 +301,16 @@ def miss_curve(trace: Trace, policy_name: str, *, seed: int | None = 0,
     Notes
     -----
     Guarantee: ``misses[k-1]`` equals the reference simulation at k for every k (checked by
-    ``tests/unit/test_mrc.py``). Rounds mode, stack policies (LRU, LLRU, LFU, FLD, Least-Stale,
-    Belady): one pass by the inclusion property of Mattson et al. (IBM Systems Journal 9(2),
-    1970); their DIST variants: per-layer curves summed through ``layout.dist_shares(k)``.
-    FIFO, FWF, Marking and every groups-mode trace (pinning and bypasses break inclusion): one
-    compiled run per k, on a thread pool (or Dask tasks with ``scheduler``). The module
-    docstring says why each route is exact.
+    ``tests/unit/test_mrc.py``). Inside :func:`paging.simulate.verifying` (``paging mrc
+    --verify``, ``paging figs --verify``) the curve is also held to a verified run at every k
+    (:func:`verify_curve`) before it is returned.
+
+    Rounds mode, stack policies (LRU, LLRU, LFU, FLD, Least-Stale, Belady): one pass by the
+    inclusion property of Mattson et al. (IBM Systems Journal 9(2), 1970); their DIST variants:
+    per-layer curves summed through ``layout.dist_shares(k)``. FIFO, FWF, Marking and every
+    groups-mode trace (pinning and bypasses break inclusion): one compiled run per k, on a
+    thread pool (or Dask tasks with ``scheduler``). The module docstring says why each route is
+    exact.
 
     Cost: O(N log nℓ) for LRU; O(N·d̄) for the priority policies, d̄ ≤ nℓ the mean stack depth;
     O(n·N) for FIFO-DIST and FWF-DIST; otherwise nℓ compiled runs (O(N) to O(N log k) each).
@@ -326,13 +330,20 @@ def miss_curve(trace: Trace, policy_name: str, *, seed: int | None = 0,
     method = _method(trace, spec)
     if method == "stack":
         nu = _readonly(trace.next_use if fast.needs_next_use(spec) else np.zeros(0))
-        return _hist_to_misses(_stack_hist(trace.pages, nu, trace.layout, spec), N, P)[1:]
-    if method == "per-layer":
+        curve = _hist_to_misses(_stack_hist(trace.pages, nu, trace.layout, spec), N, P)[1:]
+    elif method == "per-layer":
         m = _layer_curves(trace, spec)
         ks = np.arange(1, P + 1)
         shares = np.stack([trace.layout.dist_shares(k) for k in ks])  # (P, ℓ)
-        return m[np.arange(trace.layout.n_layers)[None, :], shares].sum(axis=1)
-    return _per_k(trace, policy_name, spec, list(range(1, P + 1)), seed, progress, scheduler)
+        curve = m[np.arange(trace.layout.n_layers)[None, :], shares].sum(axis=1)
+    else:
+        curve = _per_k(trace, policy_name, spec, list(range(1, P + 1)), seed, progress,
+                       scheduler)
+    from paging.simulate import verifying_now
+
+    if verifying_now():
+        verify_curve(trace, policy_name, curve, seed=seed, show=progress)
+    return curve
 
 
 def miss_curves(trace: Trace, names: Iterable[str], *, seed: int | None = 0,

@@ -19,6 +19,8 @@ this machine's cores; automatic for files above ``$PAGING_STREAM_BYTES``.
 
 from __future__ import annotations
 
+import contextlib
+
 from paging.commands.common import add_trace_args, format_table, load_from_args, policy_help
 from paging.commands.streaming import add_stream_args
 from paging.options import seed
@@ -118,16 +120,13 @@ def run(args) -> int:
         RunSpec(name, k=1).check(traces)  # (the run recipe's refusals: scores the traces lack)
         if traces and all(curve_method(tr, name) != "per-k" for tr in traces):
             _one_pass_note(args, name)
-        doc = curve_report(traces, name, seed=args.seed, progress=False if args.json else None,
-                           scheduler=args.scheduler)
+        from paging.simulate import verifying
+
+        with verifying() if args.verify else contextlib.nullcontext():  # (every k checked)
+            doc = curve_report(traces, name, seed=args.seed,
+                               progress=False if args.json else None, scheduler=args.scheduler)
         n_seqs = len(traces)
         if args.verify:
-            from paging.mrc import verify_curve
-
-            per = doc.get("traces") or [{"misses": doc["misses"]}]
-            for tr, one in zip(traces, per, strict=True):
-                verify_curve(tr, name, one["misses"][:tr.layout.n_pages], seed=args.seed,
-                             show=False if args.json else None)
             doc["verified"] = True
     if args.json:
         print_json(doc)

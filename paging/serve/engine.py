@@ -1105,9 +1105,14 @@ def serve(run_spec, spec: ServeSpec, traces, *, show: bool | None = None) -> Ser
     it is the one a run without ``verify`` would use, it runs too and must equal the verified
     run request for request (the stream served, its hits and the latency summary): the numbers
     reported are then the compiled run's, checked (before, ``--verify`` switched to the
-    reference loop and left the compiled kernels unchecked)."""
+    reference loop and left the compiled kernels unchecked). Inside
+    :func:`paging.simulate.verifying` (``paging figs --verify``) every run is verified so."""
     from dataclasses import replace
 
+    from paging.simulate import verifying_now
+
+    if verifying_now() and not run_spec.verify:
+        run_spec = replace(run_spec, verify=True)
     if run_spec.verify and run_spec.engine != "reference":
         fast_spec = replace(run_spec, verify=False)
         server = _Server(fast_spec, spec, traces)

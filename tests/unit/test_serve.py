@@ -1740,3 +1740,8 @@ def test_verify_checks_the_compiled_run_a_plain_run_reports(toy, monkeypatch):
     with pytest.raises(VerificationError, match="differs from the verified reference loop at "
                                                 "request 0 .page [0-9]+: hit against miss."):
         serve(RunSpec("lru", k=3, model=toy, verify=True), ss, seqs)
+    from paging.simulate import verifying
+
+    serve(RunSpec("lru", k=3, model=toy), ss, seqs)  # (unchecked: not caught)
+    with verifying(), pytest.raises(VerificationError, match="differs from the verified"):
+        serve(RunSpec("lru", k=3, model=toy), ss, seqs)  # (figs --verify's serving runs)

@@ -49,7 +49,9 @@ def test_mrc_verify_reports_and_fails_with_status_3(capsys, monkeypatch):
     assert doc["verified"] is True and len(doc["misses"]) == 12
     assert main(["mrc", SPEC, "--policy", "lru", "--verify"]) == 0
     assert "verified: the run at every k checked" in capsys.readouterr().out
-    monkeypatch.setattr(paging.mrc, "miss_curve", _off_by_one(miss_curve))
+    real = paging.mrc._hist_to_misses  # (the one-pass route's last step, broken at k = 3)
+    monkeypatch.setattr(paging.mrc, "_hist_to_misses",
+                        lambda *a: real(*a) + (np.arange(13) == 3))
     assert main(["mrc", SPEC, "--policy", "lru", "--json"]) == 0  # (unchecked: not caught)
     capsys.readouterr()
     assert main(["mrc", SPEC, "--policy", "lru", "--verify", "--json"]) == 3
@@ -218,6 +220,33 @@ def test_inside_verifying_every_simulate_call_is_recorded_and_checked(monkeypatc
     assert simulate(tr, "fifo", 4).misses == plain.misses  # (unchecked: not caught)
     with verifying(), pytest.raises(VerificationError):
         simulate(tr, "fifo", 4)
+
+
+@pytest.mark.parametrize("policy, route, k", [("lru", "_hist_to_misses", 7),
+                                              ("fifo", "_per_k", 8)])
+def test_inside_verifying_every_miss_curve_is_held_to_verified_runs(policy, route, k,
+                                                                     monkeypatch):
+    """A miss curve made inside verifying() (the figures' curves under `figs --verify`) is
+    checked at every k before it is returned, on the one-pass and the per-k route alike."""
+    from paging.simulate import verifying
+
+    (tr,) = load(SPEC)
+    right = miss_curve(tr, policy)
+    with verifying():
+        assert list(miss_curve(tr, policy)) == list(right)
+    real = getattr(paging.mrc, route)
+
+    def broken(*a):  # (one miss too many at index 7 of what the route returns)
+        m = np.array(real(*a))
+        m[7] += 1
+        return m
+
+    monkeypatch.setattr(paging.mrc, route, broken)
+    assert miss_curve(tr, policy)[k - 1] == right[k - 1] + 1  # (unchecked: not caught)
+    with verifying(), pytest.raises(VerificationError, match=f"the {policy} curve has "
+                                    f"{right[k - 1] + 1} misses at k = {k}, a verified run "
+                                    f"{right[k - 1]}"):
+        miss_curve(tr, policy)
 
 
 def test_figs_verify_makes_the_same_files(tmp_path):
