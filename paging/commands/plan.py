@@ -1,4 +1,4 @@
-"""``paging plan TRACE --model M --hardware H --budget-gb G [--precision Q] [--json]``.
+"""``paging plan TRACE --model M --hardware H --budget-gb G [--precision Q] [--verify] [--json]``.
 
 ZipMoE's hierarchical cache-pool planning (Yang et al., Sec. 3.4, App. C Algorithm 4;
 :mod:`paging.zipmoe.planner`): the split of the budget over the pools F (full), C (compressed),
@@ -9,6 +9,8 @@ the baseline without compressed pools. Pool sizes and times come from the cost m
 """
 
 from __future__ import annotations
+
+import contextlib
 
 from paging.commands.common import add_trace_args, format_table, load_from_args
 from paging.options import int64
@@ -45,6 +47,10 @@ def add_parser(sub) -> None:
                    help="E-chunks per tensor K >= 1 (default 6)")
     p.add_argument("--no-exact", action="store_true",
                    help="skip the exact Algorithm 1 schedule of the replayed patterns (faster)")
+    p.add_argument("--verify", action="store_true",
+                   help="record and check independently every replay through the pools (each "
+                        "pool level's run: capacity, every request served, misses = the "
+                        "eviction log); the same numbers")
     p.add_argument("--json", action="store_true", help="print one JSON list, one object per "
                    "sequence")
     p.set_defaults(func=run)
@@ -62,6 +68,7 @@ def run(args) -> int:
     from paging.cli import print_json
     from paging.cost import budget_bytes, get_hardware, get_model, get_precision
     from paging.cost.pools import form_bytes
+    from paging.simulate import verifying
     from paging.zipmoe.planner import check_grid, check_pools, plan_trace
 
     model = get_model(args.model)
@@ -74,9 +81,14 @@ def run(args) -> int:
     budget = budget_bytes(args.budget_gb)
     args.expand = "groups"
     memo: dict = {}
-    rows = [plan_trace(tr, model, hardware, budget, params, args.pools, args.delta,
-                       precision.name, exact=not args.no_exact, memo=memo)
-            for tr in load_from_args(args)]
+    traces = load_from_args(args)
+    with verifying() if args.verify else contextlib.nullcontext():  # (every replay checked)
+        rows = [plan_trace(tr, model, hardware, budget, params, args.pools, args.delta,
+                           precision.name, exact=not args.no_exact, memo=memo)
+                for tr in traces]
+    if args.verify:
+        for r in rows:
+            r["verified"] = True
     if args.json:
         print_json(rows)
         return 0
@@ -111,4 +123,6 @@ def run(args) -> int:
     cols = ["trace", "plan", "sizes F/C/S/E", "ratios", "pred layer", "sim alg3", "sim alg1",
             "static alg3", "pred token"]
     print(format_table(table, cols))
+    if args.verify:
+        print("verified: every replay through the pools checked independently")
     return 0

@@ -144,6 +144,30 @@ def test_cli_json_on_mixtral(capsys):
     assert "alg1_layer_ms" not in r["plan"]["simulated"]
 
 
+def test_cli_verify_checks_every_replay_and_changes_no_number(capsys, monkeypatch):
+    """`paging plan --verify`: every pool level's replay (`simulate`) recorded and verified;
+    the same plan and times. A replay whose miss count disagrees with its run is exit 3."""
+    import dataclasses
+    import importlib
+
+    argv = ["plan", "router:n=8,layers=32,tokens=40,k=2,seed=0", "--model", "mixtral-8x7b",
+            "--budget-gb", "20", "--no-exact", "--json"]
+    assert main(argv) == 0
+    (plain,) = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--verify"]) == 0
+    (checked,) = json.loads(capsys.readouterr().out)
+    assert checked.pop("verified") is True and checked == plain
+    sim = importlib.import_module("paging.simulate")
+    real = sim._simulate
+    monkeypatch.setattr(sim, "_simulate", lambda *a, **kw: dataclasses.replace(
+        real(*a, **kw), misses=real(*a, **kw).misses + 1))
+    assert main(argv) == 0  # (unchecked: the replay reads only the hit mask)
+    capsys.readouterr()
+    assert main(argv + ["--verify"]) == 3
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("error: a run failed its independent verification")
+
+
 @pytest.mark.parametrize("budget, extra, message", [
     ("20", ["--rho", "0"], "rho must be a number in (0, 1]"),
     ("20", ["--threads", "0"], "L (decompression threads) must be an integer >= 1"),
