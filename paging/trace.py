@@ -58,6 +58,77 @@ class TraceError(PagingError):
 _CHUNK = 1 << 22  # validation works on blocks of this many requests (bounded temporaries)
 
 
+def token_violation(steps: np.ndarray, token: np.ndarray | None, rank: np.ndarray | None,
+                    n_layers: int, expand: str, prev: tuple | None = None, offset: int = 0):
+    """The first request whose ``token`` or ``rank`` contradicts the layer clock, as
+    ``(index, message)`` (index into ``steps``; the message numbers it ``offset + index``), or
+    None. ``prev``: ``(step, token, rank)`` of the request before ``steps[0]`` (a chunk
+    continuing a sequence; None at its start).
+
+    The rules are those of :func:`from_routing`'s expansions, which every reader and writer
+    keeps: a forward pass (``steps // ℓ``) belongs to one token (one id) and, in rounds mode,
+    to one rank; the next pass either continues the token with the next rank (rounds mode:
+    round r + 1 of the same token) or starts a later token (a larger id; rank 0 in rounds
+    mode, and in groups mode every pass is a new token). Token ids that went down, ran one per
+    request or stood still were read without complaint and changed every token boundary the
+    token policies, the groups re-expansion and the serving model read. (A group's ranks are
+    not held to be distinct: a serving step's group gives each expert the best rank any of its
+    tokens gave it.)"""
+    if token is None and rank is None:
+        return None
+    s = np.asarray(steps, dtype=np.int64)
+    if prev is not None:
+        s = np.r_[np.int64(prev[0]), s]
+    first = 0 if prev is None else 1  # index of steps[0] in s
+    if s.size - first == 0:
+        return None
+    ps = s // n_layers
+    same = ps[1:] == ps[:-1]  # request j + 1 is in request j's forward pass
+    rounds = expand == "rounds"
+
+    def col(a, k):
+        a = np.asarray(a, dtype=np.int64)
+        return a if prev is None else np.r_[np.int64(prev[k]), a]
+
+    t = None if token is None else col(token, 1)
+    r = None if rank is None else col(rank, 2)
+    bad = np.zeros(same.size, dtype=bool)
+    if t is not None:
+        up = t[1:] > t[:-1]
+        bad |= same & (t[1:] != t[:-1])
+        bad |= ~same & ((t[1:] < t[:-1]) | (~up if not rounds else False))
+    if r is not None and rounds:
+        bad |= same & (r[1:] != r[:-1])
+        if t is not None:
+            bad |= ~same & ~up & (r[1:] != r[:-1] + 1)
+            bad |= ~same & up & (r[1:] != 0)
+        else:
+            bad |= ~same & (r[1:] != r[:-1] + 1) & (r[1:] != 0)
+    hit = np.flatnonzero(bad)
+    if not hit.size:
+        return None
+    j = int(hit[0]) + 1  # in s
+    i = j - first       # in steps
+    at = f"request {offset + i} (step {int(s[j])})"
+    if t is not None and same[j - 1] and t[j] != t[j - 1]:
+        return i, (f"{at} has token id {int(t[j])} inside the forward pass of token "
+                   f"{int(t[j - 1])}; expected one token id per forward pass (steps // "
+                   f"{n_layers} layers)")
+    if t is not None and not same[j - 1] and (t[j] < t[j - 1] or (not rounds
+                                                                  and t[j] == t[j - 1])):
+        return i, (f"{at} starts a forward pass with token id {int(t[j])} after token "
+                   f"{int(t[j - 1])}; expected token ids to increase from token to token"
+                   + ("" if rounds else " (groups mode: one forward pass per token)"))
+    if same[j - 1]:
+        return i, (f"{at} has rank {int(r[j])} inside a round of rank {int(r[j - 1])}; "
+                   "expected one rank per round in rounds mode")
+    if t is not None and t[j] > t[j - 1]:
+        return i, (f"{at} starts token {int(t[j])} with rank {int(r[j])}; expected its first "
+                   "round to have rank 0")
+    return i, (f"{at} has rank {int(r[j])} after a round of rank {int(r[j - 1])}; expected "
+               "the rounds of a token to have ranks 0, 1, ..., K-1")
+
+
 def _frozen(a, dtype) -> np.ndarray:
     """A read-only array of ``dtype``: an array that already is one is adopted as it is (no
     copy, so 10^8-request traces cost no extra memory); anything else is copied and frozen."""
@@ -157,6 +228,15 @@ class Trace:
                 raise TraceError(nm, i, f"request {i}: step {int(self.steps[i])} requests page "
                                  f"{int(self.pages[i])} twice; the K experts of a group must "
                                  "differ")
+        if self.token is not None or self.rank is not None:
+            b = max(lo - 1, 0)
+            prev = None if lo == 0 else tuple(
+                int(a[b]) if a is not None else 0 for a in (self.steps, self.token, self.rank))
+            tv = token_violation(s, None if self.token is None else self.token[lo:hi],
+                                 None if self.rank is None else self.rank[lo:hi],
+                                 lay.n_layers, self.expand, prev, lo)
+            if tv is not None:
+                raise TraceError(nm, lo + tv[0], tv[1])
 
     # -- derived views -------------------------------------------------------------------------
     def __len__(self) -> int:

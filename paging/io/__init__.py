@@ -239,15 +239,42 @@ def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = Fa
                            "--n-experts and --layers, .npz; paging sweep streams an .npz above "
                            "$PAGING_STREAM_BYTES), or cut it", str(path))
         if fmt == "jsonl":
-            return read_routing_jsonl(path, expand=expand, strict=strict, phase=phase,
-                                      fields=fields, n_experts=n_experts, n_layers=n_layers)
-        if fields:
-            raise PagingError("field names apply to routing-log JSONL only", str(path))
-        kw = {"expand": expand, "strict": strict, "phase": phase, "n_experts": n_experts,
-              "n_layers": n_layers}
-        return FORMATS[fmt].read(path, **kw)
+            traces = read_routing_jsonl(path, expand=expand, strict=strict, phase=phase,
+                                        fields=fields, n_experts=n_experts, n_layers=n_layers)
+        else:
+            if fields:
+                raise PagingError("field names apply to routing-log JSONL only", str(path))
+            kw = {"expand": expand, "strict": strict, "phase": phase, "n_experts": n_experts,
+                  "n_layers": n_layers}
+            traces = FORMATS[fmt].read(path, **kw)
     except OSError as e:
         raise PagingError(f"cannot read the file: {e.strerror or e}", str(path)) from None
+    check_sequences(traces, str(path))
+    return traces
+
+
+def check_sequences(traces: Sequence[Trace], file: str) -> None:
+    """Refuse what a reader accepts sequence by sequence but a run would silently mistake:
+
+    * two sequences of one name (a sweep's rows, ``--sequence`` and the warm order tell
+      sequences by name: the second was lost from a sweep table, ``problem_id`` 0 and "0"
+      being one name);
+    * a sequence whose every token was dropped as incomplete (a layout larger than the
+      file's, ``--layers 33`` on a 32-layer file, gave zero requests and a "perfect" cache).
+    """
+    seen: dict[str, int] = {}
+    for i, t in enumerate(traces):
+        if t.name in seen:
+            raise PagingError(f"sequences {seen[t.name] + 1} and {i + 1} are both named "
+                              f"{t.name!r}; expected distinct sequence names", file)
+        seen[t.name] = i
+        dropped = int(t.meta.get("dropped_tokens") or 0)
+        if t.n_requests == 0 and dropped:
+            L = t.layout.n_layers
+            raise PagingError(f"sequence {t.name}: all {dropped} tokens lack some of the "
+                              f"{L} layers 0..{L - 1} and were dropped; expected the layout of "
+                              "the file (check --layers/--n-experts, or read with --strict to "
+                              "see the first incomplete token)", file)
 
 
 def _file_requests(path: Path, fmt: str) -> int | None:

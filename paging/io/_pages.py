@@ -51,9 +51,12 @@ def reexpand(trace: Trace, expand: str) -> Trace:
         return trace
     lay = trace.layout
     if trace.token is not None and trace.rank is not None and trace.n_requests:
-        T, K = int(trace.token.max()) + 1, int(trace.rank.max()) + 1
+        # (the ids numbered 0..T-1 in their order: a trace's ids increase from token to token,
+        # and a file's may skip, up to 2^63 - 1, which a table by id could not hold)
+        ids, tok = np.unique(trace.token, return_inverse=True)
+        T, K = ids.size, int(trace.rank.max()) + 1
         table = np.full((T, lay.n_layers, K), -1, dtype=np.int64)
-        idx = (trace.token, trace.layers, trace.rank)
+        idx = (tok.reshape(-1), trace.layers, trace.rank)
         table[idx] = lay.expert_of(trace.pages)
         filled = np.zeros(table.shape, dtype=np.int64)
         np.add.at(filled, idx, 1)
@@ -63,7 +66,7 @@ def reexpand(trace: Trace, expand: str) -> Trace:
                 scores = np.zeros(table.shape)
                 scores[idx] = trace.score
             return from_routing(table, lay, expand, scores, trace.name, trace.meta,
-                                trace.logits)
+                                None if trace.logits is None else trace.logits[ids])
     single = trace.rank is None or trace.n_requests == 0 or int(trace.rank.max()) == 0
     if single and not trace.is_grouped:
         return Trace(lay, trace.pages, trace.steps, trace.name, trace.token, trace.rank,

@@ -123,9 +123,11 @@ class ChunkCheck:
     """The checks of :meth:`paging.trace.Trace._validate` applied chunk by chunk.
 
     ``check(pages, steps)`` validates the next chunk of one sequence (its requests continue the
-    previous chunks'); a violation raises :class:`~paging.trace.TraceError` with the request's
-    index in the whole sequence and the same message as the whole-trace check. ``where(i)``, when
-    given, turns it into the reader's :class:`PagingError` (``(prefix, line)`` of request i, as
+    previous chunks'; ``token`` and ``rank``, when the file has them, are held to the layer
+    clock by :func:`paging.trace.token_violation`); a violation raises
+    :class:`~paging.trace.TraceError` with the request's index in the whole sequence and the
+    same message as the whole-trace check. ``where(i)``, when given, turns it into the reader's
+    :class:`PagingError` (``(prefix, line)`` of request i, as
     :func:`paging.io._pages.build_trace`); ``lines`` passed to ``check`` give the lines of the
     chunk's requests for it.
     """
@@ -138,6 +140,7 @@ class ChunkCheck:
         self.file, self.where, self.id_message = file, where, id_message
         self.offset = 0  # requests checked so far
         self.prev = None  # the last step checked
+        self.prev_tr = (0, 0)  # the last request's token id and rank (when the file has them)
         self.group = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # the last group's tail
 
     def _fail(self, i: int, detail: str, lines):
@@ -146,7 +149,8 @@ class ChunkCheck:
         prefix, line = self.where(i, lines)
         raise PagingError(f"{prefix}{detail}", self.file, line)
 
-    def check(self, pages: np.ndarray, steps: np.ndarray, lines=None) -> None:
+    def check(self, pages: np.ndarray, steps: np.ndarray, lines=None, token=None,
+              rank=None) -> None:
         lay, lo = self.layout, self.offset
         p, s = pages, steps
         if p.shape != s.shape:
@@ -203,6 +207,15 @@ class ChunkCheck:
                 keep = tail_s == last
                 tail_p, tail_s = tail_p[keep], tail_s[keep]
             self.group = (tail_p.copy(), tail_s.copy())
+        if token is not None or rank is not None:
+            from paging.trace import token_violation
+
+            prev = None if self.prev is None else (self.prev, *self.prev_tr)
+            tv = token_violation(s, token, rank, lay.n_layers, self.expand, prev, lo)
+            if tv is not None:
+                self._fail(lo + tv[0], tv[1], lines)
+            self.prev_tr = (0 if token is None else int(token[-1]),
+                            0 if rank is None else int(rank[-1]))
         self.prev = int(s[-1])
         self.offset += p.size
 
@@ -444,6 +457,12 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
                           "len(pages) with one more entry than names", file)
     if S == 0:
         raise PagingError("the file holds no sequences", file)
+    seen: dict[str, int] = {}
+    for q, nm in enumerate(map(str, names)):  # (as paging.io.check_sequences, read whole)
+        if nm in seen:
+            raise PagingError(f"sequences {seen[nm] + 1} and {q + 1} are both named {nm!r}; "
+                              "expected distinct sequence names", file)
+        seen[nm] = q
     parsed = []
     for s in range(S):
         meta = {}
@@ -485,16 +504,15 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
                 if not (np.isfinite(sc) & (sc >= 0)).all():
                     raise PagingError("array 'score' holds NaN, infinite or negative values; "
                                       "expected finite non-negative gate scores", file)
-            token = None
+            cols = {}
             for key in ("token", "rank"):
                 if key in members:
-                    # (read to keep the members in step)
-                    v = as_int64(key, members[key].read(m), file)
+                    # (read to keep the members in step, and checked against the layer clock)
+                    cols[key] = v = as_int64(key, members[key].read(m), file)
                     check_nonnegative(key, v, file)
-                    if key == "token" and with_tokens:
-                        token = v
+            token = cols.get("token") if with_tokens else None
             pos += m
-            chk.check(pages, steps)
+            chk.check(pages, steps, token=cols.get("token"), rank=cols.get("rank"))
             yield ((pages, steps) + ((token,) if with_tokens else ())
                    + ((sc.astype(np.float64),) if with_scores else ()))
 
@@ -576,8 +594,9 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
     batch = min(chunk, _CSV_BATCH)  # rows are parsed into Python lists first
 
     def rows():
-        """Batches ``(sequence, pages, steps, lines, extras, scores)`` of at most ``chunk``
-        rows of one sequence."""
+        """Batches ``(sequence, pages, steps, lines, extras, scores, tokens, ranks)`` of at
+        most ``chunk`` rows of one sequence (``tokens``/``ranks``: the columns, for the
+        check against the layer clock)."""
         seen: set[str] = set()
         cur = None
         pages: list[int] = []
@@ -585,6 +604,8 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
         where: list[int] = []
         toks: list[int] = []
         scs: list[float] = []
+        tks: list[int] = []
+        rks: list[int] = []
         for rec in reader:
             ln = reader.line_num + skip
             if not rec or (len(rec) == 1 and not rec[0].strip()):
@@ -599,8 +620,8 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
                                       "expected the rows of a sequence to be contiguous", file,
                                       ln)
                 if pages:
-                    yield cur, pages, steps, where, toks, scs
-                    pages, steps, where, toks, scs = [], [], [], [], []
+                    yield cur, pages, steps, where, toks, scs, tks, rks
+                    pages, steps, where, toks, scs, tks, rks = [], [], [], [], [], [], []
                 seen.add(seq)
                 cur = seq
             vals = {}
@@ -625,24 +646,30 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
             where.append(ln)
             if extra is not None:
                 toks.append(vals[extra])
+            if "token" in vals:
+                tks.append(vals["token"])
+            if "rank" in vals:
+                rks.append(vals["rank"])
             if len(pages) >= batch:
-                yield cur, pages, steps, where, toks, scs
-                pages, steps, where, toks, scs = [], [], [], [], []
+                yield cur, pages, steps, where, toks, scs, tks, rks
+                pages, steps, where, toks, scs, tks, rks = [], [], [], [], [], [], []
         if pages:
-            yield cur, pages, steps, where, toks, scs
+            yield cur, pages, steps, where, toks, scs, tks, rks
         if cur is None:
             raise PagingError("the file has a header but no rows; expected one request per "
                               "row", file, reader.line_num + skip)
 
     def chunks(batches, nm):
         chk = ChunkCheck(lay, mode, nm, file, lambda i, ls: ("", int(ls[i - chk.offset])))
-        for _, pages, steps, where, toks, scs in batches:
+        for _, pages, steps, where, toks, scs, tks, rks in batches:
             p = np.asarray(pages, dtype=np.int64)
             if "step" in col:
                 s = np.asarray(steps, dtype=np.int64)
             else:
                 s = np.arange(chk.offset, chk.offset + p.size, dtype=np.int64)
-            chk.check(p, s, np.asarray(where, dtype=np.int64))
+            chk.check(p, s, np.asarray(where, dtype=np.int64),
+                      token=np.asarray(tks, dtype=np.int64) if "token" in col else None,
+                      rank=np.asarray(rks, dtype=np.int64) if "rank" in col else None)
             yield ((p, s) + (() if extra is None else (np.asarray(toks, dtype=np.int64),))
                    + ((np.asarray(scs, dtype=np.float64),) if with_scores else ()))
 

@@ -13,7 +13,11 @@ every request is its own step (rounds). Without ``sequence`` the file is one seq
 the file; with it, the rows of a sequence must be contiguous. The optional first comment line gives
 the layout and the expansion mode; without it ``n_experts`` and ``n_layers`` must be passed in.
 Request i of a sequence must be a page of layer ``steps[i] mod ℓ`` (Angelopoulos et al., Sec. 2.2);
-a violation is reported as "wrong layer order" with its line.
+a violation is reported as "wrong layer order" with its line. ``token`` and ``rank`` follow the
+layer clock as the expansions make them (:func:`paging.trace.token_violation`): one token id per
+forward pass (``step // ℓ``), ids that increase from token to token (every pass a new token in
+groups mode), and in rounds mode one rank per round and a token's rounds ranked 0, 1, ..., K-1;
+a violation is reported with its line.
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ Arrays (``numpy.savez``, no pickles)::
     offsets     S+1 int64: sequence s is requests offsets[s]:offsets[s+1]
     pages, steps                    int64, all sequences back to back (steps restart at 0)
     token, rank (int64), score (float64)    optional: present when every sequence has them
+                                    (token and rank follow the layer clock, as in a CSV:
+                                    :mod:`paging.io.csvtrace`)
     logits, logit_offsets           optional (every sequence has router logits): float64
                                     (ΣT, ℓ, n), sequence s holds rows logit_offsets[s]:[s+1]
     meta        S JSON strings (each sequence's ``Trace.meta``)
