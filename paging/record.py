@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from paging.errors import PagingError
-from paging.options import no_more, parse_spec, take_int
+from paging.options import no_more, parse_json, parse_spec, take_int
 
 #: transformers ``model_type`` -> the router module's path inside a decoder layer.
 ROUTERS = {"mixtral": "mlp.gate", "olmoe": "mlp.gate", "qwen2_moe": "mlp.gate",
@@ -195,11 +195,8 @@ def read_prompts(path: str | os.PathLike) -> list[str | list[int]]:
         if not jsonl:
             prompts.append(raw)
             continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise PagingError(f"malformed JSON ({e.msg}); expected a string or an object with "
-                              "prompt, text or input_ids per line", file, lineno) from None
+        rec = parse_json(raw, file, "a string or an object with prompt, text or input_ids per "
+                         "line", lineno)
         if isinstance(rec, dict):
             rec = next((rec[k] for k in ("input_ids", "prompt", "text") if k in rec), None)
         if isinstance(rec, str) and rec:

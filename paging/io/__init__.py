@@ -159,7 +159,7 @@ def detect_format(path: str | os.PathLike) -> str:
         try:  # a complete object on the first line that is not the nested document -> JSONL
             obj = json.loads(_first_line(text))
             return "nested" if isinstance(obj, dict) and "prompts" in obj else "jsonl"
-        except ValueError:
+        except (ValueError, RecursionError):  # (the reader names what is wrong)
             return "nested"
     if ext == "json":
         return "nested"

@@ -450,7 +450,7 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
         if metas is not None:
             try:
                 meta = json.loads(str(metas[s]))
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise PagingError(f"meta of sequence {names[s]} is not valid JSON",
                                   file) from None
             if not isinstance(meta, dict):

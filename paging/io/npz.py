@@ -164,7 +164,7 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
         if metas is not None:
             try:
                 meta = json.loads(str(metas[s]))
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise PagingError(f"meta of sequence {nm} is not valid JSON", file) from None
             if not isinstance(meta, dict):
                 raise PagingError(f"meta of sequence {nm} is not a JSON object", file)

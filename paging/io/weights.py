@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from paging.errors import PagingError
+from paging.options import parse_json
 from paging.weights import as_costs, as_sizes
 
 KINDS = ("costs", "sizes")
@@ -50,10 +51,11 @@ def read_weights(path: str | Path, n_pages: int, kind: str) -> np.ndarray:
         values = a.tolist()
     else:
         try:
-            values = json.loads(Path(path).read_text())
-        except (ValueError, UnicodeDecodeError) as e:
-            raise PagingError(f"not valid JSON ({e}); expected a list of {n_pages} {what}",
-                              file) from None
+            text = Path(path).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise PagingError(f"the {kind} file is not UTF-8 text; expected a JSON list of "
+                              f"{n_pages} {what}", file) from None
+        values = parse_json(text, file, f"a list of {n_pages} {what}")
         if not isinstance(values, list):
             raise PagingError(f"expected a JSON list of {n_pages} {what}, got "
                               f"{type(values).__name__}", file)

@@ -99,7 +99,7 @@ def load_model(path: str | Path) -> FlashMoEModel:
             W = [np.array(z[f"W{i}"], dtype=np.float64) for i in range(n_lin)]
             b = [np.array(z[f"b{i}"], dtype=np.float64) for i in range(n_lin)]
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile,
-            json.JSONDecodeError) as e:
+            json.JSONDecodeError, RecursionError) as e:
         raise PagingError(f"the file is not a FlashMoE model file ({type(e).__name__})",
                           file=str(path)) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:

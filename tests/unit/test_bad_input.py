@@ -1,0 +1,69 @@
+"""Bad input found by a review of the readers: each is one line on stderr naming the file (and
+the line where there is one) and what was expected, exit status 2, no traceback and no output
+file left behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from paging.cli import main
+
+ZIPF = "zipf:n=4,layers=2,tokens=6,seed=0"
+
+
+@pytest.fixture
+def one_line(capsys):
+    """Run ``paging ARGV``: exit status ``rc``, one ``error:`` line holding every fragment."""
+
+    def run(argv, *fragments, rc=2):
+        got = main([str(a) for a in argv])
+        out, err = capsys.readouterr()
+        assert got == rc, (got, err)
+        assert err.count("\n") == 1 and err.startswith("error: "), err
+        assert "Traceback" not in err
+        for f in fragments:
+            assert f in err, (f, err)
+        return err
+
+    return run
+
+
+def deep(levels: int = 100_000) -> str:
+    return "[" * levels + "]" * levels
+
+
+def test_json_and_toml_nested_too_deeply_are_one_line(tmp_path, one_line):
+    """Every JSON and TOML reader refused a document nested past the parser's depth with a
+    RecursionError traceback: the JSONL trace (a deep line mid-file, named), a nested JSON
+    trace, --sizes/--costs, a model .json, record --prompts and a sweep spec."""
+    too_deep = "not valid JSON (nested too deeply to read)"
+    good = ('{"dataset": "h", "problem_id": 0, "layer": 0, "experts": [0, 1], '
+            '"token_idx": 0}\n')
+    log = tmp_path / "deep.jsonl"
+    log.write_text(good * 3 + '{"experts": ' + deep() + "}\n" + good)
+    one_line(["simulate", log, "--policy", "lru", "--k", "2"],
+             f"{log}:4: {too_deep}; expected one JSON object per line")
+    nested = tmp_path / "deep.json"
+    nested.write_text('{"prompts": ' + deep() + "}")
+    one_line(["simulate", nested, "--policy", "lru", "--k", "2"],
+             f"{nested}: {too_deep}; expected one JSON document")
+    weights = tmp_path / "w.json"
+    weights.write_text(deep())
+    for kind, what in (("sizes", "integers >= 1 (bytes)"), ("costs", "finite numbers >= 0")):
+        one_line(["simulate", ZIPF, "--policy", "lru", "--budget-gb", "1", f"--{kind}",
+                  weights], f"{weights}: {too_deep}; expected a list of 8 {what}")
+    model = tmp_path / "m.json"
+    model.write_text('{"name": ' + deep() + "}")
+    one_line(["plan", ZIPF, "--model", model, "--hardware", "pcie3", "--budget-gb", "1"],
+             f"{model}: {too_deep}; expected a model file of JSON keys")
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('"hello"\n' + deep() + "\n")
+    out = tmp_path / "rec.jsonl"
+    one_line(["record", "--tiny", "mixtral", "--prompts", prompts, "--out", out],
+             f"{prompts}:2: {too_deep}; expected a string or an object with prompt")
+    assert not out.exists()
+    spec = tmp_path / "s.toml"
+    spec.write_text("traces = " + deep() + "\n")
+    one_line(["sweep", spec, "--out", tmp_path / "s.csv"],
+             f"{spec}: not valid TOML (nested too deeply to read); expected a sweep spec")
+    assert not (tmp_path / "s.csv").exists()
