@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from paging.errors import PagingError
-from paging.io._common import no_phases, read_text, text_int
+from paging.io._common import csv_records, no_phases, read_text, text_int
 from paging.io._pages import build_trace
 from paging.io.formats import TraceFormat
 from paging.io.libcachesim import ORACLE_GENERAL, write_libcachesim_csv, write_oracle_general
@@ -226,7 +226,8 @@ def read_libcachesim_csv(path: str | os.PathLike, *, expand: str = "rounds",
     file = str(path)
     no_phases(phase, file, "cache trace")
     layout = _check_layout(n_experts, n_layers, file)
-    rows = csv.reader(io.StringIO(read_text(path)))
+    rows = csv_records(csv.reader(io.StringIO(read_text(path))), file,
+                       expected="a CSV cache trace, one request per row")
     header = next(rows, None)
     if not header:
         raise PagingError("the file is empty; expected a CSV header naming an obj_id column "

@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from paging.errors import PagingError
-from paging.io._common import text_int
+from paging.io._common import csv_records, text_int
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, TraceError
 
@@ -548,7 +548,7 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
     reader = csv.reader(rest)
     header = None
     line = skip
-    for rec in reader:
+    for rec in csv_records(reader, file, skip):
         line = reader.line_num + skip
         if not rec or (len(rec) == 1 and not rec[0].strip()):
             continue
@@ -585,7 +585,7 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
         where: list[int] = []
         toks: list[int] = []
         scs: list[float] = []
-        for rec in reader:
+        for rec in csv_records(reader, file, skip):
             ln = reader.line_num + skip
             if not rec or (len(rec) == 1 and not rec[0].strip()):
                 continue

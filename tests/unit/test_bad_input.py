@@ -67,3 +67,21 @@ def test_json_and_toml_nested_too_deeply_are_one_line(tmp_path, one_line):
     one_line(["sweep", spec, "--out", tmp_path / "s.csv"],
              f"{spec}: not valid TOML (nested too deeply to read); expected a sweep spec")
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_a_csv_field_beyond_the_csv_modules_limit_names_its_line(tmp_path, one_line):
+    """A field longer than 131,072 characters was a ``_csv.Error`` traceback in the package's
+    CSV reader (whole and --stream) and the libCacheSim CSV reader."""
+    big = "x" * 200_000
+    trace = tmp_path / "t.csv"
+    trace.write_text("# paging-trace n_experts=4 n_layers=2 expand=rounds\nstep,page\n0,0\n"
+                     f"1,1\n2,{big}\n3,2\n")
+    for stream in ([], ["--stream"]):
+        one_line(["simulate", trace, "--policy", "lru", "--k", "2", *stream],
+                 f"{trace}:5: not valid CSV (field larger than field limit (131072)); "
+                 "expected one request per row")
+    cache = tmp_path / "t.libcachesim.csv"
+    cache.write_text(f"time,obj_id\n0,1\n1,{big}\n")
+    one_line(["simulate", cache, "--policy", "lru", "--k", "2"],
+             f"{cache}:3: not valid CSV (field larger than field limit (131072)); expected a "
+             "CSV cache trace")
