@@ -82,7 +82,7 @@ def _header_comment(line: str, file: str) -> dict:
                                   f"{', '.join(EXPANSIONS)}", file, 1)
             out[key] = val
         else:
-            if not val.isdigit() or int(val) < 1:
+            if not (val.isascii() and val.isdigit()) or int(val) < 1:  # (not int()'s '٤', '1_0')
                 raise PagingError(f"{key}={val} in the header comment; expected an integer >= 1",
                                   file, 1)
             out[key] = int(val)

@@ -85,3 +85,37 @@ def test_a_csv_field_beyond_the_csv_modules_limit_names_its_line(tmp_path, one_l
     one_line(["simulate", cache, "--policy", "lru", "--k", "2"],
              f"{cache}:3: not valid CSV (field larger than field limit (131072)); expected a "
              "CSV cache trace")
+
+
+@pytest.mark.parametrize("value", ["³", "٤", "1_0", "+4"])
+def test_csv_header_comment_integers_are_ascii_digits(tmp_path, one_line, value):
+    """``n_experts=³`` in a CSV trace's header comment was a ValueError traceback and
+    ``n_experts=٤`` silently 4 (``str.isdigit`` and ``int()`` take non-ASCII digits)."""
+    trace = tmp_path / "t.csv"
+    trace.write_text(f"# paging-trace n_experts={value} n_layers=2 expand=rounds\nstep,page\n"
+                     "0,0\n1,5\n")
+    for stream in ([], ["--stream"]):
+        one_line(["simulate", trace, "--policy", "lru", "--k", "2", *stream],
+                 f"{trace}:1: n_experts={value} in the header comment; expected an integer >= 1")
+
+
+def test_cache_trace_ids_are_numeric_only_as_ascii_digits(tmp_path):
+    """``int()`` took ``1_000`` for ``1000`` (and ``٤`` for 4), so two distinct ids of a text
+    or libCacheSim CSV trace were one object; only ASCII digits are numeric now, and leading
+    zeros stay numeric (libCacheSim's ``strtoull`` reads ``01`` as 1)."""
+    from paging.io import load
+
+    text = tmp_path / "ids.txt"
+    text.write_text("1_000\n1000\n٤\n4\n1000\n")
+    (t,) = load(text)
+    assert t.pages.tolist() == [0, 1, 2, 3, 1]
+    assert t.meta["object_ids"] == ["1_000", "1000", "٤", "4"]
+    cache = tmp_path / "ids.libcachesim.csv"
+    cache.write_text("time,obj_id\n0,1_000\n1,1000\n2, 7\n3,7\n")
+    (t,) = load(cache)
+    assert t.pages.tolist() == [0, 1, 2, 2]  # (a cell's spaces are stripped, as before)
+    assert t.meta["object_ids"] == ["1_000", "1000", "7"]
+    lead = tmp_path / "lead.txt"
+    lead.write_text("01\n1\n002\n2\n")
+    (t,) = load(lead)
+    assert t.pages.tolist() == [0, 0, 1, 1] and t.meta["object_ids"].tolist() == [1, 2]
