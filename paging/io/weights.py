@@ -43,6 +43,10 @@ def read_weights(path: str | Path, n_pages: int, kind: str) -> np.ndarray:
             a = np.load(path, allow_pickle=False)
         except (ValueError, OSError) as e:
             raise PagingError(f"not a readable .npy array ({e})", file) from None
+        if not isinstance(a, np.ndarray):  # (an .npz archive named .npy)
+            a.close()
+            raise PagingError(f"an .npz archive, not a .npy array; expected a .npy array of "
+                              f"{n_pages} {what}", file)
         if a.ndim != 1 or a.size != n_pages:
             raise PagingError(f"expected {n_pages} {kind} (one per page id), got an array of "
                               f"shape {a.shape}", file)

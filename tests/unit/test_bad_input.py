@@ -119,3 +119,77 @@ def test_cache_trace_ids_are_numeric_only_as_ascii_digits(tmp_path):
     lead.write_text("01\n1\n002\n2\n")
     (t,) = load(lead)
     assert t.pages.tolist() == [0, 0, 1, 1] and t.meta["object_ids"].tolist() == [1, 2]
+
+
+def _npz(tmp_path, name="t.npz", **changes):
+    """A trace .npz written by the package, with some members replaced."""
+    import numpy as np
+
+    from paging.io import load, write_npz
+
+    path = tmp_path / name
+    write_npz(load(ZIPF), path)
+    with np.load(path) as z:
+        data = dict(z)
+    data.update(changes)
+    with open(path, "wb") as fh:
+        np.savez(fh, **data)
+    return path
+
+
+def test_an_npy_array_is_not_an_npz_archive(tmp_path, one_line):
+    """``np.load`` returns the array itself for a .npy file: one named .npz was a TypeError
+    traceback (``with`` on an array) in the trace reader and in ``flashmoe:model=``; a .npz
+    archive named .npy given to --sizes was an AttributeError."""
+    import numpy as np
+
+    npy = tmp_path / "a.npy"
+    np.save(npy, np.arange(5))
+    fake = tmp_path / "a.npz"
+    fake.write_bytes(npy.read_bytes())
+    one_line(["simulate", fake, "--policy", "lru", "--k", "2"],
+             f"{fake}: not an .npz archive (a single .npy array of shape (5,)); expected a file "
+             "written by paging trace convert")
+    one_line(["simulate", fake, "--policy", "lru", "--k", "2", "--stream"],
+             f"{fake}: not a readable .npz file (File is not a zip file)")
+    for model in (npy, fake):
+        one_line(["simulate", ZIPF, "--policy", f"flashmoe:model={model}", "--k", "2"],
+                 f"{model}: the file is not a FlashMoE model file (not an .npz archive: a "
+                 "single .npy array of shape (5,))")
+    archive = tmp_path / "s.npy"
+    archive.write_bytes(_npz(tmp_path).read_bytes())
+    one_line(["simulate", ZIPF, "--policy", "lru", "--budget-gb", "1", "--sizes", archive],
+             f"{archive}: an .npz archive, not a .npy array; expected a .npy array of 8 "
+             "integers >= 1 (bytes)")
+
+
+@pytest.mark.parametrize("key,value,kind", [("n_experts", [4, 4], "an integer"),
+                                            ("n_layers", [[2]], "an integer"),
+                                            ("expand", ["rounds"], "a string"),
+                                            ("format", ["paging-trace-npz/1"] * 2, "a string")])
+def test_npz_scalar_members_that_are_arrays_are_named(tmp_path, one_line, key, value, kind):
+    """An .npz whose ``n_experts`` (or another scalar member) is an array was a TypeError
+    traceback (``int()`` of an array), whole and streamed."""
+    import numpy as np
+
+    path = _npz(tmp_path, **{key: np.array(value)})
+    shape = np.array(value).shape
+    for stream in ([], ["--stream"]):
+        one_line(["simulate", path, "--policy", "lru", "--k", "2", *stream],
+                 f"{path}: array {key!r} has shape {shape}; expected a scalar ({kind})")
+
+
+@pytest.mark.parametrize("n,message", [
+    (0, "n_experts must be an integer >= 1, got 0"),
+    (-4, "n_experts must be an integer >= 1, got -4"),
+    (2**62, "a layout of 4611686018427387904 experts x 2 layers has more pages than int64 ids "
+            "can name")])
+def test_an_npz_layout_error_names_the_file(tmp_path, one_line, n, message):
+    """An .npz's n_experts of 0, -4 or 2^62 was refused by the layout without naming the
+    file."""
+    import numpy as np
+
+    path = _npz(tmp_path, n_experts=np.array(n, dtype=np.int64))
+    for stream in ([], ["--stream"]):
+        one_line(["simulate", path, "--policy", "lru", "--k", "2", *stream],
+                 f"error: {path}: {message}")
