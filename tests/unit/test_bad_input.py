@@ -193,3 +193,18 @@ def test_an_npz_layout_error_names_the_file(tmp_path, one_line, n, message):
     for stream in ([], ["--stream"]):
         one_line(["simulate", path, "--policy", "lru", "--k", "2", *stream],
                  f"error: {path}: {message}")
+
+
+def test_convert_of_a_trace_without_requests_names_the_source(tmp_path, one_line):
+    """``paging trace convert`` of a trace whose every token is dropped (a layer missing) to a
+    libCacheSim format said "nothing to write: the trace has no requests" without a file."""
+    src = tmp_path / "dropped.jsonl"
+    src.write_text('{"dataset": "h", "problem_id": 0, "layer": 0, "experts": [0, 1], '
+                   '"token_idx": 0}\n{"dataset": "h", "problem_id": 0, "layer": 1, '
+                   '"experts": [1, 0], "token_idx": 1}\n')
+    for name in ("o.oracleGeneral", "o.libcachesim.csv"):
+        out = tmp_path / name
+        one_line(["trace", "convert", src, out],
+                 f"error: {src}: nothing to write: the trace has no requests; libCacheSim "
+                 "needs at least one")
+        assert not out.exists()
