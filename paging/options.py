@@ -104,7 +104,8 @@ def read_toml(path, expected: str, noun: str = "file") -> tuple[dict, str]:
     """The document and the text of a TOML file. A file that cannot be read, is not UTF-8 or is
     not valid TOML is one :class:`PagingError` naming the file and, for a syntax error, its line
     (``spec.toml:3: not valid TOML (Expected '=' after a key ...); expected a sweep spec``);
-    ``expected`` says what the file should hold, ``noun`` what it is ("the model file")."""
+    ``expected`` says what the file should hold, ``noun`` what it is ("the model file"). A
+    leading byte-order mark is skipped, as every text reader skips it."""
     import re
     from pathlib import Path
 
@@ -114,7 +115,7 @@ def read_toml(path, expected: str, noun: str = "file") -> tuple[dict, str]:
         import tomli as tomllib
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise PagingError(f"the {noun} is not UTF-8 text; expected {expected}", file) from None
     except OSError as e:

@@ -835,7 +835,7 @@ def read_table(out: str | os.PathLike, schema: Schema = SIMULATE) -> list[dict]:
     names = schema.names
     try:
         if _is_csv(out):
-            with open(out, newline="", encoding="utf-8") as fh:
+            with open(out, newline="", encoding="utf-8-sig") as fh:
                 raw = list(csv.DictReader(fh))
                 cols = raw[0].keys() if raw else names
         else:

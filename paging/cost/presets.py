@@ -426,7 +426,7 @@ def _read(path: Path) -> dict:
         data, _ = read_toml(path, "a model file of TOML keys", noun="model file")
     elif suffix == ".json":
         try:
-            text = path.read_text(encoding="utf-8")
+            text = path.read_text(encoding="utf-8-sig")
         except OSError as e:
             raise PagingError(f"cannot read the model file: {e.strerror or e}",
                               file=str(path)) from None

@@ -55,7 +55,7 @@ def read_weights(path: str | Path, n_pages: int, kind: str) -> np.ndarray:
         values = a.tolist()
     else:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            text = Path(path).read_text(encoding="utf-8-sig")
         except UnicodeDecodeError:
             raise PagingError(f"the {kind} file is not UTF-8 text; expected a JSON list of "
                               f"{n_pages} {what}", file) from None

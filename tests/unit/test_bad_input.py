@@ -208,3 +208,40 @@ def test_convert_of_a_trace_without_requests_names_the_source(tmp_path, one_line
                  f"error: {src}: nothing to write: the trace has no requests; libCacheSim "
                  "needs at least one")
         assert not out.exists()
+
+
+BOM = "\ufeff"
+
+
+def test_a_byte_order_mark_is_skipped_by_every_text_reader(tmp_path, capsys):
+    """The trace readers skipped a leading byte-order mark, but a TOML spec with one was "not
+    valid TOML (Invalid statement)", a model .json and a --sizes list were refused and
+    ``serve --arrivals`` read "expected an arrival time in seconds, got '\\ufeff0'"."""
+    from paging.cost import get_model
+    from paging.io.weights import read_weights
+    from paging.options import read_toml
+    from paging.serve import read_arrivals
+    from paging.serve.sweep import is_serving
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(BOM + '[serve]\nrates = [1]\n', encoding="utf-8")
+    assert read_toml(spec, "a spec")[0] == {"serve": {"rates": [1]}} and is_serving(spec)
+    model = tmp_path / "m.json"
+    model.write_text(BOM + '{"n_layers": 2, "n_experts": 4, "top_k": 2, "d_model": 1024, '
+                     '"d_ff": 512, "n_matrices": 3, "non_expert_params": 1000000}',
+                     encoding="utf-8")
+    assert get_model(str(model)).n_experts == 4
+    sizes = tmp_path / "s.json"
+    sizes.write_text(BOM + "[1, 2, 3]", encoding="utf-8")
+    assert read_weights(sizes, 3, "sizes").tolist() == [1, 2, 3]
+    arrivals = tmp_path / "a.txt"
+    arrivals.write_text(BOM + "0\n0.5\n", encoding="utf-8")
+    assert list(read_arrivals(arrivals)) == [0.0, 0.5]
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text(BOM + f'traces = ["{ZIPF}"]\npolicies = ["lru"]\nk = [2]\n',
+                     encoding="utf-8")
+    out = tmp_path / "sweep.csv"
+    assert main(["sweep", str(sweep), "--out", str(out)]) == 0
+    out.write_text(BOM + out.read_text(encoding="utf-8"), encoding="utf-8")  # (resumed)
+    assert main(["sweep", str(sweep), "--out", str(out)]) == 0
+    assert "(0 run, 1 already there)" in capsys.readouterr().out
