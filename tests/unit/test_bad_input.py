@@ -245,3 +245,30 @@ def test_a_byte_order_mark_is_skipped_by_every_text_reader(tmp_path, capsys):
     out.write_text(BOM + out.read_text(encoding="utf-8"), encoding="utf-8")  # (resumed)
     assert main(["sweep", str(sweep), "--out", str(out)]) == 0
     assert "(0 run, 1 already there)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("tool,module,ending", [("gzip", "gzip", ".gz"), ("bzip2", "bz2", ".bz2"),
+                                                ("xz", "lzma", ".xz")])
+def test_compressed_traces_are_told_by_name_and_magic(tmp_path, one_line, tool, module, ending):
+    """A .zst trace was "compressed trace; decompress it first", a gzipped one "binary file of
+    unknown format" (or a UTF-8 error): gzip, bzip2 and xz are told by their name's ending or
+    their magic bytes, as zstd is."""
+    import importlib
+
+    data = importlib.import_module(module).compress(b"step,page\n0,0\n1,1\n")
+    for name in (f"t.csv{ending}", "t.csv", "t", f"t.oracleGeneral{ending}"):
+        path = tmp_path / name
+        path.write_bytes(data)
+        one_line(["simulate", path, "--policy", "lru", "--k", "2", "--n-experts", "1",
+                  "--layers", "2"],
+                 f"error: {path}: compressed trace ({tool}); decompress it first ({tool} -d) "
+                 "and read the uncompressed file")
+
+
+def test_a_text_trace_starting_like_bzip2_is_still_text(tmp_path):
+    """bzip2 is told by more than its "BZh" (a text id may start so)."""
+    from paging.io import detect_format
+
+    path = tmp_path / "ids.txt"
+    path.write_text("BZh9\nBZh9\n")
+    assert detect_format(path) == "text"
