@@ -272,3 +272,58 @@ def test_a_text_trace_starting_like_bzip2_is_still_text(tmp_path):
     path = tmp_path / "ids.txt"
     path.write_text("BZh9\nBZh9\n")
     assert detect_format(path) == "text"
+
+
+def test_sigterm_removes_the_half_written_output(tmp_path):
+    """SIGTERM (``timeout``, ``kill``) during ``paging trace convert`` killed the process at
+    once and left the hidden temporary file ``.big.csv.XXXX.csv`` beside the output; it now
+    takes Ctrl-C's path: the temporary file removed, one line, exit status 143 (128 + 15)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import paging
+
+    out = tmp_path / "big.csv"
+    env = dict(os.environ, PYTHONPATH=str(Path(paging.__file__).parent.parent))
+    p = subprocess.Popen([sys.executable, "-m", "paging", "trace", "convert",
+                          "zipf:n=8,layers=32,tokens=100000,a=1.0,seed=0", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 50
+    while not list(tmp_path.glob(".big.csv.*")) and p.poll() is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    if p.poll() is not None:
+        p.communicate()
+        pytest.skip("the conversion ended before it could be interrupted")
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=50)
+    assert p.returncode == 143, (p.returncode, err)
+    assert err == "error: terminated\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_inside_compiled_code_is_an_interrupt(capsys):
+    """Ctrl-C inside a numba-compiled function surfaces as ``SystemError: CPUDispatcher(...)
+    returned a result with an exception set`` (the KeyboardInterrupt its context): that was a
+    traceback and exit status 1, now "error: interrupted" and 130 as any Ctrl-C."""
+    from paging.cli import guarded
+
+    def compiled_run():
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise SystemError("CPUDispatcher(<function kernel>) returned a result with an "
+                              "exception set") from None
+
+    assert guarded(compiled_run) == 130
+    assert capsys.readouterr().err == "error: interrupted\n"
+
+    def other_bug():
+        raise SystemError("something else")
+
+    with pytest.raises(SystemError, match="something else"):
+        guarded(other_bug)
