@@ -327,3 +327,17 @@ def test_an_interrupt_inside_compiled_code_is_an_interrupt(capsys):
 
     with pytest.raises(SystemError, match="something else"):
         guarded(other_bug)
+
+
+@pytest.mark.parametrize("spec,message", [
+    ("mixtral:layers=0", "--tiny mixtral:layers=0: layers must be an integer >= 1, got 0"),
+    ("mixtral:topk=9", "--tiny mixtral:topk=9: topk must be at most experts (4), got 9"),
+    ("nosuch", "--tiny: unknown family 'nosuch'; expected one of mixtral")])
+def test_record_tiny_options_are_checked_before_torch(tmp_path, one_line, spec, message):
+    """``paging record --tiny mixtral:layers=0`` was refused with "needs the optional record
+    extra (torch)" where torch is missing: the options are checked first."""
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("hello\n")
+    out = tmp_path / "r.jsonl"
+    one_line(["record", "--tiny", spec, "--prompts", prompts, "--out", out], message)
+    assert not out.exists()
