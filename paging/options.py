@@ -104,7 +104,8 @@ def read_toml(path, expected: str, noun: str = "file") -> tuple[dict, str]:
     """The document and the text of a TOML file. A file that cannot be read, is not UTF-8 or is
     not valid TOML is one :class:`PagingError` naming the file and, for a syntax error, its line
     (``spec.toml:3: not valid TOML (Expected '=' after a key ...); expected a sweep spec``);
-    ``expected`` says what the file should hold, ``noun`` what it is ("the model file")."""
+    ``expected`` says what the file should hold, ``noun`` what it is ("the model file"). A
+    leading byte-order mark is skipped, as every text reader skips it."""
     import re
     from pathlib import Path
 
@@ -114,7 +115,7 @@ def read_toml(path, expected: str, noun: str = "file") -> tuple[dict, str]:
         import tomli as tomllib
     file = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise PagingError(f"the {noun} is not UTF-8 text; expected {expected}", file) from None
     except OSError as e:
@@ -126,3 +127,29 @@ def read_toml(path, expected: str, noun: str = "file") -> tuple[dict, str]:
         msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(e))
         raise PagingError(f"not valid TOML ({msg}); expected {expected}", file,
                           int(m.group(1)) if m else None) from None
+    except RecursionError:  # (arrays or inline tables nested past Python's recursion limit)
+        raise PagingError(f"not valid TOML ({TOO_DEEP}); expected {expected}", file) from None
+
+
+#: what a document nested past the parser's depth (Python's recursion limit) is told
+TOO_DEEP = "nested too deeply to read"
+
+
+def parse_json(text: str, file: str, expected: str, line: int | None = None):
+    """The JSON value of ``text``: a whole file's text, or (``line`` given) the text of that
+    line of a JSONL file. Malformed JSON is one :class:`PagingError` naming the file and line
+    (``trace.jsonl:7: not valid JSON (Expecting ',' delimiter at column 12); expected ...``), as
+    is JSON nested past the parser's depth (a ``RecursionError`` traceback otherwise: the line
+    for a JSONL line, just the file for a whole document). ``expected`` says what the text
+    should hold. The one JSON parser of the files a user passes (as :func:`read_toml` is the one
+    TOML reader)."""
+    import json
+
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise PagingError(f"not valid JSON ({e.msg} at column {e.colno}); expected {expected}",
+                          file, e.lineno if line is None else line) from None
+    except RecursionError:
+        raise PagingError(f"not valid JSON ({TOO_DEEP}); expected {expected}", file,
+                          line) from None

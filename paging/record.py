@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from paging.errors import PagingError
-from paging.options import no_more, parse_spec, take_int
+from paging.options import no_more, parse_json, parse_spec, take_int
 
 #: transformers ``model_type`` -> the router module's path inside a decoder layer.
 ROUTERS = {"mixtral": "mlp.gate", "olmoe": "mlp.gate", "qwen2_moe": "mlp.gate",
@@ -78,8 +78,8 @@ def tiny_model(spec: str, seed: int = 0):
     """A small randomly initialised causal MoE model: ``FAMILY[:layers=L,experts=N,topk=K,
     hidden=H]`` with FAMILY one of :data:`TINY` (defaults: 2 layers, 4 experts, top-2, hidden
     size 32, a byte vocabulary of 256 ids, no end-of-sequence token). ``seed`` seeds
-    ``torch.manual_seed`` before the weights are drawn."""
-    torch, transformers = _import_torch()
+    ``torch.manual_seed`` before the weights are drawn. The options are checked before torch
+    is imported (a bad option is named even where the record extra is not installed)."""
     name, opts = parse_spec(spec, "--tiny")
     if name not in TINY:
         raise PagingError(f"--tiny: unknown family {name!r}; expected one of {', '.join(TINY)}")
@@ -94,6 +94,7 @@ def tiny_model(spec: str, seed: int = 0):
     if hidden % 4:
         raise PagingError(f"{what}: hidden must be a multiple of 4 (4 attention heads), "
                           f"got {hidden}")
+    torch, transformers = _import_torch()
     common = dict(hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
                   num_attention_heads=4, num_key_value_heads=2, vocab_size=256,
                   max_position_embeddings=4096, bos_token_id=None, eos_token_id=None,
@@ -195,11 +196,8 @@ def read_prompts(path: str | os.PathLike) -> list[str | list[int]]:
         if not jsonl:
             prompts.append(raw)
             continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise PagingError(f"malformed JSON ({e.msg}); expected a string or an object with "
-                              "prompt, text or input_ids per line", file, lineno) from None
+        rec = parse_json(raw, file, "a string or an object with prompt, text or input_ids per "
+                         "line", lineno)
         if isinstance(rec, dict):
             rec = next((rec[k] for k in ("input_ids", "prompt", "text") if k in rec), None)
         if isinstance(rec, str) and rec:

@@ -835,7 +835,7 @@ def read_table(out: str | os.PathLike, schema: Schema = SIMULATE) -> list[dict]:
     names = schema.names
     try:
         if _is_csv(out):
-            with open(out, newline="", encoding="utf-8") as fh:
+            with open(out, newline="", encoding="utf-8-sig") as fh:
                 raw = list(csv.DictReader(fh))
                 cols = raw[0].keys() if raw else names
         else:
@@ -855,7 +855,7 @@ def read_table(out: str | os.PathLike, schema: Schema = SIMULATE) -> list[dict]:
     for i, r in enumerate(raw):
         try:
             rows.append({c: _coerce(r.get(c), kinds[c]) for c in names})
-        except (ValueError, TypeError) as e:  # (a cell edited by hand: int("xx"))
+        except (ValueError, TypeError, RecursionError) as e:  # (a cell edited by hand: int("xx"))
             raise PagingError(f"cannot read the existing sweep table to resume (row {i + 1}: "
                               f"{e}); remove it or choose another --out", file,
                               i + 2 if _is_csv(out) else None) from None

@@ -10,6 +10,7 @@ the statistics of :func:`paging.stats.trace_info` (a table, or one JSON document
 from __future__ import annotations
 
 from paging.commands.common import add_trace_args, load_from_args
+from paging.errors import PagingError
 
 
 def add_parser(subparsers) -> None:
@@ -60,7 +61,12 @@ def _convert(args) -> int:
     traces = load_from_args(args)
     if args.sequence is not None:
         traces = [_one_sequence(traces, args.sequence, args.trace)]
-    write(traces, args.out, fmt)
+    try:
+        write(traces, args.out, fmt)
+    except PagingError as e:  # (about the traces read, e.g. "nothing to write": the source's)
+        if e.file is not None:
+            raise
+        raise PagingError(e.message, str(args.trace)) from None
     n = sum(t.n_requests for t in traces)
     print(f"wrote {args.out} ({fmt}): {len(traces)} sequence(s), {n} requests")
     if fmt in ("oracle-general", "libcachesim-csv") and len(traces) > 1:
@@ -79,7 +85,6 @@ def _convert(args) -> int:
 def _one_sequence(traces: list, which: str, source: str):
     """The sequence of ``traces`` named ``which``, else the one of index ``which``; a one-line
     error naming the sequences otherwise."""
-    from paging.errors import PagingError
 
     for t in traces:
         if t.name == which:

@@ -10,7 +10,6 @@ arithmetic behind every number; :data:`paging.cost.SOURCES` lists them all.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -26,7 +25,7 @@ from paging.cost.sources import (
 )
 from paging.errors import PagingError
 from paging.layout import Layout
-from paging.options import read_toml
+from paging.options import parse_json, read_toml
 
 # ---------------------------------------------------------------------------------------------
 # Models
@@ -427,16 +426,14 @@ def _read(path: Path) -> dict:
         data, _ = read_toml(path, "a model file of TOML keys", noun="model file")
     elif suffix == ".json":
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8-sig")
         except OSError as e:
             raise PagingError(f"cannot read the model file: {e.strerror or e}",
                               file=str(path)) from None
         except UnicodeDecodeError:
             raise PagingError("the model file is not UTF-8 text; expected JSON",
                               file=str(path)) from None
-        except json.JSONDecodeError as e:
-            raise PagingError(f"not valid JSON: {e.msg}", file=str(path), line=e.lineno) \
-                from None
+        data = parse_json(text, str(path), "a model file of JSON keys")
     else:
         raise PagingError("a model file must end in .toml or .json", file=str(path))
     if not isinstance(data, dict):

@@ -32,6 +32,7 @@ goes through :func:`paging.io.atomic.atomic_path`, so a failure leaves no partia
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -116,6 +117,25 @@ def _csv_kind(first: str) -> str | None:
     return None
 
 
+#: compressed files, refused with the tool that decompresses them: the tool, the file name
+#: endings, and the magic bytes the file starts with (bzip2: "BZh", the block size, then the
+#: magic of a block or of the end of the stream; a text file may start with "BZh")
+_COMPRESSED = (("gzip", (".gz", ".gzip"), re.compile(rb"\x1f\x8b\x08")),
+               ("bzip2", (".bz2",), re.compile(rb"BZh[1-9](1AY&SY|\x17rE8P\x90)")),
+               ("xz", (".xz",), re.compile(rb"\xfd7zXZ\x00")),
+               ("zstd", (".zst", ".zstd"), re.compile(rb"\x28\xb5\x2f\xfd")))
+
+
+def _compression(name: str, head: bytes) -> str | None:
+    """The tool that compressed a file, told by its name's ending or (any name but an
+    oracleGeneral one, whose first record's time may happen to start so) its first bytes."""
+    binary = Path(name).suffix in (".oraclegeneral", ".bin")
+    for tool, endings, magic in _COMPRESSED:
+        if name.endswith(endings) or (not binary and magic.match(head)):
+            return tool
+    return None
+
+
 def detect_format(path: str | os.PathLike) -> str:
     """The format of a trace file (one of :data:`READ_FORMATS`): from the contents when they are
     unambiguous (zip magic; a first line that is a complete JSON object; a CSV header naming
@@ -135,14 +155,15 @@ def detect_format(path: str | os.PathLike) -> str:
             return f.name
     if head.startswith(b"PK\x03\x04"):
         return "npz"
+    tool = _compression(name, head)
+    if tool is not None:
+        raise PagingError(f"compressed trace ({tool}); decompress it first ({tool} -d) and read "
+                          "the uncompressed file", str(path))
     if name.endswith(".libcachesim.csv"):
         return "libcachesim-csv"
     ext = _EXT.get(p.suffix.lower())
     if ext == "oracle-general":
         return ext
-    if name.endswith(".zst"):
-        raise PagingError("compressed trace; decompress it first (zstd -d) and read the "
-                          "uncompressed file", str(path))
     if ext in ("jsonl", "npz"):
         return ext
     if ext == "csv":
@@ -159,7 +180,7 @@ def detect_format(path: str | os.PathLike) -> str:
         try:  # a complete object on the first line that is not the nested document -> JSONL
             obj = json.loads(_first_line(text))
             return "nested" if isinstance(obj, dict) and "prompts" in obj else "jsonl"
-        except ValueError:
+        except (ValueError, RecursionError):  # (the reader names what is wrong)
             return "nested"
     if ext == "json":
         return "nested"

@@ -136,6 +136,24 @@ def seq_name(file: str, parts: list[tuple[str, object]]) -> str:
     return base + "#" + ",".join(f"{k}={v}" for k, v in parts)
 
 
+def csv_records(reader, file: str, skip: int = 0, expected: str = "one request per row"):
+    """The records of ``reader`` (a :func:`csv.reader`; its ``line_num`` stays the caller's to
+    read), with its :class:`csv.Error` (a field beyond the csv module's limit of 131,072
+    characters, a NUL byte) one :class:`PagingError` naming the line (``reader.line_num`` plus
+    the ``skip`` lines read before it)."""
+    import csv
+
+    while True:
+        try:
+            rec = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            raise PagingError(f"not valid CSV ({e}); expected {expected}", file,
+                              reader.line_num + skip) from None
+        yield rec
+
+
 def read_text(path: str | os.PathLike) -> str:
     """The file as UTF-8 text, without a leading byte-order mark (spreadsheets write one);
     undecodable bytes are an error naming the line."""

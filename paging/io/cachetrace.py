@@ -17,6 +17,10 @@ the same simulator and one-pass miss curves (:mod:`paging.mrc`):
 Two ways to read them
     *Generic* (the default): one layer (ℓ = 1) whose "experts" are the distinct objects,
     numbered densely in order of first appearance (page 0 is the first object requested).
+    Ids are numeric when every id of the file is ASCII digits below 2^63; leading zeros do not
+    count (``01`` and ``1`` are one object, as in libCacheSim, which reads numeric ids with
+    ``strtoull``), while ``1_000``, ``+7`` or non-ASCII digits make every id a string (so
+    ``1_000`` and ``1000`` are two objects).
     ``trace.meta["object_ids"]`` maps page -> original id (an integer array, or a list of
     strings for CSV/text traces with non-numeric ids), ``trace.meta["sizes"]`` gives each
     page's size in bytes when the file has sizes (:func:`trace_sizes`).
@@ -45,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from paging.errors import PagingError
-from paging.io._common import no_phases, read_text, text_int
+from paging.io._common import csv_records, no_phases, read_text, text_int
 from paging.io._pages import build_trace
 from paging.io.formats import TraceFormat
 from paging.io.libcachesim import ORACLE_GENERAL, write_libcachesim_csv, write_oracle_general
@@ -205,10 +209,16 @@ def _column(header: list[str], names: tuple[str, ...]) -> int | None:
 
 
 def _ids_array(values: list[str], layered: bool) -> np.ndarray:
-    """Integer ids when every value is an integer (or the trace is layered), else strings."""
+    """Integer ids when every value is ASCII digits below 2^63 (or the trace is layered), else
+    strings. Only ASCII digits are numeric: Python's ``int()`` would also take ``1_000``, `` 7``,
+    ``+7`` and non-ASCII digits (``٤``), making ``1_000`` and ``1000`` one object. Leading zeros
+    stay numeric (``01`` and ``1`` are one object), as libCacheSim reads a numeric id
+    (``strtoull``)."""
     try:
+        if not all(v.isascii() and v.isdigit() for v in values):
+            raise ValueError("not every id is a decimal number")
         return np.array([int(v) for v in values], dtype=np.int64)
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError):  # (ValueError also: int()'s 4,300-digit limit)
         if layered:
             return np.array(values, dtype=object)
         return np.array(values, dtype=str)
@@ -221,12 +231,14 @@ def read_libcachesim_csv(path: str | os.PathLike, *, expand: str = "rounds",
 
     The header must name an object-id column (:data:`ID_COLUMNS`); a size column
     (:data:`SIZE_COLUMNS`) gives ``meta["sizes"]``; other columns (time, operation, ...) are
-    ignored. Ids are integers, or any strings in a generic trace. Returns one trace.
+    ignored. Ids are integers (ASCII digits; ``01`` is ``1``, as in libCacheSim), or any strings
+    in a generic trace (see the module docstring). Returns one trace.
     """
     file = str(path)
     no_phases(phase, file, "cache trace")
     layout = _check_layout(n_experts, n_layers, file)
-    rows = csv.reader(io.StringIO(read_text(path)))
+    rows = csv_records(csv.reader(io.StringIO(read_text(path))), file,
+                       expected="a CSV cache trace, one request per row")
     header = next(rows, None)
     if not header:
         raise PagingError("the file is empty; expected a CSV header naming an obj_id column "
@@ -265,7 +277,8 @@ def read_text_ids(path: str | os.PathLike, *, expand: str = "rounds",
                   n_experts: int | None = None, n_layers: int | None = None,
                   phase: str = "both", strict: bool = False) -> list[Trace]:
     """Read a plain text trace, one object id per line (blank lines and ``#`` comments are
-    skipped). Ids are integers, or any strings without spaces in a generic trace."""
+    skipped). Ids are integers (ASCII digits; ``01`` is ``1``), or any strings without spaces
+    in a generic trace (see the module docstring)."""
     file = str(path)
     no_phases(phase, file, "cache trace")
     layout = _check_layout(n_experts, n_layers, file)

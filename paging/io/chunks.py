@@ -37,7 +37,7 @@ import numpy as np
 from numba import njit
 
 from paging.errors import PagingError
-from paging.io._common import text_int
+from paging.io._common import csv_records, text_int
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, TraceError
 
@@ -469,7 +469,7 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
         if metas is not None:
             try:
                 meta = json.loads(str(metas[s]))
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise PagingError(f"meta of sequence {names[s]} is not valid JSON",
                                   file) from None
             if not isinstance(meta, dict):
@@ -566,7 +566,7 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
     reader = csv.reader(rest)
     header = None
     line = skip
-    for rec in reader:
+    for rec in csv_records(reader, file, skip):
         line = reader.line_num + skip
         if not rec or (len(rec) == 1 and not rec[0].strip()):
             continue
@@ -606,7 +606,7 @@ def _csv(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
         scs: list[float] = []
         tks: list[int] = []
         rks: list[int] = []
-        for rec in reader:
+        for rec in csv_records(reader, file, skip):
             ln = reader.line_num + skip
             if not rec or (len(rec) == 1 and not rec[0].strip()):
                 continue

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from paging.errors import PagingError
-from paging.io._common import no_phases, read_text, text_int
+from paging.io._common import csv_records, no_phases, read_text, text_int
 from paging.io._pages import as_list, build_trace, reexpand
 from paging.io.atomic import atomic_path
 from paging.io.formats import TraceFormat
@@ -86,7 +86,7 @@ def _header_comment(line: str, file: str) -> dict:
                                   f"{', '.join(EXPANSIONS)}", file, 1)
             out[key] = val
         else:
-            if not val.isdigit() or int(val) < 1:
+            if not (val.isascii() and val.isdigit()) or int(val) < 1:  # (not int()'s '٤', '1_0')
                 raise PagingError(f"{key}={val} in the header comment; expected an integer >= 1",
                                   file, 1)
             out[key] = int(val)
@@ -142,7 +142,7 @@ def read_csv(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
     order: list[str] = []
     seq_of: list[str] = []
     base = os.path.basename(file)
-    for rec in reader:
+    for rec in csv_records(reader, file, first):
         line = reader.line_num + first
         if not rec or (len(rec) == 1 and not rec[0].strip()):
             continue

@@ -33,7 +33,6 @@ per rank; or ``groups``).
 from __future__ import annotations
 
 import itertools
-import json
 import math
 import os
 
@@ -53,6 +52,7 @@ from paging.io._common import (
 )
 from paging.io.formats import TraceFormat
 from paging.layout import Layout
+from paging.options import parse_json
 from paging.trace import Trace, from_routing
 
 DEFAULT_FIELDS: dict = {
@@ -85,11 +85,7 @@ def parse_jsonl(text: str, file: str) -> list[tuple[int, dict]]:
     for lineno, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
-        try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise PagingError(f"malformed JSON ({e.msg} at column {e.colno}); expected one JSON "
-                              "object per line", file, lineno) from None
+        rec = parse_json(raw, file, "one JSON object per line", lineno)
         if not isinstance(rec, dict):
             raise PagingError(f"expected a JSON object per line, got {type(rec).__name__} "
                               f"{describe(rec)}", file, lineno)

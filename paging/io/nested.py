@@ -37,6 +37,7 @@ from paging.io._common import (
     seq_name,
 )
 from paging.io.formats import TraceFormat
+from paging.options import parse_json
 from paging.trace import Trace, from_routing
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -121,11 +122,7 @@ def read_nested_json(path: str | os.PathLike, *, expand: str = "rounds", strict:
     if not text.strip():
         raise PagingError("the file is empty; expected a JSON object with a 'prompts' field",
                           file, 1)
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise PagingError(f"malformed JSON ({e.msg} at column {e.colno}); expected one JSON "
-                          "document", file, e.lineno) from None
+    doc = parse_json(text, file, "one JSON document")
 
     def fail(msg: str, where: tuple) -> PagingError:
         return PagingError(msg, file, locate(text, where) or 1)

@@ -81,16 +81,27 @@ def write_npz(traces: Trace | Sequence[Trace], path: str | os.PathLike, *,
 def stored_header(need, n_experts, n_layers, file: str) -> tuple[Layout, str]:
     """The stored trace's layout and mode, checked (``need(key, kind)``: a member's value,
     typed; shared by the whole-file reader and the chunked one, :mod:`paging.io.chunks`)."""
-    fmt = str(need("format", "str"))
+
+    def scalar(key: str, kind: str):
+        a = np.asarray(need(key, kind))
+        if a.ndim != 0:  # (int() of an array was a TypeError traceback)
+            raise PagingError(f"array {key!r} has shape {a.shape}; expected a scalar "
+                              f"({'an integer' if kind == 'int' else 'a string'})", file)
+        return a.item()
+
+    fmt = str(scalar("format", "str"))
     if fmt != FORMAT:
         raise PagingError(f"format is {fmt!r}; expected {FORMAT!r}", file)
-    lay = Layout(int(need("n_experts", "int")), int(need("n_layers", "int")))
+    try:
+        lay = Layout(int(scalar("n_experts", "int")), int(scalar("n_layers", "int")))
+    except PagingError as e:  # (n_experts 0, or a layout int64 ids cannot name: the file's)
+        raise PagingError(e.message, e.file or file, e.line) from None
     for name, v, have in (("n_experts", n_experts, lay.n_experts),
                           ("n_layers", n_layers, lay.n_layers)):
         if v is not None and v != have:
             raise PagingError(f"the file stores {name}={have}, got {name}={v}; a stored trace "
                               "keeps its layout", file)
-    mode = str(need("expand", "str"))
+    mode = str(scalar("expand", "str"))
     if mode not in EXPANSIONS:
         raise PagingError(f"expand is {mode!r}; expected one of {', '.join(EXPANSIONS)}", file)
     return lay, mode
@@ -105,12 +116,12 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
     tokens); ``n_experts``/``n_layers``, when given, must match the stored layout."""
     file = str(path)
     no_phases(phase, file, ".npz trace")
-    try:
-        with np.load(path, allow_pickle=False) as z:
+    with open_npz(path, "a file written by paging trace convert") as z:
+        try:
             data = {k: z[k] for k in z.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise PagingError(f"not a readable .npz file ({e}); expected a file written by "
-                          "paging trace convert", file) from None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+            raise PagingError(f"not a readable .npz file ({e}); expected a file written by "
+                              "paging trace convert", file) from None
 
     def need(key: str, kind: str) -> np.ndarray:
         if key not in data:
@@ -166,7 +177,7 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
         if metas is not None:
             try:
                 meta = json.loads(str(metas[s]))
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise PagingError(f"meta of sequence {nm} is not valid JSON", file) from None
             if not isinstance(meta, dict):
                 raise PagingError(f"meta of sequence {nm} is not a JSON object", file)
@@ -181,6 +192,21 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
     if not traces:
         raise PagingError("the file holds no sequences", file)
     return traces
+
+
+def open_npz(path: str | os.PathLike, expected: str) -> np.lib.npyio.NpzFile:
+    """``np.load(path)`` of an ``.npz`` archive (to close, ``with``); a file numpy cannot read,
+    or a single ``.npy`` array (``np.load`` returns the array itself: a TypeError traceback at
+    ``with``), is one :class:`PagingError` naming the file and what was ``expected``."""
+    file = str(path)
+    try:
+        z = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise PagingError(f"not a readable .npz file ({e}); expected {expected}", file) from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise PagingError(f"not an .npz archive (a single .npy array of shape {z.shape}); "
+                          f"expected {expected}", file)
+    return z
 
 
 def as_int64(key: str, values: np.ndarray, file: str) -> np.ndarray:

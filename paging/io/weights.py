@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from paging.errors import PagingError
+from paging.options import parse_json
 from paging.weights import as_costs, as_sizes
 
 KINDS = ("costs", "sizes")
@@ -42,6 +43,10 @@ def read_weights(path: str | Path, n_pages: int, kind: str) -> np.ndarray:
             a = np.load(path, allow_pickle=False)
         except (ValueError, OSError) as e:
             raise PagingError(f"not a readable .npy array ({e})", file) from None
+        if not isinstance(a, np.ndarray):  # (an .npz archive named .npy)
+            a.close()
+            raise PagingError(f"an .npz archive, not a .npy array; expected a .npy array of "
+                              f"{n_pages} {what}", file)
         if a.ndim != 1 or a.size != n_pages:
             raise PagingError(f"expected {n_pages} {kind} (one per page id), got an array of "
                               f"shape {a.shape}", file)
@@ -50,10 +55,11 @@ def read_weights(path: str | Path, n_pages: int, kind: str) -> np.ndarray:
         values = a.tolist()
     else:
         try:
-            values = json.loads(Path(path).read_text())
-        except (ValueError, UnicodeDecodeError) as e:
-            raise PagingError(f"not valid JSON ({e}); expected a list of {n_pages} {what}",
-                              file) from None
+            text = Path(path).read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError:
+            raise PagingError(f"the {kind} file is not UTF-8 text; expected a JSON list of "
+                              f"{n_pages} {what}", file) from None
+        values = parse_json(text, file, f"a list of {n_pages} {what}")
         if not isinstance(values, list):
             raise PagingError(f"expected a JSON list of {n_pages} {what}, got "
                               f"{type(values).__name__}", file)

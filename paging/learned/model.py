@@ -86,6 +86,10 @@ class FlashMoEModel:
         return path
 
 
+class _NotNpz(Exception):
+    """A model file that is no ``.npz`` archive (np.load returned an array)."""
+
+
 def load_model(path: str | Path) -> FlashMoEModel:
     """Read a model file; a missing, unreadable or malformed file is a one-line PagingError."""
     path = Path(path)
@@ -93,14 +97,18 @@ def load_model(path: str | Path) -> FlashMoEModel:
         raise PagingError(f"no FlashMoE model file {path}: train one with "
                           "`paging train flashmoe TRACE --out FILE`", file=str(path))
     try:
-        with np.load(path, allow_pickle=False) as z:
+        z = np.load(path, allow_pickle=False)
+        if not isinstance(z, np.lib.npyio.NpzFile):  # (a .npy: `with` was a TypeError)
+            raise _NotNpz(f"not an .npz archive: a single .npy array of shape {z.shape}")
+        with z:
             meta = json.loads(str(z["meta"][()]))
             n_lin = sum(1 for key in z.files if key.startswith("W"))
             W = [np.array(z[f"W{i}"], dtype=np.float64) for i in range(n_lin)]
             b = [np.array(z[f"b{i}"], dtype=np.float64) for i in range(n_lin)]
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile,
-            json.JSONDecodeError) as e:
-        raise PagingError(f"the file is not a FlashMoE model file ({type(e).__name__})",
+            json.JSONDecodeError, RecursionError, _NotNpz) as e:
+        why = str(e) if isinstance(e, _NotNpz) else type(e).__name__
+        raise PagingError(f"the file is not a FlashMoE model file ({why})",
                           file=str(path)) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise PagingError("the file is not a FlashMoE model file (format "

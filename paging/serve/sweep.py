@@ -340,7 +340,7 @@ def is_serving(spec_path) -> bool:
     import re
 
     try:
-        text = Path(spec_path).read_text(encoding="utf-8")
+        text = Path(spec_path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return False
     return re.search(r"^\s*\[serve\]\s*$", text, flags=re.M) is not None

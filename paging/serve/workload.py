@@ -234,7 +234,7 @@ def read_arrivals(path) -> tuple:
     lines skipped), finite, >= 0 and non-decreasing; errors name the file and line."""
     p = Path(path)
     try:
-        lines = p.read_text(encoding="utf-8").splitlines()
+        lines = p.read_text(encoding="utf-8-sig").splitlines()
     except OSError as e:
         raise PagingError(f"cannot read the arrivals: {e.strerror or e}", file=str(p)) from None
     except UnicodeDecodeError:
