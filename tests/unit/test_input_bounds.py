@@ -1,0 +1,64 @@
+"""Finite but huge inputs (costs, times, model fields, sweep integers): each is refused up
+front with one line on stderr and exit status 2, never run to inf or nan, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from paging.cli import main
+
+ZIPF = "zipf:n=4,layers=2,tokens=6,a=1.0,seed=0,topk=2"  # 8 pages
+ROUTER = "router:n=8,layers=32,tokens=40,k=2,seed=0"
+
+
+@pytest.fixture
+def one_line(capsys):
+    def run(argv, *fragments):
+        rc = main([str(a) for a in argv])
+        out, err = capsys.readouterr()
+        assert rc == 2 and out == "" and err.count("\n") == 1, (rc, out, err)
+        assert err.startswith("error: ") and "Traceback" not in err
+        for f in fragments:
+            assert f in err, (f, err)
+        return err
+    return run
+
+
+def test_costs_whose_total_could_overflow_are_refused(tmp_path, one_line):
+    """1e308 per page summed to inf (nan with the compensated sum, a traceback with --json,
+    an fsum OverflowError in opt): costs above 1e288 are refused, naming the largest entry."""
+    big = tmp_path / "c_big.json"
+    big.write_text(json.dumps([1.0, 2.0, 1e307, 3.0, 1e308, 1.0, 1.0, 1.0]))
+    for argv in (["simulate", ZIPF, "--policy", "lru", "--k", "2", "--costs", big],
+                 ["simulate", ZIPF, "--policy", "lru", "--k", "2", "--costs", big, "--json"],
+                 ["opt", ZIPF, "--k", "2", "--costs", big]):
+        one_line(argv, f"{big}: entry 4 is 1e+308; expected a finite number from 0 to 1e+288")
+
+
+def test_costs_at_the_bound_run_finite(tmp_path, capsys):
+    """The largest accepted cost gives a finite total, and the ILP and LP (whose solvers take
+    1e20 for infinite) still solve it."""
+    c = tmp_path / "c.json"
+    c.write_text(json.dumps([1e288, 1, 1e288, 3, 1e288, 1e287, 1, 1e288]))
+    assert main(["simulate", ZIPF, "--policy", "greedy-dual", "--k", "2", "--costs", str(c),
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["cost"] < float("inf")
+    costs = set()
+    for method in ("flow", "ilp", "lp"):
+        assert main(["opt", ZIPF, "--k", "2", "--costs", str(c), "--method", method,
+                     "--json"]) == 0, method
+        costs.add(json.loads(capsys.readouterr().out)[0]["cost"])
+    assert len(costs) == 1 and costs.pop() < float("inf")
+
+
+def test_a_cost_beyond_any_float_is_named(tmp_path, one_line):
+    """10**400 was "got values of type object"; it is named by entry and abbreviated value,
+    and an integer cost beyond int64 but within the bound is taken as the number it is."""
+    c = tmp_path / "c.json"
+    c.write_text("[1, 2, 3, 4, 5, 6, " + str(10**400) + ", 1]")
+    one_line(["simulate", ZIPF, "--policy", "lru", "--k", "2", "--costs", c],
+             f"{c}: entry 6 is 1.000e400; expected a finite number from 0 to 1e+288")
+    c.write_text(json.dumps([1, 2, 3, 4, 5, 6, 10**30, 1]))
+    assert main(["simulate", ZIPF, "--policy", "lru", "--k", "2", "--costs", str(c)]) == 0
