@@ -62,3 +62,21 @@ def test_a_cost_beyond_any_float_is_named(tmp_path, one_line):
              f"{c}: entry 6 is 1.000e400; expected a finite number from 0 to 1e+288")
     c.write_text(json.dumps([1, 2, 3, 4, 5, 6, 10**30, 1]))
     assert main(["simulate", ZIPF, "--policy", "lru", "--k", "2", "--costs", str(c)]) == 0
+
+
+def test_times_beyond_the_documented_limit_are_refused(tmp_path, one_line):
+    """A per-token overhead of 1e308 ms gave time_ms inf, an arrival at 1e308 s nan latencies:
+    times are bounded at 1e9 s (paging.errors.TIME_MAX_S)."""
+    sim = ["simulate", ROUTER, "--policy", "lru", "--k", "16", "--model", "mixtral-8x7b"]
+    one_line(sim + ["--token-overhead-ms", "1e308"],
+             "the per-token overhead must be at most 1e+12 ms (about 32 years), got 1e+308")
+    arr = tmp_path / "huge.txt"
+    arr.write_text("0\n1e308\n")
+    serve = ["serve", ROUTER, "--policy", "lru", "--k", "16", "--model", "mixtral-8x7b",
+             "--no-bound"]
+    one_line(serve + ["--arrivals", arr],
+             f"{arr}:2: an arrival time must be at most 1e+09 s (about 32 years), got 1e308")
+    for opt, want in (("--step-overhead-ms", "--step-overhead-ms must be at most 1e+12 ms"),
+                      ("--think", "--think must be at most 1e+09 s")):
+        one_line(serve + ["--clients", "1", "--duration", "1", opt, "1e300"], want)
+    one_line(serve + ["--rate", "1", "--duration", "1e300"], "--duration must be at most")
