@@ -80,3 +80,41 @@ def test_times_beyond_the_documented_limit_are_refused(tmp_path, one_line):
                       ("--think", "--think must be at most 1e+09 s")):
         one_line(serve + ["--clients", "1", "--duration", "1", opt, "1e300"], want)
     one_line(serve + ["--rate", "1", "--duration", "1e300"], "--duration must be at most")
+
+
+def _edited_model(tmp_path, name, edit):
+    """A copy of the shipped 32 x 8 FlashMoE model with ``edit(arrays, meta)`` applied."""
+    import numpy as np
+
+    from paging.learned.model import MODEL_DIR
+
+    with np.load(MODEL_DIR / "flashmoe_32x8.npz", allow_pickle=False) as z:
+        d = {key: z[key] for key in z.files}
+    meta = json.loads(str(d["meta"][()]))
+    edit(d, meta)
+    d["meta"] = np.array(json.dumps(meta))
+    path = tmp_path / name
+    np.savez(path, **d)
+    return path
+
+
+FLASH_TRACE = "zipf:n=8,layers=32,tokens=20,seed=0,topk=2"
+
+
+def test_a_flashmoe_model_whose_scores_could_overflow_is_refused(tmp_path, one_line):
+    """Finite weights scaled by 1e200 ran on nan scores (exit 0, evictions comparing nan):
+    the bound on the activations from the weights' magnitudes refuses the file at load."""
+    def scale(by):
+        def edit(d, meta):
+            for key in d:
+                if key[0] in "Wb":
+                    d[key] = d[key] * by
+        return edit
+
+    for by, shown in ((1e200, "beyond the largest double"), (1e100, "3.49e+301")):
+        path = _edited_model(tmp_path, f"x{by:g}.npz", scale(by))
+        one_line(["simulate", FLASH_TRACE, "--policy", f"flashmoe:model={path}", "--k", "16"],
+                 f"{path}: the FlashMoE model's weights are too large", shown,
+                 "expected at most 1e+300")
+    ok = _edited_model(tmp_path, "x1e3.npz", scale(1e3))  # large but finite scores: runs
+    assert main(["simulate", FLASH_TRACE, "--policy", f"flashmoe:model={ok}", "--k", "16"]) == 0
