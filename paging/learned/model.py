@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.errors import PagingError, positive_int
 from paging.layout import Layout
 from paging.learned.mlp import MLP
 
@@ -148,10 +148,13 @@ def load_model(path: str | Path) -> FlashMoEModel:
                           file=str(path))
     net = MLP(W, b)
     check_activations(net, str(path))
-    try:
-        layout = Layout(int(meta["n_experts"]), int(meta["n_layers"]))
-    except (KeyError, TypeError, ValueError):
-        raise PagingError("the file is not a FlashMoE model file (no layout)",
+    if "n_experts" not in meta or "n_layers" not in meta:
+        raise PagingError("the file is not a FlashMoE model file (no layout)", file=str(path))
+    try:  # (int() took 8.7 experts for 8)
+        layout = Layout(positive_int("meta n_experts", meta["n_experts"]),
+                        positive_int("meta n_layers", meta["n_layers"]))
+    except PagingError as e:
+        raise PagingError(f"the file is not a FlashMoE model file ({e.message})",
                           file=str(path)) from None
     trained = meta.get("trained_on", [])
     if not isinstance(trained, list) or not all(isinstance(r, dict) for r in trained):

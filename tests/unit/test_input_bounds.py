@@ -118,3 +118,11 @@ def test_a_flashmoe_model_whose_scores_could_overflow_is_refused(tmp_path, one_l
                  "expected at most 1e+300")
     ok = _edited_model(tmp_path, "x1e3.npz", scale(1e3))  # large but finite scores: runs
     assert main(["simulate", FLASH_TRACE, "--policy", f"flashmoe:model={ok}", "--k", "16"]) == 0
+
+
+def test_a_flashmoe_model_layout_must_be_integers(tmp_path, one_line):
+    """meta n_experts 8.7 was read as 8."""
+    path = _edited_model(tmp_path, "m.npz", lambda d, meta: meta.update(n_experts=8.7))
+    one_line(["simulate", FLASH_TRACE, "--policy", f"flashmoe:model={path}", "--k", "16"],
+             f"{path}: the file is not a FlashMoE model file (meta n_experts must be an "
+             "integer >= 1, got 8.7)")
