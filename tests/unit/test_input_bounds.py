@@ -126,3 +126,30 @@ def test_a_flashmoe_model_layout_must_be_integers(tmp_path, one_line):
     one_line(["simulate", FLASH_TRACE, "--policy", f"flashmoe:model={path}", "--k", "16"],
              f"{path}: the file is not a FlashMoE model file (meta n_experts must be an "
              "integer >= 1, got 8.7)")
+
+
+MODEL = dict(name="x", n_layers=32, n_experts=8, top_k=2, d_model=4096, d_ff=14336,
+             n_matrices=3, non_expert_params=1000)
+
+
+@pytest.mark.parametrize("change,want", [
+    (dict(d_model=10**30), "key 'd_model' must be a positive integer of at most 2^63 - 1, got "
+     "1.000e30"),
+    (dict(d_ff=10**400), "key 'd_ff' must be a positive integer of at most 2^63 - 1, got "
+     "1.000e400"),
+    (dict(top_k=9), "key 'top_k' is 9, more than the 8 experts of a layer (n_experts)"),
+    (dict(d_model=10**9, d_ff=10**9), "the model's weights at bf16 would take "
+     "1536000000000000002000 bytes"),
+    (dict(n_experts=2**62), "a layout of 4611686018427387904 experts x 32 layers has more "
+     "pages than int64 ids can name"),
+])
+@pytest.mark.parametrize("suffix", [".json", ".toml"])
+def test_a_model_file_beyond_int64_is_refused(tmp_path, one_line, change, want, suffix):
+    """d_model = 10**30 was an OverflowError traceback, 10**400 "integer division result too
+    large for a float"; top_k above n_experts was accepted."""
+    m = tmp_path / f"m{suffix}"
+    d = {**MODEL, **change}
+    m.write_text(json.dumps(d) if suffix == ".json" else
+                 "".join(f"{k} = {json.dumps(v)}\n" for k, v in d.items()))
+    one_line(["simulate", ROUTER, "--policy", "lru", "--k", "16", "--model", m],
+             f"error: {m}: {want}")
