@@ -153,3 +153,48 @@ def test_a_model_file_beyond_int64_is_refused(tmp_path, one_line, change, want, 
                  "".join(f"{k} = {json.dumps(v)}\n" for k, v in d.items()))
     one_line(["simulate", ROUTER, "--policy", "lru", "--k", "16", "--model", m],
              f"error: {m}: {want}")
+
+
+SWEEP = f'traces = ["{ZIPF}"]\npolicies = ["lru"]\n'
+SERVE_SWEEP = (f'traces = ["{ROUTER}"]\npolicies = ["lru"]\nmodel = "mixtral-8x7b"\n'
+               "k = [16]\n[serve]\nrates = [1]\nduration = 1\n")
+BIG = "99999999999999999999999"
+
+
+@pytest.mark.parametrize("spec,want", [
+    (SWEEP + f"k = [{BIG}]\n", f":3: k: {BIG} is out of range; expected an integer of 64 bits"),
+    (SWEEP + f"k = [2]\nseeds = [-{BIG}]\n", f":4: seeds: -{BIG} is out of range"),
+    (SERVE_SWEEP + f"max_batch = [{BIG}]\n", f":8: max_batch: {BIG} is out of range"),
+    (SERVE_SWEEP + f"max_tokens = {BIG}\n", f":8: serve.max_tokens: {BIG} is out of range"),
+    (SERVE_SWEEP.replace("rates = [1]", f"clients = [{BIG}]"), f":6: clients: {BIG} is out"),
+])
+def test_a_sweep_integer_beyond_int64_is_refused_up_front(tmp_path, one_line, spec, want):
+    """max_batch = [99999999999999999999] ran every cell, then crashed writing the Parquet table
+    (OverflowError) or stored the value in a CSV; k beyond int64 was refused without the spec's
+    name. Every integer of a spec is held to int64 up front, as the command line's options."""
+    path = tmp_path / "s.toml"
+    path.write_text(spec)
+    for out in ("o.parquet", "o.csv"):
+        one_line(["sweep", path, "--out", tmp_path / out], f"error: {path}{want}")
+        assert not (tmp_path / out).exists()
+
+
+@pytest.mark.parametrize("spec,want", [
+    (SWEEP.replace('["lru"]', '["lru", "LRU"]') + "k = [2]\n",
+     ":2: policies lists 'lru' and 'LRU', the same value once normalised"),
+    (SWEEP + 'k = [2]\nprefetch = ["none", "None"]\n',
+     ":4: prefetch lists 'none' and 'None'"),
+    (SWEEP + 'k = [2]\nmiss = ["fetch", "FETCH"]\n', ":4: miss lists 'fetch' and 'FETCH'"),
+    (SWEEP + 'k = [2]\nexpand = ["groups"]\nrouting = ["standard", "Standard"]\n',
+     ":5: routing lists 'standard' and 'Standard'"),
+    (SERVE_SWEEP.replace('["lru"]', '["lru", "Lru"]'), ":2: policies lists 'lru' and 'Lru'"),
+    (SERVE_SWEEP.replace("k = [16]", 'k = [16]\nrouting = ["standard", "Standard"]'),
+     ":5: routing lists 'standard' and 'Standard'"),
+])
+def test_a_sweep_axis_naming_one_value_twice_is_refused(tmp_path, one_line, spec, want):
+    """policies = ["lru", "LRU"] said "2 cells" and wrote 1 row: values equal once normalised
+    are refused, naming the spec file, for every list axis that normalises."""
+    path = tmp_path / "s.toml"
+    path.write_text(spec)
+    one_line(["sweep", path, "--out", tmp_path / "o.csv"], f"error: {path}{want}")
+    assert not (tmp_path / "o.csv").exists()
