@@ -84,12 +84,14 @@ def _objective_scale(values: np.ndarray) -> float:
     return 2.0 ** -math.floor(math.log2(top)) if top > _SCALE_ABOVE else 1.0
 
 
-def ilp_schedule(model: IntervalModel, *, time_limit: float = 60) -> tuple[np.ndarray, str]:
+def ilp_schedule(model: IntervalModel, *, time_limit: float = 60,
+                 progress: bool | None = False) -> tuple[np.ndarray, str]:
     """An optimal schedule of the interval model by CBC: ``(hit_mask, how)``.
 
     Maximises ``sum_j w_j · y_j`` subject to the occupancy rows of the module docstring, y
     binary. Raises :class:`PagingError` when CBC does not prove optimality within
-    ``time_limit`` seconds.
+    ``time_limit`` seconds. ``progress``: an elapsed-time bar bounded by ``time_limit``
+    (:func:`paging.offline.ilp.solve_cbc`).
     """
     import pulp
 
@@ -124,7 +126,7 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60) -> tuple[np.nd
     if occ is not None:
         occ.upBound = ub
     prob += pulp.lpSum(c * v for c, v in zip(cost, y, strict=True))
-    solve_cbc(pulp, prob, mip=True, time_limit=time_limit)
+    solve_cbc(pulp, prob, mip=True, time_limit=time_limit, progress=progress)
     kept = np.array([(v.varValue or 0.0) > 0.5 for v in y], dtype=bool)
     return m.hit_mask(kept), "branch and bound"
 
