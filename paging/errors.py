@@ -45,6 +45,23 @@ class VerificationError(AssertionError):
 INT64_MAX = 2**63 - 1
 
 
+#: the longest time a time option or input may give, in seconds (about 31.7 years): the
+#: simulators keep times in ms as doubles, and below 1e12 ms every time still resolves
+#: 0.2 µs, so sums and differences of such times stay finite and meaningful (an arrival at
+#: 1e308 s made nan latencies, a per-token overhead of 1e308 ms an infinite run time)
+TIME_MAX_S = 1e9
+
+
+def check_time(name: str, value: float, unit: str = "ms") -> float:
+    """``value`` (in ``unit``, ``"ms"`` or ``"s"``) if it is at most :data:`TIME_MAX_S`, else a
+    :class:`PagingError` naming ``name`` (finiteness and the lower bound are each caller's)."""
+    limit = TIME_MAX_S * (1e3 if unit == "ms" else 1.0)
+    if value > limit:
+        raise PagingError(f"{name} must be at most {limit:.0e} {unit} (about 32 years), got "
+                          f"{value:g}")
+    return value
+
+
 def positive_int(name: str, value: object, minimum: int = 1) -> int:
     """``value`` as an int >= ``minimum``, else a :class:`PagingError` that says what was given
     (``"the number of coupons N must be an integer >= 2, got 1"``). Booleans are refused."""

@@ -9,6 +9,7 @@ bar is up go through :func:`write`, so they do not tear the bar.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 
@@ -28,6 +29,46 @@ def bar(total: int | None, desc: str, unit: str = "it", show: bool | None = None
 
     return tqdm(total=total, desc=desc, unit=unit, disable=not showing(show), leave=False,
                 file=sys.stderr, dynamic_ncols=True)
+
+
+#: seconds a :func:`ticking` bar waits before it shows (a solve done by then shows nothing)
+TICK_DELAY = 1.0
+
+
+@contextlib.contextmanager
+def ticking(limit_s: float, desc: str, show: bool | None = None):
+    """An elapsed-time bar for work that reports no progress of its own but is bounded by a
+    time limit (an ILP solver): it fills with the seconds elapsed out of ``limit_s``, so its
+    estimate is the most the work can take; updated twice a second from a thread, shown after
+    :data:`TICK_DELAY` seconds, and only when :func:`showing`."""
+    if not showing(show):
+        yield
+        return
+    import threading
+    import time
+
+    from tqdm import tqdm
+
+    stop = threading.Event()
+    start = time.monotonic()
+    pb = tqdm(total=float(limit_s), desc=desc, unit="s", leave=False, file=sys.stderr,
+              dynamic_ncols=True, delay=TICK_DELAY,
+              bar_format="{desc}: {bar}| {n:.0f}/{total:.0f} s [{elapsed}, at most "
+                         "{remaining} left]")
+
+    def tick():
+        while not stop.wait(0.5):
+            pb.n = min(time.monotonic() - start, float(limit_s))
+            pb.refresh()
+
+    thread = threading.Thread(target=tick, name="paging-ticking", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        pb.close()
 
 
 def write(line: str, stream=None) -> None:

@@ -85,7 +85,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from paging.errors import INT64_MAX, PagingError
+from paging.errors import INT64_MAX, PagingError, brief
 from paging.run import RunSpec, run
 
 #: The keys a sweep spec may hold.
@@ -235,10 +235,34 @@ def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None)
             want = {"str": "non-empty strings", "int": "integers",
                     "num": "positive numbers"}[kind]
             raise PagingError(f"{key} must be {want} (or a list of them), got {x!r}", file, line)
+        if kind == "int":
+            check_int64(key, x, file, line)
     if len(set(vals)) != len(vals):
         raise PagingError(f"{key} lists a value twice ({vals}); expected distinct values",
                           file, line)
     return tuple(float(x) if kind == "num" else x for x in vals)
+
+
+def check_int64(key: str, value: int, file: str, line: int | None) -> int:
+    """``value`` of the spec's ``key`` if int64 holds it (the range ``paging serve
+    --max-batch`` and every integer option accept, :func:`paging.options.int64`), else a
+    PagingError naming the file: a larger one crashed the table's writer after the runs."""
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise PagingError(f"{key}: {brief(value)} is out of range; expected an integer of 64 "
+                          "bits", file, line)
+    return value
+
+
+def distinct(key: str, given, normalised, file: str, text: str) -> tuple:
+    """``normalised`` (the values of ``given`` as the sweep runs them) if no two are the same,
+    else a PagingError naming the two: they would be one cell counted twice."""
+    seen: dict = {}
+    for g, v in zip(given, normalised, strict=True):
+        if v in seen:
+            raise PagingError(f"{key} lists {seen[v]!r} and {g!r}, the same value once "
+                              "normalised; expected distinct values", file, _line_of(text, key))
+        seen[v] = g
+    return tuple(normalised)
 
 
 def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
@@ -267,6 +291,7 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
                           "(GB), not both and not neither", file)
     traces = _as_list(doc, "traces", "str", file, text)
     policies = _as_list(doc, "policies", "str", file, text)
+    distinct("policies", policies, [p.lower() for p in policies], file, text)
     from paging.policies import make_policy
 
     for p in policies:
@@ -300,10 +325,12 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
         try:
             for m in model:
                 get_model(m)
-            precision = tuple(get_precision(q or "bf16").name for q in precision)
-            hardware = tuple(get_hardware(h or "link-5gbps").name for h in hardware)
+            named_precision = [get_precision(q or "bf16").name for q in precision]
+            named_hardware = [get_hardware(h or "link-5gbps").name for h in hardware]
         except PagingError as e:
             raise PagingError(e.message, file) from None
+        precision = distinct("precision", precision, named_precision, file, text)
+        hardware = distinct("hardware", hardware, named_hardware, file, text)
     prefetch, strategy, miss = _specmd_keys(doc, file, text)
     _check_cascades(policies, ks, model, precision, miss, file, text)
     routing = _as_list(doc, "routing", "str", file, text, default=["standard"])
@@ -314,6 +341,7 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
             make_router(r)
         except PagingError as e:
             raise PagingError(e.message, file, _line_of(text, "routing")) from None
+    distinct("routing", routing, [r.strip().lower() for r in routing], file, text)
     warm_vals = doc.get("warm", [warm])
     warm_vals = warm_vals if isinstance(warm_vals, list) else [warm_vals]
     if not warm_vals or not all(isinstance(w, bool) for w in warm_vals) \
@@ -405,11 +433,13 @@ def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
     from paging.miss import make_miss
     from paging.predict.prefetch import make_prefetch_predictor, make_strategy
 
-    prefetch = tuple(None if p.strip().lower() == "none" else p
-                     for p in _as_list(doc, "prefetch", "str", file, text, default=["none"]))
+    given = _as_list(doc, "prefetch", "str", file, text, default=["none"])
+    prefetch = distinct("prefetch", given, [None if p.strip().lower() == "none" else p
+                                            for p in given], file, text)  # (none, None: one)
     strategy = _as_list(doc, "prefetch_strategy", "str", file, text, default=[None])
-    miss = tuple(None if m.strip().lower() == "fetch" else m
-                 for m in _as_list(doc, "miss", "str", file, text, default=["fetch"]))
+    given = _as_list(doc, "miss", "str", file, text, default=["fetch"])
+    miss = distinct("miss", given, [None if m.strip().lower() == "fetch" else m
+                                    for m in given], file, text)
     try:
         for p in prefetch:
             if p is not None:

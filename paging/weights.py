@@ -17,15 +17,31 @@ import numpy as np
 
 from paging.errors import INT64_MAX, PagingError, brief
 
+#: the largest fetch cost accepted: a run's cost is a sum over at most 2^63 requests, and
+#: 2^63 · 1e288 ≈ 9.2e306 stays below the largest double (1.8e308) with room for the exact
+#: summation's intermediate terms, so no total is ever inf or nan (a cost of 1e308 summed to inf
+#: and its compensated sum to nan)
+COST_MAX = 1e288
+_COST_EXPECTED = f"expected a finite number from 0 to {COST_MAX:.0e}"
+
+
+def _big_int(values) -> int | None:
+    """The index of the first Python int beyond int64 in a list (numpy makes a float or an
+    object of it, which would be named as such: it is named as given instead), else None."""
+    return next((i for i, v in enumerate(values) if isinstance(v, int)
+                 and not isinstance(v, bool) and abs(v) > INT64_MAX), None)
+
 
 def _entries(values, n_pages: int, where: str, what: str) -> np.ndarray:
-    if what == "sizes" and isinstance(values, (list, tuple)):  # (a Python int beyond int64
-        # became a float or an object in numpy, named as such: named as given instead)
-        big = next((i for i, v in enumerate(values) if isinstance(v, int)
-                    and not isinstance(v, bool) and abs(v) > INT64_MAX), None)
-        if big is not None:
-            raise PagingError(f"{where}: entry {big} is {brief(values[big])}; expected an "
+    if isinstance(values, (list, tuple)) and (big := _big_int(values)) is not None:
+        v = values[big]
+        if what == "sizes":
+            raise PagingError(f"{where}: entry {big} is {brief(v)}; expected an "
                               "integer number of bytes from 1 to 2^63 - 1")
+        if not 0 <= v <= COST_MAX:
+            raise PagingError(f"{where}: entry {big} is {brief(v)}; {_COST_EXPECTED}")
+        values = [float(v) if isinstance(v, int) and not isinstance(v, bool) else v
+                  for v in values]  # (every int here is at most 1e288: exact enough as floats)
     try:
         a = np.asarray(values)
     except (TypeError, ValueError):
@@ -40,7 +56,8 @@ def _entries(values, n_pages: int, where: str, what: str) -> np.ndarray:
 
 
 def as_costs(costs, n_pages: int, where: str = "costs") -> np.ndarray:
-    """Fetch costs w(p) as a read-only float64 array of ``n_pages`` finite numbers >= 0."""
+    """Fetch costs w(p) as a read-only float64 array of ``n_pages`` finite numbers from 0 to
+    :data:`COST_MAX` (so that no run's total cost overflows)."""
     a = _entries(costs, n_pages, where, "costs")
     a = np.array(a, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
@@ -48,6 +65,10 @@ def as_costs(costs, n_pages: int, where: str = "costs") -> np.ndarray:
         i = int(bad[0])
         raise PagingError(f"{where}: entry {i} is {a[i].item()!r}; expected a finite number "
                           ">= 0")
+    if a.size and a.max() > COST_MAX:
+        i = int(np.argmax(a))  # (the largest entry: every entry above the bound is refused)
+        raise PagingError(f"{where}: entry {i} is {a[i].item()!r}; {_COST_EXPECTED} (a run's "
+                          "total cost over up to 2^63 requests must stay finite)")
     a.setflags(write=False)
     return a
 

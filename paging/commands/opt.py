@@ -104,7 +104,8 @@ def run(args) -> int:
             else:
                 from paging.offline.ilp import opt_ilp
 
-                misses = opt_ilp(trace, k, dist=args.dist, time_limit=args.time_limit)
+                misses = opt_ilp(trace, k, dist=args.dist, time_limit=args.time_limit,
+                                 progress=False if args.json else None)
                 if args.verify:  # (the ILP must agree with a verified Belady run)
                     with verifying():
                         belady = simulate(trace, name, k).misses
@@ -132,7 +133,8 @@ def _weighted_row(trace, args, method, name, k, costs, sizes, budget) -> dict:
     from paging.offline.weighted import opt_weighted
 
     res = opt_weighted(trace, k=k, budget=budget, costs=costs, sizes=sizes, dist=args.dist,
-                       method=method, time_limit=args.time_limit)
+                       method=method, time_limit=args.time_limit,
+                       progress=False if args.json else None)  # (the ILP's bar, on a terminal)
     n = trace.n_requests
     row = {"trace": trace.name, "policy": name, "method": method, "k": k, "dist": args.dist,
            "requests": n, "misses": res.misses, "hits": n - res.misses,

@@ -23,7 +23,7 @@ from paging.cost.sources import (
     SSD_LATENCY,
     Source,
 )
-from paging.errors import PagingError
+from paging.errors import INT64_MAX, PagingError, brief
 from paging.layout import Layout
 from paging.options import parse_json, read_toml
 
@@ -102,7 +102,7 @@ class Model:
         """
         q = get_precision(precision) if isinstance(precision, str) else precision
         per_matrix = self.d_model * self.d_ff
-        weights = self.n_matrices * math.ceil(per_matrix * q.bits / 8)
+        weights = self.n_matrices * -(-per_matrix * q.bits // 8)  # (exact: ceil of P·bits/8)
         rows = self.expert_rows * q.row_scale_bytes
         groups = (self.n_matrices * math.ceil(per_matrix / q.group_size) * q.group_scale_bytes
                   if q.group_size else 0)
@@ -413,9 +413,10 @@ def all_sources() -> list[Source]:
 #     non_expert_params = 126668800
 #     kv_width = 512                   # optional: key-value heads x head dimension (serving)
 #
-# Every numeric field but ``kv_width`` is required and must be an integer >= 1; an unknown key,
-# a missing key or a bad value is a :class:`~paging.errors.PagingError` that names the file and
-# the key.
+# Every numeric field but ``kv_width`` is required and must be an integer from 1 to 2^63 - 1,
+# ``top_k`` at most ``n_experts``, and the weights' bytes at every precision at most 2^63 - 1;
+# an unknown key, a missing key or a bad value is a :class:`~paging.errors.PagingError` that
+# names the file and the key.
 
 OPTIONAL = ("name", "source", *OPTIONAL_MODEL_UNITS)
 
@@ -464,11 +465,33 @@ def load_model_file(path) -> Model:
         v = data.get(key)
         if key in data and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
             raise PagingError(f"key {key!r} must be a positive integer, got {v!r}", file=where)
+    for key in (*MODEL_FIELDS, *OPTIONAL_MODEL_UNITS):  # (the kernels' int64 arrays)
+        if key in data and data[key] > INT64_MAX:
+            raise PagingError(f"key {key!r} must be a positive integer of at most 2^63 - 1, "
+                              f"got {brief(data[key])}", file=where)
+    if data["top_k"] > data["n_experts"]:
+        raise PagingError(f"key 'top_k' is {data['top_k']}, more than the {data['n_experts']} "
+                          "experts of a layer (n_experts); expected at most n_experts",
+                          file=where)
     for key in ("name", "source"):
         if key in data and (not isinstance(data[key], str) or not data[key].strip()):
             raise PagingError(f"key {key!r} must be a non-empty string, got {data[key]!r}",
                               file=where)
     origin = f"user model file {where}" + (f" ({data['source']})" if "source" in data else "")
     extra = {k: int(data[k]) for k in OPTIONAL_MODEL_UNITS if k in data}
-    return Model(name=data.get("name", p.stem), **{k: int(data[k]) for k in MODEL_FIELDS},
-                 **extra, sources=dict.fromkeys([*MODEL_FIELDS, *extra], origin))
+    model = Model(name=data.get("name", p.stem), **{k: int(data[k]) for k in MODEL_FIELDS},
+                  **extra, sources=dict.fromkeys([*MODEL_FIELDS, *extra], origin))
+    try:
+        model.layout  # noqa: B018 (n_layers x n_experts page ids must fit int64)
+    except PagingError as e:
+        raise PagingError(e.message, file=where) from None
+    for q in PRECISIONS.values():  # the byte sizes every command derives (paging.cost.arith)
+        total = (model.n_layers * model.n_experts * model.expert_bytes(q)
+                 + 2 * model.non_expert_params)
+        if total > INT64_MAX:
+            raise PagingError(
+                f"the model's weights at {q.name} would take {brief(total)} bytes (n_layers x "
+                "n_experts x the bytes of an expert of n_matrices x d_model x d_ff weights, "
+                "plus 2 x non_expert_params); expected at most 2^63 - 1: check those keys",
+                file=where)
+    return model

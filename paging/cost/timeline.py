@@ -73,7 +73,7 @@ import numpy as np
 from numba import njit
 
 from paging.cost.arith import expert_compute_ms, non_expert_ms
-from paging.errors import PagingError
+from paging.errors import PagingError, check_time
 from paging.trace import Trace
 
 
@@ -393,6 +393,7 @@ def timeline_options(token_overhead_ms=0.0, prefetch_streams=1,
     if not (math.isfinite(ov) and ov >= 0):
         raise PagingError(f"the per-token overhead must be a finite number of ms >= 0, got "
                           f"{token_overhead_ms!r}")
+    check_time("the per-token overhead", ov)
     if isinstance(prefetch_streams, bool) or prefetch_streams not in PREFETCH_STREAMS:
         raise PagingError(f"prefetch streams must be 1 (one copy stream) or 2 (a second, "
                           f"concurrent one for prefetches), got {prefetch_streams!r}")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.errors import PagingError, positive_int
 from paging.layout import Layout
 from paging.learned.mlp import MLP
 
@@ -90,6 +90,38 @@ class _NotNpz(Exception):
     """A model file that is no ``.npz`` archive (np.load returned an array)."""
 
 
+#: the largest activation a model may reach on its features (each in [0, 1]): below it every
+#: product, sum and score of the network, in any summation order, is a finite double with a
+#: margin for rounding (weights scaled by 1e200 made every score nan, and evictions compared
+#: nan)
+ACTIVATION_MAX = 1e300
+
+
+def activation_bound(net: MLP) -> float:
+    """A bound on |activation| over every layer of ``net`` for inputs in [0, 1]²: from
+    ``A_0 = 1`` per input, ``A_i = A_{i-1} · |W_i| + |b_i|`` (|silu(z)| <= |z|), the largest
+    entry over the layers; inf when it overflows. Cost O(n_params)."""
+    a = np.ones(net.W[0].shape[0])
+    top = 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        for w, c in zip(net.W, net.b, strict=True):
+            a = a @ np.abs(w) + np.abs(c)
+            top = max(top, float(a.max()) if a.size else 0.0)
+    return top if np.isfinite(top) else float("inf")
+
+
+def check_activations(net: MLP, file: str | None = None) -> None:
+    """A :class:`PagingError` when ``net``'s activations could overflow
+    (:func:`activation_bound` above :data:`ACTIVATION_MAX`): its scores would be inf or nan."""
+    top = activation_bound(net)
+    if not top <= ACTIVATION_MAX:
+        shown = f"{top:.3g}" if np.isfinite(top) else "beyond the largest double"
+        raise PagingError("the FlashMoE model's weights are too large: its activations on "
+                          f"features in [0, 1] could reach {shown} (from the weights' "
+                          f"magnitudes); expected at most {ACTIVATION_MAX:.0e}, so that every "
+                          "score is finite", file=file)
+
+
 def load_model(path: str | Path) -> FlashMoEModel:
     """Read a model file; a missing, unreadable or malformed file is a one-line PagingError."""
     path = Path(path)
@@ -122,16 +154,21 @@ def load_model(path: str | Path) -> FlashMoEModel:
     if not shapes_ok or not all(np.all(np.isfinite(a)) for a in W + b):
         raise PagingError("the file is not a FlashMoE model file (bad or non-finite weights)",
                           file=str(path))
-    try:
-        layout = Layout(int(meta["n_experts"]), int(meta["n_layers"]))
-    except (KeyError, TypeError, ValueError):
-        raise PagingError("the file is not a FlashMoE model file (no layout)",
+    net = MLP(W, b)
+    check_activations(net, str(path))
+    if "n_experts" not in meta or "n_layers" not in meta:
+        raise PagingError("the file is not a FlashMoE model file (no layout)", file=str(path))
+    try:  # (int() took 8.7 experts for 8)
+        layout = Layout(positive_int("meta n_experts", meta["n_experts"]),
+                        positive_int("meta n_layers", meta["n_layers"]))
+    except PagingError as e:
+        raise PagingError(f"the file is not a FlashMoE model file ({e.message})",
                           file=str(path)) from None
     trained = meta.get("trained_on", [])
     if not isinstance(trained, list) or not all(isinstance(r, dict) for r in trained):
         raise PagingError("the file is not a FlashMoE model file (trained_on must be a list "
                           "of sequence records)", file=str(path))
-    return FlashMoEModel(MLP(W, b), layout, meta)
+    return FlashMoEModel(net, layout, meta)
 
 
 def shipped_model_path(layout: Layout) -> Path:

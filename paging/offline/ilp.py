@@ -76,12 +76,12 @@ def _partitions(trace: Trace, k: int, dist: bool) -> tuple[np.ndarray, list[int]
 
 
 def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 60,
-              relax: bool = True) -> IlpResult:
+              relax: bool = True, progress: bool | None = False) -> IlpResult:
     """Solve the interval program of the module docstring; see :func:`opt_ilp`.
 
     ``relax=True`` (default) solves the LP relaxation first and accepts it when it is integral
     (always, in exact arithmetic: the matrix is totally unimodular); ``relax=False`` runs CBC's
-    branch and bound directly (slower, same optimum).
+    branch and bound directly (slower, same optimum). ``progress``: :func:`solve_cbc`'s bar.
     """
     import pulp
 
@@ -157,13 +157,13 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
         fractional = False
         if relax:
             method = "LP relaxation (integral: totally unimodular)"
-            solve_cbc(pulp, prob, mip=False, time_limit=time_limit)
+            solve_cbc(pulp, prob, mip=False, time_limit=time_limit, progress=progress)
             values = [v.varValue or 0.0 for v, _ in y_vars]
             fractional = any(abs(x - round(x)) > 1e-6 for x in values)
         if not relax or fractional:
             method = ("branch and bound" if not relax
                       else "branch and bound (the LP vertex was fractional)")
-            solve_cbc(pulp, prob, mip=True, time_limit=time_limit)
+            solve_cbc(pulp, prob, mip=True, time_limit=time_limit, progress=progress)
             values = [v.varValue or 0.0 for v, _ in y_vars]
         for x, (_, i) in zip(values, y_vars, strict=True):
             if x > 0.5:
@@ -186,9 +186,13 @@ def variable_factory(pulp, prob):
 
 
 def solve_cbc(pulp, prob, *, mip: bool, time_limit: float,
-              hint: str = "raise the time limit or use --method belady") -> None:
+              hint: str = "raise the time limit or use --method belady",
+              progress: bool | None = False) -> None:
     """Run CBC (quiet, one thread: deterministic) and insist on a proven optimum (else a
     :class:`PagingError` ending with ``hint``). Every pulp model of the package is solved here.
+    ``progress``: an elapsed-time bar bounded by ``time_limit`` naming the model's size
+    (:func:`paging.progress.ticking`; None: when stderr is a terminal), since CBC reports no
+    progress and a branch and bound can run to the limit.
 
     A CBC on the PATH is used through ``COIN_CMD``; otherwise the binary bundled with pulp
     (``PULP_CBC_CMD``, whose PuLP-4 deprecation warning is silenced here).
@@ -202,13 +206,25 @@ def solve_cbc(pulp, prob, *, mip: bool, time_limit: float,
         solver = pulp.COIN_CMD(**kw)
         if not solver.available():
             solver = pulp.PULP_CBC_CMD(**kw)
-        prob.solve(solver)
+        if progress is False:
+            prob.solve(solver)
+        else:
+            from paging.progress import ticking
+
+            n_vars = prob.numVariables()
+            n_int = sum(1 for v in prob.variables() if v.cat == pulp.LpInteger)
+            what = ("branch and bound" if mip else "LP")
+            desc = (f"CBC {what}: {n_int:,} binaries, {n_vars - n_int:,} continuous, "
+                    f"{prob.numConstraints():,} rows")
+            with ticking(time_limit, desc, show=progress):
+                prob.solve(solver)
     if prob.status != pulp.LpStatusOptimal or prob.sol_status != pulp.LpSolutionOptimal:
         raise PagingError(f"the ILP was not solved to optimality within {time_limit:g} s (CBC: "
                           f"{pulp.LpStatus[prob.status]}); {hint}")
 
 
-def opt_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 60) -> int:
+def opt_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 60,
+            progress: bool | None = False) -> int:
     """Minimum number of misses of ``trace`` with a cache of ``k`` pages, by integer programming.
 
     Parameters
@@ -238,4 +254,4 @@ def opt_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 60)
     >>> opt_ilp(belady_anomaly, 3), opt_ilp(belady_anomaly, 4)
     (7, 6)
     """
-    return solve_ilp(trace, k, dist=dist, time_limit=time_limit).misses
+    return solve_ilp(trace, k, dist=dist, time_limit=time_limit, progress=progress).misses

@@ -71,12 +71,27 @@ def _cost(costs: np.ndarray, pages: np.ndarray, hit: np.ndarray) -> float:
     return math.fsum(costs[pages[~hit]].tolist())
 
 
-def ilp_schedule(model: IntervalModel, *, time_limit: float = 60) -> tuple[np.ndarray, str]:
+#: above this cost the ILP's and LP's objectives are scaled down by a power of two (exact): CBC
+#: and HiGHS take coefficients of 1e20 and more for infinite (costs reach 1e288, see
+#: paging.weights.COST_MAX), which made a model of large costs "infeasible"
+_SCALE_ABOVE = 2.0 ** 32
+
+
+def _objective_scale(values: np.ndarray) -> float:
+    """A power of two that brings the largest of ``values`` to [1, 2) when it is above
+    :data:`_SCALE_ABOVE`, else 1 (multiplying by a power of two is exact in floating point)."""
+    top = float(values.max()) if values.size else 0.0
+    return 2.0 ** -math.floor(math.log2(top)) if top > _SCALE_ABOVE else 1.0
+
+
+def ilp_schedule(model: IntervalModel, *, time_limit: float = 60,
+                 progress: bool | None = False) -> tuple[np.ndarray, str]:
     """An optimal schedule of the interval model by CBC: ``(hit_mask, how)``.
 
     Maximises ``sum_j w_j · y_j`` subject to the occupancy rows of the module docstring, y
     binary. Raises :class:`PagingError` when CBC does not prove optimality within
-    ``time_limit`` seconds.
+    ``time_limit`` seconds. ``progress``: an elapsed-time bar bounded by ``time_limit``
+    (:func:`paging.offline.ilp.solve_cbc`).
     """
     import pulp
 
@@ -89,7 +104,7 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60) -> tuple[np.nd
     prob = pulp.LpProblem("weighted_paging_opt", pulp.LpMaximize)
     new_var = variable_factory(pulp, prob)
     y = [new_var(f"y_{j}", cat=pulp.LpBinary) for j in range(m.n_intervals)]
-    size, cost = m.iv_size.tolist(), m.iv_cost.tolist()
+    size, cost = m.iv_size.tolist(), (m.iv_cost * _objective_scale(m.iv_cost)).tolist()
     entering: dict[int, list[int]] = {}
     leaving: dict[int, list[int]] = {}
     for j, (a, b) in enumerate(zip(m.iv_tail.tolist(), m.iv_head.tolist(), strict=True)):
@@ -111,7 +126,7 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60) -> tuple[np.nd
     if occ is not None:
         occ.upBound = ub
     prob += pulp.lpSum(c * v for c, v in zip(cost, y, strict=True))
-    solve_cbc(pulp, prob, mip=True, time_limit=time_limit)
+    solve_cbc(pulp, prob, mip=True, time_limit=time_limit, progress=progress)
     kept = np.array([(v.varValue or 0.0) > 0.5 for v in y], dtype=bool)
     return m.hit_mask(kept), "branch and bound"
 
@@ -127,8 +142,10 @@ def lp_bound(model: IntervalModel, costs: np.ndarray, pages: np.ndarray) -> Boun
     costs = np.asarray(costs, dtype=np.float64)
     fixed = _fixed(m, costs, pages)
     per_byte = m.iv_cost / m.iv_size
-    net = interval_network(m, per_byte)
+    scale = _objective_scale(per_byte)
+    net = interval_network(m, per_byte * scale)
     x, fun = highs_lp(net)
+    fun /= scale
     y = x[net.tail.size - m.n_intervals:]
     hit = m.hit_mask(y >= m.iv_size - 1e-9 * np.maximum(1, m.iv_size))
     upper = _cost(costs, pages, hit)

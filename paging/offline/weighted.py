@@ -56,7 +56,8 @@ class WeightedOpt:
 
 def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = None,
                  costs=None, sizes=None, dist: bool = False, method: str = "auto",
-                 time_limit: float = 60, solver: str = "ortools") -> WeightedOpt:
+                 time_limit: float = 60, solver: str = "ortools",
+                 progress: bool | None = False) -> WeightedOpt:
     """Minimum total fetch cost of ``trace``: exact (flow, ilp) or bounds (lp, foo).
 
     Parameters
@@ -77,6 +78,9 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
         Seconds allowed to CBC (``ilp``).
     solver : {"ortools", "networkx", "highs"}
         The min-cost-flow solver of ``flow`` (and ``foo``: ortools or networkx).
+    progress : bool or None
+        ``ilp``: an elapsed-time bar bounded by ``time_limit`` that names the model's size
+        (None: when stderr is a terminal; :func:`paging.offline.ilp.solve_cbc`).
 
     Returns
     -------
@@ -132,12 +136,13 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
     if method == "ilp" and costs is None and sizes is None and k is not None:
         from paging.offline.ilp import solve_ilp
 
-        hit = solve_ilp(trace, cap, dist=dist, time_limit=time_limit).hit_mask
+        hit = solve_ilp(trace, cap, dist=dist, time_limit=time_limit,
+                        progress=progress).hit_mask
         return _result(hit, w, s, pages, "ilp", True, None, caps, keep_mask=True)
     model = intervals.build(trace, caps, dist=dist, costs=w,
                             sizes=s if budget is not None else None)
     if method == "ilp":
-        hit, _ = sized.ilp_schedule(model, time_limit=time_limit)
+        hit, _ = sized.ilp_schedule(model, time_limit=time_limit, progress=progress)
         return _result(hit, w, s, pages, "ilp", True, None, caps, keep_mask=True)
     if method == "lp":
         b = sized.lp_bound(model, w, pages)

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.errors import PagingError, check_time
 from paging.observers import DROP, Observer
 from paging.serve.workload import Arrivals, Sequence, pool, windows
 
@@ -93,10 +93,13 @@ class ServeSpec:
             raise PagingError(f"--max-tokens must be >= 1, got {self.max_tokens}")
         if not (np.isfinite(self.step_overhead_ms) and self.step_overhead_ms >= 0):
             raise PagingError(f"--step-overhead-ms must be >= 0, got {self.step_overhead_ms}")
+        check_time("--step-overhead-ms", self.step_overhead_ms)
         for name, v in (("--slo-ttft-ms", self.slo_ttft_ms), ("--slo-tpot-ms",
                                                                self.slo_tpot_ms)):
             if v is not None and not (np.isfinite(v) and v > 0):
                 raise PagingError(f"{name} must be > 0, got {v}")
+            if v is not None:
+                check_time(name, v)
         if self.max_requests is not None and self.max_requests < 1:
             raise PagingError(f"--max-requests must be >= 1, got {self.max_requests}")
 

@@ -48,7 +48,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paging.errors import PagingError
-from paging.sweep import Schema, _as_list, _line_of, _resolve, _specmd_keys, _traces, drive
+from paging.sweep import (
+    Schema,
+    _as_list,
+    _line_of,
+    _resolve,
+    _specmd_keys,
+    _traces,
+    check_int64,
+    distinct,
+    drive,
+)
 
 TOP_KEYS = ("traces", "policies", "k", "budget_gb", "model", "precision", "hardware", "seeds",
             "prefetch", "prefetch_strategy", "miss", "routing", "serve")
@@ -178,6 +188,8 @@ def _scalar(doc: dict, key: str, kind, file, text, default=None, lo=None):
         want = "an integer" if kind is int else "a number"
         raise PagingError(f"serve.{key} must be {want}{'' if lo is None else f' >= {lo}'}, "
                           f"got {v!r}", file, _line_of(text, key))
+    if isinstance(v, int):  # (as paging serve's integer options: int64)
+        check_int64(f"serve.{key}", v, file, _line_of(text, key))
     return v
 
 
@@ -213,6 +225,7 @@ def plan_serve(spec_path) -> list[Cell]:
     traces = _as_list(doc, "traces", "str", file, text)
     paths = tuple(_resolve(t, base) for t in traces)
     policies = _as_list(doc, "policies", "str", file, text)
+    distinct("policies", policies, [p.lower() for p in policies], file, text)
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
@@ -288,7 +301,7 @@ def _routing_key(doc: dict, file: str, text: str, prefetch: tuple, miss: tuple,
                     hook.reset(t)
                 except PagingError as e:
                     raise PagingError(e.message, file, line) from None
-    return tuple(dict.fromkeys(out))
+    return distinct("routing", values, out, file, text)  # (standard and none: one cell)
 
 
 def _run_spec(cell: Cell, budget_bytes):

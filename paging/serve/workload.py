@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from paging.errors import PagingError
+from paging.errors import TIME_MAX_S, PagingError, check_time
 from paging.trace import Trace, group_starts
 
 #: the most Poisson arrivals a run may expect (rate × duration): their gaps are drawn one at a
@@ -185,11 +185,14 @@ class Arrivals:
                               "--rate allows); expected fewer clients")
         if not (np.isfinite(self.think) and self.think >= 0):
             raise PagingError(f"--think must be seconds >= 0, got {self.think}")
+        check_time("--think", self.think, "s")
         if self.think and self.clients is None:
             raise PagingError("--think applies only to --clients (a closed loop); drop it")
         if self.duration is not None and not (np.isfinite(self.duration)
                                               and self.duration > 0):
             raise PagingError(f"--duration must be seconds > 0, got {self.duration}")
+        if self.duration is not None:
+            check_time("--duration", self.duration, "s")
         if self.times is None and self.duration is None:
             raise PagingError("--rate and --clients need --duration S (how long requests "
                               "arrive)")
@@ -253,6 +256,9 @@ def read_arrivals(path) -> tuple:
         if not np.isfinite(v) or v < 0:
             raise PagingError(f"an arrival time must be finite and >= 0, got {s}", file=str(p),
                               line=i)
+        if v > TIME_MAX_S:
+            raise PagingError(f"an arrival time must be at most {TIME_MAX_S:.0e} s (about 32 "
+                              f"years), got {s}", file=str(p), line=i)
         if v < prev:
             raise PagingError(f"arrival times must not decrease ({v} after {prev})",
                               file=str(p), line=i)

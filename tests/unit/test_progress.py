@@ -153,3 +153,24 @@ def test_a_short_compilation_or_none_is_not_announced():
     th.stop.set()
     th.join(2.0)
     assert not th.is_alive() and out.getvalue() == ""
+
+
+def test_the_byte_budget_ilp_shows_its_size_and_time_limit_on_a_terminal(tmp_path, monkeypatch,
+                                                                        capsys):
+    """``paging opt --budget-gb G --sizes F --method ilp`` (CBC's branch and bound, up to the
+    time limit per sequence) ran silently for minutes on a terminal: it shows an elapsed-time
+    bar bounded by the time limit, naming the model's size; nothing under --json."""
+    monkeypatch.setattr(progress, "TICK_DELAY", 0.0, raising=False)  # (it solves at once)
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    sizes = tmp_path / "s.json"
+    sizes.write_text(json.dumps([100, 250, 400, 100, 250, 400, 100, 250, 400, 100, 250, 400]))
+    args = ["opt", "zipf:n=4,layers=3,tokens=30,a=1.0,seed=0", "--budget-gb", "8e-7",
+            "--sizes", str(sizes), "--method", "ilp", "--time-limit", "120"]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert "CBC branch and bound: " in err and " binaries, " in err and " rows" in err, err
+    assert "/120 s" in err and "Traceback" not in err
+    assert main(args + ["--json"]) == 0
+    cap = capsys.readouterr()
+    json.loads(cap.out)
+    assert "CBC" not in cap.err
