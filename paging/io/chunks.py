@@ -15,11 +15,12 @@ is read, so a run may have consumed the chunks before it.
 What streaming does not do (the whole-file readers do): re-expand a sequence into the other
 mode (``expand`` must be the mode the file stores; a CSV without ``expand=`` in its header
 comment is read in the mode asked), number the objects of a *generic* cache trace (that needs
-every id first), or read the optional ``rank`` and ``logits`` columns (a sequence's largest
-rank is read in a first pass where the token policies need it, :attr:`ChunkedTrace.visits`).
-The ``token`` and ``score`` columns are read when asked (``tokens=True``: the token policies
-read the ids; ``scores=True``: Score-Based reads the gate scores); scores are checked to be
-finite and non-negative either way.
+every id first), or read the optional ``logits`` (no streamed run routes). The ``token`` and
+``rank`` columns are checked against the layer clock as the whole readers check them
+(:func:`paging.trace.token_violation`) and passed on when asked (``tokens=True``: the token
+policies read the ids; a sequence's largest rank is read in a first pass where they need it,
+:attr:`ChunkedTrace.visits`); the ``score`` column is passed on when asked (``scores=True``:
+Score-Based reads the gate scores) and checked to be finite and non-negative either way.
 """
 
 from __future__ import annotations
