@@ -50,6 +50,13 @@ def check_capacity(k, budget, sizes, n_pages: int) -> tuple[int | None, int | No
     if budget < smallest:
         raise PagingError(f"a budget of {int(budget)} bytes holds no page: the smallest page "
                           f"has {smallest} bytes")
+    largest = int(np.max(sizes))
+    if int(budget) > INT64_MAX - largest:
+        # (the kernels test the bytes a partition holds plus the page asked for in int64: a
+        # budget of 2^63 - 1 with pages of 2^62 wrapped, and they kept three such pages)
+        raise PagingError(f"a budget of {brief(int(budget))} bytes with pages of up to "
+                          f"{brief(largest)} bytes: the bytes cached plus one page must fit in "
+                          f"int64; expected a budget of at most 2^63 - 1 - {brief(largest)}")
     return None, int(budget)
 
 class CacheState:

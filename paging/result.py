@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from paging.errors import INT64_MAX
+
 
 def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Veltkamp's split of doubles into two halves of 26 bits (exact: hi + lo == a)."""
@@ -54,7 +56,14 @@ def weighted_totals(page_misses: np.ndarray, costs: np.ndarray | None,
     else:
         nz = np.flatnonzero(m)
         cost = exact_dot(m[nz], np.asarray(costs, dtype=np.float64)[nz])
-    nbytes = None if sizes is None else int(np.dot(m, np.asarray(sizes, dtype=np.int64)))
+    nbytes = None
+    if sizes is not None:
+        s = np.asarray(sizes, dtype=np.int64)
+        if m.size and int(m.sum()) * max(int(s.max()), 0) > INT64_MAX:  # (int64 would wrap)
+            nz = np.flatnonzero(m)
+            nbytes = sum(a * b for a, b in zip(m[nz].tolist(), s[nz].tolist(), strict=True))
+        else:
+            nbytes = int(np.dot(m, s))
     return cost, nbytes
 
 

@@ -1219,6 +1219,8 @@ def unsupported(trace, policy, budget, prefetch, miss, routed=False) -> str | No
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
+    if policy.needs_scores and trace.score is None:  # (the reference's error, not numba's)
+        return f"{policy.name} reads gate scores and the trace has none"
     if spec is None or spec[0] not in ("list", "credit", "marking", "heap", "adaptive",
                                        "predictive", "token"):
         return (f"policy {policy.name} has no compiled kernel with prefetching or miss handling "
