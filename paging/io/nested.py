@@ -187,6 +187,13 @@ def read_nested_json(path: str | os.PathLike, *, expand: str = "rounds", strict:
                     max_e = max(max_e, max(entry))
                 max_z = max(max_z, len(tok) - 1)
             seqs[ph] = toks
+        plen = pobj.get("prompt_len")
+        if "prefill" in seqs and plen is not None and plen != len(seqs["prefill"]):
+            # (what the file says of itself must hold: a count that disagrees means a cut or
+            # misaligned prefill list)
+            raise fail(f"prompt {pname!r} declares prompt_len={plen!r} but lists "
+                       f"{len(seqs['prefill'])} prefill positions; expected them equal",
+                       base + ("prompt_len",))
         if K is not None and "top_k" in declared and K != declared["top_k"]:
             raise fail(f"prompt {pname!r} lists {K} experts per layer but the file declares "
                        f"top_k={declared['top_k']}", kpath)

@@ -240,6 +240,17 @@ def test_nested_bad_value_line(tmp_path):
     assert e.value.line == 3 and "expert id" in e.value.message
 
 
+def test_nested_prompt_len_must_count_the_prefill_positions(nested_file):
+    doc = json.loads(nested_file.read_text())
+    doc["prompts"]["b"]["prompt_len"] = 2
+    nested_file.write_text(json.dumps(doc, indent=2))
+    with pytest.raises(PagingError, match="prompt 'b' declares prompt_len=2 but lists 1 prefill "
+                                          "positions; expected them equal") as e:
+        read_nested_json(nested_file)
+    assert nested_file.read_text().splitlines()[e.value.line - 1].strip() == '"prompt_len": 2,'
+    assert read_nested_json(nested_file, phase="decode")[1].n_requests == 4  # (not read)
+
+
 # -- npz and CSV round trips ---------------------------------------------------------------------
 def _same(a, b):
     assert a.name == b.name and a.layout == b.layout and a.expand == b.expand
