@@ -196,18 +196,28 @@ def test_an_npz_layout_error_names_the_file(tmp_path, one_line, n, message):
 
 
 def test_convert_of_a_trace_without_requests_names_the_source(tmp_path, one_line):
-    """``paging trace convert`` of a trace whose every token is dropped (a layer missing) to a
-    libCacheSim format said "nothing to write: the trace has no requests" without a file."""
-    src = tmp_path / "dropped.jsonl"
-    src.write_text('{"dataset": "h", "problem_id": 0, "layer": 0, "experts": [0, 1], '
-                   '"token_idx": 0}\n{"dataset": "h", "problem_id": 0, "layer": 1, '
-                   '"experts": [1, 0], "token_idx": 1}\n')
+    """``paging trace convert`` of a trace without requests (an .npz keeps an empty sequence)
+    to a libCacheSim format said "nothing to write: the trace has no requests" without a file.
+    (A file whose every token is dropped is refused when it is read, naming the layout.)"""
+    from paging.io import write
+    from paging.layout import Layout
+    from paging.trace import Trace
+
+    src = tmp_path / "empty.npz"
+    write([Trace(Layout(2, 2), [], [], "e")], src)
     for name in ("o.oracleGeneral", "o.libcachesim.csv"):
         out = tmp_path / name
         one_line(["trace", "convert", src, out],
                  f"error: {src}: nothing to write: the trace has no requests; libCacheSim "
                  "needs at least one")
         assert not out.exists()
+    dropped = tmp_path / "dropped.jsonl"
+    dropped.write_text('{"dataset": "h", "problem_id": 0, "layer": 0, "experts": [0, 1], '
+                       '"token_idx": 0}\n{"dataset": "h", "problem_id": 0, "layer": 1, '
+                       '"experts": [1, 0], "token_idx": 1}\n')
+    one_line(["trace", "convert", dropped, tmp_path / "o.oracleGeneral"],
+             f"error: {dropped}: sequence dropped.jsonl#problem_id=0: all 2 tokens lack some of "
+             "the 2 layers 0..1 and were dropped")
 
 
 BOM = "\ufeff"
