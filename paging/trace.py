@@ -76,57 +76,76 @@ def token_violation(steps: np.ndarray, token: np.ndarray | None, rank: np.ndarra
     tokens gave it.)"""
     if token is None and rank is None:
         return None
-    s = np.asarray(steps, dtype=np.int64)
-    if prev is not None:
-        s = np.r_[np.int64(prev[0]), s]
-    first = 0 if prev is None else 1  # index of steps[0] in s
-    if s.size - first == 0:
+    s = np.ascontiguousarray(steps, dtype=np.int64)
+    if s.size == 0:
         return None
-    ps = s // n_layers
-    same = ps[1:] == ps[:-1]  # request j + 1 is in request j's forward pass
+    t = np.ascontiguousarray(token if token is not None else np.zeros(0), dtype=np.int64)
+    r = np.ascontiguousarray(rank if rank is not None else np.zeros(0), dtype=np.int64)
+    p = prev if prev is not None else (0, 0, 0)
     rounds = expand == "rounds"
-
-    def col(a, k):
-        a = np.asarray(a, dtype=np.int64)
-        return a if prev is None else np.r_[np.int64(prev[k]), a]
-
-    t = None if token is None else col(token, 1)
-    r = None if rank is None else col(rank, 2)
-    bad = np.zeros(same.size, dtype=bool)
-    if t is not None:
-        up = t[1:] > t[:-1]
-        bad |= same & (t[1:] != t[:-1])
-        bad |= ~same & ((t[1:] < t[:-1]) | (~up if not rounds else False))
-    if r is not None and rounds:
-        bad |= same & (r[1:] != r[:-1])
-        if t is not None:
-            bad |= ~same & ~up & (r[1:] != r[:-1] + 1)
-            bad |= ~same & up & (r[1:] != 0)
-        else:
-            bad |= ~same & (r[1:] != r[:-1] + 1) & (r[1:] != 0)
-    hit = np.flatnonzero(bad)
-    if not hit.size:
+    i = _token_scan(s, t, r, token is not None, rank is not None, int(n_layers), rounds,
+                    int(p[0]), int(p[1]), int(p[2]), prev is not None)
+    if i < 0:
         return None
-    j = int(hit[0]) + 1  # in s
-    i = j - first       # in steps
-    at = f"request {offset + i} (step {int(s[j])})"
-    if t is not None and same[j - 1] and t[j] != t[j - 1]:
-        return i, (f"{at} has token id {int(t[j])} inside the forward pass of token "
-                   f"{int(t[j - 1])}; expected one token id per forward pass (steps // "
-                   f"{n_layers} layers)")
-    if t is not None and not same[j - 1] and (t[j] < t[j - 1] or (not rounds
-                                                                  and t[j] == t[j - 1])):
-        return i, (f"{at} starts a forward pass with token id {int(t[j])} after token "
-                   f"{int(t[j - 1])}; expected token ids to increase from token to token"
-                   + ("" if rounds else " (groups mode: one forward pass per token)"))
-    if same[j - 1]:
-        return i, (f"{at} has rank {int(r[j])} inside a round of rank {int(r[j - 1])}; "
-                   "expected one rank per round in rounds mode")
-    if t is not None and t[j] > t[j - 1]:
-        return i, (f"{at} starts token {int(t[j])} with rank {int(r[j])}; expected its first "
-                   "round to have rank 0")
-    return i, (f"{at} has rank {int(r[j])} after a round of rank {int(r[j - 1])}; expected "
-               "the rounds of a token to have ranks 0, 1, ..., K-1")
+
+    def before(a, k):  # the request before i: in the arrays, or the previous chunk's
+        return int(a[i - 1]) if i > 0 else int(p[k])
+
+    same = s[i] // n_layers == before(s, 0) // n_layers
+    at = f"request {offset + i} (step {int(s[i])})"
+    if token is not None:
+        ti, tp = int(t[i]), before(t, 1)
+        if same and ti != tp:
+            return i, (f"{at} has token id {ti} inside the forward pass of token {tp}; "
+                       f"expected one token id per forward pass (steps // {n_layers} layers)")
+        if not same and (ti < tp or (not rounds and ti == tp)):
+            return i, (f"{at} starts a forward pass with token id {ti} after token {tp}; "
+                       "expected token ids to increase from token to token"
+                       + ("" if rounds else " (groups mode: one forward pass per token)"))
+    ri, rp = int(r[i]), before(r, 2)
+    if same:
+        return i, (f"{at} has rank {ri} inside a round of rank {rp}; expected one rank per "
+                   "round in rounds mode")
+    if token is not None and int(t[i]) > before(t, 1):
+        return i, (f"{at} starts token {int(t[i])} with rank {ri}; expected its first round to "
+                   "have rank 0")
+    return i, (f"{at} has rank {ri} after a round of rank {rp}; expected the rounds of a token "
+               "to have ranks 0, 1, ..., K-1")
+
+
+@njit(cache=True, nogil=True)
+def _token_scan(s, t, r, has_t, has_r, L, rounds, p_s, p_t, p_r, has_prev):  # pragma: no cover
+    """:func:`token_violation`'s scan: the index of the first request that breaks the rules,
+    or -1 (one pass, no temporaries: a streamed chunk of millions of requests)."""
+    for i in range(s.size):
+        if i == 0 and not has_prev:
+            continue
+        ps, ts, rs = (s[i - 1], 0, 0) if i > 0 else (p_s, p_t, p_r)
+        if i > 0:
+            if has_t:
+                ts = t[i - 1]
+            if has_r:
+                rs = r[i - 1]
+        same = s[i] // L == ps // L
+        up = False
+        if has_t:
+            up = t[i] > ts
+            if same and t[i] != ts:
+                return i
+            if not same and (t[i] < ts or (not rounds and not up)):
+                return i
+        if has_r and rounds:
+            if same and r[i] != rs:
+                return i
+            if not same:
+                if has_t:
+                    if up and r[i] != 0:
+                        return i
+                    if not up and r[i] != rs + 1:
+                        return i
+                elif r[i] != rs + 1 and r[i] != 0:
+                    return i
+    return -1
 
 
 def _frozen(a, dtype) -> np.ndarray:
