@@ -74,7 +74,10 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
     trace : Trace
     policy : Policy or str
         A policy instance (it is reset first) or a registered name such as ``"llru"`` or
-        ``"lru-dist"`` (:func:`paging.policies.make_policy`).
+        ``"lru-dist"`` (:func:`paging.policies.make_policy`). An instance of a built-in policy
+        runs its compiled kernel (``engine="auto"``), which leaves the instance as it was; to
+        read a policy's state after a run (``TokenMatch().beta()``), run it with
+        ``engine="reference"``.
     k : int, optional
         Cache size in pages, >= 1 (every page occupies one slot, whatever its size).
     budget : int, optional
