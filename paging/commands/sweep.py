@@ -20,7 +20,8 @@ def add_parser(sub) -> None:
     p = sub.add_parser("sweep", help="run a TOML grid of simulations on Dask into one table",
                        description="Expand SPEC.toml (traces, policies, k or budget_gb, seeds, "
                        "expand, model, precision, hardware, prefetch, prefetch_strategy, "
-                       "miss) into cells and simulate each on Dask. The table (Parquet, or CSV "
+                       "miss, routing, warm, timeline, lifetimes; a [serve] table for serving "
+                       "runs) into cells and simulate each on Dask. The table (Parquet, or CSV "
                        "by name) is written atomically in batches; a re-run skips the cells it "
                        "already holds.")
     p.add_argument("spec", metavar="SPEC.toml", help="the sweep spec (TOML)")

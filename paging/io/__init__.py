@@ -94,10 +94,16 @@ def resolve_path(source: str | os.PathLike) -> Path:
     if root and not p.is_absolute() and (Path(root) / p).exists():
         return Path(root) / p
     where = f" (nor under PAGING_TRACES={root})" if root else ""
-    raise PagingError(f"no such trace file{where}; expected a trace file (.jsonl, .json, .npz, "
-                      ".csv, .oracleGeneral, .txt) or a generator spec such as "
-                      "zipf:n=8,layers=32,tokens=1000",
+    exts = ", ".join([".jsonl", ".json", ".npz", ".csv", ".oracleGeneral", ".txt"]
+                     + [e for f in _added_formats() for e in f.extensions])
+    raise PagingError(f"no such trace file{where}; expected a trace file ({exts}) or a "
+                      "generator spec such as zipf:n=8,layers=32,tokens=1000",
                       str(source))
+
+
+def _added_formats() -> list[TraceFormat]:
+    """The registered formats beyond the built-in ones (the messages name them too)."""
+    return [f for name, f in FORMATS.items() if name not in _BUILT_IN]
 
 
 def _first_line(head: bytes) -> str:
@@ -194,9 +200,11 @@ def detect_format(path: str | os.PathLike) -> str:
         return kind
     if first.lstrip("-").isdigit():
         return "text"
+    added = "".join(f", {f.description or f.name} ({', '.join(f.extensions)})"
+                    for f in _added_formats())
     raise PagingError("cannot tell the trace format; expected a .jsonl routing log, .json "
-                      "prefill/decode trace, .npz, .csv, an oracleGeneral trace or a text "
-                      "file of object ids (or pass --format)", str(path), 1)
+                      "prefill/decode trace, .npz, .csv, an oracleGeneral trace, a text file "
+                      f"of object ids{added} (or pass --format)", str(path), 1)
 
 
 def load(source: str | os.PathLike, *, expand: str = "rounds", strict: bool = False,
