@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from paging.errors import PagingError
 from paging.offline.flow import highs_lp, interval_network, quantise, solve_network
 from paging.offline.intervals import IntervalModel
 
@@ -71,17 +72,25 @@ def _cost(costs: np.ndarray, pages: np.ndarray, hit: np.ndarray) -> float:
     return math.fsum(costs[pages[~hit]].tolist())
 
 
-#: above this cost the ILP's and LP's objectives are scaled down by a power of two (exact): CBC
-#: and HiGHS take coefficients of 1e20 and more for infinite (costs reach 1e288, see
-#: paging.weights.COST_MAX), which made a model of large costs "infeasible"
-_SCALE_ABOVE = 2.0 ** 32
+#: the largest cost the ILP and LP take: CBC and HiGHS work to absolute tolerances (and take
+#: coefficients of 1e20 and more for infinite), so next to costs of about 1 a cost of 1e15 is
+#: already at the edge of what they resolve. (Scaling the objective by a power of two is exact
+#: in floating point but not under absolute tolerances: scaled to [1, 2), costs of 1 to 3 next
+#: to one of 1e12 fell below them and the ILP returned a schedule 71 above the optimum,
+#: called exact.)
+SOLVER_COST_MAX = 1e15
 
 
-def _objective_scale(values: np.ndarray) -> float:
-    """A power of two that brings the largest of ``values`` to [1, 2) when it is above
-    :data:`_SCALE_ABOVE`, else 1 (multiplying by a power of two is exact in floating point)."""
-    top = float(values.max()) if values.size else 0.0
-    return 2.0 ** -math.floor(math.log2(top)) if top > _SCALE_ABOVE else 1.0
+def check_solver_costs(costs: np.ndarray, what: str) -> None:
+    """A :class:`PagingError` when a cost is above :data:`SOLVER_COST_MAX` (``what``: the
+    method, for the message)."""
+    top = float(np.max(costs)) if np.size(costs) else 0.0
+    if top > SOLVER_COST_MAX:
+        raise PagingError(f"--method {what}: a cost of {top:.3g} is beyond what CBC and HiGHS "
+                          f"resolve next to small costs (their tolerances are absolute); "
+                          f"expected costs up to {SOLVER_COST_MAX:.0e} (divide the costs by a "
+                          "common factor; --method flow is exact at any cost with uniform "
+                          "sizes)")
 
 
 def ilp_schedule(model: IntervalModel, *, time_limit: float = 60,
@@ -104,7 +113,8 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60,
     prob = pulp.LpProblem("weighted_paging_opt", pulp.LpMaximize)
     new_var = variable_factory(pulp, prob)
     y = [new_var(f"y_{j}", cat=pulp.LpBinary) for j in range(m.n_intervals)]
-    size, cost = m.iv_size.tolist(), (m.iv_cost * _objective_scale(m.iv_cost)).tolist()
+    check_solver_costs(m.iv_cost, "ilp")
+    size, cost = m.iv_size.tolist(), m.iv_cost.tolist()
     entering: dict[int, list[int]] = {}
     leaving: dict[int, list[int]] = {}
     for j, (a, b) in enumerate(zip(m.iv_tail.tolist(), m.iv_head.tolist(), strict=True)):
@@ -142,10 +152,9 @@ def lp_bound(model: IntervalModel, costs: np.ndarray, pages: np.ndarray) -> Boun
     costs = np.asarray(costs, dtype=np.float64)
     fixed = _fixed(m, costs, pages)
     per_byte = m.iv_cost / m.iv_size
-    scale = _objective_scale(per_byte)
-    net = interval_network(m, per_byte * scale)
+    check_solver_costs(m.iv_cost, "lp")
+    net = interval_network(m, per_byte)
     x, fun = highs_lp(net)
-    fun /= scale
     y = x[net.tail.size - m.n_intervals:]
     hit = m.hit_mask(y >= m.iv_size - 1e-9 * np.maximum(1, m.iv_size))
     upper = _cost(costs, pages, hit)

@@ -310,7 +310,8 @@ def test_cli_costs_and_sizes(tmp_path, capsys):
     c.write_text(json.dumps([1, 10] * 4))
     np.save(s, np.array([2] * 8))
     rows = run_json(capsys, "--k", "3", "--costs", str(c))
-    assert rows[0]["method"] == "flow" and "lower" not in rows[0]
+    assert rows[0]["method"] == "flow" and "upper" not in rows[0]
+    assert rows[0]["exact"] and rows[0]["lower"] == rows[0]["cost"]  # (integer costs: lossless)
     ilp = run_json(capsys, "--k", "3", "--costs", str(c), "--method", "ilp")
     assert ilp[0]["cost"] == rows[0]["cost"]
     sized = run_json(capsys, "--budget-gb", "6e-9", "--costs", str(c), "--sizes", str(s))
