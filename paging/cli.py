@@ -9,10 +9,8 @@ heavy imports happen inside the command, so ``paging --help`` stays fast. Any
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
 import json
-import signal
 import sys
 
 from paging.errors import PagingError, VerificationError
@@ -48,34 +46,8 @@ def print_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, allow_nan=False) + "\n")
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``timeout``, ``kill``), raised in the main thread as Ctrl-C raises
-    KeyboardInterrupt, so the same clean-up runs (a half-written output's temporary file is
-    removed, :func:`paging.io.atomic.atomic_path`) instead of the process dying at once."""
-
-
-def _terminate(signum, frame):
-    raise Terminated()
-
-
-@contextlib.contextmanager
-def _sigterm_raises():
-    """SIGTERM raises :class:`Terminated` inside (when it has its default action and this is
-    the main thread, where Python runs signal handlers); the old handler is put back after."""
-    try:
-        old = signal.signal(signal.SIGTERM, _terminate) \
-            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else None
-    except ValueError:  # (not the main thread)
-        old = None
-    try:
-        yield
-    finally:
-        if old is not None:
-            signal.signal(signal.SIGTERM, old)
-
-
 def _interrupt(e: BaseException) -> BaseException | None:
-    """The KeyboardInterrupt (or :class:`Terminated`) behind ``e``: ``e`` itself, or the one a
+    """The KeyboardInterrupt behind ``e``: ``e`` itself, or the one a
     SystemError was raised while handling (Ctrl-C inside a numba-compiled function surfaces
     as ``SystemError: CPUDispatcher(...) returned a result with an exception set``)."""
     if isinstance(e, KeyboardInterrupt):
@@ -90,12 +62,11 @@ def _interrupt(e: BaseException) -> BaseException | None:
 def guarded(fn, *args) -> int:
     """Run ``fn(*args)`` as a command: its return value (None = 0) is the exit status; a
     :class:`PagingError` is one line on stderr and status 2, as is running out of memory (a
-    size too large for the machine), an interrupt 130 and SIGTERM 143 (128 + the signal, as a
-    shell reports them; each after the clean-up an error runs). The one error
+    size too large for the machine), an interrupt 130 (SIGTERM while an output is written:
+    :func:`paging.io.atomic.atomic_path`, 143). The one error
     wrapper of every entry point (``paging``, ``python -m experiments.*``)."""
     try:
-        with _sigterm_raises():
-            return int(fn(*args) or 0)
+        return int(fn(*args) or 0)
     except PagingError as e:
         sys.stderr.write(f"error: {e.format()}\n")
         return 2
@@ -111,12 +82,8 @@ def guarded(fn, *args) -> int:
                          "(make it smaller)\n")
         return 2
     except (KeyboardInterrupt, SystemError) as e:
-        stop = _interrupt(e)
-        if stop is None:  # (a SystemError of its own: a bug, with its traceback)
+        if _interrupt(e) is None:  # (a SystemError of its own: a bug, with its traceback)
             raise
-        if isinstance(stop, Terminated):
-            sys.stderr.write("error: terminated\n")
-            return 128 + signal.SIGTERM
         sys.stderr.write("error: interrupted\n")
         return 130
     except BrokenPipeError:

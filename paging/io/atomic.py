@@ -4,10 +4,49 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
+import threading
 from pathlib import Path
 
 from paging.errors import PagingError
+
+#: the temporary files being written now (removed by :func:`_on_sigterm`)
+_LIVE: list[str] = []
+
+
+def _on_sigterm(signum, frame):  # pragma: no cover (a subprocess test sends it)
+    """SIGTERM while an output is written: remove the temporary files, one line, exit 143
+    (128 + 15, what a shell reports for the signal). It exits here rather than raising: an
+    exception raised from a handler that runs inside a callback of compiled code was lost
+    there (a review: the run went on and exited 0)."""
+    for tmp in list(_LIVE):
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+    os.write(2, b"error: terminated\n")
+    os._exit(128 + signum)
+
+
+@contextlib.contextmanager
+def _terminable(tmp: str):
+    """While ``tmp`` is written, SIGTERM removes it (:func:`_on_sigterm`). The handler is set
+    only here, around the writing, and only in the main thread over SIGTERM's default action:
+    a Python handler runs only when the interpreter regains control, so one set for a whole
+    command would hold a SIGTERM until a compiled kernel returned; outside the writing the
+    default action ends the process at once, and there is nothing half-written to remove."""
+    installed = False
+    if not _LIVE and threading.current_thread() is threading.main_thread():
+        with contextlib.suppress(ValueError, OSError):
+            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                signal.signal(signal.SIGTERM, _on_sigterm)
+                installed = True
+    _LIVE.append(tmp)
+    try:
+        yield
+    finally:
+        _LIVE.remove(tmp)
+        if installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _umask() -> int:
@@ -39,7 +78,8 @@ def check_target(path: str | os.PathLike) -> Path:
 def atomic_path(path: str | os.PathLike, suffix: str = ""):
     """Yield a temporary path beside ``path``; on success it is renamed to ``path`` with the
     permissions of a newly created file (0666 less the umask, not mkstemp's 0600), on any
-    error it is removed (so a failed command leaves no half-written output file). A path that
+    error it is removed (so a failed command leaves no half-written output file), also on
+    SIGTERM (:func:`_terminable`: one line, exit status 143). A path that
     cannot be written (see :func:`check_target`, or a folder without write permission) is one
     :class:`PagingError` line."""
     path = check_target(path)
@@ -51,13 +91,15 @@ def atomic_path(path: str | os.PathLike, suffix: str = ""):
         raise PagingError(f"cannot write the file: {e.strerror or e}", str(path)) from None
     os.close(fd)
     try:
-        yield Path(tmp)
-        # mkstemp creates the file with mode 0600; give it the mode a plain open() would
-        os.chmod(tmp, 0o666 & ~_umask())
-        try:
-            os.replace(tmp, path)
-        except OSError as e:  # (the target became a folder while the file was written)
-            raise PagingError(f"cannot write the file: {e.strerror or e}", str(path)) from None
+        with _terminable(tmp):
+            yield Path(tmp)
+            # mkstemp creates the file with mode 0600; give it the mode a plain open() would
+            os.chmod(tmp, 0o666 & ~_umask())
+            try:
+                os.replace(tmp, path)
+            except OSError as e:  # (the target became a folder while the file was written)
+                raise PagingError(f"cannot write the file: {e.strerror or e}",
+                                  str(path)) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)

@@ -286,8 +286,9 @@ def test_a_text_trace_starting_like_bzip2_is_still_text(tmp_path):
 
 def test_sigterm_removes_the_half_written_output(tmp_path):
     """SIGTERM (``timeout``, ``kill``) during ``paging trace convert`` killed the process at
-    once and left the hidden temporary file ``.big.csv.XXXX.csv`` beside the output; it now
-    takes Ctrl-C's path: the temporary file removed, one line, exit status 143 (128 + 15)."""
+    once and left the hidden temporary file ``.big.csv.XXXX.csv`` beside the output; while an
+    output is written the temporary file is now removed, one line, exit status 143 (128 + 15).
+    """
     import os
     import signal
     import subprocess
@@ -314,6 +315,35 @@ def test_sigterm_removes_the_half_written_output(tmp_path):
     assert p.returncode == 143, (p.returncode, err)
     assert err == "error: terminated\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_during_a_compiled_run_ends_it_at_once():
+    """A SIGTERM handler set for the whole command (an earlier version) was run inside a
+    callback of the token kernel, where its exception was lost: the run went on and exited 0
+    with its full output. Outside the writing of an output SIGTERM keeps its default action."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    import paging
+
+    env = dict(os.environ, PYTHONPATH=str(Path(paging.__file__).parent.parent))
+    p = subprocess.Popen([sys.executable, "-m", "paging", "simulate",
+                          "zipf:n=64,layers=32,tokens=600000,a=1.0,h=0,seed=0", "--policy",
+                          "token-hazard", "--k", "1000", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(3)
+    if p.poll() is not None:
+        p.communicate()
+        pytest.skip("the run ended before it could be signalled")
+    sent = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    out, _ = p.communicate(timeout=60)
+    assert p.returncode == -signal.SIGTERM and out == ""
+    assert time.monotonic() - sent < 5
 
 
 def test_an_interrupt_inside_compiled_code_is_an_interrupt(capsys):
