@@ -71,7 +71,7 @@ def concat(traces: Sequence[Trace], batches: Sequence[np.ndarray | None] | None 
         if n and int(t.steps[-1]) % L != L - 1 and i < len(traces) - 1:
             raise PagingError(f"warm: sequence {t.name} ends on layer {int(t.steps[-1]) % L}, "
                               f"expected its last forward pass complete (layer {L - 1})")
-        tok = t.token if t.token is not None else t.passes
+        tok = _token_ids(t)
         parts["pages"].append(t.pages)
         parts["steps"].append(t.steps + step0)
         parts["token"].append(tok + tok0)
@@ -105,6 +105,22 @@ def concat(traces: Sequence[Trace], batches: Sequence[np.ndarray | None] | None 
                                 else np.asarray(b, np.int64) for t, b in zip(traces, batches,
                                                                             strict=True)])
     return out, batch
+
+
+def _token_ids(t: Trace) -> np.ndarray:
+    """The token ids of ``t``'s requests: its ``token`` column, else made from the layer
+    clock: in rounds mode with ranks a token opens at each pass of rank 0 (its K rounds are
+    one token, as the joined trace's rank column says); otherwise each pass is a token. (Each
+    pass its own id made a rank-only rounds trace with K > 1 break the token rule once
+    joined: "token 1 starts with rank 1".)"""
+    if t.token is not None:
+        return t.token
+    p = t.passes
+    if t.expand == "rounds" and t.rank is not None and p.size:
+        opens = np.r_[True, p[1:] != p[:-1]] & (t.rank == 0)
+        opens[0] = True
+        return np.cumsum(opens) - 1
+    return p
 
 
 def prefill_ranges(trace: Trace) -> list[tuple[int, int, int]]:

@@ -228,3 +228,24 @@ def test_warm_prefill_after_a_decode_sequence_golden():
     cold = json.loads(subprocess.run(base, capture_output=True, text=True, check=True).stdout)
     # cold, every one of the 256 experts is fetched once in the batched prefill
     assert {round(r["ttft_ms"]) for r in cold if "prefill" in r["trace"]} == {5079}
+
+
+def test_sequences_without_token_ids_join_with_their_rounds_as_tokens():
+    """A rounds trace with ranks and no token column (a CSV without it) made one token per
+    round once joined, which the token rule refuses ("token 1 starts with rank 1"): its token
+    ids are now made from the ranks, equal to those of the same trace with its ids."""
+    from paging.layout import Layout
+    from paging.trace import Trace, from_routing
+    from paging.warm import concat
+
+    lay = Layout(4, 2)
+    rng = np.random.default_rng(0)
+    t = from_routing(np.stack([rng.permutation(4)[:2] for _ in range(6)]).reshape(3, 2, 2),
+                     lay, "rounds")
+    a = Trace(lay, t.pages, t.steps, "a", None, t.rank)
+    b = Trace(lay, t.pages, t.steps, "b", t.token, t.rank)
+    joined, _ = concat([a, b, a])
+    assert joined.token.tolist() == (t.token.tolist() + (t.token + 3).tolist()
+                                     + (t.token + 6).tolist())
+    bare = Trace(lay, t.pages, t.steps, "c")  # (no ranks: each pass a token)
+    assert concat([bare, bare])[0].token.tolist() == np.repeat(np.arange(12), 2).tolist()
