@@ -101,7 +101,9 @@ def token_violation(steps: np.ndarray, token: np.ndarray | None, rank: np.ndarra
         if not same and (ti < tp or (not rounds and ti == tp)):
             return i, (f"{at} starts a forward pass with token id {ti} after token {tp}; "
                        "expected token ids to increase from token to token"
-                       + ("" if rounds else " (groups mode: one forward pass per token)"))
+                       + ("" if rounds else " (groups mode: one forward pass per token; a "
+                                            "trace in rounds order is read with --expand "
+                                            "rounds)"))
     ri, rp = int(r[i]), before(r, 2)
     if same:
         return i, (f"{at} has rank {ri} inside a round of rank {rp}; expected one rank per "

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from paging.errors import PagingError, positive_int
+from paging.io._common import all_dropped
 from paging.io.cachetrace import (
     ID_COLUMNS,
     read_libcachesim_csv,
@@ -297,13 +298,7 @@ def check_sequences(traces: Sequence[Trace], file: str) -> None:
             raise PagingError(f"sequences {seen[t.name] + 1} and {i + 1} are both named "
                               f"{t.name!r}; expected distinct sequence names", file)
         seen[t.name] = i
-        dropped = int(t.meta.get("dropped_tokens") or 0)
-        if t.n_requests == 0 and dropped:
-            L = t.layout.n_layers
-            raise PagingError(f"sequence {t.name}: all {dropped} tokens lack some of the "
-                              f"{L} layers 0..{L - 1} and were dropped; expected the layout of "
-                              "the file (check --layers/--n-experts, or read with --strict to "
-                              "see the first incomplete token)", file)
+        all_dropped(t.name, t.n_requests, t.meta, t.layout.n_layers, file)
 
 
 def _file_requests(path: Path, fmt: str) -> int | None:

@@ -164,3 +164,16 @@ def read_text(path: str | os.PathLike) -> str:
         line = data.count(b"\n", 0, e.start) + 1
         raise PagingError("the file is not UTF-8 text (binary data?); expected a JSON or CSV "
                           "trace", str(path), line) from None
+
+
+def all_dropped(name: str, n_requests: int, meta: dict, n_layers: int, file: str) -> None:
+    """A :class:`PagingError` when every token of sequence ``name`` was dropped as incomplete
+    (``meta["dropped_tokens"]`` tokens and no request): a layout larger than the file's
+    (``--layers 33`` on a 32-layer file) read as zero requests and a "perfect" cache. One rule
+    for the whole readers (:func:`paging.io.check_sequences`) and the streamed ones."""
+    dropped = int(meta.get("dropped_tokens") or 0)
+    if n_requests == 0 and dropped:
+        raise PagingError(f"sequence {name}: all {dropped} tokens lack some of the {n_layers} "
+                          f"layers 0..{n_layers - 1} and were dropped; expected the layout of "
+                          "the file (check --layers/--n-experts, or read with --strict to see "
+                          "the first incomplete token)", file)

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from paging.errors import PagingError
-from paging.io._common import csv_records, text_int
+from paging.io._common import all_dropped, csv_records, text_int
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, TraceError
 
@@ -475,6 +475,7 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
                                   file) from None
             if not isinstance(meta, dict):
                 raise PagingError(f"meta of sequence {names[s]} is not a JSON object", file)
+        all_dropped(str(names[s]), int(off[s + 1] - off[s]), meta, lay.n_layers, file)
         parsed.append(meta)
     with_tokens = tokens and "token" in members
     visits = [1] * S  # (paging.trace.token_visits of each sequence read whole)

@@ -78,7 +78,8 @@ def test_groups_mode_one_pass_per_token():
     Trace(LAY, pages, steps, "g", [0] * 4 + [5] * 4, [1] * 8, expand="groups")
     with pytest.raises(TraceError, match=r"request 4 \(step 2\) starts a forward pass with "
                                          r"token id 0 after token 0; .* \(groups mode: one "
-                                         "forward pass per token\\)"):
+                                         "forward pass per token; a trace in rounds order is "
+                                         "read with --expand rounds\\)"):
         Trace(LAY, pages, steps, "g", [0] * 8, [0, 1] * 4, expand="groups")
     with pytest.raises(TraceError, match=r"request 3 \(step 1\) has token id 1 inside the "
                                          "forward pass of token 0"):
@@ -205,3 +206,23 @@ def test_every_expansion_keeps_the_rule(n_tokens, layers, k, seed, expand):
         for lo, hi in ((0, cut), (cut, t.n_requests)):
             chk.check(t.pages[lo:hi], t.steps[lo:hi], token=t.token[lo:hi],
                       rank=t.rank[lo:hi])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_npz_sequence_whose_every_token_was_dropped_is_refused_whole_and_streamed(
+        tmp_path, capsys, stream):
+    """The streamed reader had only the duplicate-name half of the load-time checks: an
+    all-dropped sequence ran as zero requests with --stream (and so for every file above
+    $PAGING_STREAM_BYTES)."""
+    good = from_routing(EXPERTS, LAY, "rounds", name="good")
+    empty = from_routing(np.zeros((0, 2, 2), int), LAY, "rounds", name="empty",
+                         meta={"dropped_tokens": 5})
+    path = tmp_path / "d.npz"
+    write([good, empty], path)
+    assert main(["simulate", str(path), "--policy", "lru", "--k", "2",
+                 "--stream" if stream else "--no-stream"]) == 2
+    assert capsys.readouterr().err == (f"error: {path}: sequence empty: all 5 tokens lack some "
+                                       "of the 2 layers 0..1 and were dropped; expected the "
+                                       "layout of the file (check --layers/--n-experts, or "
+                                       "read with --strict to see the first incomplete token)"
+                                       "\n")
