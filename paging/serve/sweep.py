@@ -332,6 +332,24 @@ def _pool(paths: tuple) -> tuple:
     return tuple(t for p in paths for t in _traces(p, "groups"))
 
 
+def _check_layouts(cells: list[Cell], file: str) -> None:
+    """Every trace of the pool against its cell's model, before any run, naming the spec file
+    and the ``model`` line (the first cell failed with the model and the trace named, but
+    not the spec)."""
+    from paging.cost import get_model
+
+    text = None
+    for paths, model in dict.fromkeys((c.paths, c.model) for c in cells):
+        m = get_model(model)
+        for t in _pool(paths):
+            try:
+                m.check_layout(t.layout, t.name)
+            except PagingError as e:
+                if text is None:
+                    text = Path(file).read_text(encoding="utf-8-sig")
+                raise PagingError(e.message, file, _line_of(text, "model")) from None
+
+
 def run_cell(cell: Cell) -> list[dict]:
     """The row of one serving run (on a Dask worker, or in-process)."""
     from paging.cost import budget_bytes
@@ -366,6 +384,7 @@ def run_serve_sweep(spec_path, out, *, scheduler=None, workers: int = 1,
     resumption, atomic rewrites and Dask options as :func:`paging.sweep.run_sweep`;
     ``verify``: every run checked as ``paging serve --verify`` checks it."""
     cells = plan_serve(spec_path)
+    _check_layouts(cells, str(spec_path))
     if verify:
         from dataclasses import replace
 

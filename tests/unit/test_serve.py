@@ -1326,6 +1326,21 @@ def test_serve_sweep_errors_name_the_line(tmp_path, toy, extra, msg, line):
     assert not (tmp_path / "t.csv").exists()
 
 
+def test_a_serve_sweep_whose_model_does_not_fit_its_traces_names_the_spec(tmp_path, toy):
+    """The model's layout against every trace of the pool before any run, at the spec's
+    ``model`` line (the first cell failed naming the model and the trace, not the spec)."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    spec.write_text(spec.read_text().replace("zipf:n=4,layers=2,tokens=30", "zipf:n=4,"
+                                             "layers=3,tokens=30"))
+    with pytest.raises(PagingError) as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert (e.value.file, e.value.line) == (str(spec), 5)  # (model = ...)
+    assert "has 2 layers x 4 experts, the trace zipf:n=4,layers=3" in e.value.message
+    assert not (tmp_path / "t.csv").exists()
+
+
 def test_a_serve_sweep_table_is_resumed_only_with_its_own_setting(tmp_path, toy):
     """The one-value settings (duration, max_tokens, think, the pool ...) are not cell keys: a
     changed duration resumed the old table, reporting 0 runs and the old spec's numbers (a
