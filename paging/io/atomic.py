@@ -28,25 +28,40 @@ def _on_sigterm(signum, frame):  # pragma: no cover (a subprocess test sends it)
 
 
 @contextlib.contextmanager
-def _terminable(tmp: str):
-    """While ``tmp`` is written, SIGTERM removes it (:func:`_on_sigterm`). The handler is set
-    only here, around the writing, and only in the main thread over SIGTERM's default action:
-    a Python handler runs only when the interpreter regains control, so one set for a whole
-    command would hold a SIGTERM until a compiled kernel returned; outside the writing the
-    default action ends the process at once, and there is nothing half-written to remove."""
+def _terminable():
+    """While an output is written, SIGTERM removes its temporary file (:func:`_on_sigterm`;
+    the caller lists it in :data:`_LIVE`). The handler is set before the file is created (a
+    SIGTERM between the two left it behind) and only here, around the writing, and only in the
+    main thread over SIGTERM's default action: a Python handler runs only when the interpreter
+    regains control, so one set for a whole command would hold a SIGTERM until a compiled
+    kernel returned; outside the writing the default action ends the process at once, and
+    there is nothing half-written to remove."""
     installed = False
     if not _LIVE and threading.current_thread() is threading.main_thread():
         with contextlib.suppress(ValueError, OSError):
             if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
                 signal.signal(signal.SIGTERM, _on_sigterm)
                 installed = True
-    _LIVE.append(tmp)
     try:
         yield
     finally:
-        _LIVE.remove(tmp)
         if installed:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def _held(signum: int):
+    """``signum`` is held (blocked, delivered when the block ends) inside, where the platform
+    can block signals; elsewhere nothing changes."""
+    try:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
+    except (AttributeError, ValueError, OSError):  # (no pthread_sigmask on this platform)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _umask() -> int:
@@ -83,15 +98,18 @@ def atomic_path(path: str | os.PathLike, suffix: str = ""):
     cannot be written (see :func:`check_target`, or a folder without write permission) is one
     :class:`PagingError` line."""
     path = check_target(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix or path.suffix,
-                                   dir=path.parent)
-    except OSError as e:
-        raise PagingError(f"cannot write the file: {e.strerror or e}", str(path)) from None
-    os.close(fd)
-    try:
-        with _terminable(tmp):
+    with _terminable():
+        with _held(signal.SIGTERM):  # (until the file is listed for the handler to remove)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.",
+                                           suffix=suffix or path.suffix, dir=path.parent)
+            except OSError as e:
+                raise PagingError(f"cannot write the file: {e.strerror or e}",
+                                  str(path)) from None
+            _LIVE.append(tmp)
+        os.close(fd)
+        try:
             yield Path(tmp)
             # mkstemp creates the file with mode 0600; give it the mode a plain open() would
             os.chmod(tmp, 0o666 & ~_umask())
@@ -100,7 +118,9 @@ def atomic_path(path: str | os.PathLike, suffix: str = ""):
             except OSError as e:  # (the target became a folder while the file was written)
                 raise PagingError(f"cannot write the file: {e.strerror or e}",
                                   str(path)) from None
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
+        finally:
+            _LIVE.remove(tmp)
