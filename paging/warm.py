@@ -71,7 +71,7 @@ def concat(traces: Sequence[Trace], batches: Sequence[np.ndarray | None] | None 
         if n and int(t.steps[-1]) % L != L - 1 and i < len(traces) - 1:
             raise PagingError(f"warm: sequence {t.name} ends on layer {int(t.steps[-1]) % L}, "
                               f"expected its last forward pass complete (layer {L - 1})")
-        tok = _token_ids(t)
+        tok = _token_ids(t) if any(u.token is not None for u in traces) else t.passes
         parts["pages"].append(t.pages)
         parts["steps"].append(t.steps + step0)
         parts["token"].append(tok + tok0)
@@ -96,7 +96,9 @@ def concat(traces: Sequence[Trace], batches: Sequence[np.ndarray | None] | None 
     logits = np.concatenate(parts["logits"]) if has["logits"] else None
     name = f"warm({len(traces)}: {first.name} ... {traces[-1].name})" if len(traces) > 1 \
         else f"warm({first.name})"
-    out = Trace(lay, join("pages"), join("steps"), name, join("token"),
+    # (no sequence with token ids: none joined, so a token is a pass as in a cold run)
+    tokens = join("token") if any(t.token is not None for t in traces) else None
+    out = Trace(lay, join("pages"), join("steps"), name, tokens,
                 join("rank") if has["rank"] else None, join("score") if has["score"] else None,
                 mode, meta, logits)
     batch = None
@@ -108,11 +110,13 @@ def concat(traces: Sequence[Trace], batches: Sequence[np.ndarray | None] | None 
 
 
 def _token_ids(t: Trace) -> np.ndarray:
-    """The token ids of ``t``'s requests: its ``token`` column, else made from the layer
-    clock: in rounds mode with ranks a token opens at each pass of rank 0 (its K rounds are
-    one token, as the joined trace's rank column says); otherwise each pass is a token. (Each
-    pass its own id made a rank-only rounds trace with K > 1 break the token rule once
-    joined: "token 1 starts with rank 1".)"""
+    """The token ids of ``t``'s requests when it joins sequences that have them: its
+    ``token`` column, else made from the layer clock: in rounds mode with ranks a token opens
+    at each pass of rank 0 (its K rounds are one token, as the joined rank column says);
+    otherwise each pass is a token. (Each pass its own id made a rank-only rounds trace with
+    K > 1 break the token rule once joined: "token 1 starts with rank 1".) When no sequence
+    has token ids the joined trace has none either, and a token is a pass, as in a cold run
+    of each."""
     if t.token is not None:
         return t.token
     p = t.passes

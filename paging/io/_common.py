@@ -171,7 +171,10 @@ def all_dropped(name: str, n_requests: int, meta: dict, n_layers: int, file: str
     (``meta["dropped_tokens"]`` tokens and no request): a layout larger than the file's
     (``--layers 33`` on a 32-layer file) read as zero requests and a "perfect" cache. One rule
     for the whole readers (:func:`paging.io.check_sequences`) and the streamed ones."""
-    dropped = int(meta.get("dropped_tokens") or 0)
+    dropped = meta.get("dropped_tokens") or 0
+    if isinstance(dropped, bool) or not isinstance(dropped, int):
+        raise PagingError(f"sequence {name}: meta dropped_tokens is {dropped!r}; expected a "
+                          "count of tokens", file)
     if n_requests == 0 and dropped:
         raise PagingError(f"sequence {name}: all {dropped} tokens lack some of the {n_layers} "
                           f"layers 0..{n_layers - 1} and were dropped; expected the layout of "

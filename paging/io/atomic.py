@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
-import tempfile
 import threading
 from pathlib import Path
 
@@ -49,19 +49,27 @@ def _terminable():
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
-@contextlib.contextmanager
-def _held(signum: int):
-    """``signum`` is held (blocked, delivered when the block ends) inside, where the platform
-    can block signals; elsewhere nothing changes."""
+def _create(path: Path, suffix: str) -> str:
+    """A new empty temporary file beside ``path`` (mode 0600), listed in :data:`_LIVE` before
+    it is created, so that a SIGTERM at any moment finds it (a signal mask would not hold: the
+    kernel may hand the signal to another thread, and the handler then runs in the main thread
+    anyway)."""
     try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, {signum})
-    except (AttributeError, ValueError, OSError):  # (no pthread_sigmask on this platform)
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise PagingError(f"cannot write the file: {e.strerror or e}", str(path)) from None
+    for _ in range(100):
+        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(4)}{suffix}")
+        _LIVE.append(tmp)
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            return tmp
+        except FileExistsError:
+            _LIVE.remove(tmp)
+        except OSError as e:
+            _LIVE.remove(tmp)
+            raise PagingError(f"cannot write the file: {e.strerror or e}", str(path)) from None
+    raise PagingError("cannot write the file: no free temporary name beside it", str(path))
 
 
 def _umask() -> int:
@@ -92,26 +100,17 @@ def check_target(path: str | os.PathLike) -> Path:
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike, suffix: str = ""):
     """Yield a temporary path beside ``path``; on success it is renamed to ``path`` with the
-    permissions of a newly created file (0666 less the umask, not mkstemp's 0600), on any
+    permissions of a newly created file (0666 less the umask, not the temporary's 0600), on any
     error it is removed (so a failed command leaves no half-written output file), also on
     SIGTERM (:func:`_terminable`: one line, exit status 143). A path that
     cannot be written (see :func:`check_target`, or a folder without write permission) is one
     :class:`PagingError` line."""
     path = check_target(path)
     with _terminable():
-        with _held(signal.SIGTERM):  # (until the file is listed for the handler to remove)
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.",
-                                           suffix=suffix or path.suffix, dir=path.parent)
-            except OSError as e:
-                raise PagingError(f"cannot write the file: {e.strerror or e}",
-                                  str(path)) from None
-            _LIVE.append(tmp)
-        os.close(fd)
+        tmp = _create(path, suffix or path.suffix)
         try:
             yield Path(tmp)
-            # mkstemp creates the file with mode 0600; give it the mode a plain open() would
+            # the temporary file has mode 0600; give it the mode a plain open() would
             os.chmod(tmp, 0o666 & ~_umask())
             try:
                 os.replace(tmp, path)

@@ -72,25 +72,31 @@ def _cost(costs: np.ndarray, pages: np.ndarray, hit: np.ndarray) -> float:
     return math.fsum(costs[pages[~hit]].tolist())
 
 
-#: the largest cost the ILP and LP take: CBC and HiGHS work to absolute tolerances (and take
-#: coefficients of 1e20 and more for infinite), so next to costs of about 1 a cost of 1e15 is
-#: already at the edge of what they resolve. (Scaling the objective by a power of two is exact
-#: in floating point but not under absolute tolerances: scaled to [1, 2), costs of 1 to 3 next
-#: to one of 1e12 fell below them and the ILP returned a schedule 71 above the optimum,
-#: called exact.)
+#: the widest span of positive costs the ILP and LP take, largest over smallest: CBC and HiGHS
+#: work to absolute tolerances (and take coefficients of 1e20 and more for infinite), so the
+#: costs are scaled by a power of two (exact in floating point) to put the smallest at 1 or
+#: more, and the largest must then stay at most this. (Scaled down to [1, 2), costs of 1 to 3
+#: beside one of 1e12 fell below the tolerances and the ILP returned a schedule 71 above the
+#: optimum, called exact; unscaled, costs of 1e-9 did the same.)
 SOLVER_COST_MAX = 1e15
 
 
-def check_solver_costs(costs: np.ndarray, what: str) -> None:
-    """A :class:`PagingError` when a cost is above :data:`SOLVER_COST_MAX` (``what``: the
-    method, for the message)."""
-    top = float(np.max(costs)) if np.size(costs) else 0.0
-    if top > SOLVER_COST_MAX:
-        raise PagingError(f"--method {what}: a cost of {top:.3g} is beyond what CBC and HiGHS "
-                          f"resolve next to small costs (their tolerances are absolute); "
-                          f"expected costs up to {SOLVER_COST_MAX:.0e} (divide the costs by a "
-                          "common factor; --method flow is exact at any cost with uniform "
-                          "sizes)")
+def solver_scale(costs: np.ndarray, what: str) -> float:
+    """The power of two that brings the smallest positive cost to [1, 2) when it is below 1
+    (else 1); a :class:`PagingError` when the largest, so scaled, passes
+    :data:`SOLVER_COST_MAX` (``what``: the method, for the message)."""
+    c = np.asarray(costs, dtype=np.float64)
+    pos = c[c > 0]
+    if not pos.size:
+        return 1.0
+    lo, hi = float(pos.min()), float(pos.max())
+    scale = 2.0 ** -math.floor(math.log2(lo)) if lo < 1 else 1.0
+    if hi * scale > SOLVER_COST_MAX:
+        raise PagingError(f"--method {what}: the costs span {lo:.3g} to {hi:.3g}, beyond what "
+                          "CBC and HiGHS resolve (their tolerances are absolute); expected the "
+                          f"largest at most {SOLVER_COST_MAX:.0e} times the smallest positive "
+                          "one (--method flow reports whether its result is exact)")
+    return scale
 
 
 def ilp_schedule(model: IntervalModel, *, time_limit: float = 60,
@@ -113,8 +119,7 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60,
     prob = pulp.LpProblem("weighted_paging_opt", pulp.LpMaximize)
     new_var = variable_factory(pulp, prob)
     y = [new_var(f"y_{j}", cat=pulp.LpBinary) for j in range(m.n_intervals)]
-    check_solver_costs(m.iv_cost, "ilp")
-    size, cost = m.iv_size.tolist(), m.iv_cost.tolist()
+    size, cost = m.iv_size.tolist(), (m.iv_cost * solver_scale(m.iv_cost, "ilp")).tolist()
     entering: dict[int, list[int]] = {}
     leaving: dict[int, list[int]] = {}
     for j, (a, b) in enumerate(zip(m.iv_tail.tolist(), m.iv_head.tolist(), strict=True)):
@@ -152,9 +157,10 @@ def lp_bound(model: IntervalModel, costs: np.ndarray, pages: np.ndarray) -> Boun
     costs = np.asarray(costs, dtype=np.float64)
     fixed = _fixed(m, costs, pages)
     per_byte = m.iv_cost / m.iv_size
-    check_solver_costs(m.iv_cost, "lp")
-    net = interval_network(m, per_byte)
+    scale = solver_scale(m.iv_cost, "lp")
+    net = interval_network(m, per_byte * scale)
     x, fun = highs_lp(net)
+    fun /= scale
     y = x[net.tail.size - m.n_intervals:]
     hit = m.hit_mask(y >= m.iv_size - 1e-9 * np.maximum(1, m.iv_size))
     upper = _cost(costs, pages, hit)
