@@ -1219,7 +1219,9 @@ def unsupported(trace, policy, budget, prefetch, miss, routed=False) -> str | No
     from paging.predict.prefetch import Prefetcher
 
     spec = fast.plan(policy)
-    if policy.needs_scores and trace.score is None:  # (the reference's error, not numba's)
+    if policy.needs_scores and trace.score is None and not routed:
+        # (the reference's error, not numba's; a routed run reads the served requests' scores,
+        # and its kernel gives that error itself when the trace has no logits either)
         return f"{policy.name} reads gate scores and the trace has none"
     if spec is None or spec[0] not in ("list", "credit", "marking", "heap", "adaptive",
                                        "predictive", "token"):

@@ -246,7 +246,8 @@ def unrouted_why(trace, policy, router, budget=None, prefetch=None, miss=None) -
         return phases.unsupported(trace, policy, budget, prefetch, miss, routed=True)
     if spec is not None and spec[0] in (_TOKEN, _LEARNED):
         return None
-    if spec is None or phases.unsupported(trace, policy, budget, None, None) is not None:
+    if spec is None or phases.unsupported(trace, policy, budget, None, None,
+                                          routed=True) is not None:
         return (f"policy {policy.name} has no compiled kernel (the built-in online policies "
                 "have, not user subclasses)")
     return None
