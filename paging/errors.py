@@ -45,6 +45,17 @@ class VerificationError(AssertionError):
 INT64_MAX = 2**63 - 1
 
 
+def check_int64(name: str, value: int, file: str | None = None,
+                line: int | None = None) -> int:
+    """``value`` if int64 holds it, else a :class:`PagingError` ("``name``: 1.000e30 is out of
+    range; expected an integer of 64 bits"): the one range check of the command line's integer
+    options (:func:`paging.options.int64`) and of the sweep specs' integers."""
+    if not -INT64_MAX - 1 <= value <= INT64_MAX:
+        raise PagingError(f"{name + ': ' if name else ''}{brief(value)} is out of range; "
+                          "expected an integer of 64 bits", file, line)
+    return value
+
+
 #: the longest time a time option or input may give, in seconds (about 31.7 years): the
 #: simulators keep times in ms as doubles, and below 1e12 ms every time still resolves
 #: 0.2 µs, so sums and differences of such times stay finite and meaningful (an arrival at

@@ -9,7 +9,7 @@ handlers): one parser, one-line errors.
 
 from __future__ import annotations
 
-from paging.errors import INT64_MAX, PagingError, brief, positive_int
+from paging.errors import PagingError, check_int64, positive_int
 
 
 def parse_spec(spec: str, what: str = "spec") -> tuple[str, dict[str, str]]:
@@ -83,10 +83,10 @@ def int64(text: str) -> int:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if not -INT64_MAX - 1 <= v <= INT64_MAX:
-        raise argparse.ArgumentTypeError(f"{brief(v)} is out of range; expected an integer "
-                                         "of 64 bits")
-    return v
+    try:
+        return check_int64("", v)  # (argparse names the option itself)
+    except PagingError as e:
+        raise argparse.ArgumentTypeError(e.message) from None
 
 
 def seed(text: str) -> int:

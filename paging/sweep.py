@@ -85,7 +85,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from paging.errors import INT64_MAX, PagingError, brief
+from paging.errors import INT64_MAX, PagingError, check_int64
 from paging.run import RunSpec, run
 
 #: The keys a sweep spec may hold.
@@ -241,16 +241,6 @@ def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None)
         raise PagingError(f"{key} lists a value twice ({vals}); expected distinct values",
                           file, line)
     return tuple(float(x) if kind == "num" else x for x in vals)
-
-
-def check_int64(key: str, value: int, file: str, line: int | None) -> int:
-    """``value`` of the spec's ``key`` if int64 holds it (the range ``paging serve
-    --max-batch`` and every integer option accept, :func:`paging.options.int64`), else a
-    PagingError naming the file: a larger one crashed the table's writer after the runs."""
-    if not -INT64_MAX - 1 <= value <= INT64_MAX:
-        raise PagingError(f"{key}: {brief(value)} is out of range; expected an integer of 64 "
-                          "bits", file, line)
-    return value
 
 
 def distinct(key: str, given, normalised, file: str, text: str) -> tuple:

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from paging.errors import PagingError, positive_int
-from paging.io._common import all_dropped
+from paging.io._common import all_dropped, distinct_names
 from paging.io.cachetrace import (
     ID_COLUMNS,
     read_libcachesim_csv,
@@ -292,12 +292,8 @@ def check_sequences(traces: Sequence[Trace], file: str) -> None:
     * a sequence whose every token was dropped as incomplete (a layout larger than the
       file's, ``--layers 33`` on a 32-layer file, gave zero requests and a "perfect" cache).
     """
-    seen: dict[str, int] = {}
-    for i, t in enumerate(traces):
-        if t.name in seen:
-            raise PagingError(f"sequences {seen[t.name] + 1} and {i + 1} are both named "
-                              f"{t.name!r}; expected distinct sequence names", file)
-        seen[t.name] = i
+    distinct_names([t.name for t in traces], file)
+    for t in traces:
         all_dropped(t.name, t.n_requests, t.meta, t.layout.n_layers, file)
 
 

@@ -180,3 +180,15 @@ def all_dropped(name: str, n_requests: int, meta: dict, n_layers: int, file: str
                           f"layers 0..{n_layers - 1} and were dropped; expected the layout of "
                           "the file (check --layers/--n-experts, or read with --strict to see "
                           "the first incomplete token)", file)
+
+
+def distinct_names(names, file: str) -> None:
+    """A :class:`PagingError` when two sequences of a file share a name (a sweep's rows,
+    ``--sequence`` and the warm order tell them by name: a sweep had kept one and lost the
+    other's row). One rule for the whole readers and the streamed one."""
+    seen: dict[str, int] = {}
+    for i, nm in enumerate(names):
+        if nm in seen:
+            raise PagingError(f"sequences {seen[nm] + 1} and {i + 1} are both named {nm!r}; "
+                              "expected distinct sequence names", file)
+        seen[nm] = i

@@ -38,7 +38,7 @@ import numpy as np
 from numba import njit
 
 from paging.errors import PagingError
-from paging.io._common import all_dropped, csv_records, text_int
+from paging.io._common import all_dropped, csv_records, distinct_names, text_int
 from paging.layout import Layout
 from paging.trace import EXPANSIONS, TraceError
 
@@ -458,12 +458,7 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
                           "len(pages) with one more entry than names", file)
     if S == 0:
         raise PagingError("the file holds no sequences", file)
-    seen: dict[str, int] = {}
-    for q, nm in enumerate(map(str, names)):  # (as paging.io.check_sequences, read whole)
-        if nm in seen:
-            raise PagingError(f"sequences {seen[nm] + 1} and {q + 1} are both named {nm!r}; "
-                              "expected distinct sequence names", file)
-        seen[nm] = q
+    distinct_names([str(nm) for nm in names], file)  # (as paging.io.check_sequences)
     parsed = []
     for s in range(S):
         meta = {}

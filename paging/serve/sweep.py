@@ -47,7 +47,7 @@ import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
-from paging.errors import PagingError
+from paging.errors import PagingError, check_int64
 from paging.sweep import (
     Schema,
     _as_list,
@@ -55,7 +55,6 @@ from paging.sweep import (
     _resolve,
     _specmd_keys,
     _traces,
-    check_int64,
     distinct,
     drive,
 )
