@@ -46,17 +46,12 @@ def print_json(obj) -> None:
     sys.stdout.write(json.dumps(obj, allow_nan=False) + "\n")
 
 
-def _interrupt(e: BaseException) -> BaseException | None:
-    """The KeyboardInterrupt behind ``e``: ``e`` itself, or the one a
-    SystemError was raised while handling (Ctrl-C inside a numba-compiled function surfaces
-    as ``SystemError: CPUDispatcher(...) returned a result with an exception set``)."""
-    if isinstance(e, KeyboardInterrupt):
-        return e
-    if isinstance(e, SystemError):
-        for inner in (e.__cause__, e.__context__):
-            if isinstance(inner, KeyboardInterrupt):
-                return inner
-    return None
+def _is_interrupt(e: BaseException) -> bool:
+    """Whether ``e`` is a KeyboardInterrupt, or a SystemError raised while handling one (Ctrl-C
+    inside a numba-compiled function surfaces as ``SystemError: CPUDispatcher(...) returned a
+    result with an exception set``)."""
+    return isinstance(e, KeyboardInterrupt) or (isinstance(e, SystemError) and any(
+        isinstance(inner, KeyboardInterrupt) for inner in (e.__cause__, e.__context__)))
 
 
 def guarded(fn, *args) -> int:
@@ -82,7 +77,7 @@ def guarded(fn, *args) -> int:
                          "(make it smaller)\n")
         return 2
     except (KeyboardInterrupt, SystemError) as e:
-        if _interrupt(e) is None:  # (a SystemError of its own: a bug, with its traceback)
+        if not _is_interrupt(e):  # (a SystemError of its own: a bug, with its traceback)
             raise
         sys.stderr.write("error: interrupted\n")
         return 130
