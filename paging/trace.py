@@ -83,42 +83,45 @@ def token_violation(steps: np.ndarray, token: np.ndarray | None, rank: np.ndarra
     r = np.ascontiguousarray(rank if rank is not None else np.zeros(0), dtype=np.int64)
     p = prev if prev is not None else (0, 0, 0)
     rounds = expand == "rounds"
-    i = _token_scan(s, t, r, token is not None, rank is not None, int(n_layers), rounds,
-                    int(p[0]), int(p[1]), int(p[2]), prev is not None)
+    i, rule = _token_scan(s, t, r, token is not None, rank is not None, int(n_layers), rounds,
+                          int(p[0]), int(p[1]), int(p[2]), prev is not None)
     if i < 0:
         return None
 
     def before(a, k):  # the request before i: in the arrays, or the previous chunk's
         return int(a[i - 1]) if i > 0 else int(p[k])
 
-    same = s[i] // n_layers == before(s, 0) // n_layers
     at = f"request {offset + i} (step {int(s[i])})"
-    if token is not None:
-        ti, tp = int(t[i]), before(t, 1)
-        if same and ti != tp:
-            return i, (f"{at} has token id {ti} inside the forward pass of token {tp}; "
-                       f"expected one token id per forward pass (steps // {n_layers} layers)")
-        if not same and (ti < tp or (not rounds and ti == tp)):
-            return i, (f"{at} starts a forward pass with token id {ti} after token {tp}; "
-                       "expected token ids to increase from token to token"
-                       + ("" if rounds else " (groups mode: one forward pass per token; a "
-                                            "trace in rounds order is read with --expand "
-                                            "rounds)"))
+    if rule == _TOKEN_IN_PASS:
+        return i, (f"{at} has token id {int(t[i])} inside the forward pass of token "
+                   f"{before(t, 1)}; expected one token id per forward pass (steps // "
+                   f"{n_layers} layers)")
+    if rule == _TOKEN_NOT_UP:
+        return i, (f"{at} starts a forward pass with token id {int(t[i])} after token "
+                   f"{before(t, 1)}; expected token ids to increase from token to token"
+                   + ("" if rounds else " (groups mode: one forward pass per token; a "
+                                        "trace in rounds order is read with --expand "
+                                        "rounds)"))
     ri, rp = int(r[i]), before(r, 2)
-    if same:
+    if rule == _RANK_IN_ROUND:
         return i, (f"{at} has rank {ri} inside a round of rank {rp}; expected one rank per "
                    "round in rounds mode")
-    if token is not None and int(t[i]) > before(t, 1):
+    if rule == _RANK_NOT_ZERO:
         return i, (f"{at} starts token {int(t[i])} with rank {ri}; expected its first round to "
                    "have rank 0")
     return i, (f"{at} has rank {ri} after a round of rank {rp}; expected the rounds of a token "
                "to have ranks 0, 1, ..., K-1")
 
 
+# the rule :func:`_token_scan` found broken (the message is made from it, once)
+_TOKEN_IN_PASS, _TOKEN_NOT_UP, _RANK_IN_ROUND, _RANK_NOT_ZERO, _RANK_NOT_NEXT = range(1, 6)
+
+
 @njit(cache=True, nogil=True)
 def _token_scan(s, t, r, has_t, has_r, L, rounds, p_s, p_t, p_r, has_prev):  # pragma: no cover
-    """:func:`token_violation`'s scan: the index of the first request that breaks the rules,
-    or -1 (one pass, no temporaries: a streamed chunk of millions of requests)."""
+    """:func:`token_violation`'s scan: ``(index, rule)`` of the first request that breaks the
+    rules (``rule`` one of the ``_TOKEN_*``/``_RANK_*`` codes), or ``(-1, 0)`` (one pass, no
+    temporaries: a streamed chunk of millions of requests)."""
     for i in range(s.size):
         if i == 0 and not has_prev:
             continue
@@ -133,21 +136,21 @@ def _token_scan(s, t, r, has_t, has_r, L, rounds, p_s, p_t, p_r, has_prev):  # p
         if has_t:
             up = t[i] > ts
             if same and t[i] != ts:
-                return i
+                return i, _TOKEN_IN_PASS
             if not same and (t[i] < ts or (not rounds and not up)):
-                return i
+                return i, _TOKEN_NOT_UP
         if has_r and rounds:
             if same and r[i] != rs:
-                return i
+                return i, _RANK_IN_ROUND
             if not same:
                 if has_t:
                     if up and r[i] != 0:
-                        return i
+                        return i, _RANK_NOT_ZERO
                     if not up and r[i] != rs + 1:
-                        return i
+                        return i, _RANK_NOT_NEXT
                 elif r[i] != rs + 1 and r[i] != 0:
-                    return i
-    return -1
+                    return i, _RANK_NOT_NEXT
+    return -1, 0
 
 
 def _frozen(a, dtype) -> np.ndarray:
