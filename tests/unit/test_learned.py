@@ -238,6 +238,26 @@ def test_flashmoe_by_name_and_cli(tmp_path, capsys):
     assert code == 2 and "was trained on sequence" in err and err.count("\n") == 1, err
 
 
+def test_a_model_path_keeps_its_case(tmp_path, capsys):
+    """flashmoe:model=FILE with upper-case letters in FILE: simulate and sweep read that file
+    (both lower-cased the whole policy spec: 'no FlashMoE model file .../models/m.npz')."""
+    import csv
+
+    d = tmp_path / "Models"
+    d.mkdir()
+    train_flashmoe([_tiny()], 5, seed=0, epochs=1, hidden=8).save(d / "M.npz")
+    pol = f"flashmoe:model={d / 'M.npz'}"
+    held_out = "zipf:n=4,layers=3,tokens=60,a=1.0,seed=1"
+    code, out, err = _cli(["simulate", held_out, "--policy", pol, "--k", "5"], capsys)
+    assert code == 0, err
+    spec = tmp_path / "grid.toml"
+    spec.write_text(f'traces = ["{held_out}"]\npolicies = ["{pol}"]\nk = [5]\n')
+    code, out, err = _cli(["sweep", str(spec), "--out", str(tmp_path / "r.csv")], capsys)
+    assert code == 0, err
+    with open(tmp_path / "r.csv") as f:
+        assert [r["policy"] for r in csv.DictReader(f)] == [pol]
+
+
 def test_flashmoe_contract_on_the_shipped_layout():
     """The registry's contract checks (feasible, deterministic, reusable after reset, online)
     for flashmoe, on Mixtral's layout (the shipped model's); the generic contract tests draw
