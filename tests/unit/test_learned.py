@@ -238,6 +238,25 @@ def test_flashmoe_by_name_and_cli(tmp_path, capsys):
     assert code == 2 and "was trained on sequence" in err and err.count("\n") == 1, err
 
 
+def test_a_training_sequence_is_refused_in_either_expansion():
+    """A model trained on a top-2 sequence read in rounds refuses the same requests read in
+    groups (and the other way round): it ran on them, reporting training-set misses."""
+    from paging.generators import router
+
+    spec = dict(n=4, layers=3, tokens=60, k=2, seed=0)
+    for train_as, run_as in (("rounds", "groups"), ("groups", "rounds")):
+        seen, other = router(**spec, expand=train_as), router(**spec, expand=run_as)
+        assert not np.array_equal(seen.pages, other.pages)
+        m = train_flashmoe([seen], 5, seed=0, epochs=1, hidden=8)
+        with pytest.raises(PagingError, match="was trained on sequence"):
+            check_held_out(m, other)
+        for engine in ("reference", "fast"):
+            with pytest.raises(PagingError, match="was trained on sequence"):
+                simulate(other, FlashMoE(model=m), 5, engine=engine)
+    held_out = router(**dict(spec, seed=1), expand="groups")
+    simulate(held_out, FlashMoE(model=m), 5)  # another sequence runs
+
+
 def test_a_model_path_keeps_its_case(tmp_path, capsys):
     """flashmoe:model=FILE with upper-case letters in FILE: simulate and sweep read that file
     (both lower-cased the whole policy spec: 'no FlashMoE model file .../models/m.npz')."""
@@ -310,3 +329,15 @@ def test_flashmoe_held_out_on_mixtral_problem_0_golden(tmp_path, capsys):
         assert code == 0, err
         got[engine] = [r["misses"] for r in json.loads(out)]
     assert got["fast"] == got["reference"] == [1209, 920, 899]
+
+
+@needs_traces
+def test_the_shipped_model_refuses_its_sequences_in_either_expansion(capsys):
+    """The shipped model was trained on the three Mixtral sequences in rounds; read with
+    --expand groups they are the same requests, and it refuses them too."""
+    log = "mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl"
+    for expand in ("rounds", "groups"):
+        code, out, err = _cli(["simulate", log, "--policy", "flashmoe", "--k", "200",
+                               "--expand", expand], capsys)
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert "trained on sequence 'humaneval_2_routing.jsonl#problem_id=0'" in err
