@@ -106,7 +106,8 @@ class FlashMoEModel:
 
 
 class _NotNpz(Exception):
-    """A model file that is no ``.npz`` archive (np.load returned an array)."""
+    """A model file that is no ``.npz`` archive (np.load returned an array), or whose weights
+    are no real numbers; the message says which."""
 
 
 #: the largest activation a model may reach on its features (each in [0, 1]): below it every
@@ -154,8 +155,12 @@ def load_model(path: str | Path) -> FlashMoEModel:
         with z:
             meta = json.loads(str(z["meta"][()]))
             n_lin = sum(1 for key in z.files if key.startswith("W"))
-            W = [np.array(z[f"W{i}"], dtype=np.float64) for i in range(n_lin)]
-            b = [np.array(z[f"b{i}"], dtype=np.float64) for i in range(n_lin)]
+            raw = [z[f"{key}{i}"] for key in "Wb" for i in range(n_lin)]
+            if any(a.dtype.kind not in "fiu" for a in raw):  # (complex: imaginary parts dropped)
+                kinds = sorted({str(a.dtype) for a in raw if a.dtype.kind not in "fiu"})
+                raise _NotNpz(f"weights of dtype {', '.join(kinds)}; expected real numbers")
+            W = [np.array(a, dtype=np.float64) for a in raw[:n_lin]]
+            b = [np.array(a, dtype=np.float64) for a in raw[n_lin:]]
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile,
             json.JSONDecodeError, RecursionError, _NotNpz) as e:
         why = str(e) if isinstance(e, _NotNpz) else type(e).__name__

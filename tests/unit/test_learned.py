@@ -135,6 +135,18 @@ def test_model_file_round_trip_and_errors(tmp_path):
     assert simulate(held_out, FlashMoE(path), 5).misses >= len(np.unique(held_out.pages))
 
 
+def test_complex_weights_are_refused(tmp_path):
+    """Complex weights were cast to float64 with a warning, dropping their imaginary parts:
+    the run used other weights than the file's."""
+    path = train_flashmoe([_tiny()], 5, seed=0, epochs=1, hidden=8).save(tmp_path / "m.npz")
+    with np.load(path, allow_pickle=False) as z:
+        d = {key: z[key] for key in z.files}
+    d["W1"] = d["W1"] * (1 + 1j)
+    np.savez(tmp_path / "c.npz", **d)
+    with pytest.raises(PagingError, match="weights of dtype complex128; expected real numbers"):
+        load_model(tmp_path / "c.npz")
+
+
 def test_no_shipped_model_for_an_unknown_layout():
     lay = Layout(3, 1)
     assert not shipped_model_path(lay).exists()
