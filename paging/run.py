@@ -350,7 +350,7 @@ def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher,
         "hits" if (cm is not None or warm) else False)
     cap = {"k": spec.k} if spec.k is not None else {"budget": spec.budget}
     with verifying() if spec.verify else contextlib.nullcontext():
-        return simulate(trace, spec.policy.lower(), costs=costs, sizes=sizes, seed=spec.seed,
+        return simulate(trace, spec.policy, costs=costs, sizes=sizes, seed=spec.seed,
                         engine=spec.engine, record=record, prefetch=prefetcher, miss=handler,
                         routing=routing, progress=spec.progress, **cap)
 

@@ -281,12 +281,13 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
                           "(GB), not both and not neither", file)
     traces = _as_list(doc, "traces", "str", file, text)
     policies = _as_list(doc, "policies", "str", file, text)
-    distinct("policies", policies, [p.lower() for p in policies], file, text)
-    from paging.policies import make_policy
+    from paging.policies import make_policy, spec_key
+
+    distinct("policies", policies, [spec_key(p) for p in policies], file, text)
 
     for p in policies:
         try:
-            make_policy(p.lower())
+            make_policy(p)
         except PagingError as e:
             raise PagingError(e.message, file, _line_of(text, "policies")) from None
     ks = _as_list(doc, "k", "int", file, text)
@@ -346,7 +347,7 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
     if lifetimes and prefetch != (None,):
         raise PagingError("lifetimes = true counts residencies from fetched misses: not with "
                           "prefetch = [...]", file, _line_of(text, "lifetimes"))
-    return Spec(traces, tuple(p.lower() for p in policies), ks,
+    return Spec(traces, tuple(spec_key(p) for p in policies), ks,
                 _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
                 hardware, prefetch, strategy, miss, str(Path(path).resolve().parent),
                 tuple(r.strip().lower() for r in routing), timeline, tuple(warm_vals),

@@ -29,7 +29,7 @@ _ABBREV = ("al", "Fig", "Sec", "App", "Alg", "Def", "Thm", "e.g", "i.e", "cf", "
 
 def _first_sentence(doc: str | None) -> str:
     """The first sentence of a docstring's first paragraph (abbreviations such as "et al." and
-    "Sec." do not end it)."""
+    "Sec." do not end it, nor a period inside parentheses, such as a quotation's "...")."""
     para = " ".join((doc or "").strip().split("\n\n")[0].split())
     start = 0
     while True:
@@ -37,7 +37,8 @@ def _first_sentence(doc: str | None) -> str:
         if i < 0:
             return para
         word = para[:i].rsplit(" ", 1)[-1].lstrip("(")
-        if word not in _ABBREV and not word[-1:].isupper():
+        if (word not in _ABBREV and not word[-1:].isupper()
+                and para[:i].count("(") <= para[:i].count(")")):
             return para[: i + 1]
         start = i + 1
 

@@ -3,7 +3,8 @@
 A model file is a numpy ``.npz`` (no pickle) holding the arrays ``W0, b0, W1, b1, W2, b2`` and
 one string ``meta`` (JSON): the format tag, the layout (``n_layers``, ``n_experts``), the cache
 size and seed of the training run, and for every training sequence its name, length, sha256 of
-its page array (int64, little-endian) and sha256 of its first ``PREFIX`` pages. The policy
+its page array (int64, little-endian) and sha256 of its first ``PREFIX`` pages, each also for
+the sequence in the other top-K expansion (``*_other``, when it has one). The policy
 refuses a model trained for another layout, and refuses to run on a sequence the model was
 trained on (:func:`check_held_out`, and online from the prefix hash: see
 :class:`paging.policies.learned.FlashMoE`).
@@ -35,11 +36,29 @@ def page_hash(pages: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(pages, dtype="<i8").tobytes()).hexdigest()
 
 
+def _other_expansion(trace) -> np.ndarray | None:
+    """The pages of ``trace`` in the other top-K expansion (rounds: by token, rank, layer;
+    groups: by token, layer, rank), as :func:`paging.io.load` gives them with the other
+    ``expand``; None without token ids and ranks (then there is one order)."""
+    if trace.token is None or trace.rank is None:
+        return None
+    tok, rank, lay = np.asarray(trace.token), np.asarray(trace.rank), trace.layers
+    keys = (rank, lay, tok) if trace.expand == "rounds" else (lay, rank, tok)
+    return np.asarray(trace.pages)[np.lexsort(keys)]
+
+
 def fingerprint(trace) -> dict:
-    """What a model file records about one training sequence."""
+    """What a model file records about one training sequence: its pages' hashes, and those of
+    the same requests in the other top-K expansion (``*_other``: a model trained on a sequence
+    read in rounds refused it in rounds only, and ran on it read with ``--expand groups``)."""
     pages = np.asarray(trace.pages)
-    return {"name": str(trace.name), "n_requests": int(pages.size),
-            "sha256": page_hash(pages), "prefix_sha256": page_hash(pages[:PREFIX])}
+    rec = {"name": str(trace.name), "n_requests": int(pages.size),
+           "sha256": page_hash(pages), "prefix_sha256": page_hash(pages[:PREFIX])}
+    other = _other_expansion(trace)
+    if other is not None and not np.array_equal(other, pages):
+        rec["sha256_other"] = page_hash(other)
+        rec["prefix_sha256_other"] = page_hash(other[:PREFIX])
+    return rec
 
 
 @dataclass
@@ -87,7 +106,8 @@ class FlashMoEModel:
 
 
 class _NotNpz(Exception):
-    """A model file that is no ``.npz`` archive (np.load returned an array)."""
+    """A model file that is no ``.npz`` archive (np.load returned an array), or whose weights
+    are no real numbers; the message says which."""
 
 
 #: the largest activation a model may reach on its features (each in [0, 1]): below it every
@@ -135,8 +155,12 @@ def load_model(path: str | Path) -> FlashMoEModel:
         with z:
             meta = json.loads(str(z["meta"][()]))
             n_lin = sum(1 for key in z.files if key.startswith("W"))
-            W = [np.array(z[f"W{i}"], dtype=np.float64) for i in range(n_lin)]
-            b = [np.array(z[f"b{i}"], dtype=np.float64) for i in range(n_lin)]
+            raw = [z[f"{key}{i}"] for key in "Wb" for i in range(n_lin)]
+            if any(a.dtype.kind not in "fiu" for a in raw):  # (complex: imaginary parts dropped)
+                kinds = sorted({str(a.dtype) for a in raw if a.dtype.kind not in "fiu"})
+                raise _NotNpz(f"weights of dtype {', '.join(kinds)}; expected real numbers")
+            W = [np.array(a, dtype=np.float64) for a in raw[:n_lin]]
+            b = [np.array(a, dtype=np.float64) for a in raw[n_lin:]]
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile,
             json.JSONDecodeError, RecursionError, _NotNpz) as e:
         why = str(e) if isinstance(e, _NotNpz) else type(e).__name__
@@ -179,7 +203,7 @@ def check_held_out(model: FlashMoEModel, trace) -> None:
     """PagingError when ``trace`` is one of the model's training sequences (same pages)."""
     h = page_hash(np.asarray(trace.pages))
     for rec in model.trained_on:
-        if rec.get("sha256") == h:
+        if h in (rec.get("sha256"), rec.get("sha256_other")):
             raise PagingError(_trained_on_message(rec, trace.name))
 
 
@@ -190,7 +214,7 @@ def check_prefix(records, prefix) -> None:
     stream's carried run all check here)."""
     h = page_hash(np.asarray(prefix, dtype=np.int64))
     for rec in records:
-        if rec.get("prefix_sha256") == h:
+        if h in (rec.get("prefix_sha256"), rec.get("prefix_sha256_other")):
             raise PagingError(_trained_on_message(rec, "the sequence being simulated"))
 
 

@@ -100,6 +100,17 @@ def _make_model_policy(key: str, spec: str, name: str) -> Policy:
     return MODEL_POLICIES[key](model=opts["model"])
 
 
+def spec_key(name: str) -> str:
+    """``name`` in lower case, but for a model policy's ``model=FILE``: a path keeps its case
+    (lower-casing the whole spec turned ``flashmoe:model=Models/FM.npz`` into a file that does
+    not exist). What the sweeps store and compare; :func:`make_policy` itself ignores case."""
+    text = str(name).strip()
+    key, colon, rest = text.partition(":")
+    if key.strip().lower() in MODEL_POLICIES:
+        return key.strip().lower() + colon + rest
+    return text.lower()
+
+
 def make_policy(name: str) -> Policy:
     """A fresh policy instance for a registered name (case-insensitive).
 
@@ -181,7 +192,7 @@ def register(name: str, factory: Callable[[], Policy], *, dist: bool = True) -> 
 
 
 __all__ = ["BASE_POLICIES", "REGISTRY", "POLICY_NAMES", "MODEL_POLICIES", "make_policy",
-           "policy_names", "register",
+           "policy_names", "register", "spec_key",
            "Policy", "PriorityPolicy", "CacheView", "Context", "PerLayer", "LRU", "FIFO", "LFU",
            "FWF", "Marking", "LLRU", "LLRULatest", "LeastStale", "LeastStaleUpcoming",
            "LeastStaleLayer", "FLD",

@@ -194,7 +194,7 @@ def _scalar(doc: dict, key: str, kind, file, text, default=None, lo=None):
 
 def plan_serve(spec_path) -> list[Cell]:
     """The cells of a serving sweep spec (module docstring), every input checked first."""
-    from paging.policies import make_policy
+    from paging.policies import make_policy, spec_key
     from paging.serve import Arrivals, ServeSpec
 
     doc, text, file = _read(spec_path)
@@ -224,7 +224,7 @@ def plan_serve(spec_path) -> list[Cell]:
     traces = _as_list(doc, "traces", "str", file, text)
     paths = tuple(_resolve(t, base) for t in traces)
     policies = _as_list(doc, "policies", "str", file, text)
-    distinct("policies", policies, [p.lower() for p in policies], file, text)
+    distinct("policies", policies, [spec_key(p) for p in policies], file, text)
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
@@ -261,7 +261,7 @@ def plan_serve(spec_path) -> list[Cell]:
             policies, precision, hardware, prefetch, strategy, miss, routing, caps, loads,
             batches, seeds):
         st = st if pf is not None else None  # "none" is one cell whatever the strategies
-        cell = Cell(paths, pol.lower(), doc["model"], q, hw, pf, st, ms, rt, k, g, rate, cl,
+        cell = Cell(paths, spec_key(pol), doc["model"], q, hw, pf, st, ms, rt, k, g, rate, cl,
                     think, duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed,
                     reading, tuple(traces))
         try:  # every option checked now, with the spec's name in the message

@@ -37,3 +37,16 @@ def test_pages_come_from_the_registries():
     for page in ("model", "policies", "offline", "theory", "cost_model", "figures", "cli",
                  "notebooks", "record"):
         assert page in index
+
+
+def test_the_usage_page_lists_every_command():
+    """docs/guide/usage.md's command block names every subcommand of `paging` (it had no line
+    for `serve` and `train`)."""
+    import argparse
+
+    from paging.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    block = (ROOT / "docs/guide/usage.md").read_text().split("```")[1]
+    listed = {line.split()[1] for line in block.splitlines() if line.startswith("paging ")}
+    assert set(sub.choices) <= listed, set(sub.choices) - listed

@@ -119,6 +119,10 @@ def test_specmd_notebook():
     assert pf["oracle:precision=1,recall=1"]["misses"] == 2
     assert pf["oracle:precision=1,recall=1"]["prefetch_precision"] == 1.0
     assert pf["oracle:precision=0.5,recall=0.5,seed=3"]["prefetch_precision"] == 0.5
+    # the prose's count is the run's (it said previous-token inserted nothing: it inserts 254)
+    src = nbformat.read(ROOT / "notebooks" / "specmd.ipynb", as_version=4)
+    prose = next(c.source for c in src.cells if "`previous-token` guesses" in c.source)
+    assert f"{pf['previous-token']['prefetches']} prefetches here" in " ".join(prose.split())
     assert pf["transition, topk:overfetch=2"]["prefetch_recall"] > pf[
         "transition (trained on another sequence)"]["prefetch_recall"]
     for row in miss.values():  # requests = hits + misses + dropped + substituted

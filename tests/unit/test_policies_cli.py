@@ -80,3 +80,13 @@ def test_table(capsys):
     assert len(lines) == len(POLICY_NAMES) + len(MODEL_POLICIES) + 1
     arc = next(line for line in lines if line.startswith("arc "))
     assert "[Megiddo & Modha, FAST 2003]" in arc
+
+
+def test_a_period_inside_parentheses_does_not_end_the_description():
+    """Score-Based's docstring quotes SpecMD with "...": the description stopped there, with
+    its parenthesis and quotation left open."""
+    from paging.commands.policies import _first_sentence, describe
+
+    assert _first_sentence('A (see "x ... y"). B.') == 'A (see "x ... y").'
+    d = describe("score-based")["description"]
+    assert d.endswith('accumulated activation scores").') and d.count("(") == d.count(")")
