@@ -150,7 +150,18 @@ def fit(net: MLP, X: np.ndarray, y: np.ndarray, *, epochs: int, batch: int, seed
     """Minibatch AdamW on the MSE loss; the row order of every epoch is a permutation drawn from
     ``default_rng(seed)``. Returns the mean training loss of each epoch; ``on_epoch(loss)`` is
     called after each (for a progress bar). Deterministic: the same data, sizes and seed give
-    bit-identical weights."""
+    bit-identical weights, whatever the number of BLAS threads: the products run on one
+    (OpenBLAS splits a product such as (m, 128) @ (128, 128) differently on two threads when
+    m >= 33 and m mod 4 is 1 or 2, a last partial batch's shape, and the model's bytes then
+    depended on ``OPENBLAS_NUM_THREADS``)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _fit(net, X, y, epochs=epochs, batch=batch, seed=seed, lr=lr,
+                    weight_decay=weight_decay, on_epoch=on_epoch)
+
+
+def _fit(net, X, y, *, epochs, batch, seed, lr, weight_decay, on_epoch) -> list[float]:
     rng = np.random.default_rng(seed)
     opt = AdamW(lr=lr, weight_decay=weight_decay)
     history = []

@@ -356,3 +356,23 @@ def test_the_shipped_model_refuses_its_sequences_in_either_expansion(capsys):
                                "--expand", expand], capsys)
         assert code == 2 and out == "" and err.count("\n") == 1, err
         assert "trained on sequence 'humaneval_2_routing.jsonl#problem_id=0'" in err
+
+
+def test_training_gives_the_same_weights_on_one_blas_thread_and_on_two():
+    """A review: OpenBLAS splits (m, 128) @ (128, 128) differently on two threads when m >= 33
+    and m mod 4 is 1 or 2, so the model's bytes depended on OPENBLAS_NUM_THREADS; training now
+    runs its products on one thread whatever the caller's setting (here a last batch of 37)."""
+    from threadpoolctl import threadpool_limits
+
+    from paging.learned.mlp import fit
+
+    rng = np.random.default_rng(3)
+    X, y = rng.random((256 + 37, 2)), rng.random(256 + 37)
+    nets = []
+    for threads in (1, 2):
+        net = MLP.init((2, 128, 128, 1), seed=0)
+        with threadpool_limits(limits=threads, user_api="blas"):
+            fit(net, X, y, epochs=3, batch=256, seed=0)
+        nets.append(net)
+    for wa, wb in zip(nets[0].W + nets[0].b, nets[1].W + nets[1].b, strict=True):
+        assert np.array_equal(wa, wb)
