@@ -378,6 +378,21 @@ def test_belady_streams_from_oracle_general_next_access_times(tr, data):
         assert np.array_equal(out.curves[name], miss_curve(tr, name)), name
 
 
+def test_belady_dist_curve_with_a_partial_last_round(tmp_path):
+    """Belady-DIST's streamed curve on a trace whose last round is cut short (7 requests, 2
+    layers of 3): layer 0 requests 0 1 2 1 (its requests 0..3), layer 1 page 3 three times.
+    At layer 0's request 2 with 2 slots holding {0, 1}, page 0 is never requested again and
+    page 1 is at layer request 3 = 7 // 2: Belady evicts 0, then 1 hits (3 misses in the
+    layer, not 4). k = 3 gives layer 0 two slots: 3 + 1 = 4 misses."""
+    lay = Layout(3, 2)
+    tr = from_pages([0, 3, 1, 3, 2, 3, 1], lay)
+    f = tmp_path / "t.oracleGeneral"
+    write_oracle_general(tr, f)
+    for chunk in (1, 3, 7):
+        (m,) = miss_curve_stream(f, "belady-dist", n_experts=3, n_layers=2, chunk=chunk)
+        assert m.tolist() == [7, 5, 4, 4, 4, 4] == miss_curve(tr, "belady-dist").tolist()
+
+
 def test_next_access_times_are_checked(tmp_path):
     """A next-access time that does not name the next request of the same page is an error
     naming the record: one that points elsewhere, one not after its own request, one past the
