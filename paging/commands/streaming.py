@@ -56,6 +56,10 @@ def refusal(args, command: str, specs=()) -> str | None:
     else:
         if args.phase != "both":
             return "--stream does not support --phase; drop one of them"
+        if args.verify:
+            return ("--stream does not support mrc --verify (it runs every k of the curve "
+                    "again, verified, on the trace read whole; simulate --stream --verify "
+                    "checks a streamed run); drop --verify or --stream")
         try:
             curve_policy(args.policy)
         except PagingError as e:

@@ -596,6 +596,21 @@ def test_cli_streams_big_files_by_itself(tmp_path):
         assert big.stdout == _cli(*cmd, "--json").stdout
 
 
+def test_mrc_verify_reads_a_big_file_whole(tmp_path):
+    """``mrc --verify`` on a file that would stream by itself reads it whole after a note (it
+    was an error telling the user to add --no-stream); with --stream it is one line."""
+    import os
+
+    write_npz(zipf(4, 3, 50, seed=1), tmp_path / "z.npz")
+    f = str(tmp_path / "z.npz")
+    env = dict(os.environ, PAGING_STREAM_BYTES="10")
+    r = _cli("mrc", f, "--policy", "lru", "--verify", "--json", env=env)
+    assert r.returncode == 0 and "reading it whole" in r.stderr, r.stderr
+    assert '"verified": true' in r.stdout
+    r = _cli("mrc", f, "--policy", "lru", "--verify", "--stream")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--verify" in r.stderr
+
+
 def test_the_run_recipe_says_what_a_stream_refuses():
     from paging.run import RunSpec
 
