@@ -596,7 +596,25 @@ def test_cli_streams_big_files_by_itself(tmp_path):
         assert big.stdout == _cli(*cmd, "--json").stdout
 
 
-def test_mrc_verify_reads_a_big_file_whole(tmp_path):
+def test_a_big_file_with_a_trace_that_does_not_stream_is_read_whole(tmp_path):
+    """A file above the threshold streams by itself only when every TRACE given can: beside a
+    libCacheSim CSV or a spec that does not stream, all are read whole after a note naming
+    why (the big file was streamed, then the other TRACE stopped the run with an error asking
+    to drop a --stream never given)."""
+    import os
+
+    write_npz(zipf(4, 3, 50, seed=1), tmp_path / "z.npz")
+    f = str(tmp_path / "z.npz")
+    (tmp_path / "ids.txt").write_text("0\n4\n8\n1\n")  # (one id per line: not streamed)
+    env = dict(os.environ, PAGING_STREAM_BYTES="100")
+    for other, why in (([str(tmp_path / "ids.txt"), "--n-experts", "4", "--layers", "3"],
+                        "ids.txt: streaming reads"),
+                       (["zipf:n=4,layers=3,tokens=5,topk=2"], "generates zipf specs with topk=1")):
+        cmd = ["simulate", f, *other, "--policy", "lru", "--k", "3", "--json"]
+        r = _cli(*cmd, env=env)
+        assert r.returncode == 0 and "reading it whole" in r.stderr and why in r.stderr, r.stderr
+        assert "--stream" not in r.stderr  # (no advice to drop a flag not given)
+        assert r.stdout == _cli(*cmd).stdout
     """``mrc --verify`` on a file that would stream by itself reads it whole after a note (it
     was an error telling the user to add --no-stream); with --stream it is one line."""
     import os
