@@ -3,6 +3,7 @@ equal the whole-trace readers and the in-memory simulation exactly."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -683,6 +684,33 @@ def test_an_npz_uint64_page_beyond_int64_is_named_as_stored(tmp_path):
         r = _cli("simulate", str(tmp_path / "bad.npz"), "--policy", "lru", "--k", "3", *extra)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
         assert f"array 'pages' holds {2**64 - 1}, beyond int64" in r.stderr
+
+
+def test_an_npz_bad_value_is_named_by_its_index(tmp_path):
+    """A bad page id (beyond int64), token id (negative) or gate score (NaN) far into an .npz
+    is named by its index in the file's array, read whole and in chunks (the line named only
+    the array)."""
+    tr = zipf(4, 3, 20, seed=1, topk=2)  # 120 requests
+    write_npz(dataclasses.replace(tr, score=np.ones(tr.n_requests)), tmp_path / "good.npz")
+    good = dict(np.load(tmp_path / "good.npz"))
+    pages = good["pages"].astype(np.uint64)
+    pages[100] = 2**64 - 1
+    token = good["token"].copy()
+    token[101] = -2
+    score = good["score"].copy()
+    score[102] = np.nan
+    for key, arr, want in (("pages", pages, f"{2**64 - 1}, beyond int64, at index 100"),
+                           ("token", token, "negative value (-2) at index 101"),
+                           ("score", score, "holds nan at index 102")):
+        np.savez(tmp_path / "bad.npz", **{**good, key: arr})
+        assert want in _error(lambda: load(tmp_path / "bad.npz"))
+        for chunk in (1, 7, 1000):
+            def streamed(chunk=chunk):
+                for seq in open_chunks(tmp_path / "bad.npz", chunk=chunk, tokens=True,
+                                       scores=True):
+                    for _ in seq.chunks:
+                        pass
+            assert want in _error(streamed), (key, chunk)
 
 
 def test_an_npz_names_its_first_bad_value_whole_and_in_any_chunk_size(tmp_path):
