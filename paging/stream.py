@@ -380,6 +380,7 @@ class _Curve:
         self.policy, spec, self.how = curve_policy(name, expand)
         family, kind, self.dist = spec
         self.layout = lay = layout
+        self.n_requests = n_requests  # (Belady's "no next use", when the chunks bring them)
         n, L, P = lay.n_experts, lay.n_layers, lay.n_pages
         self.parts = L if self.dist else 1
         self.counts = np.zeros(self.parts, np.int64)  # requests of each part so far
@@ -442,9 +443,12 @@ class _Curve:
             return [partial(r.feed, pages, steps, nxt, token, score) for r in self.runs]
         subs = self._parts(pages, steps)
         if nxt is not None and self.how == "stack" and self.kind == stack.BELADY:
-            L = self.layout.n_layers
-            nus = [nxt] if not self.dist else [np.ascontiguousarray(u // L)
-                                               for u in self._parts(nxt, steps)]
+            L, N = self.layout.n_layers, self.n_requests
+            # (a page requested no more: its layer's length, as paging.trace.next_use has it
+            # for the layer's sub-sequence; N // ℓ is a request of the layers z < N mod ℓ)
+            nus = [nxt] if not self.dist else [
+                np.ascontiguousarray(np.where(u == N, (N - z + L - 1) // L, u // L))
+                for z, u in enumerate(self._parts(nxt, steps))]
         else:
             nus = [_NO_NEXT_USE] * len(subs)
         out = []

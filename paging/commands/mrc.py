@@ -96,13 +96,7 @@ def run(args) -> int:
     from paging.policies import make_policy
 
     name = make_policy(args.policy).name  # fail on a bad name before loading anything
-    streamed = use_stream(args, "mrc")
-    if args.verify and streamed:
-        from paging.errors import PagingError
-
-        raise PagingError("mrc --verify runs every k of the curve again, verified: read the "
-                          "trace whole (--no-stream; simulate --stream --verify checks a "
-                          "streamed run)")
+    streamed = use_stream(args, "mrc")  # (not with --verify: streaming.refusal)
     if streamed:  # a chunk at a time
         if args.scheduler is not None:
             import sys

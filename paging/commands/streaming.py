@@ -56,6 +56,10 @@ def refusal(args, command: str, specs=()) -> str | None:
     else:
         if args.phase != "both":
             return "--stream does not support --phase; drop one of them"
+        if args.verify:
+            return ("--stream does not support mrc --verify (it runs every k of the curve "
+                    "again, verified, on the trace read whole; simulate --stream --verify "
+                    "checks a streamed run); drop --verify or --stream")
         try:
             curve_policy(args.policy)
         except PagingError as e:
@@ -109,7 +113,6 @@ def use_stream(args, command: str, specs=()) -> bool:
 def _decide(args, command: str, specs=()) -> bool:
     """:func:`use_stream`'s decision, its refusals and notes."""
     from paging.io import resolve_path
-    from paging.io.chunks import STREAM_FORMATS
     from paging.stream import stream_threshold
 
     why = refusal(args, command, specs)
@@ -136,16 +139,12 @@ def _decide(args, command: str, specs=()) -> bool:
     if not big:
         return False
     src, path, size = big[0]
-    if why is None:
-        from paging.io import detect_format
-
-        fmt = args.format or detect_format(path)
-        if fmt not in STREAM_FORMATS:
-            why = f"streaming reads {', '.join(STREAM_FORMATS)} traces, not {fmt}"
-        elif fmt == "oracle-general" and (args.n_experts is None or args.layers is None):
-            why = "an oracleGeneral trace streams as layered page ids (--n-experts, --layers)"
-        else:
-            why = _stored_mode_refusal(args, path, fmt)
+    for other in sources:  # (the stream reads every TRACE given, not only the big one)
+        if why is not None:
+            break
+        why = _source_refusal(args, other)
+        if why is not None and other != src and not is_spec(other):  # (a spec's names it)
+            why = f"{other}: {why}"
     if why is not None:
         sys.stderr.write(f"note: {src} is {size / 1e9:.1f} GB; reading it whole "
                          f"({_without_advice(why)})\n")
@@ -153,6 +152,33 @@ def _decide(args, command: str, specs=()) -> bool:
     sys.stderr.write(f"note: {src} is {size / 1e9:.1f} GB: streaming it (--no-stream reads it "
                      "whole)\n")
     return True
+
+
+def _source_refusal(args, src) -> str | None:
+    """Why the TRACE ``src`` (a file or a generator spec) cannot be streamed as asked, or
+    None."""
+    from paging.generators import is_spec
+    from paging.io import detect_format, resolve_path
+    from paging.io.chunks import STREAM_FORMATS
+
+    if is_spec(src):
+        from paging.stream import spec_stream
+
+        try:
+            spec_stream(src, expand=getattr(args, "expand", None) or "rounds")
+        except PagingError as e:
+            return e.message
+        return None
+    try:
+        path = resolve_path(src)
+    except PagingError:
+        return None  # (the reader names what is wrong with it)
+    fmt = args.format or detect_format(path)
+    if fmt not in STREAM_FORMATS:
+        return f"streaming reads {', '.join(STREAM_FORMATS)} traces, not {fmt}"
+    if fmt == "oracle-general" and (args.n_experts is None or args.layers is None):
+        return "an oracleGeneral trace streams as layered page ids (--n-experts, --layers)"
+    return _stored_mode_refusal(args, path, fmt)
 
 
 def _stored_mode_refusal(args, path, fmt) -> str | None:
@@ -176,7 +202,7 @@ def _without_advice(why: str) -> str:
     import re
 
     why = why.removesuffix(" (drop --stream)")
-    return re.sub(r"; (drop|give|use) [^;]*$", "", why)
+    return re.sub(r"; (drop|give|use|load) [^;]*$", "", why)
 
 
 def stream_outcomes(args, runs=(), curves=(), budgets=()):

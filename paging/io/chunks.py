@@ -397,7 +397,7 @@ def _rank_max(zf: zipfile.ZipFile, file: str, off: np.ndarray, chunk: int) -> np
 
 def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
          scores: bool = False) -> list[ChunkedTrace]:
-    from paging.io.npz import _OPTIONAL, as_int64, check_nonnegative, stored_header
+    from paging.io.npz import _OPTIONAL, as_int64, check_nonnegative, check_scores, stored_header
 
     file = str(path)
     try:
@@ -493,20 +493,18 @@ def _npz(path, chunk, expand, n_experts, n_layers, tokens: bool = False,
         pos = a
         while pos < b:
             m = min(chunk, b - pos)
-            pages = as_int64("pages", members["pages"].read(m), file)
-            steps = as_int64("steps", members["steps"].read(m), file)
+            pages = as_int64("pages", members["pages"].read(m), file, pos)
+            steps = as_int64("steps", members["steps"].read(m), file, pos)
             sc = None
             if "score" in members:
                 sc = members["score"].read(m)
-                if not (np.isfinite(sc) & (sc >= 0)).all():
-                    raise PagingError("array 'score' holds NaN, infinite or negative values; "
-                                      "expected finite non-negative gate scores", file)
+                check_scores(sc, file, pos)
             cols = {}
             for key in ("token", "rank"):
                 if key in members:
                     # (read to keep the members in step, and checked against the layer clock)
-                    cols[key] = v = as_int64(key, members[key].read(m), file)
-                    check_nonnegative(key, v, file)
+                    cols[key] = v = as_int64(key, members[key].read(m), file, pos)
+                    check_nonnegative(key, v, file, pos)
             token = cols.get("token") if with_tokens else None
             pos += m
             chk.check(pages, steps, token=cols.get("token"), rank=cols.get("rank"))

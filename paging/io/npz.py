@@ -155,10 +155,7 @@ def read_npz(path: str | os.PathLike, *, expand: str = "rounds", strict: bool = 
     for key in ("token", "rank"):
         if key in opt:
             check_nonnegative(key, opt[key], file)
-    sc = opt.get("score", np.zeros(0))
-    if not (np.isfinite(sc) & (sc >= 0)).all():
-        raise PagingError("array 'score' holds NaN, infinite or negative values; expected "
-                          "finite non-negative gate scores", file)
+    check_scores(opt.get("score", np.zeros(0)), file)
     logits = lo_off = None
     if "logits" in data:
         logits = need("logits", "float").astype(np.float64)
@@ -209,24 +206,34 @@ def open_npz(path: str | os.PathLike, expected: str) -> np.lib.npyio.NpzFile:
     return z
 
 
-def as_int64(key: str, values: np.ndarray, file: str) -> np.ndarray:
+def as_int64(key: str, values: np.ndarray, file: str, at: int = 0) -> np.ndarray:
     """An integer array as int64, refusing an unsigned value int64 cannot hold (the cast made
-    2^64 - 1 into -1, and the error then named page -1)."""
+    2^64 - 1 into -1, and the error then named page -1); ``at``: the index of ``values[0]``
+    in the file's array (a chunk's), which the error names."""
     if values.dtype.kind == "u" and values.size and int(values.max()) > INT64_MAX:
-        first = int(values[np.flatnonzero(values > INT64_MAX)[0]])  # (a chunk names the same)
-        raise PagingError(f"array {key!r} holds {first}, beyond int64; expected ids below "
-                          "2^63", file)
+        i = int(np.flatnonzero(values.reshape(-1) > INT64_MAX)[0])
+        raise PagingError(f"array {key!r} holds {int(values.reshape(-1)[i])}, beyond int64, "
+                          f"at index {at + i}; expected ids below 2^63", file)
     return values.astype(np.int64)
 
 
-def check_nonnegative(key: str, values: np.ndarray, file: str) -> None:
+def check_nonnegative(key: str, values: np.ndarray, file: str, at: int = 0) -> None:
     """Token ids and ranks are non-negative (as a CSV's cells must be): a negative one would
-    index the routing table from its end when the trace is expanded again."""
+    index the routing table from its end when the trace is expanded again (``at``: as
+    :func:`as_int64`)."""
     if values.size and int(values.min()) < 0:
-        first = int(values[np.flatnonzero(values < 0)[0]])  # (a chunk names the same)
-        raise PagingError(f"array {key!r} holds a negative value ({first}); "
-                          f"expected non-negative {'token ids' if key == 'token' else 'ranks'}",
-                          file)
+        i = int(np.flatnonzero(values.reshape(-1) < 0)[0])
+        raise PagingError(f"array {key!r} holds a negative value ({int(values.reshape(-1)[i])}) "
+                          f"at index {at + i}; expected non-negative "
+                          f"{'token ids' if key == 'token' else 'ranks'}", file)
+
+
+def check_scores(values: np.ndarray, file: str, at: int = 0) -> None:
+    """Gate scores are finite and non-negative (``at``: as :func:`as_int64`)."""
+    bad = np.flatnonzero(~(np.isfinite(values) & (values >= 0)).reshape(-1))
+    if bad.size:
+        raise PagingError(f"array 'score' holds {float(values.reshape(-1)[bad[0]])} at index "
+                          f"{at + int(bad[0])}; expected finite non-negative gate scores", file)
 
 
 TRACE_FORMATS = (TraceFormat("npz", read_npz, write_npz, extensions=(".npz",),

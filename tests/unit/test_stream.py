@@ -3,6 +3,7 @@ equal the whole-trace readers and the in-memory simulation exactly."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -378,6 +379,21 @@ def test_belady_streams_from_oracle_general_next_access_times(tr, data):
         assert np.array_equal(out.curves[name], miss_curve(tr, name)), name
 
 
+def test_belady_dist_curve_with_a_partial_last_round(tmp_path):
+    """Belady-DIST's streamed curve on a trace whose last round is cut short (7 requests, 2
+    layers of 3): layer 0 requests 0 1 2 1 (its requests 0..3), layer 1 page 3 three times.
+    At layer 0's request 2 with 2 slots holding {0, 1}, page 0 is never requested again and
+    page 1 is at layer request 3 = 7 // 2: Belady evicts 0, then 1 hits (3 misses in the
+    layer, not 4). k = 3 gives layer 0 two slots: 3 + 1 = 4 misses."""
+    lay = Layout(3, 2)
+    tr = from_pages([0, 3, 1, 3, 2, 3, 1], lay)
+    f = tmp_path / "t.oracleGeneral"
+    write_oracle_general(tr, f)
+    for chunk in (1, 3, 7):
+        (m,) = miss_curve_stream(f, "belady-dist", n_experts=3, n_layers=2, chunk=chunk)
+        assert m.tolist() == [7, 5, 4, 4, 4, 4] == miss_curve(tr, "belady-dist").tolist()
+
+
 def test_next_access_times_are_checked(tmp_path):
     """A next-access time that does not name the next request of the same page is an error
     naming the record: one that points elsewhere, one not after its own request, one past the
@@ -581,6 +597,39 @@ def test_cli_streams_big_files_by_itself(tmp_path):
         assert big.stdout == _cli(*cmd, "--json").stdout
 
 
+def test_a_big_file_with_a_trace_that_does_not_stream_is_read_whole(tmp_path):
+    """A file above the threshold streams by itself only when every TRACE given can: beside a
+    libCacheSim CSV or a spec that does not stream, all are read whole after a note naming
+    why (the big file was streamed, then the other TRACE stopped the run with an error asking
+    to drop a --stream never given)."""
+    import os
+
+    write_npz(zipf(4, 3, 50, seed=1), tmp_path / "z.npz")
+    f = str(tmp_path / "z.npz")
+    (tmp_path / "ids.txt").write_text("0\n4\n8\n1\n")  # (one id per line: not streamed)
+    env = dict(os.environ, PAGING_STREAM_BYTES="100")
+    for other, why in (([str(tmp_path / "ids.txt"), "--n-experts", "4", "--layers", "3"],
+                        "ids.txt: streaming reads"),
+                       (["zipf:n=4,layers=3,tokens=5,topk=2"], "generates zipf specs with topk=1")):
+        cmd = ["simulate", f, *other, "--policy", "lru", "--k", "3", "--json"]
+        r = _cli(*cmd, env=env)
+        assert r.returncode == 0 and "reading it whole" in r.stderr and why in r.stderr, r.stderr
+        assert "--stream" not in r.stderr  # (no advice to drop a flag not given)
+        assert r.stdout == _cli(*cmd).stdout
+    """``mrc --verify`` on a file that would stream by itself reads it whole after a note (it
+    was an error telling the user to add --no-stream); with --stream it is one line."""
+    import os
+
+    write_npz(zipf(4, 3, 50, seed=1), tmp_path / "z.npz")
+    f = str(tmp_path / "z.npz")
+    env = dict(os.environ, PAGING_STREAM_BYTES="10")
+    r = _cli("mrc", f, "--policy", "lru", "--verify", "--json", env=env)
+    assert r.returncode == 0 and "reading it whole" in r.stderr, r.stderr
+    assert '"verified": true' in r.stdout
+    r = _cli("mrc", f, "--policy", "lru", "--verify", "--stream")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--verify" in r.stderr
+
+
 def test_the_run_recipe_says_what_a_stream_refuses():
     from paging.run import RunSpec
 
@@ -635,6 +684,33 @@ def test_an_npz_uint64_page_beyond_int64_is_named_as_stored(tmp_path):
         r = _cli("simulate", str(tmp_path / "bad.npz"), "--policy", "lru", "--k", "3", *extra)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
         assert f"array 'pages' holds {2**64 - 1}, beyond int64" in r.stderr
+
+
+def test_an_npz_bad_value_is_named_by_its_index(tmp_path):
+    """A bad page id (beyond int64), token id (negative) or gate score (NaN) far into an .npz
+    is named by its index in the file's array, read whole and in chunks (the line named only
+    the array)."""
+    tr = zipf(4, 3, 20, seed=1, topk=2)  # 120 requests
+    write_npz(dataclasses.replace(tr, score=np.ones(tr.n_requests)), tmp_path / "good.npz")
+    good = dict(np.load(tmp_path / "good.npz"))
+    pages = good["pages"].astype(np.uint64)
+    pages[100] = 2**64 - 1
+    token = good["token"].copy()
+    token[101] = -2
+    score = good["score"].copy()
+    score[102] = np.nan
+    for key, arr, want in (("pages", pages, f"{2**64 - 1}, beyond int64, at index 100"),
+                           ("token", token, "negative value (-2) at index 101"),
+                           ("score", score, "holds nan at index 102")):
+        np.savez(tmp_path / "bad.npz", **{**good, key: arr})
+        assert want in _error(lambda: load(tmp_path / "bad.npz"))
+        for chunk in (1, 7, 1000):
+            def streamed(chunk=chunk):
+                for seq in open_chunks(tmp_path / "bad.npz", chunk=chunk, tokens=True,
+                                       scores=True):
+                    for _ in seq.chunks:
+                        pass
+            assert want in _error(streamed), (key, chunk)
 
 
 def test_an_npz_names_its_first_bad_value_whole_and_in_any_chunk_size(tmp_path):
