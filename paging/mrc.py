@@ -240,9 +240,9 @@ def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress,
                 # the Python loop holds the GIL: the sizes run in processes, each given the
                 # trace once (fork: a policy registered in this process is known there too)
                 if progress is not False:
-                    sys.stderr.write(f"mrc {policy_name}: no kernel and no one-pass curve, "
-                                     f"{len(ks)} runs of the reference loop on {workers} "
-                                     "processes\n")
+                    sys.stderr.write(f"mrc {policy_name} on {trace.name}: no kernel and no "
+                                     f"one-pass curve, {len(ks)} runs of the reference loop "
+                                     f"on {workers} processes\n")
                 ctx = multiprocessing.get_context("fork")
                 with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                          initializer=_init_worker,
@@ -263,6 +263,10 @@ def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress,
 
         workers = min(os.cpu_count() or 1, len(ks))
         if workers > 1 and trace.n_requests * len(ks) >= 200_000:
+            if progress is not False:  # (the issue: "says when it falls back")
+                sys.stderr.write(f"mrc {policy_name} on {trace.name}: no one-pass curve, "
+                                 f"{len(ks)} runs of the compiled kernel on {workers} "
+                                 "threads\n")
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 for i, m in enumerate(pool.map(one, ks)):
                     out[i] = m

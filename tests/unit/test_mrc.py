@@ -136,6 +136,20 @@ def test_parallel_sweep_equals_sequential():
         assert got.tolist() == want
 
 
+def test_the_kernels_per_k_curve_says_it_falls_back(capsys, monkeypatch):
+    """Issue 22: `paging mrc` "says when it falls back"; the compiled per-k runs on threads were
+    silent (only the reference loop's processes said so)."""
+    import paging.mrc
+
+    monkeypatch.setattr(paging.mrc.os, "cpu_count", lambda: 2)
+    tr = from_pages((np.arange(8000) % 4) * 8 + np.arange(8000) % 8, Layout(8, 4), name="z")
+    miss_curve(tr, "fifo", progress=None)
+    assert ("mrc fifo on z: no one-pass curve, 32 runs of the compiled kernel on 2 threads\n"
+            in capsys.readouterr().err)
+    miss_curve(tr, "fifo", progress=False)
+    assert capsys.readouterr().err == ""
+
+
 def test_user_policy_falls_back_to_the_reference(monkeypatch):
     from paging import policies
 
