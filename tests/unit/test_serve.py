@@ -1658,6 +1658,23 @@ def test_drawn_lengths_cut_windows_and_take_sequences_too_short_to_split(toy):
               [one, long])
 
 
+def test_drawn_lengths_too_large_to_hold_are_refused_before_they_are_built(toy, monkeypatch):
+    """Windows of drawn lengths are copied before the run: a range end beyond int64 was a
+    numpy traceback, and lengths of 1e8 tokens an out-of-memory kill; both are one line now
+    (the total checked on a smaller limit: 3 requests of 101 tokens x 2 layers x 2 experts)."""
+    from paging.serve import workload
+
+    long = _seq_trace(np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]]]), 1,
+                      "long")
+    ss = ServeSpec(Arrivals(times=(0.0, 0.1, 0.2)), lengths=((1, 2**63 - 1), (1, 2)))
+    with pytest.raises(PagingError, match="expected at most 50,000,000 tokens a request"):
+        serve(RunSpec("lru", k=4, model=toy), ss, [long])
+    monkeypatch.setattr(workload, "MAX_WINDOWS", 1000, raising=False)
+    ss = ServeSpec(Arrivals(times=(0.0, 0.1, 0.2)), lengths=((100, 100), (1, 1)))
+    with pytest.raises(PagingError, match=r"the drawn requests hold 303 tokens \(1,212 "):
+        serve(RunSpec("lru", k=4, model=toy), ss, [long])
+
+
 def test_a_host_tier_is_in_the_summary_and_answered_apart(toy):
     """--host-gb moves the experts it cannot hold to the SSD tier, so misses take longer (and
     the batches form differently); the summary says so (host_gb; it said nothing, and
