@@ -44,7 +44,7 @@ import numpy as np
 
 from paging.errors import PagingError, check_time
 from paging.observers import DROP, Observer
-from paging.serve.workload import Arrivals, Sequence, pool, windows
+from paging.serve.workload import MAX_ARRIVALS, Arrivals, Sequence, pool, windows
 
 __all__ = ["ServeSpec", "ServeResult", "serve"]
 
@@ -102,6 +102,14 @@ class ServeSpec:
                 check_time(name, v)
         if self.max_requests is not None and self.max_requests < 1:
             raise PagingError(f"--max-requests must be >= 1, got {self.max_requests}")
+        arr = self.arrivals
+        if arr.closed and (self.max_requests or 32 * arr.clients) > MAX_ARRIVALS:
+            # (a closed loop's sequences are drawn before the run, up to the cap: a cap of
+            # 2**63-1 was a numpy traceback, of 1e9 an allocation of 7.5 GB)
+            raise PagingError(f"a closed loop draws its --max-requests (default 32 per client) "
+                              f"before the run: {self.max_requests or 32 * arr.clients:,} is "
+                              f"more than {MAX_ARRIVALS:,}; expected a smaller --max-requests "
+                              "or fewer --clients")
 
 
 @dataclass

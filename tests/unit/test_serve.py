@@ -1720,6 +1720,22 @@ def test_the_request_cap_of_an_open_workload_is_reported_and_nothing_arriving_is
         Arrivals(rate=1e9, duration=100.0)
 
 
+def test_a_closed_loop_cap_too_large_to_draw_is_refused_up_front():
+    """A closed loop draws its --max-requests sequences before the run: a cap of 2**63-1 was a
+    numpy traceback ("array is too big") and one of 1e9 an allocation of 7.5 GB, for a run
+    that makes a handful of requests; both are refused when the spec is made."""
+    from paging.serve.workload import MAX_ARRIVALS
+
+    one = Arrivals(clients=1, duration=0.01)
+    for cap in (2**63 - 1, MAX_ARRIVALS + 1):
+        with pytest.raises(PagingError, match="a closed loop draws its --max-requests"):
+            ServeSpec(one, max_requests=cap)
+    with pytest.raises(PagingError, match="32,000,000 is more than"):
+        ServeSpec(Arrivals(clients=10**6, duration=0.01))
+    assert ServeSpec(one, max_requests=MAX_ARRIVALS).max_requests == MAX_ARRIVALS
+    assert ServeSpec(Arrivals(rate=1.0, duration=1.0), max_requests=2**63 - 1)  # (open: a cap)
+
+
 def test_the_sizing_answer_line_shows_small_latencies(toy, capsys):
     """`paging serve --slo-tpot-ms`: the answer names the smallest passing size with its p99s,
     three significant digits below 1 ms (a toy model's 0.015 ms TPOT was "0.0 ms")."""
