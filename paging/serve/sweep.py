@@ -228,9 +228,16 @@ def plan_serve(spec_path) -> list[Cell]:
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
+    for s in seeds:  # (as a simulation sweep's: a negative seed was numpy's traceback)
+        if s < 0:
+            raise PagingError(f"seeds must be integers 0..2^63-1, got {s}", file,
+                              _line_of(text, "seeds"))
     prefetch, strategy, miss = _specmd_keys(doc, file, text)
     routing = _routing_key(doc, file, text, prefetch, miss, paths)
     ks = _as_list(doc, "k", "int", file, text)
+    for k in ks:  # (k = [0] was refused by its run, after the planning, naming no file)
+        if k < 1:
+            raise PagingError(f"k must be integers >= 1, got {k}", file, _line_of(text, "k"))
     gbs = _as_list(doc, "budget_gb", "num", file, text)
     if ("rates" in sv) == ("clients" in sv):
         raise PagingError("[serve] needs rates = [...] (Poisson) or clients = [...] (a closed "

@@ -1315,13 +1315,20 @@ def test_serve_sweep_takes_the_batch_reading(tmp_path, toy):
 @pytest.mark.parametrize(("extra", "msg", "line"), [
     ("burst = 3\n", "unknown key 'burst' in [serve]", 13),
     ("think = -1\n", "serve.think must be a number >= 0", 13),
+    # (a negative seed was numpy's traceback, k = 0 its run's error naming no file)
+    ("[x]\n", "seeds must be integers 0..2^63-1, got -1", 7),
+    ("[x]\n", "k must be integers >= 1, got 0", 4),
 ])
 def test_serve_sweep_errors_name_the_line(tmp_path, toy, extra, msg, line):
     from paging.serve.sweep import run_serve_sweep
 
+    spec = _sweep_spec(tmp_path, toy, extra)
+    if extra == "[x]\n":  # (a top-level key: on line 7, or k's values)
+        text = spec.read_text().replace("[x]\n", "")
+        spec.write_text(text.replace("\n\n[serve]", "\nseeds = [0, -1]\n[serve]")
+                        if "seeds" in msg else text.replace("k = [3, 6]", "k = [3, 0]"))
     with pytest.raises(PagingError) as e:
-        run_serve_sweep(_sweep_spec(tmp_path, toy, extra), tmp_path / "t.csv", workers=0,
-                        progress=False)
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
     assert msg in e.value.message and e.value.line == line
     assert not (tmp_path / "t.csv").exists()
 
