@@ -276,11 +276,24 @@ def plan_serve(spec_path) -> list[Cell]:
             _run_spec(cell, budget_bytes)
             _serve_spec(cell, Arrivals, ServeSpec)
         except PagingError as e:
-            raise PagingError(e.message, file) from None
+            raise PagingError(e.message, file, _option_line(e.message, text)) from None
         if cell_key(cell) not in seen:
             seen.add(cell_key(cell))
             cells.append(cell)
     return cells
+
+
+def _option_line(message: str, text: str) -> int | None:
+    """The spec's line of the key a cell's check names as ``paging serve`` does ("--max-batch
+    must be >= 1", "unknown precision 'int3'"): the key of the option (``rates`` for --rate,
+    ``policies`` for --policy), or None (those errors named the spec but not its line)."""
+    import re
+
+    m = re.match(r"(?:--|unknown )([a-z][a-z-]*)", message)
+    if m is None:
+        return None
+    key = m.group(1).replace("-", "_")
+    return _line_of(text, {"rate": "rates", "policy": "policies"}.get(key, key))
 
 
 def _routing_key(doc: dict, file: str, text: str, prefetch: tuple, miss: tuple,

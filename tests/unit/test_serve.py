@@ -1318,6 +1318,10 @@ def test_serve_sweep_takes_the_batch_reading(tmp_path, toy):
     # (a negative seed was numpy's traceback, k = 0 its run's error naming no file)
     ("[x]\n", "seeds must be integers 0..2^63-1, got -1", 7),
     ("[x]\n", "k must be integers >= 1, got 0", 4),
+    # a cell's check names its key's line (these named the spec but not the line)
+    ('scheduler = "fifo"\n', "--scheduler must be continuous or static", 13),
+    ("slo_tpot_ms = nan\n", "--slo-tpot-ms must be > 0, got nan", 13),
+    ('batch_reading = "mean"\n', "--batch-reading must be best or worst", 13),
 ])
 def test_serve_sweep_errors_name_the_line(tmp_path, toy, extra, msg, line):
     from paging.serve.sweep import run_serve_sweep
