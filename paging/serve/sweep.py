@@ -386,14 +386,24 @@ def run_cell(cell: Cell) -> list[dict]:
 
 def is_serving(spec_path) -> bool:
     """Whether the spec holds a ``[serve]`` table (a serving sweep); an unreadable spec is not
-    (:func:`paging.sweep.load_spec` then says why)."""
+    (:func:`paging.sweep.load_spec` then says why). A spec that is not valid TOML is serving
+    when a line opens ``[serve]`` (its reader then names the TOML error); a valid one when it
+    has the key ``serve`` (``[serve]  # ...`` and ``serve = {...}`` were read as simulation
+    sweeps, which refused them as serving specs)."""
     import re
 
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
     try:
         text = Path(spec_path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return False
-    return re.search(r"^\s*\[serve\]\s*$", text, flags=re.M) is not None
+    try:
+        return "serve" in tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):  # (its reader says why)
+        return re.search(r"^\s*\[\s*serve\s*\]\s*(#.*)?$", text, flags=re.M) is not None
 
 
 def run_serve_sweep(spec_path, out, *, scheduler=None, workers: int = 1,

@@ -1423,6 +1423,29 @@ def test_serving_spec_through_the_command_and_plain_run_sweep(tmp_path, toy):
         run_sweep(spec, tmp_path / "d.csv", workers=0, progress=False)
 
 
+def test_a_serve_table_with_a_comment_or_inline_is_a_serving_sweep(tmp_path, toy):
+    """``[serve]  # ...`` and ``serve = {...}`` are valid TOML for the [serve] table; both were
+    read as simulation sweeps, which refused them ("a [serve] table makes a serving sweep:
+    paging sweep runs it", to a paging sweep command)."""
+    from paging.serve.sweep import is_serving
+
+    spec = _sweep_spec(tmp_path, toy)
+    text = spec.read_text()
+    spec.write_text(text.replace("[serve]", "[serve]  # the load"))
+    assert is_serving(spec)
+    head, table = text.split("[serve]\n")
+    spec.write_text(head + "serve = {" + ", ".join(table.strip().splitlines()) + "}\n")
+    assert is_serving(spec)
+    out = _paging("sweep", str(spec), "--out", str(tmp_path / "c.csv"), "--workers", "0",
+                  "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["cells"] == 16
+    spec.write_text(text.replace("rates = [20, 80]", "rates = [20, 80"))  # (not TOML)
+    assert is_serving(spec)
+    spec.write_text(head)
+    assert not is_serving(spec)
+
+
 @given(seqs=_workload(), prefetch=st.sampled_from(("previous-token", "frequency")),
        strategy=st.sampled_from(("topk", "topk:overfetch=1.5", "percentile:p=50")),
        engine=st.sampled_from(("fast", "reference")), batch=st.integers(1, 4),
