@@ -257,8 +257,11 @@ def plan_serve(spec_path) -> list[Cell]:
     prompt = _scalar(sv, "prompt_tokens", int, file, text, default=32, lo=1)
     scheduler = sv.get("scheduler", "continuous")
     reading = sv.get("batch_reading", "best")
-    slo_ttft = _scalar(sv, "slo_ttft_ms", (int, float), file, text)
-    slo_tpot = _scalar(sv, "slo_tpot_ms", (int, float), file, text)
+    # (floats, as the table's columns: an integer SLO was written "300" by a run and "300.0"
+    # by the run that resumed its table, which read it back as a float)
+    slo_ttft, slo_tpot = (None if v is None else float(v) for v in (
+        _scalar(sv, "slo_ttft_ms", (int, float), file, text),
+        _scalar(sv, "slo_tpot_ms", (int, float), file, text)))
     caps = [(k, None) for k in ks] + [(None, g) for g in gbs]
     loads = [(r, None) for r in rates] + [(None, c) for c in clients]
     cells, seen = [], set()

@@ -1157,6 +1157,20 @@ def test_serve_sweep_rows_are_serve_runs_and_resume(tmp_path, toy):
     assert again["ran"] == 0 and again["skipped"] == 16
 
 
+def test_a_resumed_serve_sweep_table_is_the_uninterrupted_one_byte_for_byte(tmp_path, toy):
+    """A table cut after 4 rows (a run interrupted) and resumed equals the whole run's file;
+    with integer SLOs the resumed rows read them back as 300.0 where the fresh rows wrote
+    300."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy, "slo_tpot_ms = 300\nslo_ttft_ms = 2000\n")
+    whole, cut = tmp_path / "whole.csv", tmp_path / "cut.csv"
+    run_serve_sweep(spec, whole, workers=0, progress=False)
+    cut.write_text("".join(whole.read_text().splitlines(keepends=True)[:5]))
+    assert run_serve_sweep(spec, cut, workers=0, progress=False)["skipped"] == 4
+    assert cut.read_bytes() == whole.read_bytes()
+
+
 def test_serve_sweep_has_the_prefetch_and_miss_axes(tmp_path, toy):
     """prefetch x prefetch_strategy x miss: "none" is one cell whatever the strategies, and
     each row is the serving run of its options."""
