@@ -1171,6 +1171,26 @@ def test_a_resumed_serve_sweep_table_is_the_uninterrupted_one_byte_for_byte(tmp_
     assert cut.read_bytes() == whole.read_bytes()
 
 
+def test_a_one_line_file_that_is_not_a_table_is_not_overwritten(tmp_path, toy):
+    """--out naming an existing file of one line that is not a sweep table (a header of other
+    columns, or a line of text) is refused, as a longer one is; it was taken for an empty
+    table, and replaced by the sweep's. A table of its header alone is resumed."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    for text in ("a,b\n", "my notes\n"):
+        out = tmp_path / "notes.csv"
+        out.write_text(text)
+        with pytest.raises(PagingError, match="not a sweep table of this kind"):
+            run_serve_sweep(spec, out, workers=0, progress=False)
+        assert out.read_text() == text
+    whole = tmp_path / "whole.csv"
+    run_serve_sweep(spec, whole, workers=0, progress=False)
+    head = tmp_path / "head.csv"
+    head.write_text(whole.read_text().splitlines(keepends=True)[0])
+    assert run_serve_sweep(spec, head, workers=0, progress=False)["ran"] == 16
+
+
 def test_serve_sweep_has_the_prefetch_and_miss_axes(tmp_path, toy):
     """prefetch x prefetch_strategy x miss: "none" is one cell whatever the strategies, and
     each row is the serving run of its options."""
