@@ -155,8 +155,12 @@ def check_resumable(rows: list, cells: list, out) -> None:
             if c == "think_s" and (row["clients"] is None or not closed):
                 continue  # (a rate row has no think time; a spec of rates reuses no closed row)
             if row[c] != want[c]:
-                was = "not recorded (an older table)" if row[c] is None else f"{row[c]!r}"
-                raise PagingError(f"the table's {c} is {was}, this spec's is {want[c]!r}; its "
+                # (null in a table of its time is a setting not given, an SLO say: "not
+                # recorded (an older table)" only when the row has no setting at all)
+                was = (("not recorded (an older table)" if row["pool"] is None else "not set")
+                       if row[c] is None else f"{row[c]!r}")
+                now = "not set" if want[c] is None else f"{want[c]!r}"
+                raise PagingError(f"the table's {c} is {was}, this spec's is {now}; its "
                                   "rows were made with another setting: remove it or choose "
                                   "another --out", str(out))
         if row["batch_reading"] is not None and row["batch_reading"] != reading:

@@ -1411,9 +1411,16 @@ def test_a_serve_sweep_table_is_resumed_only_with_its_own_setting(tmp_path, toy)
         changed = tmp_path / "changed.toml"
         changed.write_text(spec.read_text().replace(old, new))
         with pytest.raises(PagingError, match=f"t.csv: the table's {col} is .*, this spec's is "
-                                              ".*made with another setting"):
+                                              ".*made with another setting") as e:
             run_serve_sweep(changed, out, workers=0, progress=False)
         assert out.read_bytes() == before
+        # (an SLO the table's spec did not give was "not recorded (an older table)")
+        assert "older" not in e.value.message
+    changed.write_text(spec.read_text().replace("max_tokens = 8",
+                                                "max_tokens = 8\nslo_tpot_ms = 5"))
+    with pytest.raises(PagingError, match="the table's slo_tpot_ms is not set, this spec's is "
+                                          "5.0;"):
+        run_serve_sweep(changed, out, workers=0, progress=False)
     # a table written before the setting columns: its setting is unknown
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
