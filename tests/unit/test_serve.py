@@ -1371,6 +1371,22 @@ def test_serve_sweep_errors_name_the_line(tmp_path, toy, extra, msg, line):
     assert not (tmp_path / "t.csv").exists()
 
 
+def test_a_serve_tables_own_errors_name_its_header_line(tmp_path, toy):
+    """A [serve] without rates and clients, or without duration, is refused at the [serve]
+    line (line 8 of the spec; they named no line, and the first said "not both")."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    text = spec.read_text()
+    for old, msg in (("rates = [20, 80]\n", "clients = [...] (a closed loop), not both and "
+                                             "not neither"),
+                     ("duration = 0.2\n", "[serve] needs duration = S")):
+        spec.write_text(text.replace(old, ""))
+        with pytest.raises(PagingError) as e:
+            run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+        assert msg in e.value.message and e.value.line == 8
+
+
 def test_a_serve_sweep_whose_model_does_not_fit_its_traces_names_the_spec(tmp_path, toy):
     """The model's layout against every trace of the pool before any run, at the spec's
     ``model`` line (the first cell failed naming the model and the trace, not the spec)."""
