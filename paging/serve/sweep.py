@@ -127,6 +127,7 @@ class Cell:
     batch_reading: str = "best"  # (one for the sweep, as the scheduler)
     sources: tuple = ()  # (the traces as the spec names them: the table's ``pool``)
     verify: bool = False  # (sweep --verify: each run checked; not a key, it changes no number)
+    spec: str = ""  # (the spec file, which a run's refusal names; not a key)
 
 
 def setting_of(cell: Cell) -> dict:
@@ -288,13 +289,13 @@ def plan_serve(spec_path) -> list[Cell]:
         st = st if pf is not None else None  # "none" is one cell whatever the strategies
         cell = Cell(paths, pol.lower(), doc["model"], q, hw, pf, st, ms, rt, k, g, rate, cl,
                     think, duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed,
-                    reading, tuple(traces))
+                    reading, tuple(traces), spec=file)
         try:  # every option checked now, with the spec's name in the message
             make_policy(cell.policy)
             _run_spec(cell, budget_bytes)
             _serve_spec(cell, Arrivals, ServeSpec)
-        except PagingError as e:
-            raise PagingError(e.message, file, _option_line(e.message, text)) from None
+        except PagingError as e:  # (the file it names, a model file say, kept in the message)
+            raise PagingError(e.format(), file, _option_line(e.message, text)) from None
         if cell_key(cell) not in seen:
             seen.add(cell_key(cell))
             cells.append(cell)
@@ -303,11 +304,12 @@ def plan_serve(spec_path) -> list[Cell]:
 
 def _option_line(message: str, text: str) -> int | None:
     """The spec's line of the key a cell's check names as ``paging serve`` does ("--max-batch
-    must be >= 1", "unknown precision 'int3'"): the key of the option (``rates`` for --rate,
-    ``policies`` for --policy), or None (those errors named the spec but not its line)."""
+    must be >= 1", "unknown precision 'int3'", "no request arrives: --rate 5 drew none"): the
+    key of the first option named (``rates`` for --rate, ``policies`` for --policy), or None
+    (those errors named the spec but not its line)."""
     import re
 
-    m = re.match(r"(?:--|unknown )([a-z][a-z-]*)", message)
+    m = re.search(r"(?:^unknown |--)([a-z][a-z-]*)", message)
     if m is None:
         return None
     key = m.group(1).replace("-", "_")
@@ -392,8 +394,13 @@ def run_cell(cell: Cell) -> list[dict]:
     from paging.cost import budget_bytes
     from paging.serve import Arrivals, ServeSpec, serve
 
-    res = serve(_run_spec(cell, budget_bytes), _serve_spec(cell, Arrivals, ServeSpec),
-                _pool(cell.paths), show=False)
+    try:
+        res = serve(_run_spec(cell, budget_bytes), _serve_spec(cell, Arrivals, ServeSpec),
+                    _pool(cell.paths), show=False)
+    except PagingError as e:  # (the spec named, on a worker too; run_serve_sweep adds the line)
+        if e.file is not None or not cell.spec:
+            raise
+        raise PagingError(e.message, cell.spec) from None
     row = dict.fromkeys(SCHEMA.names)
     row.update({c: res.summary[c] for c in SCHEMA.names if c in res.summary})
     row.update(setting_of(cell))
@@ -436,9 +443,15 @@ def run_serve_sweep(spec_path, out, *, scheduler=None, workers: int = 1,
         from dataclasses import replace
 
         cells = [replace(c, verify=True) for c in cells]
-    return drive(cells, lambda c: [cell_key(c)], run_cell, out, SCHEMA,
-                 scheduler, workers, processes, progress, on_batch, unit="run",
-                 check=lambda rows: check_resumable(rows, cells, out))
+    try:
+        return drive(cells, lambda c: [cell_key(c)], run_cell, out, SCHEMA,
+                     scheduler, workers, processes, progress, on_batch, unit="run",
+                     check=lambda rows: check_resumable(rows, cells, out))
+    except PagingError as e:  # (a cell's own refusal, "no request arrives: --rate 5 drew none
+        if e.file != str(spec_path) or e.line is not None:  # ...", named no file or line)
+            raise
+        raise PagingError(e.message, e.file, _option_line(e.message, Path(
+            spec_path).read_text(encoding="utf-8-sig"))) from None
 
 
 __all__ = ["SCHEMA", "Cell", "plan_serve", "run_cell", "cell_key", "is_serving",

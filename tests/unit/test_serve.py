@@ -1387,6 +1387,28 @@ def test_a_serve_tables_own_errors_name_its_header_line(tmp_path, toy):
         assert msg in e.value.message and e.value.line == 8
 
 
+def test_a_serve_sweep_cells_refusals_name_the_spec_and_the_file_they_concern(tmp_path, toy):
+    """A cell refused as it runs (nothing arrives at 0.001 requests/s in 0.2 s) named neither
+    the spec nor its line; a missing model file was "SPEC: cannot read the model file", not
+    saying which."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    text = spec.read_text()
+    spec.write_text(text.replace("rates = [20, 80]", "rates = [20, 0.001]"))
+    with pytest.raises(PagingError) as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert "no request arrives: --rate 0.001" in e.value.message
+    assert (e.value.file, e.value.line) == (str(spec), 9)
+    with pytest.raises(PagingError) as e:  # (the command's own errors name no spec)
+        run_serve_sweep(spec, tmp_path / "t.json", workers=0, progress=False)
+    assert e.value.file is None and e.value.message.startswith("--out ")
+    spec.write_text(text.replace(toy, str(tmp_path / "gone.toml")))
+    with pytest.raises(PagingError, match="gone.toml: cannot read the model file") as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert e.value.file == str(spec)
+
+
 def test_a_serve_sweep_whose_model_does_not_fit_its_traces_names_the_spec(tmp_path, toy):
     """The model's layout against every trace of the pool before any run, at the spec's
     ``model`` line (the first cell failed naming the model and the trace, not the spec)."""
