@@ -463,7 +463,9 @@ class _Server:
         else:
             for a, s in zip(times.tolist(), self.drawn, strict=True):
                 self._add(s, a)
-        self.capped = cut  # (a closed loop's clients find the cap as they run)
+        # (a closed loop's clients find the cap as they run, or at the start: clients beyond
+        # it never send a request, which the row said was not a cut)
+        self.capped = cut or (arr.closed and arr.clients > self.cap)
         self.cols = {k: [] for k in STEP_COLUMNS}
         # each step's pages, hits and tokens per expert (int32), and its non-expert time per
         # layer: the bound's replay recomputes the expert compute and the layer times from

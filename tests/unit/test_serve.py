@@ -1831,6 +1831,10 @@ def test_the_request_cap_of_an_open_workload_is_reported_and_nothing_arriving_is
         serve(spec, ServeSpec(Arrivals(times=(2.0,), duration=1.0)), [_seq_trace(e, 1)])
     with pytest.raises(PagingError, match=f"at most {MAX_ARRIVALS:,}"):
         Arrivals(rate=1e9, duration=100.0)
+    # 4 clients capped at 2 requests: two clients never send one (it said the cap cut nothing)
+    few = serve(spec, ServeSpec(Arrivals(clients=4, duration=1e-9), max_requests=2),
+                [_seq_trace(e, 1)])
+    assert few.summary["requests"] == 2 and few.summary["request_cap_reached"]
 
 
 def test_a_closed_loop_cap_too_large_to_draw_is_refused_up_front():
