@@ -320,7 +320,7 @@ def _routing_key(doc: dict, file: str, text: str, prefetch: tuple, miss: tuple,
                  paths: tuple) -> tuple:
     """The ``routing`` key: each hook's canonical spec (None for standard routing), parsed and
     checked against every sequence of the pool (J against its K, what it knows) before
-    anything runs; not with a prefetcher or a miss handler (as ``paging serve``)."""
+    anything runs; with a prefetcher and a miss handler too (as ``paging serve``)."""
     from paging.routing import make_router
 
     values = _as_list(doc, "routing", "str", file, text, default=["standard"])
