@@ -238,7 +238,10 @@ def plan_serve(spec_path) -> list[Cell]:
                           "file)", file, _line_of(text, "model"))
     base = str(Path(spec_path).resolve().parent)
     traces = _as_list(doc, "traces", "str", file, text)
-    paths = tuple(_resolve(t, base) for t in traces)
+    try:  # (a missing trace named itself, not the spec's line that names it)
+        paths = tuple(_resolve(t, base) for t in traces)
+    except PagingError as e:
+        raise PagingError(e.format(), file, _line_of(text, "traces")) from None
     policies = _as_list(doc, "policies", "str", file, text)
     distinct("policies", policies, [p.lower() for p in policies], file, text)
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])

@@ -1407,6 +1407,11 @@ def test_a_serve_sweep_cells_refusals_name_the_spec_and_the_file_they_concern(tm
     with pytest.raises(PagingError, match="gone.toml: cannot read the model file") as e:
         run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
     assert e.value.file == str(spec)
+    spec.write_text(text.replace('["zipf:n=4,layers=2,tokens=40,topk=2,seed=0",',
+                                 '["gone.jsonl",'))
+    with pytest.raises(PagingError, match="gone.jsonl: no such trace file") as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert (e.value.file, e.value.line) == (str(spec), 1)
 
 
 def test_a_serve_sweep_whose_model_does_not_fit_its_traces_names_the_spec(tmp_path, toy):
