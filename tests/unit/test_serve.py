@@ -1054,7 +1054,10 @@ def test_cli_errors_are_one_line(toy, tmp_path):
             (["--rate", "1", "--duration", "1", "--prefetch", "transition"],
              "needs transition:train=FILE"),
             (["--rate", "1"], "need --duration"),
-            (["--rate", "1", "--duration", "1", "--policy", "nope"], "unknown policy")):
+            (["--rate", "1", "--duration", "1", "--policy", "nope"], "unknown policy"),
+            # (it said "the budget must be a number of GB > 0")
+            (["--rate", "1", "--duration", "1", "--host-gb", "-1"],
+             "--host-gb must be a number of GB > 0, got -1.0")):
         out = _paging("serve", trace, "--model", toy, "--k", "4", "--policy", "lru", *args)
         assert out.returncode == 2 and "Traceback" not in out.stderr
         assert out.stderr.count("\n") == 1 and msg in out.stderr, out.stderr
