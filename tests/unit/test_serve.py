@@ -985,6 +985,35 @@ def test_closed_loop_issues_after_think_time(toy):
     assert len(res.requests) == 6 and res.summary["request_cap_reached"]
 
 
+def test_a_closed_loops_progress_bar_fills_with_its_duration(toy, monkeypatch):
+    """A closed loop's bar counted the tokens of the requests drawn up to its cap (32 per
+    client), most never made: it ended at a few percent. It counts the simulated ms of the
+    duration now, and fills (the clients send until a request ends past the duration)."""
+    from paging import progress
+
+    seen = []
+
+    class Bar:
+        def __init__(self, total, desc, unit="it", show=None):
+            seen.append([total, unit, 0.0])
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, n):
+            seen[-1][2] += n
+
+    monkeypatch.setattr(progress, "bar", Bar)
+    e = np.array([[[0, 1], [2, 3]], [[0, 1], [2, 3]]])
+    serve(RunSpec("lru", k=8, model=toy), ServeSpec(Arrivals(clients=2, duration=1e-5)),
+          [_seq_trace(e, 1)])
+    ((total, unit, done),) = seen
+    assert (total, unit) == (0.01, "ms") and done == pytest.approx(0.01, rel=1e-12)
+
+
 def test_refusals(toy):
     seqs = [_seq_trace(np.array([[[0, 1], [2, 3]]] * 2), 1)]
     arr = ServeSpec(Arrivals(rate=1.0, duration=1.0))
