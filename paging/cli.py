@@ -49,9 +49,14 @@ def print_json(obj) -> None:
 def _is_interrupt(e: BaseException) -> bool:
     """Whether ``e`` is a KeyboardInterrupt, or a SystemError raised while handling one (Ctrl-C
     inside a numba-compiled function surfaces as ``SystemError: CPUDispatcher(...) returned a
-    result with an exception set``)."""
-    return isinstance(e, KeyboardInterrupt) or (isinstance(e, SystemError) and any(
-        isinstance(inner, KeyboardInterrupt) for inner in (e.__cause__, e.__context__)))
+    result with an exception set``), through any chain of such SystemErrors (numba's
+    ``_numba_unpickle`` wraps one in several: a Ctrl-C in a serving sweep's bound was a
+    traceback)."""
+    seen = set()
+    while isinstance(e, SystemError) and id(e) not in seen:
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return isinstance(e, KeyboardInterrupt)
 
 
 def guarded(fn, *args) -> int:

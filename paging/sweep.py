@@ -857,8 +857,11 @@ def read_table(out: str | os.PathLike, schema: Schema = SIMULATE) -> list[dict]:
     try:
         if _is_csv(out):
             with open(out, newline="", encoding="utf-8-sig") as fh:
-                raw = list(csv.DictReader(fh))
-                cols = raw[0].keys() if raw else names
+                reader = csv.DictReader(fh)
+                raw = list(reader)
+                # (the header, even without rows: a one-line file of other columns, or any
+                # one line of text, was taken for an empty table and overwritten)
+                cols = names if reader.fieldnames is None else reader.fieldnames
         else:
             import pyarrow.parquet as pq
 

@@ -10,7 +10,9 @@ arithmetic behind every number; :data:`paging.cost.SOURCES` lists them all.
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -442,6 +444,17 @@ def _read(path: Path) -> dict:
     return data
 
 
+def _key_line(path: Path, key: str) -> int | None:
+    """The first line of the model file ``path`` that sets ``key`` (``key =`` in TOML,
+    ``"key":`` in JSON), or None."""
+    pat = (rf'"{re.escape(key)}"\s*:' if path.suffix.lower() == ".json"
+           else rf"^\s*{re.escape(key)}\s*=")
+    for i, text in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if re.search(pat, text):
+            return i
+    return None
+
+
 def load_model_file(path) -> Model:
     """The :class:`~paging.cost.presets.Model` described by the TOML/JSON file ``path``.
 
@@ -450,33 +463,37 @@ def load_model_file(path) -> Model:
     p = Path(path)
     data = _read(p)
     where = str(p)
+    line = functools.partial(_key_line, p)  # (the line of a key, for the errors below)
     allowed = (*OPTIONAL, *MODEL_FIELDS)
     for key in data:
         if key not in allowed:
-            raise PagingError(f"unknown key {key!r}; expected {', '.join(allowed)}", file=where)
+            raise PagingError(f"unknown key {key!r}; expected {', '.join(allowed)}", where,
+                              line(key))
     for key in MODEL_FIELDS:
         if key not in data:
             raise PagingError(f"missing key {key!r}; a model needs {', '.join(MODEL_FIELDS)}",
                               file=where)
         v = data[key]
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise PagingError(f"key {key!r} must be a positive integer, got {v!r}", file=where)
+            raise PagingError(f"key {key!r} must be a positive integer, got {v!r}", where,
+                              line(key))
     for key in OPTIONAL_MODEL_UNITS:
         v = data.get(key)
         if key in data and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
-            raise PagingError(f"key {key!r} must be a positive integer, got {v!r}", file=where)
+            raise PagingError(f"key {key!r} must be a positive integer, got {v!r}", where,
+                              line(key))
     for key in (*MODEL_FIELDS, *OPTIONAL_MODEL_UNITS):  # (the kernels' int64 arrays)
         if key in data and data[key] > INT64_MAX:
             raise PagingError(f"key {key!r} must be a positive integer of at most 2^63 - 1, "
-                              f"got {brief(data[key])}", file=where)
+                              f"got {brief(data[key])}", where, line(key))
     if data["top_k"] > data["n_experts"]:
         raise PagingError(f"key 'top_k' is {data['top_k']}, more than the {data['n_experts']} "
                           "experts of a layer (n_experts); expected at most n_experts",
-                          file=where)
+                          where, line("top_k"))
     for key in ("name", "source"):
         if key in data and (not isinstance(data[key], str) or not data[key].strip()):
             raise PagingError(f"key {key!r} must be a non-empty string, got {data[key]!r}",
-                              file=where)
+                              where, line(key))
     origin = f"user model file {where}" + (f" ({data['source']})" if "source" in data else "")
     extra = {k: int(data[k]) for k in OPTIONAL_MODEL_UNITS if k in data}
     model = Model(name=data.get("name", p.stem), **{k: int(data[k]) for k in MODEL_FIELDS},

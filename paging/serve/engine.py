@@ -44,7 +44,7 @@ import numpy as np
 
 from paging.errors import PagingError, check_time
 from paging.observers import DROP, Observer
-from paging.serve.workload import Arrivals, Sequence, pool, windows
+from paging.serve.workload import MAX_ARRIVALS, Arrivals, Sequence, pool, windows
 
 __all__ = ["ServeSpec", "ServeResult", "serve"]
 
@@ -102,6 +102,14 @@ class ServeSpec:
                 check_time(name, v)
         if self.max_requests is not None and self.max_requests < 1:
             raise PagingError(f"--max-requests must be >= 1, got {self.max_requests}")
+        arr = self.arrivals
+        if arr.closed and (self.max_requests or 32 * arr.clients) > MAX_ARRIVALS:
+            # (a closed loop's sequences are drawn before the run, up to the cap: a cap of
+            # 2**63-1 was a numpy traceback, of 1e9 an allocation of 7.5 GB)
+            raise PagingError(f"a closed loop draws its --max-requests (default 32 per client) "
+                              f"before the run: {self.max_requests or 32 * arr.clients:,} is "
+                              f"more than {MAX_ARRIVALS:,}; expected a smaller --max-requests "
+                              "or fewer --clients")
 
 
 @dataclass
@@ -455,7 +463,9 @@ class _Server:
         else:
             for a, s in zip(times.tolist(), self.drawn, strict=True):
                 self._add(s, a)
-        self.capped = cut  # (a closed loop's clients find the cap as they run)
+        # (a closed loop's clients find the cap as they run, or at the start: clients beyond
+        # it never send a request, which the row said was not a cut)
+        self.capped = cut or (arr.closed and arr.clients > self.cap)
         self.cols = {k: [] for k in STEP_COLUMNS}
         # each step's pages, hits and tokens per expert (int32), and its non-expert time per
         # layer: the bound's replay recomputes the expert compute and the layer times from
@@ -958,8 +968,13 @@ class _Server:
         running: list[_Req] = []
         now, step_no, pending = 0.0, 0, self.pending
         idled = False
-        with bar(sum(s.n_tokens for s in self.drawn), "serve", unit="tok",
-                 show=show) as progress:
+        # the tokens of the requests made, or for a closed loop (whose requests are drawn up
+        # to its cap, and made as the clients come back) the simulated ms of its duration: its
+        # bar over the drawn tokens ended at a few percent (6 requests of 128 drawn in 60 s)
+        closed = self.spec.arrivals.closed
+        horizon = self.spec.arrivals.duration * 1e3 if closed else None
+        with bar(horizon if closed else sum(s.n_tokens for s in self.drawn), "serve",
+                 unit="ms" if closed else "tok", show=show) as progress:
             while True:
                 while pending and pending[0][0] <= now:
                     waiting.append(self.reqs[heapq.heappop(pending)[1]])
@@ -980,7 +995,8 @@ class _Server:
                 idled = False
                 end = self.step(batch, groups, step_no, now, running, waiting)
                 self.advance(batch, step_no, end, running)
-                progress.update(sum(hi - lo for _, lo, hi in batch))
+                progress.update(min(end, horizon) - min(now, horizon) if closed
+                                else sum(hi - lo for _, lo, hi in batch))
                 now = end
                 step_no += 1
 

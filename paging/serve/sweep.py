@@ -127,6 +127,7 @@ class Cell:
     batch_reading: str = "best"  # (one for the sweep, as the scheduler)
     sources: tuple = ()  # (the traces as the spec names them: the table's ``pool``)
     verify: bool = False  # (sweep --verify: each run checked; not a key, it changes no number)
+    spec: str = ""  # (the spec file, which a run's refusal names; not a key)
 
 
 def setting_of(cell: Cell) -> dict:
@@ -155,8 +156,12 @@ def check_resumable(rows: list, cells: list, out) -> None:
             if c == "think_s" and (row["clients"] is None or not closed):
                 continue  # (a rate row has no think time; a spec of rates reuses no closed row)
             if row[c] != want[c]:
-                was = "not recorded (an older table)" if row[c] is None else f"{row[c]!r}"
-                raise PagingError(f"the table's {c} is {was}, this spec's is {want[c]!r}; its "
+                # (null in a table of its time is a setting not given, an SLO say: "not
+                # recorded (an older table)" only when the row has no setting at all)
+                was = (("not recorded (an older table)" if row["pool"] is None else "not set")
+                       if row[c] is None else f"{row[c]!r}")
+                now = "not set" if want[c] is None else f"{want[c]!r}"
+                raise PagingError(f"the table's {c} is {was}, this spec's is {now}; its "
                                   "rows were made with another setting: remove it or choose "
                                   "another --out", str(out))
         if row["batch_reading"] is not None and row["batch_reading"] != reading:
@@ -176,6 +181,17 @@ def _read(path) -> tuple[dict, str, str]:
 
     doc, text = read_toml(path, "a serving sweep spec with a [serve] table", noun="sweep spec")
     return doc, text, str(path)
+
+
+def _serve_line(text: str) -> int | None:
+    """The line of the ``[serve]`` header (or of ``serve = ...``): ``_line_of(text, "serve")``
+    finds only the second, so the errors of a [serve] table named no line."""
+    import re
+
+    for i, line in enumerate(text.splitlines(), start=1):
+        if re.match(r"\s*(\[\s*serve\s*\]|serve\s*=)", line):
+            return i
+    return None
 
 
 def _scalar(doc: dict, key: str, kind, file, text, default=None, lo=None):
@@ -205,7 +221,7 @@ def plan_serve(spec_path) -> list[Cell]:
     sv = doc["serve"]
     if not isinstance(sv, dict):
         raise PagingError("serve must be a table: [serve] with rates (or clients) and duration",
-                          file, _line_of(text, "serve"))
+                          file, _serve_line(text))
     for key in sv:
         if key not in SERVE_KEYS:
             raise PagingError(f"unknown key {key!r} in [serve]; expected one of "
@@ -222,25 +238,35 @@ def plan_serve(spec_path) -> list[Cell]:
                           "file)", file, _line_of(text, "model"))
     base = str(Path(spec_path).resolve().parent)
     traces = _as_list(doc, "traces", "str", file, text)
-    paths = tuple(_resolve(t, base) for t in traces)
+    try:  # (a missing trace named itself, not the spec's line that names it)
+        paths = tuple(_resolve(t, base) for t in traces)
+    except PagingError as e:
+        raise PagingError(e.format(), file, _line_of(text, "traces")) from None
     policies = _as_list(doc, "policies", "str", file, text)
     distinct("policies", policies, [spec_key(p) for p in policies], file, text)
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
+    for s in seeds:  # (as a simulation sweep's: a negative seed was numpy's traceback)
+        if s < 0:
+            raise PagingError(f"seeds must be integers 0..2^63-1, got {s}", file,
+                              _line_of(text, "seeds"))
     prefetch, strategy, miss = _specmd_keys(doc, file, text)
     routing = _routing_key(doc, file, text, prefetch, miss, paths)
     ks = _as_list(doc, "k", "int", file, text)
+    for k in ks:  # (k = [0] was refused by its run, after the planning, naming no file)
+        if k < 1:
+            raise PagingError(f"k must be integers >= 1, got {k}", file, _line_of(text, "k"))
     gbs = _as_list(doc, "budget_gb", "num", file, text)
     if ("rates" in sv) == ("clients" in sv):
         raise PagingError("[serve] needs rates = [...] (Poisson) or clients = [...] (a closed "
-                          "loop), not both", file, _line_of(text, "serve"))
+                          "loop), not both and not neither", file, _serve_line(text))
     rates = _as_list(sv, "rates", "num", file, text)
     clients = _as_list(sv, "clients", "int", file, text)
     batches = _as_list(sv, "max_batch", "int", file, text, default=[16])
     if "duration" not in sv:
         raise PagingError("[serve] needs duration = S (seconds of arrivals)", file,
-                          _line_of(text, "serve"))
+                          _serve_line(text))
     duration = float(_scalar(sv, "duration", (int, float), file, text))
     think = float(_scalar(sv, "think", (int, float), file, text, default=0.0, lo=0))
     if sv.get("think", 0) and not clients:  # (a rate cell has no think time: it was ignored)
@@ -250,8 +276,11 @@ def plan_serve(spec_path) -> list[Cell]:
     prompt = _scalar(sv, "prompt_tokens", int, file, text, default=32, lo=1)
     scheduler = sv.get("scheduler", "continuous")
     reading = sv.get("batch_reading", "best")
-    slo_ttft = _scalar(sv, "slo_ttft_ms", (int, float), file, text)
-    slo_tpot = _scalar(sv, "slo_tpot_ms", (int, float), file, text)
+    # (floats, as the table's columns: an integer SLO was written "300" by a run and "300.0"
+    # by the run that resumed its table, which read it back as a float)
+    slo_ttft, slo_tpot = (None if v is None else float(v) for v in (
+        _scalar(sv, "slo_ttft_ms", (int, float), file, text),
+        _scalar(sv, "slo_tpot_ms", (int, float), file, text)))
     caps = [(k, None) for k in ks] + [(None, g) for g in gbs]
     loads = [(r, None) for r in rates] + [(None, c) for c in clients]
     cells, seen = [], set()
@@ -263,24 +292,38 @@ def plan_serve(spec_path) -> list[Cell]:
         st = st if pf is not None else None  # "none" is one cell whatever the strategies
         cell = Cell(paths, spec_key(pol), doc["model"], q, hw, pf, st, ms, rt, k, g, rate, cl,
                     think, duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed,
-                    reading, tuple(traces))
+                    reading, tuple(traces), spec=file)
         try:  # every option checked now, with the spec's name in the message
             make_policy(cell.policy)
             _run_spec(cell, budget_bytes)
             _serve_spec(cell, Arrivals, ServeSpec)
-        except PagingError as e:
-            raise PagingError(e.message, file) from None
+        except PagingError as e:  # (the file it names, a model file say, kept in the message)
+            raise PagingError(e.format(), file, _option_line(e.message, text)) from None
         if cell_key(cell) not in seen:
             seen.add(cell_key(cell))
             cells.append(cell)
     return cells
 
 
+def _option_line(message: str, text: str) -> int | None:
+    """The spec's line of the key a cell's check names as ``paging serve`` does ("--max-batch
+    must be >= 1", "unknown precision 'int3'", "no request arrives: --rate 5 drew none"): the
+    key of the first option named (``rates`` for --rate, ``policies`` for --policy), or None
+    (those errors named the spec but not its line)."""
+    import re
+
+    m = re.search(r"(?:^unknown |--)([a-z][a-z-]*)", message)
+    if m is None:
+        return None
+    key = m.group(1).replace("-", "_")
+    return _line_of(text, {"rate": "rates", "policy": "policies"}.get(key, key))
+
+
 def _routing_key(doc: dict, file: str, text: str, prefetch: tuple, miss: tuple,
                  paths: tuple) -> tuple:
     """The ``routing`` key: each hook's canonical spec (None for standard routing), parsed and
     checked against every sequence of the pool (J against its K, what it knows) before
-    anything runs; not with a prefetcher or a miss handler (as ``paging serve``)."""
+    anything runs; with a prefetcher and a miss handler too (as ``paging serve``)."""
     from paging.routing import make_router
 
     values = _as_list(doc, "routing", "str", file, text, default=["standard"])
@@ -354,8 +397,13 @@ def run_cell(cell: Cell) -> list[dict]:
     from paging.cost import budget_bytes
     from paging.serve import Arrivals, ServeSpec, serve
 
-    res = serve(_run_spec(cell, budget_bytes), _serve_spec(cell, Arrivals, ServeSpec),
-                _pool(cell.paths), show=False)
+    try:
+        res = serve(_run_spec(cell, budget_bytes), _serve_spec(cell, Arrivals, ServeSpec),
+                    _pool(cell.paths), show=False)
+    except PagingError as e:  # (the spec named, on a worker too; run_serve_sweep adds the line)
+        if e.file is not None or not cell.spec:
+            raise
+        raise PagingError(e.message, cell.spec) from None
     row = dict.fromkeys(SCHEMA.names)
     row.update({c: res.summary[c] for c in SCHEMA.names if c in res.summary})
     row.update(setting_of(cell))
@@ -366,14 +414,24 @@ def run_cell(cell: Cell) -> list[dict]:
 
 def is_serving(spec_path) -> bool:
     """Whether the spec holds a ``[serve]`` table (a serving sweep); an unreadable spec is not
-    (:func:`paging.sweep.load_spec` then says why)."""
+    (:func:`paging.sweep.load_spec` then says why). A spec that is not valid TOML is serving
+    when a line opens ``[serve]`` (its reader then names the TOML error); a valid one when it
+    has the key ``serve`` (``[serve]  # ...`` and ``serve = {...}`` were read as simulation
+    sweeps, which refused them as serving specs)."""
     import re
 
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
     try:
         text = Path(spec_path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return False
-    return re.search(r"^\s*\[serve\]\s*$", text, flags=re.M) is not None
+    try:
+        return "serve" in tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError):  # (its reader says why)
+        return re.search(r"^\s*\[\s*serve\s*\]\s*(#.*)?$", text, flags=re.M) is not None
 
 
 def run_serve_sweep(spec_path, out, *, scheduler=None, workers: int = 1,
@@ -388,9 +446,15 @@ def run_serve_sweep(spec_path, out, *, scheduler=None, workers: int = 1,
         from dataclasses import replace
 
         cells = [replace(c, verify=True) for c in cells]
-    return drive(cells, lambda c: [cell_key(c)], run_cell, out, SCHEMA,
-                 scheduler, workers, processes, progress, on_batch, unit="run",
-                 check=lambda rows: check_resumable(rows, cells, out))
+    try:
+        return drive(cells, lambda c: [cell_key(c)], run_cell, out, SCHEMA,
+                     scheduler, workers, processes, progress, on_batch, unit="run",
+                     check=lambda rows: check_resumable(rows, cells, out))
+    except PagingError as e:  # (a cell's own refusal, "no request arrives: --rate 5 drew none
+        if e.file != str(spec_path) or e.line is not None:  # ...", named no file or line)
+            raise
+        raise PagingError(e.message, e.file, _option_line(e.message, Path(
+            spec_path).read_text(encoding="utf-8-sig"))) from None
 
 
 __all__ = ["SCHEMA", "Cell", "plan_serve", "run_cell", "cell_key", "is_serving",

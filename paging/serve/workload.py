@@ -40,6 +40,11 @@ from paging.trace import Trace, group_starts
 #: time before the run, and every request is served
 MAX_ARRIVALS = 10_000_000
 
+#: the most expert slots (tokens x layers x K) the windows of drawn lengths may hold in all:
+#: they are copied out of the pool's token stream before the run (the reference loop's room,
+#: :data:`paging.serve.engine.MAX_ROOM`)
+MAX_WINDOWS = 200_000_000
+
 __all__ = ["Sequence", "Arrivals", "pool", "read_arrivals"]
 
 
@@ -145,12 +150,24 @@ def windows(seqs: list[Sequence], lengths, count: int, rng) -> list[Sequence]:
           if all(s.scores is not None for s in seqs) else None)
     lg = (np.concatenate([s.logits for s in seqs])
           if all(s.logits is not None for s in seqs) else None)
-    T = stream.shape[0]
+    T, per_tok = stream.shape[0], stream.shape[1] * stream.shape[2]
+    # the windows are copied out of the stream before the run: their lengths are drawn first
+    # (in the same order), so a workload too large to hold is refused before it is built (an
+    # endpoint beyond int64 was a numpy traceback, a large one an out-of-memory kill)
+    if (p_hi + o_hi) * per_tok > MAX_WINDOWS:
+        raise PagingError(f"--prompt-len {p_lo}-{p_hi} and --output-len {o_lo}-{o_hi} allow "
+                          f"requests of {p_hi + o_hi:,} tokens; expected at most "
+                          f"{MAX_WINDOWS // per_tok:,} tokens a request (LO-HI ranges)")
+    draws = [(int(rng.integers(p_lo, p_hi + 1)), int(rng.integers(o_lo, o_hi + 1)),
+              int(rng.integers(0, T))) for _ in range(count)]
+    total = sum(p + o for p, o, _ in draws)
+    if total * per_tok > MAX_WINDOWS:
+        raise PagingError(f"the drawn requests hold {total:,} tokens ({total * per_tok:,} "
+                          f"expert slots, copied before the run; at most {MAX_WINDOWS:,}): "
+                          "shorten --prompt-len, --output-len or --duration, lower --rate or "
+                          "set --max-requests")
     out = []
-    for i in range(count):
-        p = int(rng.integers(p_lo, p_hi + 1))
-        o = int(rng.integers(o_lo, o_hi + 1))
-        start = int(rng.integers(0, T))
+    for i, (p, o, start) in enumerate(draws):
         idx = (start + np.arange(p + o)) % T
         out.append(Sequence(f"window{i}@{start}", stream[idx], p,
                             None if sc is None else sc[idx], None if lg is None else lg[idx]))

@@ -362,6 +362,20 @@ def test_an_interrupt_inside_compiled_code_is_an_interrupt(capsys):
     assert guarded(compiled_run) == 130
     assert capsys.readouterr().err == "error: interrupted\n"
 
+    def nested():  # (numba's _numba_unpickle wraps the interrupt in several SystemErrors)
+        try:
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as k:
+                raise SystemError("<function _numba_unpickle> returned a result with an "
+                                  "exception set") from k
+        except SystemError as s:
+            raise SystemError("CPUDispatcher(<function heap_kernel>) returned a result with "
+                              "an exception set") from s
+
+    assert guarded(nested) == 130
+    assert capsys.readouterr().err == "error: interrupted\n"
+
     def other_bug():
         raise SystemError("something else")
 

@@ -303,6 +303,10 @@ def test_user_model_errors_name_file_and_key(tmp_path, edit, message):
         get_model(str(p))
     assert str(e.value).startswith(f"{p}:") and message in str(e.value)
     assert "\n" not in str(e.value)
+    key = message.split("'")[1] if "key '" in message else None
+    if key is not None and "missing" not in message:  # the key's line (it named none)
+        assert e.value.line == edit(GOOD_TOML).splitlines().index(
+            next(x for x in edit(GOOD_TOML).splitlines() if x.startswith(f"{key} "))) + 1
 
 
 def test_user_model_missing_file_and_bad_json(tmp_path):

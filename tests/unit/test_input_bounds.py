@@ -197,8 +197,11 @@ def test_a_model_file_beyond_int64_is_refused(tmp_path, one_line, change, want, 
     d = {**MODEL, **change}
     m.write_text(json.dumps(d) if suffix == ".json" else
                  "".join(f"{k} = {json.dumps(v)}\n" for k, v in d.items()))
+    # (a key's error names its line: all of a JSON file's keys are on its line 1)
+    key = want.split("'")[1] if want.startswith("key '") else None
+    at = "" if key is None else f"{1 if suffix == '.json' else list(d).index(key) + 1}:"
     one_line(["simulate", ROUTER, "--policy", "lru", "--k", "16", "--model", m],
-             f"error: {m}: {want}")
+             f"error: {m}:{at} {want}")
 
 
 SWEEP = f'traces = ["{ZIPF}"]\npolicies = ["lru"]\n'

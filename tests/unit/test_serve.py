@@ -985,6 +985,35 @@ def test_closed_loop_issues_after_think_time(toy):
     assert len(res.requests) == 6 and res.summary["request_cap_reached"]
 
 
+def test_a_closed_loops_progress_bar_fills_with_its_duration(toy, monkeypatch):
+    """A closed loop's bar counted the tokens of the requests drawn up to its cap (32 per
+    client), most never made: it ended at a few percent. It counts the simulated ms of the
+    duration now, and fills (the clients send until a request ends past the duration)."""
+    from paging import progress
+
+    seen = []
+
+    class Bar:
+        def __init__(self, total, desc, unit="it", show=None):
+            seen.append([total, unit, 0.0])
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, n):
+            seen[-1][2] += n
+
+    monkeypatch.setattr(progress, "bar", Bar)
+    e = np.array([[[0, 1], [2, 3]], [[0, 1], [2, 3]]])
+    serve(RunSpec("lru", k=8, model=toy), ServeSpec(Arrivals(clients=2, duration=1e-5)),
+          [_seq_trace(e, 1)])
+    ((total, unit, done),) = seen
+    assert (total, unit) == (0.01, "ms") and done == pytest.approx(0.01, rel=1e-12)
+
+
 def test_refusals(toy):
     seqs = [_seq_trace(np.array([[[0, 1], [2, 3]]] * 2), 1)]
     arr = ServeSpec(Arrivals(rate=1.0, duration=1.0))
@@ -1054,7 +1083,10 @@ def test_cli_errors_are_one_line(toy, tmp_path):
             (["--rate", "1", "--duration", "1", "--prefetch", "transition"],
              "needs transition:train=FILE"),
             (["--rate", "1"], "need --duration"),
-            (["--rate", "1", "--duration", "1", "--policy", "nope"], "unknown policy")):
+            (["--rate", "1", "--duration", "1", "--policy", "nope"], "unknown policy"),
+            # (it said "the budget must be a number of GB > 0")
+            (["--rate", "1", "--duration", "1", "--host-gb", "-1"],
+             "--host-gb must be a number of GB > 0, got -1.0")):
         out = _paging("serve", trace, "--model", toy, "--k", "4", "--policy", "lru", *args)
         assert out.returncode == 2 and "Traceback" not in out.stderr
         assert out.stderr.count("\n") == 1 and msg in out.stderr, out.stderr
@@ -1155,6 +1187,40 @@ def test_serve_sweep_rows_are_serve_runs_and_resume(tmp_path, toy):
     assert row["p99_tpot_ms"] == pytest.approx(s["p99_tpot_ms"], rel=1e-12)
     again = run_serve_sweep(spec, out, workers=0, progress=False)
     assert again["ran"] == 0 and again["skipped"] == 16
+
+
+def test_a_resumed_serve_sweep_table_is_the_uninterrupted_one_byte_for_byte(tmp_path, toy):
+    """A table cut after 4 rows (a run interrupted) and resumed equals the whole run's file;
+    with integer SLOs the resumed rows read them back as 300.0 where the fresh rows wrote
+    300."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy, "slo_tpot_ms = 300\nslo_ttft_ms = 2000\n")
+    whole, cut = tmp_path / "whole.csv", tmp_path / "cut.csv"
+    run_serve_sweep(spec, whole, workers=0, progress=False)
+    cut.write_text("".join(whole.read_text().splitlines(keepends=True)[:5]))
+    assert run_serve_sweep(spec, cut, workers=0, progress=False)["skipped"] == 4
+    assert cut.read_bytes() == whole.read_bytes()
+
+
+def test_a_one_line_file_that_is_not_a_table_is_not_overwritten(tmp_path, toy):
+    """--out naming an existing file of one line that is not a sweep table (a header of other
+    columns, or a line of text) is refused, as a longer one is; it was taken for an empty
+    table, and replaced by the sweep's. A table of its header alone is resumed."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    for text in ("a,b\n", "my notes\n"):
+        out = tmp_path / "notes.csv"
+        out.write_text(text)
+        with pytest.raises(PagingError, match="not a sweep table of this kind"):
+            run_serve_sweep(spec, out, workers=0, progress=False)
+        assert out.read_text() == text
+    whole = tmp_path / "whole.csv"
+    run_serve_sweep(spec, whole, workers=0, progress=False)
+    head = tmp_path / "head.csv"
+    head.write_text(whole.read_text().splitlines(keepends=True)[0])
+    assert run_serve_sweep(spec, head, workers=0, progress=False)["ran"] == 16
 
 
 def test_serve_sweep_has_the_prefetch_and_miss_axes(tmp_path, toy):
@@ -1315,15 +1381,69 @@ def test_serve_sweep_takes_the_batch_reading(tmp_path, toy):
 @pytest.mark.parametrize(("extra", "msg", "line"), [
     ("burst = 3\n", "unknown key 'burst' in [serve]", 13),
     ("think = -1\n", "serve.think must be a number >= 0", 13),
+    # (a negative seed was numpy's traceback, k = 0 its run's error naming no file)
+    ("[x]\n", "seeds must be integers 0..2^63-1, got -1", 7),
+    ("[x]\n", "k must be integers >= 1, got 0", 4),
+    # a cell's check names its key's line (these named the spec but not the line)
+    ('scheduler = "fifo"\n', "--scheduler must be continuous or static", 13),
+    ("slo_tpot_ms = nan\n", "--slo-tpot-ms must be > 0, got nan", 13),
+    ('batch_reading = "mean"\n', "--batch-reading must be best or worst", 13),
 ])
 def test_serve_sweep_errors_name_the_line(tmp_path, toy, extra, msg, line):
     from paging.serve.sweep import run_serve_sweep
 
+    spec = _sweep_spec(tmp_path, toy, extra)
+    if extra == "[x]\n":  # (a top-level key: on line 7, or k's values)
+        text = spec.read_text().replace("[x]\n", "")
+        spec.write_text(text.replace("\n\n[serve]", "\nseeds = [0, -1]\n[serve]")
+                        if "seeds" in msg else text.replace("k = [3, 6]", "k = [3, 0]"))
     with pytest.raises(PagingError) as e:
-        run_serve_sweep(_sweep_spec(tmp_path, toy, extra), tmp_path / "t.csv", workers=0,
-                        progress=False)
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
     assert msg in e.value.message and e.value.line == line
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_a_serve_tables_own_errors_name_its_header_line(tmp_path, toy):
+    """A [serve] without rates and clients, or without duration, is refused at the [serve]
+    line (line 8 of the spec; they named no line, and the first said "not both")."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    text = spec.read_text()
+    for old, msg in (("rates = [20, 80]\n", "clients = [...] (a closed loop), not both and "
+                                             "not neither"),
+                     ("duration = 0.2\n", "[serve] needs duration = S")):
+        spec.write_text(text.replace(old, ""))
+        with pytest.raises(PagingError) as e:
+            run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+        assert msg in e.value.message and e.value.line == 8
+
+
+def test_a_serve_sweep_cells_refusals_name_the_spec_and_the_file_they_concern(tmp_path, toy):
+    """A cell refused as it runs (nothing arrives at 0.001 requests/s in 0.2 s) named neither
+    the spec nor its line; a missing model file was "SPEC: cannot read the model file", not
+    saying which."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    text = spec.read_text()
+    spec.write_text(text.replace("rates = [20, 80]", "rates = [20, 0.001]"))
+    with pytest.raises(PagingError) as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert "no request arrives: --rate 0.001" in e.value.message
+    assert (e.value.file, e.value.line) == (str(spec), 9)
+    with pytest.raises(PagingError) as e:  # (the command's own errors name no spec)
+        run_serve_sweep(spec, tmp_path / "t.json", workers=0, progress=False)
+    assert e.value.file is None and e.value.message.startswith("--out ")
+    spec.write_text(text.replace(toy, str(tmp_path / "gone.toml")))
+    with pytest.raises(PagingError, match="gone.toml: cannot read the model file") as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert e.value.file == str(spec)
+    spec.write_text(text.replace('["zipf:n=4,layers=2,tokens=40,topk=2,seed=0",',
+                                 '["gone.jsonl",'))
+    with pytest.raises(PagingError, match="gone.jsonl: no such trace file") as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert (e.value.file, e.value.line) == (str(spec), 1)
 
 
 def test_a_serve_sweep_whose_model_does_not_fit_its_traces_names_the_spec(tmp_path, toy):
@@ -1366,9 +1486,16 @@ def test_a_serve_sweep_table_is_resumed_only_with_its_own_setting(tmp_path, toy)
         changed = tmp_path / "changed.toml"
         changed.write_text(spec.read_text().replace(old, new))
         with pytest.raises(PagingError, match=f"t.csv: the table's {col} is .*, this spec's is "
-                                              ".*made with another setting"):
+                                              ".*made with another setting") as e:
             run_serve_sweep(changed, out, workers=0, progress=False)
         assert out.read_bytes() == before
+        # (an SLO the table's spec did not give was "not recorded (an older table)")
+        assert "older" not in e.value.message
+    changed.write_text(spec.read_text().replace("max_tokens = 8",
+                                                "max_tokens = 8\nslo_tpot_ms = 5"))
+    with pytest.raises(PagingError, match="the table's slo_tpot_ms is not set, this spec's is "
+                                          "5.0;"):
+        run_serve_sweep(changed, out, workers=0, progress=False)
     # a table written before the setting columns: its setting is unknown
     with open(out, newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -1410,6 +1537,29 @@ def test_serving_spec_through_the_command_and_plain_run_sweep(tmp_path, toy):
     assert json.loads(out.stdout)["cells"] == 16
     with pytest.raises(PagingError, match=r"a \[serve\] table makes a serving sweep"):
         run_sweep(spec, tmp_path / "d.csv", workers=0, progress=False)
+
+
+def test_a_serve_table_with_a_comment_or_inline_is_a_serving_sweep(tmp_path, toy):
+    """``[serve]  # ...`` and ``serve = {...}`` are valid TOML for the [serve] table; both were
+    read as simulation sweeps, which refused them ("a [serve] table makes a serving sweep:
+    paging sweep runs it", to a paging sweep command)."""
+    from paging.serve.sweep import is_serving
+
+    spec = _sweep_spec(tmp_path, toy)
+    text = spec.read_text()
+    spec.write_text(text.replace("[serve]", "[serve]  # the load"))
+    assert is_serving(spec)
+    head, table = text.split("[serve]\n")
+    spec.write_text(head + "serve = {" + ", ".join(table.strip().splitlines()) + "}\n")
+    assert is_serving(spec)
+    out = _paging("sweep", str(spec), "--out", str(tmp_path / "c.csv"), "--workers", "0",
+                  "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["cells"] == 16
+    spec.write_text(text.replace("rates = [20, 80]", "rates = [20, 80"))  # (not TOML)
+    assert is_serving(spec)
+    spec.write_text(head)
+    assert not is_serving(spec)
 
 
 @given(seqs=_workload(), prefetch=st.sampled_from(("previous-token", "frequency")),
@@ -1658,6 +1808,23 @@ def test_drawn_lengths_cut_windows_and_take_sequences_too_short_to_split(toy):
               [one, long])
 
 
+def test_drawn_lengths_too_large_to_hold_are_refused_before_they_are_built(toy, monkeypatch):
+    """Windows of drawn lengths are copied before the run: a range end beyond int64 was a
+    numpy traceback, and lengths of 1e8 tokens an out-of-memory kill; both are one line now
+    (the total checked on a smaller limit: 3 requests of 101 tokens x 2 layers x 2 experts)."""
+    from paging.serve import workload
+
+    long = _seq_trace(np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]], [[2, 3], [0, 1]]]), 1,
+                      "long")
+    ss = ServeSpec(Arrivals(times=(0.0, 0.1, 0.2)), lengths=((1, 2**63 - 1), (1, 2)))
+    with pytest.raises(PagingError, match="expected at most 50,000,000 tokens a request"):
+        serve(RunSpec("lru", k=4, model=toy), ss, [long])
+    monkeypatch.setattr(workload, "MAX_WINDOWS", 1000, raising=False)
+    ss = ServeSpec(Arrivals(times=(0.0, 0.1, 0.2)), lengths=((100, 100), (1, 1)))
+    with pytest.raises(PagingError, match=r"the drawn requests hold 303 tokens \(1,212 "):
+        serve(RunSpec("lru", k=4, model=toy), ss, [long])
+
+
 def test_a_host_tier_is_in_the_summary_and_answered_apart(toy):
     """--host-gb moves the experts it cannot hold to the SSD tier, so misses take longer (and
     the batches form differently); the summary says so (host_gb; it said nothing, and
@@ -1701,6 +1868,26 @@ def test_the_request_cap_of_an_open_workload_is_reported_and_nothing_arriving_is
         serve(spec, ServeSpec(Arrivals(times=(2.0,), duration=1.0)), [_seq_trace(e, 1)])
     with pytest.raises(PagingError, match=f"at most {MAX_ARRIVALS:,}"):
         Arrivals(rate=1e9, duration=100.0)
+    # 4 clients capped at 2 requests: two clients never send one (it said the cap cut nothing)
+    few = serve(spec, ServeSpec(Arrivals(clients=4, duration=1e-9), max_requests=2),
+                [_seq_trace(e, 1)])
+    assert few.summary["requests"] == 2 and few.summary["request_cap_reached"]
+
+
+def test_a_closed_loop_cap_too_large_to_draw_is_refused_up_front():
+    """A closed loop draws its --max-requests sequences before the run: a cap of 2**63-1 was a
+    numpy traceback ("array is too big") and one of 1e9 an allocation of 7.5 GB, for a run
+    that makes a handful of requests; both are refused when the spec is made."""
+    from paging.serve.workload import MAX_ARRIVALS
+
+    one = Arrivals(clients=1, duration=0.01)
+    for cap in (2**63 - 1, MAX_ARRIVALS + 1):
+        with pytest.raises(PagingError, match="a closed loop draws its --max-requests"):
+            ServeSpec(one, max_requests=cap)
+    with pytest.raises(PagingError, match="32,000,000 is more than"):
+        ServeSpec(Arrivals(clients=10**6, duration=0.01))
+    assert ServeSpec(one, max_requests=MAX_ARRIVALS).max_requests == MAX_ARRIVALS
+    assert ServeSpec(Arrivals(rate=1.0, duration=1.0), max_requests=2**63 - 1)  # (open: a cap)
 
 
 def test_the_sizing_answer_line_shows_small_latencies(toy, capsys):
