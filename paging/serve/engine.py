@@ -38,18 +38,26 @@ from __future__ import annotations
 import contextlib
 import heapq
 import math
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from paging.errors import PagingError, check_time
 from paging.observers import DROP, Observer
+from paging.progress import showing
 from paging.serve.workload import MAX_ARRIVALS, Arrivals, Sequence, pool, windows
 
 __all__ = ["ServeSpec", "ServeResult", "serve"]
 
 #: refuse up front a run whose request buffer would pass this many requests (int64 each)
 MAX_ROOM = 200_000_000
+
+#: a stream of this many expert requests or more announces the bound's compiled run, which no
+#: bar can follow, with its expected time at :data:`BOUND_RATE` requests/s (a day of traffic at
+#: 1 request/s: 138 M requests, the bound 56 s; benchmarks/README.md, "A day of serving
+#: traffic")
+BOUND_NOTE, BOUND_RATE = 50_000_000, 2.5e6
 
 
 @dataclass(frozen=True)
@@ -962,6 +970,7 @@ class _Server:
                         self.capped = True
 
     def run(self, show) -> None:
+        self.show = show  # (the bound's note, in result())
         from paging.progress import bar
 
         waiting: list[_Req] = []
@@ -1071,6 +1080,13 @@ class _Server:
                       expand="groups")  # (read-only views: the trace adopts them, no copy)
         rs = self.run_spec
         k = rs.k if rs.k is not None else rs.budget // self.cm.expert_bytes
+        if res.pages.size >= BOUND_NOTE and showing(getattr(self, "show", None)):
+            # (one compiled call, which no bar can follow: a day of traffic at 1 request/s is
+            # 138 M requests and about a minute, with nothing on the terminal after the bar)
+            sys.stderr.write(f"serve: Belady's bound, one compiled run over "
+                             f"{res.pages.size:,} expert requests with no progress bar (about "
+                             f"{res.pages.size / BOUND_RATE:,.0f} s at {BOUND_RATE / 1e6:g} M "
+                             "requests/s)\n")
         with verifying() if rs.verify else contextlib.nullcontext():  # (the bound's run too)
             opt = simulate(trace, "belady", k=k, record="hits")
         out = {"opt_misses": int(opt.misses), "opt_miss_ratio": opt.misses / res.pages.size}

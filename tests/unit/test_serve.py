@@ -199,6 +199,27 @@ def test_one_request_timed_by_hand(toy):
     assert res.summary["bytes_moved"] == 4 * m.expert_bytes("bf16")
 
 
+def test_a_long_bound_says_so_before_its_compiled_run(toy, capsys, monkeypatch):
+    """Belady's bound is one compiled call no bar can follow (a review: after the serving bar
+    closed, a day of traffic sat a minute in it with nothing on the terminal): a stream of
+    BOUND_NOTE requests or more announces it, with its expected time, when bars are shown."""
+    import paging.serve.engine as engine
+
+    monkeypatch.setattr(engine, "BOUND_NOTE", 8)
+    e = np.array([[[0, 1], [2, 3]], [[0, 1], [2, 3]]])
+    spec = RunSpec("lru", k=8, model=toy, hardware="link-5gbps")
+    work = ServeSpec(Arrivals(times=(0.25,)), max_batch=4, max_tokens=8)
+    serve(spec, work, [_seq_trace(e, 1)], show=True)
+    err = capsys.readouterr().err
+    assert ("serve: Belady's bound, one compiled run over 8 expert requests with no progress "
+            "bar (about 0 s at 2.5 M requests/s)\n") in err
+    serve(spec, work, [_seq_trace(e, 1)], show=False)
+    assert "Belady" not in capsys.readouterr().err
+    monkeypatch.setattr(engine, "BOUND_NOTE", 9)
+    serve(spec, work, [_seq_trace(e, 1)], show=True)
+    assert "Belady" not in capsys.readouterr().err
+
+
 def test_batch_step_requests_the_union_once_per_layer(toy):
     """Requests prefilling together: a layer's group is the union of their tokens' experts in
     order of first use, each expert requested once."""
