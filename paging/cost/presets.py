@@ -117,9 +117,14 @@ class Model:
         has 24 x 32" (layers x experts).
         """
         if (layout.n_layers, layout.n_experts) != (self.n_layers, self.n_experts):
+            # (a file without its layout is sized by the largest ids it holds: one whose
+            # requests never reach the model's last expert or layer reads with the model's)
+            short = layout.n_layers <= self.n_layers and layout.n_experts <= self.n_experts
+            hint = (f" (a trace whose ids stop short of the model's reads with --n-experts "
+                    f"{self.n_experts} --layers {self.n_layers})" if short else "")
             raise PagingError(f"model {self.name} has {self.n_layers} layers x {self.n_experts} "
                               f"experts, the trace {where} has {layout.n_layers} x "
-                              f"{layout.n_experts}")
+                              f"{layout.n_experts}{hint}")
 
 
 def _hf(repo: str, key: str) -> str:

@@ -1482,6 +1482,27 @@ def test_a_serve_sweep_whose_model_does_not_fit_its_traces_names_the_spec(tmp_pa
     assert not (tmp_path / "t.csv").exists()
 
 
+def test_a_trace_short_of_the_models_experts_is_told_to_give_the_layout(tmp_path, toy, capsys):
+    """A routing log is sized by its largest ids: one that never asks for the toy model's last
+    expert has 3 experts a layer, refused, and the message says how to read it with the
+    model's layout (a review: it did not), which then runs."""
+    import json
+
+    from paging.cli import main
+
+    log = tmp_path / "short.jsonl"
+    log.write_text("".join(json.dumps({"problem_id": 0, "layer": z, "experts": [t, 2],
+                                       "token_idx": t}) + "\n"
+                           for z in (0, 1) for t in range(2)))  # (experts 0..2 only)
+    base = ["serve", str(log), "--model", toy, "--k", "4", "--policy", "lru", "--rate", "20",
+            "--duration", "1", "--max-batch", "2", "--json"]
+    assert main(base) == 2
+    err = capsys.readouterr().err
+    assert err.endswith("has 2 x 3 (a trace whose ids stop short of the model's reads with "
+                        "--n-experts 4 --layers 2)\n") and err.count("\n") == 1
+    assert main(base + ["--n-experts", "4", "--layers", "2"]) == 0, capsys.readouterr().err
+
+
 def test_a_serve_sweep_table_is_resumed_only_with_its_own_setting(tmp_path, toy):
     """The one-value settings (duration, max_tokens, think, the pool ...) are not cell keys: a
     changed duration resumed the old table, reporting 0 runs and the old spec's numbers (a
