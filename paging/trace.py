@@ -153,6 +153,15 @@ def _token_scan(s, t, r, has_t, has_r, L, rounds, p_s, p_t, p_r, has_prev):  # p
     return -1, 0
 
 
+def step_message(i: int, step: int, before: int, expand: str) -> str:
+    """The error of request ``i``, whose step ``step`` does not follow ``before`` (whole traces
+    and streamed chunks word it alike)."""
+    hint = ("; a repeated step is a group: a trace in groups order reads with --expand groups"
+            if expand == "rounds" and step == before else "")
+    return (f"request {i} has step {step} after {before}; steps must advance by 1 per request "
+            f"in rounds mode and by 0 or 1 in groups mode{hint}")
+
+
 def _frozen(a, dtype) -> np.ndarray:
     """A read-only array of ``dtype``: an array that already is one is adopted as it is (no
     copy, so 10^8-request traces cost no extra memory); anything else is copied and frozen."""
@@ -228,9 +237,8 @@ class Trace:
         bad = np.flatnonzero((d < 0) | (d > 1) | ((d == 0) & (self.expand == "rounds")))
         if bad.size:
             i = off + int(bad[0])
-            raise TraceError(nm, i, f"request {i} has step {int(self.steps[i])} after "
-                             f"{int(self.steps[i - 1])}; steps must advance by 1 per request "
-                             "in rounds mode and by 0 or 1 in groups mode")
+            raise TraceError(nm, i, step_message(i, int(self.steps[i]), int(self.steps[i - 1]),
+                                                 self.expand))
         layer = p // lay.n_experts
         bad = np.flatnonzero(layer != s % lay.n_layers)
         if bad.size:

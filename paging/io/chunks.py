@@ -177,9 +177,9 @@ class ChunkCheck:
         if bad.size:
             j = int(bad[0])
             before = int(s[j - 1]) if j > 0 else int(self.prev)
-            self._fail(lo + j, f"request {lo + j} has step {int(s[j])} after {before}; steps "
-                       "must advance by 1 per request in rounds mode and by 0 or 1 in groups "
-                       "mode", lines)
+            from paging.trace import step_message
+
+            self._fail(lo + j, step_message(lo + j, int(s[j]), before, self.expand), lines)
         layer = p // lay.n_experts
         bad = np.flatnonzero(layer != s % lay.n_layers)
         if bad.size:

@@ -226,3 +226,21 @@ def test_an_npz_sequence_whose_every_token_was_dropped_is_refused_whole_and_stre
                                        "layout of the file (check --layers/--n-experts, or "
                                        "read with --strict to see the first incomplete token)"
                                        "\n")
+
+
+def test_a_repeated_step_in_rounds_mode_points_to_groups_whole_and_streamed(tmp_path, capsys):
+    """A trace in groups order read in rounds mode repeats a step: both readers say how to read
+    it (the streamed one said only that steps must advance)."""
+    hint = ("request 1 has step 0 after 0; steps must advance by 1 per request in rounds mode "
+            "and by 0 or 1 in groups mode; a repeated step is a group: a trace in groups order "
+            "reads with --expand groups")
+    with pytest.raises(TraceError, match=hint + "$"):
+        Trace(LAY, [0, 1], [0, 0], "t")
+    with pytest.raises(TraceError, match=r"has step 3 after 0; steps must advance by 1 per "
+                                         "request in rounds mode and by 0 or 1 in groups mode$"):
+        Trace(LAY, [0, 1], [0, 3], "t", expand="groups")
+    csv = tmp_path / "g.csv"
+    csv.write_text("sequence,step,page\nt,0,0\nt,0,1\n")
+    assert main(["simulate", str(csv), "--n-experts", "4", "--layers", "2", "--policy", "lru",
+                 "--k", "2", "--stream"]) == 2
+    assert capsys.readouterr().err == f"error: {csv}:3: {hint}\n"
