@@ -990,8 +990,13 @@ class _Server:
                 batch = _compose(self.spec, running, waiting, now)
                 if not batch:
                     if not pending:
+                        if closed:  # (the duration is over, or the cap ended the loop early)
+                            progress.update(horizon - min(now, horizon))
                         return
-                    now = max(now, pending[0][0])  # idle until the next arrival
+                    nxt = max(now, pending[0][0])  # idle until the next arrival
+                    if closed:  # (a think time passes on the bar too)
+                        progress.update(min(nxt, horizon) - min(now, horizon))
+                    now = nxt
                     idled = True
                     continue
                 groups = self.groups(batch)
