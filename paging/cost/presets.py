@@ -450,12 +450,24 @@ def _read(path: Path) -> dict:
 
 
 def _key_line(path: Path, key: str) -> int | None:
-    """The first line of the model file ``path`` that sets ``key`` (``key =`` in TOML,
-    ``"key":`` in JSON), or None."""
-    pat = (rf'"{re.escape(key)}"\s*:' if path.suffix.lower() == ".json"
-           else rf"^\s*{re.escape(key)}\s*=")
-    for i, text in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
-        if re.search(pat, text):
+    """The line of the model file ``path`` that sets ``key`` (``key =`` in TOML, not inside a
+    multi-line string; ``"key":`` in JSON, the last one, whose value the reader keeps), or
+    None."""
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    if path.suffix.lower() == ".json":
+        hits = [i for i, text in enumerate(lines, start=1)
+                if re.search(rf'"{re.escape(key)}"\s*:', text)]
+        return hits[-1] if hits else None
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    for i, text in enumerate(lines, start=1):
+        if re.match(rf"""\s*(["']?){re.escape(key)}\1\s*=""", text):
+            try:  # (the lines before it end where a key may start: not in a string)
+                tomllib.loads("\n".join(lines[:i - 1]))
+            except tomllib.TOMLDecodeError:
+                continue
             return i
     return None
 
