@@ -308,15 +308,17 @@ def plan_serve(spec_path) -> list[Cell]:
 def _option_line(message: str, text: str) -> int | None:
     """The spec's line of the key a cell's check names as ``paging serve`` does ("--max-batch
     must be >= 1", "unknown precision 'int3'", "no request arrives: --rate 5 drew none"): the
-    key of the first option named (``rates`` for --rate, ``policies`` for --policy), or None
-    (those errors named the spec but not its line)."""
+    key of the first option named (``rates`` for --rate, ``policies`` for --policy, ``clients``
+    for --max-requests: a sweep's closed loop draws 32 requests a client), or None (those
+    errors named the spec but not its line)."""
     import re
 
     m = re.search(r"(?:^unknown |--)([a-z][a-z-]*)", message)
     if m is None:
         return None
     key = m.group(1).replace("-", "_")
-    return _line_of(text, {"rate": "rates", "policy": "policies"}.get(key, key))
+    return _line_of(text, {"rate": "rates", "policy": "policies",
+                          "max_requests": "clients"}.get(key, key))
 
 
 def _routing_key(doc: dict, file: str, text: str, prefetch: tuple, miss: tuple,

@@ -1459,6 +1459,20 @@ def test_serve_sweep_errors_name_the_line(tmp_path, toy, extra, msg, line):
     assert not (tmp_path / "t.csv").exists()
 
 
+
+def test_a_serve_sweeps_closed_loop_too_large_to_draw_names_the_clients_line(tmp_path, toy):
+    """A sweep's closed loop draws 32 requests a client before the run: 400,000 clients are
+    refused (12,800,000 requests), at the line of clients (the message names --max-requests,
+    which a sweep has no key for, and the error named no line)."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    spec.write_text(spec.read_text().replace("rates = [20, 80]", "clients = [400000]"))
+    with pytest.raises(PagingError, match="12,800,000 is more than 10,000,000") as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert (e.value.file, e.value.line) == (str(spec), 9)
+
+
 def test_a_serve_tables_own_errors_name_its_header_line(tmp_path, toy):
     """A [serve] without rates and clients, or without duration, is refused at the [serve]
     line (line 8 of the spec; they named no line, and the first said "not both")."""
