@@ -184,12 +184,13 @@ def _read(path) -> tuple[dict, str, str]:
 
 
 def _serve_line(text: str) -> int | None:
-    """The line of the ``[serve]`` header (or of ``serve = ...``): ``_line_of(text, "serve")``
-    finds only the second, so the errors of a [serve] table named no line."""
+    """The line of the ``[serve]`` header (or of ``serve = ...``, or the first ``serve.KEY =``;
+    the key may be quoted): ``_line_of(text, "serve")`` finds only the second, so the errors of
+    a [serve] table named no line."""
     import re
 
     for i, line in enumerate(text.splitlines(), start=1):
-        if re.match(r"\s*(\[\s*serve\s*\]|serve\s*=)", line):
+        if re.match(r"""\s*(\[\[?\s*(["']?)serve\2\s*\]|(["']?)serve\3\s*[=.])""", line):
             return i
     return None
 

@@ -1489,6 +1489,26 @@ def test_a_serve_tables_own_errors_name_its_header_line(tmp_path, toy):
         assert msg in e.value.message and e.value.line == 8
 
 
+
+def test_a_serve_tables_errors_name_its_line_in_other_toml_spellings(tmp_path, toy):
+    """The same table spelled with a quoted header, as dotted keys, or as an array of tables
+    (refused: not a table): the errors named no line."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    text = spec.read_text().replace("duration = 0.2\n", "")
+    table = text.split("[serve]\n")[1]
+    for edited, msg in (
+            (text.replace("[serve]", '["serve"]'), "[serve] needs duration = S"),
+            (text.replace("[serve]", "[[serve]]"), "serve must be a table"),
+            (text.replace("[serve]\n" + table, "".join(f"serve.{x}\n" for x in
+                                                        table.splitlines() if x)),
+             "[serve] needs duration = S")):
+        spec.write_text(edited)
+        with pytest.raises(PagingError) as e:
+            run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+        assert msg in e.value.message and e.value.line == 8, edited
+
 def test_a_serve_sweep_cells_refusals_name_the_spec_and_the_file_they_concern(tmp_path, toy):
     """A cell refused as it runs (nothing arrives at 0.001 requests/s in 0.2 s) named neither
     the spec nor its line; a missing model file was "SPEC: cannot read the model file", not
