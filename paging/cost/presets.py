@@ -110,18 +110,19 @@ class Model:
                   if q.group_size else 0)
         return weights + rows + groups
 
-    def check_layout(self, layout: Layout, where: str) -> None:
+    def check_layout(self, layout: Layout, where: str, hint: bool = True) -> None:
         """Raise :class:`PagingError` unless ``layout`` has this model's ℓ and n.
 
         ``where`` names the trace: "model mixtral-8x7b has 32 layers x 8 experts, the trace T
-        has 24 x 32" (layers x experts).
+        has 24 x 32" (layers x experts). ``hint``: say how a trace short of the model's ids is
+        read with its layout (not where --n-experts and --layers cannot be given).
         """
         if (layout.n_layers, layout.n_experts) != (self.n_layers, self.n_experts):
             # (a file without its layout is sized by the largest ids it holds: one whose
             # requests never reach the model's last expert or layer reads with the model's)
             short = layout.n_layers <= self.n_layers and layout.n_experts <= self.n_experts
             hint = (f" (a trace whose ids stop short of the model's reads with --n-experts "
-                    f"{self.n_experts} --layers {self.n_layers})" if short else "")
+                    f"{self.n_experts} --layers {self.n_layers})" if short and hint else "")
             raise PagingError(f"model {self.name} has {self.n_layers} layers x {self.n_experts} "
                               f"experts, the trace {where} has {layout.n_layers} x "
                               f"{layout.n_experts}{hint}")

@@ -1551,6 +1551,21 @@ def test_a_serve_sweep_whose_model_does_not_fit_its_traces_names_the_spec(tmp_pa
     assert not (tmp_path / "t.csv").exists()
 
 
+
+def test_a_serve_sweep_does_not_advise_layout_options_it_has_no_key_for(tmp_path, toy):
+    """A trace short of the model's experts in a serving sweep: the message said to read it
+    with --n-experts 4 --layers 2, which a spec cannot give."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    spec.write_text(spec.read_text().replace("zipf:n=4,layers=2,tokens=30", "zipf:n=3,"
+                                             "layers=2,tokens=30"))
+    with pytest.raises(PagingError) as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert (e.value.file, e.value.line) == (str(spec), 5)
+    assert e.value.message.endswith("the trace zipf:n=3,layers=2,tokens=30,topk=2,seed=1 has "
+                                    "2 x 3"), e.value.message
+
 def test_a_trace_short_of_the_models_experts_is_told_to_give_the_layout(tmp_path, toy, capsys):
     """A routing log is sized by its largest ids: one that never asks for the toy model's last
     expert has 3 experts a layer, refused, and the message says how to read it with the
