@@ -128,6 +128,15 @@ class Model:
                               f"{layout.n_experts}{hint}")
 
 
+def sized_by_ids(trace) -> bool:
+    """Whether the layout of ``trace`` may be its largest ids + 1 (a routing log read without
+    --n-experts and --layers), so that reading it with a model's layout can be advised; not a
+    stored trace (.npz, the package's CSV) or a generator spec, which keep their own."""
+    meta = getattr(trace, "meta", None) or {}
+    return (meta.get("format") in ("routing-jsonl", "nested-json")
+            and "converted_from" not in meta)
+
+
 def _hf(repo: str, key: str) -> str:
     return f"Hugging Face {repo} config.json, '{key}'"
 

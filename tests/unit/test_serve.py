@@ -1587,6 +1587,29 @@ def test_a_trace_short_of_the_models_experts_is_told_to_give_the_layout(tmp_path
     assert main(base + ["--n-experts", "4", "--layers", "2"]) == 0, capsys.readouterr().err
 
 
+
+def test_a_stored_or_generated_trace_short_of_the_model_is_not_told_to_give_the_layout(
+        tmp_path, toy, capsys):
+    """The advice to read a trace with --n-experts 4 --layers 2 is for a routing log sized by
+    its largest ids: the same log converted to .npz keeps its 3 experts (--n-experts 4 is
+    refused there) and a generator spec sets its own, so they are refused without it."""
+    import json
+
+    from paging.cli import main
+
+    log = tmp_path / "short.jsonl"
+    log.write_text("".join(json.dumps({"problem_id": 0, "layer": z, "experts": [t, 2],
+                                       "token_idx": t}) + "\n"
+                           for z in (0, 1) for t in range(2)))  # (experts 0..2 only)
+    npz = tmp_path / "short.npz"
+    assert main(["trace", "convert", str(log), str(npz)]) == 0
+    capsys.readouterr()
+    for src in (str(npz), "zipf:n=3,layers=2,tokens=20,topk=2,seed=0"):
+        for cmd in (["serve", src, "--rate", "20", "--duration", "1"], ["simulate", src]):
+            assert main([*cmd, "--model", toy, "--k", "4", "--policy", "lru", "--json"]) == 2
+            err = capsys.readouterr().err
+            assert err.endswith(" has 2 x 3\n") and err.count("\n") == 1, err
+
 def test_a_serve_sweep_table_is_resumed_only_with_its_own_setting(tmp_path, toy):
     """The one-value settings (duration, max_tokens, think, the pool ...) are not cell keys: a
     changed duration resumed the old table, reporting 0 runs and the old spec's numbers (a
