@@ -245,6 +245,11 @@ def plan_serve(spec_path) -> list[Cell]:
         raise PagingError(e.format(), file, _line_of(text, "traces")) from None
     policies = _as_list(doc, "policies", "str", file, text)
     distinct("policies", policies, [spec_key(p) for p in policies], file, text)
+    for p in policies:  # (as a simulation sweep: "policy 'lru' takes no predictor option"
+        try:  # named the spec but not its line)
+            make_policy(p)
+        except PagingError as e:
+            raise PagingError(e.message, file, _line_of(text, "policies")) from None
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])

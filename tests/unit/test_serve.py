@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -1471,6 +1472,24 @@ def test_a_serve_sweeps_closed_loop_too_large_to_draw_names_the_clients_line(tmp
     with pytest.raises(PagingError, match="12,800,000 is more than 10,000,000") as e:
         run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
     assert (e.value.file, e.value.line) == (str(spec), 9)
+
+
+
+@pytest.mark.parametrize(("policy", "msg"), [
+    ("lru:x", "policy 'lru' takes no predictor option"),
+    ("blind-oracle:nope", "unknown predictor 'nope'"),
+    ("flashmoe:foo=1", "expected flashmoe:model=FILE, got option 'foo=1'"),
+])
+def test_a_serve_sweeps_bad_policy_is_refused_at_the_policies_line(tmp_path, toy, policy, msg):
+    """A policy refused by its name's options names the spec's policies line, as in a
+    simulation sweep (these named the spec only)."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    spec.write_text(spec.read_text().replace('"llru"', f'"{policy}"'))
+    with pytest.raises(PagingError, match=re.escape(msg)) as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert (e.value.file, e.value.line) == (str(spec), 3)
 
 
 def test_a_serve_tables_own_errors_name_its_header_line(tmp_path, toy):
