@@ -110,21 +110,31 @@ class Model:
                   if q.group_size else 0)
         return weights + rows + groups
 
-    def check_layout(self, layout: Layout, where: str) -> None:
+    def check_layout(self, layout: Layout, where: str, hint: bool = True) -> None:
         """Raise :class:`PagingError` unless ``layout`` has this model's ℓ and n.
 
         ``where`` names the trace: "model mixtral-8x7b has 32 layers x 8 experts, the trace T
-        has 24 x 32" (layers x experts).
+        has 24 x 32" (layers x experts). ``hint``: say how a trace short of the model's ids is
+        read with its layout (not where --n-experts and --layers cannot be given).
         """
         if (layout.n_layers, layout.n_experts) != (self.n_layers, self.n_experts):
             # (a file without its layout is sized by the largest ids it holds: one whose
             # requests never reach the model's last expert or layer reads with the model's)
             short = layout.n_layers <= self.n_layers and layout.n_experts <= self.n_experts
             hint = (f" (a trace whose ids stop short of the model's reads with --n-experts "
-                    f"{self.n_experts} --layers {self.n_layers})" if short else "")
+                    f"{self.n_experts} --layers {self.n_layers})" if short and hint else "")
             raise PagingError(f"model {self.name} has {self.n_layers} layers x {self.n_experts} "
                               f"experts, the trace {where} has {layout.n_layers} x "
                               f"{layout.n_experts}{hint}")
+
+
+def sized_by_ids(trace) -> bool:
+    """Whether the layout of ``trace`` may be its largest ids + 1 (a routing log read without
+    --n-experts and --layers), so that reading it with a model's layout can be advised; not a
+    stored trace (.npz, the package's CSV) or a generator spec, which keep their own."""
+    meta = getattr(trace, "meta", None) or {}
+    return (meta.get("format") in ("routing-jsonl", "nested-json")
+            and "converted_from" not in meta)
 
 
 def _hf(repo: str, key: str) -> str:
@@ -450,12 +460,24 @@ def _read(path: Path) -> dict:
 
 
 def _key_line(path: Path, key: str) -> int | None:
-    """The first line of the model file ``path`` that sets ``key`` (``key =`` in TOML,
-    ``"key":`` in JSON), or None."""
-    pat = (rf'"{re.escape(key)}"\s*:' if path.suffix.lower() == ".json"
-           else rf"^\s*{re.escape(key)}\s*=")
-    for i, text in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
-        if re.search(pat, text):
+    """The line of the model file ``path`` that sets ``key`` (``key =`` in TOML, not inside a
+    multi-line string; ``"key":`` in JSON, the last one, whose value the reader keeps), or
+    None."""
+    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    if path.suffix.lower() == ".json":
+        hits = [i for i, text in enumerate(lines, start=1)
+                if re.search(rf'"{re.escape(key)}"\s*:', text)]
+        return hits[-1] if hits else None
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    for i, text in enumerate(lines, start=1):
+        if re.match(rf"""\s*(["']?){re.escape(key)}\1\s*=""", text):
+            try:  # (the lines before it end where a key may start: not in a string)
+                tomllib.loads("\n".join(lines[:i - 1]))
+            except tomllib.TOMLDecodeError:
+                continue
             return i
     return None
 

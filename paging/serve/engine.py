@@ -358,8 +358,10 @@ class _Server:
         traces = list(traces)
         if not traces:
             raise PagingError("paging serve needs at least one trace")
+        from paging.cost.presets import sized_by_ids
+
         for t in traces:
-            cm.model.check_layout(t.layout, t.name)
+            cm.model.check_layout(t.layout, t.name, hint=sized_by_ids(t))
         self.layout = lay = traces[0].layout
         seqs = pool(traces, prompt_tokens=spec.prompt_tokens, split=spec.lengths is None)
         rng = np.random.default_rng(spec.seed)
@@ -990,8 +992,13 @@ class _Server:
                 batch = _compose(self.spec, running, waiting, now)
                 if not batch:
                     if not pending:
+                        if closed:  # (the duration is over, or the cap ended the loop early)
+                            progress.update(horizon - min(now, horizon))
                         return
-                    now = max(now, pending[0][0])  # idle until the next arrival
+                    nxt = max(now, pending[0][0])  # idle until the next arrival
+                    if closed:  # (a think time passes on the bar too)
+                        progress.update(min(nxt, horizon) - min(now, horizon))
+                    now = nxt
                     idled = True
                     continue
                 groups = self.groups(batch)

@@ -184,12 +184,13 @@ def _read(path) -> tuple[dict, str, str]:
 
 
 def _serve_line(text: str) -> int | None:
-    """The line of the ``[serve]`` header (or of ``serve = ...``): ``_line_of(text, "serve")``
-    finds only the second, so the errors of a [serve] table named no line."""
+    """The line of the ``[serve]`` header (or of ``serve = ...``, or the first ``serve.KEY =``;
+    the key may be quoted): ``_line_of(text, "serve")`` finds only the second, so the errors of
+    a [serve] table named no line."""
     import re
 
     for i, line in enumerate(text.splitlines(), start=1):
-        if re.match(r"\s*(\[\s*serve\s*\]|serve\s*=)", line):
+        if re.match(r"""\s*(\[\[?\s*(["']?)serve\2\s*\]|(["']?)serve\3\s*[=.])""", line):
             return i
     return None
 
@@ -244,6 +245,11 @@ def plan_serve(spec_path) -> list[Cell]:
         raise PagingError(e.format(), file, _line_of(text, "traces")) from None
     policies = _as_list(doc, "policies", "str", file, text)
     distinct("policies", policies, [spec_key(p) for p in policies], file, text)
+    for p in policies:  # (as a simulation sweep: "policy 'lru' takes no predictor option"
+        try:  # named the spec but not its line)
+            make_policy(p)
+        except PagingError as e:
+            raise PagingError(e.message, file, _line_of(text, "policies")) from None
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
     seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
@@ -308,15 +314,17 @@ def plan_serve(spec_path) -> list[Cell]:
 def _option_line(message: str, text: str) -> int | None:
     """The spec's line of the key a cell's check names as ``paging serve`` does ("--max-batch
     must be >= 1", "unknown precision 'int3'", "no request arrives: --rate 5 drew none"): the
-    key of the first option named (``rates`` for --rate, ``policies`` for --policy), or None
-    (those errors named the spec but not its line)."""
+    key of the first option named (``rates`` for --rate, ``policies`` for --policy, ``clients``
+    for --max-requests: a sweep's closed loop draws 32 requests a client), or None (those
+    errors named the spec but not its line)."""
     import re
 
     m = re.search(r"(?:^unknown |--)([a-z][a-z-]*)", message)
     if m is None:
         return None
     key = m.group(1).replace("-", "_")
-    return _line_of(text, {"rate": "rates", "policy": "policies"}.get(key, key))
+    return _line_of(text, {"rate": "rates", "policy": "policies",
+                          "max_requests": "clients"}.get(key, key))
 
 
 def _routing_key(doc: dict, file: str, text: str, prefetch: tuple, miss: tuple,
@@ -385,7 +393,7 @@ def _check_layouts(cells: list[Cell], file: str) -> None:
         m = get_model(model)
         for t in _pool(paths):
             try:
-                m.check_layout(t.layout, t.name)
+                m.check_layout(t.layout, t.name, hint=False)  # (a spec gives no layout)
             except PagingError as e:
                 if text is None:
                     text = Path(file).read_text(encoding="utf-8-sig")

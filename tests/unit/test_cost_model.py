@@ -309,6 +309,30 @@ def test_user_model_errors_name_file_and_key(tmp_path, edit, message):
             next(x for x in edit(GOOD_TOML).splitlines() if x.startswith(f"{key} "))) + 1
 
 
+
+def test_user_model_errors_name_the_line_that_sets_the_key(tmp_path):
+    """The line of the key's value: not a line of a multi-line string that reads like the key
+    (line 3 below), and in JSON the last of a repeated key, the one the reader keeps (line 4;
+    both named the first). A quoted TOML key has its line too."""
+    p = tmp_path / "bad.toml"
+    p.write_text('source = """\nmade up;\ntop_k = 1 in the paper\n"""\n'
+                 + GOOD_TOML.replace("top_k = 1", "top_k = 0").replace(
+                     'source = "made up for a test"\n', ""))
+    with pytest.raises(PagingError, match="key 'top_k' must be a positive integer") as e:
+        get_model(str(p))
+    assert e.value.line == p.read_text().splitlines().index("top_k = 0") + 1 != 3
+    p.write_text(GOOD_TOML.replace("top_k = 1", "'top_k' = 0"))
+    with pytest.raises(PagingError, match="key 'top_k' must be a positive integer") as e:
+        get_model(str(p))
+    assert e.value.line == p.read_text().splitlines().index("'top_k' = 0") + 1
+    j = tmp_path / "bad.json"
+    j.write_text('{"n_layers": 2, "n_experts": 4, "top_k": 1,\n "d_model": 8, "d_ff": 16,\n'
+                 ' "n_matrices": 3, "non_expert_params": 100,\n "top_k": 0}\n')
+    with pytest.raises(PagingError, match="key 'top_k' must be a positive integer, got 0") as e:
+        get_model(str(j))
+    assert e.value.line == 4
+
+
 def test_user_model_missing_file_and_bad_json(tmp_path):
     with pytest.raises(PagingError, match="cannot read the model file"):
         get_model(str(tmp_path / "nope.toml"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -1035,6 +1036,41 @@ def test_a_closed_loops_progress_bar_fills_with_its_duration(toy, monkeypatch):
     assert (total, unit) == (0.01, "ms") and done == pytest.approx(0.01, rel=1e-12)
 
 
+
+def test_a_closed_loops_bar_counts_think_time_and_an_early_end(toy, monkeypatch):
+    """The bar counts the duration's simulated ms: a client's think time passes on it too, and
+    a loop the request cap ends early closes it (one client thinking 50 ms in a 200 ms loop made
+    4 requests and the bar stopped near 0.06 of 200 ms; with no think time the 32-request cap
+    ended the loop at about the same)."""
+    from paging import progress
+
+    seen = []
+
+    class Bar:
+        def __init__(self, total, desc, unit="it", show=None):
+            seen.append([total, 0.0])
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def update(self, n):
+            seen[-1][1] += n
+
+    monkeypatch.setattr(progress, "bar", Bar)
+    e = np.array([[[0, 1], [2, 3]], [[0, 1], [2, 3]]])
+    for think in (0.05, 0.0):
+        seen.clear()
+        res = serve(RunSpec("lru", k=8, model=toy),
+                    ServeSpec(Arrivals(clients=1, think=think, duration=0.2)),
+                    [_seq_trace(e, 1)])
+        assert len(res.requests) == (4 if think else 32)
+        ((total, done),) = seen
+        assert total == 200.0 and done == pytest.approx(200.0, rel=1e-12)
+
+
 def test_refusals(toy):
     seqs = [_seq_trace(np.array([[[0, 1], [2, 3]]] * 2), 1)]
     arr = ServeSpec(Arrivals(rate=1.0, duration=1.0))
@@ -1424,6 +1460,38 @@ def test_serve_sweep_errors_name_the_line(tmp_path, toy, extra, msg, line):
     assert not (tmp_path / "t.csv").exists()
 
 
+
+def test_a_serve_sweeps_closed_loop_too_large_to_draw_names_the_clients_line(tmp_path, toy):
+    """A sweep's closed loop draws 32 requests a client before the run: 400,000 clients are
+    refused (12,800,000 requests), at the line of clients (the message names --max-requests,
+    which a sweep has no key for, and the error named no line)."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    spec.write_text(spec.read_text().replace("rates = [20, 80]", "clients = [400000]"))
+    with pytest.raises(PagingError, match="12,800,000 is more than 10,000,000") as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert (e.value.file, e.value.line) == (str(spec), 9)
+
+
+
+@pytest.mark.parametrize(("policy", "msg"), [
+    ("lru:x", "policy 'lru' takes no predictor option"),
+    ("blind-oracle:nope", "unknown predictor 'nope'"),
+    ("flashmoe:foo=1", "expected flashmoe:model=FILE, got option 'foo=1'"),
+])
+def test_a_serve_sweeps_bad_policy_is_refused_at_the_policies_line(tmp_path, toy, policy, msg):
+    """A policy refused by its name's options names the spec's policies line, as in a
+    simulation sweep (these named the spec only)."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    spec.write_text(spec.read_text().replace('"llru"', f'"{policy}"'))
+    with pytest.raises(PagingError, match=re.escape(msg)) as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert (e.value.file, e.value.line) == (str(spec), 3)
+
+
 def test_a_serve_tables_own_errors_name_its_header_line(tmp_path, toy):
     """A [serve] without rates and clients, or without duration, is refused at the [serve]
     line (line 8 of the spec; they named no line, and the first said "not both")."""
@@ -1439,6 +1507,26 @@ def test_a_serve_tables_own_errors_name_its_header_line(tmp_path, toy):
             run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
         assert msg in e.value.message and e.value.line == 8
 
+
+
+def test_a_serve_tables_errors_name_its_line_in_other_toml_spellings(tmp_path, toy):
+    """The same table spelled with a quoted header, as dotted keys, or as an array of tables
+    (refused: not a table): the errors named no line."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    text = spec.read_text().replace("duration = 0.2\n", "")
+    table = text.split("[serve]\n")[1]
+    for edited, msg in (
+            (text.replace("[serve]", '["serve"]'), "[serve] needs duration = S"),
+            (text.replace("[serve]", "[[serve]]"), "serve must be a table"),
+            (text.replace("[serve]\n" + table, "".join(f"serve.{x}\n" for x in
+                                                        table.splitlines() if x)),
+             "[serve] needs duration = S")):
+        spec.write_text(edited)
+        with pytest.raises(PagingError) as e:
+            run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+        assert msg in e.value.message and e.value.line == 8, edited
 
 def test_a_serve_sweep_cells_refusals_name_the_spec_and_the_file_they_concern(tmp_path, toy):
     """A cell refused as it runs (nothing arrives at 0.001 requests/s in 0.2 s) named neither
@@ -1482,6 +1570,21 @@ def test_a_serve_sweep_whose_model_does_not_fit_its_traces_names_the_spec(tmp_pa
     assert not (tmp_path / "t.csv").exists()
 
 
+
+def test_a_serve_sweep_does_not_advise_layout_options_it_has_no_key_for(tmp_path, toy):
+    """A trace short of the model's experts in a serving sweep: the message said to read it
+    with --n-experts 4 --layers 2, which a spec cannot give."""
+    from paging.serve.sweep import run_serve_sweep
+
+    spec = _sweep_spec(tmp_path, toy)
+    spec.write_text(spec.read_text().replace("zipf:n=4,layers=2,tokens=30", "zipf:n=3,"
+                                             "layers=2,tokens=30"))
+    with pytest.raises(PagingError) as e:
+        run_serve_sweep(spec, tmp_path / "t.csv", workers=0, progress=False)
+    assert (e.value.file, e.value.line) == (str(spec), 5)
+    assert e.value.message.endswith("the trace zipf:n=3,layers=2,tokens=30,topk=2,seed=1 has "
+                                    "2 x 3"), e.value.message
+
 def test_a_trace_short_of_the_models_experts_is_told_to_give_the_layout(tmp_path, toy, capsys):
     """A routing log is sized by its largest ids: one that never asks for the toy model's last
     expert has 3 experts a layer, refused, and the message says how to read it with the
@@ -1502,6 +1605,29 @@ def test_a_trace_short_of_the_models_experts_is_told_to_give_the_layout(tmp_path
                         "--n-experts 4 --layers 2)\n") and err.count("\n") == 1
     assert main(base + ["--n-experts", "4", "--layers", "2"]) == 0, capsys.readouterr().err
 
+
+
+def test_a_stored_or_generated_trace_short_of_the_model_is_not_told_to_give_the_layout(
+        tmp_path, toy, capsys):
+    """The advice to read a trace with --n-experts 4 --layers 2 is for a routing log sized by
+    its largest ids: the same log converted to .npz keeps its 3 experts (--n-experts 4 is
+    refused there) and a generator spec sets its own, so they are refused without it."""
+    import json
+
+    from paging.cli import main
+
+    log = tmp_path / "short.jsonl"
+    log.write_text("".join(json.dumps({"problem_id": 0, "layer": z, "experts": [t, 2],
+                                       "token_idx": t}) + "\n"
+                           for z in (0, 1) for t in range(2)))  # (experts 0..2 only)
+    npz = tmp_path / "short.npz"
+    assert main(["trace", "convert", str(log), str(npz)]) == 0
+    capsys.readouterr()
+    for src in (str(npz), "zipf:n=3,layers=2,tokens=20,topk=2,seed=0"):
+        for cmd in (["serve", src, "--rate", "20", "--duration", "1"], ["simulate", src]):
+            assert main([*cmd, "--model", toy, "--k", "4", "--policy", "lru", "--json"]) == 2
+            err = capsys.readouterr().err
+            assert err.endswith(" has 2 x 3\n") and err.count("\n") == 1, err
 
 def test_a_serve_sweep_table_is_resumed_only_with_its_own_setting(tmp_path, toy):
     """The one-value settings (duration, max_tokens, think, the pool ...) are not cell keys: a
