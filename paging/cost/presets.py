@@ -133,7 +133,7 @@ def sized_by_ids(trace) -> bool:
     --n-experts and --layers), so that reading it with a model's layout can be advised; not a
     stored trace (.npz, the package's CSV) or a generator spec, which keep their own."""
     meta = getattr(trace, "meta", None) or {}
-    return (meta.get("format") in ("routing-jsonl", "nested-json")
+    return (meta.get("format") in ("routing-jsonl", "routing-jsonl-raw", "nested-json")
             and "converted_from" not in meta)
 
 

@@ -9,8 +9,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from paging.cost.arith import budget_bytes, page_costs, page_sizes, place_by_frequency
-from paging.cost.presets import (Hardware, Model, Precision, get_hardware, get_model, get_precision,
-                                 sized_by_ids)
+from paging.cost.presets import (
+    Hardware,
+    Model,
+    Precision,
+    get_hardware,
+    get_model,
+    get_precision,
+    sized_by_ids,
+)
 from paging.errors import PagingError
 
 #: the timeline's fields a timed run adds to its JSON row (``prefetch_late`` with prefetching)

@@ -8,6 +8,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from conftest import needs_traces  # noqa: I001
 
 from paging.cli import main
 from paging.cost import (
@@ -371,3 +372,20 @@ def test_cli_bad_input_exit_2_one_line(capsys, argv):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+@needs_traces
+def test_the_shipped_routing_logs_are_sized_by_their_ids_and_their_conversions_are_not(tmp_path):
+    """The layout advice (--n-experts, --layers) is for files whose layout is their largest ids
+    + 1: the three shipped routing formats (the prefill+decode dump's 'routing-jsonl-raw' was
+    left out), not an .npz written from one."""
+    from paging.cost.presets import sized_by_ids
+    from paging.io import load, resolve_path, write
+
+    for f in ("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl",
+              "mixtral-8x7b-instruct-vllm/humaneval_p0_prefill_decode_raw.jsonl",
+              "granite-3.0-1b-a400m-instruct/moe_expert_trace.json"):
+        tr = load(resolve_path(f))[0]
+        assert sized_by_ids(tr), (f, tr.meta.get("format"))
+        write(tr, tmp_path / "t.npz")
+        assert not sized_by_ids(load(tmp_path / "t.npz")[0])
