@@ -1290,7 +1290,10 @@ def _summary(run_spec, spec: ServeSpec, cm, res: ServeResult, capped: bool) -> d
     makespan = (st["start_ms"][-1] + st["time_ms"][-1]) if st["start_ms"] else 0.0
     n_req = int(res.pages.size)
     misses = int(sum(st["misses"]))
-    row = {"policy": run_spec.policy, "k": run_spec.k, "budget_bytes": run_spec.budget,
+    from paging.policies import spec_key
+
+    # (as simulate's rows: a name in lower case, a model path as given; "LRU" was kept as typed)
+    row = {"policy": spec_key(run_spec.policy), "k": run_spec.k, "budget_bytes": run_spec.budget,
            "capacity": (run_spec.k if run_spec.k is not None
                         else run_spec.budget // cm.expert_bytes),
            **cm.describe(), **spec.arrivals.describe(), "scheduler": spec.scheduler,

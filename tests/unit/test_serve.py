@@ -2115,3 +2115,14 @@ def test_verify_checks_the_compiled_run_a_plain_run_reports(toy, monkeypatch):
     serve(RunSpec("lru", k=3, model=toy), ss, seqs)  # (unchecked: not caught)
     with verifying(), pytest.raises(VerificationError, match="differs from the verified"):
         serve(RunSpec("lru", k=3, model=toy), ss, seqs)  # (figs --verify's serving runs)
+
+
+def test_a_policy_typed_in_capitals_is_reported_in_lower_case(toy, capsys):
+    """As simulate's rows ('--policy LRU' reported "LRU" in serve and "lru" in simulate)."""
+    from paging.cli import main
+
+    assert main(["serve", "zipf:n=4,layers=2,tokens=30,seed=0", "--model", toy, "--k", "4",
+                 "--policy", "LRU", "--rate", "20", "--duration", "1", "--max-batch", "2",
+                 "--json"]) == 0
+    out = capsys.readouterr().out
+    assert json.loads(out)[0]["summary"]["policy"] == "lru"
