@@ -39,8 +39,8 @@ SIGMETRICS 2018, doi:10.1145/3224427)
     to that quantisation; :func:`lp_bound` gives it in floating point.
 
 Costs: building is O(N log N); the ILP is exponential in the worst case (use it below a few
-thousand requests); HiGHS and OR-Tools solve 10^5 requests in seconds
-(``benchmarks/bench_weighted_opt.py``).
+thousand requests); OR-Tools solves 10^5 requests in about 10 s, HiGHS in 10 s
+to 130 s (``benchmarks/bench_weighted_opt.py``).
 """
 
 from __future__ import annotations

@@ -123,6 +123,19 @@ def test_sizes_in_bytes():
                        False, True) == 9.0
 
 
+def test_solvers_without_progress_show_the_time_elapsed(capsys, monkeypatch):
+    # a flow reports no progress and took minutes past 3e5 requests with nothing on the terminal
+    monkeypatch.setattr("paging.progress.TICK_DELAY", 0)
+    t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
+    for method in ("flow", "lp", "foo"):
+        opt_weighted(t, k=2, costs=[5, 1, 1], method=method, progress=True)
+    err = capsys.readouterr().err
+    for what in ("min-cost flow (ortools)", "LP relaxation (HiGHS)", "FOO's flow (OR-Tools)"):
+        assert f"{what}: 6 requests, 3 intervals" in err
+    opt_weighted(t, k=2, costs=[5, 1, 1], method="flow")   # (the default: silent)
+    assert capsys.readouterr().err == ""
+
+
 def test_uniform_sizes_reduce_to_pages():
     t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
     # every page 10 bytes, budget 25 bytes = 2 pages: same as k = 2
