@@ -36,11 +36,12 @@ TICK_DELAY = 1.0
 
 
 @contextlib.contextmanager
-def ticking(limit_s: float, desc: str, show: bool | None = None):
+def ticking(limit_s: float | None, desc: str, show: bool | None = None):
     """An elapsed-time bar for work that reports no progress of its own but is bounded by a
     time limit (an ILP solver): it fills with the seconds elapsed out of ``limit_s``, so its
     estimate is the most the work can take; updated twice a second from a thread, shown after
-    :data:`TICK_DELAY` seconds, and only when :func:`showing`."""
+    :data:`TICK_DELAY` seconds, and only when :func:`showing`. ``limit_s=None`` (work with no
+    limit, a min-cost flow): the seconds elapsed only."""
     if not showing(show):
         yield
         return
@@ -51,14 +52,17 @@ def ticking(limit_s: float, desc: str, show: bool | None = None):
 
     stop = threading.Event()
     start = time.monotonic()
-    pb = tqdm(total=float(limit_s), desc=desc, unit="s", leave=False, file=sys.stderr,
-              dynamic_ncols=True, delay=TICK_DELAY,
-              bar_format="{desc}: {bar}| {n:.0f}/{total:.0f} s [{elapsed}, at most "
-                         "{remaining} left]")
+    fmt = ("{desc}: {bar}| {n:.0f}/{total:.0f} s [{elapsed}, at most {remaining} left]"
+           if limit_s is not None else "{desc}: {elapsed} elapsed")
+    pb = tqdm(total=None if limit_s is None else float(limit_s), desc=desc, unit="s",
+              leave=False, file=sys.stderr, dynamic_ncols=True, delay=TICK_DELAY,
+              bar_format=fmt)
 
     def tick():
         while not stop.wait(0.5):
-            pb.n = min(time.monotonic() - start, float(limit_s))
+            pb.n = time.monotonic() - start
+            if limit_s is not None:
+                pb.n = min(pb.n, float(limit_s))
             pb.refresh()
 
     thread = threading.Thread(target=tick, name="paging-ticking", daemon=True)

@@ -168,7 +168,8 @@ def _flex(args, weighted: bool) -> int:
     rows = []
     for trace in load_from_args(args):
         for k in args.k:
-            r = opt_routing_flex(trace, k, spec, method=method, time_limit=args.time_limit)
+            r = opt_routing_flex(trace, k, spec, method=method, time_limit=args.time_limit,
+                                 progress=False if args.json else None)  # (CBC's bar)
             rows.append({"trace": trace.name, "policy": "opt-routing-flex",
                          "routing_flex": str(spec), "method": r.method, "k": k,
                          "exact": r.exact, "misses": r.misses,

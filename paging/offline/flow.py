@@ -51,7 +51,8 @@ Solvers
 -------
 ``"ortools"``
     Google OR-Tools' ``SimpleMinCostFlow`` (cost scaling, Goldberg & Tarjan), C++: 100,000
-    requests in well under a second (``benchmarks/bench_weighted_opt.py``). OR-Tools is a base
+    requests in about 10 s, growing about quadratically (37 s at 192,000, past 110 s at
+    320,000; ``benchmarks/bench_weighted_opt.py``). OR-Tools is a base
     dependency: a binary wheel that installs in about 12 s here, and networkx's pure-Python
     network simplex is two orders of magnitude slower on long traces.
 ``"networkx"``

@@ -278,9 +278,10 @@ def _uses(inst: FlexInstance) -> dict[int, list[tuple[int, bool]]]:
 
 
 def flex_program(inst: FlexInstance, k: int, *, relax: bool = False,
-                 time_limit: float = 60) -> tuple[float, list[tuple[int, ...]] | None]:
+                 time_limit: float = 60, progress: bool | None = False
+                 ) -> tuple[float, list[tuple[int, ...]] | None]:
     """Solve the program of the module docstring: (optimum, routing) for ``relax=False``, (LP
-    bound, None) for ``relax=True``."""
+    bound, None) for ``relax=True``. ``progress``: :func:`solve_cbc`'s elapsed-time bar."""
     import pulp
 
     k = _check_k(inst, k)
@@ -345,7 +346,8 @@ def flex_program(inst: FlexInstance, k: int, *, relax: bool = False,
     if not objective:
         return float(fixed_loads), (None if relax else inst.original_choice())
     solve_cbc(pulp, prob, mip=not relax, time_limit=time_limit,
-              hint="raise --time-limit, or use --method lp or upper on large traces")
+              hint="raise --time-limit, or use --method lp or upper on large traces",
+              progress=progress)
     value = float(pulp.value(prob.objective))
     if relax:
         return value, None
@@ -437,7 +439,7 @@ def _check_k(inst: FlexInstance, k: int) -> int:
 
 def opt_routing_flex(trace: Trace, k: int, spec: FlexSpec | str, *, method: str = "auto",
                      time_limit: float = 60, auto_limit: int = 20_000,
-                     lp_bound: bool | None = None) -> FlexResult:
+                     lp_bound: bool | None = None, progress: bool | None = False) -> FlexResult:
     """The fewest misses of ``trace`` with a cache of ``k`` pages when the router may deviate as
     ``spec`` allows (see the module docstring).
 
@@ -446,7 +448,8 @@ def opt_routing_flex(trace: Trace, k: int, spec: FlexSpec | str, *, method: str 
     ``auto_limit`` potential uses, else the upper bound). With ``"upper"`` (and ``"auto"`` falling
     back to it) the LP lower bound is added when ``lp_bound`` is True, or, by default, when the
     instance has at most 5·``auto_limit`` potential uses (it takes seconds there, the upper
-    bound well under one); ``exact`` is then True when the two meet.
+    bound well under one); ``exact`` is then True when the two meet. ``progress``: CBC's
+    elapsed-time bar (:func:`paging.offline.ilp.solve_cbc`; None: when stderr is a terminal).
 
     Examples
     --------
@@ -472,15 +475,16 @@ def opt_routing_flex(trace: Trace, k: int, spec: FlexSpec | str, *, method: str 
     if method == "auto":
         method = "ilp" if size <= auto_limit else "upper"
     if method == "ilp":
-        value, choice = flex_program(inst, k, time_limit=time_limit)
+        value, choice = flex_program(inst, k, time_limit=time_limit, progress=progress)
         misses = int(round(value))
         return FlexResult(misses, "ilp", True, float(misses), misses, belady, G, N, choice)
     if method == "lp":
-        value, _ = flex_program(inst, k, relax=True, time_limit=time_limit)
+        value, _ = flex_program(inst, k, relax=True, time_limit=time_limit, progress=progress)
         return FlexResult(None, "lp", False, value, None, belady, G, N)
     upper, choice = flex_upper(inst, k)
     lower = None
     if lp_bound or (lp_bound is None and size <= 5 * auto_limit):
-        lower, _ = flex_program(inst, k, relax=True, time_limit=time_limit)
+        lower, _ = flex_program(inst, k, relax=True, time_limit=time_limit,
+                                progress=progress)
     exact = lower is not None and np.ceil(lower - 1e-6) >= upper
     return FlexResult(upper, "upper", bool(exact), lower, upper, belady, G, N, choice)

@@ -39,8 +39,8 @@ SIGMETRICS 2018, doi:10.1145/3224427)
     to that quantisation; :func:`lp_bound` gives it in floating point.
 
 Costs: building is O(N log N); the ILP is exponential in the worst case (use it below a few
-thousand requests); HiGHS and OR-Tools solve 10^5 requests in seconds
-(``benchmarks/bench_weighted_opt.py``).
+thousand requests); OR-Tools solves 10^5 requests in about 10 s, HiGHS in 10 s
+to 130 s (``benchmarks/bench_weighted_opt.py``).
 """
 
 from __future__ import annotations
@@ -99,6 +99,28 @@ def solver_scale(costs: np.ndarray, what: str) -> float:
     return scale
 
 
+#: the largest page size the ILP and LP take, in units of the greatest common divisor of the
+#: sizes and loads (:func:`_in_units`): CBC and HiGHS check the occupancy rows to a tolerance of
+#: about 1e-7 of their coefficients, so with sizes of 1e7 units and more a schedule over the
+#: budget by a few bytes passed as feasible (sizes near 1e9 bytes, gcd 1: an "exact" optimum
+#: of 6 where every feasible schedule costs 9). FOO's flow is exact in integers at any size.
+SOLVER_SIZE_MAX = 10**6
+
+
+def solver_units(model: IntervalModel, what: str) -> IntervalModel:
+    """:func:`_in_units` of ``model``; a :class:`PagingError` when a page, so measured, is
+    larger than :data:`SOLVER_SIZE_MAX` units (``what``: the method, for the message)."""
+    m = _in_units(model)
+    if m.n_intervals and int(m.iv_size.max()) > SOLVER_SIZE_MAX:
+        g = int(model.iv_size.max()) // int(m.iv_size.max())
+        raise PagingError(f"--method {what}: the page sizes reach {int(m.iv_size.max()):,} "
+                          f"units of their greatest common divisor ({g:,} bytes), beyond what "
+                          "CBC and HiGHS resolve (their tolerances let a schedule pass the "
+                          f"budget by a few bytes); expected at most {SOLVER_SIZE_MAX:,} units "
+                          "(--method foo is exact in integers at any size)")
+    return m
+
+
 def ilp_schedule(model: IntervalModel, *, time_limit: float = 60,
                  progress: bool | None = False) -> tuple[np.ndarray, str]:
     """An optimal schedule of the interval model by CBC: ``(hit_mask, how)``.
@@ -112,7 +134,7 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60,
 
     from paging.offline.ilp import solve_cbc, variable_factory
 
-    m = model
+    m = solver_units(model, "ilp")  # (sizes in units of their gcd: CBC on bytes erred)
     kept = np.zeros(m.n_intervals, dtype=bool)
     if m.n_intervals == 0 or not np.any(m.iv_cost > 0):
         return m.hit_mask(kept), "none needed"
@@ -153,12 +175,13 @@ def lp_bound(model: IntervalModel, costs: np.ndarray, pages: np.ndarray) -> Boun
     about 1e-7 relative) ``<= OPT``; ``upper`` is the exact cost of the schedule that keeps the
     intervals with ``y_j = 1`` (every fractional interval a miss).
     """
-    m = model
+    m = solver_units(model, "lp")  # (sizes in units of their gcd, and costs per unit scaled
+    # to 1 or more: HiGHS's tolerances are absolute, and costs per byte of 3e-9 fell below them)
     costs = np.asarray(costs, dtype=np.float64)
     fixed = _fixed(m, costs, pages)
-    per_byte = m.iv_cost / m.iv_size
-    scale = solver_scale(m.iv_cost, "lp")
-    net = interval_network(m, per_byte * scale)
+    per_unit = m.iv_cost / m.iv_size
+    scale = solver_scale(per_unit, "lp")
+    net = interval_network(m, per_unit * scale)
     x, fun = highs_lp(net)
     fun /= scale
     y = x[net.tail.size - m.n_intervals:]

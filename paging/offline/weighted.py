@@ -80,7 +80,9 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
         The min-cost-flow solver of ``flow`` (and ``foo``: ortools or networkx).
     progress : bool or None
         ``ilp``: an elapsed-time bar bounded by ``time_limit`` that names the model's size
-        (None: when stderr is a terminal; :func:`paging.offline.ilp.solve_cbc`).
+        (None: when stderr is a terminal; :func:`paging.offline.ilp.solve_cbc`); ``flow``,
+        ``lp``, ``foo``: the seconds elapsed in the solver, which reports no progress (a flow
+        takes about 10 s at 10^5 requests and grows about quadratically).
 
     Returns
     -------
@@ -130,7 +132,8 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
             raise PagingError("method flow needs one page size per partition (min-cost flow is "
                               "exact only for uniform sizes); use ilp, lp or foo")
         model = intervals.build(trace, unit[0], dist=dist, costs=w, sizes=unit[1])
-        res = min_cost_flow(model, w, pages, solver)
+        with _solving(model, f"min-cost flow ({solver})", progress):
+            res = min_cost_flow(model, w, pages, solver)
         return _result(res.hit_mask, w, s, pages, "flow", res.exact, res.lower, caps,
                        keep_mask=True)
     if method == "ilp" and costs is None and sizes is None and k is not None:
@@ -144,12 +147,23 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
     if method == "ilp":
         hit, _ = sized.ilp_schedule(model, time_limit=time_limit, progress=progress)
         return _result(hit, w, s, pages, "ilp", True, None, caps, keep_mask=True)
-    if method == "lp":
-        b = sized.lp_bound(model, w, pages)
-    else:
-        b = sized.foo_bounds(model, w, pages, solver if solver != "highs" else "ortools")
+    with _solving(model, "LP relaxation (HiGHS)" if method == "lp" else "FOO's flow (OR-Tools)",
+                  progress):
+        if method == "lp":
+            b = sized.lp_bound(model, w, pages)
+        else:
+            b = sized.foo_bounds(model, w, pages, solver if solver != "highs" else "ortools")
     return _result(b.hit_mask, w, s, pages, method, b.lower == b.upper, b.lower, caps,
                    keep_mask=False)
+
+
+def _solving(model, what: str, progress: bool | None):
+    """:func:`paging.progress.ticking` with no limit, naming the solver and the model's size."""
+    from paging.progress import ticking
+
+    return ticking(None, f"{what}: {model.n_requests:,} requests, {model.n_intervals:,} "
+                   "intervals (no progress reported; about quadratic in the requests)",
+                   show=progress)
 
 
 def _unit_reduction(trace: Trace, caps: list[int], dist: bool, s: np.ndarray | None):

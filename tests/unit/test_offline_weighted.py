@@ -98,6 +98,44 @@ def test_variable_sizes_by_hand():
     assert opt_weighted(t, budget=4, sizes=sizes).method == "ilp"
 
 
+def test_sizes_in_bytes():
+    # test_variable_sizes_by_hand with pages of a Mixtral expert (352,321,536 bytes) and of
+    # 1e15 bytes: the optimum is still 4. The LP's lower bound was 4.33 (costs per byte below
+    # HiGHS's tolerance) and, at 1e15, the ILP's "exact" optimum 5.
+    t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
+    for unit in (352_321_536, 10**15):
+        for method in ("ilp", "lp", "foo"):
+            r = opt_weighted(t, budget=4 * unit, sizes=[3 * unit, unit, unit], method=method)
+            assert r.lower <= 4.0 <= r.cost and (method != "ilp" or r.cost == 4.0)
+    # gcd 1, sizes near 1e9: pages 0 and 1 together pass the budget by 4 bytes, so the last
+    # request (page 1, kept over two requests of page 0) misses: 3 + 1 + 2 compulsory + 3 = 9.
+    # The ILP kept it (6, "exact"); the ILP and LP refuse such sizes, FOO is exact in integers.
+    t = from_pages([1, 1, 1, 2, 1, 0, 0, 1], Layout(3, 1))
+    sized = dict(budget=7_000_000_005, sizes=[3_000_000_005, 4_000_000_004, 999_999_997],
+                 costs=[2.0, 3.0, 1.0])
+    for method in ("ilp", "lp"):
+        with pytest.raises(PagingError, match=f"--method {method}: the page sizes reach "
+                           "4,000,000,004 units of their greatest common divisor"):
+            opt_weighted(t, method=method, **sized)
+    foo = opt_weighted(t, method="foo", **sized)
+    assert foo.lower <= 9.0 <= foo.upper
+    assert brute_force(t, np.array(sized["costs"]), np.array(sized["sizes"]), sized["budget"],
+                       False, True) == 9.0
+
+
+def test_solvers_without_progress_show_the_time_elapsed(capsys, monkeypatch):
+    # a flow reports no progress and took minutes past 3e5 requests with nothing on the terminal
+    monkeypatch.setattr("paging.progress.TICK_DELAY", 0)
+    t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
+    for method in ("flow", "lp", "foo"):
+        opt_weighted(t, k=2, costs=[5, 1, 1], method=method, progress=True)
+    err = capsys.readouterr().err
+    for what in ("min-cost flow (ortools)", "LP relaxation (HiGHS)", "FOO's flow (OR-Tools)"):
+        assert f"{what}: 6 requests, 3 intervals" in err
+    opt_weighted(t, k=2, costs=[5, 1, 1], method="flow")   # (the default: silent)
+    assert capsys.readouterr().err == ""
+
+
 def test_uniform_sizes_reduce_to_pages():
     t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
     # every page 10 bytes, budget 25 bytes = 2 pages: same as k = 2

@@ -171,3 +171,15 @@ def test_cli_json_and_errors(capsys, tmp_path):
     assert main(["opt", "zipf:n=4,layers=2,tokens=3,topk=2", "--k", "4",
                  "--routing-flex", "j=1"]) == 2
     assert "needs router scores" in capsys.readouterr().err
+
+
+def test_the_program_shows_cbcs_bar(capsys, monkeypatch):
+    # a branch and bound runs to --time-limit (300 s by default): it had no bar on a terminal
+    monkeypatch.setattr("paging.progress.TICK_DELAY", 0)
+    t = from_routing([[[0], [0]], [[1], [1]], [[0], [1]]], Layout(2, 2), "groups",
+                     scores=[[[1.0], [1.0]]] * 3)
+    for method in ("ilp", "lp"):
+        opt_routing_flex(t, 2, "j=0", method=method, progress=True)
+        assert "CBC " in capsys.readouterr().err
+    opt_routing_flex(t, 2, "j=0", method="ilp")   # (the default: silent)
+    assert capsys.readouterr().err == ""

@@ -100,6 +100,18 @@ def test_schedule_makespans_by_hand():
     assert zp.schedule_makespans((2, 0, 0, 0, 0), t) == (0.0, 2.0)
 
 
+def test_exact_schedules_of_many_chunks_show_a_bar(capsys, monkeypatch):
+    # their cost grows with the square of the chunks: --shards 1000 ran minutes, silent
+    monkeypatch.setattr("paging.progress.showing", lambda show=None: show is None or show)
+    patterns = {(0, 0, 0, 0, 1): 4, (1, 0, 0, 0, 0): 1}
+    zp._pattern_means(patterns, TINY, True, {})               # 2 chunks a group: no bar
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(zp, "EXACT_BAR_CHUNKS", 2)
+    out = zp._pattern_means(patterns, TINY, True, {})
+    assert "Algorithm 1 schedules of the replayed patterns" in capsys.readouterr().err
+    assert out["alg1_layer_ms"] == (4 * 6.0 + 0.0) / 5        # (the same numbers)
+
+
 def test_replay_by_hand():
     # one layer of 3 experts, top-1: 0 0 1 0 2 1. F = perfect LFU of 1 slot hits at t=1 only;
     # F+C = LFU of 2 slots also hits t=3 (0 stays: count 3 > 1). Others miss.
