@@ -49,7 +49,7 @@ from fractions import Fraction
 from paging.cost.arith import expert_compute_ms
 from paging.cost.presets import get_precision
 from paging.cost.sources import Source
-from paging.errors import PagingError, positive_int
+from paging.errors import PagingError, brief, positive_int
 
 #: The pools of Sec. 3.4 in the order of its cache hierarchy F ≺ C ≺ S ≺ E.
 POOLS = ("F", "C", "S", "E")
@@ -112,6 +112,10 @@ def _ratio(name: str, value, lo_open: bool = True) -> Fraction:
     return Fraction(str(value)) if isinstance(value, float) else Fraction(value)
 
 
+#: the most decompression threads L and E-chunks per tensor K a plan takes (:class:`ZipParams`)
+PARAM_MAX = 4096
+
+
 @dataclass(frozen=True)
 class ZipParams:
     """ZipMoE's scheduling parameters (Sec. 3.3) with the defaults of :data:`ZIPMOE_SOURCES`.
@@ -131,8 +135,12 @@ class ZipParams:
 
     def __post_init__(self):
         _ratio("the compression ratio rho", self.rho)
-        positive_int("L (decompression threads)", self.threads)
-        positive_int("K (E-chunks per tensor)", self.shards)
+        for name, v in (("L (decompression threads)", self.threads),
+                        ("K (E-chunks per tensor)", self.shards)):
+            if positive_int(name, v) > PARAM_MAX:
+                raise PagingError(f"{name} must be at most {PARAM_MAX:,}, got {brief(v)} (the "
+                                  "planner's schedules grow with it: 10^5 threads took 36 s, "
+                                  "10^7 shards 3.6 GB; the defaults are 6 of each)")
         b = self.breakeven
         if isinstance(b, bool) or not isinstance(b, numbers.Real) or not 0 < b < math.inf:
             raise PagingError(f"the decompression break-even thread count must be a number "

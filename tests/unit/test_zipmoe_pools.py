@@ -83,3 +83,12 @@ def test_bad_parameters(kw, message):
 def test_only_bf16_has_the_split():
     with pytest.raises(PagingError, match="precision int4 has no such split"):
         form_bytes(get_model("mixtral-8x7b"), "int4")
+
+
+def test_threads_and_shards_beyond_4096_are_refused_up_front():
+    """A review: --threads 2^63-1 ran out of memory and --shards 10^7 took 3.6 GB, silently."""
+    ZipParams(threads=4096, shards=4096)
+    for kw in ({"threads": 4097}, {"shards": 10**7}):
+        with pytest.raises(PagingError, match=r"must be at most 4,096, got (4097|10000000) "
+                                              r"\(the planner's schedules grow with it"):
+            ZipParams(**kw)
