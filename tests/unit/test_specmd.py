@@ -615,3 +615,20 @@ def test_batched_prefill_targets_take_k_times_the_prompt():
     # the perfect oracle then prefetches exactly each target's experts: precision = recall = 1
     r = simulate(tr, "lru", 8, prefetch=pf)
     assert r.extra["prefetch_precision"] == 1.0 == r.extra["prefetch_recall"]
+
+
+@pytest.mark.parametrize("pred", ["frequency", "oracle"])
+def test_topk_overfetch_past_the_layer_is_every_proposed_expert(pred):
+    """topk:overfetch=F takes round(K·F) experts, at most the layer's n: F = inf or 1e300
+    (K·F past int64) prefetches what F = 4 (K·F = n = 8) does, on both engines (K·F was cast
+    to a negative count, which prefetched nothing)."""
+    tr = generators.zipf(n=8, layers=4, tokens=30, seed=1, topk=2, expand="groups")
+    runs = {(f, e): simulate(tr, "lru", 12, prefetch=Prefetcher(
+        make_prefetch_predictor(pred), make_strategy(f"topk:overfetch={f}")), engine=e)
+        for f in ("4", "1e300", "inf") for e in ("reference", "fast")}
+    want = runs["4", "reference"]
+    assert want.extra["prefetches"] > 0
+    for r in runs.values():
+        assert (r.misses, r.extra["prefetches"], r.extra["prefetch_useful"]) == (
+            want.misses, want.extra["prefetches"], want.extra["prefetch_useful"])
+    assert make_strategy("topk:overfetch=inf").select(np.arange(8.0), 2) == list(range(7, 0, -1))
