@@ -116,6 +116,9 @@ class FetchPriority(MissHandler):
         if len(self.cuts) != len(self.levels) - 1:
             raise PagingError(f"fetch-priority: {len(self.levels)} levels need "
                               f"{len(self.levels) - 1} cuts, got {len(self.cuts)}")
+        if not np.isfinite(self.cuts).all():
+            raise PagingError(f"fetch-priority: cuts must be finite numbers c1 > c2 > ..., got "
+                              f"{'/'.join(f'{c:g}' for c in self.cuts)}")
         if any(a <= b for a, b in zip(self.cuts, self.cuts[1:], strict=False)):
             raise PagingError("fetch-priority: cuts must decrease (c1 > c2 > ...)")
 

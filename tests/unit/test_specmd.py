@@ -448,6 +448,16 @@ def test_a_cascade_past_the_chains_end_says_so():
     assert make_miss("fetch-priority:levels=int4/int2", "int4").levels == ("int4", "int2")
 
 
+@pytest.mark.parametrize("cuts", ["0.5/nan", "nan/0.25", "inf/0.25", "0.5/-inf"])
+def test_fetch_priority_refuses_cuts_that_are_not_finite(cuts):
+    """A NaN cut compares false both ways, so it passed the "cuts must decrease" check and
+    sent no miss below it (cuts=0.5/nan fetched nothing at int2): one error naming the cuts."""
+    with pytest.raises(PagingError, match=f"cuts must be finite numbers c1 > c2 > ..., got "
+                                          f"{cuts}"):
+        make_miss(f"fetch-priority:cuts={cuts}", "int8")
+    assert make_miss("fetch-priority:cuts=0.6/-1", "int8").cuts == (0.6, -1.0)
+
+
 # -- timeline ------------------------------------------------------------------------------------
 def test_late_prefetch_stalls_by_hand():
     """ℓ=2, n=2, groups of 1, k=2, fetch 10 ms per page; c = expert compute, a = non-expert.
