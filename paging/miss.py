@@ -196,6 +196,9 @@ def _levels(opts, precision, n: int, what, *, need: int | None = None) -> tuple[
         if q not in CHAIN:
             raise PagingError(f"{what}: unknown precision {q!r}; expected one of "
                               f"{', '.join(CHAIN)}")
+    if any(CHAIN.index(a) >= CHAIN.index(b) for a, b in zip(levels, levels[1:], strict=False)):
+        raise PagingError(f"{what}: levels must go down the chain {' > '.join(CHAIN)} (each "
+                          f"below the one before), got {'/'.join(levels)}")
     return levels
 
 

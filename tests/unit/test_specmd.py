@@ -448,6 +448,19 @@ def test_a_cascade_past_the_chains_end_says_so():
     assert make_miss("fetch-priority:levels=int4/int2", "int4").levels == ("int4", "int2")
 
 
+@pytest.mark.parametrize("spec,precision", [("fetch-lowest-bit:levels=int4/int8", "int4"),
+                                            ("fetch-lowest-bit:levels=int4/int4", "int4"),
+                                            ("fetch-priority:levels=bf16/int2/int4", "bf16")])
+def test_cascade_levels_must_go_down_the_chain(spec, precision):
+    """fetch-lowest-bit fetches at its last level, so levels=int4/int8 fetched every miss at
+    int8, above the run's int4 (the "lowest bit" at twice the bytes): one error instead.
+    Levels may skip a step of the chain (bf16/int4)."""
+    with pytest.raises(PagingError, match=r"levels must go down the chain bf16 > int8 > int4 > "
+                                          r"int2 \(each below the one before\)"):
+        make_miss(spec, precision)
+    assert make_miss("fetch-lowest-bit:levels=bf16/int4", "bf16").levels == ("bf16", "int4")
+
+
 @pytest.mark.parametrize("cuts", ["0.5/nan", "nan/0.25", "inf/0.25", "0.5/-inf"])
 def test_fetch_priority_refuses_cuts_that_are_not_finite(cuts):
     """A NaN cut compares false both ways, so it passed the "cuts must decrease" check and
