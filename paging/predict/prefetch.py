@@ -304,8 +304,10 @@ class Transition(PrefetchPredictor):
         if self.C is None:
             raise PagingError("transition needs training sequences: other sequences of the "
                               "file, or train=FILE")
-        if trace.name in self.trained_on:
-            raise PagingError(f"transition was fitted on {trace.name}, the sequence it would "
+        # (a warm run's joined trace predicts each of its sequences)
+        seen = [x for x in trace.meta.get("warm_of") or [trace.name] if x in self.trained_on]
+        if seen:
+            raise PagingError(f"transition was fitted on {seen[0]}, the sequence it would "
                               "predict; fit it on other sequences (train=FILE)")
         if self.C.shape != (trace.layout.n_layers, trace.layout.n_experts,
                             trace.layout.n_experts):

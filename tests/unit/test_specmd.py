@@ -655,3 +655,21 @@ def test_topk_overfetch_past_the_layer_is_every_proposed_expert(pred):
         assert (r.misses, r.extra["prefetches"], r.extra["prefetch_useful"]) == (
             want.misses, want.extra["prefetches"], want.extra["prefetch_useful"])
     assert make_strategy("topk:overfetch=inf").select(np.arange(8.0), 2) == list(range(7, 0, -1))
+
+
+def test_a_warm_run_refuses_a_transition_fitted_on_its_own_sequences(tmp_path, capsys):
+    """A warm run predicts every sequence it joins: transition:train=FILE on the simulated
+    file itself was refused cold but taken warm (the joined trace has a name of its own), a
+    predictor fitted on the requests it predicts. Another file is still taken."""
+    experts = np.array([[[0, 1], [2, 0]], [[1, 2], [0, 1]], [[2, 0], [1, 2]]])
+    write(from_routing(experts, Layout(3, 2), expand="groups", name="t"), tmp_path / "t.npz")
+    write(from_routing(experts[::-1], Layout(3, 2), expand="groups", name="o"),
+          tmp_path / "o.npz")
+    for warm in ([], ["--warm"]):
+        code = cli.main(["simulate", str(tmp_path / "t.npz"), "--policy", "lru", "--k", "3",
+                         "--prefetch", f"transition:train={tmp_path / 't.npz'}", *warm])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "" and "transition was fitted on t, the sequence" in err
+        assert cli.main(["simulate", str(tmp_path / "t.npz"), "--policy", "lru", "--k", "3",
+                         "--prefetch", f"transition:train={tmp_path / 'o.npz'}", *warm]) == 0
+        capsys.readouterr()
