@@ -113,12 +113,16 @@ class CacheState:
     def rank_at(self, t: int) -> int:
         return self._sim.rank_at(t)
 
+    def step_at(self, t: int) -> int:
+        return self._sim._steps[t]
+
     def groups_served(self) -> int:
-        """(token, layer) groups served: requests of rank 0 (every request without ranks)."""
+        """(token, layer) groups served: steps holding a request of rank 0 (a batched
+        prefill's group holds several; every request without ranks)."""
         sim = self._sim
         if sim._rank is None:
             return sim.t
-        return sum(1 for r in sim._rank[:sim.t] if r == 0)
+        return len({sim._steps[t] for t in range(sim.t) if sim._rank[t] == 0})
 
 
 class Simulation:

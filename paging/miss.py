@@ -116,6 +116,9 @@ class FetchPriority(MissHandler):
         if len(self.cuts) != len(self.levels) - 1:
             raise PagingError(f"fetch-priority: {len(self.levels)} levels need "
                               f"{len(self.levels) - 1} cuts, got {len(self.cuts)}")
+        if not np.isfinite(self.cuts).all():
+            raise PagingError(f"fetch-priority: cuts must be finite numbers c1 > c2 > ..., got "
+                              f"{'/'.join(f'{c:g}' for c in self.cuts)}")
         if any(a <= b for a, b in zip(self.cuts, self.cuts[1:], strict=False)):
             raise PagingError("fetch-priority: cuts must decrease (c1 > c2 > ...)")
 
@@ -193,6 +196,9 @@ def _levels(opts, precision, n: int, what, *, need: int | None = None) -> tuple[
         if q not in CHAIN:
             raise PagingError(f"{what}: unknown precision {q!r}; expected one of "
                               f"{', '.join(CHAIN)}")
+    if any(CHAIN.index(a) >= CHAIN.index(b) for a, b in zip(levels, levels[1:], strict=False)):
+        raise PagingError(f"{what}: levels must go down the chain {' > '.join(CHAIN)} (each "
+                          f"below the one before), got {'/'.join(levels)}")
     return levels
 
 

@@ -132,9 +132,11 @@ class MissStats(Observer):
         self.dropped_log: list[int] = []
         self.substituted_log: list[tuple[int, int]] = []
         self.fetch_log: list[int] = []
+        self._top1_step = -1
 
     def start(self, state, record):
         super().start(state, record)
+        self._top1_step = -1
         h = self.handler
         n_levels = len(h.level_sizes) if h is not None and h.uses_levels else 1
         P = state.layout.n_pages
@@ -150,7 +152,8 @@ class MissStats(Observer):
     def on_replace(self, t, page, act, substitute):
         r = self.state.rank_at(t)
         self.replaced_ranks[r] = self.replaced_ranks.get(r, 0) + 1
-        if r == 0:
+        if r == 0 and self.state.step_at(t) != self._top1_step:  # once per group
+            self._top1_step = self.state.step_at(t)
             self.top1_changed += 1
         if act == DROP:
             self.dropped += 1

@@ -339,10 +339,13 @@ def run_weights(spec: RunSpec, cm, trace):
     return spec.costs, sizes
 
 
-def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher, routing):
+def _simulate(spec: RunSpec, cm, trace, costs, sizes, *, warm: bool, prefetcher, routing,
+              read=None):
     from paging.simulate import simulate, verifying
 
-    handler = spec.miss_handler(trace)
+    # (a cascade's tiers, like ``costs``, are placed by the requests as read: ``read``, the
+    # trace before its prefill was batched)
+    handler = spec.miss_handler(trace if read is None else read)
     extended = prefetcher is not None or handler is not None
     # (a warm run with a miss handler records its events: its per-sequence counts read them;
     # a verified run is recorded in full by verifying())
@@ -407,7 +410,8 @@ def _run_sequence(spec: RunSpec, trace, traces, train, earlier) -> Outcome:
         sim_trace, batch = batch_prefill(trace)
     routing = router_for_run(spec.routing, earlier) if spec.routed else None
     res = _simulate(spec, cm, sim_trace, costs, sizes, warm=False,
-                    prefetcher=_prefetcher(spec, trace, traces, train), routing=routing)
+                    prefetcher=_prefetcher(spec, trace, traces, train), routing=routing,
+                    read=trace)
     row = res.to_dict()
     tm = _timed(spec, cm, sim_trace, res, costs, sizes, batch, row)
     _lifetimes(spec, sim_trace, res, row)
@@ -424,13 +428,15 @@ def _run_warm(spec: RunSpec, traces, train) -> Outcome:
         from paging.cost.timeline import batch_prefill
 
         joined, batch = concat(*zip(*[batch_prefill(t) for t in seqs], strict=True))
+        read = concat(seqs)[0]  # the requests as read: the host tier's counts, as cold
     else:
         (joined, _), batch = concat(seqs), None
+        read = joined
     cm = spec.cost_setup()
-    costs, sizes = run_weights(spec, cm, joined)
+    costs, sizes = run_weights(spec, cm, read)
     res = _simulate(spec, cm, joined, costs, sizes, warm=True,
                     prefetcher=_prefetcher(spec, joined, traces, train),
-                    routing=make_router(spec.routing) if spec.routed else None)
+                    routing=make_router(spec.routing) if spec.routed else None, read=read)
     row = res.to_dict()
     tm = _timed(spec, cm, joined, res, costs, sizes, batch, row)
     _lifetimes(spec, joined, res, row)  # (over the joined run: the total row only)

@@ -74,7 +74,7 @@ from numba import njit
 
 from paging.cost.arith import expert_compute_ms, non_expert_ms
 from paging.errors import PagingError, check_time
-from paging.trace import Trace
+from paging.trace import Trace, group_starts
 
 
 @njit(cache=True, nogil=True)
@@ -359,9 +359,17 @@ class Timing:
 
 def _tokens_and_first(trace: Trace) -> tuple[np.ndarray, np.ndarray | None]:
     """Token of every request, and whether the request opens its (token, layer) (None: every
-    request does, a trace without ranks)."""
+    request does, a trace without ranks): the first of its group in groups mode (a batched
+    prefill's group holds several experts of best rank 0), the round of rank 0 in rounds
+    mode."""
     tok = trace.token if trace.token is not None else trace.passes
-    first = None if trace.rank is None else np.asarray(trace.rank == 0)
+    if trace.rank is None:
+        first = None
+    elif trace.expand == "groups":
+        first = np.zeros(trace.n_requests, dtype=bool)
+        first[group_starts(trace.steps)] = True
+    else:
+        first = np.asarray(trace.rank == 0)
     return np.asarray(tok), first
 
 
@@ -697,6 +705,9 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
     prefill phase comes back in groups mode with ``batch`` all ones. Gate scores, when the trace
     has them, follow the requests; a prefill request's score is the sum of the scores of the
     prompt tokens it serves (the gate mass it carries: what Score-Based eviction accumulates).
+    Ranks, when the trace has them, follow the requests too; a prefill request's rank is the
+    best rank any of its prompt tokens gave it (as a serving step's group does: ``drop:rank=1``
+    keeps an expert that is some token's top-1), else its position in its group.
     ``meta`` gains ``batched_prefill`` (True) and ``prefill_tokens`` (the prompt's length, which
     a prefetcher may use: :meth:`paging.predict.prefetch.Prefetcher.target_k`).
     """
@@ -710,7 +721,7 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
     pages, layers = trace.pages, trace.layers
     tok, _ = _tokens_and_first(trace)
     out_p, out_s, out_b, out_t, out_r, out_g = [], [], [], [], [], []
-    score = trace.score
+    score, rank = trace.score, trace.rank
     for z in range(L):
         sel = pages[:hi][layers[:hi] == z]
         if sel.size == 0:
@@ -725,7 +736,12 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
         out_b.append(counts[order])
         out_s.append(np.full(order.size, z, dtype=np.int64))
         out_t.append(np.zeros(order.size, dtype=np.int64))
-        out_r.append(np.arange(order.size, dtype=np.int64))
+        if rank is None:
+            out_r.append(np.arange(order.size, dtype=np.int64))
+        else:  # the best rank of each expert over the prompt tokens it serves
+            best = np.full(uniq.size, np.iinfo(np.int64).max, dtype=np.int64)
+            np.minimum.at(best, inv, rank[:hi][layers[:hi] == z])
+            out_r.append(best[order])
     n_pre = sum(a.size for a in out_p)
     # decode: one group per (token, layer) in execution order, numbered after the prefill pass
     dp, dl, dt = pages[hi:], layers[hi:], tok[hi:]
@@ -735,7 +751,9 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
     new_tok = np.unique(dt, return_inverse=True)[1].astype(np.int64) + (1 if n_pre else 0)
     d_steps = new_tok * L + dl
     d_rank = np.zeros(dp.size, dtype=np.int64)
-    if dp.size:
+    if rank is not None:
+        d_rank = np.asarray(rank[hi:], dtype=np.int64)[order]
+    elif dp.size:
         starts = np.r_[True, d_steps[1:] != d_steps[:-1]]
         grp = np.cumsum(starts) - 1
         first_idx = np.flatnonzero(starts)

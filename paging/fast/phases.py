@@ -1254,11 +1254,13 @@ class _State:
     def __init__(self, trace, costs, sizes):
         self.layout, self.costs, self.sizes = trace.layout, costs, sizes
         self.has_scores = trace.score is not None
-        self._rank = trace.rank
+        self._rank, self._steps = trace.rank, trace.steps
         self._n = trace.n_requests
 
     def groups_served(self) -> int:
-        return self._n if self._rank is None else int(np.count_nonzero(self._rank == 0))
+        if self._rank is None:
+            return self._n
+        return int(np.unique(np.asarray(self._steps)[np.asarray(self._rank) == 0]).size)
 
 
 def handler_rule(miss) -> tuple:
@@ -1538,7 +1540,8 @@ def _miss_counts(mstats, trace, outcome, subst, lvl, rec) -> None:
              else np.asarray(trace.rank, dtype=np.int64)[replaced])
     values, counts = np.unique(ranks, return_counts=True)
     mstats.replaced_ranks = {int(r): int(c) for r, c in zip(values, counts, strict=True)}
-    mstats.top1_changed = int(np.count_nonzero(ranks == 0))
+    # groups whose top-1 was replaced (a batched prefill's group has several of rank 0)
+    mstats.top1_changed = int(np.unique(np.asarray(trace.steps)[replaced[ranks == 0]]).size)
     if trace.score is not None and dropped.size:
         # the reference adds the scores one by one: a running (sequential) sum
         mstats.dropped_mass = float(np.cumsum(np.asarray(trace.score,

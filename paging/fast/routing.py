@@ -483,7 +483,7 @@ def _run_phased(trace, policy, spec, k, budget, costs, sizes, seed, level, prefe
                             tok_of, z_of, (prefetch is not None, pf_start, pf_pages, pf_size,
                                            act, lvl, substitute, level_slots, rule,
                                            prob if prob.shape[0] else None))
-    served = SimpleNamespace(layout=lay, pages=sp, rank=srank,
+    served = SimpleNamespace(layout=lay, pages=sp, steps=ss, rank=srank,
                              score=sscore if has_score else None, n_requests=N)
     return phases.phase_result(out, served, trace.name, policy, k, budget, costs, sizes, seed,
                                spec[2], level, prefetch, miss, lvl)

@@ -304,8 +304,10 @@ class Transition(PrefetchPredictor):
         if self.C is None:
             raise PagingError("transition needs training sequences: other sequences of the "
                               "file, or train=FILE")
-        if trace.name in self.trained_on:
-            raise PagingError(f"transition was fitted on {trace.name}, the sequence it would "
+        # (a warm run's joined trace predicts each of its sequences)
+        seen = [x for x in trace.meta.get("warm_of") or [trace.name] if x in self.trained_on]
+        if seen:
+            raise PagingError(f"transition was fitted on {seen[0]}, the sequence it would "
                               "predict; fit it on other sequences (train=FILE)")
         if self.C.shape != (trace.layout.n_layers, trace.layout.n_experts,
                             trace.layout.n_experts):
@@ -339,15 +341,21 @@ class TopK:
             raise PagingError(f"topk: overfetch must be >= 1, got {overfetch}")
         self.overfetch = float(overfetch)
 
+    def count(self, K, n: int):
+        """round(K·F), at most ``n`` (the layer's experts: F may be as large as inf, and
+        K·F past int64 wrapped to a negative count, which prefetched nothing)."""
+        return np.floor(np.minimum(np.asarray(K, dtype=np.float64) * self.overfetch + 0.5,
+                                   n)).astype(np.int64)
+
     def select(self, scores: np.ndarray, K: int) -> list[int]:
-        m = int(math.floor(K * self.overfetch + 0.5))
+        m = int(self.count(K, scores.size))
         order = np.lexsort((np.arange(scores.size), -scores))  # score desc, then id asc
         return [int(e) for e in order[:m] if scores[e] > 0]
 
     def select_all(self, scores: np.ndarray, K) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`select` of every row of ``scores`` (G, n): ``(rows, experts)`` in row order,
         each row's experts in selection order. ``K``: one int, or one per row."""
-        m = np.floor(np.asarray(K, dtype=np.float64) * self.overfetch + 0.5).astype(np.int64)
+        m = self.count(K, scores.shape[1])
         order = np.argsort(-scores, axis=1, kind="stable")  # desc, ties to lower id
         first = np.arange(scores.shape[1])[None, :] < np.reshape(m, (-1, 1))  # the m best
         keep = first & (np.take_along_axis(scores, order, axis=1) > 0)
@@ -431,7 +439,7 @@ class Prefetcher:
         Ks = self.target_k(trace, hi)
         m = None
         if type(self.strategy) is TopK:
-            m = np.floor(Ks.astype(np.float64) * self.strategy.overfetch + 0.5).astype(np.int64)
+            m = self.strategy.count(Ks, n)
         own = "score_matrix" not in vars(pred)  # (one set on the instance is honoured)
         if m is not None and type(pred) is Transition and own:
             rows, experts, start, right = plan_loops.transition_topk(pred.C, layers, experts, lo,

@@ -448,6 +448,29 @@ def test_a_cascade_past_the_chains_end_says_so():
     assert make_miss("fetch-priority:levels=int4/int2", "int4").levels == ("int4", "int2")
 
 
+@pytest.mark.parametrize("spec,precision", [("fetch-lowest-bit:levels=int4/int8", "int4"),
+                                            ("fetch-lowest-bit:levels=int4/int4", "int4"),
+                                            ("fetch-priority:levels=bf16/int2/int4", "bf16")])
+def test_cascade_levels_must_go_down_the_chain(spec, precision):
+    """fetch-lowest-bit fetches at its last level, so levels=int4/int8 fetched every miss at
+    int8, above the run's int4 (the "lowest bit" at twice the bytes): one error instead.
+    Levels may skip a step of the chain (bf16/int4)."""
+    with pytest.raises(PagingError, match=r"levels must go down the chain bf16 > int8 > int4 > "
+                                          r"int2 \(each below the one before\)"):
+        make_miss(spec, precision)
+    assert make_miss("fetch-lowest-bit:levels=bf16/int4", "bf16").levels == ("bf16", "int4")
+
+
+@pytest.mark.parametrize("cuts", ["0.5/nan", "nan/0.25", "inf/0.25", "0.5/-inf"])
+def test_fetch_priority_refuses_cuts_that_are_not_finite(cuts):
+    """A NaN cut compares false both ways, so it passed the "cuts must decrease" check and
+    sent no miss below it (cuts=0.5/nan fetched nothing at int2): one error naming the cuts."""
+    with pytest.raises(PagingError, match=f"cuts must be finite numbers c1 > c2 > ..., got "
+                                          f"{cuts}"):
+        make_miss(f"fetch-priority:cuts={cuts}", "int8")
+    assert make_miss("fetch-priority:cuts=0.6/-1", "int8").cuts == (0.6, -1.0)
+
+
 # -- timeline ------------------------------------------------------------------------------------
 def test_late_prefetch_stalls_by_hand():
     """ℓ=2, n=2, groups of 1, k=2, fetch 10 ms per page; c = expert compute, a = non-expert.
@@ -615,3 +638,38 @@ def test_batched_prefill_targets_take_k_times_the_prompt():
     # the perfect oracle then prefetches exactly each target's experts: precision = recall = 1
     r = simulate(tr, "lru", 8, prefetch=pf)
     assert r.extra["prefetch_precision"] == 1.0 == r.extra["prefetch_recall"]
+
+
+@pytest.mark.parametrize("pred", ["frequency", "oracle"])
+def test_topk_overfetch_past_the_layer_is_every_proposed_expert(pred):
+    """topk:overfetch=F takes round(K·F) experts, at most the layer's n: F = inf or 1e300
+    (K·F past int64) prefetches what F = 4 (K·F = n = 8) does, on both engines (K·F was cast
+    to a negative count, which prefetched nothing)."""
+    tr = generators.zipf(n=8, layers=4, tokens=30, seed=1, topk=2, expand="groups")
+    runs = {(f, e): simulate(tr, "lru", 12, prefetch=Prefetcher(
+        make_prefetch_predictor(pred), make_strategy(f"topk:overfetch={f}")), engine=e)
+        for f in ("4", "1e300", "inf") for e in ("reference", "fast")}
+    want = runs["4", "reference"]
+    assert want.extra["prefetches"] > 0
+    for r in runs.values():
+        assert (r.misses, r.extra["prefetches"], r.extra["prefetch_useful"]) == (
+            want.misses, want.extra["prefetches"], want.extra["prefetch_useful"])
+    assert make_strategy("topk:overfetch=inf").select(np.arange(8.0), 2) == list(range(7, 0, -1))
+
+
+def test_a_warm_run_refuses_a_transition_fitted_on_its_own_sequences(tmp_path, capsys):
+    """A warm run predicts every sequence it joins: transition:train=FILE on the simulated
+    file itself was refused cold but taken warm (the joined trace has a name of its own), a
+    predictor fitted on the requests it predicts. Another file is still taken."""
+    experts = np.array([[[0, 1], [2, 0]], [[1, 2], [0, 1]], [[2, 0], [1, 2]]])
+    write(from_routing(experts, Layout(3, 2), expand="groups", name="t"), tmp_path / "t.npz")
+    write(from_routing(experts[::-1], Layout(3, 2), expand="groups", name="o"),
+          tmp_path / "o.npz")
+    for warm in ([], ["--warm"]):
+        code = cli.main(["simulate", str(tmp_path / "t.npz"), "--policy", "lru", "--k", "3",
+                         "--prefetch", f"transition:train={tmp_path / 't.npz'}", *warm])
+        out, err = capsys.readouterr()
+        assert code == 2 and out == "" and "transition was fitted on t, the sequence" in err
+        assert cli.main(["simulate", str(tmp_path / "t.npz"), "--policy", "lru", "--k", "3",
+                         "--prefetch", f"transition:train={tmp_path / 'o.npz'}", *warm]) == 0
+        capsys.readouterr()

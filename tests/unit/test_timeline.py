@@ -29,6 +29,7 @@ from paging.cost import (
     transfer_ms,
 )
 from paging.cost.timeline import _timeline, batch_prefill, timeline
+from paging.warm import concat
 
 #: the kernel's last arguments for today's timeline: no per-token overhead, one copy stream
 ONE_STREAM = (np.zeros(0, bool), 0.0, 1, True, 0.0, np.zeros(0), np.zeros(0, bool))
@@ -595,3 +596,46 @@ def test_routed_speedup_golden_numbers_on_mixtral(capsys):
     assert dec["ttft_ms"] == std["ttft_ms"] == pytest.approx(6115.757970315093, rel=1e-9)
     assert std["tokens_per_s"] == pytest.approx(9.948340934874606, rel=1e-9)
     assert dec["tokens_per_s"] == pytest.approx(20.14016548549232, rel=1e-9)
+
+
+def test_batched_prefill_keeps_each_experts_best_rank():
+    """ℓ=1, n=4, top-2: prompt tokens [0, 1] and [2, 0], then the decode token [3, 1].
+    Batched, the prefill group is experts 0, 1, 2 in order of first use, of best ranks 0
+    (token 0's top-1), 1 and 0 (token 1's top-1), not their positions 0, 1, 2: drop:rank=1
+    drops expert 1 there, not expert 2 (a top-1), and expert 1 in the decode again. The
+    layer's non-expert work is charged once per group (the prefill group holds two experts of
+    rank 0), and top1_changed_share counts groups, not requests of rank 0."""
+    raw = from_routing(np.array([[[0, 1]], [[2, 0]], [[3, 1]]]), Layout(4, 1), expand="groups")
+    raw.meta.update(top_k=2, phase_bounds={"prefill": [0, 4], "decode": [4, 6]})
+    tr, batch = batch_prefill(raw)
+    assert tr.pages.tolist() == [0, 1, 2, 3, 1] and tr.rank.tolist() == [0, 1, 0, 0, 1]
+    assert batch.tolist() == [2, 1, 1, 1, 1]
+    for engine in ("reference", "fast"):
+        r = simulate(tr, "lru", 4, miss="drop:rank=1", record=True, engine=engine)
+        assert r.events["dropped"].tolist() == [1, 4] and r.misses == 3
+        assert r.extra["replaced_ranks"] == {"1": 2} and r.extra["top1_changed_share"] == 0
+    # a second request, warm: its prefill group (experts 2, 1, 3 of best ranks 0, 1, 0) finds
+    # 0 and 1 cached from the first (prefill [0, 1], decode [0, 1]) at k = 2: 2 and 3 are
+    # both substituted by 0, one group of the 4 whose top-1 changed (not 2 of 5 requests of
+    # rank 0)
+    first = from_routing(np.array([[[0, 1]], [[0, 1]]]), Layout(4, 1), expand="groups")
+    first.meta.update(top_k=2, phase_bounds={"prefill": [0, 2], "decode": [2, 4]})
+    second = from_routing(np.array([[[2, 1]], [[3, 1]], [[0, 1]]]), Layout(4, 1),
+                          expand="groups")
+    second.meta.update(top_k=2, phase_bounds={"prefill": [0, 4], "decode": [4, 6]})
+    joined, _ = concat(*zip(batch_prefill(first), batch_prefill(second), strict=True))
+    assert joined.rank.tolist() == [0, 1, 0, 1, 0, 1, 0, 0, 1]
+    for engine in ("reference", "fast"):
+        s = simulate(joined, "lru", 2, miss="substitute", record=True, engine=engine)
+        assert s.events["substituted"].tolist() == [[4, 0], [6, 0]]
+        assert s.extra["top1_changed_share"] == 0.25
+    m, q, hw = get_model("mixtral-8x7b"), get_precision("int4"), get_hardware("pcie4")
+    fetch, sizes = np.full(4, 10.0), np.ones(4, np.int64)
+    tm = timeline(tr, np.zeros(5, bool), model=m, precision=q, hardware=hw, fetch_ms=fetch,
+                  sizes=sizes, batch=batch)
+    c1 = expert_compute_ms(m, q, hw, 1)
+    # prefill: the layer (2 tokens), three transfers back to back, expert 2 computes last;
+    # decode: the layer (1 token), two transfers, expert 1 computes last
+    assert tm.ttft_ms == pytest.approx(non_expert_ms(m, hw, 2) + 30 + c1, rel=1e-12)
+    assert tm.time_ms == pytest.approx(tm.ttft_ms + non_expert_ms(m, hw, 1) + 20 + c1,
+                                       rel=1e-12)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -16,6 +17,7 @@ from paging.cost.arith import model_bytes, share_budget
 from paging.cost.timeline import timeline
 from paging.errors import PagingError
 from paging.layout import Layout
+from paging.run import RunSpec, run
 from paging.simulate import simulate
 from paging.trace import from_routing
 from paging.verify import verify
@@ -255,3 +257,29 @@ def test_sequences_without_token_ids_join_with_their_rounds_as_tokens():
 
     cold = simulate(a, "token-match", 3).misses
     assert simulate(concat([a])[0], "token-match", 3).misses == cold
+
+
+def test_host_tier_of_a_batched_run_is_placed_by_the_requests_as_read(tmp_path):
+    """ℓ = 1, n = 3, top-1, host DRAM for one expert: a prompt of three tokens on expert 0,
+    then decode 1, 2, 1. The trace requests 0 three times, 1 twice, 2 once: expert 0 in host
+    DRAM (H ms a fetch), 1 and 2 on the SSD (S ms). Batched, the prefill is one request of 0;
+    at one expert's budget the run fetches 0, 1, 2, 1: H + 3S, cold and warm. A warm run
+    placed the tier by the batched requests (0 once, 1 twice: 2H + 2S), and so did a cold
+    run for a cascade's lower levels (fetch-lowest-bit: every fetch at int4)."""
+    (tmp_path / "m.toml").write_text("n_layers = 1\nn_experts = 3\ntop_k = 1\nd_model = 1024\n"
+                                     "d_ff = 512\nn_matrices = 3\nnon_expert_params = 1000\n")
+    model = str(tmp_path / "m.toml")
+    m = get_model(model)
+    tr = from_routing(np.array([[[0]], [[0]], [[0]], [[1]], [[2]], [[1]]]), m.layout,
+                      meta={"phase_bounds": {"prefill": [0, 3], "decode": [3, 6]}})
+    hw = get_hardware("link-5gbps")
+    for q, miss, fetched in (("bf16", None, "bf16"), ("int8", "fetch-lowest-bit", "int4")):
+        H, S = page_costs(m, fetched, hw, np.array([0, 1, 1], np.int8))[:2]
+        size = m.expert_bytes(get_precision(q))
+        spec = RunSpec("lru", budget=size, model=model, precision=q, host_gb=size / 1e9,
+                       prefill="batched", miss=miss)
+        cold = run(spec, [tr])[0]
+        warm = run(dataclasses.replace(spec, warm=True), [tr])[-1]
+        assert cold["misses"] == warm["misses"] == 4
+        assert cold["cost"] == pytest.approx(H + 3 * S, rel=1e-12)
+        assert warm["cost"] == pytest.approx(H + 3 * S, rel=1e-12)
