@@ -162,7 +162,11 @@ def budget_bytes(gb: float) -> int:
     if isinstance(gb, bool) or not isinstance(gb, numbers.Real) or not gb > 0 \
             or gb == float("inf"):
         raise PagingError(f"the budget must be a number of GB > 0, got {gb!r}")
-    return int(Decimal(str(gb)) * 10**9)
+    b = int(Decimal(str(gb)) * 10**9)
+    if b < 1:  # (the simulator's "byte budget must be >= 1, got 0" named no budget given)
+        raise PagingError(f"a budget of {gb!r} GB is less than one byte; expected at least 1e-9 "
+                          "GB")
+    return b
 
 
 def model_bytes(model: Model, precision: Precision | str = "bf16") -> int:
@@ -186,7 +190,12 @@ def share_budget(model: Model, pct: float) -> int:
     """
     if isinstance(pct, bool) or not isinstance(pct, numbers.Real) or not 0 < pct <= 100:
         raise PagingError(f"the capacity share must be a percentage in (0, 100], got {pct!r}")
-    return int(Decimal(str(pct)) * model_bytes(model, "bf16") // 100)
+    b = int(Decimal(str(pct)) * model_bytes(model, "bf16") // 100)
+    if b < 1:  # (as budget_bytes)
+        raise PagingError(f"a capacity share of {pct!r} % of {model.name} is less than one "
+                          "byte; expected a share of about "
+                          f"{100 / model_bytes(model, 'bf16'):.3g} % or more")
+    return b
 
 
 def capacity_pages(budget: int, model: Model, precision: Precision | str) -> int:

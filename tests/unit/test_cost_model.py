@@ -389,3 +389,18 @@ def test_the_shipped_routing_logs_are_sized_by_their_ids_and_their_conversions_a
         assert sized_by_ids(tr), (f, tr.meta.get("format"))
         write(tr, tmp_path / "t.npz")
         assert not sized_by_ids(load(tmp_path / "t.npz")[0])
+
+
+def test_a_budget_below_one_byte_names_what_was_given():
+    """A review: --budget-gb 1e-10 and --budget-pct 1e-9 became a budget of 0 bytes, refused as
+    "the byte budget must be an integer >= 1, got 0", which names neither."""
+    from paging.cost.arith import budget_bytes, share_budget
+
+    assert budget_bytes(1e-9) == 1
+    with pytest.raises(PagingError, match=r"^a budget of 1e-10 GB is less than one byte; "
+                                          r"expected at least 1e-9 GB$"):
+        budget_bytes(1e-10)
+    with pytest.raises(PagingError, match=r"^a capacity share of 1e-09 % of mixtral-8x7b is "
+                                          r"less than one byte; expected a share of about "
+                                          r"1\.07e-09 % or more$"):
+        share_budget(get_model("mixtral-8x7b"), 1e-9)
