@@ -40,9 +40,10 @@ def _other_expansion(trace) -> np.ndarray | None:
     """The pages of ``trace`` in the other top-K expansion (rounds: by token, rank, layer;
     groups: by token, layer, rank), as :func:`paging.io.load` gives them with the other
     ``expand``; None without token ids and ranks (then there is one order)."""
-    if trace.token is None or trace.rank is None:
+    token, rank = getattr(trace, "token", None), getattr(trace, "rank", None)
+    if token is None or rank is None:  # (a served stream's pages carry neither)
         return None
-    tok, rank, lay = np.asarray(trace.token), np.asarray(trace.rank), trace.layers
+    tok, rank, lay = np.asarray(token), np.asarray(rank), trace.layers
     keys = (rank, lay, tok) if trace.expand == "rounds" else (lay, rank, tok)
     return np.asarray(trace.pages)[np.lexsort(keys)]
 
