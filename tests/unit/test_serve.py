@@ -1007,10 +1007,10 @@ def test_closed_loop_issues_after_think_time(toy):
     assert len(res.requests) == 6 and res.summary["request_cap_reached"]
 
 
-def test_a_closed_loops_progress_bar_fills_with_its_duration(toy, monkeypatch):
-    """A closed loop's bar counted the tokens of the requests drawn up to its cap (32 per
-    client), most never made: it ended at a few percent. It counts the simulated ms of the
-    duration now, and fills (the clients send until a request ends past the duration)."""
+@pytest.fixture
+def bars(monkeypatch):
+    """The progress bars a run opens, each as ``[total, unit, done]`` (paging.progress.bar
+    replaced by one that counts its updates)."""
     from paging import progress
 
     seen = []
@@ -1029,45 +1029,33 @@ def test_a_closed_loops_progress_bar_fills_with_its_duration(toy, monkeypatch):
             seen[-1][2] += n
 
     monkeypatch.setattr(progress, "bar", Bar)
+    return seen
+
+
+def test_a_closed_loops_progress_bar_fills_with_its_duration(toy, bars):
+    """A closed loop's bar counted the tokens of the requests drawn up to its cap (32 per
+    client), most never made: it ended at a few percent. It counts the simulated ms of the
+    duration now, and fills (the clients send until a request ends past the duration)."""
     e = np.array([[[0, 1], [2, 3]], [[0, 1], [2, 3]]])
     serve(RunSpec("lru", k=8, model=toy), ServeSpec(Arrivals(clients=2, duration=1e-5)),
           [_seq_trace(e, 1)])
-    ((total, unit, done),) = seen
+    ((total, unit, done),) = bars
     assert (total, unit) == (0.01, "ms") and done == pytest.approx(0.01, rel=1e-12)
 
 
-
-def test_a_closed_loops_bar_counts_think_time_and_an_early_end(toy, monkeypatch):
+def test_a_closed_loops_bar_counts_think_time_and_an_early_end(toy, bars):
     """The bar counts the duration's simulated ms: a client's think time passes on it too, and
     a loop the request cap ends early closes it (one client thinking 50 ms in a 200 ms loop made
     4 requests and the bar stopped near 0.06 of 200 ms; with no think time the 32-request cap
     ended the loop at about the same)."""
-    from paging import progress
-
-    seen = []
-
-    class Bar:
-        def __init__(self, total, desc, unit="it", show=None):
-            seen.append([total, 0.0])
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            return False
-
-        def update(self, n):
-            seen[-1][1] += n
-
-    monkeypatch.setattr(progress, "bar", Bar)
     e = np.array([[[0, 1], [2, 3]], [[0, 1], [2, 3]]])
     for think in (0.05, 0.0):
-        seen.clear()
+        bars.clear()
         res = serve(RunSpec("lru", k=8, model=toy),
                     ServeSpec(Arrivals(clients=1, think=think, duration=0.2)),
                     [_seq_trace(e, 1)])
         assert len(res.requests) == (4 if think else 32)
-        ((total, done),) = seen
+        ((total, unit, done),) = bars
         assert total == 200.0 and done == pytest.approx(200.0, rel=1e-12)
 
 
