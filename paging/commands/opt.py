@@ -28,8 +28,9 @@ def add_parser(sub) -> None:
     p.add_argument("--sizes", metavar="FILE", default=None,
                    help="size in bytes per page id: a JSON list or a .npy array")
     p.add_argument("--method", choices=METHODS, default=None,
-                   help="belady (default for unit costs), ilp, flow (default with --costs or "
-                        "--sizes), lp or foo (bounds)")
+                   help="belady (default for unit costs), ilp, flow, lp or foo (bounds); with "
+                        "--costs or --sizes the default is flow for uniform sizes, else ilp up "
+                        "to 5,000 requests and foo's bounds above")
     p.add_argument("--dist", action="store_true", help="per-layer partition (OPT-DIST)")
     p.add_argument("--routing-flex", metavar="j=J[,m=M]", default=None,
                    help="the fewest misses when the router may deviate: keep each (token, layer)'s "
@@ -66,7 +67,9 @@ def run(args) -> int:
     if args.method == "upper":
         raise PagingError("--method upper is the routing-flexible upper bound; it needs "
                           "--routing-flex j=J[,m=M]")
-    method = args.method or ("flow" if weighted else "belady")
+    # (weighted: opt_weighted's auto, flow for uniform sizes, else the ILP up to 5,000
+    # requests and FOO's bounds above; a default of flow refused sizes that vary)
+    method = args.method or ("auto" if weighted else "belady")
     if method == "belady" and weighted:
         raise PagingError("--method belady is optimal for unit costs and sizes only; use "
                           "--method flow or ilp with --costs/--sizes/--budget-gb")
@@ -138,7 +141,7 @@ def _weighted_row(trace, args, method, name, k, costs, sizes, budget) -> dict:
                        method=method, time_limit=args.time_limit,
                        progress=False if args.json else None)  # (the ILP's bar, on a terminal)
     n = trace.n_requests
-    row = {"trace": trace.name, "policy": name, "method": method, "k": k, "dist": args.dist,
+    row = {"trace": trace.name, "policy": name, "method": res.method, "k": k, "dist": args.dist,
            "requests": n, "misses": res.misses, "hits": n - res.misses,
            "miss_ratio": res.misses / n if n else 0.0, "cost": res.cost}
     if budget is not None:

@@ -361,6 +361,18 @@ def test_cli_costs_and_sizes(tmp_path, capsys):
     assert foo[0]["lower"] <= foo[0]["upper"]
 
 
+def test_cli_sizes_that_vary_take_the_ilp_by_default(tmp_path, capsys):
+    """A review: with sizes that vary the default method, flow, refused them ("use ilp, lp or
+    foo"); the default is opt_weighted's auto now, which names the method it used."""
+    s = tmp_path / "s.json"
+    s.write_text(json.dumps([1, 2, 3, 1, 2, 3, 1, 2]))
+    (r,) = run_json(capsys, "--budget-gb", "4e-9", "--sizes", str(s))
+    (ilp,) = run_json(capsys, "--budget-gb", "4e-9", "--sizes", str(s), "--method", "ilp")
+    assert r["method"] == "ilp" and r["exact"] and r["cost"] == ilp["cost"]
+    assert main(["opt", SPEC, "--budget-gb", "4e-9", "--sizes", str(s), "--method", "flow"]) == 2
+    assert "method flow needs one page size per partition" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, msg", [
     (["--k", "3", "--costs", "MISSING.json"], "error: MISSING.json: no such costs file"),
     (["--k", "3", "--costs", "{c}", "--method", "belady"], "error: --method belady is optimal"),
