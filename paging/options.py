@@ -135,6 +135,30 @@ def read_toml(path, expected: str, noun: str = "file") -> tuple[dict, str]:
 TOO_DEEP = "nested too deeply to read"
 
 
+def toml_line(text: str, key: str) -> int | None:
+    """The first line of the TOML ``text`` that gives ``key``, for an error's line: ``key =``,
+    ``key.sub =`` (a dotted key), ``[key]``, ``[[key]]`` or ``[key.sub]`` (a table), the key
+    bare or quoted, and not a line inside a multi-line string; None when none does. (One
+    finder for the sweep specs, the serving sweep's ``[serve]`` table and the model files.)"""
+    import re
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    k = re.escape(key)
+    pat = re.compile(rf"""\s*(\[\[?\s*(["']?){k}\2\s*[\].]|(["']?){k}\3\s*[=.])""")
+    lines = text.splitlines()
+    for i, line in enumerate(lines, start=1):
+        if pat.match(line):
+            try:  # (the lines before it end where a key may start: not inside a string)
+                tomllib.loads("\n".join(lines[:i - 1]))
+            except tomllib.TOMLDecodeError:
+                continue
+            return i
+    return None
+
+
 def parse_json(text: str, file: str, expected: str, line: int | None = None):
     """The JSON value of ``text``: a whole file's text, or (``line`` given) the text of that
     line of a JSONL file. Malformed JSON is one :class:`PagingError` naming the file and line

@@ -80,7 +80,6 @@ import itertools
 import json
 import math
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -210,10 +209,9 @@ def task_names(task: Task) -> list[str]:
 
 # -- the spec ------------------------------------------------------------------------------------
 def _line_of(text: str, key: str) -> int | None:
-    for i, line in enumerate(text.splitlines(), start=1):
-        if re.match(rf"\s*{re.escape(key)}\s*=", line):
-            return i
-    return None
+    from paging.options import toml_line
+
+    return toml_line(text, key)
 
 
 def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None) -> tuple:

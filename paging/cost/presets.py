@@ -27,7 +27,7 @@ from paging.cost.sources import (
 )
 from paging.errors import INT64_MAX, PagingError, brief
 from paging.layout import Layout
-from paging.options import parse_json, read_toml
+from paging.options import parse_json, read_toml, toml_line
 
 # ---------------------------------------------------------------------------------------------
 # Models
@@ -460,26 +460,14 @@ def _read(path: Path) -> dict:
 
 
 def _key_line(path: Path, key: str) -> int | None:
-    """The line of the model file ``path`` that sets ``key`` (``key =`` in TOML, not inside a
-    multi-line string; ``"key":`` in JSON, the last one, whose value the reader keeps), or
-    None."""
-    lines = path.read_text(encoding="utf-8-sig").splitlines()
+    """The line of the model file ``path`` that sets ``key`` (TOML: :func:`paging.options.
+    toml_line`; JSON: the last ``"key":``, whose value the reader keeps), or None."""
+    text = path.read_text(encoding="utf-8-sig")
     if path.suffix.lower() == ".json":
-        hits = [i for i, text in enumerate(lines, start=1)
-                if re.search(rf'"{re.escape(key)}"\s*:', text)]
+        hits = [i for i, line in enumerate(text.splitlines(), start=1)
+                if re.search(rf'"{re.escape(key)}"\s*:', line)]
         return hits[-1] if hits else None
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib
-    for i, text in enumerate(lines, start=1):
-        if re.match(rf"""\s*(["']?){re.escape(key)}\1\s*=""", text):
-            try:  # (the lines before it end where a key may start: not in a string)
-                tomllib.loads("\n".join(lines[:i - 1]))
-            except tomllib.TOMLDecodeError:
-                continue
-            return i
-    return None
+    return toml_line(text, key)
 
 
 def load_model_file(path) -> Model:

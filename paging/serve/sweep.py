@@ -183,18 +183,6 @@ def _read(path) -> tuple[dict, str, str]:
     return doc, text, str(path)
 
 
-def _serve_line(text: str) -> int | None:
-    """The line of the ``[serve]`` header (or of ``serve = ...``, or the first ``serve.KEY =``;
-    the key may be quoted): ``_line_of(text, "serve")`` finds only the second, so the errors of
-    a [serve] table named no line."""
-    import re
-
-    for i, line in enumerate(text.splitlines(), start=1):
-        if re.match(r"""\s*(\[\[?\s*(["']?)serve\2\s*\]|(["']?)serve\3\s*[=.])""", line):
-            return i
-    return None
-
-
 def _scalar(doc: dict, key: str, kind, file, text, default=None, lo=None):
     """``[serve]``'s one-value key: an int (``kind=int``) or a number (``kind=(int, float)``)."""
     if key not in doc:
@@ -222,7 +210,7 @@ def plan_serve(spec_path) -> list[Cell]:
     sv = doc["serve"]
     if not isinstance(sv, dict):
         raise PagingError("serve must be a table: [serve] with rates (or clients) and duration",
-                          file, _serve_line(text))
+                          file, _line_of(text, "serve"))
     for key in sv:
         if key not in SERVE_KEYS:
             raise PagingError(f"unknown key {key!r} in [serve]; expected one of "
@@ -266,13 +254,13 @@ def plan_serve(spec_path) -> list[Cell]:
     gbs = _as_list(doc, "budget_gb", "num", file, text)
     if ("rates" in sv) == ("clients" in sv):
         raise PagingError("[serve] needs rates = [...] (Poisson) or clients = [...] (a closed "
-                          "loop), not both and not neither", file, _serve_line(text))
+                          "loop), not both and not neither", file, _line_of(text, "serve"))
     rates = _as_list(sv, "rates", "num", file, text)
     clients = _as_list(sv, "clients", "int", file, text)
     batches = _as_list(sv, "max_batch", "int", file, text, default=[16])
     if "duration" not in sv:
         raise PagingError("[serve] needs duration = S (seconds of arrivals)", file,
-                          _serve_line(text))
+                          _line_of(text, "serve"))
     duration = float(_scalar(sv, "duration", (int, float), file, text))
     think = float(_scalar(sv, "think", (int, float), file, text, default=0.0, lo=0))
     if sv.get("think", 0) and not clients:  # (a rate cell has no think time: it was ignored)

@@ -634,3 +634,16 @@ def test_lifetimes_asked_of_a_table_made_without_them_is_refused(tmp_path):
     assert run_sweep(spec, with_lt, workers=0, progress=False)["ran"] == 0
     spec.write_text(base, encoding="utf-8")
     assert run_sweep(spec, with_lt, workers=0, progress=False)["ran"] == 0
+
+
+def test_toml_line_is_one_finder_for_keys_tables_and_dotted_keys():
+    """paging.options.toml_line: the line of a key, a table or a dotted key, quoted or bare,
+    never a line inside a multi-line string (sweep specs, [serve], model files)."""
+    from paging.options import toml_line
+
+    text = ('source = """\nk = 1 in the paper\n"""\nk = [3]\n"seeds" = [0]\n'
+            '[serve]\nduration = 1\n')
+    assert [toml_line(text, key) for key in ("k", "seeds", "serve", "duration", "rates")] == \
+        [4, 5, 6, 7, None]
+    assert toml_line('serve.duration = 1\n', "serve") == 1
+    assert toml_line('[["serve"]]\n', "serve") == 1
