@@ -452,6 +452,7 @@ def _check_cascades(policies, ks, model, precision, miss, file, text) -> None:
     precision) of the grid, levels that start at that precision (:meth:`RunSpec._check_miss`,
     the check of ``paging simulate --miss``)."""
     from paging.miss import make_miss
+    from paging.policies import spec_key
 
     line = _line_of(text, "miss")
     for ms in miss:
@@ -465,7 +466,7 @@ def _check_cascades(policies, ks, model, precision, miss, file, text) -> None:
                               "budget_gb = [...], not k", file, line)
         for m, q in itertools.product(model, precision):
             try:
-                RunSpec(policies[0].lower(), budget=1, model=m, precision=q, miss=ms)
+                RunSpec(spec_key(policies[0]), budget=1, model=m, precision=q, miss=ms)
             except PagingError as e:
                 raise PagingError(f"{e.message} (model {m}, precision {q})", file,
                                   line) from None
