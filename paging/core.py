@@ -17,7 +17,7 @@ from paging.miss import DROP, FETCH, MissHandler
 from paging.observers import Observer
 from paging.policies.base import CacheView, Context, Policy
 from paging.result import Result, build_result
-from paging.trace import group_starts
+from paging.trace import group_starts, top1_groups
 from paging.weights import as_costs, as_sizes, unit_costs, unit_sizes
 
 __all__ = ["Simulation", "CacheState", "check_capacity", "group_bounds"]
@@ -122,7 +122,7 @@ class CacheState:
         sim = self._sim
         if sim._rank is None:
             return sim.t
-        return len({sim._steps[t] for t in range(sim.t) if sim._rank[t] == 0})
+        return top1_groups(sim._steps[:sim.t], sim._rank[:sim.t])
 
 
 class Simulation:

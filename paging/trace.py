@@ -153,6 +153,13 @@ def _token_scan(s, t, r, has_t, has_r, L, rounds, p_s, p_t, p_r, has_prev):  # p
     return -1, 0
 
 
+def top1_groups(steps, rank) -> int:
+    """(token, layer) groups served: the steps holding a request of rank 0 (a batched
+    prefill's group holds several; the reference loop's and the kernels' observers count so)."""
+    s, r = np.asarray(steps, dtype=np.int64), np.asarray(rank, dtype=np.int64)
+    return int(np.unique(s[r == 0]).size)
+
+
 def step_message(i: int, step: int, before: int, expand: str) -> str:
     """The error of request ``i``, whose step ``step`` does not follow ``before`` (whole traces
     and streamed chunks word it alike)."""

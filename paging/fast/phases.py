@@ -1260,7 +1260,9 @@ class _State:
     def groups_served(self) -> int:
         if self._rank is None:
             return self._n
-        return int(np.unique(np.asarray(self._steps)[np.asarray(self._rank) == 0]).size)
+        from paging.trace import top1_groups
+
+        return top1_groups(self._steps, self._rank)
 
 
 def handler_rule(miss) -> tuple:
