@@ -215,9 +215,7 @@ def _on_dask(trace: Trace, policy_name: str, spec, ks, seed, scheduler, bar,
         from dask.distributed import as_completed
 
         if progress is not False:
-            how = "the compiled kernel" if spec is not None else "the reference loop"
-            sys.stderr.write(f"mrc {policy_name}: no one-pass curve, {len(ks)} runs of {how} "
-                             f"on the Dask workers at {scheduler}\n")
+            _fallback_note(policy_name, trace, spec, len(ks), f"the Dask workers at {scheduler}")
         shared = client.scatter(trace, broadcast=True)
         futures = {client.submit(one_size, shared, policy_name, seed, k, pure=False): i
                    for i, k in enumerate(ks)}
@@ -225,6 +223,14 @@ def _on_dask(trace: Trace, policy_name: str, spec, ks, seed, scheduler, bar,
             out[futures[fut]] = fut.result()
             bar.update()
     return out
+
+
+def _fallback_note(policy_name: str, trace: Trace, spec, runs: int, where: str) -> None:
+    """The line a per-k curve writes when it falls back from one pass (issue 22: "says when it
+    falls back"): how many runs, of the kernel or the reference loop, and where."""
+    how = "the compiled kernel" if spec is not None else "the reference loop"
+    sys.stderr.write(f"mrc {policy_name} on {trace.name}: no one-pass curve, {runs} runs of "
+                     f"{how} on {where}\n")
 
 
 def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress,
@@ -240,9 +246,7 @@ def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress,
                 # the Python loop holds the GIL: the sizes run in processes, each given the
                 # trace once (fork: a policy registered in this process is known there too)
                 if progress is not False:
-                    sys.stderr.write(f"mrc {policy_name} on {trace.name}: no kernel and no "
-                                     f"one-pass curve, {len(ks)} runs of the reference loop "
-                                     f"on {workers} processes\n")
+                    _fallback_note(policy_name, trace, spec, len(ks), f"{workers} processes")
                 ctx = multiprocessing.get_context("fork")
                 with ProcessPoolExecutor(max_workers=workers, mp_context=ctx,
                                          initializer=_init_worker,
@@ -263,10 +267,8 @@ def _per_k(trace: Trace, policy_name: str, spec, ks, seed, progress,
 
         workers = min(os.cpu_count() or 1, len(ks))
         if workers > 1 and trace.n_requests * len(ks) >= 200_000:
-            if progress is not False:  # (the issue: "says when it falls back")
-                sys.stderr.write(f"mrc {policy_name} on {trace.name}: no one-pass curve, "
-                                 f"{len(ks)} runs of the compiled kernel on {workers} "
-                                 "threads\n")
+            if progress is not False:
+                _fallback_note(policy_name, trace, spec, len(ks), f"{workers} threads")
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 for i, m in enumerate(pool.map(one, ks)):
                     out[i] = m
