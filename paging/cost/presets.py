@@ -110,21 +110,22 @@ class Model:
                   if q.group_size else 0)
         return weights + rows + groups
 
-    def check_layout(self, layout: Layout, where: str, hint: bool = True) -> None:
-        """Raise :class:`PagingError` unless ``layout`` has this model's ℓ and n.
-
-        ``where`` names the trace: "model mixtral-8x7b has 32 layers x 8 experts, the trace T
-        has 24 x 32" (layers x experts). ``hint``: say how a trace short of the model's ids is
-        read with its layout (not where --n-experts and --layers cannot be given).
+    def check_layout(self, trace, advise: bool = True) -> None:
+        """Raise :class:`PagingError` unless ``trace`` (a :class:`~paging.trace.Trace`, or
+        anything with ``layout``, ``name`` and ``meta``) has this model's ℓ and n: "model
+        mixtral-8x7b has 32 layers x 8 experts, the trace T has 24 x 32" (layers x experts).
+        A routing log sized by its largest ids (:func:`sized_by_ids`) that falls short of the
+        model is told how to read it with the model's layout, unless ``advise`` is False (a
+        sweep spec, which cannot give --n-experts and --layers).
         """
+        layout = trace.layout
         if (layout.n_layers, layout.n_experts) != (self.n_layers, self.n_experts):
-            # (a file without its layout is sized by the largest ids it holds: one whose
-            # requests never reach the model's last expert or layer reads with the model's)
             short = layout.n_layers <= self.n_layers and layout.n_experts <= self.n_experts
             hint = (f" (a trace whose ids stop short of the model's reads with --n-experts "
-                    f"{self.n_experts} --layers {self.n_layers})" if short and hint else "")
+                    f"{self.n_experts} --layers {self.n_layers})"
+                    if short and advise and sized_by_ids(trace) else "")
             raise PagingError(f"model {self.name} has {self.n_layers} layers x {self.n_experts} "
-                              f"experts, the trace {where} has {layout.n_layers} x "
+                              f"experts, the trace {trace.name} has {layout.n_layers} x "
                               f"{layout.n_experts}{hint}")
 
 

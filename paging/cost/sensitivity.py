@@ -92,7 +92,6 @@ def timing_sensitivity(trace, *, budget: int, train=None,
 
     Every simulated run is checked by :func:`paging.verify.verify`.
     """
-    from paging.cost.presets import sized_by_ids
     from paging.cost.timeline import timeline_run
     from paging.run import RunSpec, execute
 
@@ -109,8 +108,7 @@ def timing_sensitivity(trace, *, budget: int, train=None,
                            hardware=hardware, prefill="batched" if batched else "tokens",
                            prefetch=spec, prefetch_strategy=cfg.get("strategy") if spec
                            else None, verify=True)
-        run_spec.cost_setup().model.check_layout(trace.layout, trace.name,
-                                                  hint=sized_by_ids(trace))
+        run_spec.cost_setup().model.check_layout(trace)
         (out,) = execute(run_spec, [trace], train=train if spec else None, check=False)
         res, cm = out.result, run_spec.cost_setup()  # verified by the run (verify=True)
         x = res.extra or {}

@@ -10,7 +10,6 @@ import numpy as np
 
 from paging.cost.arith import budget_bytes, page_costs, page_sizes, place_by_frequency
 from paging.cost.presets import Hardware, Model, Precision, get_hardware, get_model, get_precision
-from paging.cost.presets import sized_by_ids as _sized_by_ids
 from paging.errors import PagingError
 
 #: the timeline's fields a timed run adds to its JSON row (``prefetch_late`` with prefetching)
@@ -53,7 +52,7 @@ class CostSetup:
 
     def weights(self, trace) -> tuple[np.ndarray, np.ndarray]:
         """``(fetch_ms, sizes)`` per page id for ``trace`` (its layout must be the model's)."""
-        self.model.check_layout(trace.layout, trace.name, hint=_sized_by_ids(trace))
+        self.model.check_layout(trace)
         return (page_costs(self.model, self.precision, self.hardware, self.tiers(trace)),
                 page_sizes(self.model, self.precision))
 

@@ -358,10 +358,8 @@ class _Server:
         traces = list(traces)
         if not traces:
             raise PagingError("paging serve needs at least one trace")
-        from paging.cost.presets import sized_by_ids
-
         for t in traces:
-            cm.model.check_layout(t.layout, t.name, hint=sized_by_ids(t))
+            cm.model.check_layout(t)
         self.layout = lay = traces[0].layout
         seqs = pool(traces, prompt_tokens=spec.prompt_tokens, split=spec.lengths is None)
         rng = np.random.default_rng(spec.seed)

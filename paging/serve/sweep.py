@@ -381,7 +381,7 @@ def _check_layouts(cells: list[Cell], file: str) -> None:
         m = get_model(model)
         for t in _pool(paths):
             try:
-                m.check_layout(t.layout, t.name, hint=False)  # (a spec gives no layout)
+                m.check_layout(t, advise=False)  # (a spec gives no layout)
             except PagingError as e:
                 if text is None:
                     text = Path(file).read_text(encoding="utf-8-sig")

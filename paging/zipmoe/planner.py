@@ -443,11 +443,10 @@ def plan_trace(trace, model, hardware, budget: int, params=None, pools="FCSE", d
     from dataclasses import replace
 
     from paging.cost.pools import ZipParams, pool_times
-    from paging.cost.presets import sized_by_ids
     from paging.zipmoe.hitmodel import empirical_hit_patterns, inclusion_probabilities
 
     params = params or ZipParams()
-    model.check_layout(trace.layout, trace.name, hint=sized_by_ids(trace))
+    model.check_layout(trace)
     k = model.top_k
     if trace.n_requests:  # (no group of k experts: no hit pattern to average, a division by 0)
         from paging.trace import group_starts

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -175,9 +176,9 @@ def test_layout_and_page_sizes():
 
 def test_check_layout_message():
     m = get_model("mixtral-8x7b")
-    m.check_layout(Layout(8, 32), "t.jsonl")  # matches: no error
+    m.check_layout(SimpleNamespace(layout=Layout(8, 32), name="t.jsonl"))  # matches: no error
     with pytest.raises(PagingError) as e:
-        m.check_layout(Layout(n_experts=32, n_layers=24), "TRACE")
+        m.check_layout(SimpleNamespace(layout=Layout(n_experts=32, n_layers=24), name="TRACE"))
     assert str(e.value) == "model mixtral-8x7b has 32 layers x 8 experts, the trace TRACE has " \
                            "24 x 32"
 
