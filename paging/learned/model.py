@@ -40,12 +40,15 @@ def _other_expansion(trace) -> np.ndarray | None:
     """The pages of ``trace`` in the other top-K expansion (rounds: by token, rank, layer;
     groups: by token, layer, rank), as :func:`paging.io.load` gives them with the other
     ``expand``; None without token ids and ranks (then there is one order)."""
-    token, rank = getattr(trace, "token", None), getattr(trace, "rank", None)
-    if token is None or rank is None:  # (a served stream's pages carry neither)
+    from paging.io._pages import reexpand
+
+    if getattr(trace, "token", None) is None or getattr(trace, "rank", None) is None:
+        return None  # (a served stream's pages carry neither)
+    try:
+        return np.asarray(reexpand(trace, "groups" if trace.expand == "rounds"
+                                   else "rounds").pages)
+    except PagingError:  # (no complete routing table to expand again: one order)
         return None
-    tok, rank, lay = np.asarray(token), np.asarray(rank), trace.layers
-    keys = (rank, lay, tok) if trace.expand == "rounds" else (lay, rank, tok)
-    return np.asarray(trace.pages)[np.lexsort(keys)]
 
 
 def fingerprint(trace) -> dict:
