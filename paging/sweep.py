@@ -214,6 +214,31 @@ def _line_of(text: str, key: str) -> int | None:
     return toml_line(text, key)
 
 
+def policies_k_seeds(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
+    """The ``policies``, ``k`` and ``seeds`` axes of a spec (a simulation or a serving sweep),
+    checked at their lines: every policy built (and no two alike), k >= 1, seeds in
+    0..2^63-1 (numpy refused a negative one for the randomized policies only)."""
+    from paging.policies import make_policy, spec_key
+
+    policies = _as_list(doc, "policies", "str", file, text)
+    distinct("policies", policies, [spec_key(p) for p in policies], file, text)
+    for p in policies:
+        try:
+            make_policy(p)
+        except PagingError as e:
+            raise PagingError(e.message, file, _line_of(text, "policies")) from None
+    ks = _as_list(doc, "k", "int", file, text)
+    for k in ks:
+        if k < 1:
+            raise PagingError(f"k must be integers >= 1, got {k}", file, _line_of(text, "k"))
+    seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
+    for s in seeds:
+        if not 0 <= s <= INT64_MAX:
+            raise PagingError(f"seeds must be integers 0..2^63-1, got {s}", file,
+                              _line_of(text, "seeds"))
+    return policies, ks, seeds
+
+
 def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None) -> tuple:
     """``doc[key]`` as a tuple of ``kind`` values (a scalar is a list of one)."""
     if key not in doc:
@@ -278,25 +303,9 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
         raise PagingError("give the cache sizes as k = [...] (pages) or budget_gb = [...] "
                           "(GB), not both and not neither", file)
     traces = _as_list(doc, "traces", "str", file, text)
-    policies = _as_list(doc, "policies", "str", file, text)
-    from paging.policies import make_policy, spec_key
+    from paging.policies import spec_key
 
-    distinct("policies", policies, [spec_key(p) for p in policies], file, text)
-
-    for p in policies:
-        try:
-            make_policy(p)
-        except PagingError as e:
-            raise PagingError(e.message, file, _line_of(text, "policies")) from None
-    ks = _as_list(doc, "k", "int", file, text)
-    for k in ks:
-        if k < 1:
-            raise PagingError(f"k must be integers >= 1, got {k}", file, _line_of(text, "k"))
-    seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
-    for s in seeds:  # (numpy refused a negative one for the randomized policies only)
-        if not 0 <= s <= INT64_MAX:
-            raise PagingError(f"seeds must be integers 0..2^63-1, got {s}", file,
-                              _line_of(text, "seeds"))
+    policies, ks, seeds = policies_k_seeds(doc, file, text)
     expand = _as_list(doc, "expand", "str", file, text, default=["rounds"])
     for e in expand:
         if e not in ("rounds", "groups"):

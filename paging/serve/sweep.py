@@ -57,6 +57,7 @@ from paging.sweep import (
     _traces,
     distinct,
     drive,
+    policies_k_seeds,
 )
 
 TOP_KEYS = ("traces", "policies", "k", "budget_gb", "model", "precision", "hardware", "seeds",
@@ -231,26 +232,11 @@ def plan_serve(spec_path) -> list[Cell]:
         paths = tuple(_resolve(t, base) for t in traces)
     except PagingError as e:
         raise PagingError(e.format(), file, _line_of(text, "traces")) from None
-    policies = _as_list(doc, "policies", "str", file, text)
-    distinct("policies", policies, [spec_key(p) for p in policies], file, text)
-    for p in policies:  # (as a simulation sweep: "policy 'lru' takes no predictor option"
-        try:  # named the spec but not its line)
-            make_policy(p)
-        except PagingError as e:
-            raise PagingError(e.message, file, _line_of(text, "policies")) from None
+    policies, ks, seeds = policies_k_seeds(doc, file, text)  # (as a simulation sweep's)
     precision = _as_list(doc, "precision", "str", file, text, default=["bf16"])
     hardware = _as_list(doc, "hardware", "str", file, text, default=["link-5gbps"])
-    seeds = _as_list(doc, "seeds", "int", file, text, default=[0])
-    for s in seeds:  # (as a simulation sweep's: a negative seed was numpy's traceback)
-        if s < 0:
-            raise PagingError(f"seeds must be integers 0..2^63-1, got {s}", file,
-                              _line_of(text, "seeds"))
     prefetch, strategy, miss = _specmd_keys(doc, file, text)
     routing = _routing_key(doc, file, text, prefetch, miss, paths)
-    ks = _as_list(doc, "k", "int", file, text)
-    for k in ks:  # (k = [0] was refused by its run, after the planning, naming no file)
-        if k < 1:
-            raise PagingError(f"k must be integers >= 1, got {k}", file, _line_of(text, "k"))
     gbs = _as_list(doc, "budget_gb", "num", file, text)
     if ("rates" in sv) == ("clients" in sv):
         raise PagingError("[serve] needs rates = [...] (Poisson) or clients = [...] (a closed "
