@@ -240,15 +240,15 @@ def policies_k_seeds(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tup
 
 
 def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None) -> tuple:
-    """``doc[key]`` as a tuple of ``kind`` values (a scalar is a list of one)."""
+    """``doc[key]`` as a tuple of ``kind`` values (a scalar is a list of one); an error names
+    the key's line (found only then: :func:`paging.options.toml_line` parses what precedes)."""
     if key not in doc:
         return tuple(default) if default is not None else ()
     v = doc[key]
     vals = v if isinstance(v, list) else [v]
-    line = _line_of(text, key)
     if not vals:
         raise PagingError(f"empty grid: {key!r} is an empty list; expected at least one value",
-                          file, line)
+                          file, _line_of(text, key))
     for x in vals:
         ok = {"str": isinstance(x, str) and x != "",
               "int": isinstance(x, int) and not isinstance(x, bool),
@@ -257,12 +257,13 @@ def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None)
         if not ok:
             want = {"str": "non-empty strings", "int": "integers",
                     "num": "positive numbers"}[kind]
-            raise PagingError(f"{key} must be {want} (or a list of them), got {x!r}", file, line)
-        if kind == "int":
-            check_int64(key, x, file, line)
+            raise PagingError(f"{key} must be {want} (or a list of them), got {x!r}", file,
+                              _line_of(text, key))
+        if kind == "int" and not -INT64_MAX - 1 <= x <= INT64_MAX:
+            check_int64(key, x, file, _line_of(text, key))
     if len(set(vals)) != len(vals):
         raise PagingError(f"{key} lists a value twice ({vals}); expected distinct values",
-                          file, line)
+                          file, _line_of(text, key))
     return tuple(float(x) if kind == "num" else x for x in vals)
 
 
