@@ -32,6 +32,7 @@ Two expansions of a top-K routing table ``experts[token, layer, r]`` (:func:`fro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -169,6 +170,104 @@ def step_message(i: int, step: int, before: int, expand: str) -> str:
             f"in rounds mode and by 0 or 1 in groups mode{hint}")
 
 
+class ChunkCheck:
+    """The checks of a layered sequence, chunk by chunk (a :class:`Trace` is validated by one).
+
+    ``check(pages, steps)`` validates the next chunk of one sequence (its requests continue the
+    previous chunks'; ``token`` and ``rank``, when the file has them, are held to the layer
+    clock by :func:`token_violation`); a violation raises
+    :class:`~paging.trace.TraceError` with the request's index in the whole sequence and the
+    same message as the whole-trace check. ``where(i)``, when given, turns it into the reader's
+    :class:`PagingError` (``(prefix, line)`` of request i, as
+    :func:`paging.io._pages.build_trace`); ``lines`` passed to ``check`` give the lines of the
+    chunk's requests for it.
+    """
+
+    def __init__(self, layout: Layout, expand: str, name: str, file: str | None = None,
+                 where: Callable | None = None, id_message: Callable | None = None):
+        if expand not in EXPANSIONS:
+            raise PagingError(f"expand must be one of {', '.join(EXPANSIONS)}, got {expand!r}")
+        self.layout, self.expand, self.name = layout, expand, name
+        self.file, self.where, self.id_message = file, where, id_message
+        self.offset = 0  # requests checked so far
+        self.prev = None  # the last step checked
+        self.prev_tr = (0, 0)  # the last request's token id and rank (when the file has them)
+        self.group = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # the last group's tail
+
+    def _fail(self, i: int, detail: str, lines):
+        if self.where is None:
+            raise TraceError(self.name, i, detail)
+        prefix, line = self.where(i, lines)
+        raise PagingError(f"{prefix}{detail}", self.file, line)
+
+    def check(self, pages: np.ndarray, steps: np.ndarray, lines=None, token=None,
+              rank=None) -> None:
+        lay, lo = self.layout, self.offset
+        p, s = pages, steps
+        if p.shape != s.shape:
+            raise PagingError(f"trace {self.name}: {s.size} steps for {p.size} pages")
+        if p.size == 0:
+            return
+        if self.prev is None and s[0] != 0:
+            self._fail(lo, f"the first step must be 0, got {int(s[0])}", lines)
+        bad = np.flatnonzero((p < 0) | (p >= lay.n_pages))
+        if bad.size:
+            j = int(bad[0])
+            if self.id_message is not None:
+                prefix, line = self.where(lo + j, lines)
+                raise PagingError(f"{prefix}{self.id_message(int(p[j]))}", self.file, line)
+            self._fail(lo + j, f"request {lo + j} is page {int(p[j])}, expected a page id in "
+                       f"0..{lay.n_pages - 1} (n_experts={lay.n_experts}, "
+                       f"n_layers={lay.n_layers})", lines)
+        rounds = self.expand == "rounds"
+        d0 = None if self.prev is None else int(s[0]) - self.prev  # (across the chunks' edge)
+        d = np.diff(s)  # (request j + 1's step after request j's)
+        bad = np.flatnonzero((d < 0) | (d > 1) | ((d == 0) & rounds))
+        if d0 is not None and (d0 < 0 or d0 > 1 or (d0 == 0 and rounds)):
+            bad = np.array([-1])
+        if bad.size:
+            j = int(bad[0]) + 1
+            before = int(s[j - 1]) if j > 0 else int(self.prev)
+            self._fail(lo + j, step_message(lo + j, int(s[j]), before, self.expand), lines)
+        layer = p // lay.n_experts
+        bad = np.flatnonzero(layer != s % lay.n_layers)
+        if bad.size:
+            j = int(bad[0])
+            self._fail(lo + j, f"wrong layer order: request {lo + j} is page {int(p[j])} "
+                       f"(layer {int(layer[j])}), expected a page of layer "
+                       f"{int(s[j] % lay.n_layers)} (step {int(s[j])} mod {lay.n_layers} "
+                       "layers)", lines)
+        if self.expand == "groups":
+            gp, gs = self.group
+            pp, ss = np.concatenate([gp, p]), np.concatenate([gs, s])
+            if (np.diff(ss) == 0).any():
+                order = np.lexsort((pp, ss))
+                dup = np.flatnonzero((ss[order][1:] == ss[order][:-1])
+                                     & (pp[order][1:] == pp[order][:-1]))
+                if dup.size:
+                    j = int(order[dup[0] + 1]) - gp.size
+                    self._fail(lo + j, f"request {lo + j}: step {int(s[j])} requests page "
+                               f"{int(p[j])} twice; the K experts of a group must differ",
+                               lines)
+            last = s[-1]
+            start = int(np.searchsorted(s, last, side="left"))  # s is sorted (checked above)
+            tail_p, tail_s = p[start:], s[start:]
+            if start == 0 and gs.size and gs[-1] == last:  # the group spans the whole chunk
+                tail_p, tail_s = pp, ss
+                keep = tail_s == last
+                tail_p, tail_s = tail_p[keep], tail_s[keep]
+            self.group = (tail_p.copy(), tail_s.copy())
+        if token is not None or rank is not None:
+            prev = None if self.prev is None else (self.prev, *self.prev_tr)
+            tv = token_violation(s, token, rank, lay.n_layers, self.expand, prev, lo)
+            if tv is not None:
+                self._fail(lo + tv[0], tv[1], lines)
+            self.prev_tr = (0 if token is None else int(token[-1]),
+                            0 if rank is None else int(rank[-1]))
+        self.prev = int(s[-1])
+        self.offset += p.size
+
+
 def _frozen(a, dtype) -> np.ndarray:
     """A read-only array of ``dtype``: an array that already is one is adopted as it is (no
     copy, so 10^8-request traces cost no extra memory); anything else is copied and frozen."""
@@ -223,59 +322,11 @@ class Trace:
         p, s = self.pages, self.steps
         if p.shape != s.shape:
             raise PagingError(f"trace {self.name}: {s.size} steps for {p.size} pages")
-        if p.size == 0:
-            return
-        if s[0] != 0:
-            raise TraceError(self.name, 0, f"the first step must be 0, got {int(s[0])}")
+        chk = ChunkCheck(self.layout, self.expand, self.name)  # (as a streamed file's chunks)
         for lo in range(0, p.size, _CHUNK):  # chunks keep the temporaries small
-            self._validate_block(lo, min(p.size, lo + _CHUNK))
-
-    def _validate_block(self, lo: int, hi: int) -> None:
-        lay, nm = self.layout, self.name
-        p, s = self.pages[lo:hi], self.steps[lo:hi]
-        bad = np.flatnonzero((p < 0) | (p >= lay.n_pages))
-        if bad.size:
-            i = lo + int(bad[0])
-            raise TraceError(nm, i, f"request {i} is page {int(self.pages[i])}, expected a page "
-                             f"id in 0..{lay.n_pages - 1} (n_experts={lay.n_experts}, "
-                             f"n_layers={lay.n_layers})")
-        d = np.diff(self.steps[max(lo - 1, 0):hi])
-        off = lo if lo > 0 else 1  # index of the request each difference leads to
-        bad = np.flatnonzero((d < 0) | (d > 1) | ((d == 0) & (self.expand == "rounds")))
-        if bad.size:
-            i = off + int(bad[0])
-            raise TraceError(nm, i, step_message(i, int(self.steps[i]), int(self.steps[i - 1]),
-                                                 self.expand))
-        layer = p // lay.n_experts
-        bad = np.flatnonzero(layer != s % lay.n_layers)
-        if bad.size:
-            i = lo + int(bad[0])
-            raise TraceError(nm, i, f"wrong layer order: request {i} is page "
-                             f"{int(self.pages[i])} (layer {int(layer[i - lo])}), expected a "
-                             f"page of layer {int(self.steps[i] % lay.n_layers)} (step "
-                             f"{int(self.steps[i])} mod {lay.n_layers} layers)")
-        if self.expand == "groups" and (d == 0).any():
-            # a group must not request the same page twice; a group cut by the block edge is
-            # seen whole by this block (it starts at most n requests before lo)
-            g_lo = max(lo - lay.n_experts, 0)
-            ss, pp = self.steps[g_lo:hi], self.pages[g_lo:hi]
-            order = np.lexsort((pp, ss))
-            dup = np.flatnonzero((ss[order][1:] == ss[order][:-1])
-                                 & (pp[order][1:] == pp[order][:-1]))
-            if dup.size:
-                i = g_lo + int(order[dup[0] + 1])
-                raise TraceError(nm, i, f"request {i}: step {int(self.steps[i])} requests page "
-                                 f"{int(self.pages[i])} twice; the K experts of a group must "
-                                 "differ")
-        if self.token is not None or self.rank is not None:
-            b = max(lo - 1, 0)
-            prev = None if lo == 0 else tuple(
-                int(a[b]) if a is not None else 0 for a in (self.steps, self.token, self.rank))
-            tv = token_violation(s, None if self.token is None else self.token[lo:hi],
-                                 None if self.rank is None else self.rank[lo:hi],
-                                 lay.n_layers, self.expand, prev, lo)
-            if tv is not None:
-                raise TraceError(nm, lo + tv[0], tv[1])
+            hi = min(p.size, lo + _CHUNK)
+            chk.check(p[lo:hi], s[lo:hi], token=None if self.token is None else
+                      self.token[lo:hi], rank=None if self.rank is None else self.rank[lo:hi])
 
     # -- derived views -------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -6,11 +6,12 @@ ids, ``--n-experts`` and ``--layers``), the package's ``.npz`` and its CSV. It r
 :class:`ChunkedTrace` per sequence; iterating a ChunkedTrace's ``chunks`` reads the file a
 chunk at a time, each chunk at most ``chunk`` requests (int64 ``pages`` and ``steps`` arrays).
 
-Every chunk is validated as the whole-file readers validate the trace (:class:`ChunkCheck`):
-the same one-line :class:`~paging.errors.PagingError` naming the file, the line (text) or
-record (binary) and the expectation, with the layered order, the step clock and the distinct
-pages of a group checked across chunk boundaries. An error is raised when the offending chunk
-is read, so a run may have consumed the chunks before it.
+Every chunk is validated by the check a whole trace is built with
+(:class:`paging.trace.ChunkCheck`): the same one-line :class:`~paging.errors.PagingError`
+naming the file, the line (text) or record (binary) and the expectation, with the layered
+order, the step clock and the distinct pages of a group checked across chunk boundaries. An
+error is raised when the offending chunk is read, so a run may have consumed the chunks before
+it.
 
 What streaming does not do (the whole-file readers do): re-expand a sequence into the other
 mode (``expand`` must be the mode the file stores; a CSV without ``expand=`` in its header
@@ -40,7 +41,7 @@ from numba import njit
 from paging.errors import PagingError
 from paging.io._common import all_dropped, csv_records, distinct_names, text_int
 from paging.layout import Layout
-from paging.trace import EXPANSIONS, TraceError
+from paging.trace import ChunkCheck
 
 __all__ = ["ChunkedTrace", "ChunkCheck", "open_chunks", "checked_chunks", "DEFAULT_CHUNK",
            "STREAM_FORMATS"]
@@ -118,107 +119,6 @@ def _next_access_fault(pages, nxt, t0, n, promised, last):
         promised[p] = nxt[i]
         last[p] = t
     return -1
-
-
-class ChunkCheck:
-    """The checks of :meth:`paging.trace.Trace._validate` applied chunk by chunk.
-
-    ``check(pages, steps)`` validates the next chunk of one sequence (its requests continue the
-    previous chunks'; ``token`` and ``rank``, when the file has them, are held to the layer
-    clock by :func:`paging.trace.token_violation`); a violation raises
-    :class:`~paging.trace.TraceError` with the request's index in the whole sequence and the
-    same message as the whole-trace check. ``where(i)``, when given, turns it into the reader's
-    :class:`PagingError` (``(prefix, line)`` of request i, as
-    :func:`paging.io._pages.build_trace`); ``lines`` passed to ``check`` give the lines of the
-    chunk's requests for it.
-    """
-
-    def __init__(self, layout: Layout, expand: str, name: str, file: str | None = None,
-                 where: Callable | None = None, id_message: Callable | None = None):
-        if expand not in EXPANSIONS:
-            raise PagingError(f"expand must be one of {', '.join(EXPANSIONS)}, got {expand!r}")
-        self.layout, self.expand, self.name = layout, expand, name
-        self.file, self.where, self.id_message = file, where, id_message
-        self.offset = 0  # requests checked so far
-        self.prev = None  # the last step checked
-        self.prev_tr = (0, 0)  # the last request's token id and rank (when the file has them)
-        self.group = (np.zeros(0, np.int64), np.zeros(0, np.int64))  # the last group's tail
-
-    def _fail(self, i: int, detail: str, lines):
-        if self.where is None:
-            raise TraceError(self.name, i, detail)
-        prefix, line = self.where(i, lines)
-        raise PagingError(f"{prefix}{detail}", self.file, line)
-
-    def check(self, pages: np.ndarray, steps: np.ndarray, lines=None, token=None,
-              rank=None) -> None:
-        lay, lo = self.layout, self.offset
-        p, s = pages, steps
-        if p.shape != s.shape:
-            raise PagingError(f"trace {self.name}: {s.size} steps for {p.size} pages")
-        if p.size == 0:
-            return
-        if self.prev is None and s[0] != 0:
-            self._fail(lo, f"the first step must be 0, got {int(s[0])}", lines)
-        bad = np.flatnonzero((p < 0) | (p >= lay.n_pages))
-        if bad.size:
-            j = int(bad[0])
-            if self.id_message is not None:
-                prefix, line = self.where(lo + j, lines)
-                raise PagingError(f"{prefix}{self.id_message(int(p[j]))}", self.file, line)
-            self._fail(lo + j, f"request {lo + j} is page {int(p[j])}, expected a page id in "
-                       f"0..{lay.n_pages - 1} (n_experts={lay.n_experts}, "
-                       f"n_layers={lay.n_layers})", lines)
-        prev = s[:1] if self.prev is None else np.array([self.prev], np.int64)
-        d = np.diff(np.concatenate([prev, s]))
-        bad = np.flatnonzero((d < 0) | (d > 1) | ((d == 0) & (self.expand == "rounds")))
-        if self.prev is None:
-            bad = bad[bad > 0]
-        if bad.size:
-            j = int(bad[0])
-            before = int(s[j - 1]) if j > 0 else int(self.prev)
-            from paging.trace import step_message
-
-            self._fail(lo + j, step_message(lo + j, int(s[j]), before, self.expand), lines)
-        layer = p // lay.n_experts
-        bad = np.flatnonzero(layer != s % lay.n_layers)
-        if bad.size:
-            j = int(bad[0])
-            self._fail(lo + j, f"wrong layer order: request {lo + j} is page {int(p[j])} "
-                       f"(layer {int(layer[j])}), expected a page of layer "
-                       f"{int(s[j] % lay.n_layers)} (step {int(s[j])} mod {lay.n_layers} "
-                       "layers)", lines)
-        if self.expand == "groups":
-            gp, gs = self.group
-            pp, ss = np.concatenate([gp, p]), np.concatenate([gs, s])
-            if (np.diff(ss) == 0).any():
-                order = np.lexsort((pp, ss))
-                dup = np.flatnonzero((ss[order][1:] == ss[order][:-1])
-                                     & (pp[order][1:] == pp[order][:-1]))
-                if dup.size:
-                    j = int(order[dup[0] + 1]) - gp.size
-                    self._fail(lo + j, f"request {lo + j}: step {int(s[j])} requests page "
-                               f"{int(p[j])} twice; the K experts of a group must differ",
-                               lines)
-            last = s[-1]
-            start = int(np.searchsorted(s, last, side="left"))  # s is sorted (checked above)
-            tail_p, tail_s = p[start:], s[start:]
-            if start == 0 and gs.size and gs[-1] == last:  # the group spans the whole chunk
-                tail_p, tail_s = pp, ss
-                keep = tail_s == last
-                tail_p, tail_s = tail_p[keep], tail_s[keep]
-            self.group = (tail_p.copy(), tail_s.copy())
-        if token is not None or rank is not None:
-            from paging.trace import token_violation
-
-            prev = None if self.prev is None else (self.prev, *self.prev_tr)
-            tv = token_violation(s, token, rank, lay.n_layers, self.expand, prev, lo)
-            if tv is not None:
-                self._fail(lo + tv[0], tv[1], lines)
-            self.prev_tr = (0 if token is None else int(token[-1]),
-                            0 if rank is None else int(rank[-1]))
-        self.prev = int(s[-1])
-        self.offset += p.size
 
 
 def checked_chunks(chunks: Iterable, layout: Layout, expand: str = "rounds",
