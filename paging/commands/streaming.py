@@ -159,7 +159,6 @@ def _source_refusal(args, src) -> str | None:
     None."""
     from paging.generators import is_spec
     from paging.io import detect_format, resolve_path
-    from paging.io.chunks import STREAM_FORMATS
 
     if is_spec(src):
         from paging.stream import spec_stream
@@ -173,9 +172,7 @@ def _source_refusal(args, src) -> str | None:
         path = resolve_path(src)
     except PagingError:
         return None  # (the reader names what is wrong with it)
-    fmt = args.format or detect_format(path)
-    if fmt not in STREAM_FORMATS:
-        return f"streaming reads {', '.join(STREAM_FORMATS)} traces, not {fmt}"
+    fmt = args.format or detect_format(path)  # (a format that does not stream: open_chunks')
     if fmt == "oracle-general" and (args.n_experts is None or args.layers is None):
         return "an oracleGeneral trace streams as layered page ids (--n-experts, --layers)"
     return _stored_mode_refusal(args, path, fmt)
@@ -202,7 +199,7 @@ def _without_advice(why: str) -> str:
     import re
 
     why = why.removesuffix(" (drop --stream)")
-    return re.sub(r"; (drop|give|use|load) [^;]*$", "", why)
+    return re.sub(r"; (drop|give|use|load|convert) [^;]*$", "", why)
 
 
 def stream_outcomes(args, runs=(), curves=(), budgets=()):
