@@ -159,6 +159,23 @@ def toml_line(text: str, key: str) -> int | None:
     return None
 
 
+def distinct(key: str, given, normalised, file: str | None = None,
+             text: str | None = None) -> tuple:
+    """``normalised`` (the values of ``given`` as they run) if no two are the same, else a
+    PagingError naming the two: they would be one run, or one sweep cell, counted twice. ``key``:
+    a spec's key (``text``: the spec, for its line) or a repeated command-line option
+    (``--policy LRU --policy lru``, ``--k 3 --k 3``)."""
+    seen: dict = {}
+    for g, v in zip(given, normalised, strict=True):
+        if v in seen:
+            what = (f"{g!r} twice" if seen[v] == g else
+                    f"{seen[v]!r} and {g!r}, the same value once normalised")
+            raise PagingError(f"{key} lists {what}; expected distinct values", file,
+                              None if text is None else toml_line(text, key))
+        seen[v] = g
+    return tuple(normalised)
+
+
 def parse_json(text: str, file: str, expected: str, line: int | None = None):
     """The JSON value of ``text``: a whole file's text, or (``line`` given) the text of that
     line of a JSONL file. Malformed JSON is one :class:`PagingError` naming the file and line

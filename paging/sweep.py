@@ -85,6 +85,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paging.errors import INT64_MAX, PagingError, check_int64
+from paging.options import distinct
 from paging.run import RunSpec, run
 
 #: The keys a sweep spec may hold.
@@ -265,18 +266,6 @@ def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None)
         raise PagingError(f"{key} lists a value twice ({vals}); expected distinct values",
                           file, _line_of(text, key))
     return tuple(float(x) if kind == "num" else x for x in vals)
-
-
-def distinct(key: str, given, normalised, file: str, text: str) -> tuple:
-    """``normalised`` (the values of ``given`` as the sweep runs them) if no two are the same,
-    else a PagingError naming the two: they would be one cell counted twice."""
-    seen: dict = {}
-    for g, v in zip(given, normalised, strict=True):
-        if v in seen:
-            raise PagingError(f"{key} lists {seen[v]!r} and {g!r}, the same value once "
-                              "normalised; expected distinct values", file, _line_of(text, key))
-        seen[v] = g
-    return tuple(normalised)
 
 
 def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:

@@ -140,6 +140,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from paging.cli import print_json
+    from paging.commands.simulate import distinct_runs
     from paging.cost import budget_bytes
     from paging.errors import PagingError
     from paging.run import RunSpec
@@ -160,6 +161,7 @@ def run(args) -> int:
                 prefetch_strategy=args.prefetch_strategy, miss=args.miss,
                 routing=args.routing, seed=args.seed, verify=args.verify, engine=args.engine)
     specs = [RunSpec(name, **cap, **base) for name in args.policy for cap in caps]
+    distinct_runs(args, caps)
     times = None if args.arrivals is None else read_arrivals(args.arrivals)
     arrivals = ([Arrivals(rate=r, think=args.think, duration=args.duration) for r in args.rate]
                 if args.rate

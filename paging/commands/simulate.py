@@ -153,6 +153,22 @@ def _read(path, n_pages: int, kind: str):
     return read_weights(path, n_pages, kind)
 
 
+def distinct_runs(args, caps) -> None:
+    """Refuse a repeated ``--policy`` (once normalised: ``LRU`` and ``lru``), ``--k`` or cache
+    budget (``--budget-gb``/``--budget-pct`` in bytes): its rows were printed twice, as a sweep
+    spec's repeated value would make a cell twice (:func:`paging.options.distinct`). ``caps``:
+    the ``k=``/``budget=`` of each run, budgets in the order given (``paging serve`` too)."""
+    from paging.options import distinct
+    from paging.policies import spec_key
+
+    distinct("--policy", args.policy, [spec_key(p) for p in args.policy])
+    distinct("--k", args.k or [], args.k or [])
+    given = [f"{g:g} GB" for g in args.budget_gb or []] + \
+        [f"{p:g} %" for p in getattr(args, "budget_pct", None) or []]
+    distinct("--budget-gb" + ("/--budget-pct" if hasattr(args, "budget_pct") else ""), given,
+             [c["budget"] for c in caps if "budget" in c])
+
+
 def run(args) -> int:
     from paging.cost import budget_bytes
     from paging.errors import PagingError, check_k
@@ -186,6 +202,7 @@ def run(args) -> int:
     caps = [dict(k=k) for k in args.k or []] + [dict(budget=b) for b in budgets]
     # every RunSpec checks its options when made: all of them fail before anything is read
     specs = [RunSpec(name, **cap, **base) for name in args.policy for cap in caps]
+    distinct_runs(args, caps)
     routed = specs[0].routed
     if routed and args.expand == "rounds":
         raise PagingError(f"--routing {args.routing} decides per (token, layer) group: use "

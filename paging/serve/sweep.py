@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from paging.errors import PagingError, check_int64
+from paging.options import distinct
 from paging.sweep import (
     Schema,
     _as_list,
@@ -55,7 +56,6 @@ from paging.sweep import (
     _resolve,
     _specmd_keys,
     _traces,
-    distinct,
     drive,
     policies_k_seeds,
 )

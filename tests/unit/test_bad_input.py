@@ -395,3 +395,24 @@ def test_record_tiny_options_are_checked_before_torch(tmp_path, one_line, spec, 
     out = tmp_path / "r.jsonl"
     one_line(["record", "--tiny", spec, "--prompts", prompts, "--out", out], message)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["simulate", ZIPF, "--policy", "lru", "--policy", "LRU", "--k", "3"],
+     "--policy lists 'lru' and 'LRU', the same value once normalised; expected distinct values"),
+    (["simulate", ZIPF, "--policy", "arc", "--k", "3", "--k", "2", "--k", "3"],
+     "--k lists 3 twice; expected distinct values"),
+    (["simulate", "zipf:n=8,layers=32,tokens=2", "--policy", "lru", "--model", "mixtral-8x7b",
+      "--budget-gb", "8", "--budget-gb", "8.0"],
+     "--budget-gb/--budget-pct lists '8 GB' twice"),
+    (["serve", "zipf:n=8,layers=32,tokens=4", "--model", "mixtral-8x7b", "--policy", "lru",
+      "--policy", "Lru", "--k", "4", "--rate", "1", "--duration", "5"],
+     "--policy lists 'lru' and 'Lru'"),
+    (["serve", "zipf:n=8,layers=32,tokens=4", "--model", "mixtral-8x7b", "--policy", "lru",
+      "--budget-gb", "2", "--budget-gb", "2", "--rate", "1", "--duration", "5"],
+     "--budget-gb lists '2 GB' twice"),
+])
+def test_a_repeated_policy_or_cache_size_is_refused(one_line, argv, message):
+    """``--policy lru --policy LRU`` (or ``--k 3 --k 3``) printed the same rows twice; a sweep
+    spec refuses such a list, and so does the command line now, before any run."""
+    one_line(argv, message)
