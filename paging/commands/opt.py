@@ -57,6 +57,9 @@ def run(args) -> int:
 
     if (args.k is None) == (args.budget_gb is None):
         raise PagingError("give exactly one of --k (pages) or --budget-gb (bytes)")
+    from paging.options import distinct
+
+    distinct("--k", args.k or [], args.k or [])  # (a row each: printed twice)
     weighted = args.costs is not None or args.sizes is not None or args.budget_gb is not None
     if args.verify and (weighted or args.routing_flex is not None
                         or args.method not in (None, "belady", "ilp")):

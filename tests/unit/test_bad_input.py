@@ -411,6 +411,7 @@ def test_record_tiny_options_are_checked_before_torch(tmp_path, one_line, spec, 
     (["serve", "zipf:n=8,layers=32,tokens=4", "--model", "mixtral-8x7b", "--policy", "lru",
       "--budget-gb", "2", "--budget-gb", "2", "--rate", "1", "--duration", "5"],
      "--budget-gb lists '2 GB' twice"),
+    (["opt", ZIPF, "--k", "2", "--k", "2"], "--k lists 2 twice"),
 ])
 def test_a_repeated_policy_or_cache_size_is_refused(one_line, argv, message):
     """``--policy lru --policy LRU`` (or ``--k 3 --k 3``) printed the same rows twice; a sweep
