@@ -234,11 +234,29 @@ def test_every_preset_number_has_a_source():
             for f in units:
                 s = names[f"{kind}:{p.name}.{f}"]
                 assert s.value == getattr(p, f) and s.unit and len(s.origin) > 10
-    # + the kv_width of the two models the serving figure uses + ZipMoE pools
-    assert len(names) == len(SOURCES) == 5 * 7 + 2 + 4 * 4 + 4 * 6 + 3 + 7
+    # + the kv_width of the two models the serving figure uses + the PCIe raw rates + the
+    # 16-bit storage of non-expert weights and KV cache + ZipMoE pools
+    assert len(names) == len(SOURCES) == 5 * 7 + 2 + 4 * 4 + 4 * 6 + 3 + 2 + 7
     assumed = {s.name for s in SOURCES if s.is_assumption}
     assert "hardware:pcie5.link_gbps" in assumed and "hardware:pcie4.link_gbps" not in assumed
     assert "hardware:pcie4.link_latency_us" in assumed
+
+
+def test_non_expert_and_kv_bytes_are_rows_of_the_table():
+    """The 2 bytes of a non-expert parameter (model_bytes, non_expert_ms, a model file's size
+    check) and of a KV-cache value (attention_ms) were numbers of the arithmetic with no row in
+    the one table of sources."""
+    from paging.cost.arith import attention_ms, model_bytes
+    from paging.cost.presets import KV_BYTES, NON_EXPERT_BYTES
+
+    names = {s.name: s for s in SOURCES}
+    ne, kv = names["storage:non_expert.bytes_per_param"], names["storage:kv_cache.bytes_per_value"]
+    assert (ne.value, kv.value) == (NON_EXPERT_BYTES, KV_BYTES) == (2, 2)
+    assert ne.is_assumption and kv.is_assumption and "16-bit" in ne.origin + kv.origin
+    m, hw = get_model("mixtral-8x7b"), get_hardware("pcie4")
+    assert model_bytes(m) == 256 * 352_321_536 + ne.value * 1_605_244_027
+    assert non_expert_ms(m, hw, 1) == ne.value * 1_605_244_027 / 32 / 1935e9 * 1e3
+    assert attention_ms(m, hw, 10) == 10 * 2 * kv.value * 1024 / 1935e9 * 1e3
 
 
 def test_doc_table_equals_rendered_sources():
