@@ -32,7 +32,12 @@ from paging.cost import (
     place_by_frequency,
     transfer_ms,
 )
-from paging.cost.presets import HARDWARE_UNITS, MODEL_UNITS, PRECISION_UNITS
+from paging.cost.presets import (
+    HARDWARE_UNITS,
+    MODEL_UNITS,
+    OPTIONAL_MODEL_UNITS,
+    PRECISION_UNITS,
+)
 from paging.errors import PagingError
 from paging.layout import Layout
 
@@ -374,6 +379,11 @@ def test_cli_presets_json(capsys):
     assert mix["n_pages"] == 256 and mix["expert_params"] == 176_160_768
     assert mix["fields"]["d_ff"]["value"] == 14336 and "Mixtral" in mix["fields"]["d_ff"]["source"]
     assert [q["name"] for q in rec["precisions"]] == ["bf16", "int8", "int4", "int2"]
+    # kv_width (the serving model's KV reads) is listed where a model has it, as in the table
+    assert mix["fields"]["kv_width"] == {"value": 1024, "unit": OPTIONAL_MODEL_UNITS["kv_width"],
+                                         "source": MODELS["mixtral-8x7b"].sources["kv_width"]}
+    assert rec["models"][4]["fields"]["kv_width"]["value"] == 512
+    assert "kv_width" not in rec["models"][0]["fields"]  # olmoe: not known
     pcie4 = rec["hardware"][2]
     assert pcie4["name"] == "pcie4" and pcie4["fields"]["link_gbps"] == {
         "value": 25.0, "unit": "GB/s", "source": HARDWARE["pcie4"].sources["link_gbps"]}
@@ -384,6 +394,7 @@ def test_cli_presets_text(capsys):
     out = capsys.readouterr().out
     assert "model mixtral-8x7b: 32 layers x 8 experts" in out and "bf16 352,321,536" in out
     assert "hardware pcie5: link_gbps 50 GB/s" in out and "assumption" in out
+    assert "mixtral-8x7b.kv_width" in out
 
 
 @pytest.mark.parametrize("argv", [["cost"], ["cost", "nope"], ["cost", "presets", "--bad"]])
