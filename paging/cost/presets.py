@@ -302,6 +302,21 @@ class Hardware:
     peak_tflops: float
     sources: dict = field(default_factory=dict, compare=False, repr=False)
 
+    def __post_init__(self):
+        # (every time of the cost model divides by a rate and adds a latency: a rate of 0
+        # divided by zero, a negative or NaN one gave negative or NaN times without a word)
+        for f in fields(self):
+            if f.name in ("name", "sources"):
+                continue
+            v = getattr(self, f.name)
+            rate = not f.name.endswith("_latency_us")
+            ok = (not isinstance(v, bool) and isinstance(v, (int, float))
+                  and math.isfinite(v) and (v > 0 if rate else v >= 0))
+            if not ok:
+                raise PagingError(f"hardware {self.name}: {f.name} must be a finite number "
+                                  f"{'> 0' if rate else '>= 0'} ({HARDWARE_UNITS[f.name]}), "
+                                  f"got {v!r}")
+
 
 def _raw_x16(gt_per_s: int) -> float:
     """Raw x16 one-direction rate in GB/s: GT/s * 16 lanes * 128/130 / 8 bits."""

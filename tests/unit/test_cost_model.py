@@ -134,6 +134,25 @@ def test_transfer_ms_host_and_ssd_by_hand():
         transfer_ms(-1, h)
 
 
+@pytest.mark.parametrize("field, value, message", [
+    ("link_gbps", 0.0, "link_gbps must be a finite number > 0 (GB/s), got 0.0"),
+    ("ssd_gbps", -3.5, "ssd_gbps must be a finite number > 0 (GB/s), got -3.5"),
+    ("hbm_gbps", float("nan"), "hbm_gbps must be a finite number > 0 (GB/s), got nan"),
+    ("peak_tflops", float("inf"), "peak_tflops must be a finite number > 0 (TFLOP/s), got inf"),
+    ("link_latency_us", -1.0, "link_latency_us must be a finite number >= 0 (us), got -1.0"),
+])
+def test_hardware_refuses_rates_and_latencies_out_of_range(field, value, message):
+    """A zero bandwidth divided by zero in transfer_ms; a negative or NaN one gave negative or
+    NaN times silently."""
+    import dataclasses
+    import re
+
+    hw = get_hardware("pcie4")
+    with pytest.raises(PagingError, match="^" + re.escape(f"hardware pcie4: {message}")):
+        dataclasses.replace(hw, **{field: value})
+    assert dataclasses.replace(hw, link_latency_us=0.0, ssd_latency_us=0).link_latency_us == 0
+
+
 def test_ssd_host_ratio_near_an_order_of_magnitude():
     """granite-3.0-1b-a400m at int2 on pcie5: 491,520-byte experts, so the 100 us SSD latency
     dominates: host 10 us + 9.8304 us, SSD 100 us + 33.4367 us + host; ratio 7.73. Large experts
