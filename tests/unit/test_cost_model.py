@@ -291,6 +291,21 @@ def test_doc_table_equals_rendered_sources():
         assert f"| `{s.name}` |" in text
 
 
+def test_doc_script_names_the_file_it_wrote(tmp_path):
+    """``python -m paging.cost.doc PATH`` rewrote PATH but printed docs/COST_MODEL.md."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "COST_MODEL.md"
+    out.write_text(f"# x\n\n{doc.BEGIN}\nold\n{doc.END}\n", encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(doc.DOC.parents[1]))
+    run = subprocess.run([sys.executable, "-m", "paging.cost.doc", str(out)], env=env,
+                         capture_output=True, text=True, check=True)
+    assert run.stdout == f"{out}: updated\n"
+    assert doc.extract_block(out.read_text(encoding="utf-8")) == doc.render_block()
+
+
 # --- names and user files ----
 
 def test_unknown_names_list_the_valid_ones():
