@@ -204,6 +204,9 @@ def test_cli_two_tier_costs_differ(capsys):
     (["--k", "4", "--model", "mixtral-8x7b"], "has 32 layers x 8 experts, the trace"),
     (["--k", "4", "--prefill", "batched"], "needs --model"),
     (["--budget-gb", "-1", "--model", "granite-3.0-1b-a400m"], "budget must be"),
+    # (below one byte the host tier said "a budget of 1e-12 GB is ...", naming no option)
+    (["--k", "2", "--model", "granite-3.0-1b-a400m", "--host-gb", "1e-12"],
+     "error: --host-gb: a budget of 1e-12 GB is less than one byte"),
 ])
 def test_cli_bad_input_is_one_line(capsys, extra, msg):
     rc = main(["simulate", "cyclic:n=2,layers=2,rounds=3", "--policy", "lru", *extra])
