@@ -291,6 +291,16 @@ def test_doc_table_equals_rendered_sources():
         assert f"| `{s.name}` |" in text
 
 
+def test_doc_prose_names_the_gpus_of_the_measured_links():
+    """The prose said the Gen3 and Gen4 rates were both measured on an A100 (BaM); the pcie3
+    row cites a P100's bandwidthTest and a V100 in BaM's issue tracker."""
+    text = " ".join(doc.DOC.read_text(encoding="utf-8").split())
+    src = HARDWARE["pcie3"].sources["link_gbps"]
+    assert "P100" in src and "V100" in src
+    assert ("about 12 GB/s on Gen3 (a P100's CUDA bandwidthTest, a V100 in BaM's issue tracker) "
+            "and 25 GB/s on Gen4 (an A100, BaM)") in text
+
+
 def test_doc_script_names_the_file_it_wrote(tmp_path):
     """``python -m paging.cost.doc PATH`` rewrote PATH but printed docs/COST_MODEL.md."""
     import os
