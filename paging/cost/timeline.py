@@ -16,7 +16,8 @@ charges time by the cost model (:mod:`paging.cost.arith`):
   A bypassed request (served without caching) is a miss here too.
 * **compute.** Each expert costs :func:`~paging.cost.arith.expert_compute_ms` for the number of
   tokens it serves (1, or the prompt tokens routed to it in a batched prefill,
-  :func:`batch_prefill`).
+  :func:`batch_prefill`); a batched prefill's layer charges its non-expert work for the whole
+  prompt.
 
 * **prefetches** (SpecMD Algorithm 1, phase 3; :func:`timeline_run` of a run with a
   prefetcher): the pages the loop prefetched after a group are queued on the same copy stream
