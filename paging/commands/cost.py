@@ -22,20 +22,30 @@ def add_parser(sub) -> None:
 
 
 def _fields(obj, units: dict) -> dict:
+    """``field -> {value, unit, source}`` for every field of ``units`` that ``obj`` sets (an
+    optional model field such as ``kv_width`` only when the model has it)."""
+    from paging.cost.presets import OPTIONAL_MODEL_UNITS
+
     return {f: {"value": getattr(obj, f), "unit": units[f], "source": obj.sources[f]}
-            for f in units}
+            for f in units if f not in OPTIONAL_MODEL_UNITS or getattr(obj, f)}
 
 
 def presets_record() -> dict:
     """The JSON document of ``paging cost presets --json``:
     ``{"models": [...], "precisions": [...], "hardware": [...]}``; every entry has ``name`` and
-    ``fields`` (field -> ``{"value", "unit", "source"}``); models add ``expert_params``,
+    ``fields`` (field -> ``{"value", "unit", "source"}``, a model's ``kv_width`` when it has
+    one, as in the table of docs/COST_MODEL.md); models add ``expert_params``,
     ``expert_bytes`` (precision -> bytes) and ``n_pages``."""
     from paging.cost import HARDWARE, MODELS, PRECISIONS
-    from paging.cost.presets import HARDWARE_UNITS, MODEL_UNITS, PRECISION_UNITS
+    from paging.cost.presets import (
+        HARDWARE_UNITS,
+        MODEL_UNITS,
+        OPTIONAL_MODEL_UNITS,
+        PRECISION_UNITS,
+    )
 
     return {
-        "models": [{"name": m.name, "fields": _fields(m, MODEL_UNITS),
+        "models": [{"name": m.name, "fields": _fields(m, MODEL_UNITS | OPTIONAL_MODEL_UNITS),
                     "expert_params": m.expert_params, "n_pages": m.layout.n_pages,
                     "expert_bytes": {q: m.expert_bytes(q) for q in PRECISIONS}}
                    for m in MODELS.values()],

@@ -22,7 +22,8 @@ def add_parser(sub) -> None:
     p.add_argument("--k", action="append", type=int64, metavar="K",
                    help="cache size in pages (repeatable)")
     p.add_argument("--budget-gb", type=float, default=None, metavar="G",
-                   help="cache size in bytes, round(G * 1e9), with page sizes from --sizes")
+                   help="cache size in GB (1 GB = 1e9 bytes, rounded down to whole bytes), "
+                        "with page sizes from --sizes")
     p.add_argument("--costs", metavar="FILE", default=None,
                    help="fetch cost per page id: a JSON list or a .npy array")
     p.add_argument("--sizes", metavar="FILE", default=None,

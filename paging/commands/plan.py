@@ -28,7 +28,9 @@ def add_parser(sub) -> None:
                    "model file (`paging cost presets`)")
     p.add_argument("--hardware", default="pcie3", metavar="H",
                    help="hardware preset whose SSD bandwidth prices the reads (default pcie3: "
-                        "a 3.5 GB/s NVMe drive, as ZipMoE's Samsung 970 EVO)")
+                        "a 3.5 GB/s NVMe drive, as ZipMoE's Samsung 970 EVO) and whose GPU (an "
+                        "A100 in every preset, not ZipMoE's Jetson AGX Orin) prices the GPU "
+                        "time p")
     p.add_argument("--budget-gb", required=True, type=float, metavar="G",
                    help="memory for the pools in GB (1 GB = 1e9 bytes), split evenly over the "
                         "layers")

@@ -25,7 +25,14 @@ from decimal import Decimal
 
 import numpy as np
 
-from paging.cost.presets import Hardware, Model, Precision, get_precision
+from paging.cost.presets import (
+    KV_BYTES,
+    NON_EXPERT_BYTES,
+    Hardware,
+    Model,
+    Precision,
+    get_precision,
+)
 from paging.errors import PagingError
 
 TIER_HOST = 0
@@ -85,26 +92,28 @@ def expert_compute_ms(model: Model, precision: Precision | str, hardware: Hardwa
 def non_expert_ms(model: Model, hardware: Hardware, tokens: int) -> float:
     """Time in ms for the non-expert part of ONE layer to process ``tokens`` tokens (roofline).
 
-    The ``non_expert_params`` are assumed 16-bit and spread evenly over the ``n_layers``:
-    ``max(2 * P / ℓ bytes / HBM bandwidth, 2 * P / ℓ * tokens / peak)``. KV-cache reads and
-    attention-score FLOPs are ignored (they depend on the context length).
+    The ``non_expert_params`` are assumed 16-bit (:data:`~paging.cost.presets.NON_EXPERT_BYTES`
+    = 2 bytes each) and spread evenly over the ``n_layers``: ``max(2 * P / ℓ bytes / HBM
+    bandwidth, 2 * P / ℓ * tokens / peak)``. KV-cache reads and attention-score FLOPs are
+    ignored (they depend on the context length).
     """
     tokens = _nonneg("tokens", tokens, integer=True)
     per_layer = model.non_expert_params / model.n_layers
-    return _roofline_ms(2 * per_layer, 2.0 * per_layer * tokens, hardware)
+    return _roofline_ms(NON_EXPERT_BYTES * per_layer, 2.0 * per_layer * tokens, hardware)
 
 
 def attention_ms(model: Model, hardware: Hardware, kv_tokens: int) -> float:
     """Time in ms for ONE layer's attention to read the KV cache of ``kv_tokens`` cached tokens
     (summed over the requests of a forward pass; the serving model, :mod:`paging.serve`).
 
-    Memory-bound: ``kv_tokens * 2 (K and V) * kv_width * 2 bytes (16-bit) / HBM bandwidth``;
+    Memory-bound: ``kv_tokens * 2 (K and V) * kv_width * 2 bytes (16-bit,
+    :data:`~paging.cost.presets.KV_BYTES`) / HBM bandwidth``;
     the attention's FLOPs are left out (assumption: at serving batch sizes decode attention is
     bound by the KV reads), and so is the whole term when the model's ``kv_width`` is 0 (not
     known).
     """
     kv_tokens = _nonneg("kv_tokens", kv_tokens, integer=True)
-    return kv_tokens * 4 * model.kv_width / (hardware.hbm_gbps * 1e9) * 1e3
+    return kv_tokens * 2 * KV_BYTES * model.kv_width / (hardware.hbm_gbps * 1e9) * 1e3
 
 
 def page_sizes(model: Model, precision: Precision | str) -> np.ndarray:
@@ -171,11 +180,13 @@ def budget_bytes(gb: float) -> int:
 
 def model_bytes(model: Model, precision: Precision | str = "bf16") -> int:
     """Bytes of the whole model with its experts at ``precision`` and the non-expert
-    parameters at 16 bits: ``ℓ·n·expert_bytes + 2·non_expert_params``. At bf16 this is
+    parameters at 16 bits (:data:`~paging.cost.presets.NON_EXPERT_BYTES`): ``ℓ·n·expert_bytes
+    + 2·non_expert_params``. At bf16 this is
     SpecMD's "full model size" (Table 3: 86.99 GiB for Mixtral-8x7B, read as GiB like every
     Table 3 size in :mod:`paging.cost.presets`)."""
     q = _precision(precision)
-    return model.n_layers * model.n_experts * model.expert_bytes(q) + 2 * model.non_expert_params
+    return (model.n_layers * model.n_experts * model.expert_bytes(q)
+            + NON_EXPERT_BYTES * model.non_expert_params)
 
 
 def share_budget(model: Model, pct: float) -> int:

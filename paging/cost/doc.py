@@ -96,5 +96,6 @@ def update(path: Path = DOC) -> bool:
 
 
 if __name__ == "__main__":
-    changed = update(Path(sys.argv[1]) if len(sys.argv) > 1 else DOC)
-    print(f"{DOC}: {'updated' if changed else 'up to date'}")
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else DOC
+    changed = update(target)
+    print(f"{target}: {'updated' if changed else 'up to date'}")

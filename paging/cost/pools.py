@@ -24,7 +24,8 @@ pool      what it holds per expert       bytes (ρ = compressed/original exponen
 Times per *tensor* (Sec. 3.3: one task per tensor; an expert has ``n_matrices`` tensors):
 ``u = (s / n_matrices / 2) / ssd_gbps`` (read one SM-chunk), ``v = ρu/K`` (read one of the K
 E-chunks), ``c`` (decompress one E-chunk, from Sec. 2.3 (I): see :data:`DECOMP_BREAKEVEN`),
-``p = expert_compute_ms(tokens=1)`` (GPU time of one expert for one token).
+``p = expert_compute_ms(tokens=1)`` (GPU time of one expert for one token, on the hardware
+preset's GPU: an A100, not the paper's Jetson AGX Orin; an assumption of the table).
 
 Readings (the paper does not fix them; each is a :class:`Source` marked as an assumption):
 
@@ -101,7 +102,11 @@ ZIPMOE_SOURCES: tuple[Source, ...] = (
     Source("zipmoe:gpu_tokens_per_expert", 1, "tokens",
            f"{ZIPMOE}, Sec. 1 and 5: on-device decoding at batch size one; p = "
            "expert_compute_ms(model, precision, hardware, tokens=1) (the roofline of the cost "
-           "model), the GPU time of one expert in Sec. 3.3"),
+           "model), the GPU time of one expert in Sec. 3.3; assumption: that roofline is the "
+           "hardware preset's GPU (an A100 80GB in every preset), not the paper's Jetson AGX "
+           "Orin (Sec. 5, a unified-memory SoC with far less memory bandwidth), so p is low; "
+           "p enters only the makespans with GPU time (alg1_gpu_*), not Algorithm 3 or the "
+           "plan"),
 )
 
 

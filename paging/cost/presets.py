@@ -302,6 +302,21 @@ class Hardware:
     peak_tflops: float
     sources: dict = field(default_factory=dict, compare=False, repr=False)
 
+    def __post_init__(self):
+        # (every time of the cost model divides by a rate and adds a latency: a rate of 0
+        # divided by zero, a negative or NaN one gave negative or NaN times without a word)
+        for f in fields(self):
+            if f.name in ("name", "sources"):
+                continue
+            v = getattr(self, f.name)
+            rate = not f.name.endswith("_latency_us")
+            ok = (not isinstance(v, bool) and isinstance(v, (int, float))
+                  and math.isfinite(v) and (v > 0 if rate else v >= 0))
+            if not ok:
+                raise PagingError(f"hardware {self.name}: {f.name} must be a finite number "
+                                  f"{'> 0' if rate else '>= 0'} ({HARDWARE_UNITS[f.name]}), "
+                                  f"got {v!r}")
+
 
 def _raw_x16(gt_per_s: int) -> float:
     """Raw x16 one-direction rate in GB/s: GT/s * 16 lanes * 128/130 / 8 bits."""
@@ -350,6 +365,26 @@ HARDWARE: dict[str, Hardware] = {h.name: h for h in (
               14.7, "Samsung 9100 PRO (PCIe 5.0 x4 NVMe) specification: sequential read up to "
                     "14,700 MB/s (1 TB model; 14,800 MB/s from 2 TB)"),
 )}
+
+# ---------------------------------------------------------------------------------------------
+# Storage of what is not an expert: the non-expert weights and the KV cache
+# ---------------------------------------------------------------------------------------------
+
+#: bytes of one non-expert parameter (embeddings, attention, norms, routers), whatever the
+#: experts' precision: :func:`paging.cost.arith.model_bytes` and ``non_expert_ms``
+NON_EXPERT_BYTES = 2
+#: bytes of one KV-cache value (a K or a V entry): :func:`paging.cost.arith.attention_ms`
+KV_BYTES = 2
+STORAGE_SOURCES: tuple[Source, ...] = (
+    Source("storage:non_expert.bytes_per_param", NON_EXPERT_BYTES, "bytes per parameter",
+           "assumption: the non-expert weights stay 16-bit (bfloat16, the checkpoints' dtype, "
+           "'torch_dtype': 'bfloat16' in the configs) at every expert precision: SpecMD Sec. "
+           "5.1 quantises the experts only ('We quantize experts into int8 and int4'), and "
+           f"the presets' non_expert_params read {SPECMD_T3} 'Non-Expert' at 16 bit"),
+    Source("storage:kv_cache.bytes_per_value", KV_BYTES, "bytes per value",
+           "assumption: a 16-bit KV cache (bfloat16, the checkpoints' dtype; no KV-cache "
+           "quantisation); one token and layer stores 2 (K and V) x kv_width values"),
+)
 
 # ---------------------------------------------------------------------------------------------
 # Look-ups and the table of every number
@@ -412,7 +447,7 @@ def all_sources() -> list[Source]:
         out += preset_sources("precision", q, PRECISION_UNITS)
     for h in HARDWARE.values():
         out += preset_sources("hardware", h, HARDWARE_UNITS)
-    return out + _pcie_raw_sources()
+    return out + _pcie_raw_sources() + list(STORAGE_SOURCES)
 
 
 # -- user models from a file ----------------------------------------------------------------------
@@ -520,7 +555,7 @@ def load_model_file(path) -> Model:
         raise PagingError(e.message, file=where) from None
     for q in PRECISIONS.values():  # the byte sizes every command derives (paging.cost.arith)
         total = (model.n_layers * model.n_experts * model.expert_bytes(q)
-                 + 2 * model.non_expert_params)
+                 + NON_EXPERT_BYTES * model.non_expert_params)
         if total > INT64_MAX:
             raise PagingError(
                 f"the model's weights at {q.name} would take {brief(total)} bytes (n_layers x "

@@ -35,6 +35,11 @@ class CostSetup:
         if host_gb is not None and (isinstance(host_gb, bool) or not host_gb > 0
                                     or host_gb == float("inf")):  # (it was "the budget must")
             raise PagingError(f"--host-gb must be a number of GB > 0, got {host_gb!r}")
+        if host_gb is not None:  # (below one byte it said "a budget of ...", naming no option)
+            try:
+                budget_bytes(host_gb)
+            except PagingError as e:
+                raise PagingError(f"--host-gb: {e.message}") from None
         return cls(get_model(model), get_precision(precision or "bf16"),
                    get_hardware(hardware or "link-5gbps"), host_gb)
 

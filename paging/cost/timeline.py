@@ -16,7 +16,8 @@ charges time by the cost model (:mod:`paging.cost.arith`):
   A bypassed request (served without caching) is a miss here too.
 * **compute.** Each expert costs :func:`~paging.cost.arith.expert_compute_ms` for the number of
   tokens it serves (1, or the prompt tokens routed to it in a batched prefill,
-  :func:`batch_prefill`).
+  :func:`batch_prefill`); a batched prefill's layer charges its non-expert work for the whole
+  prompt.
 
 * **prefetches** (SpecMD Algorithm 1, phase 3; :func:`timeline_run` of a run with a
   prefetcher): the pages the loop prefetched after a group are queued on the same copy stream
@@ -456,7 +457,7 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
         raise PagingError("batch must give a token count >= 1 for every request")
     tok, first = _tokens_and_first(trace)
     comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b if batch is not None
-                                            else None, N)
+                                            else None, N, trace)
     marks = _marks(trace)
     none_f, none_i = np.zeros(0), np.zeros(0, np.int64)
     total, at_marks, stall, busy, nbytes, _, _ = _timeline(
@@ -467,8 +468,14 @@ def timeline(trace: Trace, hit_mask: np.ndarray, *, model, precision, hardware,
     return _timing(trace, tok, total, at_marks, stall, busy, nbytes, None)
 
 
-def _compute_times(model, precision, hardware, batch, N):
-    """Per-request compute and non-expert times (arrays), or two constants without a batch."""
+def _compute_times(model, precision, hardware, batch, N, trace=None):
+    """Per-request compute and non-expert times (arrays), or two constants without a batch.
+
+    An expert computes for the tokens it serves (``batch``); a layer's non-expert work, for
+    the tokens of its pass: the ``batch`` of the request that opens the group, except in a
+    batched prefill pass of ``trace`` (:func:`paging.warm.prefill_ranges`), where every prompt
+    token crosses the layer whichever expert opens the group (as the serving model charges a
+    step's tokens, :mod:`paging.serve.engine`)."""
     empty = np.zeros(0)
     b = batch
     if batch is None:  # one token per request: two constants
@@ -483,6 +490,11 @@ def _compute_times(model, precision, hardware, batch, N):
             sel = b == size
             comp[sel] = expert_compute_ms(model, precision, hardware, int(size))
             lay[sel] = non_expert_ms(model, hardware, int(size))
+        if trace is not None:
+            from paging.warm import prefill_ranges
+
+            for lo, hi, tokens in prefill_ranges(trace):
+                lay[lo:hi] = non_expert_ms(model, hardware, tokens)
     return comp, comp1, lay, lay1
 
 
@@ -603,7 +615,7 @@ def timeline_run(trace: Trace, result, *, model, precision, hardware, fetch_ms: 
             req_bytes[sel] = szs[level][pages[sel]]
     pf = ev["prefetched"]
     tok, first = _tokens_and_first(trace)
-    comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b, N)
+    comp, comp1, lay, lay1 = _compute_times(model, precision, hardware, b, N, trace)
     marks = _marks(trace)
     total, at_marks, stall, busy, nbytes, late, _ = _timeline(
         trace.steps, kind, used, fetch_ms, sizes, req_ms, req_bytes, pf[:, 0].copy(),

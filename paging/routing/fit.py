@@ -95,9 +95,16 @@ def fit_router(traces, tokens: int = 400) -> tuple[dict, dict, dict]:
 
 
 def main(argv=None) -> int:
+    """``python -m paging.routing.fit TRACE``: the fitted constants and the three statistics as
+    JSON; bad input is one ``error:`` line and status 2 (:func:`paging.cli.guarded`)."""
+    from paging.cli import guarded
+
+    return guarded(_main, sys.argv[1:] if argv is None else argv)
+
+
+def _main(argv) -> int:
     from paging.io import load
 
-    argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
         print("usage: python -m paging.routing.fit TRACE", file=sys.stderr)
         return 2

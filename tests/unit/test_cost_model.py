@@ -32,7 +32,12 @@ from paging.cost import (
     place_by_frequency,
     transfer_ms,
 )
-from paging.cost.presets import HARDWARE_UNITS, MODEL_UNITS, PRECISION_UNITS
+from paging.cost.presets import (
+    HARDWARE_UNITS,
+    MODEL_UNITS,
+    OPTIONAL_MODEL_UNITS,
+    PRECISION_UNITS,
+)
 from paging.errors import PagingError
 from paging.layout import Layout
 
@@ -127,6 +132,25 @@ def test_transfer_ms_host_and_ssd_by_hand():
         transfer_ms(1, h, "gpu")
     with pytest.raises(PagingError, match="nbytes must be an integer >= 0"):
         transfer_ms(-1, h)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("link_gbps", 0.0, "link_gbps must be a finite number > 0 (GB/s), got 0.0"),
+    ("ssd_gbps", -3.5, "ssd_gbps must be a finite number > 0 (GB/s), got -3.5"),
+    ("hbm_gbps", float("nan"), "hbm_gbps must be a finite number > 0 (GB/s), got nan"),
+    ("peak_tflops", float("inf"), "peak_tflops must be a finite number > 0 (TFLOP/s), got inf"),
+    ("link_latency_us", -1.0, "link_latency_us must be a finite number >= 0 (us), got -1.0"),
+])
+def test_hardware_refuses_rates_and_latencies_out_of_range(field, value, message):
+    """A zero bandwidth divided by zero in transfer_ms; a negative or NaN one gave negative or
+    NaN times silently."""
+    import dataclasses
+    import re
+
+    hw = get_hardware("pcie4")
+    with pytest.raises(PagingError, match="^" + re.escape(f"hardware pcie4: {message}")):
+        dataclasses.replace(hw, **{field: value})
+    assert dataclasses.replace(hw, link_latency_us=0.0, ssd_latency_us=0).link_latency_us == 0
 
 
 def test_ssd_host_ratio_near_an_order_of_magnitude():
@@ -234,11 +258,29 @@ def test_every_preset_number_has_a_source():
             for f in units:
                 s = names[f"{kind}:{p.name}.{f}"]
                 assert s.value == getattr(p, f) and s.unit and len(s.origin) > 10
-    # + the kv_width of the two models the serving figure uses + ZipMoE pools
-    assert len(names) == len(SOURCES) == 5 * 7 + 2 + 4 * 4 + 4 * 6 + 3 + 7
+    # + the kv_width of the two models the serving figure uses + the PCIe raw rates + the
+    # 16-bit storage of non-expert weights and KV cache + ZipMoE pools
+    assert len(names) == len(SOURCES) == 5 * 7 + 2 + 4 * 4 + 4 * 6 + 3 + 2 + 7
     assumed = {s.name for s in SOURCES if s.is_assumption}
     assert "hardware:pcie5.link_gbps" in assumed and "hardware:pcie4.link_gbps" not in assumed
     assert "hardware:pcie4.link_latency_us" in assumed
+
+
+def test_non_expert_and_kv_bytes_are_rows_of_the_table():
+    """The 2 bytes of a non-expert parameter (model_bytes, non_expert_ms, a model file's size
+    check) and of a KV-cache value (attention_ms) were numbers of the arithmetic with no row in
+    the one table of sources."""
+    from paging.cost.arith import attention_ms, model_bytes
+    from paging.cost.presets import KV_BYTES, NON_EXPERT_BYTES
+
+    names = {s.name: s for s in SOURCES}
+    ne, kv = names["storage:non_expert.bytes_per_param"], names["storage:kv_cache.bytes_per_value"]
+    assert (ne.value, kv.value) == (NON_EXPERT_BYTES, KV_BYTES) == (2, 2)
+    assert ne.is_assumption and kv.is_assumption and "16-bit" in ne.origin + kv.origin
+    m, hw = get_model("mixtral-8x7b"), get_hardware("pcie4")
+    assert model_bytes(m) == 256 * 352_321_536 + ne.value * 1_605_244_027
+    assert non_expert_ms(m, hw, 1) == ne.value * 1_605_244_027 / 32 / 1935e9 * 1e3
+    assert attention_ms(m, hw, 10) == 10 * 2 * kv.value * 1024 / 1935e9 * 1e3
 
 
 def test_doc_table_equals_rendered_sources():
@@ -247,6 +289,31 @@ def test_doc_table_equals_rendered_sources():
         "docs/COST_MODEL.md is stale: run `python -m paging.cost.doc`"
     for s in SOURCES:
         assert f"| `{s.name}` |" in text
+
+
+def test_doc_prose_names_the_gpus_of_the_measured_links():
+    """The prose said the Gen3 and Gen4 rates were both measured on an A100 (BaM); the pcie3
+    row cites a P100's bandwidthTest and a V100 in BaM's issue tracker."""
+    text = " ".join(doc.DOC.read_text(encoding="utf-8").split())
+    src = HARDWARE["pcie3"].sources["link_gbps"]
+    assert "P100" in src and "V100" in src
+    assert ("about 12 GB/s on Gen3 (a P100's CUDA bandwidthTest, a V100 in BaM's issue tracker) "
+            "and 25 GB/s on Gen4 (an A100, BaM)") in text
+
+
+def test_doc_script_names_the_file_it_wrote(tmp_path):
+    """``python -m paging.cost.doc PATH`` rewrote PATH but printed docs/COST_MODEL.md."""
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "COST_MODEL.md"
+    out.write_text(f"# x\n\n{doc.BEGIN}\nold\n{doc.END}\n", encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(doc.DOC.parents[1]))
+    run = subprocess.run([sys.executable, "-m", "paging.cost.doc", str(out)], env=env,
+                         capture_output=True, text=True, check=True)
+    assert run.stdout == f"{out}: updated\n"
+    assert doc.extract_block(out.read_text(encoding="utf-8")) == doc.render_block()
 
 
 # --- names and user files ----
@@ -356,6 +423,11 @@ def test_cli_presets_json(capsys):
     assert mix["n_pages"] == 256 and mix["expert_params"] == 176_160_768
     assert mix["fields"]["d_ff"]["value"] == 14336 and "Mixtral" in mix["fields"]["d_ff"]["source"]
     assert [q["name"] for q in rec["precisions"]] == ["bf16", "int8", "int4", "int2"]
+    # kv_width (the serving model's KV reads) is listed where a model has it, as in the table
+    assert mix["fields"]["kv_width"] == {"value": 1024, "unit": OPTIONAL_MODEL_UNITS["kv_width"],
+                                         "source": MODELS["mixtral-8x7b"].sources["kv_width"]}
+    assert rec["models"][4]["fields"]["kv_width"]["value"] == 512
+    assert "kv_width" not in rec["models"][0]["fields"]  # olmoe: not known
     pcie4 = rec["hardware"][2]
     assert pcie4["name"] == "pcie4" and pcie4["fields"]["link_gbps"] == {
         "value": 25.0, "unit": "GB/s", "source": HARDWARE["pcie4"].sources["link_gbps"]}
@@ -366,6 +438,7 @@ def test_cli_presets_text(capsys):
     out = capsys.readouterr().out
     assert "model mixtral-8x7b: 32 layers x 8 experts" in out and "bf16 352,321,536" in out
     assert "hardware pcie5: link_gbps 50 GB/s" in out and "assumption" in out
+    assert "mixtral-8x7b.kv_width" in out
 
 
 @pytest.mark.parametrize("argv", [["cost"], ["cost", "nope"], ["cost", "presets", "--bad"]])

@@ -5,6 +5,7 @@ FOO-L <= ILP <= FOO-U."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 from itertools import combinations
@@ -359,6 +360,23 @@ def test_cli_costs_and_sizes(tmp_path, capsys):
     assert r["bytes_fetched"] == 2 * r["misses"]
     foo = run_json(capsys, "--budget-gb", "6e-9", "--sizes", str(s), "--method", "foo")
     assert foo[0]["lower"] <= foo[0]["upper"]
+
+
+def test_cli_budget_is_rounded_down_as_its_help_says(tmp_path, capsys):
+    """The help said "round(G * 1e9)" while the budget is budget_bytes's, rounded down: 5.9e-9
+    GB is 5 bytes (2 pages of 2), not 6."""
+    from paging.commands.opt import add_parser
+
+    s = tmp_path / "s.npy"
+    np.save(s, np.array([2] * 8))
+    (r,) = run_json(capsys, "--budget-gb", "5.9e-9", "--sizes", str(s))
+    assert r["budget_bytes"] == 5
+    parser = argparse.ArgumentParser(prog="paging")
+    add_parser(parser.add_subparsers())
+    with pytest.raises(SystemExit):
+        parser.parse_args(["opt", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "1 GB = 1e9 bytes, rounded down to whole bytes" in text and "round(G" not in text
 
 
 def test_cli_sizes_that_vary_take_the_ilp_by_default(tmp_path, capsys):

@@ -503,3 +503,18 @@ def test_top2_scores_only_cache_prior_is_max_rank_for_every_lambda():
     j0 = {lam: simulate(tr, "lru", 10, routing=f"cache-prior:lambda={lam},j=0").misses
           for lam in (0.01, 1.0)}
     assert j0[0.01] != j0[1.0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["no-such-trace.jsonl"], "error: no-such-trace.jsonl: no such trace file"),
+    (["cyclic:n=4,layers=2,rounds=5"], "error: trace cyclic:n=4,layers=2,rounds=5: fitting "
+                                       "needs token and rank columns"),
+])
+def test_fit_bad_input_is_one_line_and_status_2(capsys, argv, message):
+    """``python -m paging.routing.fit`` (docs/guide/routing.md) printed a traceback and exited
+    1 on a missing file or a trace without token and rank columns."""
+    from paging.routing.fit import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(message) and err.count("\n") == 1 and "Traceback" not in err

@@ -204,6 +204,9 @@ def test_cli_two_tier_costs_differ(capsys):
     (["--k", "4", "--model", "mixtral-8x7b"], "has 32 layers x 8 experts, the trace"),
     (["--k", "4", "--prefill", "batched"], "needs --model"),
     (["--budget-gb", "-1", "--model", "granite-3.0-1b-a400m"], "budget must be"),
+    # (below one byte the host tier said "a budget of 1e-12 GB is ...", naming no option)
+    (["--k", "2", "--model", "granite-3.0-1b-a400m", "--host-gb", "1e-12"],
+     "error: --host-gb: a budget of 1e-12 GB is less than one byte"),
 ])
 def test_cli_bad_input_is_one_line(capsys, extra, msg):
     rc = main(["simulate", "cyclic:n=2,layers=2,rounds=3", "--policy", "lru", *extra])
@@ -639,3 +642,30 @@ def test_batched_prefill_keeps_each_experts_best_rank():
     assert tm.ttft_ms == pytest.approx(non_expert_ms(m, hw, 2) + 30 + c1, rel=1e-12)
     assert tm.time_ms == pytest.approx(tm.ttft_ms + non_expert_ms(m, hw, 1) + 20 + c1,
                                        rel=1e-12)
+
+
+def test_a_batched_prefill_charges_the_layer_for_the_whole_prompt():
+    """A batched prefill pass runs all T prompt tokens through each layer's non-expert
+    weights; the group was charged for the tokens of the expert that opens it (200 of 400
+    here), which the roofline tells apart once the pass is compute-bound (T > 161 on the A100
+    preset)."""
+    m = get_model(str(_tiny_model_file()))
+    q, hw = get_precision("bf16"), get_hardware("link-5gbps")
+    T = 400  # layer 0: the prompt alternates experts 0 and 1; layer 1: expert 0; one decode token
+    table = np.array([[[t % 2], [0]] for t in range(T)] + [[[0], [0]]])
+    tr = from_routing(table, LAY, expand="groups",
+                      meta={"phase_bounds": {"prefill": [0, 2 * T],
+                                             "decode": [2 * T, 2 * T + 2]}})
+    bt, batch = batch_prefill(tr)
+    assert batch[:3].tolist() == [T // 2, T // 2, T] and bt.meta["prefill_tokens"] == T
+    assert non_expert_ms(m, hw, T) > non_expert_ms(m, hw, T // 2)  # (compute-bound here)
+    sizes = page_sizes(m, q)
+    fetch = page_costs(m, q, hw, np.zeros(6, np.int8))
+    r = simulate(bt, "lru", 6, costs=fetch, sizes=sizes, record=True)
+    tm = timeline(bt, r.hit_mask, model=m, precision=q, hardware=hw, fetch_ms=fetch,
+                  sizes=sizes, batch=batch)
+    f, lay = transfer_ms(m.expert_bytes(q), hw), non_expert_ms(m, hw, T)
+    ch, ct = expert_compute_ms(m, q, hw, T // 2), expert_compute_ms(m, q, hw, T)
+    layer0 = max(lay + f + ch, lay + 2 * f) + ch   # experts 0 and 1 fetched, 200 tokens each
+    layer1 = layer0 + lay + f + ct                 # expert 0 of layer 1 fetched, 400 tokens
+    assert tm.ttft_ms == pytest.approx(layer1, rel=1e-12)

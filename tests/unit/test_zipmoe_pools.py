@@ -65,6 +65,9 @@ def test_sources_are_in_the_cost_model_table():
     assert by["zipmoe:rho"].value == 0.36 and not by["zipmoe:rho"].is_assumption
     assert by["zipmoe:threads_L"].is_assumption and by["zipmoe:shards_K"].is_assumption
     assert "Sec. 2.3" in by["zipmoe:decomp_breakeven_threads"].origin
+    # p is the preset GPU's roofline (an A100), not the paper's Jetson AGX Orin: said so
+    p_origin = by["zipmoe:gpu_tokens_per_expert"].origin
+    assert "assumption" in p_origin and "Jetson AGX Orin" in p_origin and "A100" in p_origin
 
 
 @pytest.mark.parametrize("kw, message", [
