@@ -82,9 +82,7 @@ def run(args) -> int:
             raise PagingError("--budget-gb needs --sizes FILE (bytes per page id)")
         from paging.cost import budget_bytes
 
-        budget = budget_bytes(args.budget_gb)  # (the one conversion: simulate's, serve's)
-        if not budget >= 1:
-            raise PagingError(f"--budget-gb must give at least 1 byte, got {args.budget_gb!r}")
+        budget = budget_bytes(args.budget_gb, "--budget-gb")  # (simulate's and serve's too)
     traces = load_from_args(args)
     n_pages = traces[0].layout.n_pages if traces else None
     for k in args.k or ():

@@ -80,7 +80,7 @@ def run(args) -> int:
     form_bytes(model, precision, params.rho)          # bf16 only: fail before reading
     check_pools(args.pools)
     check_grid(args.pools, args.delta)  # (refused up front beyond MAX_SPLITS)
-    budget = budget_bytes(args.budget_gb)
+    budget = budget_bytes(args.budget_gb, "--budget-gb")
     args.expand = "groups"
     memo: dict = {}
     traces = load_from_args(args)

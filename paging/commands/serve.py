@@ -155,7 +155,7 @@ def run(args) -> int:
     if (args.prompt_len is None) != (args.output_len is None):
         raise PagingError("--prompt-len and --output-len go together")
     caps = [dict(k=k) for k in args.k or []] + \
-        [dict(budget=budget_bytes(g)) for g in args.budget_gb or []]
+        [dict(budget=budget_bytes(g, "--budget-gb")) for g in args.budget_gb or []]
     base = dict(model=args.model, precision=args.precision, hardware=args.hardware,
                 host_gb=args.host_gb, prefetch=args.prefetch,
                 prefetch_strategy=args.prefetch_strategy, miss=args.miss,

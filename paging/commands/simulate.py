@@ -188,7 +188,7 @@ def run(args) -> int:
     timing = {k: v for k, v in (("token_overhead_ms", args.token_overhead_ms),
                                 ("prefetch_streams", args.prefetch_streams),
                                 ("prefetch_link", args.prefetch_link)) if v is not None}
-    budgets = [budget_bytes(g) for g in args.budget_gb or []]
+    budgets = [budget_bytes(g, "--budget-gb") for g in args.budget_gb or []]
     base = dict(model=args.model, precision=args.precision, hardware=args.hardware,
                 host_gb=args.host_gb, prefill=args.prefill, prefetch=args.prefetch,
                 prefetch_strategy=args.prefetch_strategy, miss=args.miss,

@@ -160,21 +160,21 @@ def page_costs(model: Model, precision: Precision | str, hardware: Hardware,
                     transfer_ms(b, hardware, "ssd")).astype(np.float64)
 
 
-def budget_bytes(gb: float) -> int:
+def budget_bytes(gb: float, name: str = "the budget") -> int:
     """A budget of ``gb`` GB in bytes, with 1 GB = 1e9 bytes (SI, as SpecMD's "0.6GB"),
     rounded down to whole bytes; the decimal text of ``gb`` is used, so 0.1 GB is exactly
-    100,000,000 bytes.
+    100,000,000 bytes. ``name``: what the errors call it (the option, ``--budget-gb``).
 
     >>> budget_bytes(0.6)
     600000000
     """
     if isinstance(gb, bool) or not isinstance(gb, numbers.Real) or not gb > 0 \
             or gb == float("inf"):
-        raise PagingError(f"the budget must be a number of GB > 0, got {gb!r}")
+        raise PagingError(f"{name} must be a number of GB > 0, got {gb!r}")
     b = int(Decimal(str(gb)) * 10**9)
     if b < 1:  # (the simulator's "byte budget must be >= 1, got 0" named no budget given)
-        raise PagingError(f"a budget of {gb!r} GB is less than one byte; expected at least 1e-9 "
-                          "GB")
+        raise PagingError(f"{name + ': ' if name != 'the budget' else ''}a budget of {gb!r} GB "
+                          "is less than one byte; expected at least 1e-9 GB")
     return b
 
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from paging.cost.arith import budget_bytes, page_costs, page_sizes, place_by_frequency
 from paging.cost.presets import Hardware, Model, Precision, get_hardware, get_model, get_precision
-from paging.errors import PagingError
 
 #: the timeline's fields a timed run adds to its JSON row (``prefetch_late`` with prefetching)
 TIMING_FIELDS = ("time_ms", "stall_ms", "stall_fraction", "ttft_ms", "tpot_ms", "tokens_per_s",
@@ -32,14 +31,8 @@ class CostSetup:
     def from_names(cls, model: str, precision: str | None = None, hardware: str | None = None,
                    host_gb: float | None = None) -> CostSetup:
         """Presets by name (or a model file); defaults bf16 and ``link-5gbps``."""
-        if host_gb is not None and (isinstance(host_gb, bool) or not host_gb > 0
-                                    or host_gb == float("inf")):  # (it was "the budget must")
-            raise PagingError(f"--host-gb must be a number of GB > 0, got {host_gb!r}")
-        if host_gb is not None:  # (below one byte it said "a budget of ...", naming no option)
-            try:
-                budget_bytes(host_gb)
-            except PagingError as e:
-                raise PagingError(f"--host-gb: {e.message}") from None
+        if host_gb is not None:  # (it said "the budget must ...", naming no option)
+            budget_bytes(host_gb, "--host-gb")
         return cls(get_model(model), get_precision(precision or "bf16"),
                    get_hardware(hardware or "link-5gbps"), host_gb)
 

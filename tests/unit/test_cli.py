@@ -50,8 +50,8 @@ def test_other_commands_bad_numbers_and_files_are_one_line(tmp_path, capsys):
              "argument --seed: seed must be an integer >= 0, got -1")
     sizes = tmp_path / "s.json"
     sizes.write_text(json.dumps([100] * 12))
-    for b, want in (("nan", "the budget must be a number of GB > 0, got nan"),
-                    ("inf", "the budget must be a number of GB > 0, got inf"),
+    for b, want in (("nan", "--budget-gb must be a number of GB > 0, got nan"),
+                    ("inf", "--budget-gb must be a number of GB > 0, got inf"),
                     ("1e300", "budget must be at most 2^63 - 1 bytes, got 1.000e309")):
         one_line(["opt", "zipf:n=4,layers=3,tokens=20,seed=0", "--budget-gb", b, "--sizes",
                   str(sizes)], want)

@@ -186,7 +186,7 @@ def test_cli_verify_checks_every_replay_and_changes_no_number(capsys, monkeypatc
     ("20", ["--precision", "int4"], "precision int4 has no such split"),
     ("20", ["--pools", "FQ"], "distinct letters among F, C, S, E"),
     ("20", ["--delta", "0.3"], "1/m for an integer m"),
-    ("0", [], "the budget must be a number of GB > 0"),
+    ("0", [], "--budget-gb must be a number of GB > 0"),
     # 1e9 B over 32 layers < one E-form expert (63,417,877 B) per layer; read after the trace
     pytest.param("1", [], "holds no expert", marks=needs_traces),
 ])
