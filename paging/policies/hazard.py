@@ -3,9 +3,8 @@
 Issue 11's research target: a new online policy for the layered model (Angelopoulos et al.,
 "Cache Management for Mixture-of-Experts LLMs", 2025, Sec. 2: ℓ layers x n experts, top-K
 routing expanded into K rounds per token, Sec. 5.1) that beats the existing online policies
-on real routing traces. The result on the shipped traces is in the README ("Learned and
-learning-augmented eviction"): it does **not** make 5% fewer misses than the best existing
-policy on every sequence.
+on real routing traces. The result on the shipped traces is in docs/guide/learned.md: it does
+**not** make 5% fewer misses than the best existing policy on every sequence.
 """
 
 from __future__ import annotations
