@@ -5,8 +5,8 @@ fewer misses at k = 200 than every existing one on unseen real routing traces), 
 :mod:`paging.policies.hazard`. It keeps what worked there, the token as the unit of reuse and the
 within-token rule, and replaces the per-page hazard tables (noisy on sequences of 80-250 tokens)
 by one exponentially decayed usage frequency per page: frequency (LFU's lever) and recency
-(LRU's) in one number, the trade-off set by a single decay λ per token. The README ("Learned and
-learning-augmented eviction") has the held-out table: the target is **not** met.
+(LRU's) in one number, the trade-off set by a single decay λ per token.
+docs/guide/learned.md has the held-out table: the target is **not** met.
 
 :class:`TokenDecayLookahead` is a clairvoyant diagnostic, not registered: the same ranking with
 the requests of the next ``lookahead`` tokens (0: the rest of the current one) revealed. It

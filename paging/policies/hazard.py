@@ -3,9 +3,8 @@
 Issue 11's research target: a new online policy for the layered model (Angelopoulos et al.,
 "Cache Management for Mixture-of-Experts LLMs", 2025, Sec. 2: ℓ layers x n experts, top-K
 routing expanded into K rounds per token, Sec. 5.1) that beats the existing online policies
-on real routing traces. The result on the shipped traces is in the README ("Learned and
-learning-augmented eviction"): it does **not** make 5% fewer misses than the best existing
-policy on every sequence.
+on real routing traces. The result on the shipped traces is in docs/guide/learned.md: it does
+**not** make 5% fewer misses than the best existing policy on every sequence.
 """
 
 from __future__ import annotations
@@ -62,8 +61,7 @@ class TokenHazard(TokenPolicy):
     before any run; (horizon, α) were chosen among (1,2), (2,0.5), (2,2), (2,8), (4,2) by
     leave-one-sequence-out on the six shipped real sequences (the choice made on the five other
     sequences is (2, 0.5) for five of the six held-out sequences and (1, 2) for granite's
-    code prompt); README, "Learned and learning-augmented eviction", reports the held-out
-    numbers.
+    code prompt); docs/guide/learned.md reports the held-out numbers.
 
     Cost: O(1) per hit or insert; O(nℓ·max_age) numpy work once per token; O(k·horizon) numpy
     work per eviction.

@@ -171,7 +171,8 @@ class LeastStale(PriorityPolicy):
     (``least-stale-layer``, this package's ``least-stale`` before issue 19), which on traces
     whose passes walk every layer in order equals LRU whenever the cache holds less than one
     pass. On the Mixtral decode log in groups mode this reading cuts LRU's collision misses
-    8.5x at 5 % of the experts (README, SpecMD reproduction; the paper: 2.6-8.6x).
+    8.5x at 13 experts (5 % of the 256) and 29x at 47 (5 % of the model's bytes, SpecMD's
+    capacity; docs/guide/specmd.md, "Reproduction: SpecMD"; the paper: 2.6-8.6x).
     """
 
     name = "least-stale"

@@ -15,7 +15,7 @@ of requests matched against a collection of recorded ones to predict later activ
 guide prefetching and eviction. That paper is not among ``../shared/papers``; the rule here is
 this package's own (per token, successors, mixed into token-decay's probabilities).
 
-The README ("Learned and learning-augmented eviction") has the held-out table.
+docs/guide/learned.md has the held-out table.
 """
 
 from __future__ import annotations
