@@ -10,7 +10,8 @@ Landlord with sizes against the exact OPT_h of a smaller cache (``proofs.landlor
 the offline bounds LP <= ILP <= online, FOO-L <= ILP <= FOO-U (``proofs.offline_bounds``);
 ZipMoE's Theorems 3.1 and 3.2 (``proofs.zipmoe_theorem31``, ``proofs.zipmoe_theorem32``).
 Each module has ``check() -> LedgerRow`` (:mod:`proofs.ledger`). :func:`run_ledger` runs them
-in order; a ``check()`` that raises is reported as an *error* (counted as not holding).
+in order; a ``check()`` that raises is reported as an *error* (counted as not holding), except
+an interrupt (Ctrl-C, also when numba wraps it in a SystemError), which stops the ledger.
 ``python -m proofs [--json]`` and ``paging proofs [--json]`` print the ledger; the exit
 status is 0 when every theorem *stands* (every power check of its row fails, and it holds as
 printed or, where the ledger records that the printed statement fails, as corrected) and 1
@@ -64,12 +65,16 @@ class Entry:
 def run_ledger(modules=None) -> list[Entry]:
     """Import each module (default :data:`MODULES`) and run its ``check()``; see the module
     docstring."""
+    from paging.cli import _is_interrupt
+
     entries = []
     for name in MODULES if modules is None else modules:
         mod = importlib.import_module(name)
         try:
             row = mod.check()
         except Exception as e:  # report it in the ledger; the exit status says it failed
+            if _is_interrupt(e):  # Ctrl-C inside a compiled kernel: stop, as for any Ctrl-C
+                raise
             entries.append(Entry(name, "error", error=f"{type(e).__name__}: {e}"))
             continue
         entries.append(Entry(name, "ok", row))

@@ -1,0 +1,57 @@
+"""The ledger runner (:func:`proofs.run_ledger`, ``paging proofs``): interrupts."""
+
+from __future__ import annotations
+
+import sys
+import types
+from fractions import Fraction
+
+import pytest
+
+import proofs
+from paging.cli import main
+from proofs.ledger import LedgerRow, PowerCheck
+
+
+def _module(monkeypatch, name: str, check) -> str:
+    full = f"proofs.fake_runner_{name}"
+    mod = types.ModuleType(full)
+    mod.check = check
+    monkeypatch.setitem(sys.modules, full, mod)
+    return full
+
+
+def _row() -> LedgerRow:
+    return LedgerRow(theorem="T", statement="s", grid="g", smallest_margin=Fraction(0),
+                     holds=True, witness={}, power_checks=[PowerCheck("w", "d", True)])
+
+
+def _numba_interrupt():
+    """What a Ctrl-C inside a numba-compiled kernel raises: a SystemError chained from the
+    KeyboardInterrupt (see paging.cli._is_interrupt)."""
+    try:
+        raise KeyboardInterrupt
+    except KeyboardInterrupt as e:
+        raise SystemError("CPUDispatcher(<function kernel>) returned a result with an "
+                          "exception set") from e
+
+
+def test_an_interrupt_inside_a_kernel_stops_the_ledger(monkeypatch, capsys):
+    ran = []
+    first = _module(monkeypatch, "first", _numba_interrupt)
+    second = _module(monkeypatch, "second", lambda: ran.append(1) or _row())
+    with pytest.raises(SystemError):
+        proofs.run_ledger([first, second])
+    assert ran == []            # the rows after the interrupt are not run
+    monkeypatch.setattr(proofs, "MODULES", (first, second))
+    assert main(["proofs"]) == 130
+    captured = capsys.readouterr()
+    assert captured.err == "error: interrupted\n" and captured.out == "" and ran == []
+
+
+def test_a_systemerror_of_its_own_is_still_a_row_error(monkeypatch):
+    def bug():
+        raise SystemError("a bug")
+
+    entries = proofs.run_ledger([_module(monkeypatch, "bug", bug)])
+    assert entries[0].status == "error" and entries[0].error == "SystemError: a bug"
