@@ -62,22 +62,29 @@ class Entry:
         return self.status == "ok" and self.row.stands
 
 
-def run_ledger(modules=None) -> list[Entry]:
+def run_ledger(modules=None, show: bool | None = False) -> list[Entry]:
     """Import each module (default :data:`MODULES`) and run its ``check()``; see the module
-    docstring."""
+    docstring. ``show``: a progress bar over the rows on stderr (:func:`paging.progress.bar`;
+    None: when stderr is a terminal), with the row being checked and an estimate of the time
+    left (the whole ledger takes minutes)."""
+    from paging import progress
     from paging.cli import _is_interrupt
 
+    names = list(MODULES if modules is None else modules)
     entries = []
-    for name in MODULES if modules is None else modules:
-        mod = importlib.import_module(name)
-        try:
-            row = mod.check()
-        except Exception as e:  # report it in the ledger; the exit status says it failed
-            if _is_interrupt(e):  # Ctrl-C inside a compiled kernel: stop, as for any Ctrl-C
-                raise
-            entries.append(Entry(name, "error", error=f"{type(e).__name__}: {e}"))
-            continue
-        entries.append(Entry(name, "ok", row))
+    with progress.bar(len(names), "proofs", unit="row", show=show) as bar:
+        for name in names:
+            bar.set_postfix_str(name, refresh=True)
+            mod = importlib.import_module(name)
+            try:
+                row = mod.check()
+            except Exception as e:  # report it in the ledger; the exit status says it failed
+                if _is_interrupt(e):  # Ctrl-C inside a compiled kernel: stop, as for any Ctrl-C
+                    raise
+                entries.append(Entry(name, "error", error=f"{type(e).__name__}: {e}"))
+            else:
+                entries.append(Entry(name, "ok", row))
+            bar.update(1)
     return entries
 
 

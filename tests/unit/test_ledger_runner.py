@@ -1,4 +1,4 @@
-"""The ledger runner (:func:`proofs.run_ledger`, ``paging proofs``): interrupts."""
+"""The ledger runner (:func:`proofs.run_ledger`, ``paging proofs``): interrupts and progress."""
 
 from __future__ import annotations
 
@@ -55,3 +55,31 @@ def test_a_systemerror_of_its_own_is_still_a_row_error(monkeypatch):
 
     entries = proofs.run_ledger([_module(monkeypatch, "bug", bug)])
     assert entries[0].status == "error" and entries[0].error == "SystemError: a bug"
+
+
+def test_progress_bar_over_the_rows(monkeypatch, capsys):
+    mods = [_module(monkeypatch, f"r{i}", _row) for i in range(3)]
+    entries = proofs.run_ledger(mods, show=True)
+    assert [e.status for e in entries] == ["ok"] * 3
+    err = capsys.readouterr().err
+    assert "proofs:" in err and "/3 [" in err and "row/s" in err
+    assert "proofs.fake_runner_r0" in err      # the row being checked
+    proofs.run_ledger(mods)     # the default: no bar
+    assert capsys.readouterr().err == ""
+
+
+def test_the_command_shows_the_bar_on_a_terminal_only_without_json(monkeypatch, capsys):
+    mods = tuple(_module(monkeypatch, f"c{i}", _row) for i in range(2))
+    monkeypatch.setattr(proofs, "MODULES", mods)
+    seen = []
+    real = proofs.run_ledger
+
+    def spy(modules=None, show=False):
+        seen.append(show)
+        return real(modules, show=show)
+
+    monkeypatch.setattr(proofs, "run_ledger", spy)
+    assert main(["proofs"]) == 0
+    assert main(["proofs", "--json"]) == 0
+    assert seen == [None, False]   # None: drawn when stderr is a terminal
+    capsys.readouterr()
