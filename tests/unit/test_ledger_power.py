@@ -247,3 +247,17 @@ def test_erratum_grades():
     assert Erratum("w", "p", "q", "c", True).grade == "gap"
     with pytest.raises(ValueError, match="grade must be one of"):
         Erratum("w", "p", "q", "c", True, grade="nit")
+
+
+def test_zipmoe31_fails_when_its_lower_bound_exceeds_opt(monkeypatch):
+    """The bound grid compares ALG with (3 − 1/L)·LB: an LB above OPT would make it vacuous,
+    so the row checks LB <= OPT where OPT is exact, and a doubled LB fails the row (it stood
+    before that check)."""
+    mod = importlib.import_module("proofs.zipmoe_theorem31")
+    _shrink(monkeypatch, mod, EXACT_N=2, BOUND_N=5)
+    assert mod.check().holds
+    real = mod.zs.lower_bound
+    monkeypatch.setattr(mod.zs, "lower_bound", lambda inst: 2 * real(inst))
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "above OPT on 3" in row.notes      # 2 exact-grid instances and the erratum's
