@@ -261,3 +261,26 @@ def test_zipmoe31_fails_when_its_lower_bound_exceeds_opt(monkeypatch):
     row = mod.check()
     assert not row.holds and not row.stands
     assert "above OPT on 3" in row.notes      # 2 exact-grid instances and the erratum's
+
+
+def test_greedy_dual_fails_when_opt_w_is_too_large(monkeypatch):
+    """A(σ) <= k·OPT_w is vacuous with an OPT_w too large: the row checks OPT_w against the
+    one-page closed form (k = 1) and the ILP (k = 2), so OPT_w × 6/5 fails it (it stood before:
+    LRU still broke k·OPT_w, the only other check)."""
+    mod = importlib.import_module("proofs.greedy_dual")
+    _shrink(monkeypatch, mod, LAYOUTS=[(2, 2)])
+    assert mod.check().holds
+    real = mod.opt_weighted
+
+    def inflated(trace, **kw):
+        r = real(trace, **kw)
+        if kw.get("method") == "flow":
+            r.cost = r.cost * 6 / 5
+        return r
+
+    monkeypatch.setattr(mod, "opt_weighted", inflated)
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "disagreements, e.g." in row.notes
+    assert mod.one_page_cost(mod.from_pages([0, 0, 1, 0], mod.Layout(2, 1)),
+                             [3.0, 5.0]) == 11.0
