@@ -284,3 +284,22 @@ def test_greedy_dual_fails_when_opt_w_is_too_large(monkeypatch):
     assert "disagreements, e.g." in row.notes
     assert mod.one_page_cost(mod.from_pages([0, 0, 1, 0], mod.Layout(2, 1)),
                              [3.0, 5.0]) == 11.0
+
+
+def test_llru_fails_when_opt_is_too_large(monkeypatch):
+    """ALG <= k·OPT + k is vacuous with an OPT too large: the row checks Belady's count against
+    the min-cost-flow optimum, so OPT × 3/2 fails it (it stood before)."""
+    mod = importlib.import_module("proofs.llru")
+    _shrink(monkeypatch, mod, NS=(2,), LAYERS=(2, 3))
+    assert mod.check().holds
+    real = mod.simulate
+
+    def inflated(tr, p, k, **kw):
+        r = real(tr, p, k, **kw)
+        return types.SimpleNamespace(misses=r.misses * 3 // 2) if p == "belady" and not \
+            kw.get("record") else r
+
+    monkeypatch.setattr(mod, "simulate", inflated)
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "disagreements, e.g." in row.notes
