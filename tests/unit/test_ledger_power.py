@@ -303,3 +303,24 @@ def test_llru_fails_when_opt_is_too_large(monkeypatch):
     row = mod.check()
     assert not row.holds and not row.stands
     assert "disagreements, e.g." in row.notes
+
+
+def test_landlord_sizes_fails_when_opt_h_is_too_large(monkeypatch):
+    """The bound is measured against the ILP's OPT_h: the row checks it against FOO's bounds
+    (an independent solver), so an ILP optimum 1.1 times too large fails it (it stood before:
+    both power checks still failed)."""
+    mod = importlib.import_module("proofs.landlord_sizes")
+    _shrink(monkeypatch, mod, LAYOUTS=[(2, 2)], TRIALS=2)
+    assert mod.check().holds
+    real = mod.opt_weighted
+
+    def inflated(trace, **kw):
+        r = real(trace, **kw)
+        if kw.get("method") == "ilp":
+            r.cost = r.cost * 1.1
+        return r
+
+    monkeypatch.setattr(mod, "opt_weighted", inflated)
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "; outside, e.g." in row.notes
