@@ -324,3 +324,16 @@ def test_landlord_sizes_fails_when_opt_h_is_too_large(monkeypatch):
     row = mod.check()
     assert not row.holds and not row.stands
     assert "; outside, e.g." in row.notes
+
+
+def test_marker_fails_when_opt_is_too_large(monkeypatch):
+    """Both of the row's bounds are measured against OPT: the row checks it against the
+    min-cost-flow optimum, so OPT × 11/10 fails it (it stood before)."""
+    mod = importlib.import_module("proofs.predictions_marker")
+    _small_grid(monkeypatch, mod, "_grid")
+    assert mod.check().holds
+    real = mod.opt
+    monkeypatch.setattr(mod, "opt", lambda tr, k: real(tr, k) * 11 // 10)
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "disagreements, e.g." in row.notes
