@@ -337,3 +337,36 @@ def test_marker_fails_when_opt_is_too_large(monkeypatch):
     row = mod.check()
     assert not row.holds and not row.stands
     assert "disagreements, e.g." in row.notes
+
+
+@pytest.mark.parametrize("lie", ["cost", "switches"])
+def test_robust_row_does_not_trust_the_combiners_own_counts(monkeypatch, lie):
+    """The bound 6·min(BO, LRU) + 2 + k·(S + 1) used the counts and switches the combiner keeps
+    itself, so a combiner reporting them too large stood; BO, LRU and S now come from
+    independent runs and must agree with its report."""
+    mod = importlib.import_module("proofs.predictions_robust")
+    _small_grid(monkeypatch, mod)
+    assert mod.check().holds
+    real = mod.simulate
+
+    def lying(trace, pol, k, **kw):
+        r = real(trace, pol, k, **kw)
+        if isinstance(pol, mod.RobustBlindOracle):
+            if lie == "cost":
+                pol.cost = [3 * c for c in pol.cost]
+            else:
+                pol.switches += 20
+        return r
+
+    monkeypatch.setattr(mod, "simulate", lying)
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "disagreements, e.g." in row.notes
+
+
+def test_replay_switches():
+    from proofs.predictions_robust import replay_switches
+
+    # BlindOracle misses 3 times in a row while LRU hits after its first miss: one switch
+    assert replay_switches([False, False, False, True], [False, True, True, True]) == 1
+    assert replay_switches([True, True], [False, False]) == 0
