@@ -51,7 +51,12 @@ class Entry:
     def theorem(self) -> str:
         if self.row is not None:
             return self.row.theorem
-        return "Theorem " + self.module.rsplit("theorem", 1)[-1]
+        # check() returned no row: "proofs.theorem4" is Theorem 4; any other module is named
+        # in full (proofs.zipmoe_theorem31 is not a "Theorem 31", nor theorem4_regimes a
+        # "Theorem 4_regimes")
+        head, _, number = self.module.rpartition(".theorem")
+        return f"Theorem {number}" if head == "proofs" and number.isdigit() else \
+            f"Theorem {self.module}"
 
     @property
     def holds(self) -> bool:

@@ -83,3 +83,13 @@ def test_the_command_shows_the_bar_on_a_terminal_only_without_json(monkeypatch, 
     assert main(["proofs", "--json"]) == 0
     assert seen == [None, False]   # None: drawn when stderr is a terminal
     capsys.readouterr()
+
+
+def test_a_row_whose_check_raised_is_named_after_its_module():
+    def name(module):
+        return proofs.Entry(module, "error", error="E").theorem
+
+    assert name("proofs.theorem4") == "Theorem 4"
+    assert name("proofs.zipmoe_theorem31") == "Theorem proofs.zipmoe_theorem31"  # not "31"
+    assert name("proofs.theorem4_regimes") == "Theorem proofs.theorem4_regimes"
+    assert name("proofs.llru") == "Theorem proofs.llru"
