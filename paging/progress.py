@@ -1,5 +1,5 @@
-"""Progress bars for the long commands (``sweep``, ``figs``, ``mrc``, ``train``, ``record``),
-and the notice of a long first compilation (:func:`compile_notice`, every command).
+"""Progress bars for the long commands (``sweep``, ``figs``, ``mrc``, ``train``, ``record``,
+``proofs``), and the notice of a long first compilation (:func:`compile_notice`, every command).
 
 One rule for all of them: a tqdm bar on stderr, shown only when stderr is a terminal (never in
 a pipe, a log file or a test), and never when the command was asked for ``--json``. Callers

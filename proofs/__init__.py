@@ -10,7 +10,8 @@ Landlord with sizes against the exact OPT_h of a smaller cache (``proofs.landlor
 the offline bounds LP <= ILP <= online, FOO-L <= ILP <= FOO-U (``proofs.offline_bounds``);
 ZipMoE's Theorems 3.1 and 3.2 (``proofs.zipmoe_theorem31``, ``proofs.zipmoe_theorem32``).
 Each module has ``check() -> LedgerRow`` (:mod:`proofs.ledger`). :func:`run_ledger` runs them
-in order; a ``check()`` that raises is reported as an *error* (counted as not holding).
+in order; a ``check()`` that raises is reported as an *error* (counted as not holding), except
+an interrupt (Ctrl-C, also when numba wraps it in a SystemError), which stops the ledger.
 ``python -m proofs [--json]`` and ``paging proofs [--json]`` print the ledger; the exit
 status is 0 when every theorem *stands* (every power check of its row fails, and it holds as
 printed or, where the ledger records that the printed statement fails, as corrected) and 1
@@ -50,7 +51,12 @@ class Entry:
     def theorem(self) -> str:
         if self.row is not None:
             return self.row.theorem
-        return "Theorem " + self.module.rsplit("theorem", 1)[-1]
+        # check() returned no row: "proofs.theorem4" is Theorem 4; any other module is named
+        # in full (proofs.zipmoe_theorem31 is not a "Theorem 31", nor theorem4_regimes a
+        # "Theorem 4_regimes")
+        head, _, number = self.module.rpartition(".theorem")
+        return f"Theorem {number}" if head == "proofs" and number.isdigit() else \
+            f"Theorem {self.module}"
 
     @property
     def holds(self) -> bool:
@@ -61,18 +67,29 @@ class Entry:
         return self.status == "ok" and self.row.stands
 
 
-def run_ledger(modules=None) -> list[Entry]:
+def run_ledger(modules=None, show: bool | None = False) -> list[Entry]:
     """Import each module (default :data:`MODULES`) and run its ``check()``; see the module
-    docstring."""
+    docstring. ``show``: a progress bar over the rows on stderr (:func:`paging.progress.bar`;
+    None: when stderr is a terminal), with the row being checked and an estimate of the time
+    left (the whole ledger takes minutes)."""
+    from paging import progress
+    from paging.cli import _is_interrupt
+
+    names = list(MODULES if modules is None else modules)
     entries = []
-    for name in MODULES if modules is None else modules:
-        mod = importlib.import_module(name)
-        try:
-            row = mod.check()
-        except Exception as e:  # report it in the ledger; the exit status says it failed
-            entries.append(Entry(name, "error", error=f"{type(e).__name__}: {e}"))
-            continue
-        entries.append(Entry(name, "ok", row))
+    with progress.bar(len(names), "proofs", unit="row", show=show) as bar:
+        for name in names:
+            bar.set_postfix_str(name, refresh=True)
+            mod = importlib.import_module(name)
+            try:
+                row = mod.check()
+            except Exception as e:  # report it in the ledger; the exit status says it failed
+                if _is_interrupt(e):  # Ctrl-C inside a compiled kernel: stop, as for any Ctrl-C
+                    raise
+                entries.append(Entry(name, "error", error=f"{type(e).__name__}: {e}"))
+            else:
+                entries.append(Entry(name, "ok", row))
+            bar.update(1)
     return entries
 
 

@@ -9,11 +9,16 @@ seeded grids, exact arithmetic throughout:
   CBC) on small instances (1-3 experts, K <= 2, L <= 3); the margin (3 − 1/L)·OPT − ALG is exact;
 * bound grid: larger instances (up to 5 experts, 2 tensors each) where OPT is replaced by the
   corrected Lemma B.3 lower bound LB <= OPT; ALG <= (3 − 1/L)·LB implies the theorem there.
+  That LB is a lower bound is itself checked, against the exact OPT of every exact-grid
+  instance and of the erratum's one-S-expert instance: a bound above OPT would make the bound
+  grid vacuous, so it fails the row.
 
 The bound grid also holds one constructed instance (8 S-experts, K = 1, L = 1). Power check:
 the serial scheduler (experts one at a time) passed off as ALG must exceed (3 − 1/L)·ALG
 >= (3 − 1/L)·OPT somewhere on the bound grid; it does only on the constructed instance (the
-random instances are too small for it to lose a factor 3 − 1/L). The reverse-priority scheduler
+random instances are too small for it to lose a factor 3 − 1/L). Power check of LB <= OPT: the
+printed Lemma B.3 bound max{I, C/L, P, Z} passed off as LB must be rejected by it (it exceeds OPT
+on the one-S-expert instance). The reverse-priority scheduler
 is reported, not used: it stays within the bound on the exact grid.
 """
 
@@ -46,6 +51,8 @@ def check() -> LedgerRow:
     holds, best, worst_ratio, worst_bad = True, None, Fraction(0), Fraction(0)
     worst_at = None
     lemma_violations = 0
+    lb_over_opt = []          # the corrected lower bound above the exact OPT (must stay empty)
+    lb_gap = None             # smallest OPT − LB on the instances with an exact OPT
     for _ in range(EXACT_N):
         inst = zs.random_instance(rng, experts=(1, 3), K=(1, 2), L=(1, 3))
         alg = zs.run_alg(inst).makespan
@@ -58,6 +65,10 @@ def check() -> LedgerRow:
             best = (margin, _witness(inst, alg=alg, opt=opt))
         worst_bad = max(worst_bad, zs.reverse_order_makespan(inst) / opt)
         lemma_violations += zs.lower_bound_printed(inst)["max"] > opt
+        lb = zs.lower_bound(inst)
+        lb_gap = opt - lb if lb_gap is None else min(lb_gap, opt - lb)
+        if lb > opt:
+            lb_over_opt.append(_witness(inst, lb=lb, opt=opt))
     worst_lb_ratio, bound_fail = Fraction(0), []
     serial_excess, serial_n = None, 0
     eq14_checked, eq14_fail = 0, []    # corrected Eq. 14: c + ρu <= Z' when some task reads E
@@ -86,6 +97,11 @@ def check() -> LedgerRow:
     # erratum witnesses
     one = zs.Instance(("S",), (0,), 4, 1, 10, 4, 1)
     z_printed, opt_one = zs.lower_bound_printed(one)["Z"], zs.optimal_makespan(one)
+    lb_one = zs.lower_bound(one)
+    lb_gap = min(lb_gap, opt_one - lb_one)
+    if lb_one > opt_one:
+        lb_over_opt.append(_witness(one, lb=lb_one, opt=opt_one))
+    printed_over_opt = lemma_violations + (zs.lower_bound_printed(one)["max"] > opt_one)
     drop = zs.Instance(("C", "S", "M"), (6, 3, 6), 8, Fraction(1, 2), 4, 2, 1)
     blocks = zs.cache_affinity_blocks(drop)
     margin, witness = best
@@ -103,7 +119,7 @@ def check() -> LedgerRow:
             corrected="z'_j = max{ρu·1[M,S] + c, (ρu/K)·1[M,S] + ⌈K/min{K,L}⌉c, v_j} + p_j "
                       "(paging.zipmoe.scheduler.lower_bound); the proof of Thm B.7 only needs "
                       "Z >= c + ρu when some task reads E-chunks, which z' keeps",
-            verified=opt_one == zs.lower_bound(one) and z_printed > opt_one, grade="error",
+            verified=opt_one == lb_one and z_printed > opt_one, grade="error",
             witness=f"one S-expert, K = 4, L = 1, ρu = 4, c = 10, p = 0: printed Z = "
                     f"{z_printed} > OPT = {opt_one}: the lemma is false as printed; Theorem 3.1 "
                     "survives with z' (the bound grid)"),
@@ -147,7 +163,10 @@ def check() -> LedgerRow:
              f"{float(worst_bad):.4f} (within the bound: not a power check). Bound grid "
              f"({BOUND_N} random instances, up to 5 experts x 2 "
              f"tensors, K <= 3, L <= 4): worst ALG/LB = {float(worst_lb_ratio):.4f} (an upper "
-             f"bound on ALG/OPT); {len(bound_fail)} inconclusive.")
+             f"bound on ALG/OPT); {len(bound_fail)} inconclusive. The corrected LB checked "
+             f"against the exact OPT on {EXACT_N + 1} instances (the exact grid and the "
+             f"one-S-expert instance): above OPT on {len(lb_over_opt)}, smallest OPT − LB = "
+             f"{lb_gap}.")
     power_checks = [
         PowerCheck(name="serial scheduler passed off as ALG",
                    description="experts one at a time (read, decompress, run) held to "
@@ -157,6 +176,13 @@ def check() -> LedgerRow:
                            f"{serial_excess[1]}; exceeds on {serial_n} of {BOUND_N + 1} "
                            f"instances (the constructed one: serial {ser} vs ALG {alg})"
                            if serial_excess else "exceeds on no instance")),
+        PowerCheck(name="the printed Lemma B.3 bound passed off as LB",
+                   description="the check LB <= OPT (exact grid and the one-S-expert instance) "
+                               "run with the printed max{I, C/L, P, Z} in place of the "
+                               "corrected bound must reject it",
+                   fails=printed_over_opt > 0,
+                   detail=f"above the exact OPT on {printed_over_opt} of {EXACT_N + 1} "
+                          "instances"),
     ]
     return LedgerRow(
         theorem="ZipMoE Theorem 3.1",
@@ -164,7 +190,8 @@ def check() -> LedgerRow:
         grid=f"seed {SEED}: {EXACT_N} instances with 1-3 experts, K <= 2, L <= 3 against the ILP "
              f"optimum; {BOUND_N} with up to 5 experts, 2 tensors, K <= 3, L <= 4, and one "
              "constructed (8 S-experts, K = L = 1) against the corrected Lemma B.3 bound",
-        smallest_margin=margin, holds=bool(holds and not bound_fail and not eq14_fail),
+        smallest_margin=margin,
+        holds=bool(holds and not bound_fail and not eq14_fail and not lb_over_opt),
         witness=witness, errata=errata, notes=notes, power_checks=power_checks)
 
 

@@ -18,7 +18,9 @@ def add_parser(sub) -> None:
                        "Theorems 3.1 and 3.2: numerical grids, symbolic proof steps) and print "
                        "one ledger row per theorem: statement, "
                        "grid, smallest margin, holds, witness, errata. Exit status 1 when a "
-                       "theorem holds neither as printed nor as corrected.")
+                       "theorem holds neither as printed nor as corrected. Takes a minute or "
+                       "more: a progress bar over the rows (with the time left) on stderr when "
+                       "it is a terminal and --json is not given.")
     p.add_argument("--json", action="store_true",
                    help="print a JSON list of ledger rows (LedgerRow.to_dict())")
     p.add_argument("--verify", action="store_true",
@@ -37,7 +39,8 @@ def run(args) -> int:
     from paging.simulate import verifying
 
     with verifying() if args.verify else contextlib.nullcontext():
-        entries = proofs.run_ledger()
+        # a bar over the rows (a few minutes in all), on a terminal and without --json
+        entries = proofs.run_ledger(show=False if args.json else None)
     if args.json:
         print_json(proofs.ledger_json(entries))
     else:

@@ -247,3 +247,126 @@ def test_erratum_grades():
     assert Erratum("w", "p", "q", "c", True).grade == "gap"
     with pytest.raises(ValueError, match="grade must be one of"):
         Erratum("w", "p", "q", "c", True, grade="nit")
+
+
+def test_zipmoe31_fails_when_its_lower_bound_exceeds_opt(monkeypatch):
+    """The bound grid compares ALG with (3 − 1/L)·LB: an LB above OPT would make it vacuous,
+    so the row checks LB <= OPT where OPT is exact, and a doubled LB fails the row (it stood
+    before that check)."""
+    mod = importlib.import_module("proofs.zipmoe_theorem31")
+    _shrink(monkeypatch, mod, EXACT_N=2, BOUND_N=5)
+    assert mod.check().holds
+    real = mod.zs.lower_bound
+    monkeypatch.setattr(mod.zs, "lower_bound", lambda inst: 2 * real(inst))
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "above OPT on 3" in row.notes      # 2 exact-grid instances and the erratum's
+
+
+def test_greedy_dual_fails_when_opt_w_is_too_large(monkeypatch):
+    """A(σ) <= k·OPT_w is vacuous with an OPT_w too large: the row checks OPT_w against the
+    one-page closed form (k = 1) and the ILP (k = 2), so OPT_w × 6/5 fails it (it stood before:
+    LRU still broke k·OPT_w, the only other check)."""
+    mod = importlib.import_module("proofs.greedy_dual")
+    _shrink(monkeypatch, mod, LAYOUTS=[(2, 2)])
+    assert mod.check().holds
+    real = mod.opt_weighted
+
+    def inflated(trace, **kw):
+        r = real(trace, **kw)
+        if kw.get("method") == "flow":
+            r.cost = r.cost * 6 / 5
+        return r
+
+    monkeypatch.setattr(mod, "opt_weighted", inflated)
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "disagreements, e.g." in row.notes
+    assert mod.one_page_cost(mod.from_pages([0, 0, 1, 0], mod.Layout(2, 1)),
+                             [3.0, 5.0]) == 11.0
+
+
+def test_llru_fails_when_opt_is_too_large(monkeypatch):
+    """ALG <= k·OPT + k is vacuous with an OPT too large: the row checks Belady's count against
+    the min-cost-flow optimum, so OPT × 3/2 fails it (it stood before)."""
+    mod = importlib.import_module("proofs.llru")
+    _shrink(monkeypatch, mod, NS=(2,), LAYERS=(2, 3))
+    assert mod.check().holds
+    real = mod.simulate
+
+    def inflated(tr, p, k, **kw):
+        r = real(tr, p, k, **kw)
+        return types.SimpleNamespace(misses=r.misses * 3 // 2) if p == "belady" and not \
+            kw.get("record") else r
+
+    monkeypatch.setattr(mod, "simulate", inflated)
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "disagreements, e.g." in row.notes
+
+
+def test_landlord_sizes_fails_when_opt_h_is_too_large(monkeypatch):
+    """The bound is measured against the ILP's OPT_h: the row checks it against FOO's bounds
+    (an independent solver), so an ILP optimum 1.1 times too large fails it (it stood before:
+    both power checks still failed)."""
+    mod = importlib.import_module("proofs.landlord_sizes")
+    _shrink(monkeypatch, mod, LAYOUTS=[(2, 2)], TRIALS=2)
+    assert mod.check().holds
+    real = mod.opt_weighted
+
+    def inflated(trace, **kw):
+        r = real(trace, **kw)
+        if kw.get("method") == "ilp":
+            r.cost = r.cost * 1.1
+        return r
+
+    monkeypatch.setattr(mod, "opt_weighted", inflated)
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "; outside, e.g." in row.notes
+
+
+def test_marker_fails_when_opt_is_too_large(monkeypatch):
+    """Both of the row's bounds are measured against OPT: the row checks it against the
+    min-cost-flow optimum, so OPT × 11/10 fails it (it stood before)."""
+    mod = importlib.import_module("proofs.predictions_marker")
+    _small_grid(monkeypatch, mod, "_grid")
+    assert mod.check().holds
+    real = mod.opt
+    monkeypatch.setattr(mod, "opt", lambda tr, k: real(tr, k) * 11 // 10)
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "disagreements, e.g." in row.notes
+
+
+@pytest.mark.parametrize("lie", ["cost", "switches"])
+def test_robust_row_does_not_trust_the_combiners_own_counts(monkeypatch, lie):
+    """The bound 6·min(BO, LRU) + 2 + k·(S + 1) used the counts and switches the combiner keeps
+    itself, so a combiner reporting them too large stood; BO, LRU and S now come from
+    independent runs and must agree with its report."""
+    mod = importlib.import_module("proofs.predictions_robust")
+    _small_grid(monkeypatch, mod)
+    assert mod.check().holds
+    real = mod.simulate
+
+    def lying(trace, pol, k, **kw):
+        r = real(trace, pol, k, **kw)
+        if isinstance(pol, mod.RobustBlindOracle):
+            if lie == "cost":
+                pol.cost = [3 * c for c in pol.cost]
+            else:
+                pol.switches += 20
+        return r
+
+    monkeypatch.setattr(mod, "simulate", lying)
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "disagreements, e.g." in row.notes
+
+
+def test_replay_switches():
+    from proofs.predictions_robust import replay_switches
+
+    # BlindOracle misses 3 times in a row while LRU hits after its first miss: one switch
+    assert replay_switches([False, False, False, True], [False, True, True, True]) == 1
+    assert replay_switches([True, True], [False, False]) == 0

@@ -63,8 +63,11 @@ def test_ledger_row_theorem31_holds():
     assert row.holds and row.smallest_margin >= 0 and row.stands
     assert any("Lemma B.3" in e.where and e.verified for e in row.errata)
     # the serial scheduler exceeds the bound on the constructed instance of the bound grid
-    (pc,) = row.power_checks
+    pc, printed = row.power_checks
     assert pc.fails and "serial 48 vs ALG 20" in pc.detail
+    # the corrected lower bound is checked against the exact OPT; the printed one is rejected
+    assert "above OPT on 0" in row.notes
+    assert printed.fails and "above the exact OPT on 2 of 15" in printed.detail
     # nothing printed as a ratio when nothing exceeded; no lower bound called an ILP
     assert "0.000" not in row.notes and "(ILP" not in row.errata[0].problem
 
