@@ -203,7 +203,8 @@ def test_cli_two_tier_costs_differ(capsys):
     (["--k", "4", "--model", "no-such-model"], "unknown model"),
     (["--k", "4", "--model", "mixtral-8x7b"], "has 32 layers x 8 experts, the trace"),
     (["--k", "4", "--prefill", "batched"], "needs --model"),
-    (["--budget-gb", "-1", "--model", "granite-3.0-1b-a400m"], "--budget-gb must be a number of GB > 0, got -1.0"),
+    (["--budget-gb", "-1", "--model", "granite-3.0-1b-a400m"],
+     "--budget-gb must be a number of GB > 0, got -1.0"),
     # (below one byte the host tier said "a budget of 1e-12 GB is ...", naming no option)
     (["--k", "2", "--model", "granite-3.0-1b-a400m", "--host-gb", "1e-12"],
      "error: --host-gb: a budget of 1e-12 GB is less than one byte"),
