@@ -132,6 +132,8 @@ def format_ledger(entries: list[Entry]) -> str:
         if not r.powered:
             verdict += ("; NOT EVIDENCE: no power check" if not r.power_checks else
                         "; NOT EVIDENCE: a power check did not fail")
+        if r.unverified:
+            verdict += f"; NOT EVIDENCE: {len(r.unverified)} erratum check(s) failed"
         lines = [f"{r.theorem}: {verdict}",
                  f"  statement:       {r.statement}",
                  f"  grid:            {r.grid}",
@@ -151,7 +153,9 @@ def format_ledger(entries: list[Entry]) -> str:
                 lines.append(f"       corrected: {er.corrected}")
                 if er.witness:
                     lines.append(f"       witness:   {er.witness}")
-                lines.append(f"       verified:  {er.verified}")
+                lines.append("       verified:  " + ("n/a (a reading of the text: nothing "
+                                                         "to compute)" if er.verified is None
+                                                         else str(er.verified)))
         else:
             lines.append("  errata:          none")
         if r.power_checks:

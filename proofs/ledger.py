@@ -42,7 +42,10 @@ class Erratum:
     printed: str        # the step as printed
     problem: str        # why it is wrong (with a counterexample when there is one)
     corrected: str      # the corrected step
-    verified: bool      # the corrected step was verified (sympy / exact arithmetic)
+    # the corrected step was verified (sympy / exact arithmetic, a replayed witness): True;
+    # its check failed: False (the row then does not stand: the ledger's own reading of the
+    # paper did not verify); None: nothing to compute (a garbled symbol read from its context)
+    verified: bool | None
     grade: str = "gap"  # "error" (statement changes), "gap" (proof does not show it), "typo"
     witness: str = ""   # the instance / computation that shows the problem
 
@@ -86,10 +89,17 @@ class LedgerRow:
         return bool(self.power_checks) and all(bool(pc.fails) for pc in self.power_checks)
 
     @property
+    def unverified(self) -> list[Erratum]:
+        """The errata whose check failed (``verified`` False)."""
+        return [e for e in self.errata if e.verified is False]
+
+    @property
     def stands(self) -> bool:
-        """Every power check failed, and the claim holds as printed or else as corrected (see
-        ``errata``)."""
-        return self.powered and (bool(self.holds) or bool(self.holds_corrected))
+        """Every power check failed, the claim holds as printed or else as corrected (see
+        ``errata``), and no erratum's check failed (a correction or a witness the ledger
+        records but cannot verify is a reading, not a verdict)."""
+        return (self.powered and (bool(self.holds) or bool(self.holds_corrected))
+                and not self.unverified)
 
     def to_dict(self) -> dict:
         """JSON-ready: exact Fractions as ``"p/q"`` strings (the margin, witnesses), numpy

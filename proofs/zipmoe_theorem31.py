@@ -144,7 +144,7 @@ def check() -> LedgerRow:
             problem="PDF garbles: k is unbound in Eq. 1 and 'l−p' is 'lρ'",
             corrected="for l = 1..min{L,K}: the l-th earliest finishing decompression thread "
                       "ends at least l·ρu/K after the I/O thread (both texts agree on this)",
-            verified=False, grade="typo",
+            verified=None, grade="typo",
             witness="Eq. 1 binds no k; Sec. 3.3's 'l−p' for 'lρ' (text comparison, no "
                     "computation)"),
         Erratum(

@@ -101,7 +101,7 @@ def check() -> LedgerRow:
             problem="the multiplier is missing: the term is β_S·1_{|S|≠k}",
             corrected="−log P(S) − 1 + α + β_S·1_{|S|≠k} + Σ_{i∈S, |S|=k} λ_i = 0; Eq. 18 "
                       "follows unchanged",
-            verified=False, grade="typo",
+            verified=None, grade="typo",
             witness="text comparison (Eq. 18 needs β_S); no computation"),
     ]
     notes = (f"{runs} instances: max |P_DP − P_maxent| = {worst_diff:.2e}, max entropy "

@@ -370,3 +370,36 @@ def test_replay_switches():
     # BlindOracle misses 3 times in a row while LRU hits after its first miss: one switch
     assert replay_switches([False, False, False, True], [False, True, True, True]) == 1
     assert replay_switches([True, True], [False, False]) == 0
+
+
+def test_a_failed_erratum_check_keeps_the_row_from_standing():
+    """A correction or witness the ledger records but whose check fails is a reading, not a
+    verdict: the row does not stand (it stood: only the power checks and holds counted); an
+    erratum with nothing to compute (verified None, a garbled symbol) does not count."""
+    ok = PowerCheck("a", "d", True)
+    row = _row([ok])
+    row.errata = [Erratum("w", "p", "q", "c", None, grade="typo")]
+    assert row.stands and not row.unverified
+    row.errata.append(Erratum("w2", "p", "q", "c", False))
+    assert not row.stands and row.unverified == [row.errata[1]]
+    assert "NOT EVIDENCE: 1 erratum check(s) failed" in proofs.format_ledger(
+        [proofs.Entry("proofs.x", "ok", row)])
+    assert "verified:  n/a (a reading of the text" in proofs.format_ledger(
+        [proofs.Entry("proofs.x", "ok", row)])
+
+
+def test_llru_row_falls_when_its_erratum_witness_does_not_replay(monkeypatch):
+    """The LLRU row's Definition 2 erratum replays a witness on both readings; with the two
+    readings swapped the witness does not replay, and the row no longer stands (it stood)."""
+    mod = importlib.import_module("proofs.llru")
+    _shrink(monkeypatch, mod, NS=(2,), LAYERS=(2, 3))
+    assert mod.check().stands
+    real = mod.witness_evictions
+
+    def swapped():
+        ev = real()
+        return {**ev, "llru": ev["llru-latest"], "llru-latest": ev["llru"]}
+
+    monkeypatch.setattr(mod, "witness_evictions", swapped)
+    row = mod.check()
+    assert row.unverified and not row.stands
