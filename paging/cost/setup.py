@@ -63,11 +63,23 @@ class CostSetup:
             out["host_gb"] = self.host_gb
         return out
 
+    def capacity(self, policy: str, k: int | None, budget: int | None) -> int:
+        """The experts ``policy``'s cache can hold: ``k``, or under a byte ``budget`` each of
+        its partitions' shares in whole experts, summed. A ``-dist`` policy splits the bytes
+        evenly over the layers (:meth:`paging.policies.base.Policy.partitions`), so 5 % of
+        Mixtral-8x7B at int4 (4.67e9 bytes) holds 47 experts shared and 32 per layer, one in
+        each layer's 146 MB (the column said 47 for both)."""
+        if k is not None:
+            return k
+        from paging.policies import make_policy
+
+        _, caps = make_policy(policy).partitions(self.model.layout, budget)
+        return int(sum(int(c) // self.expert_bytes for c in caps))
+
     def timed_fields(self, result, timing) -> dict:
-        """The row fields of a timed run: the setting, ``capacity`` (experts that fit) and the
-        timeline's fields."""
+        """The row fields of a timed run: the setting, ``capacity`` (the experts the policy's
+        cache can hold, :meth:`capacity`) and the timeline's fields."""
         out = self.describe()
-        out["capacity"] = (result.k if result.k is not None
-                           else result.budget // self.expert_bytes)
+        out["capacity"] = self.capacity(result.policy, result.k, result.budget)
         out.update({f: getattr(timing, f) for f in TIMING_FIELDS})
         return out

@@ -1292,8 +1292,7 @@ def _summary(run_spec, spec: ServeSpec, cm, res: ServeResult, capped: bool) -> d
 
     # (as simulate's rows: a name in lower case, a model path as given; "LRU" was kept as typed)
     row = {"policy": spec_key(run_spec.policy), "k": run_spec.k, "budget_bytes": run_spec.budget,
-           "capacity": (run_spec.k if run_spec.k is not None
-                        else run_spec.budget // cm.expert_bytes),
+           "capacity": cm.capacity(run_spec.policy, run_spec.k, run_spec.budget),
            **cm.describe(), **spec.arrivals.describe(), "scheduler": spec.scheduler,
            "max_batch": spec.max_batch, "max_tokens": spec.max_tokens, "seed": spec.seed,
            "requests": len(res.requests), "request_cap_reached": capped,

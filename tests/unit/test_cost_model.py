@@ -478,3 +478,20 @@ def test_a_budget_below_one_byte_names_what_was_given():
                                           r"less than one byte; expected a share of about "
                                           r"1\.07e-09 % or more$"):
         share_budget(get_model("mixtral-8x7b"), 1e-9)
+
+
+def test_capacity_counts_a_dist_policys_per_layer_shares():
+    """A -dist policy splits a byte budget evenly over the layers: 5 % of Mixtral at int4
+    (4,670,240,063 bytes, 99,090,432-byte experts) holds 47 experts shared, and one expert in
+    each layer's 145,945,001 bytes, 32 in all (the capacity column said 47 for both)."""
+    from paging.cost import share_budget
+    from paging.cost.setup import CostSetup
+
+    cm = CostSetup.from_names("mixtral-8x7b", "int4")
+    b = share_budget(cm.model, 5)
+    assert b == 4_670_240_063 and cm.expert_bytes == 99_090_432
+    assert cm.capacity("lru", None, b) == 47 == b // cm.expert_bytes
+    assert cm.capacity("lru-dist", None, b) == 32
+    assert cm.capacity("lru-dist", 47, None) == 47      # (pages: the k given)
+    # each layer's share one byte short of three experts: two in each of the 32 layers
+    assert cm.capacity("llru-dist", None, 32 * (3 * cm.expert_bytes - 1)) == 64
