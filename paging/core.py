@@ -416,6 +416,8 @@ class Simulation:
             evictions=np.array(self.evictions, dtype=np.int64).reshape(-1, 2) if rec else None,
             bypassed=np.array(self.bypassed, dtype=np.int64) if rec else None,
         )
+        if self.dist and self.caps != self.layout.dist_shares(res.capacity).tolist():
+            res.shares = np.array(self.caps, dtype=np.int64)  # (fixed shares: the verifier's)
         for ob in self.observers:
             ob.finish(res)
         return res

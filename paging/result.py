@@ -106,6 +106,10 @@ class Result:
     substituted: int = 0
     extra: dict | None = None
     events: dict | None = field(default=None, repr=False)
+    #: each layer's capacity when a per-layer policy fixed other shares than the DIST ones
+    #: (:meth:`paging.policies.dist.PerLayer.shares`; None: ``dist_shares(capacity)``), which
+    #: :func:`paging.verify.verify` holds the run to
+    shares: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
     def hits(self) -> int:

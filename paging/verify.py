@@ -9,7 +9,8 @@ the run was a feasible demand-paging schedule:
 2. a hit is recorded exactly when the page was resident;
 3. the cache never holds more than k pages (or, for a byte-budget run, more bytes than the
    budget), nor more than a layer's share for DIST runs (C // ℓ, one more for the first
-   C mod ℓ layers, C = k or the budget);
+   C mod ℓ layers, C = k or the budget; or the shares a per-layer policy fixed,
+   ``Result.shares``);
 4. evictions happen only on a miss whose page does not fit, and never evict the requested page,
    a non-resident page or (groups mode) a page of the current group;
 5. a bypass happens only when no eviction could make room (capacity 0, a page larger than its
@@ -159,7 +160,8 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
             result.extra["prefetches"] != pf_in.shape[0]:
         fail("the prefetch count does not match the prefetch log")
 
-    cache = _Replay(lay, result.capacity, result.dist, result.budget, sizes, fail)
+    cache = _Replay(lay, result.capacity, result.dist, result.budget, sizes, fail,
+                    result.shares)
     # (the compiled replay; the Python replay names a fault it finds)
     cache.fast_piece(np.asarray(pages, dtype=np.int64), np.asarray(steps, dtype=np.int64),
                      mask, ev, sorted(bypassed), drop=dropped, sub=subst,
@@ -241,11 +243,12 @@ class _Replay:
     the trace to the next (a streamed run's chunks, each of whole groups). ``fail(message)``
     raises."""
 
-    def __init__(self, layout, capacity: int, dist: bool, budget, sizes, fail):
+    def __init__(self, layout, capacity: int, dist: bool, budget, sizes, fail, shares=None):
         self.layout, self.capacity, self.dist, self.fail = layout, capacity, dist, fail
         self.room = ([1] * layout.n_pages if budget is None
                      else [int(x) for x in np.asarray(sizes)])
-        self.cap = (layout.dist_shares(capacity) if dist
+        self.cap = (np.asarray(shares, dtype=np.int64) if shares is not None
+                    else layout.dist_shares(capacity) if dist
                     else np.array([capacity], dtype=np.int64))
         self.size = np.zeros(self.cap.size, dtype=np.int64)
         self.resident: dict[int, int] = {}  # page -> the room it occupies

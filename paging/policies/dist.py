@@ -29,12 +29,17 @@ class PerLayer(Policy):
         self.needs_scores = proto.needs_scores
         self.prefetches = proto.prefetches
 
+    def shares(self, layout, k) -> np.ndarray:
+        """Each layer's slots of a cache of ``k``: the DIST shares (module docstring); a
+        subclass may fix others (Theorem 1's any fixed partition, :mod:`proofs.theorem1`)."""
+        return layout.dist_shares(k)
+
     def partitions(self, layout, k):
-        return layout.layer_of(np.arange(layout.n_pages)), layout.dist_shares(k)
+        return layout.layer_of(np.arange(layout.n_pages)), self.shares(layout, k)
 
     def reset(self, ctx):
         super().reset(ctx)
-        shares = ctx.layout.dist_shares(ctx.capacity)
+        shares = self.shares(ctx.layout, ctx.capacity)
         self.subs = []
         for share in shares:
             sub = self.factory()

@@ -403,3 +403,53 @@ def test_llru_row_falls_when_its_erratum_witness_does_not_replay(monkeypatch):
     monkeypatch.setattr(mod, "witness_evictions", swapped)
     row = mod.check()
     assert row.unverified and not row.stands
+
+
+def test_theorem1_checks_every_fixed_partition(monkeypatch):
+    """Theorem 1 is about any fixed partition; the row checks every allocation of k over the
+    layers (n, ℓ <= 3). Its policies hold their own shares (hand check: LRU with shares (0, 3)
+    on n = ℓ = 2 misses every layer-0 request), and a FixedShares that ran the DIST shares
+    instead fails the row (allocations such as (1, 3) at k = nℓ = 4 grow, DIST's (2, 2) not)."""
+    from adversaries import theorem1 as adv
+    from paging.layout import Layout
+    from paging.policies import make_policy
+    from paging.simulate import simulate
+
+    mod = importlib.import_module("proofs.theorem1")
+    assert sorted(mod.compositions(3, 2)) == [(0, 3), (1, 2), (2, 1), (3, 0)]
+    lay = Layout(2, 2)
+    tr = adv.sequence(lay, 8, 0)
+    pol = mod.FixedShares(lambda: make_policy("lru"), (0, 3))
+    assert pol.name == "lru-dist[0,3]"
+    assert simulate(tr, pol, 3).misses == 8 + 1        # 8 layer-0 misses, page 0 of layer 1
+    _shrink(monkeypatch, mod, FIXED_NS=(2,), FIXED_LAYERS=(2, 3))
+    row = mod.check()
+    assert row.stands and row.smallest_margin == 0
+    monkeypatch.setattr(mod.FixedShares, "shares", lambda self, layout, k:
+                        layout.dist_shares(k))
+    row = mod.check()
+    assert not row.holds and not row.stands
+    assert "grows from 4n to 8n rounds iff the attacked share is below n (failures: 0)" \
+        not in row.notes
+
+
+def test_a_fixed_partition_run_is_verified_against_its_own_shares():
+    """The verifier held every per-layer run to the DIST shares: a run on shares (0, 3) was
+    'bypassed although eviction could have made room' under paging proofs --verify. The run's
+    Result carries its shares, and the replay holds it to them."""
+    from adversaries import theorem1 as adv
+    from paging.errors import VerificationError
+    from paging.layout import Layout
+    from paging.policies import make_policy
+    from paging.simulate import simulate
+    from paging.verify import verify
+
+    mod = importlib.import_module("proofs.theorem1")
+    tr = adv.sequence(Layout(2, 2), 8, 0)
+    res = simulate(tr, mod.FixedShares(lambda: make_policy("lru"), (0, 3)), 3, record=True)
+    assert res.shares.tolist() == [0, 3]
+    verify(tr, res)
+    assert simulate(tr, "lru-dist", 3, record=True, engine="reference").shares is None
+    res.shares = np.array([1, 2])
+    with pytest.raises(VerificationError, match="bypassed although eviction"):
+        verify(tr, res)
