@@ -59,6 +59,8 @@ def as_costs(costs, n_pages: int, where: str = "costs") -> np.ndarray:
     """Fetch costs w(p) as a read-only float64 array of ``n_pages`` finite numbers from 0 to
     :data:`COST_MAX` (so that no run's total cost overflows)."""
     a = _entries(costs, n_pages, where, "costs")
+    if a.dtype.kind == "b":  # (as sizes: [true, false] was read as costs 1 and 0)
+        raise PagingError(f"{where}: expected numeric costs, got booleans")
     a = np.array(a, dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(a) | (a < 0))
     if bad.size:

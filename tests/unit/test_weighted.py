@@ -189,6 +189,8 @@ def test_result_json_fields():
     (dict(k=2, costs=[1.0, -1.0, 1.0, 1.0]), "entry 1 is -1.0"),
     (dict(k=2, sizes=[1, 0, 1, 1]), "entry 1 is 0"),
     (dict(k=2, sizes=[1, 1.5, 1, 1]), "entry 1 is 1.5"),
+    (dict(k=2, sizes=[True, True, True, True]), "expected integer sizes, got booleans"),
+    (dict(k=2, costs=[True, False, True, True]), "expected numeric costs, got booleans"),
 ])
 def test_bad_weights_are_one_line_errors(kw, msg):
     tr = from_pages(WEIGHTED_SEQ, ONE_LAYER)
