@@ -35,9 +35,10 @@ def read_weights(path: str | Path, n_pages: int, kind: str) -> np.ndarray:
         raise PagingError(f"kind must be costs or sizes, got {kind!r}")
     file = str(path)
     what = ("finite numbers >= 0" if kind == "costs" else "integers >= 1 (bytes)")
-    if not Path(path).is_file():
-        raise PagingError(f"no such {kind} file; expected a JSON list or a .npy array of "
-                          f"{n_pages} {what}", file)
+    if not Path(path).is_file():  # (a directory or a device was "no such file" too)
+        said = "not a regular file" if Path(path).exists() else f"no such {kind} file"
+        raise PagingError(f"{said}; expected a JSON list or a .npy array of {n_pages} {what}",
+                          file)
     if file.endswith(".npy"):
         try:
             a = np.load(path, allow_pickle=False)

@@ -313,6 +313,8 @@ def test_read_weights(tmp_path):
         assert e.value.file == str(f)
     with pytest.raises(PagingError, match="no such costs file"):
         read_weights(tmp_path / "missing.json", 3, "costs")
+    with pytest.raises(PagingError, match="^.*: not a regular file; expected a JSON list"):
+        read_weights(tmp_path, 3, "sizes")  # (a directory was "no such sizes file")
     np.save(tmp_path / "u.npy", np.array([1, 2**64 - 1, 1], dtype=np.uint64))
     with pytest.raises(PagingError, match=f"entry 1 is {2**64 - 1}; expected"):
         read_weights(tmp_path / "u.npy", 3, "sizes")
