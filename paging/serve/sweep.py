@@ -27,6 +27,8 @@ A sweep spec with a ``[serve]`` table is a serving sweep::
     slo_ttft_ms = 2000                # optional: goodput_rps and slo_attained
     slo_tpot_ms = 300
     batch_reading = "best"            # or "worst": paging serve --batch-reading
+    max_requests = 1000               # optional: paging serve --max-requests
+    step_overhead_ms = 0.5            # optional: paging serve --step-overhead-ms (default 0)
 
 The traces of a serving sweep are one pool (every cell draws its requests from all their
 sequences, groups mode). Each cell is one :func:`paging.serve.serve` run, a row of
@@ -36,8 +38,8 @@ atomically like a simulation sweep's (:mod:`paging.sweep`); a table written befo
 null in its old rows (``routing`` null is standard routing, as in every row without a hook;
 ``retained_mass``, ``top1_changed`` and ``kl`` are the routed rows' quality proxies). The
 one-value settings (:data:`SETTING`: the pool, duration, think, max_tokens, scheduler,
-prompt_tokens, the SLOs) are columns too, and a table is resumed only by a spec with the same
-ones (:func:`check_resumable`).
+prompt_tokens, the SLOs, max_requests, step_overhead_ms) are columns too, and a table is
+resumed only by a spec with the same ones (:func:`check_resumable`).
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ from paging.sweep import (
 TOP_KEYS = ("traces", "policies", "k", "budget_gb", "model", "precision", "hardware", "seeds",
             "prefetch", "prefetch_strategy", "miss", "routing", "serve")
 SERVE_KEYS = ("rates", "clients", "think", "duration", "max_batch", "max_tokens", "scheduler",
-              "prompt_tokens", "slo_ttft_ms", "slo_tpot_ms", "batch_reading")
+              "prompt_tokens", "slo_ttft_ms", "slo_tpot_ms", "batch_reading", "max_requests",
+              "step_overhead_ms")
 KEYS = (("policy", "str"), ("model", "str"), ("precision", "str"), ("hardware", "str"),
         ("prefetch", "str"), ("prefetch_strategy", "str"), ("miss", "str"), ("routing", "str"),
         ("k", "int"), ("budget_gb", "float"), ("rate", "float"), ("clients", "int"),
@@ -75,7 +78,7 @@ _LAT = tuple((f"p{q}_{m}", "float") for m in ("ttft_ms", "tpot_ms", "e2e_ms")
 #: ``pool`` is the traces as the spec names them (a JSON list), ``think_s`` null in rate rows
 SETTING = (("pool", "str"), ("duration_s", "float"), ("think_s", "float"), ("max_tokens", "int"),
            ("scheduler", "str"), ("prompt_tokens", "int"), ("slo_ttft_ms", "float"),
-           ("slo_tpot_ms", "float"))
+           ("slo_tpot_ms", "float"), ("max_requests", "int"), ("step_overhead_ms", "float"))
 #: the serving table: the cell's inputs, then the run's summary (``paging serve``)
 SCHEMA = Schema(KEYS + (
     ("capacity", "int"), ("requests", "int"), ("completed", "int"), ("steps", "int"),
@@ -126,6 +129,8 @@ class Cell:
     slo_tpot_ms: float | None
     seed: int
     batch_reading: str = "best"  # (one for the sweep, as the scheduler)
+    max_requests: int | None = None  # (paging serve's --max-requests; None: its default)
+    step_overhead_ms: float | None = None  # (--step-overhead-ms; None: 0)
     sources: tuple = ()  # (the traces as the spec names them: the table's ``pool``)
     verify: bool = False  # (sweep --verify: each run checked; not a key, it changes no number)
     spec: str = ""  # (the spec file, which a run's refusal names; not a key)
@@ -139,7 +144,8 @@ def setting_of(cell: Cell) -> dict:
             "think_s": cell.think if cell.clients is not None else None,
             "max_tokens": cell.max_tokens, "scheduler": cell.scheduler,
             "prompt_tokens": cell.prompt_tokens, "slo_ttft_ms": cell.slo_ttft_ms,
-            "slo_tpot_ms": cell.slo_tpot_ms}
+            "slo_tpot_ms": cell.slo_tpot_ms, "max_requests": cell.max_requests,
+            "step_overhead_ms": cell.step_overhead_ms}
 
 
 def check_resumable(rows: list, cells: list, out) -> None:
@@ -258,9 +264,11 @@ def plan_serve(spec_path) -> list[Cell]:
     reading = sv.get("batch_reading", "best")
     # (floats, as the table's columns: an integer SLO was written "300" by a run and "300.0"
     # by the run that resumed its table, which read it back as a float)
-    slo_ttft, slo_tpot = (None if v is None else float(v) for v in (
+    slo_ttft, slo_tpot, overhead = (None if v is None else float(v) for v in (
         _scalar(sv, "slo_ttft_ms", (int, float), file, text),
-        _scalar(sv, "slo_tpot_ms", (int, float), file, text)))
+        _scalar(sv, "slo_tpot_ms", (int, float), file, text),
+        _scalar(sv, "step_overhead_ms", (int, float), file, text, lo=0)))
+    max_requests = _scalar(sv, "max_requests", int, file, text, lo=1)
     caps = [(k, None) for k in ks] + [(None, g) for g in gbs]
     loads = [(r, None) for r in rates] + [(None, c) for c in clients]
     cells, seen = [], set()
@@ -272,7 +280,7 @@ def plan_serve(spec_path) -> list[Cell]:
         st = st if pf is not None else None  # "none" is one cell whatever the strategies
         cell = Cell(paths, spec_key(pol), doc["model"], q, hw, pf, st, ms, rt, k, g, rate, cl,
                     think, duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed,
-                    reading, tuple(traces), spec=file)
+                    reading, max_requests, overhead, tuple(traces), spec=file)
         try:  # every option checked now, with the spec's name in the message
             make_policy(cell.policy)
             _run_spec(cell, budget_bytes)
@@ -348,7 +356,9 @@ def _serve_spec(cell: Cell, Arrivals, ServeSpec):
     return ServeSpec(arr, max_batch=cell.max_batch, max_tokens=cell.max_tokens,
                      scheduler=cell.scheduler, prompt_tokens=cell.prompt_tokens,
                      slo_ttft_ms=cell.slo_ttft_ms, slo_tpot_ms=cell.slo_tpot_ms,
-                     seed=cell.seed, batch_reading=cell.batch_reading)
+                     seed=cell.seed, batch_reading=cell.batch_reading,
+                     max_requests=cell.max_requests,
+                     step_overhead_ms=cell.step_overhead_ms or 0.0)
 
 
 @functools.lru_cache(maxsize=4)

@@ -1234,6 +1234,36 @@ def test_serve_sweep_rows_are_serve_runs_and_resume(tmp_path, toy):
     assert again["ran"] == 0 and again["skipped"] == 16
 
 
+def test_serve_sweep_takes_a_request_cap_and_a_step_overhead(tmp_path, toy):
+    """[serve] max_requests and step_overhead_ms are paging serve's --max-requests and
+    --step-overhead-ms (a sweep could not cap its requests or charge a step's fixed time): a
+    row equals serve() with them, they are columns of the table, and a table made without
+    them is not resumed by a spec with them."""
+    from paging.io import load
+    from paging.serve.sweep import SCHEMA, run_serve_sweep
+    from paging.sweep import read_table
+
+    spec = _one_trace_sweep(tmp_path, toy, "k = [3]")
+    out = tmp_path / "t.csv"
+    run_serve_sweep(spec, out, workers=0, progress=False)
+    spec.write_text(spec.read_text() + "max_requests = 5\nstep_overhead_ms = 2.5\n")
+    with pytest.raises(PagingError, match="the table's max_requests is not set, this spec's "
+                                          "is 5"):
+        run_serve_sweep(spec, out, workers=0, progress=False)
+    out = tmp_path / "capped.csv"
+    run_serve_sweep(spec, out, workers=0, progress=False)
+    (row,) = read_table(out, SCHEMA)
+    s = serve(RunSpec("lru", k=3, model=toy, hardware="pcie4"),
+              ServeSpec(Arrivals(rate=80.0, duration=0.2), max_batch=2, max_tokens=8,
+                        max_requests=5, step_overhead_ms=2.5),
+              load(ONE_TRACE, expand="groups")).summary
+    plain = _one_trace_serve(toy, k=3)
+    assert row["requests"] == s["requests"] == 5 < plain["requests"]
+    assert row["request_cap_reached"] is True
+    assert (row["misses"], row["makespan_ms"]) == (s["misses"], s["makespan_ms"])
+    assert (row["max_requests"], row["step_overhead_ms"]) == (5, 2.5)
+
+
 def test_a_resumed_serve_sweep_table_is_the_uninterrupted_one_byte_for_byte(tmp_path, toy):
     """A table cut after 4 rows (a run interrupted) and resumed equals the whole run's file;
     with integer SLOs the resumed rows read them back as 300.0 where the fresh rows wrote
@@ -1433,6 +1463,9 @@ def test_serve_sweep_takes_the_batch_reading(tmp_path, toy):
     ('scheduler = "fifo"\n', "--scheduler must be continuous or static", 13),
     ("slo_tpot_ms = nan\n", "--slo-tpot-ms must be > 0, got nan", 13),
     ('batch_reading = "mean"\n', "--batch-reading must be best or worst", 13),
+    ("max_requests = 0\n", "serve.max_requests must be an integer >= 1, got 0", 13),
+    ("step_overhead_ms = -1\n", "serve.step_overhead_ms must be a number >= 0", 13),
+    ("step_overhead_ms = nan\n", "--step-overhead-ms must be >= 0, got nan", 13),
 ])
 def test_serve_sweep_errors_name_the_line(tmp_path, toy, extra, msg, line):
     from paging.serve.sweep import run_serve_sweep
