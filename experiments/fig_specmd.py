@@ -237,6 +237,7 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     """Compute ``out_dir/fig_specmd.csv`` (+ JSON); None when no real trace is available."""
     from paging.cost import get_model, share_budget
     from paging.cost.timeline import batch_prefill
+    from paging.predict.prefetch import training_set
     from paging.simulate import simulate
 
     log = progress or common.Progress(NAME)
@@ -283,9 +284,13 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
     for source, tr in mix:
         if not (tr.meta.get("phase_bounds") or {}).get("prefill", [0, 0])[1]:
             continue  # TTFT needs a prefill: the prefill+decode dump
-        train = [t for _, t in mix if t is not tr]
-        # warm: the previous request is the decode log's last sequence (another problem); a
-        # learned predictor then trains on the decode sequences it does not simulate
+        # a learned predictor trains on the sequences of other prompts: the decode log's
+        # problem 0 is the dump's prompt again (most of its decode routings are the same), and
+        # training on it reported training-set accuracy (paging.predict.prefetch.training_set)
+        train = training_set("transition", tr, [t for _, t in mix])
+        # warm: the previous request is the decode log's last sequence (another problem); the
+        # predictor then trains on the sequences of other prompts it does not serve (none is
+        # left here: no warm transition rows)
         before = decode_only[-1:]
         train_warm = [t for t in train if not any(t is b for b in before)]
         base = {"source": source, "trace": tr.name, "hardware": HARDWARE}
@@ -319,6 +324,8 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
                 for warm in (False, True):
                     tr_set = train_warm if warm else train
                     if spec == "transition" and not tr_set:
+                        log(f"  table2: {cname} skipped {'warm' if warm else 'cold'} (no "
+                            "sequence of another prompt to fit transition on)")
                         continue
                     for pol in (own, *TABLE2_LS):
                         out = _timed(tr, pol, precision=q, budget=bud(pct), prefetch=spec,
@@ -379,7 +386,9 @@ def compute(out_dir, *, traces: Sequence[str] | None = None, quick: bool = False
         "capacity": "pct % of the model's 16-bit bytes (paging.cost.share_budget; Table 3's "
                     "GB read as GiB), int4 experts; other layouts: pct % of the n*l experts",
         "warm": "the dump's request served after the decode log's last sequence (problem 1) "
-                "through the same cache; transition then trains on problem 0 only",
+                "through the same cache; transition trains on other prompts only (problem 1 "
+                "cold; no warm transition rows: problem 0 is the dump's prompt, problem 1 "
+                "warms the cache)",
         "prompt_tokens": [m or "all" for m in PROMPT_TOKENS],
         "order": "collisions: groups mode, no prefetch; timed panels: batched prefill "
                  "(paging.cost.timeline.batch_prefill)",

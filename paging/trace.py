@@ -416,7 +416,8 @@ def sequence_bounds(trace: Trace) -> list[dict]:
 def sequence_record(t: Trace, start: int) -> dict:
     """The bounds record of one sequence whose first request is request ``start`` of the run:
     ``name``, ``start``, ``end``, ``prefill_tokens`` (a batched prefill's prompt length, else
-    0) and, when the sequence has them, its ``phase_bounds`` shifted by ``start``."""
+    0) and, when the sequence has them, its ``phase_bounds`` shifted by ``start`` and its
+    ``sequence`` (the prompt a routing log names: dataset, problem id)."""
     rec = {"name": t.name, "start": start, "end": start + t.n_requests,
            "prefill_tokens": int(t.meta.get("prefill_tokens") or 0)
            if t.meta.get("batched_prefill") else 0}
@@ -424,6 +425,8 @@ def sequence_record(t: Trace, start: int) -> dict:
     if bounds:
         rec["phase_bounds"] = {k: [int(a) + start, int(b) + start] for k, (a, b)
                                in bounds.items()}
+    if t.meta.get("sequence"):  # (the prompt it records, a routing log's dataset and problem)
+        rec["sequence"] = dict(t.meta["sequence"])
     return rec
 
 

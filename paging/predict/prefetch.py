@@ -275,6 +275,7 @@ class Transition(PrefetchPredictor):
 
     def __init__(self, train: list[Trace] | None = None, source: str | None = None):
         self.trained_on: set[str] = set()
+        self.prompts: dict[str, str] = {}  # a training sequence's prompt (its key) -> its name
         self.C = None
         self.source = source
         if train:
@@ -298,6 +299,8 @@ class Transition(PrefetchPredictor):
                     for e in es:
                         self.C[z, e, list(nxt)] += 1
             self.trained_on.add(tr.name)
+            if tr.meta.get("sequence"):
+                self.prompts.setdefault(_prompt_key(tr.meta["sequence"]), tr.name)
         return self
 
     def reset(self, trace, rng):
@@ -309,6 +312,17 @@ class Transition(PrefetchPredictor):
         if seen:
             raise PagingError(f"transition was fitted on {seen[0]}, the sequence it would "
                               "predict; fit it on other sequences (train=FILE)")
+        from paging.trace import sequence_bounds
+
+        for rec in sequence_bounds(trace):  # (the same prompt in another file or phase)
+            fitted = rec.get("sequence") and self.prompts.get(_prompt_key(rec["sequence"]))
+            if fitted:
+                raise PagingError(
+                    f"transition was fitted on {fitted}, the same prompt ("
+                    + ", ".join(f"{k} {v}" for k, v in sorted(rec["sequence"].items()))
+                    + f") as {rec['name']}, which it would predict: its routing is mostly the "
+                    "same, so the run would report training-set accuracy; fit it on other "
+                    "prompts (train=FILE)")
         if self.C.shape != (trace.layout.n_layers, trace.layout.n_experts,
                             trace.layout.n_experts):
             raise PagingError("transition: the training sequences have another layout")
@@ -512,6 +526,14 @@ def _learns(spec: str | None) -> bool:
     return spec is not None and spec.strip().lower().startswith("transition")
 
 
+def _prompt_key(sequence: dict) -> str:
+    """The identity of the prompt a sequence record names (a routing log's dataset and problem
+    id), whichever file or phase it was read from."""
+    import json
+
+    return json.dumps(sequence, sort_keys=True, default=str)
+
+
 def training_file(spec: str | None) -> str | None:
     """The ``train=FILE`` of a ``transition`` predictor spec, else None."""
     if not _learns(spec):
@@ -530,12 +552,18 @@ def check_training(spec: str | None, n_sequences: int) -> None:
 def training_set(spec: str | None, trace: Trace, sequences, train_file=None):
     """The training sequences of predictor ``spec`` for a run on ``trace``: None unless it is
     ``transition``; the sequences of its ``train=FILE`` (``train_file``, already read), else the
-    other sequences of ``sequences`` (the simulated one never trains its own predictor)."""
+    other sequences of ``sequences`` (the simulated one never trains its own predictor, nor
+    does another sequence of the same prompt: a decode log's problem 0 beside the prefill and
+    decode dump of problem 0)."""
     if not _learns(spec):
         return None
     if train_file is not None:
         return list(train_file)
-    return [t for t in sequences if t is not trace]
+    from paging.trace import sequence_bounds
+
+    own = {_prompt_key(r["sequence"]) for r in sequence_bounds(trace) if r.get("sequence")}
+    return [t for t in sequences if t is not trace and not (
+        t.meta.get("sequence") and _prompt_key(t.meta["sequence"]) in own)]
 
 
 def _oracle(opts, what, train=None) -> PrefetchOracle:

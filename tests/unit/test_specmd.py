@@ -673,3 +673,33 @@ def test_a_warm_run_refuses_a_transition_fitted_on_its_own_sequences(tmp_path, c
         assert cli.main(["simulate", str(tmp_path / "t.npz"), "--policy", "lru", "--k", "3",
                          "--prefetch", f"transition:train={tmp_path / 'o.npz'}", *warm]) == 0
         capsys.readouterr()
+
+
+def test_transition_refuses_a_sequence_of_the_prompt_it_was_fitted_on():
+    """A decode log's problem 0 and the prefill+decode dump of problem 0 are one prompt (most
+    of their decode routings are the same): a transition fitted on one and run on the other
+    reported training-set accuracy (the SpecMD figure's Eliseev rows did: precision 0.49-0.54
+    against 0.44 held out). Refused by the prompt the sequences record (meta["sequence"]),
+    warm runs too; without train=FILE such sequences are left out of the training set."""
+    from paging.predict.prefetch import training_set
+    from paging.warm import concat
+
+    lay = Layout(3, 2)
+    experts = np.array([[[0, 1], [2, 0]], [[1, 2], [0, 1]], [[2, 0], [1, 2]]])
+
+    def seq(name, problem, ex=experts):
+        return from_routing(ex, lay, expand="groups", name=name,
+                            meta={"sequence": {"dataset": "h", "problem_id": problem}})
+
+    p0, dump, p1 = seq("log#0", 0), seq("dump#0", 0, experts[::-1]), seq("log#1", 1)
+    with pytest.raises(PagingError, match=r"fitted on log#0, the same prompt \(dataset h, "
+                                          r"problem_id 0\) as dump#0"):
+        Prefetcher(Transition([p0, p1])).reset(dump, 0)
+    joined, _ = concat([p1, dump])
+    with pytest.raises(PagingError, match="the same prompt"):
+        Prefetcher(Transition([p0])).reset(joined, 0)
+    Prefetcher(Transition([p1])).reset(dump, 0)  # (another prompt: taken)
+    assert training_set("transition", dump, [p0, p1, dump]) == [p1]
+    assert training_set("transition", p1, [p0, p1, dump]) == [p0, dump]
+    plain = from_routing(experts, lay, expand="groups", name="x")  # (no prompt recorded)
+    assert training_set("transition", plain, [p0, plain]) == [p0]
