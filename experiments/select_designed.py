@@ -1,21 +1,25 @@
-"""The designed policies' hyper-parameters by leave-one-sequence-out, and their held-out tables
+"""The designed policies' hyper-parameters by leave-one-prompt-out, and their held-out tables
 (issue 11, item 5).
 
 For every sequence of the shipped real traces (the same six as ``fig_learned``, rounds
 expansion) at k = 200: the misses of every existing online policy (``BASELINES``: LRU, FIFO, LFU,
 FWF, Marking, LLRU, FLD, Least-Stale, ARC, LeCaR and their ``-dist`` variants; Marking and
 LeCaR with seed 0) and of the designed policy on its grid (``GRIDS``: ``token-decay`` over
-(lam, horizon), ``token-match`` over (neighbours, shrink); their other parameters at their
-defaults). Leave-one-sequence-out: for each held-out sequence, the grid point with the smallest
-mean relative change against the best baseline on the five OTHER sequences is chosen (ties: the
-smaller point), and its result on the held-out sequence is reported, next to the registered
-default's. The README's tables are this script's output.
+(lam, horizon), ``token-match`` over (neighbours, shrink), ``token-hazard`` over (horizon,
+alpha); their other parameters at their defaults). Leave-one-prompt-out: for each held-out
+sequence, the grid point with the smallest mean relative change against the best baseline on
+the sequences of the OTHER prompts is chosen (ties: the smaller point), and its result on the
+held-out sequence is reported, next to the registered default's. A sequence's prompt is the one
+its routing log names (dataset and problem): the decode log's problem 0 and the prefill+decode
+dump are one prompt, most of their decode routings the same, so neither is chosen on the other
+(before 2026-11-29 each was: a leave-one-sequence-out). The learned guide's tables are this
+script's output.
 
 ``--drop F`` first removes each token of every sequence with probability F (seed 0, whole
 tokens): a lossy recording, like the raw prefill+decode file, which lost 124 of its 218 tokens.
 
 Run: ``python -m experiments.select_designed --policy token-match [--trace PATH ...] [--k K]
-[--drop F]`` (token-match ~4 minutes, token-decay ~3; needs the real traces: ``PAGING_TRACES``
+[--drop F]`` (a few seconds once the kernels are compiled; needs the real traces: ``PAGING_TRACES``
 or ``--trace``). Point ``--trace`` at routing traces of your own for a held-out check.
 """
 
@@ -40,22 +44,36 @@ GRIDS = {
                                                                 (1, 2, 4))), (0.95, 2)),
     "token-match": (("neighbours", "shrink"), tuple(itertools.product((1, 3, 5), (1.0, 4.0))),
                     (3, 1.0)),
+    # (the five points token-hazard's docstring names; it had no command that chose among them)
+    "token-hazard": (("horizon", "alpha"), ((1, 2.0), (2, 0.5), (2, 2.0), (2, 8.0), (4, 2.0)),
+                     (2, 0.5)),
 }
 SEED = 0
 
 
-def loso(results: dict, best: Sequence[int]) -> list[tuple]:
-    """Leave-one-sequence-out choice. ``results[point]``: misses per sequence; ``best[i]``: the
-    best baseline's misses on sequence i. Returns, per held-out sequence i, the point chosen on
-    the others and its held-out misses: ``(i, point, misses)``."""
+def loso(results: dict, best: Sequence[int], prompts: Sequence | None = None) -> list[tuple]:
+    """Leave-one-prompt-out choice. ``results[point]``: misses per sequence; ``best[i]``: the
+    best baseline's misses on sequence i; ``prompts[i]``: sequence i's prompt (None: each
+    sequence its own). Returns, per held-out sequence i, the point chosen on the sequences of
+    the other prompts and its held-out misses: ``(i, point, misses)``."""
     n = len(best)
+    prompts = list(range(n)) if prompts is None else list(prompts)
     out = []
     for i in range(n):
-        score = {g: float(np.mean([m[j] / best[j] - 1.0 for j in range(n) if j != i]))
+        score = {g: float(np.mean([m[j] / best[j] - 1.0 for j in range(n)
+                                   if prompts[j] != prompts[i]]))
                  for g, m in results.items()}
         g = min(score, key=lambda g: (score[g], g))
         out.append((i, g, results[g][i]))
     return out
+
+
+def prompt_of(trace) -> str:
+    """The prompt a sequence records (a routing log's dataset and problem), else its name."""
+    import json
+
+    seq = trace.meta.get("sequence")
+    return json.dumps(seq, sort_keys=True, default=str) if seq else f"name:{trace.name}"
 
 
 def drop_tokens(trace, frac: float, seed: int = SEED):
@@ -82,9 +100,11 @@ def drop_tokens(trace, frac: float, seed: int = SEED):
 def make(policy: str, point: tuple):
     """The designed policy at a grid point."""
     from paging.policies.decay import TokenDecay
+    from paging.policies.hazard import TokenHazard
     from paging.policies.match import TokenMatch
 
-    cls = {"token-decay": TokenDecay, "token-match": TokenMatch}[policy]
+    cls = {"token-decay": TokenDecay, "token-match": TokenMatch, "token-hazard": TokenHazard}[
+        policy]
     return cls(**dict(zip(GRIDS[policy][0], point, strict=True)))
 
 
@@ -127,7 +147,8 @@ def _run(a) -> int:
     print(f"| sequence | best existing (misses) | chosen on the others | {a.policy} (held out) "
           f"| change | default ({dflt}) | change | OPT |")
     print("|---|---|---|---|---|---|---|---|")
-    for i, g, m in loso(results, [b for _, b in best]):
+    prompts = [prompt_of(t) for t in seqs]
+    for i, g, m in loso(results, [b for _, b in best], prompts):
         name, b = best[i]
         d = results[default][i]
         chosen = ", ".join(f"{n}={v}" for n, v in zip(names, g, strict=True))

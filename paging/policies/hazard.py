@@ -59,9 +59,10 @@ class TokenHazard(TokenPolicy):
 
     Hyper-parameters ``horizon=2``, ``alpha=0.5``, ``max_age=8``: ``max_age`` was fixed
     before any run; (horizon, α) were chosen among (1,2), (2,0.5), (2,2), (2,8), (4,2) by
-    leave-one-sequence-out on the six shipped real sequences (the choice made on the five other
-    sequences is (2, 0.5) for five of the six held-out sequences and (1, 2) for granite's
-    code prompt); docs/guide/learned.md reports the held-out numbers.
+    leave-one-sequence-out on the six shipped real sequences; by leave-one-prompt-out
+    (``python -m experiments.select_designed --policy token-hazard``) the choice is (2, 0.5) for
+    five of the six held-out sequences and (4, 2) for granite's code prompt;
+    docs/guide/learned.md reports the held-out numbers.
 
     Cost: O(1) per hit or insert; O(nℓ·max_age) numpy work once per token; O(k·horizon) numpy
     work per eviction.

@@ -88,6 +88,11 @@ def test_leave_one_sequence_out_choice_by_hand():
     # held out 1: -0.05 and -0.025 -> (0.9, 1); held out 2: -0.05 each -> the smaller point
     assert loso(results, [100, 100, 100]) == [(0, (0.95, 2), 100), (1, (0.9, 1), 100),
                                               (2, (0.9, 1), 100)]
+    # sequences 0 and 1 one prompt (a decode log and a prefill+decode dump of one problem):
+    # held out 0, the choice is made on sequence 2 alone (0 and -0.05 -> (0.95, 2)); held out
+    # 1, the same; held out 2, on 0 and 1 as before (-0.05 each -> the smaller point)
+    assert loso(results, [100, 100, 100], ["p0", "p0", "p1"]) == [
+        (0, (0.95, 2), 100), (1, (0.95, 2), 90), (2, (0.9, 1), 100)]
 
 
 def test_drop_tokens_keeps_whole_tokens_in_order():
