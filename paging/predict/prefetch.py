@@ -315,20 +315,27 @@ class Transition(PrefetchPredictor):
         from paging.trace import sequence_bounds
 
         for rec in sequence_bounds(trace):  # (the same prompt in another file or phase)
-            fitted = rec.get("sequence") and self.prompts.get(_prompt_key(rec["sequence"]))
-            if fitted:
-                raise PagingError(
-                    f"transition was fitted on {fitted}, the same prompt ("
-                    + ", ".join(f"{k} {v}" for k, v in sorted(rec["sequence"].items()))
-                    + f") as {rec['name']}, which it would predict: its routing is mostly the "
-                    "same, so the run would report training-set accuracy; fit it on other "
-                    "prompts (train=FILE)")
+            self.check_prompt(rec["name"], rec.get("sequence"), "which it would predict")
         if self.C.shape != (trace.layout.n_layers, trace.layout.n_experts,
                             trace.layout.n_experts):
             raise PagingError("transition: the training sequences have another layout")
         super().reset(trace, rng)
         self.pages = trace.pages
         self.layers = trace.layers
+
+    def check_prompt(self, name: str, sequence: dict | None, role: str) -> None:
+        """PagingError when the sequence ``name`` records a prompt (``sequence``, a routing
+        log's dataset and problem) that a training sequence recorded too: another recording of
+        it (a decode log's problem 0 and a prefill+decode dump of problem 0) routes mostly
+        alike, and the run would report training-set accuracy. ``role``: what the run does
+        with ``name`` ("which it would predict", "a sequence the run serves")."""
+        fitted = sequence and self.prompts.get(_prompt_key(sequence))
+        if fitted:
+            raise PagingError(
+                f"transition was fitted on {fitted}, the same prompt ("
+                + ", ".join(f"{k} {v}" for k, v in sorted(sequence.items()))
+                + f") as {name}, {role}: its routing is mostly the same, so the run would "
+                "report training-set accuracy; fit it on other prompts (train=FILE)")
 
     def scores(self, lo, hi, token, layer, actual):
         z = int(self.layers[lo])

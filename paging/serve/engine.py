@@ -377,7 +377,8 @@ class _Server:
             from paging.serve.prefetch import StepPrefetch
 
             self.pf = StepPrefetch(run_spec, lay, max(t.top_k for t in traces),
-                                   [t.name for t in traces])
+                                   [t.name for t in traces],
+                                   [t.meta.get("sequence") for t in traces])
             self.carry = StreamCarry.idle(lay.n_pages)
         self.router = None
         if run_spec.routed:

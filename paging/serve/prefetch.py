@@ -49,9 +49,11 @@ __all__ = ["StepPrefetch"]
 
 class StepPrefetch:
     """The prefetcher of a serving run (module docstring). ``names``: the sequences the
-    requests are drawn from (a transition predictor must not have been fitted on them)."""
+    requests are drawn from (a transition predictor must not have been fitted on them);
+    ``prompts``: the prompts they record (``meta["sequence"]``, None where none), which it must
+    not have been fitted on either (another recording of a served prompt)."""
 
-    def __init__(self, run_spec, layout, top_k: int, names):
+    def __init__(self, run_spec, layout, top_k: int, names, prompts=()):
         from paging.predict.prefetch import (
             Frequency,
             PrefetchOracle,
@@ -88,6 +90,8 @@ class StepPrefetch:
             if seen:
                 raise PagingError(f"transition was fitted on {seen[0]}, a sequence the run "
                                   "serves; fit it on other sequences (train=FILE)")
+            for name, prompt in zip(names, prompts, strict=False):
+                pred.check_prompt(name, prompt, "a sequence the run serves")
         self.strategy = make_strategy(run_spec.prefetch_strategy)
         self.n, self.L, self.top_k = layout.n_experts, layout.n_layers, top_k
         self.counts = np.zeros((self.L, self.n))

@@ -1059,6 +1059,34 @@ def test_a_closed_loops_bar_counts_think_time_and_an_early_end(toy, bars):
         assert total == 200.0 and done == pytest.approx(200.0, rel=1e-12)
 
 
+def test_a_transition_fitted_on_a_served_prompt_is_refused(toy, tmp_path):
+    """A served sequence and a training one that record the same prompt (a decode log's
+    problem 0 and the prefill+decode dump of problem 0) were taken: the predictor then
+    predicted requests it was fitted on (the serving guide's transition column did)."""
+    from paging.io import write
+
+    e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]]] * 3)
+
+    def seq(name, problem, ex):
+        t = _seq_trace(ex, 1, name)
+        return Trace(t.layout, t.pages, t.steps, name, t.token, t.rank, t.score, t.expand,
+                     dict(t.meta, sequence={"dataset": "h", "problem_id": problem}))
+
+    write([seq("dump#0", 0, e[::-1])], tmp_path / "dump.npz")
+    write([seq("dump#1", 1, e[::-1])], tmp_path / "other.npz")
+    arr = ServeSpec(Arrivals(rate=5.0, duration=1.0))
+    served = [seq("log#0", 0, e), seq("log#1", 1, e[:, :, ::-1])]
+    with pytest.raises(PagingError, match=r"fitted on dump#0, the same prompt \(dataset h, "
+                                          r"problem_id 0\) as log#0, a sequence the run serves"):
+        serve(RunSpec("lru", k=4, model=toy, prefetch=f"transition:train={tmp_path}/dump.npz"),
+              arr, served)
+    serve(RunSpec("lru", k=4, model=toy, prefetch=f"transition:train={tmp_path}/dump.npz"),
+          arr, served[1:])  # (problem 1 alone: taken)
+    with pytest.raises(PagingError, match="the same prompt"):
+        serve(RunSpec("lru", k=4, model=toy,
+                      prefetch=f"transition:train={tmp_path}/other.npz"), arr, served)
+
+
 def test_refusals(toy):
     seqs = [_seq_trace(np.array([[[0, 1], [2, 3]]] * 2), 1)]
     arr = ServeSpec(Arrivals(rate=1.0, duration=1.0))
