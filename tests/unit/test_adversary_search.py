@@ -256,3 +256,25 @@ def test_a_failed_trace_write_leaves_no_costs_file(tmp_path, monkeypatch, capsys
                  "--out", str(out)]) == 2
     assert "No space left on device" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_memo_keys_do_not_hold_the_sequences():
+    # the memo is keyed by a digest: a key per distinct candidate of N requests used to be the
+    # 8·N bytes of its pages (4000 candidates of 2·10^6 requests: 64 GB)
+    from adversaries.search import Objective
+    from paging.policies import make_policy
+
+    obj = Objective(make_policy("lru"), Layout(3, 2), 3, [0])
+    rng = np.random.default_rng(0)
+    pages = [decode([(rng.integers(0, 3, size=(5, 2)), 1)], 5_000, 2, 3) for _ in range(3)]
+    for p in pages + pages:
+        obj(p)
+    assert len(obj.memo) == 3 and obj.calls == 6
+    assert all(len(key) <= 64 for key in obj.memo)
+    from adversaries.search import sequence_key
+
+    w = np.ones(6)
+    assert sequence_key(pages[0], w) != sequence_key(pages[0])
+    trace = from_pages(pages[0], Layout(3, 2))
+    assert obj(pages[0])[1:] == (simulate(trace, "lru", 3).misses,
+                                 simulate(trace, "belady", 3).misses)
