@@ -318,9 +318,31 @@ def check_instance(pol: Policy, n: int, layers: int, k: int, length: int | None)
     if getattr(pol, "needs_scores", False):
         raise PagingError(f"{pol.name} reads gate scores, which the searched sequences do not "
                           "carry")
-    if length is None:
-        return max(4, LENGTH_PER_K * k)
-    return positive_int("length (rounds)", length)
+    length = (max(4, LENGTH_PER_K * k) if length is None
+              else positive_int("length (rounds)", length))
+    check_memory(n * layers, length * layers)
+    return length
+
+
+#: what one evaluation holds, measured (LRU and Belady through the compiled kernels, 2026-11-29):
+#: about 95 bytes per page of the layout (n·ℓ: residency, sizes, heap state) and 74 bytes per
+#: request of the sequence (the candidate, its trace, next uses, the kernels' arrays)
+PAGE_BYTES, SEARCH_REQUEST_BYTES = 100, 80
+
+
+def check_memory(pages: int, requests: int) -> None:
+    """Refuse up front a search whose evaluations would not fit in this machine's memory (the
+    system killed such runs, or numpy failed in the middle of the search)."""
+    from paging.memory import available, human
+
+    need = pages * PAGE_BYTES + requests * SEARCH_REQUEST_BYTES
+    have = available()
+    if need > have:
+        raise PagingError(f"adversary search: n*layers = {pages:,} pages and length*layers = "
+                          f"{requests:,} requests need about {human(need)} of memory per "
+                          f"evaluation ({PAGE_BYTES} bytes per page, {SEARCH_REQUEST_BYTES} per "
+                          f"request); this machine has {human(have)} available: expected fewer "
+                          "experts (--n), layers or rounds (--length)")
 
 
 def _ci(values: list[float]) -> tuple[float, float]:

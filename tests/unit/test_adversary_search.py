@@ -278,3 +278,20 @@ def test_memo_keys_do_not_hold_the_sequences():
     trace = from_pages(pages[0], Layout(3, 2))
     assert obj(pages[0])[1:] == (simulate(trace, "lru", 3).misses,
                                  simulate(trace, "belady", 3).misses)
+
+
+def test_an_instance_beyond_memory_is_refused_up_front(monkeypatch):
+    # n = 10^9 experts on 2 layers was killed by the system (out of memory) in its first
+    # evaluation; now the pages and requests are priced before anything is allocated
+    import paging.memory
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 500_000)
+
+    def started(*a, **kw):
+        raise AssertionError("the search started")
+
+    monkeypatch.setattr("adversaries.search.anneal", started)
+    with pytest.raises(PagingError, match=r"6,000 pages .* fewer experts \(--n\)"):
+        search("lru", n=3_000, layers=2, k=4, length=10, budget=1, show=False)
+    with pytest.raises(PagingError, match=r"20,000 requests .* rounds \(--length\)"):
+        search("lru", n=3, layers=2, k=4, length=10_000, budget=1, show=False)
