@@ -184,7 +184,7 @@ MAX_SEQUENCES = 1_000_000
 
 def certify_random(policies: Sequence[Policy], k: int,
                    draw: Callable[[np.random.Generator, int], Trace], *, sequences: int,
-                   seed: int | None, show: bool | None = None
+                   seed: int | None, show: bool | None = None, requests: int | None = None
                    ) -> tuple[tuple[Trace, ...], list[list[tuple[int, int]]]]:
     """Draw independent sequences and certify every policy on each (Yao's principle).
 
@@ -192,7 +192,9 @@ def certify_random(policies: Sequence[Policy], k: int,
     is ``draw(default_rng(child_j), j)``, and a randomized policy's run on it is seeded with
     ``child_j.generate_state(1)[0]`` (the same for every policy). OPT (Belady) runs once per
     sequence, whatever the number of policies. More than :data:`MAX_SEQUENCES` are refused up
-    front; the sequences go by under a progress bar (``show``: on a terminal by default).
+    front, and so are sequences of ``requests`` each (when given) that all together would not
+    fit in memory (every sequence is kept: :func:`paging.memory.check_requests`); the sequences
+    go by under a progress bar (``show``: on a terminal by default).
 
     Returns
     -------
@@ -207,6 +209,12 @@ def certify_random(policies: Sequence[Policy], k: int,
     if S > MAX_SEQUENCES:
         raise PagingError(f"sequences={S:,}; expected at most {MAX_SEQUENCES:,} (each is drawn, "
                           "run by every policy and by OPT: about 2 ms at the smallest sizes)")
+    if requests is not None:
+        from paging.memory import check_requests
+
+        check_requests(S * requests, f"Expected {S:,} sequences of {requests:,} requests that "
+                                     "fit together: fewer sequences (--sequences) or rounds "
+                                     "(--rounds), or a smaller instance")
     children = np.random.SeedSequence(seed).spawn(S)
     traces: list[Trace] = []
     per_policy: list[list[tuple[int, int]]] = [[] for _ in policies]

@@ -172,7 +172,8 @@ def random_hk(policy: str | Policy = "lru", *, n: int, layers: int = 1,
         return from_pages(rng.integers(0, k + 1, size=R), lay,
                           name=f"{name}:n={n},k={k},requests={R},seed={seed}#{j}")
 
-    traces, (per_seq,) = certify_random([pol], k, draw, sequences=S, seed=seed, show=show)
+    traces, (per_seq,) = certify_random([pol], k, draw, sequences=S, seed=seed, show=show,
+                                         requests=R)
     online = sum(a for a, _ in per_seq)
     opt = sum(o for _, o in per_seq)
     return AdversaryResult(

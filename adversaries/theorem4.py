@@ -270,7 +270,8 @@ def build_many(policies: Sequence[str | Policy], *, n: int, layers: int,
         return uniform(n, L, R, seed=rng,
                        name=f"theorem4:n={n},layers={L},rounds={R},seed={seed}#{j}")
 
-    traces, per_policy = certify_random(pols, k, draw, sequences=S, seed=seed, show=show)
+    traces, per_policy = certify_random(pols, k, draw, sequences=S, seed=seed, show=show,
+                                          requests=R * L)
     el = opt_block_mean(n, L)
     common = {"n": n, "layers": L, "rounds": R, "seed": seed, "sequences": S,
               "yao_value": el / (L * n), "cover_time_ratio": cover_time_ratio(n, L, exact=False)}

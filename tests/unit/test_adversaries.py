@@ -379,3 +379,21 @@ def test_sequences_beyond_the_cap_are_refused_up_front_and_the_rest_show_a_bar(c
     assert main(["adversary", "theorem4", "--n", "2", "--layers", "2", "--sequences", "3",
                  "--json"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_random_constructions_beyond_memory_are_refused_up_front(monkeypatch):
+    # random-hk --n 100000 (default rounds 400(k+1)H_k, 4 sequences: 1.9e9 requests, all kept)
+    # held 13 GB after a minute and kept growing; now refused before the first draw
+    import paging.memory
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 100_000)
+
+    def drawn(*a, **kw):
+        raise AssertionError("a sequence was drawn")
+
+    monkeypatch.setattr(classic, "from_pages", drawn)
+    monkeypatch.setattr(theorem4, "uniform", drawn)
+    with pytest.raises(PagingError, match=r"4 sequences of 10,000 requests .*--rounds"):
+        classic.random_hk("lru", n=5, rounds=10_000, sequences=4)
+    with pytest.raises(PagingError, match=r"2 sequences of 20,000 requests .*--sequences"):
+        theorem4.build("lru", n=2, layers=2, rounds=10_000, sequences=2)
