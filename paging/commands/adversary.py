@@ -173,7 +173,8 @@ def run(args) -> int:
             raise PagingError(f"--sequences applies to {' and '.join(RANDOMIZED)}, not "
                               f"{args.name}")
         kw["sequences"] = args.sequences
-    if args.name in RANDOMIZED:  # (their bar over the sequences; a --json run stays quiet)
+    if args.name in RANDOMIZED + ("theorem2", "sleator-tarjan"):
+        # (their bar over the sequences or the adaptive rounds; a --json run stays quiet)
         kw["show"] = False if args.json else None
     import contextlib
 

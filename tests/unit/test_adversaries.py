@@ -397,3 +397,16 @@ def test_random_constructions_beyond_memory_are_refused_up_front(monkeypatch):
         classic.random_hk("lru", n=5, rounds=10_000, sequences=4)
     with pytest.raises(PagingError, match=r"2 sequences of 20,000 requests .*--sequences"):
         theorem4.build("lru", n=2, layers=2, rounds=10_000, sequences=2)
+
+
+@pytest.mark.parametrize("build, name", [(theorem2.build, "theorem2"),
+                                         (classic.sleator_tarjan, "sleator-tarjan")])
+def test_adaptive_constructions_show_their_rounds(build, name, capsys):
+    # each round scans the nl pages (theorem2 --n 100000 --layers 2: 25 s, sleator-tarjan about
+    # a minute): a bar over the rounds with its estimate, as the random constructions have
+    quiet = build("lru", n=3, layers=2, rounds=40, show=False)
+    assert capsys.readouterr().err == ""
+    res = build("lru", n=3, layers=2, rounds=40, show=True)
+    err = capsys.readouterr().err
+    assert f"{name}:" in err and "/40 [" in err
+    assert res.to_dict() == quiet.to_dict()
