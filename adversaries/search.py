@@ -228,6 +228,22 @@ def decode(blocks, length: int, layers: int, n: int) -> np.ndarray:
     return (rounds + np.arange(layers, dtype=np.int64) * n).reshape(-1)
 
 
+def used_blocks(blocks, length: int) -> list:
+    """The blocks :func:`decode` uses for ``length`` rounds, the last one with the repetitions
+    it needs (``decode(used_blocks(g, T), T, ...)`` equals ``decode(g, T, ...)``): a genome
+    carries on blocks past ``length`` rounds that no round comes from, which the witness must
+    not name."""
+    out, total = [], 0
+    for motif, reps in blocks:
+        if total >= length:
+            break
+        m = motif.shape[0]
+        reps = min(int(reps), -(-(length - total) // m))
+        out.append((motif, reps))
+        total += m * reps
+    return out
+
+
 def random_motif(rng, n: int, layers: int, max_motif: int) -> np.ndarray:
     m = int(rng.integers(1, max_motif + 1))
     return rng.integers(0, n, size=(m, layers), dtype=np.int64)
@@ -419,6 +435,7 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
                                budget=budget, restarts=restarts, seeds=ss_search,
                                max_motif=max_motif, start=start, bar=pb, max_cost=max_cost)
     search_ratio, genome, pages, costs = best
+    genome = used_blocks(genome, length)
     trace = from_pages(pages, layout, name=f"search:{pol.name},n={n},layers={layers},k={k},"
                                            f"length={length},seed={seed}")
     cert_seeds = ([int(x) for x in ss_cert.generate_state(CERTIFICATE_SEEDS)] if randomized
@@ -563,4 +580,4 @@ def certify(trace: Trace, policy: str | Policy, k: int, seeds: list[int],
 
 
 __all__ = ["search", "search_score", "anneal", "certify", "SearchResult", "decode", "mutate",
-           "random_genome", "sequence_key", "DEFAULT_BUDGET", "DEFAULT_RESTARTS"]
+           "random_genome", "sequence_key", "used_blocks", "DEFAULT_BUDGET", "DEFAULT_RESTARTS"]

@@ -295,3 +295,26 @@ def test_an_instance_beyond_memory_is_refused_up_front(monkeypatch):
         search("lru", n=3_000, layers=2, k=4, length=10, budget=1, show=False)
     with pytest.raises(PagingError, match=r"20,000 requests .* rounds \(--length\)"):
         search("lru", n=3, layers=2, k=4, length=10_000, budget=1, show=False)
+
+
+def test_the_witness_names_only_the_blocks_its_rounds_come_from():
+    # a genome carries blocks past `length` rounds; the witness listed them (greedy-dual,
+    # n=3, layers=2, k=3, length=15, --weighted: "... + 5-round motif x1 + 12-round motif x4"
+    # while the 12-round motif never occurs in the 15 rounds)
+    res = search("greedy-dual", n=3, layers=2, k=3, length=15, budget=200, max_cost=8,
+                 show=False)
+    assert sum(m.shape[0] * r for m, r in res.blocks[:-1]) < 15
+    assert np.array_equal(decode(res.blocks, 15, 2, 3), res.trace.pages)
+    from adversaries.search import used_blocks
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        g = random_genome(rng, 3, 2, 25, 6)
+        for _ in range(int(rng.integers(0, 20))):
+            g = mutate(g, rng, 3, 2, 25, 6)
+        length = int(rng.integers(1, 40))
+        u = used_blocks(g, length)
+        assert np.array_equal(decode(u, length, 2, 3), decode(g, length, 2, 3))
+        before = sum(m.shape[0] * r for m, r in u[:-1])
+        assert before < length  # every block contributes a round
+        assert u[-1][1] == 1 or before + u[-1][0].shape[0] * (u[-1][1] - 1) < length
