@@ -110,7 +110,10 @@ def run_search(args) -> int:
     if args.weighted and max_cost < 2:
         raise PagingError(f"--max-cost must be an integer >= 2, got {max_cost}")
     if args.out is not None:  # a bad file name fails before the search
-        io.format_for(args.out, option=None)
+        try:
+            io.format_for(args.out, option=None)
+        except PagingError as e:  # (it names no option: this command's is --out)
+            raise PagingError(f"--out: {e.message}", e.file) from None
         check_target(args.out)
         if args.weighted:
             check_target(f"{args.out}.costs.json")

@@ -197,7 +197,8 @@ def test_cli_bad_input_one_line_exit_2(args, msg):
 def test_cli_bad_out_name_leaves_no_file(tmp_path):
     p = _cli("search", "--policy", "lru", "--n", "2", "--layers", "2", "--k", "3",
              "--out", str(tmp_path / "w.unknown"))
-    assert p.returncode == 2 and "cannot tell the output format" in p.stderr
+    assert p.returncode == 2 and "error: --out: cannot tell the output format" in p.stderr
+    assert p.stderr.count("\n") == 1
     assert not list(tmp_path.iterdir())
 
 
