@@ -144,6 +144,16 @@ def require_k(k: int | None, expected: int, adversary: str, why: str) -> int:
     return k
 
 
+def check_rounds(rounds: int, layers: int, adversary: str) -> int:
+    """``rounds`` of ``layers`` requests, refused up front when the sequence alone would not
+    fit in memory (:func:`paging.memory.check_requests`; theorem1 --rounds 10^9 on two layers
+    was killed by the system while building it)."""
+    from paging.memory import check_requests
+
+    check_requests(rounds * layers, f"Expected fewer rounds (--rounds) for {adversary}")
+    return rounds
+
+
 def seed_of(seed: int | None) -> int | None:
     """A seed for :func:`numpy.random.default_rng` / ``SeedSequence``: an int >= 0, or None for
     fresh entropy (a :class:`PagingError` for anything else, instead of numpy's traceback)."""

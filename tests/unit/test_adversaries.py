@@ -410,3 +410,16 @@ def test_adaptive_constructions_show_their_rounds(build, name, capsys):
     err = capsys.readouterr().err
     assert f"{name}:" in err and "/40 [" in err
     assert res.to_dict() == quiet.to_dict()
+
+
+@pytest.mark.parametrize("build, name", [(theorem1.build, "theorem1"),
+                                         (theorem2.build, "theorem2"),
+                                         (classic.sleator_tarjan, "sleator-tarjan")])
+def test_rounds_beyond_memory_are_refused_up_front(build, name, monkeypatch):
+    # theorem1 --n 30000 --layers 2 --rounds 10^9 was killed by the system (out of memory)
+    import paging.memory
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 100_000)
+    policy = "lru-dist" if name == "theorem1" else "lru"
+    with pytest.raises(PagingError, match=rf"20,000 requests .*--rounds\) for {name}"):
+        build(policy, n=3, layers=2, rounds=10_000)
