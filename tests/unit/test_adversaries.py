@@ -423,3 +423,20 @@ def test_rounds_beyond_memory_are_refused_up_front(build, name, monkeypatch):
     policy = "lru-dist" if name == "theorem1" else "lru"
     with pytest.raises(PagingError, match=rf"20,000 requests .*--rounds\) for {name}"):
         build(policy, n=3, layers=2, rounds=10_000)
+
+
+def test_theorem4_refuses_values_it_cannot_compute_up_front(monkeypatch):
+    # --n 20000 drew and ran its sequences for 21 s, then failed in the cover-time series with a
+    # message about "N" and a Monte Carlo option theorem4 does not have; beyond it the value
+    # series (quadratic in n, no progress shown) ran for hours
+    def drawn(*a, **kw):
+        raise AssertionError("a sequence was drawn")
+
+    monkeypatch.setattr(theorem4, "uniform", drawn)
+    with pytest.raises(PagingError, match=r"expected n <= 15,000, got n=15,001"):
+        theorem4.build("lru", n=15_001, layers=2, rounds=10)
+    import paging.memory
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 10**6)
+    with pytest.raises(PagingError, match=r"n=50, layers=1,000 needs about .* fewer experts"):
+        theorem4.build("lru", n=50, layers=1000, rounds=1)
