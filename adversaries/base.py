@@ -113,9 +113,25 @@ def jsonable(obj, exact: bool = False):
 
 # -- shared argument checks ----------------------------------------------------------------------
 
+#: what a simulation holds per page of the layout (residency, sizes, heap state), measured on
+#: LRU and Belady through the compiled kernels (2026-11-29): about 95 bytes
+PAGE_BYTES = 100
+
+
 def layout_of(n: int, layers: int) -> Layout:
-    return Layout(positive_int("n (experts per layer)", n),
-                  positive_int("layers", layers))
+    """The n x l layout, refused up front when a simulation's per-page arrays would not fit in
+    memory (theorem1 --n 4*10^8 --layers 2 failed, or was killed, in its first allocation)."""
+    from paging.memory import available, human
+
+    n = positive_int("n (experts per layer)", n)
+    layers = positive_int("layers", layers)
+    need = n * layers * PAGE_BYTES
+    if need > available():
+        raise PagingError(f"n*layers = {n * layers:,} pages need about {human(need)} of memory "
+                          f"in a simulation ({PAGE_BYTES} bytes per page); this machine has "
+                          f"{human(available())} available: expected fewer experts (--n) or "
+                          "layers (--layers)")
+    return Layout(n, layers)
 
 
 def policy_of(policy: str | Policy) -> Policy:

@@ -340,15 +340,16 @@ def check_instance(pol: Policy, n: int, layers: int, k: int, length: int | None)
     return length
 
 
-#: what one evaluation holds, measured (LRU and Belady through the compiled kernels, 2026-11-29):
-#: about 95 bytes per page of the layout (n·ℓ: residency, sizes, heap state) and 74 bytes per
-#: request of the sequence (the candidate, its trace, next uses, the kernels' arrays)
-PAGE_BYTES, SEARCH_REQUEST_BYTES = 100, 80
+#: what one evaluation holds per request of the sequence (the candidate, its trace, next uses,
+#: the kernels' arrays), measured (LRU and Belady through the compiled kernels, 2026-11-29):
+#: about 74 bytes; per page of the layout: :data:`adversaries.base.PAGE_BYTES`
+SEARCH_REQUEST_BYTES = 80
 
 
 def check_memory(pages: int, requests: int) -> None:
     """Refuse up front a search whose evaluations would not fit in this machine's memory (the
     system killed such runs, or numpy failed in the middle of the search)."""
+    from adversaries.base import PAGE_BYTES
     from paging.memory import available, human
 
     need = pages * PAGE_BYTES + requests * SEARCH_REQUEST_BYTES

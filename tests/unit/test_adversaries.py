@@ -437,6 +437,18 @@ def test_theorem4_refuses_values_it_cannot_compute_up_front(monkeypatch):
         theorem4.build("lru", n=15_001, layers=2, rounds=10)
     import paging.memory
 
-    monkeypatch.setattr(paging.memory, "available", lambda: 10**6)
+    monkeypatch.setattr(paging.memory, "available", lambda: 20 * 10**6)
     with pytest.raises(PagingError, match=r"n=50, layers=1,000 needs about .* fewer experts"):
         theorem4.build("lru", n=50, layers=1000, rounds=1)
+
+
+@pytest.mark.parametrize("name", ["theorem1", "theorem2", "theorem3", "sleator-tarjan"])
+def test_layouts_beyond_memory_are_refused_up_front(name, monkeypatch):
+    # theorem1 --n 4*10^8 --layers 2 --rounds 3: the simulation's per-page arrays (8*10^8
+    # pages) failed in their first allocation, or the system killed the run
+    import paging.memory
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 100_000)
+    policy = "lru-dist" if name == "theorem1" else "lru"
+    with pytest.raises(PagingError, match=r"n\*layers = 2,000 pages need about .*--n\)"):
+        ADVERSARIES[name](policy, n=1_000, layers=2, rounds=1)
