@@ -160,13 +160,20 @@ def require_k(k: int | None, expected: int, adversary: str, why: str) -> int:
     return k
 
 
-def check_rounds(rounds: int, layers: int, adversary: str) -> int:
-    """``rounds`` of ``layers`` requests, refused up front when the sequence alone would not
-    fit in memory (:func:`paging.memory.check_requests`; theorem1 --rounds 10^9 on two layers
-    was killed by the system while building it)."""
-    from paging.memory import check_requests
+def check_rounds(rounds: int, layers: int, adversary: str, request_bytes: int = 16) -> int:
+    """``rounds`` of ``layers`` requests, refused up front when the construction's run would
+    not fit in memory at ``request_bytes`` per request (its peak, measured: theorem1 43,
+    theorem3 23, the adaptive ones 98 with their Python lists; theorem1 --rounds 10^9 on two
+    layers was killed by the system while building its sequence)."""
+    from paging.memory import available, human
 
-    check_requests(rounds * layers, f"Expected fewer rounds (--rounds) for {adversary}")
+    requests = rounds * layers
+    need = requests * request_bytes
+    if need > available():
+        raise PagingError(f"{requests:,} requests need about {human(need)} of memory "
+                          f"({request_bytes} bytes per request); this machine has "
+                          f"{human(available())} available. Expected fewer rounds (--rounds) "
+                          f"for {adversary}")
     return rounds
 
 

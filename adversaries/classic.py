@@ -95,7 +95,7 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
                           f"i.e. {L} <= k <= {n * L - 1} for n={n}, layers={L}, got k={k}")
     g = k - L + 1
     R = default_rounds(k, L) if rounds is None else positive_int("rounds", rounds)
-    check_rounds(R, L, name)
+    check_rounds(R, L, name, 100)
     seed = seed_of(seed)
     pol = policy_of(policy)
     require_deterministic_online(pol, name)

@@ -102,7 +102,7 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
     if k < 1:
         raise PagingError(f"{NAME} needs k = n*l - 1 >= 1, got n={n}, layers={L}")
     R = default_rounds(k, L) if rounds is None else positive_int("rounds", rounds)
-    check_rounds(R, L, NAME)
+    check_rounds(R, L, NAME, 100)
     seed = seed_of(seed)
     pol = policy_of(policy)
     require_deterministic_online(pol, NAME)

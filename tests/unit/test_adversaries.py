@@ -414,6 +414,7 @@ def test_adaptive_constructions_show_their_rounds(build, name, capsys):
 
 @pytest.mark.parametrize("build, name", [(theorem1.build, "theorem1"),
                                          (theorem2.build, "theorem2"),
+                                         (theorem3.build, "theorem3"),
                                          (classic.sleator_tarjan, "sleator-tarjan")])
 def test_rounds_beyond_memory_are_refused_up_front(build, name, monkeypatch):
     # theorem1 --n 30000 --layers 2 --rounds 10^9 was killed by the system (out of memory)
@@ -421,6 +422,11 @@ def test_rounds_beyond_memory_are_refused_up_front(build, name, monkeypatch):
 
     monkeypatch.setattr(paging.memory, "available", lambda: 100_000)
     policy = "lru-dist" if name == "theorem1" else "lru"
+    with pytest.raises(PagingError, match=rf"20,000 requests .*--rounds\) for {name}"):
+        build(policy, n=3, layers=2, rounds=10_000)
+    # at its peak bytes per request, not the 16 of the pages and steps alone: theorem1 took
+    # 43 per request (5*10^8 rounds on two layers "fit" in 23 GB at 16, and need about 43 GB)
+    monkeypatch.setattr(paging.memory, "available", lambda: 20_000 * 20)
     with pytest.raises(PagingError, match=rf"20,000 requests .*--rounds\) for {name}"):
         build(policy, n=3, layers=2, rounds=10_000)
 
