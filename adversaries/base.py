@@ -113,9 +113,25 @@ def jsonable(obj, exact: bool = False):
 
 # -- shared argument checks ----------------------------------------------------------------------
 
+#: what a simulation holds per page of the layout (residency, sizes, heap state), measured on
+#: LRU and Belady through the compiled kernels (2026-11-29): about 95 bytes
+PAGE_BYTES = 100
+
+
 def layout_of(n: int, layers: int) -> Layout:
-    return Layout(positive_int("n (experts per layer)", n),
-                  positive_int("layers", layers))
+    """The n x l layout, refused up front when a simulation's per-page arrays would not fit in
+    memory (theorem1 --n 4*10^8 --layers 2 failed, or was killed, in its first allocation)."""
+    from paging.memory import available, human
+
+    n = positive_int("n (experts per layer)", n)
+    layers = positive_int("layers", layers)
+    need = n * layers * PAGE_BYTES
+    if need > available():
+        raise PagingError(f"n*layers = {n * layers:,} pages need about {human(need)} of memory "
+                          f"in a simulation ({PAGE_BYTES} bytes per page); this machine has "
+                          f"{human(available())} available: expected fewer experts (--n) or "
+                          "layers (--layers)")
+    return Layout(n, layers)
 
 
 def policy_of(policy: str | Policy) -> Policy:
@@ -142,6 +158,23 @@ def require_k(k: int | None, expected: int, adversary: str, why: str) -> int:
     if k != expected:
         raise PagingError(f"{adversary} needs k = {expected} ({why}), got k = {k}")
     return k
+
+
+def check_rounds(rounds: int, layers: int, adversary: str, request_bytes: int = 16) -> int:
+    """``rounds`` of ``layers`` requests, refused up front when the construction's run would
+    not fit in memory at ``request_bytes`` per request (its peak, measured: theorem1 43,
+    theorem3 23, the adaptive ones 98 with their Python lists; theorem1 --rounds 10^9 on two
+    layers was killed by the system while building its sequence)."""
+    from paging.memory import available, human
+
+    requests = rounds * layers
+    need = requests * request_bytes
+    if need > available():
+        raise PagingError(f"{requests:,} requests need about {human(need)} of memory "
+                          f"({request_bytes} bytes per request); this machine has "
+                          f"{human(available())} available. Expected fewer rounds (--rounds) "
+                          f"for {adversary}")
+    return rounds
 
 
 def seed_of(seed: int | None) -> int | None:
@@ -184,7 +217,7 @@ MAX_SEQUENCES = 1_000_000
 
 def certify_random(policies: Sequence[Policy], k: int,
                    draw: Callable[[np.random.Generator, int], Trace], *, sequences: int,
-                   seed: int | None, show: bool | None = None
+                   seed: int | None, show: bool | None = None, requests: int | None = None
                    ) -> tuple[tuple[Trace, ...], list[list[tuple[int, int]]]]:
     """Draw independent sequences and certify every policy on each (Yao's principle).
 
@@ -192,7 +225,9 @@ def certify_random(policies: Sequence[Policy], k: int,
     is ``draw(default_rng(child_j), j)``, and a randomized policy's run on it is seeded with
     ``child_j.generate_state(1)[0]`` (the same for every policy). OPT (Belady) runs once per
     sequence, whatever the number of policies. More than :data:`MAX_SEQUENCES` are refused up
-    front; the sequences go by under a progress bar (``show``: on a terminal by default).
+    front, and so are sequences of ``requests`` each (when given) that all together would not
+    fit in memory (every sequence is kept: :func:`paging.memory.check_requests`); the sequences
+    go by under a progress bar (``show``: on a terminal by default).
 
     Returns
     -------
@@ -207,6 +242,12 @@ def certify_random(policies: Sequence[Policy], k: int,
     if S > MAX_SEQUENCES:
         raise PagingError(f"sequences={S:,}; expected at most {MAX_SEQUENCES:,} (each is drawn, "
                           "run by every policy and by OPT: about 2 ms at the smallest sizes)")
+    if requests is not None:
+        from paging.memory import check_requests
+
+        check_requests(S * requests, f"Expected {S:,} sequences of {requests:,} requests that "
+                                     "fit together: fewer sequences (--sequences) or rounds "
+                                     "(--rounds), or a smaller instance")
     children = np.random.SeedSequence(seed).spawn(S)
     traces: list[Trace] = []
     per_policy: list[list[tuple[int, int]]] = [[] for _ in policies]

@@ -19,6 +19,7 @@ import numpy as np
 from adversaries.base import (
     AdversaryResult,
     certify_random,
+    check_rounds,
     checked_online,
     exact_ratio,
     layout_of,
@@ -47,7 +48,7 @@ def page_set(layout: Layout, k: int) -> list[list[int]]:
 
 def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
                    rounds: int | None = None, k: int | None = None,
-                   seed: int | None = 0) -> AdversaryResult:
+                   seed: int | None = 0, show: bool | None = None) -> AdversaryResult:
     """Sleator-Tarjan's adaptive adversary: always request a page missing from A's cache.
 
     On one layer (ℓ = 1, k < n) the adversary uses pages 0..k and requests the page A lacks, so
@@ -76,6 +77,9 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
         8·k·(k − ℓ + 1) capped at 50k requests.
     k : int, optional
         Default nℓ − 1 (all pages); ℓ <= k <= nℓ − 1.
+    show : bool, optional
+        A progress bar over the rounds (default: on a terminal); a request scans its layer's
+        pages, so n = 10^5 on two layers takes about a minute.
 
     Returns
     -------
@@ -91,6 +95,7 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
                           f"i.e. {L} <= k <= {n * L - 1} for n={n}, layers={L}, got k={k}")
     g = k - L + 1
     R = default_rounds(k, L) if rounds is None else positive_int("rounds", rounds)
+    check_rounds(R, L, name, 100)
     seed = seed_of(seed)
     pol = policy_of(policy)
     require_deterministic_online(pol, name)
@@ -98,13 +103,17 @@ def sleator_tarjan(policy: str | Policy = "lru", *, n: int, layers: int = 1,
     sim = Simulation(lay, pol, k, steps=np.arange(R * L), seed=seed)
     prev = [layer_pages[0] for layer_pages in S]
     pages: list[int] = []
-    for _ in range(R):
-        for z in range(L):
-            # ST: request the smallest page of layer z that A does not hold, if any
-            q = next((p for p in S[z] if p not in sim), prev[z])
-            sim.serve(q)
-            prev[z] = q
-            pages.append(q)
+    from paging.progress import bar
+
+    with bar(R, name, unit="round", show=show) as pb:
+        for _ in range(R):
+            pb.update()
+            for z in range(L):
+                # ST: request the smallest page of layer z that A does not hold, if any
+                q = next((p for p in S[z] if p not in sim), prev[z])
+                sim.serve(q)
+                prev[z] = q
+                pages.append(q)
     trace = from_pages(pages, lay, name=f"{name}:{pol.name},n={n},layers={L},k={k},rounds={R}")
     online = checked_online(trace, pol, k, sim.misses, seed)
     opt = opt_misses(trace, k)
@@ -172,7 +181,8 @@ def random_hk(policy: str | Policy = "lru", *, n: int, layers: int = 1,
         return from_pages(rng.integers(0, k + 1, size=R), lay,
                           name=f"{name}:n={n},k={k},requests={R},seed={seed}#{j}")
 
-    traces, (per_seq,) = certify_random([pol], k, draw, sequences=S, seed=seed, show=show)
+    traces, (per_seq,) = certify_random([pol], k, draw, sequences=S, seed=seed, show=show,
+                                         requests=R)
     online = sum(a for a, _ in per_seq)
     opt = sum(o for _, o in per_seq)
     return AdversaryResult(

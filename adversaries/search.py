@@ -141,7 +141,8 @@ class SearchResult:
 
 class Objective:
     """ALG/OPT of a page sequence: OPT by Belady, ALG's mean over ``seeds`` runs (one run for a
-    deterministic policy), compiled kernels where available; memoized on the sequence."""
+    deterministic policy), compiled kernels where available; memoized on the sequence (keyed
+    by a 32-byte digest of it, :func:`sequence_key`, not by the sequence itself)."""
 
     def __init__(self, policy: Policy, layout: Layout, k: int, seeds: list[int]):
         from paging import fast
@@ -181,7 +182,7 @@ class Objective:
                  ) -> tuple[float, float, float]:
         """(ratio, mean ALG misses, OPT misses) of a page sequence (costs with ``costs``)."""
         self.calls += 1
-        key = pages.tobytes() + (b"" if costs is None else costs.tobytes())
+        key = sequence_key(pages, costs)
         hit = self.memo.get(key)
         if hit is None:
             trace = from_pages(pages, self.layout, name="search")
@@ -194,6 +195,19 @@ class Objective:
                 self.memo[key] = hit
         alg, opt = hit
         return alg / opt, alg, opt
+
+
+def sequence_key(pages: np.ndarray, costs: np.ndarray | None = None) -> bytes:
+    """The memo key of a candidate: a BLAKE2b digest (32 bytes) of its pages (and costs).
+    Keying by the bytes themselves held 8 bytes per request for every distinct candidate: 4000
+    candidates of 2·10^6 requests (64·k rounds at k = 1000, 32 layers) are 64 GB."""
+    import hashlib
+
+    h = hashlib.blake2b(np.ascontiguousarray(pages, dtype=np.int64).tobytes(), digest_size=32)
+    if costs is not None:
+        h.update(b"costs")
+        h.update(np.ascontiguousarray(costs, dtype=np.float64).tobytes())
+    return h.digest()
 
 
 # -- genomes -------------------------------------------------------------------------------------
@@ -212,6 +226,22 @@ def decode(blocks, length: int, layers: int, n: int) -> np.ndarray:
         parts.append(np.tile(motif, (-(-(length - total) // motif.shape[0]), 1)))
     rounds = np.concatenate(parts)[:length]
     return (rounds + np.arange(layers, dtype=np.int64) * n).reshape(-1)
+
+
+def used_blocks(blocks, length: int) -> list:
+    """The blocks :func:`decode` uses for ``length`` rounds, the last one with the repetitions
+    it needs (``decode(used_blocks(g, T), T, ...)`` equals ``decode(g, T, ...)``): a genome
+    carries on blocks past ``length`` rounds that no round comes from, which the witness must
+    not name."""
+    out, total = [], 0
+    for motif, reps in blocks:
+        if total >= length:
+            break
+        m = motif.shape[0]
+        reps = min(int(reps), -(-(length - total) // m))
+        out.append((motif, reps))
+        total += m * reps
+    return out
 
 
 def random_motif(rng, n: int, layers: int, max_motif: int) -> np.ndarray:
@@ -304,9 +334,32 @@ def check_instance(pol: Policy, n: int, layers: int, k: int, length: int | None)
     if getattr(pol, "needs_scores", False):
         raise PagingError(f"{pol.name} reads gate scores, which the searched sequences do not "
                           "carry")
-    if length is None:
-        return max(4, LENGTH_PER_K * k)
-    return positive_int("length (rounds)", length)
+    length = (max(4, LENGTH_PER_K * k) if length is None
+              else positive_int("length (rounds)", length))
+    check_memory(n * layers, length * layers)
+    return length
+
+
+#: what one evaluation holds per request of the sequence (the candidate, its trace, next uses,
+#: the kernels' arrays), measured (LRU and Belady through the compiled kernels, 2026-11-29):
+#: about 74 bytes; per page of the layout: :data:`adversaries.base.PAGE_BYTES`
+SEARCH_REQUEST_BYTES = 80
+
+
+def check_memory(pages: int, requests: int) -> None:
+    """Refuse up front a search whose evaluations would not fit in this machine's memory (the
+    system killed such runs, or numpy failed in the middle of the search)."""
+    from adversaries.base import PAGE_BYTES
+    from paging.memory import available, human
+
+    need = pages * PAGE_BYTES + requests * SEARCH_REQUEST_BYTES
+    have = available()
+    if need > have:
+        raise PagingError(f"adversary search: n*layers = {pages:,} pages and length*layers = "
+                          f"{requests:,} requests need about {human(need)} of memory per "
+                          f"evaluation ({PAGE_BYTES} bytes per page, {SEARCH_REQUEST_BYTES} per "
+                          f"request); this machine has {human(have)} available: expected fewer "
+                          "experts (--n), layers or rounds (--length)")
 
 
 def _ci(values: list[float]) -> tuple[float, float]:
@@ -383,6 +436,7 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
                                budget=budget, restarts=restarts, seeds=ss_search,
                                max_motif=max_motif, start=start, bar=pb, max_cost=max_cost)
     search_ratio, genome, pages, costs = best
+    genome = used_blocks(genome, length)
     trace = from_pages(pages, layout, name=f"search:{pol.name},n={n},layers={layers},k={k},"
                                            f"length={length},seed={seed}")
     cert_seeds = ([int(x) for x in ss_cert.generate_state(CERTIFICATE_SEEDS)] if randomized
@@ -482,7 +536,7 @@ def search_score(score, *, n: int, layers: int, length: int, budget: int = DEFAU
     memo: dict[bytes, float] = {}
 
     def evaluate(pages):
-        key = pages.tobytes()
+        key = sequence_key(pages)
         if key not in memo:
             memo[key] = float(score(from_pages(pages, layout, name="search")))
         return memo[key]
@@ -527,4 +581,4 @@ def certify(trace: Trace, policy: str | Policy, k: int, seeds: list[int],
 
 
 __all__ = ["search", "search_score", "anneal", "certify", "SearchResult", "decode", "mutate",
-           "random_genome", "DEFAULT_BUDGET", "DEFAULT_RESTARTS"]
+           "random_genome", "sequence_key", "used_blocks", "DEFAULT_BUDGET", "DEFAULT_RESTARTS"]

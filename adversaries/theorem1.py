@@ -28,6 +28,7 @@ import numpy as np
 
 from adversaries.base import (
     AdversaryResult,
+    check_rounds,
     exact_ratio,
     layout_of,
     opt_misses,
@@ -126,6 +127,7 @@ def build(policy: str | Policy = "lru-dist", *, n: int, layers: int, rounds: int
         raise PagingError(f"theorem1 needs n + l - 1 <= k < n*l, i.e. {lo} <= k <= {hi} for "
                           f"n={n}, layers={L}, got k={k}")
     R = default_rounds(n) if rounds is None else positive_int("rounds", rounds)
+    check_rounds(R, L, NAME, 48)
     seed = seed_of(seed)
     pol = policy_of(policy)
     shares = layer_shares(pol, lay, k)

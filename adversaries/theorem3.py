@@ -24,6 +24,7 @@ from fractions import Fraction
 
 from adversaries.base import (
     AdversaryResult,
+    check_rounds,
     exact_ratio,
     layout_of,
     opt_misses,
@@ -84,6 +85,7 @@ def build(policy: str | Policy = "lru", *, n: int, layers: int, rounds: int | No
     if k < 1:
         raise PagingError(f"{NAME} needs k = n*l - 1 >= 1, got n={n}, layers={L}")
     R = default_rounds(n, L) if rounds is None else positive_int("rounds", rounds)
+    check_rounds(R, L, NAME, 24)
     seed = seed_of(seed)
     pol = policy_of(policy)
     # round i requests expert i mod n of every layer (paper: p_{i'} with i' = i mod n)

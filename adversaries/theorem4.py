@@ -115,10 +115,38 @@ def _cdf_float(m: int, n: int, q_max: int) -> np.ndarray:
     return out
 
 
+def _tail_length(n: int, L: int) -> int:
+    """q_max of :func:`_tail_probabilities`: P(L > s) <= ℓ·n·((n−1)/n)^(s/ℓ − 1) (union bound
+    over layers and types), so the series stops where that is below 1e-18."""
+    return math.ceil((math.log(L * n) + 42.0) / math.log(n / (n - 1))) + 2
+
+
+#: the largest n of :func:`build`: its exact values (ρ by :func:`opt_block_moments`, E[T(n, ℓ)]
+#: by :func:`paging.coupon.expected_cover_time`) take time quadratic in n (n = 10,000: 5 s and
+#: 21 s measured; n = 100,000 would be about an hour, with no progress to show)
+MAX_BUILD_N = 15_000
+
+
+def check_values(n: int, L: int) -> None:
+    """Refuse up front an (n, ℓ) whose values :func:`build` cannot compute in reasonable time
+    and memory (before any sequence is drawn): n above :data:`MAX_BUILD_N`, or a tail table of
+    (q_max + 1)·ℓ floats (and its temporaries, 32 bytes each) beyond the available memory."""
+    from paging.memory import available, human
+
+    if n > MAX_BUILD_N:
+        raise PagingError(f"{NAME} computes rho(n, l) and E[T(n, l)]/n by series quadratic in n "
+                          f"(n = 10,000: about 25 s); expected n <= {MAX_BUILD_N:,}, got "
+                          f"n={n:,}")
+    need = 32 * (_tail_length(n, L) + 1) * L
+    if need > available():
+        raise PagingError(f"{NAME}: the series of rho(n, l) for n={n:,}, layers={L:,} needs "
+                          f"about {human(need)} of memory; this machine has "
+                          f"{human(available())} available: expected fewer experts or layers")
+
+
 def _tail_probabilities(n: int, L: int) -> np.ndarray:
     """P(L > qℓ + u) as an array [q, u] (floating point, no cancellation)."""
-    # P(L > s) <= ℓ·n·((n−1)/n)^(s/ℓ − 1) (union bound over layers and types): stop at 1e-18
-    q_max = math.ceil((math.log(L * n) + 42.0) / math.log(n / (n - 1))) + 2
+    q_max = _tail_length(n, L)
     fn, fm = _cdf_float(n, n, q_max + 1), _cdf_float(n - 1, n, q_max)
     with np.errstate(divide="ignore"):
         ln, lm = np.log(fn), np.log(fm)  # -inf where F = 0 (too few draws)
@@ -260,6 +288,7 @@ def build_many(policies: Sequence[str | Policy], *, n: int, layers: int,
         raise PagingError(f"{NAME} needs n >= 2 experts per layer (Theorem 5 assumes N >= 2), "
                           f"got n={n}")
     k = require_k(k, n * L - 1, NAME, "nl = k + 1 in the proof")
+    check_values(n, L)
     R = default_rounds(L) if rounds is None else positive_int("rounds", rounds)
     S = positive_int("sequences", sequences)
     seed = seed_of(seed)
@@ -270,7 +299,8 @@ def build_many(policies: Sequence[str | Policy], *, n: int, layers: int,
         return uniform(n, L, R, seed=rng,
                        name=f"theorem4:n={n},layers={L},rounds={R},seed={seed}#{j}")
 
-    traces, per_policy = certify_random(pols, k, draw, sequences=S, seed=seed, show=show)
+    traces, per_policy = certify_random(pols, k, draw, sequences=S, seed=seed, show=show,
+                                          requests=R * L)
     el = opt_block_mean(n, L)
     common = {"n": n, "layers": L, "rounds": R, "seed": seed, "sequences": S,
               "yao_value": el / (L * n), "cover_time_ratio": cover_time_ratio(n, L, exact=False)}

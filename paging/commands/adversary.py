@@ -110,7 +110,10 @@ def run_search(args) -> int:
     if args.weighted and max_cost < 2:
         raise PagingError(f"--max-cost must be an integer >= 2, got {max_cost}")
     if args.out is not None:  # a bad file name fails before the search
-        io.format_for(args.out, option=None)
+        try:
+            io.format_for(args.out, option=None)
+        except PagingError as e:  # (it names no option: this command's is --out)
+            raise PagingError(f"--out: {e.message}", e.file) from None
         check_target(args.out)
         if args.weighted:
             check_target(f"{args.out}.costs.json")
@@ -173,7 +176,8 @@ def run(args) -> int:
             raise PagingError(f"--sequences applies to {' and '.join(RANDOMIZED)}, not "
                               f"{args.name}")
         kw["sequences"] = args.sequences
-    if args.name in RANDOMIZED:  # (their bar over the sequences; a --json run stays quiet)
+    if args.name in RANDOMIZED + ("theorem2", "sleator-tarjan"):
+        # (their bar over the sequences or the adaptive rounds; a --json run stays quiet)
         kw["show"] = False if args.json else None
     import contextlib
 

@@ -379,3 +379,82 @@ def test_sequences_beyond_the_cap_are_refused_up_front_and_the_rest_show_a_bar(c
     assert main(["adversary", "theorem4", "--n", "2", "--layers", "2", "--sequences", "3",
                  "--json"]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_random_constructions_beyond_memory_are_refused_up_front(monkeypatch):
+    # random-hk --n 100000 (default rounds 400(k+1)H_k, 4 sequences: 1.9e9 requests, all kept)
+    # held 13 GB after a minute and kept growing; now refused before the first draw
+    import paging.memory
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 100_000)
+
+    def drawn(*a, **kw):
+        raise AssertionError("a sequence was drawn")
+
+    monkeypatch.setattr(classic, "from_pages", drawn)
+    monkeypatch.setattr(theorem4, "uniform", drawn)
+    with pytest.raises(PagingError, match=r"4 sequences of 10,000 requests .*--rounds"):
+        classic.random_hk("lru", n=5, rounds=10_000, sequences=4)
+    with pytest.raises(PagingError, match=r"2 sequences of 20,000 requests .*--sequences"):
+        theorem4.build("lru", n=2, layers=2, rounds=10_000, sequences=2)
+
+
+@pytest.mark.parametrize("build, name", [(theorem2.build, "theorem2"),
+                                         (classic.sleator_tarjan, "sleator-tarjan")])
+def test_adaptive_constructions_show_their_rounds(build, name, capsys):
+    # each round scans the nl pages (theorem2 --n 100000 --layers 2: 25 s, sleator-tarjan about
+    # a minute): a bar over the rounds with its estimate, as the random constructions have
+    quiet = build("lru", n=3, layers=2, rounds=40, show=False)
+    assert capsys.readouterr().err == ""
+    res = build("lru", n=3, layers=2, rounds=40, show=True)
+    err = capsys.readouterr().err
+    assert f"{name}:" in err and "/40 [" in err
+    assert res.to_dict() == quiet.to_dict()
+
+
+@pytest.mark.parametrize("build, name", [(theorem1.build, "theorem1"),
+                                         (theorem2.build, "theorem2"),
+                                         (theorem3.build, "theorem3"),
+                                         (classic.sleator_tarjan, "sleator-tarjan")])
+def test_rounds_beyond_memory_are_refused_up_front(build, name, monkeypatch):
+    # theorem1 --n 30000 --layers 2 --rounds 10^9 was killed by the system (out of memory)
+    import paging.memory
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 100_000)
+    policy = "lru-dist" if name == "theorem1" else "lru"
+    with pytest.raises(PagingError, match=rf"20,000 requests .*--rounds\) for {name}"):
+        build(policy, n=3, layers=2, rounds=10_000)
+    # at its peak bytes per request, not the 16 of the pages and steps alone: theorem1 took
+    # 43 per request (5*10^8 rounds on two layers "fit" in 23 GB at 16, and need about 43 GB)
+    monkeypatch.setattr(paging.memory, "available", lambda: 20_000 * 20)
+    with pytest.raises(PagingError, match=rf"20,000 requests .*--rounds\) for {name}"):
+        build(policy, n=3, layers=2, rounds=10_000)
+
+
+def test_theorem4_refuses_values_it_cannot_compute_up_front(monkeypatch):
+    # --n 20000 drew and ran its sequences for 21 s, then failed in the cover-time series with a
+    # message about "N" and a Monte Carlo option theorem4 does not have; beyond it the value
+    # series (quadratic in n, no progress shown) ran for hours
+    def drawn(*a, **kw):
+        raise AssertionError("a sequence was drawn")
+
+    monkeypatch.setattr(theorem4, "uniform", drawn)
+    with pytest.raises(PagingError, match=r"expected n <= 15,000, got n=15,001"):
+        theorem4.build("lru", n=15_001, layers=2, rounds=10)
+    import paging.memory
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 20 * 10**6)
+    with pytest.raises(PagingError, match=r"n=50, layers=1,000 needs about .* fewer experts"):
+        theorem4.build("lru", n=50, layers=1000, rounds=1)
+
+
+@pytest.mark.parametrize("name", ["theorem1", "theorem2", "theorem3", "sleator-tarjan"])
+def test_layouts_beyond_memory_are_refused_up_front(name, monkeypatch):
+    # theorem1 --n 4*10^8 --layers 2 --rounds 3: the simulation's per-page arrays (8*10^8
+    # pages) failed in their first allocation, or the system killed the run
+    import paging.memory
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 100_000)
+    policy = "lru-dist" if name == "theorem1" else "lru"
+    with pytest.raises(PagingError, match=r"n\*layers = 2,000 pages need about .*--n\)"):
+        ADVERSARIES[name](policy, n=1_000, layers=2, rounds=1)

@@ -197,7 +197,8 @@ def test_cli_bad_input_one_line_exit_2(args, msg):
 def test_cli_bad_out_name_leaves_no_file(tmp_path):
     p = _cli("search", "--policy", "lru", "--n", "2", "--layers", "2", "--k", "3",
              "--out", str(tmp_path / "w.unknown"))
-    assert p.returncode == 2 and "cannot tell the output format" in p.stderr
+    assert p.returncode == 2 and "error: --out: cannot tell the output format" in p.stderr
+    assert p.stderr.count("\n") == 1
     assert not list(tmp_path.iterdir())
 
 
@@ -256,3 +257,65 @@ def test_a_failed_trace_write_leaves_no_costs_file(tmp_path, monkeypatch, capsys
                  "--out", str(out)]) == 2
     assert "No space left on device" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_memo_keys_do_not_hold_the_sequences():
+    # the memo is keyed by a digest: a key per distinct candidate of N requests used to be the
+    # 8·N bytes of its pages (4000 candidates of 2·10^6 requests: 64 GB)
+    from adversaries.search import Objective
+    from paging.policies import make_policy
+
+    obj = Objective(make_policy("lru"), Layout(3, 2), 3, [0])
+    rng = np.random.default_rng(0)
+    pages = [decode([(rng.integers(0, 3, size=(5, 2)), 1)], 5_000, 2, 3) for _ in range(3)]
+    for p in pages + pages:
+        obj(p)
+    assert len(obj.memo) == 3 and obj.calls == 6
+    assert all(len(key) <= 64 for key in obj.memo)
+    from adversaries.search import sequence_key
+
+    w = np.ones(6)
+    assert sequence_key(pages[0], w) != sequence_key(pages[0])
+    trace = from_pages(pages[0], Layout(3, 2))
+    assert obj(pages[0])[1:] == (simulate(trace, "lru", 3).misses,
+                                 simulate(trace, "belady", 3).misses)
+
+
+def test_an_instance_beyond_memory_is_refused_up_front(monkeypatch):
+    # n = 10^9 experts on 2 layers was killed by the system (out of memory) in its first
+    # evaluation; now the pages and requests are priced before anything is allocated
+    import paging.memory
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 500_000)
+
+    def started(*a, **kw):
+        raise AssertionError("the search started")
+
+    monkeypatch.setattr("adversaries.search.anneal", started)
+    with pytest.raises(PagingError, match=r"6,000 pages .* fewer experts \(--n\)"):
+        search("lru", n=3_000, layers=2, k=4, length=10, budget=1, show=False)
+    with pytest.raises(PagingError, match=r"20,000 requests .* rounds \(--length\)"):
+        search("lru", n=3, layers=2, k=4, length=10_000, budget=1, show=False)
+
+
+def test_the_witness_names_only_the_blocks_its_rounds_come_from():
+    # a genome carries blocks past `length` rounds; the witness listed them (greedy-dual,
+    # n=3, layers=2, k=3, length=15, --weighted: "... + 5-round motif x1 + 12-round motif x4"
+    # while the 12-round motif never occurs in the 15 rounds)
+    res = search("greedy-dual", n=3, layers=2, k=3, length=15, budget=200, max_cost=8,
+                 show=False)
+    assert sum(m.shape[0] * r for m, r in res.blocks[:-1]) < 15
+    assert np.array_equal(decode(res.blocks, 15, 2, 3), res.trace.pages)
+    from adversaries.search import used_blocks
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        g = random_genome(rng, 3, 2, 25, 6)
+        for _ in range(int(rng.integers(0, 20))):
+            g = mutate(g, rng, 3, 2, 25, 6)
+        length = int(rng.integers(1, 40))
+        u = used_blocks(g, length)
+        assert np.array_equal(decode(u, length, 2, 3), decode(g, length, 2, 3))
+        before = sum(m.shape[0] * r for m, r in u[:-1])
+        assert before < length  # every block contributes a round
+        assert u[-1][1] == 1 or before + u[-1][0].shape[0] * (u[-1][1] - 1) < length

@@ -43,7 +43,8 @@ def test_other_commands_bad_numbers_and_files_are_one_line(tmp_path, capsys):
     one_line(["coupon", "--n", "3", "--collectors", str(2**40), "--mc", "--trials", "2"],
              "collectors of 3 coupons need about", "bytes at once")  # (before the allocation)
     one_line(["adversary", "theorem1", "--n", "3", "--layers", "2", "--rounds", str(10**12)],
-             "error: out of memory: Unable to allocate", "make it smaller")
+             "error: 2,000,000,000,000 requests need about 96.0 TB of memory",
+             "Expected fewer rounds (--rounds) for theorem1")  # (up front)
     spec = "router:n=8,layers=32,tokens=40,k=2,seed=0"
     one_line(["serve", spec, "--policy", "lru", "--model", "mixtral-8x7b", "--k", "16",
               "--rate", "5", "--duration", "1", "--seed", "-1"],
