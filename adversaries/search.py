@@ -325,10 +325,13 @@ def check_instance(pol: Policy, n: int, layers: int, k: int, length: int | None)
     positive_int("n (experts per layer)", n)
     positive_int("layers", layers)
     positive_int("k", k)
-    if not layers <= k < n * layers:
-        raise PagingError(f"adversary search needs layers <= k < n*layers (with k >= n*layers "
-                          f"every page fits, with k < layers a -dist policy may bypass and beat "
-                          f"OPT), got n={n}, layers={layers}, k={k}")
+    dist = getattr(pol, "per_layer", False)
+    if k >= n * layers or (dist and k < layers):
+        raise PagingError(f"adversary search needs {'layers' if dist else '1'} <= k < n*layers "
+                          f"(with k >= n*layers every page fits"
+                          + (", with k < layers a -dist policy has a layer without a slot and "
+                             "bypasses" if dist else "") + f"), got n={n}, layers={layers}, "
+                          f"k={k}")
     if pol.clairvoyant:
         raise PagingError(f"adversary search is for online policies; {pol.name} is clairvoyant")
     if getattr(pol, "needs_scores", False):

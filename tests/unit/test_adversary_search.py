@@ -136,8 +136,7 @@ def test_certificate_matches_an_independent_simulation():
 
 
 @pytest.mark.parametrize("kw,msg", [
-    (dict(n=2, layers=2, k=4), "layers <= k < n\\*layers"),
-    (dict(n=2, layers=2, k=1), "layers <= k < n\\*layers"),
+    (dict(n=2, layers=2, k=4), "1 <= k < n\\*layers"),
     (dict(n=0, layers=2, k=1), "n \\(experts per layer\\)"),
     (dict(n=2, layers=2, k=3, length=0), "length"),
     (dict(n=2, layers=2, k=3, budget=-1), "budget"),
@@ -147,6 +146,18 @@ def test_certificate_matches_an_independent_simulation():
 def test_bad_input_is_a_paging_error(kw, msg):
     with pytest.raises(PagingError, match=msg):
         search("lru", **kw)
+
+
+def test_k_below_the_layers_is_searched_for_a_shared_cache_only():
+    """A cache smaller than the layer count is a valid instance for a shared cache (it was
+    refused for every policy); a -dist policy would leave a layer without a slot."""
+    res = search("lru", n=2, layers=3, k=2, length=12, budget=60, seed=0)
+    assert simulate(res.trace, "lru", 2).misses == res.online_misses
+    assert simulate(res.trace, "belady", 2).misses == res.opt_misses
+    assert res.ratio >= 1
+    with pytest.raises(PagingError, match="layers <= k < n\\*layers .* a -dist policy has a "
+                                          "layer without a slot"):
+        search("lru-dist", n=2, layers=3, k=2)
 
 
 def test_clairvoyant_and_score_policies_are_refused():
