@@ -113,7 +113,7 @@ class FlashMoE(_History):
             raise PagingError(f"flashmoe: no shipped model for {layout.n_layers} layers x "
                               f"{layout.n_experts} experts ({path.name}); train one with "
                               "`paging train flashmoe TRACE --out FILE` and pass it as "
-                              "FlashMoE(model=FILE)")
+                              "--policy flashmoe:model=FILE (FlashMoE(model=FILE) in Python)")
         key = str(path)
         if self._loaded is None or self._loaded[0] != key:
             self._loaded = (key, load_model(path))
