@@ -296,7 +296,7 @@ def expected_cover_time_exact(n: int, collectors: int) -> Fraction:
     if n == 1:
         return Fraction(1)
     too_large = (f"N={n}, C={c_max} is too large for exact rational arithmetic; use the "
-                 "floating-point series (expected_cover_time, or the default method)")
+                 "floating-point series (drop --exact; expected_cover_time in Python)")
     if _exact_terms_bound(n, c_max) > EXACT_TERMS_LIMIT:
         raise PagingError(too_large)
     # S = 1 - F_N: the terms of F_N without its constant 1 (base N), negated

@@ -179,7 +179,8 @@ def test_exact_refuses_large_cases(monkeypatch):
     import paging.coupon
 
     monkeypatch.setattr(paging.coupon, "EXACT_BITS_LIMIT", 2_000)  # E[T(8,8)] needs 16,454 bits
-    with pytest.raises(PagingError, match="too large for exact rational"):
+    with pytest.raises(PagingError, match="too large for exact rational arithmetic; use the "
+                                          "floating-point series \\(drop --exact"):
         expected_cover_time_exact(8, 8)
     monkeypatch.setattr(paging.coupon, "EXACT_TERMS_LIMIT", 100)
     with pytest.raises(PagingError, match="too large for exact rational"):
