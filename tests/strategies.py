@@ -134,3 +134,15 @@ def cascade_handler(cascade, costs, sizes):
     if cascade == "priority":
         return FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(lv, lc)
     return None if cascade == "none" else make_miss(cascade)
+
+
+def group_exceeds_its_partition(trace: Trace, k: int, dist: bool) -> bool:
+    """Whether some group (the requests of one step) has more pages than its partition's k
+    (the shared cache, or its layer's share with ``dist``) while that partition has room for
+    one page: the case the offline optima refuse by design (groups mode with 1 <= share < K).
+    Counted here from the trace, not read from the solvers."""
+    caps = trace.layout.dist_shares(k) if dist else [k]
+    steps, first, load = np.unique(trace.steps, return_index=True, return_counts=True)
+    part = trace.layers[first] if dist else np.zeros(steps.size, dtype=np.int64)
+    cap = np.asarray(caps, dtype=np.int64)[part]
+    return bool(np.any((cap >= 1) & (load > cap)))
