@@ -267,11 +267,30 @@ def test_inside_verifying_every_miss_curve_is_held_to_verified_runs(policy, rout
         miss_curve(tr, policy)
 
 
-def test_figs_verify_makes_the_same_files(tmp_path):
-    """`paging figs --verify`: the same CSV bytes as without (the runs are only checked)."""
+def test_figs_verify_makes_the_same_files(tmp_path, monkeypatch, capsys):
+    """`paging figs --verify`: the same CSV bytes as without (the runs are only checked), and
+    the runs are checked: one whose count is a miss short (a hit recorded for it) fails."""
+    import sys
+
     for sub, extra in (("plain", []), ("checked", ["--verify"])):
         assert main(["figs", "--quick", "--only", "fig6a", "--only", "fig6b", "--out",
                      str(tmp_path / sub), *extra]) == 0
     for name in ("fig6a.csv", "fig6b.csv"):
         assert (tmp_path / "plain" / name).read_bytes() == \
             (tmp_path / "checked" / name).read_bytes()
+    capsys.readouterr()
+    sim = sys.modules["paging.simulate"]  # (the module: paging.simulate is the function)
+    real = sim._simulate
+
+    def miscounted(trace, policy, k, **kw):  # (the run inside simulate(), before its check)
+        res = real(trace, policy, k, **kw)
+        if res.hit_mask is not None and not res.hit_mask.all():
+            res.hit_mask[int(np.flatnonzero(~res.hit_mask)[-1])] = True
+            res.misses -= 1
+        return res
+
+    monkeypatch.setattr(sim, "_simulate", miscounted)
+    assert main(["figs", "--quick", "--only", "fig6a", "--out", str(tmp_path / "wrong"),
+                 "--verify"]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("error: a run failed its independent verification"), err
