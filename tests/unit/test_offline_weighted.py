@@ -246,11 +246,14 @@ def test_sizes_ilp_bounds_and_brute_force(trace, data):
     budget = data.draw(st.integers(1, 12))
     dist = data.draw(st.booleans())
     assume(len(trace) == 0 or budget >= sizes[np.unique(trace.pages)].min())
-    try:
-        ilp = opt_weighted(trace, budget=budget, costs=costs, sizes=sizes, dist=dist,
-                           method="ilp")
-    except PagingError:
-        assume(False)
+    if group_exceeds_its_partition(trace, budget, dist, sizes):  # refused by design
+        for method in ("ilp", "lp", "foo"):
+            with pytest.raises(PagingError, match="every group to fit in its partition"):
+                opt_weighted(trace, budget=budget, costs=costs, sizes=sizes, dist=dist,
+                             method=method)
+        return
+    ilp = opt_weighted(trace, budget=budget, costs=costs, sizes=sizes, dist=dist,
+                       method="ilp")
     lp = opt_weighted(trace, budget=budget, costs=costs, sizes=sizes, dist=dist, method="lp")
     foo = opt_weighted(trace, budget=budget, costs=costs, sizes=sizes, dist=dist, method="foo")
     tol = 1e-6 * max(1.0, ilp.cost)
