@@ -314,7 +314,8 @@ def test_routing_key_adds_routed_cells(tmp_path):
                    for rt in ("standard", "max-rank:j=1") for k in (12, 16)}
     routed = [r for r in rows if r["routing"] == "max-rank:j=1"]
     assert all(0 < r["retained_mass"] < 1 for r in routed)
-    with pytest.raises(Exception, match="groups"):
+    with pytest.raises(PagingError, match=r"routing max-rank:j=1 decides per \(token, layer\) "
+                                          r'group: use expand = \["groups"\]'):
         load_spec_text = text.replace('expand = ["groups"]\n', "")
         run_sweep(spec_file(tmp_path, load_spec_text), tmp_path / "x.parquet", workers=0)
     assert not (tmp_path / "x.parquet").exists()
