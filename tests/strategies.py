@@ -134,3 +134,20 @@ def cascade_handler(cascade, costs, sizes):
     if cascade == "priority":
         return FetchPriority(("bf16", "int8", "int4"), (0.5, 0.25)).bind(lv, lc)
     return None if cascade == "none" else make_miss(cascade)
+
+
+def group_exceeds_its_partition(trace: Trace, k: int, dist: bool, sizes=None) -> bool:
+    """Whether some group (the requests of one step) needs more than its partition holds (the
+    shared cache of ``k`` pages, or ``k`` bytes with ``sizes``; its layer's share with
+    ``dist``), counting the pages that fit the partition at all (a larger one is bypassed):
+    the case the offline optima refuse by design (groups mode with a share below a group).
+    Counted here from the trace, not read from the solvers."""
+    caps = np.asarray(trace.layout.dist_shares(k) if dist else [k], dtype=np.int64)
+    size = (np.ones(trace.n_requests, dtype=np.int64) if sizes is None
+            else np.asarray(sizes, dtype=np.int64)[trace.pages])
+    cap = caps[trace.layers if dist else np.zeros(trace.n_requests, dtype=np.int64)]
+    steps, at = np.unique(trace.steps, return_inverse=True)
+    load = np.bincount(at, weights=np.where(size <= cap, size, 0), minlength=steps.size)
+    room = np.zeros(steps.size, dtype=np.int64)
+    room[at] = cap  # (a step's requests share one layer: one partition)
+    return bool(np.any(load > room))

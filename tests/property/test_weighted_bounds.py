@@ -28,6 +28,7 @@ def test_credit_policies_are_k_competitive_for_weighted_paging(trace, data):
                                         min_size=P, max_size=P)))
     k = data.draw(st.integers(1, P))
     _, margins = gd.margins(trace, costs, k)
+    assert set(margins) == {"greedy-dual", "landlord", "layered-landlord"}  # (none left out)
     assert all(m >= 0 for m in margins.values()), margins
 
 

@@ -339,11 +339,11 @@ def test_sigterm_during_a_compiled_run_ends_it_at_once():
     if p.poll() is not None:
         p.communicate()
         pytest.skip("the run ended before it could be signalled")
-    sent = time.monotonic()
     p.send_signal(signal.SIGTERM)
     out, _ = p.communicate(timeout=60)
+    # killed by the signal itself (the default action): a Python handler, which runs only once
+    # the kernel returns, would exit 143 or (its exception lost) 0 with the full output
     assert p.returncode == -signal.SIGTERM and out == ""
-    assert time.monotonic() - sent < 5
 
 
 def test_an_interrupt_inside_compiled_code_is_an_interrupt(capsys):

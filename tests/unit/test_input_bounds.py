@@ -99,15 +99,26 @@ def test_a_large_cost_among_small_ones_the_ilp_solves_exactly_the_flow_bounds(tm
     assert (row["cost"], row["lower"], row["exact"]) == (flow.cost, flow.lower, flow.exact)
 
 
-def test_a_cost_beyond_any_float_is_named(tmp_path, one_line):
+def test_a_cost_beyond_any_float_is_named(tmp_path, one_line, capsys):
     """10**400 was "got values of type object"; it is named by entry and abbreviated value,
     and an integer cost beyond int64 but within the bound is taken as the number it is."""
+    from paging.io import load
+    from paging.simulate import simulate
+
     c = tmp_path / "c.json"
     c.write_text("[1, 2, 3, 4, 5, 6, " + str(10**400) + ", 1]")
     one_line(["simulate", ZIPF, "--policy", "lru", "--k", "2", "--costs", c],
              f"{c}: entry 6 is 1.000e400; expected a finite number from 0 to 1e+288")
-    c.write_text(json.dumps([1, 2, 3, 4, 5, 6, 10**30, 1]))
-    assert main(["simulate", ZIPF, "--policy", "lru", "--k", "2", "--costs", str(c)]) == 0
+    costs = [1, 2, 3, 4, 5, 6, 10**30, 1]
+    c.write_text(json.dumps(costs))
+    assert main(["simulate", ZIPF, "--policy", "lru", "--k", "2", "--costs", str(c),
+                 "--json"]) == 0
+    (row,) = json.loads(capsys.readouterr().out)
+    # the unweighted run's misses per page (LRU ignores costs), priced here in exact integers:
+    # page 6 misses 4 times, 4·10^30 (+ 43 for the other pages, below a double's resolution)
+    per_page = simulate(load(ZIPF)[0], "lru", 2).page_misses.tolist()
+    assert per_page[6] == 4
+    assert row["cost"] == float(sum(m * w for m, w in zip(per_page, costs, strict=True)))
 
 
 def test_times_beyond_the_documented_limit_are_refused(tmp_path, one_line):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from strategies import page_weights, round_traces, topk_traces
+from strategies import group_exceeds_its_partition, page_weights, round_traces, topk_traces
 
 from paging.cli import main
 from paging.errors import PagingError
@@ -222,10 +222,12 @@ def test_flow_equals_ilp_and_solvers_agree(trace, data):
     costs, _ = data.draw(page_weights(trace.layout.n_pages))
     k = data.draw(st.integers(1, trace.layout.n_pages + 1))
     dist = data.draw(st.booleans())
-    try:
-        flow = opt_weighted(trace, k=k, costs=costs, dist=dist, method="flow")
-    except PagingError:
-        assume(False)  # a group larger than its partition: refused by design
+    if group_exceeds_its_partition(trace, k, dist):  # refused by design, by every method
+        for method in ("flow", "ilp"):
+            with pytest.raises(PagingError, match="every group to fit in its partition"):
+                opt_weighted(trace, k=k, costs=costs, dist=dist, method=method)
+        return
+    flow = opt_weighted(trace, k=k, costs=costs, dist=dist, method="flow")
     ilp = opt_weighted(trace, k=k, costs=costs, dist=dist, method="ilp")
     assert flow.exact and flow.cost == ilp.cost
     model = intervals.build(trace, intervals.partition_capacities(trace, k, dist), dist=dist,
@@ -244,11 +246,14 @@ def test_sizes_ilp_bounds_and_brute_force(trace, data):
     budget = data.draw(st.integers(1, 12))
     dist = data.draw(st.booleans())
     assume(len(trace) == 0 or budget >= sizes[np.unique(trace.pages)].min())
-    try:
-        ilp = opt_weighted(trace, budget=budget, costs=costs, sizes=sizes, dist=dist,
-                           method="ilp")
-    except PagingError:
-        assume(False)
+    if group_exceeds_its_partition(trace, budget, dist, sizes):  # refused by design
+        for method in ("ilp", "lp", "foo"):
+            with pytest.raises(PagingError, match="every group to fit in its partition"):
+                opt_weighted(trace, budget=budget, costs=costs, sizes=sizes, dist=dist,
+                             method=method)
+        return
+    ilp = opt_weighted(trace, budget=budget, costs=costs, sizes=sizes, dist=dist,
+                       method="ilp")
     lp = opt_weighted(trace, budget=budget, costs=costs, sizes=sizes, dist=dist, method="lp")
     foo = opt_weighted(trace, budget=budget, costs=costs, sizes=sizes, dist=dist, method="foo")
     tol = 1e-6 * max(1.0, ilp.cost)

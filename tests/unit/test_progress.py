@@ -42,7 +42,13 @@ def test_log_lines_go_above_the_bar(monkeypatch):
     with progress.bar(2, "work") as b:
         progress.write("a line")
         b.update(2)
-    assert "a line\n" in term.getvalue()
+    # the bar is erased, the line written on a line of its own, the bar drawn again below it
+    # (a plain print would append the line to the bar: "... 0/2 [...]a line")
+    parts = term.getvalue().split("\r")
+    assert "a line\n" in parts, parts
+    i = parts.index("a line\n")
+    assert i > 1 and parts[i - 1].strip() == "" and parts[i - 2].startswith("work:")
+    assert any(p.startswith("work:") for p in parts[i + 1:]), parts
 
 
 def test_training_draws_label_and_epoch_bars_on_a_terminal(monkeypatch):

@@ -3,6 +3,7 @@ and the timeline called by hand, verification, and the training set of a learned
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -89,11 +90,25 @@ def test_run_equals_simulate_and_the_timeline_by_hand():
     assert row == dict(res.to_dict(), **cm.timed_fields(res, tm))
 
 
-def test_verify_checks_every_run_and_keeps_the_outcome():
+def test_verify_checks_every_run_and_keeps_the_outcome(monkeypatch):
+    """verify=True hands the run, recorded in full, to paging.verify.verify (once, on this
+    trace) and changes none of its numbers: the rows are the unverified run's."""
+    import paging.verify
+
     (tr,) = load(GEN, expand="groups")
-    spec = RunSpec("lru", k=4, prefetch="oracle:precision=1,recall=1", verify=True)
-    (out,) = execute(spec, [tr])
-    assert out.result.evictions is not None and out.rows[0]["prefetches"] > 0
+    spec = RunSpec("lru", k=4, prefetch="oracle:precision=1,recall=1")
+    (plain,) = execute(spec, [tr])
+    checked, real = [], paging.verify.verify
+
+    def counting(trace, res, **kw):
+        checked.append((trace, res))
+        return real(trace, res, **kw)
+
+    monkeypatch.setattr(paging.verify, "verify", counting)
+    (out,) = execute(dataclasses.replace(spec, verify=True), [tr])
+    assert [(t.name, r) for t, r in checked] == [(tr.name, out.result)]
+    assert out.result.evictions is not None and plain.result.evictions is None
+    assert out.rows == plain.rows and out.rows[0]["prefetches"] > 0
 
 
 def test_cli_verify_flag(capsys):

@@ -556,12 +556,19 @@ def test_cli_stream_equals_the_in_memory_commands(tmp_path):
         a, b = _cli(*cmd), _cli(*cmd, "--stream", "--chunk", "29")
         assert a.returncode == 0 and b.returncode == 0, b.stderr
         assert a.stdout == b.stdout and '"cost"' in a.stdout
-    for extra in (["--policy", "belady", "--k", "3"], ["--policy", "lru", "--budget-gb", "1"],
-                  ["--policy", "lru", "--k", "3", "--prefetch", "oracle"],
-                  ["--policy", "lru", "--k", "3", "--model", "mixtral-8x7b"]):
+    for extra, why in (
+            (["--policy", "belady", "--k", "3"],
+             f"--policy belady reads next uses, which a stream has only from an oracleGeneral "
+             f"file (next_access_vtime), not from {f}; drop --stream"),
+            (["--policy", "lru", "--budget-gb", "1"],
+             "--stream with --budget-gb needs --sizes FILE"),
+            (["--policy", "lru", "--k", "3", "--prefetch", "oracle"],
+             "--stream does not support --prefetch: "),
+            (["--policy", "lru", "--k", "3", "--model", "mixtral-8x7b"],
+             "--stream does not support --model: ")):
         r = _cli("simulate", f, "--stream", *extra)
         assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr
-        assert "--stream" in r.stderr or "stream" in r.stderr
+        assert r.stderr.startswith(f"error: {why}"), (extra, r.stderr)
 
 
 def test_cli_streams_big_files_by_itself(tmp_path):

@@ -29,6 +29,7 @@ from paging.cost import (
     transfer_ms,
 )
 from paging.cost.timeline import _timeline, batch_prefill, timeline
+from paging.errors import PagingError
 from paging.warm import concat
 
 #: the kernel's last arguments for today's timeline: no per-token overhead, one copy stream
@@ -346,11 +347,13 @@ def test_options_default_to_todays_numbers_and_bad_values():
     assert timeline_run(tr, plain, **kw, prefetch_streams=2) == timeline_run(tr, plain, **kw)
     two = timeline_run(tr, pf, **kw, prefetch_streams=2, prefetch_link="separate")
     assert two.time_ms <= timeline_run(tr, pf, **kw).time_ms
-    for bad, msg in ((dict(token_overhead_ms=-1), "overhead"),
-                     (dict(token_overhead_ms=float("nan")), "overhead"),
-                     (dict(prefetch_streams=3), "prefetch streams"),
-                     (dict(prefetch_link="fast"), "shared or separate")):
-        with pytest.raises(Exception, match=msg):
+    for bad, msg in ((dict(token_overhead_ms=-1), "^the per-token overhead must be a finite "
+                                                     "number of ms >= 0, got -1$"),
+                     (dict(token_overhead_ms=float("nan")), "^the per-token overhead .* got nan$"),
+                     (dict(prefetch_streams=3), "^prefetch streams must be 1 .* got 3$"),
+                     (dict(prefetch_link="fast"), "^prefetch link must be shared or separate, "
+                                                  "got 'fast'$")):
+        with pytest.raises(PagingError, match=msg):  # (a one-line error, not a traceback)
             timeline_options(**bad)
 
 
@@ -439,7 +442,7 @@ def test_timing_sensitivity_rows_are_one_run_replayed(tmp_path):
     assert rows[1]["ttft_ms"] == pytest.approx(rows[0]["ttft_ms"] + 3.0)
     none = rows[4:]
     assert none[2]["time_ms"] == none[3]["time_ms"] == none[0]["time_ms"]
-    with pytest.raises(Exception, match="give policy"):
+    with pytest.raises(PagingError, match="configuration x: give policy"):
         timing_sensitivity(tr, budget=10**9, configs={"x": {"prefetch": None}},
                            model=str(_tiny_model_file(tmp_path)))
 

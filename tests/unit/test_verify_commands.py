@@ -94,7 +94,11 @@ def test_sweep_verify_changes_no_number_and_catches_a_wrong_curve(tmp_path, monk
     assert not (tmp_path / "wrong.csv").exists()
 
 
-def test_serving_sweep_verify_changes_no_number(tmp_path):
+def test_serving_sweep_verify_changes_no_number_and_catches_a_wrong_run(tmp_path, monkeypatch):
+    """``serve-sweep --verify``: the same table, and every cell's run checked (a compiled run
+    that decides one request otherwise, its first miss a hit, stops the verified sweep before
+    it writes; the plain sweep reports it unchecked)."""
+    import paging.serve.engine as eng
     from paging.serve.sweep import run_serve_sweep
 
     spec = tmp_path / "s.toml"
@@ -104,6 +108,20 @@ def test_serving_sweep_verify_changes_no_number(tmp_path):
     run_serve_sweep(spec, tmp_path / "plain.csv", workers=0, progress=False)
     run_serve_sweep(spec, tmp_path / "checked.csv", workers=0, progress=False, verify=True)
     assert (tmp_path / "plain.csv").read_bytes() == (tmp_path / "checked.csv").read_bytes()
+    real = eng._Server.result
+
+    def broken(self):
+        res = real(self)
+        if self.run_spec.verify is False and self.run_spec.engine != "reference":
+            res.hits = res.hits.copy()
+            res.hits[int(np.flatnonzero(~res.hits)[0])] = True
+        return res
+
+    monkeypatch.setattr(eng._Server, "result", broken)
+    run_serve_sweep(spec, tmp_path / "unchecked.csv", workers=0, progress=False)
+    with pytest.raises(VerificationError, match="differs from the verified reference loop"):
+        run_serve_sweep(spec, tmp_path / "wrong.csv", workers=0, progress=False, verify=True)
+    assert not (tmp_path / "wrong.csv").exists()
 
 
 @pytest.mark.parametrize("name, extra", [("theorem1", []), ("theorem2", []), ("theorem3", []),
@@ -249,11 +267,30 @@ def test_inside_verifying_every_miss_curve_is_held_to_verified_runs(policy, rout
         miss_curve(tr, policy)
 
 
-def test_figs_verify_makes_the_same_files(tmp_path):
-    """`paging figs --verify`: the same CSV bytes as without (the runs are only checked)."""
+def test_figs_verify_makes_the_same_files(tmp_path, monkeypatch, capsys):
+    """`paging figs --verify`: the same CSV bytes as without (the runs are only checked), and
+    the runs are checked: one whose count is a miss short (a hit recorded for it) fails."""
+    import sys
+
     for sub, extra in (("plain", []), ("checked", ["--verify"])):
         assert main(["figs", "--quick", "--only", "fig6a", "--only", "fig6b", "--out",
                      str(tmp_path / sub), *extra]) == 0
     for name in ("fig6a.csv", "fig6b.csv"):
         assert (tmp_path / "plain" / name).read_bytes() == \
             (tmp_path / "checked" / name).read_bytes()
+    capsys.readouterr()
+    sim = sys.modules["paging.simulate"]  # (the module: paging.simulate is the function)
+    real = sim._simulate
+
+    def miscounted(trace, policy, k, **kw):  # (the run inside simulate(), before its check)
+        res = real(trace, policy, k, **kw)
+        if res.hit_mask is not None and not res.hit_mask.all():
+            res.hit_mask[int(np.flatnonzero(~res.hit_mask)[-1])] = True
+            res.misses -= 1
+        return res
+
+    monkeypatch.setattr(sim, "_simulate", miscounted)
+    assert main(["figs", "--quick", "--only", "fig6a", "--out", str(tmp_path / "wrong"),
+                 "--verify"]) == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err[-1].startswith("error: a run failed its independent verification"), err
