@@ -63,23 +63,23 @@ class CostSetup:
             out["host_gb"] = self.host_gb
         return out
 
-    def capacity(self, policy: str, k: int | None, budget: int | None) -> int:
-        """The experts ``policy``'s cache can hold: ``k``, or under a byte ``budget`` each of
-        its partitions' shares in whole experts, summed. A ``-dist`` policy splits the bytes
-        evenly over the layers (:meth:`paging.policies.base.Policy.partitions`), so 5 % of
-        Mixtral-8x7B at int4 (4.67e9 bytes) holds 47 experts shared and 32 per layer, one in
-        each layer's 146 MB (the column said 47 for both)."""
+    def capacity(self, k: int | None, budget: int | None, dist: bool = False,
+                 shares=None) -> int:
+        """The experts a cache can hold: ``k``, or under a byte ``budget`` each of its
+        partitions' shares in whole experts, summed. A per-layer (``dist``) cache splits the
+        bytes evenly over the layers (``shares``: others it fixed, :attr:`paging.result.Result.
+        shares`), so 5 % of Mixtral-8x7B at int4 (4.67e9 bytes) holds 47 experts shared and 32
+        per layer, one in each layer's 146 MB (the column said 47 for both)."""
         if k is not None:
             return k
-        from paging.policies import make_policy
-
-        _, caps = make_policy(policy).partitions(self.model.layout, budget)
+        caps = ([budget] if not dist else shares if shares is not None
+                else self.model.layout.dist_shares(budget))
         return int(sum(int(c) // self.expert_bytes for c in caps))
 
     def timed_fields(self, result, timing) -> dict:
         """The row fields of a timed run: the setting, ``capacity`` (the experts the policy's
         cache can hold, :meth:`capacity`) and the timeline's fields."""
         out = self.describe()
-        out["capacity"] = self.capacity(result.policy, result.k, result.budget)
+        out["capacity"] = self.capacity(result.k, result.budget, result.dist, result.shares)
         out.update({f: getattr(timing, f) for f in TIMING_FIELDS})
         return out

@@ -391,6 +391,7 @@ class _Server:
         self.sim = self.kernel = self.phased = None
         self.handler = handler
         policy = make_policy(run_spec.policy)
+        self.dist = bool(getattr(policy, "per_layer", False))  # (its capacity: _summary)
         self.reads = reads_routing(policy, handler)  # (scores, ranks)
         self.policy_scores = bool(policy.needs_scores)
         if self.reads[0]:
@@ -1045,7 +1046,7 @@ class _Server:
 
             verify(Trace(self.layout, res.pages, res.clock, "serve", expand="groups"),
                    self.sim.result("serve"), costs=self.costs, sizes=self.sizes)
-        res.summary = _summary(self.run_spec, self.spec, self.cm, res, self.capped)
+        res.summary = _summary(self.run_spec, self.spec, self.cm, res, self.capped, self.dist)
         res.summary["bypasses"] = bypasses
         res.summary["engine"] = engine
         if any(self.reads):  # (how the step's tokens' ranks and scores were read)
@@ -1284,7 +1285,8 @@ def latency_fields(rows: list, makespan_ms: float, slo_ttft, slo_tpot) -> dict:
     return out
 
 
-def _summary(run_spec, spec: ServeSpec, cm, res: ServeResult, capped: bool) -> dict:
+def _summary(run_spec, spec: ServeSpec, cm, res: ServeResult, capped: bool,
+             dist: bool = False) -> dict:
     st = res.steps
     makespan = (st["start_ms"][-1] + st["time_ms"][-1]) if st["start_ms"] else 0.0
     n_req = int(res.pages.size)
@@ -1293,7 +1295,7 @@ def _summary(run_spec, spec: ServeSpec, cm, res: ServeResult, capped: bool) -> d
 
     # (as simulate's rows: a name in lower case, a model path as given; "LRU" was kept as typed)
     row = {"policy": spec_key(run_spec.policy), "k": run_spec.k, "budget_bytes": run_spec.budget,
-           "capacity": cm.capacity(run_spec.policy, run_spec.k, run_spec.budget),
+           "capacity": cm.capacity(run_spec.k, run_spec.budget, dist),
            **cm.describe(), **spec.arrivals.describe(), "scheduler": spec.scheduler,
            "max_batch": spec.max_batch, "max_tokens": spec.max_tokens, "seed": spec.seed,
            "requests": len(res.requests), "request_cap_reached": capped,

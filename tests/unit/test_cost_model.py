@@ -490,8 +490,16 @@ def test_capacity_counts_a_dist_policys_per_layer_shares():
     cm = CostSetup.from_names("mixtral-8x7b", "int4")
     b = share_budget(cm.model, 5)
     assert b == 4_670_240_063 and cm.expert_bytes == 99_090_432
-    assert cm.capacity("lru", None, b) == 47 == b // cm.expert_bytes
-    assert cm.capacity("lru-dist", None, b) == 32
-    assert cm.capacity("lru-dist", 47, None) == 47      # (pages: the k given)
+    assert cm.capacity(None, b) == 47 == b // cm.expert_bytes
+    assert cm.capacity(None, b, dist=True) == 32
+    assert cm.capacity(47, None, dist=True) == 47      # (pages: the k given)
     # each layer's share one byte short of three experts: two in each of the 32 layers
-    assert cm.capacity("llru-dist", None, 32 * (3 * cm.expert_bytes - 1)) == 64
+    assert cm.capacity(None, 32 * (3 * cm.expert_bytes - 1), dist=True) == 64
+    # a simulated run's row: its Result says it is per layer
+    from paging.generators import zipf
+    from paging.run import RunSpec, run
+
+    tr = zipf(8, 32, 20, seed=0)
+    rows = {p: run(RunSpec(p, budget=b, model="mixtral-8x7b", precision="int4"), [tr])[0]
+            for p in ("lru", "lru-dist")}
+    assert (rows["lru"]["capacity"], rows["lru-dist"]["capacity"]) == (47, 32)
