@@ -33,3 +33,27 @@ def real_sequence(src: str, i: int, expand: str = "rounds"):
 
     return load(os.path.join(TRACES, src), expand=expand)[i]
 
+
+@pytest.fixture
+def break_compiled_serving(monkeypatch):
+    """A call that mutates the compiled serving engine for the rest of the test: a run that is
+    neither verified nor the reference loop reports its first miss as a hit (the wrong decision
+    a verified run, which replays the reference loop beside it, must catch)."""
+
+    def apply():
+        import numpy as np
+
+        import paging.serve.engine as eng
+
+        real = eng._Server.result
+
+        def broken(self):
+            res = real(self)
+            if self.run_spec.verify is False and self.run_spec.engine != "reference":
+                res.hits = res.hits.copy()
+                res.hits[int(np.flatnonzero(~res.hits)[0])] = True
+            return res
+
+        monkeypatch.setattr(eng._Server, "result", broken)
+
+    return apply

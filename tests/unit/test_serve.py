@@ -2126,7 +2126,7 @@ def test_the_sizing_answer_line_shows_small_latencies(toy, capsys):
                           f"{s['p99_tpot_ms']:.3g} ms, p99 TTFT {s['p99_ttft_ms']:.3g} ms)")
 
 
-def test_verify_checks_the_compiled_run_a_plain_run_reports(toy, monkeypatch):
+def test_verify_checks_the_compiled_run_a_plain_run_reports(toy, break_compiled_serving):
     """--verify ran the reference loop instead of the compiled engine, so the kernels whose
     numbers a plain run reports were never checked (a review broke LRU's kernel and the plain
     run's miss ratio moved while --verify passed). Now the compiled run is reported and must
@@ -2146,16 +2146,7 @@ def test_verify_checks_the_compiled_run_a_plain_run_reports(toy, monkeypatch):
     assert {k: checked.summary.get(k) for k in eng._SAME} == \
         {k: plain.summary.get(k) for k in eng._SAME}
     # a compiled run that decides one request otherwise (the mutation: its first miss a hit)
-    real = eng._Server.result
-
-    def broken(self):
-        res = real(self)
-        if self.run_spec.verify is False and self.run_spec.engine != "reference":
-            res.hits = res.hits.copy()
-            res.hits[int(np.flatnonzero(~res.hits)[0])] = True
-        return res
-
-    monkeypatch.setattr(eng._Server, "result", broken)
+    break_compiled_serving()
     with pytest.raises(VerificationError, match="differs from the verified reference loop at "
                                                 "request 0 .page [0-9]+: hit against miss."):
         serve(RunSpec("lru", k=3, model=toy, verify=True), ss, seqs)

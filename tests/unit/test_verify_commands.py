@@ -94,11 +94,11 @@ def test_sweep_verify_changes_no_number_and_catches_a_wrong_curve(tmp_path, monk
     assert not (tmp_path / "wrong.csv").exists()
 
 
-def test_serving_sweep_verify_changes_no_number_and_catches_a_wrong_run(tmp_path, monkeypatch):
+def test_serving_sweep_verify_changes_no_number_and_catches_a_wrong_run(tmp_path,
+                                                                        break_compiled_serving):
     """``serve-sweep --verify``: the same table, and every cell's run checked (a compiled run
     that decides one request otherwise, its first miss a hit, stops the verified sweep before
     it writes; the plain sweep reports it unchecked)."""
-    import paging.serve.engine as eng
     from paging.serve.sweep import run_serve_sweep
 
     spec = tmp_path / "s.toml"
@@ -108,16 +108,7 @@ def test_serving_sweep_verify_changes_no_number_and_catches_a_wrong_run(tmp_path
     run_serve_sweep(spec, tmp_path / "plain.csv", workers=0, progress=False)
     run_serve_sweep(spec, tmp_path / "checked.csv", workers=0, progress=False, verify=True)
     assert (tmp_path / "plain.csv").read_bytes() == (tmp_path / "checked.csv").read_bytes()
-    real = eng._Server.result
-
-    def broken(self):
-        res = real(self)
-        if self.run_spec.verify is False and self.run_spec.engine != "reference":
-            res.hits = res.hits.copy()
-            res.hits[int(np.flatnonzero(~res.hits)[0])] = True
-        return res
-
-    monkeypatch.setattr(eng._Server, "result", broken)
+    break_compiled_serving()
     run_serve_sweep(spec, tmp_path / "unchecked.csv", workers=0, progress=False)
     with pytest.raises(VerificationError, match="differs from the verified reference loop"):
         run_serve_sweep(spec, tmp_path / "wrong.csv", workers=0, progress=False, verify=True)
