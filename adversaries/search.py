@@ -426,6 +426,9 @@ def search(policy: str | Policy, *, n: int, layers: int, k: int, length: int | N
         raise PagingError("max_cost must be 0 (unit costs) or >= 2 (weighted), got 1")
     randomized = bool(pol.randomized)
     n_seeds = DEFAULT_SEEDS if seeds is None else positive_int("seeds", seeds)
+    if seeds is not None and n_seeds > 1 and not randomized:  # (it was dropped without a word)
+        raise PagingError(f"seeds={n_seeds} applies to a randomized policy; {pol.name} is "
+                          "deterministic and runs once per candidate (give no --seeds)")
     n_seeds = n_seeds if randomized else 1  # a deterministic policy runs once
     root = np.random.SeedSequence(seed)
     ss_search, ss_runs, ss_cert = root.spawn(3)
