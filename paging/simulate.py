@@ -162,6 +162,9 @@ def _simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
 
     if isinstance(policy, str):
         policy = make_policy(policy)
+    check = getattr(policy, "check_trace", None)  # (a learned policy's training prompts)
+    if check is not None:
+        check(trace)
     P = trace.layout.n_pages
     costs = None if costs is None else as_costs(costs, P)
     sizes = None if sizes is None else as_sizes(sizes, P)

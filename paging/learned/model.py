@@ -58,6 +58,8 @@ def fingerprint(trace) -> dict:
     pages = np.asarray(trace.pages)
     rec = {"name": str(trace.name), "n_requests": int(pages.size),
            "sha256": page_hash(pages), "prefix_sha256": page_hash(pages[:PREFIX])}
+    if getattr(trace, "meta", None) and trace.meta.get("sequence"):
+        rec["prompt"] = dict(trace.meta["sequence"])  # (another recording of it: check_prompt)
     other = _other_expansion(trace)
     if other is not None and not np.array_equal(other, pages):
         rec["sha256_other"] = page_hash(other)
@@ -209,6 +211,27 @@ def check_held_out(model: FlashMoEModel, trace) -> None:
     for rec in model.trained_on:
         if h in (rec.get("sha256"), rec.get("sha256_other")):
             raise PagingError(_trained_on_message(rec, trace.name))
+
+
+def check_prompt(model: FlashMoEModel, trace, role: str = "the sequence being simulated"
+                 ) -> None:
+    """PagingError when a sequence of ``trace`` (each of a warm run's) records a prompt (a
+    routing log's dataset and problem) that a training sequence recorded too: another
+    recording of it (a decode log's problem 0 and the prefill+decode dump of problem 0) routes
+    mostly alike, and its pages' hashes differ (models trained before 2026-11-29 recorded no
+    prompts: nothing to check)."""
+    from paging.trace import sequence_bounds
+
+    for seq in sequence_bounds(trace):
+        prompt = seq.get("sequence")
+        for rec in model.trained_on if prompt else ():
+            if rec.get("prompt") == prompt:
+                raise PagingError(
+                    f"the FlashMoE model was trained on sequence {rec.get('name')!r}, the same "
+                    "prompt (" + ", ".join(f"{k} {v}" for k, v in sorted(prompt.items()))
+                    + f") as {seq['name']!r}, {role}: its routing is mostly the same, so the "
+                    "run would report training-set performance; evaluate on another prompt or "
+                    "retrain without it")
 
 
 def check_prefix(records, prefix) -> None:

@@ -121,6 +121,15 @@ class FlashMoE(_History):
         model.check_layout(layout, source=str(path))
         return model
 
+    def check_trace(self, trace, role: str = "the sequence being simulated") -> None:
+        """Before a run on ``trace`` (:func:`paging.simulate.simulate`; ``paging serve``: each
+        sequence of its pool): refuse a sequence of a prompt the model was trained on
+        (:func:`paging.learned.model.check_prompt`), which the run's own check, by the pages
+        it hears, cannot see."""
+        from paging.learned.model import check_prompt
+
+        check_prompt(self._model_for(trace.layout), trace, role)
+
     def reset(self, ctx: Context) -> None:
         super().reset(ctx)
         from paging.learned.model import PREFIX

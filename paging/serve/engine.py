@@ -411,6 +411,8 @@ class _Server:
         self.hook = hook
         self.route_state = None  # compiled routing's running sums (_serve_routed_compiled)
         mode = _compiled(run_spec, policy, handler, hook)
+        for t in traces if hasattr(policy, "check_trace") else ():  # (its training prompts)
+            policy.check_trace(t, "a sequence the run serves")
         if mode is not None:
             from paging import fast
             from paging.core import check_capacity

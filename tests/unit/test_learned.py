@@ -135,6 +135,35 @@ def test_model_file_round_trip_and_errors(tmp_path):
     assert simulate(held_out, FlashMoE(path), 5).misses >= len(np.unique(held_out.pages))
 
 
+def test_a_model_refuses_another_recording_of_a_prompt_it_was_trained_on(tmp_path):
+    """A decode log's problem 0 and the prefill+decode dump of problem 0 route mostly alike,
+    and their pages' hashes differ: a model trained on one ran on the other (the same leak as
+    the transition predictor's). A model records each training sequence's prompt, and
+    simulate and a warm run refuse a sequence of such a prompt up front (paging serve:
+    tests/unit/test_serve.py)."""
+    from paging.trace import Trace
+    from paging.warm import concat
+
+    def with_prompt(t, name, problem):
+        return Trace(t.layout, t.pages, t.steps, name, t.token, t.rank, t.score, t.expand,
+                     dict(t.meta, sequence={"dataset": "h", "problem_id": problem}))
+
+    log0, dump0 = with_prompt(_tiny(0), "log#0", 0), with_prompt(_tiny(3), "dump#0", 0)
+    log1 = with_prompt(_tiny(1), "log#1", 1)
+    m = train_flashmoe([log0], 5, seed=0, epochs=1, hidden=8)
+    assert m.trained_on[0]["prompt"] == {"dataset": "h", "problem_id": 0}
+    path = m.save(tmp_path / "m.npz")
+    with pytest.raises(PagingError, match=r"trained on sequence 'log#0', the same prompt "
+                                          r"\(dataset h, problem_id 0\) as 'dump#0', the "
+                                          r"sequence being simulated"):
+        simulate(dump0, FlashMoE(path), 5)
+    simulate(log1, FlashMoE(path), 5)  # (another prompt: taken)
+    with pytest.raises(PagingError, match="the same prompt"):
+        simulate(concat([log1, dump0])[0], FlashMoE(path), 5)
+    plain = _tiny(3)  # (no prompt recorded: nothing to compare)
+    simulate(plain, FlashMoE(path), 5)
+
+
 def test_complex_weights_are_refused(tmp_path):
     """Complex weights were cast to float64 with a warning, dropping their imaginary parts:
     the run used other weights than the file's."""

@@ -1087,6 +1087,30 @@ def test_a_transition_fitted_on_a_served_prompt_is_refused(toy, tmp_path):
                       prefetch=f"transition:train={tmp_path}/other.npz"), arr, served)
 
 
+def test_a_flashmoe_model_trained_on_a_served_prompt_is_refused(toy, tmp_path):
+    """A FlashMoE model records its training sequences' prompts; serving a pool with another
+    recording of one of them (the same dataset and problem, other pages) is refused up front,
+    as simulate refuses it (tests/unit/test_learned.py)."""
+    from paging.learned.train import train_flashmoe
+
+    e = np.array([[[0, 1], [2, 3]], [[1, 2], [3, 0]]] * 4)
+
+    def seq(name, problem, ex):
+        t = _seq_trace(ex, 1, name)
+        return Trace(t.layout, t.pages, t.steps, name, t.token, t.rank, t.score, t.expand,
+                     dict(t.meta, sequence={"dataset": "h", "problem_id": problem}))
+
+    model = train_flashmoe([seq("log#0", 0, e)], 3, seed=0, epochs=1, hidden=8)
+    path = model.save(tmp_path / "fm.npz")
+    arr = ServeSpec(Arrivals(rate=20.0, duration=0.5))
+    served = [seq("dump#0", 0, e[:, :, ::-1]), seq("log#1", 1, e[::-1])]
+    with pytest.raises(PagingError, match=r"trained on sequence 'log#0', the same prompt "
+                                          r"\(dataset h, problem_id 0\) as 'dump#0', a "
+                                          r"sequence the run serves"):
+        serve(RunSpec(f"flashmoe:model={path}", k=4, model=toy), arr, served)
+    serve(RunSpec(f"flashmoe:model={path}", k=4, model=toy), arr, served[1:])
+
+
 def test_refusals(toy):
     seqs = [_seq_trace(np.array([[[0, 1], [2, 3]]] * 2), 1)]
     arr = ServeSpec(Arrivals(rate=1.0, duration=1.0))
