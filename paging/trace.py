@@ -413,6 +413,20 @@ def sequence_bounds(trace: Trace) -> list[dict]:
     return [sequence_record(trace, 0)]
 
 
+def prompt_key(sequence: dict) -> str:
+    """The identity of the prompt a sequence record names (``meta["sequence"]``: a routing
+    log's dataset and problem), whichever file or phase it was read from: a decode log's
+    problem 0 and a prefill+decode dump of problem 0 have the same."""
+    import json
+
+    return json.dumps(sequence, sort_keys=True, default=str)
+
+
+def prompt_label(sequence: dict) -> str:
+    """``dataset humaneval, problem_id 0``: a prompt as the messages name it."""
+    return ", ".join(f"{k} {v}" for k, v in sorted(sequence.items()))
+
+
 def sequence_record(t: Trace, start: int) -> dict:
     """The bounds record of one sequence whose first request is request ``start`` of the run:
     ``name``, ``start``, ``end``, ``prefill_tokens`` (a batched prefill's prompt length, else

@@ -220,18 +220,17 @@ def check_prompt(model: FlashMoEModel, trace, role: str = "the sequence being si
     recording of it (a decode log's problem 0 and the prefill+decode dump of problem 0) routes
     mostly alike, and its pages' hashes differ (models trained before 2026-11-29 recorded no
     prompts: nothing to check)."""
-    from paging.trace import sequence_bounds
+    from paging.trace import prompt_key, prompt_label, sequence_bounds
 
     for seq in sequence_bounds(trace):
         prompt = seq.get("sequence")
         for rec in model.trained_on if prompt else ():
-            if rec.get("prompt") == prompt:
+            if rec.get("prompt") and prompt_key(rec["prompt"]) == prompt_key(prompt):
                 raise PagingError(
                     f"the FlashMoE model was trained on sequence {rec.get('name')!r}, the same "
-                    "prompt (" + ", ".join(f"{k} {v}" for k, v in sorted(prompt.items()))
-                    + f") as {seq['name']!r}, {role}: its routing is mostly the same, so the "
-                    "run would report training-set performance; evaluate on another prompt or "
-                    "retrain without it")
+                    f"prompt ({prompt_label(prompt)}) as {seq['name']!r}, {role}: its routing "
+                    "is mostly the same, so the run would report training-set performance; "
+                    "evaluate on another prompt or retrain without it")
 
 
 def check_prefix(records, prefix) -> None:

@@ -76,7 +76,7 @@ import numpy as np
 from paging.errors import PagingError
 from paging.options import parse_spec, take_float, take_int
 from paging.registry import Registry
-from paging.trace import Trace
+from paging.trace import Trace, prompt_key, prompt_label
 from paging.warm import prefill_ranges
 
 
@@ -300,7 +300,7 @@ class Transition(PrefetchPredictor):
                         self.C[z, e, list(nxt)] += 1
             self.trained_on.add(tr.name)
             if tr.meta.get("sequence"):
-                self.prompts.setdefault(_prompt_key(tr.meta["sequence"]), tr.name)
+                self.prompts.setdefault(prompt_key(tr.meta["sequence"]), tr.name)
         return self
 
     def reset(self, trace, rng):
@@ -329,11 +329,11 @@ class Transition(PrefetchPredictor):
         it (a decode log's problem 0 and a prefill+decode dump of problem 0) routes mostly
         alike, and the run would report training-set accuracy. ``role``: what the run does
         with ``name`` ("which it would predict", "a sequence the run serves")."""
-        fitted = sequence and self.prompts.get(_prompt_key(sequence))
+        fitted = sequence and self.prompts.get(prompt_key(sequence))
         if fitted:
             raise PagingError(
                 f"transition was fitted on {fitted}, the same prompt ("
-                + ", ".join(f"{k} {v}" for k, v in sorted(sequence.items()))
+                + prompt_label(sequence)
                 + f") as {name}, {role}: its routing is mostly the same, so the run would "
                 "report training-set accuracy; fit it on other prompts (train=FILE)")
 
@@ -533,14 +533,6 @@ def _learns(spec: str | None) -> bool:
     return spec is not None and spec.strip().lower().startswith("transition")
 
 
-def _prompt_key(sequence: dict) -> str:
-    """The identity of the prompt a sequence record names (a routing log's dataset and problem
-    id), whichever file or phase it was read from."""
-    import json
-
-    return json.dumps(sequence, sort_keys=True, default=str)
-
-
 def training_file(spec: str | None) -> str | None:
     """The ``train=FILE`` of a ``transition`` predictor spec, else None."""
     if not _learns(spec):
@@ -568,9 +560,9 @@ def training_set(spec: str | None, trace: Trace, sequences, train_file=None):
         return list(train_file)
     from paging.trace import sequence_bounds
 
-    own = {_prompt_key(r["sequence"]) for r in sequence_bounds(trace) if r.get("sequence")}
+    own = {prompt_key(r["sequence"]) for r in sequence_bounds(trace) if r.get("sequence")}
     return [t for t in sequences if t is not trace and not (
-        t.meta.get("sequence") and _prompt_key(t.meta["sequence"]) in own)]
+        t.meta.get("sequence") and prompt_key(t.meta["sequence"]) in own)]
 
 
 def _oracle(opts, what, train=None) -> PrefetchOracle:
