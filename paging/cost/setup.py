@@ -8,7 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from paging.cost.arith import budget_bytes, page_costs, page_sizes, place_by_frequency
+from paging.cost.arith import (
+    budget_bytes,
+    capacity_pages,
+    page_costs,
+    page_sizes,
+    place_by_frequency,
+)
 from paging.cost.presets import Hardware, Model, Precision, get_hardware, get_model, get_precision
 
 #: the timeline's fields a timed run adds to its JSON row (``prefetch_late`` with prefetching)
@@ -74,7 +80,7 @@ class CostSetup:
             return k
         caps = ([budget] if not dist else shares if shares is not None
                 else self.model.layout.dist_shares(budget))
-        return int(sum(int(c) // self.expert_bytes for c in caps))
+        return sum(capacity_pages(int(c), self.model, self.precision) for c in caps)
 
     def timed_fields(self, result, timing) -> dict:
         """The row fields of a timed run: the setting, ``capacity`` (the experts the policy's

@@ -1088,7 +1088,7 @@ class _Server:
         trace = Trace(self.layout, frozen(res.pages), frozen(res.clock), "serve",
                       expand="groups")  # (read-only views: the trace adopts them, no copy)
         rs = self.run_spec
-        k = rs.k if rs.k is not None else rs.budget // self.cm.expert_bytes
+        k = self.cm.capacity(rs.k, rs.budget)  # (a shared cache: a bound for every policy)
         if res.pages.size >= BOUND_NOTE and showing(getattr(self, "show", None)):
             # (one compiled call, which no bar can follow: a day of traffic at 1 request/s is
             # 138 M requests and about a minute, with nothing on the terminal after the bar)
