@@ -206,7 +206,7 @@ def _scalar(doc: dict, key: str, kind, file, text, default=None, lo=None):
 
 def plan_serve(spec_path) -> list[Cell]:
     """The cells of a serving sweep spec (module docstring), every input checked first."""
-    from paging.policies import make_policy, spec_key
+    from paging.policies import spec_key
     from paging.serve import Arrivals, ServeSpec
 
     doc, text, file = _read(spec_path)
@@ -281,8 +281,8 @@ def plan_serve(spec_path) -> list[Cell]:
         cell = Cell(paths, spec_key(pol), doc["model"], q, hw, pf, st, ms, rt, k, g, rate, cl,
                     think, duration, b, max_tokens, scheduler, prompt, slo_ttft, slo_tpot, seed,
                     reading, max_requests, overhead, tuple(traces), spec=file)
-        try:  # every option checked now, with the spec's name in the message
-            make_policy(cell.policy)
+        try:  # every option checked now, with the spec's name in the message (the policy
+            # built by policies_k_seeds, and again by _run_spec's check)
             _run_spec(cell, budget_bytes)
             _serve_spec(cell, Arrivals, ServeSpec)
         except PagingError as e:  # (the file it names, a model file say, kept in the message)
