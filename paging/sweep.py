@@ -260,8 +260,11 @@ def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None)
                     "num": "positive numbers"}[kind]
             raise PagingError(f"{key} must be {want} (or a list of them), got {x!r}", file,
                               _line_of(text, key))
-        if kind == "int" and not -INT64_MAX - 1 <= x <= INT64_MAX:
-            check_int64(key, x, file, _line_of(text, key))
+        if kind == "int":
+            try:
+                check_int64(key, x, file)
+            except PagingError as e:  # (the key's line, looked up only now)
+                raise PagingError(e.message, file, _line_of(text, key)) from None
     if len(set(vals)) != len(vals):
         raise PagingError(f"{key} lists a value twice ({vals}); expected distinct values",
                           file, _line_of(text, key))
