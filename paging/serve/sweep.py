@@ -199,8 +199,11 @@ def _scalar(doc: dict, key: str, kind, file, text, default=None, lo=None):
         want = "an integer" if kind is int else "a number"
         raise PagingError(f"serve.{key} must be {want}{'' if lo is None else f' >= {lo}'}, "
                           f"got {v!r}", file, _line_of(text, key))
-    if isinstance(v, int):  # (as paging serve's integer options: int64)
-        check_int64(f"serve.{key}", v, file, _line_of(text, key))
+    if isinstance(v, int):  # (as paging serve's integer options: int64; the line on failure)
+        try:
+            check_int64(f"serve.{key}", v, file)
+        except PagingError as e:
+            raise PagingError(e.message, file, _line_of(text, key)) from None
     return v
 
 
