@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -96,6 +97,21 @@ def test_lfu_counts_survive_eviction_and_ties_go_to_lru():
     trace = from_pages([0, 0, 1, 2, 1, 3], Layout(4, 1))
     res = simulate(trace, "lfu", 2, record=True, engine="reference")
     assert res.evictions.tolist() == [[3, 1], [4, 2], [5, 0]]
+
+
+@pytest.mark.parametrize("engine", ["reference", "fast"])
+@pytest.mark.parametrize("name", ["lfu", "lhu", "score-based"])
+def test_frequency_and_score_ties_go_to_lru_as_the_conventions_table_says(name, engine):
+    # one layer of 3 experts, k = 2, every gate score 0.5: 1 0 2. At t=2 pages 1 (last t=0)
+    # and 0 (last t=1) tie (one use each, score sum 0.5 each): the least recently used, page
+    # 1, goes (not the smaller id 0). docs/guide/conventions.md's tie-break column must say
+    # so (it said "none" for lhu and score-based).
+    trace = from_routing([[[1]], [[0]], [[2]]], Layout(3, 1), scores=[[[0.5]]] * 3)
+    res = simulate(trace, name, 2, record=True, engine=engine)
+    assert res.evictions.tolist() == [[2, 1]]
+    table = (Path(__file__).resolve().parents[2] / "docs/guide/conventions.md").read_text()
+    row = next(line for line in table.splitlines() if line.startswith(f"| `{name}` |"))
+    assert row.split(" | ")[2] == "least recently used"
 
 
 def test_fwf_flushes_whole_cache():
