@@ -6,7 +6,7 @@ ones, the cost model's timeline (:func:`paging.cost.timeline.timeline_run`):
 (a) ``collisions`` / ``collisions-layer`` (SpecMD Figs. 4/8 and 5/9): misses and collision
     misses (a miss on a page evicted earlier in the same forward pass) of FLD (plain and cyclic
     distance), score-based (SB), LRU and Least-Stale (the paper's left rule, App. A.3's
-    upcoming-layers reading and the earlier layer-only reading) with a cache of 1 %, 5 % and
+    upcoming-layers reading and the two-queue reading) with a cache of 1 %, 5 % and
     25 % of the model's 16-bit bytes in int4 experts (9, 47, 235 for Mixtral; at least K), no
     prefetching, on every sequence of the Mixtral decode log and the granite trace (groups mode:
     the K experts of a token and layer are requested together and a pass is a token).

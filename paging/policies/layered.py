@@ -166,13 +166,20 @@ class LeastStale(PriorityPolicy):
     finer "layer-expert order" reading (an expert of the current layer with a smaller id is
     also left) differs only for the current layer's unrequested experts; App. A.3's "protecting
     experts needed for upcoming layers" counts all of them as evictable
-    (:class:`LeastStaleUpcoming`, ``least-stale-upcoming``). Without the left/right
-    test (stale first, then lowest layer) the policy is :class:`LeastStaleLayer`
-    (``least-stale-layer``, this package's ``least-stale`` before issue 19), which on traces
-    whose passes walk every layer in order equals LRU whenever the cache holds less than one
-    pass. On the Mixtral decode log in groups mode this reading cuts LRU's collision misses
-    8.5x at 13 experts (5 % of the 256) and 29x at 47 (5 % of the model's bytes, SpecMD's
-    capacity; docs/guide/specmd.md, "Reproduction: SpecMD"; the paper: 2.6-8.6x).
+    (:class:`LeastStaleUpcoming`, ``least-stale-upcoming``).
+
+    What this order gives up: Sec. 4.2's "Experts in the current queue are evicted only to
+    prevent out-of-memory errors". Putting *left* first evicts a current expert of an
+    already-processed layer while stale experts of the layers ahead are still cached. Sec.
+    4.2's two queues taken literally (stale first, each queue by lowest layer) are
+    :class:`LeastStaleLayer` (``least-stale-layer``, this package's ``least-stale`` before
+    issue 19); its layer order already puts the left experts first inside each queue, and on
+    traces whose passes walk every layer in order it equals LRU whenever the cache holds less
+    than one pass. The two sentences cannot both hold; the numbers decide: on the Mixtral
+    decode log in groups mode this order (left first) cuts LRU's collision misses 8.5x at 13
+    experts (5 % of the 256) and 29x at 47 (5 % of the model's bytes, SpecMD's capacity;
+    docs/guide/specmd.md, "Reproduction: SpecMD"; the paper: 2.6-8.6x), the queue reading not
+    at all.
     """
 
     name = "least-stale"
@@ -216,15 +223,21 @@ class LeastStaleUpcoming(LeastStale):
 
 
 class LeastStaleLayer(PriorityPolicy):
-    """Least-Stale without the *left* test (this package's ``least-stale`` before issue 19).
+    """Least-Stale, Sec. 4.2's two queues as written (this package's ``least-stale`` before
+    issue 19).
 
     A cached expert is *stale* if its last request was in an earlier forward pass, *current*
-    otherwise. Stale experts are evicted before current ones ("Experts in the current queue are
-    evicted only to prevent out-of-memory errors"); within each queue "experts follow FIFO
-    ordering based on layer position": the lowest layer goes first, and within a layer the
-    least recently used (oldest request index). It ignores SpecMD's *left* ("only evicting
-    stale left-layer experts"): early in a pass its lowest stale layer is one still ahead.
-    The paper's reading is :class:`LeastStale`.
+    otherwise. Stale experts are evicted before current ones ("Eviction prioritizes stale
+    experts [...] Experts in the current queue are evicted only to prevent out-of-memory
+    errors"); within each queue "experts follow FIFO ordering based on layer position": the
+    lowest layer goes first, and within a layer the least recently used (oldest request index).
+    *Left* (layer < the current one) is not a separate test, and needs none: the lowest layers
+    are the left ones, so inside each queue the left experts already go first, and the order
+    is "stale, then left, then lowest layer" (``tests/unit/test_policies.py`` checks the two
+    keys evict alike). Where it parts from :class:`LeastStale` (left first, the reading that
+    reproduces SpecMD's collision numbers): a current left expert against a stale one at or
+    ahead of the execution point, which this reading keeps and :class:`LeastStale` evicts.
+    Early in a pass no cached expert is left, and its lowest stale layer is one still ahead.
 
     Forward pass: ``steps // ℓ``. Ordering the stale queue by insertion time instead of layer
     would make it identical to LRU when there is no prefetching.
@@ -235,7 +248,7 @@ class LeastStaleLayer(PriorityPolicy):
     kernel = "list:LEAST_STALE_LAYER"
     dist_kernel = "list:LRU"
     stack = "LEAST_STALE_LAYER"
-    reference = "SpecMD, Sec. 4 without 'left' (this package before issue 19)"
+    reference = "SpecMD, Sec. 4.2's queues (stale, then layer; this package before issue 19)"
 
     def evict_key(self, t, page):
         L = self.ctx.layout.n_layers

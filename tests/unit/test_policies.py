@@ -7,10 +7,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from paging import Layout, from_pages, from_routing, simulate
 from paging.policies import make_policy
 from paging.policies.base import Context
+from paging.policies.layered import LeastStaleLayer
 from paging.verify import verify
 
 BELADY_STRING = [1, 2, 3, 4, 1, 2, 5, 1, 2, 3, 4, 5]
@@ -150,7 +153,8 @@ def test_least_stale_readings_differ_on_left_and_current(engine):
     # layer, page 0. t=4 (page 0, pass 1, layer 0): {2,4,6} all stale, none left: page 2.
     # t=5 (page 2, pass 1, layer 1): cache {4 (stale, layer 2), 6 (stale, layer 3),
     # 0 (current, layer 0: left)}: least-stale and least-stale-upcoming evict the left page 0;
-    # least-stale-layer (no left test) and LRU evict the lowest stale layer's page 4.
+    # least-stale-layer (stale first: the current queue only when nothing is stale) and LRU
+    # evict the lowest stale layer's page 4.
     trace = from_pages([0, 2, 4, 6, 0, 2], Layout(2, 4))
     ev = {p: simulate(trace, p, 3, record=True, engine=engine).evictions.tolist()
           for p in ("least-stale", "least-stale-upcoming", "least-stale-layer", "lru")}
@@ -169,6 +173,36 @@ def test_least_stale_readings_differ_on_the_current_layer(engine):
           for p in ("least-stale", "least-stale-upcoming", "least-stale-layer")}
     assert ev == {"least-stale": [[4, 0]], "least-stale-upcoming": [[4, 2]],
                   "least-stale-layer": [[4, 2]]}
+
+
+class _StaleLeftLayer(LeastStaleLayer):
+    """Sec. 4.2's queues with *left* as an explicit second test: (stale, left, layer, last)."""
+
+    name = "stale-left-layer"
+
+    def evict_key(self, t, page):
+        L, n = self.ctx.layout.n_layers, self.ctx.layout.n_experts
+        s = int(self.ctx.steps[t])
+        stale = self.last_step[page] // L < s // L
+        return (stale, page // n < s % L, -(page // n), -self.last[page])
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 3), L=st.integers(1, 4), k=st.integers(1, 6), groups=st.booleans(),
+       draw=st.lists(st.integers(0, 2**16), min_size=1, max_size=60))
+def test_least_stale_layer_already_puts_left_first_in_each_queue(n, L, k, groups, draw):
+    # the docstring's claim: the lowest layers are the left ones, so (stale, layer, last)
+    # evicts as (stale, left, layer, last) would, in rounds and in groups mode
+    if groups:
+        K = min(2, n)
+        tokens = [[sorted(((d >> (2 * z)) + j) % n for j in range(K)) for z in range(L)]
+                  for d in draw[:15]]
+        trace = from_routing(tokens, Layout(n, L))
+    else:
+        trace = from_pages([(i % L) * n + d % n for i, d in enumerate(draw)], Layout(n, L))
+    a = simulate(trace, "least-stale-layer", k, record=True, engine="reference")
+    b = simulate(trace, _StaleLeftLayer(), k, record=True, engine="reference")
+    assert a.evictions.tolist() == b.evictions.tolist() and a.misses == b.misses
 
 
 def test_least_stale_layer_prefers_stale_then_lowest_layer():
