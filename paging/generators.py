@@ -92,9 +92,14 @@ def _expand(expand: str) -> str:
 # -- building blocks ---------------------------------------------------------------------------
 def zipf_weights(n: int, a: float = 1.0, h: float = 0.0) -> np.ndarray:
     """Normalised popularity of ranks j = 1..n: ``p_j = (j+h)^-a / sum_i (i+h)^-a``
-    (Angelopoulos et al., Sec. 5.1)."""
+    (Angelopoulos et al., Sec. 5.1).
+
+    The weights are taken relative to rank 1, ``((j+h)/(1+h))^-a`` (the same law; bit for bit
+    the same numbers when h = 0), so rank 1's is 1 and the sum never underflows: ``(j+h)^-a``
+    itself is 0 in float64 for every j once ``a·ln(1+h) > 745`` (a = h = 10^6, whose law is
+    close to the geometric ``e^-(j-1)``), and 0/0 made every weight NaN."""
     n, a, h = _int("n", n, 1), _float("a", a), _float("h", h)
-    w = (np.arange(1, n + 1, dtype=np.float64) + h) ** -a
+    w = ((np.arange(1, n + 1, dtype=np.float64) + h) / (1.0 + h)) ** -a
     return w / w.sum()
 
 

@@ -78,6 +78,23 @@ def test_zipf_identity_frequencies(a, h):
     assert np.abs(_layer_freqs(t) - p[None, :]).max() < 0.006
 
 
+def test_zipf_weights_when_every_power_underflows():
+    """(j+h)^-a is 0 in float64 for every rank once a·ln(1+h) > 745: the weights were 0/0 = NaN
+    and every request went to expert 0. With h = 10^6 - 1 and a = 10^6·ln 2 the weight ratio of
+    rank j to rank 1 is (1 + (j-1)/10^6)^-a = 2^-(j-1) to within a·49/(2·10^12) < 2·10^-5, so
+    n = 8 gives p = (128, 64, 32, 16, 8, 4, 2, 1)/255."""
+    import warnings
+
+    h, a = 10**6 - 1.0, 10**6 * np.log(2.0)
+    expected = np.array([128, 64, 32, 16, 8, 4, 2, 1]) / 255
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (0/0 warned "invalid value encountered in divide")
+        assert np.allclose(zipf_weights(8, a, h), expected, rtol=1e-4, atol=0)
+        t = zipf(8, 2, 20_000, a=a, h=h, seed=0, perm="identity")
+    # 20,000 draws per layer: standard error <= 0.0036, tolerance 0.02 = 5.6 standard errors
+    assert np.abs(_layer_freqs(t) - expected[None, :]).max() < 0.02
+
+
 def test_zipf_random_permutation_per_layer():
     # 100,000 draws per layer: standard error <= 0.0016, tolerance 0.008 = 5 standard errors
     t = zipf(8, 4, 100_000, a=1.0, seed=2)
