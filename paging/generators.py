@@ -377,7 +377,8 @@ def is_spec(source: object) -> bool:
 def parse_spec(spec: str, expand: str = "rounds") -> list[Trace]:
     """The trace of a generator spec string (see the module docstring), as a one-element list
     like the file readers return. Unknown or missing keys, non-numeric or negative values, a NaN,
-    or ``topk > n`` are a :class:`~paging.errors.PagingError` naming the spec."""
+    ``topk > n``, or ``tokens=0`` / ``rounds=0`` (no requests) are a
+    :class:`~paging.errors.PagingError` naming the spec."""
     kind, args = spec_args(spec)
     try:
         return [_FUNCS[kind](**args, expand=expand, name=spec.strip())]
@@ -421,4 +422,7 @@ def spec_args(spec: str) -> tuple[str, dict]:
     missing = [k for k, (_, req) in schema.items() if req and k not in args]
     if missing:
         raise PagingError(f"spec {spec!r}: missing {', '.join(missing)}; {kind} takes {expected}")
+    for key in ("tokens", "rounds"):  # (as a trace file without rows is refused by its reader)
+        if args.get(key) == 0:
+            raise PagingError(f"spec {spec!r}: {key}=0 gives no requests; expected {key} >= 1")
     return kind, args

@@ -140,6 +140,12 @@ def test_uniform_frequencies():
     ("cyclic:n=4,layers=8,rounds=100,seed=1", "unknown key 'seed'"),
     ("cyclic:n=4,layers=8,rounds", "is not key=value"),
     ("poisson:n=4", "unknown generator 'poisson'"),
+    # no requests: simulate printed a miss ratio of 0.000000 for them, exit 0, where a trace
+    # file without rows is refused
+    ("zipf:n=8,layers=32,tokens=0", "tokens=0 gives no requests; expected tokens >= 1"),
+    ("uniform:n=4,layers=2,tokens=0,topk=2", "tokens=0 gives no requests"),
+    ("router:n=4,layers=2,tokens=0", "tokens=0 gives no requests"),
+    ("cyclic:n=4,layers=8,rounds=0", "rounds=0 gives no requests; expected rounds >= 1"),
 ])
 def test_spec_errors_name_the_spec(spec, fragment):
     with pytest.raises(PagingError) as e:
