@@ -339,10 +339,17 @@ def router(n: int, layers: int, tokens: int, *, k: int = 2, seed: int | None = 0
               "sigma": sigma}
     name = name or _spec_name("router", params)
     _check_memory(tokens * layers * (k + n))
+    if zipf_weights(n, a).min() == 0:  # (log 0 = -inf: a warning, then a logit error)
+        raise PagingError(f"a={a:g} makes the Zipf weight 1/j^a of the rarest of {n} experts 0 "
+                          "in float64 (a logit of -inf); expected a smaller a")
     rng = np.random.default_rng(seed)
-    z = router_logits(rng, n, layers, tokens, a, rho, sigma)
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = router_logits(rng, n, layers, tokens, a, rho, sigma)
+        if not np.isfinite(z).all():
+            raise PagingError(f"sigma={sigma:g} overflows the logits in float64; expected a "
+                              "smaller sigma")
+        p = np.exp(z - z.max(axis=2, keepdims=True))
     table = np.argsort(-z, axis=2, kind="stable")[:, :, :k]
-    p = np.exp(z - z.max(axis=2, keepdims=True))
     p /= p.sum(axis=2, keepdims=True)
     scores = np.take_along_axis(p, table, axis=2)
     meta = {"source": name, "format": "generator", "generator": "router", "params": params,

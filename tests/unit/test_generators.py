@@ -154,6 +154,24 @@ def test_spec_errors_name_the_spec(spec, fragment):
     assert e.value.file is None
 
 
+@pytest.mark.parametrize("spec,fragment", [
+    # 2^-2000 is 0 in float64: log 0 warned "divide by zero", then the error blamed "the
+    # logit of token 0, layer 0, expert 0 is -inf"
+    ("router:n=8,layers=2,tokens=5,a=2000",
+     "a=2000 makes the Zipf weight 1/j^a of the rarest of 8 experts 0 in float64"),
+    # sigma·N(0,1) beyond 1.8e308 is inf: an "invalid value" warning, then the same error
+    ("router:n=8,layers=2,tokens=5,sigma=1e308", "sigma=1e+308 overflows the logits"),
+])
+def test_router_parameters_beyond_float64_are_one_error(spec, fragment):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(PagingError) as e:
+            parse_spec(spec)
+    assert fragment in e.value.message and repr(spec) in e.value.message
+
+
 def test_sizes_that_cannot_fit_in_memory_are_refused_up_front(capsys):
     """zipf with 10^12 tokens used to die with a MemoryError traceback: it is now one line that
     says how much memory the sequence needs, before anything is allocated."""
