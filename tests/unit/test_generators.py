@@ -120,6 +120,65 @@ def test_zipf_topk_draw_order_frequencies():
     assert (t.pages[0::2] != t.pages[1::2]).all()
 
 
+# -- chi-square goodness of fit (fixed seeds, so each is a fixed pass/fail; a p-value below
+# 1e-3 would mean the law is not the documented one, e.g. a in place of a + 0.05 at n = 8 and
+# 100,000 draws gives a p-value below 1e-6)
+@pytest.mark.parametrize("n,a,h", [(8, 1.0, 0.0), (33, 1.2, 0.0), (34, 1.2, 0.0), (50, 0.7, 3.0)])
+def test_zipf_pmf_chi_square(n, a, h):
+    # n <= 33 draws by n - 1 comparisons, n > 33 by binary search: both against p_j
+    from scipy.stats import chisquare
+
+    T = 100_000
+    t = zipf(n, 2, T, a=a, h=h, seed=21, perm="identity")
+    p = zipf_weights(n, a, h)
+    for z in range(2):
+        counts = np.bincount(t.pages[z::2] - z * n, minlength=n)
+        assert chisquare(counts, T * p).pvalue > 1e-3
+
+
+def test_zipf_topk_ordered_pairs_chi_square():
+    # successive sampling without replacement: (first, second) = (i, j) with probability
+    # p_i p_j / (1 - p_i), never i = j
+    from scipy.stats import chisquare
+
+    n, T = 5, 100_000
+    t = zipf(n, 1, T, a=1.3, h=0.5, topk=2, seed=4, perm="identity", expand="groups")
+    p = zipf_weights(n, 1.3, 0.5)
+    law = (p[:, None] * p[None, :] / (1 - p[:, None])).ravel()
+    off = ~np.eye(n, dtype=bool).ravel()
+    counts = np.bincount(t.pages[0::2] * n + t.pages[1::2], minlength=n * n)
+    assert counts[~off].sum() == 0
+    assert chisquare(counts[off], T * law[off]).pvalue > 1e-3
+
+
+def test_zipf_favourite_expert_uniform_over_layers():
+    # perm="random": each layer's rank-1 expert is uniform over the n experts (a = 60 puts all
+    # but 2^-60 of a layer's mass on rank 1, so one token shows every layer's favourite)
+    from scipy.stats import chisquare
+
+    L = 8000
+    fav = zipf(8, L, 1, a=60.0, seed=3).pages % 8
+    assert chisquare(np.bincount(fav, minlength=8)).pvalue > 1e-3
+
+
+def test_uniform_chi_square():
+    # Theorem 4's input, K = 1 per layer; top-3 ordered triples uniform over the 4·3·2 = 24
+    from scipy.stats import chisquare
+
+    T = 60_000
+    t = uniform(6, 3, T, seed=9)
+    for z in range(3):
+        assert chisquare(np.bincount(t.pages[z::3] - 6 * z, minlength=6)).pvalue > 1e-3
+    t = uniform(4, 2, T, seed=2, topk=3, expand="groups")
+    tab = t.pages.reshape(T, 2, 3) % 4
+    for z in range(2):
+        idx = tab[:, z, 0] * 16 + tab[:, z, 1] * 4 + tab[:, z, 2]
+        triples = np.bincount(idx, minlength=64)
+        distinct = np.array([len({i // 16, i // 4 % 4, i % 4}) == 3 for i in range(64)])
+        assert triples[~distinct].sum() == 0
+        assert chisquare(triples[distinct]).pvalue > 1e-3
+
+
 def test_uniform_frequencies():
     # Theorem 4's input; 100,000 draws per layer, tolerance 5 standard errors
     t = uniform(4, 3, 100_000, seed=9)
