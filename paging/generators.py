@@ -83,6 +83,25 @@ def _check_memory(requests: int) -> None:
     check_requests(requests, "Use fewer tokens or rounds")
 
 
+#: what :func:`_expert_weights` holds per page (n x ℓ): the rank table, its permuted copy and
+#: the weights, 8 bytes each
+TABLE_BYTES = 24
+
+
+def _check_tables(n: int, layers: int) -> None:
+    """Refuse, before allocating them, per-layer popularity tables (:data:`TABLE_BYTES` per
+    page) that would not fit in memory: a Zipf spec with n = 10^9 asked for 48 GB in its first
+    allocations (a MemoryError, or the process killed by the system)."""
+    from paging.memory import available, human
+
+    need = TABLE_BYTES * n * layers
+    if need > available():
+        raise PagingError(f"n*layers = {n * layers:,} pages need about {human(need)} of memory "
+                          f"for the per-layer Zipf tables ({TABLE_BYTES} bytes per page); this "
+                          f"machine has {human(available())} available: expected fewer experts "
+                          "(n) or layers")
+
+
 def _expand(expand: str) -> str:
     if expand not in EXPANSIONS:
         raise PagingError(f"expand must be one of {', '.join(EXPANSIONS)}, got {expand!r}")
@@ -179,6 +198,7 @@ def zipf_chunks(n: int, layers: int, tokens: int, *, a: float = 1.0, h: float = 
     a, h = _float("a", a), _float("h", h)
     if perm not in PERMS:
         raise PagingError(f"perm must be one of {', '.join(PERMS)}, got {perm!r}")
+    _check_tables(n, layers)
     rng = np.random.default_rng(seed)
     q = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm)
     return (block for _, _, block in _sample_blocks(rng, q, tokens))
@@ -226,6 +246,7 @@ def zipf(n: int, layers: int, tokens: int, *, a: float = 1.0, h: float = 0.0,
               "perm": perm}
     name = name or _spec_name("zipf", params)
     _check_memory(tokens * layers * topk)
+    _check_tables(n, layers)
     rng = np.random.default_rng(seed)
     layout = Layout(n, layers)
     q = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm)

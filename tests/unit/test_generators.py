@@ -245,3 +245,21 @@ def test_sizes_that_cannot_fit_in_memory_are_refused_up_front(capsys):
         uniform(n=4, layers=8, tokens=10**15)
     with pytest.raises(PagingError, match="requests need about"):
         cyclic(n=4, layers=8, rounds=10**15)
+
+
+def test_zipf_tables_beyond_memory_are_refused_up_front(monkeypatch):
+    """The per-layer popularity tables take 24 bytes per page whatever the number of tokens:
+    n = 10^9 on two layers (48 GB) went straight into np.tile, a MemoryError or a process the
+    system killed. Here: 10^7 x 2 pages = 480 MB against 100 MB available."""
+    import paging.memory
+    from paging.generators import zipf_chunks
+
+    monkeypatch.setattr(paging.memory, "available", lambda: 100 * 10**6)
+    msg = "n\\*layers = 20,000,000 pages need about 480.0 MB of memory for the per-layer Zipf"
+    with pytest.raises(PagingError, match=msg):
+        zipf(10**7, 2, 1)
+    with pytest.raises(PagingError, match="expected fewer experts"):
+        zipf_chunks(10**7, 2, 1)
+    with pytest.raises(PagingError, match="'zipf:n=10000000,layers=2,tokens=1': n\\*layers"):
+        parse_spec("zipf:n=10000000,layers=2,tokens=1")
+    assert zipf(10**6, 2, 1).n_requests == 2  # 48 MB fits
