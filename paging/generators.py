@@ -140,14 +140,15 @@ def _blocks(tokens: int, cells_per_token: int):
 
 
 def _expert_weights(rng: np.random.Generator, n: int, layers: int, w: np.ndarray,
-                    perm: str) -> np.ndarray:
-    """``q[z, e]``: weight of expert e in layer z; rank j (0-based) is expert ``perm_z[j]``."""
+                    perm: str, ranks: bool = False):
+    """``q[z, e]``: weight of expert e in layer z; rank j (0-based) is expert ``perm_z[j]``
+    (with ``ranks``: ``(q, perm)``, ``perm[z, j]`` the expert of rank j in layer z)."""
     order = np.tile(np.arange(n), (layers, 1))
     if perm == "random":
         order = rng.permuted(order, axis=1)
     q = np.empty((layers, n))
     q[np.arange(layers)[:, None], order] = w[None, :]
-    return q
+    return (q, order) if ranks else q
 
 
 def _sample_one(rng: np.random.Generator, q: np.ndarray, tokens: int) -> np.ndarray:
@@ -204,14 +205,34 @@ def zipf_chunks(n: int, layers: int, tokens: int, *, a: float = 1.0, h: float = 
     return (block for _, _, block in _sample_blocks(rng, q, tokens))
 
 
-def _sample_topk(rng: np.random.Generator, q: np.ndarray, tokens: int, k: int) -> np.ndarray:
+def _sample_topk(rng: np.random.Generator, q: np.ndarray, tokens: int, k: int,
+                 rank_order: np.ndarray | None = None) -> np.ndarray:
     """Routing table ``experts[T, ℓ, K]``: K distinct experts per cell, drawn without replacement
-    proportionally to ``q[z]`` (the K smallest ``E/q`` with ``E ~ Exp(1)``), in draw order."""
+    proportionally to ``q[z]`` (the K smallest ``E/q`` with ``E ~ Exp(1)``), in draw order.
+
+    A weight that underflows float64 (0, or a subnormal whose ``E/q`` overflows: a >= ~360 at
+    n = 8) makes its key inf; the keys are sorted in each layer's rank order (``rank_order[z,
+    j]``: the expert of rank j; default: by decreasing ``q``), so such experts follow one another
+    by rank, as their true weights would have them (w.p. 1 - 10^-17 and more), not by expert
+    id, and the division's warnings are not printed."""
     L, n = q.shape
+    # (an Exp(1) draw is below 800, so a weight of 1e-300 or more keeps every key finite: then
+    # the keys are sorted as they are, the same draws and order, without the extra gathers)
+    tiny = bool((q < 1e-300).any())
+    if tiny:
+        if rank_order is None:
+            rank_order = np.argsort(-q, axis=1, kind="stable")
+        rank_order = np.asarray(rank_order, dtype=np.int64)[None, :, :]
     table = np.empty((tokens, L, k), dtype=np.int64)
     for t0, t1 in _blocks(tokens, L * n):
-        key = rng.standard_exponential((t1 - t0, L, n)) / q[None, :, :]
-        table[t0:t1] = np.argsort(key, axis=2, kind="stable")[:, :, :k]
+        with np.errstate(divide="ignore", over="ignore"):
+            key = rng.standard_exponential((t1 - t0, L, n)) / q[None, :, :]
+        if not tiny:
+            table[t0:t1] = np.argsort(key, axis=2, kind="stable")[:, :, :k]
+            continue
+        key = np.take_along_axis(key, rank_order, axis=2)
+        pick = np.argsort(key, axis=2, kind="stable")[:, :, :k]
+        table[t0:t1] = np.take_along_axis(np.broadcast_to(rank_order, key.shape), pick, axis=2)
     return table
 
 
@@ -249,12 +270,13 @@ def zipf(n: int, layers: int, tokens: int, *, a: float = 1.0, h: float = 0.0,
     _check_tables(n, layers)
     rng = np.random.default_rng(seed)
     layout = Layout(n, layers)
-    q = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm)
+    q, ranks = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm, ranks=True)
     meta = {"source": name, "format": "generator", "generator": "zipf", "params": params,
             "n_tokens": tokens, "top_k": topk, "dropped_tokens": 0}
     if topk == 1:
         return _assemble(layout, _sample_one(rng, q, tokens), name, expand, meta)
-    return from_routing(_sample_topk(rng, q, tokens, topk), layout, expand, None, name, meta)
+    return from_routing(_sample_topk(rng, q, tokens, topk, ranks), layout, expand, None, name,
+                        meta)
 
 
 def uniform(n: int, layers: int, tokens: int, *, seed: int | np.random.Generator | None = 0,

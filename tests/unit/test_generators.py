@@ -95,6 +95,21 @@ def test_zipf_weights_when_every_power_underflows():
     assert np.abs(_layer_freqs(t) - expected[None, :]).max() < 0.02
 
 
+def test_zipf_topk_with_weights_below_float64_follows_the_ranks():
+    """At a = 400, n = 8 the weights of ranks 6..8 (6^-400 = 1.6e-311 and below) are subnormal
+    or 0, so their keys E/q were inf (with divide and overflow warnings) and the stable sort
+    put them in expert-id order. Their true order is the rank order except with probability
+    below (8/7)^-300 < 10^-17, the same as at a = 300, where every key is finite: the same
+    seed (the same permutations) must give the same trace."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        big = zipf(8, 3, 20, a=400.0, topk=8, seed=0, expand="groups")
+    ref = zipf(8, 3, 20, a=300.0, topk=8, seed=0, expand="groups")
+    assert np.array_equal(big.pages, ref.pages)
+
+
 def test_zipf_random_permutation_per_layer():
     # 100,000 draws per layer: standard error <= 0.0016, tolerance 0.008 = 5 standard errors
     t = zipf(8, 4, 100_000, a=1.0, seed=2)
