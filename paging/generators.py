@@ -83,6 +83,25 @@ def _check_memory(requests: int) -> None:
     check_requests(requests, "Use fewer tokens or rounds")
 
 
+#: what :func:`_expert_weights` holds per page (n x ℓ): the rank table, its permuted copy and
+#: the weights, 8 bytes each
+TABLE_BYTES = 24
+
+
+def _check_tables(n: int, layers: int) -> None:
+    """Refuse, before allocating them, per-layer popularity tables (:data:`TABLE_BYTES` per
+    page) that would not fit in memory: a Zipf spec with n = 10^9 asked for 48 GB in its first
+    allocations (a MemoryError, or the process killed by the system)."""
+    from paging.memory import available, human
+
+    need = TABLE_BYTES * n * layers
+    if need > available():
+        raise PagingError(f"n*layers = {n * layers:,} pages need about {human(need)} of memory "
+                          f"for the per-layer Zipf tables ({TABLE_BYTES} bytes per page); this "
+                          f"machine has {human(available())} available: expected fewer experts "
+                          "(n) or layers")
+
+
 def _expand(expand: str) -> str:
     if expand not in EXPANSIONS:
         raise PagingError(f"expand must be one of {', '.join(EXPANSIONS)}, got {expand!r}")
@@ -92,9 +111,14 @@ def _expand(expand: str) -> str:
 # -- building blocks ---------------------------------------------------------------------------
 def zipf_weights(n: int, a: float = 1.0, h: float = 0.0) -> np.ndarray:
     """Normalised popularity of ranks j = 1..n: ``p_j = (j+h)^-a / sum_i (i+h)^-a``
-    (Angelopoulos et al., Sec. 5.1)."""
+    (Angelopoulos et al., Sec. 5.1).
+
+    The weights are taken relative to rank 1, ``((j+h)/(1+h))^-a`` (the same law; bit for bit
+    the same numbers when h = 0), so rank 1's is 1 and the sum never underflows: ``(j+h)^-a``
+    itself is 0 in float64 for every j once ``a·ln(1+h) > 745`` (a = h = 10^6, whose law is
+    close to the geometric ``e^-(j-1)``), and 0/0 made every weight NaN."""
     n, a, h = _int("n", n, 1), _float("a", a), _float("h", h)
-    w = (np.arange(1, n + 1, dtype=np.float64) + h) ** -a
+    w = ((np.arange(1, n + 1, dtype=np.float64) + h) / (1.0 + h)) ** -a
     return w / w.sum()
 
 
@@ -116,14 +140,15 @@ def _blocks(tokens: int, cells_per_token: int):
 
 
 def _expert_weights(rng: np.random.Generator, n: int, layers: int, w: np.ndarray,
-                    perm: str) -> np.ndarray:
-    """``q[z, e]``: weight of expert e in layer z; rank j (0-based) is expert ``perm_z[j]``."""
+                    perm: str, ranks: bool = False):
+    """``q[z, e]``: weight of expert e in layer z; rank j (0-based) is expert ``perm_z[j]``
+    (with ``ranks``: ``(q, perm)``, ``perm[z, j]`` the expert of rank j in layer z)."""
     order = np.tile(np.arange(n), (layers, 1))
     if perm == "random":
         order = rng.permuted(order, axis=1)
     q = np.empty((layers, n))
     q[np.arange(layers)[:, None], order] = w[None, :]
-    return q
+    return (q, order) if ranks else q
 
 
 def _sample_one(rng: np.random.Generator, q: np.ndarray, tokens: int) -> np.ndarray:
@@ -174,19 +199,40 @@ def zipf_chunks(n: int, layers: int, tokens: int, *, a: float = 1.0, h: float = 
     a, h = _float("a", a), _float("h", h)
     if perm not in PERMS:
         raise PagingError(f"perm must be one of {', '.join(PERMS)}, got {perm!r}")
+    _check_tables(n, layers)
     rng = np.random.default_rng(seed)
     q = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm)
     return (block for _, _, block in _sample_blocks(rng, q, tokens))
 
 
-def _sample_topk(rng: np.random.Generator, q: np.ndarray, tokens: int, k: int) -> np.ndarray:
+def _sample_topk(rng: np.random.Generator, q: np.ndarray, tokens: int, k: int,
+                 rank_order: np.ndarray | None = None) -> np.ndarray:
     """Routing table ``experts[T, ℓ, K]``: K distinct experts per cell, drawn without replacement
-    proportionally to ``q[z]`` (the K smallest ``E/q`` with ``E ~ Exp(1)``), in draw order."""
+    proportionally to ``q[z]`` (the K smallest ``E/q`` with ``E ~ Exp(1)``), in draw order.
+
+    A weight that underflows float64 (0, or a subnormal whose ``E/q`` overflows: a >= ~360 at
+    n = 8) makes its key inf; the keys are sorted in each layer's rank order (``rank_order[z,
+    j]``: the expert of rank j; default: by decreasing ``q``), so such experts follow one another
+    by rank, as their true weights would have them (w.p. 1 - 10^-17 and more), not by expert
+    id, and the division's warnings are not printed."""
     L, n = q.shape
+    # (an Exp(1) draw is below 800, so a weight of 1e-300 or more keeps every key finite: then
+    # the keys are sorted as they are, the same draws and order, without the extra gathers)
+    tiny = bool((q < 1e-300).any())
+    if tiny:
+        if rank_order is None:
+            rank_order = np.argsort(-q, axis=1, kind="stable")
+        rank_order = np.asarray(rank_order, dtype=np.int64)[None, :, :]
     table = np.empty((tokens, L, k), dtype=np.int64)
     for t0, t1 in _blocks(tokens, L * n):
-        key = rng.standard_exponential((t1 - t0, L, n)) / q[None, :, :]
-        table[t0:t1] = np.argsort(key, axis=2, kind="stable")[:, :, :k]
+        with np.errstate(divide="ignore", over="ignore"):
+            key = rng.standard_exponential((t1 - t0, L, n)) / q[None, :, :]
+        if not tiny:
+            table[t0:t1] = np.argsort(key, axis=2, kind="stable")[:, :, :k]
+            continue
+        key = np.take_along_axis(key, rank_order, axis=2)
+        pick = np.argsort(key, axis=2, kind="stable")[:, :, :k]
+        table[t0:t1] = np.take_along_axis(np.broadcast_to(rank_order, key.shape), pick, axis=2)
     return table
 
 
@@ -221,14 +267,16 @@ def zipf(n: int, layers: int, tokens: int, *, a: float = 1.0, h: float = 0.0,
               "perm": perm}
     name = name or _spec_name("zipf", params)
     _check_memory(tokens * layers * topk)
+    _check_tables(n, layers)
     rng = np.random.default_rng(seed)
     layout = Layout(n, layers)
-    q = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm)
+    q, ranks = _expert_weights(rng, n, layers, zipf_weights(n, a, h), perm, ranks=True)
     meta = {"source": name, "format": "generator", "generator": "zipf", "params": params,
             "n_tokens": tokens, "top_k": topk, "dropped_tokens": 0}
     if topk == 1:
         return _assemble(layout, _sample_one(rng, q, tokens), name, expand, meta)
-    return from_routing(_sample_topk(rng, q, tokens, topk), layout, expand, None, name, meta)
+    return from_routing(_sample_topk(rng, q, tokens, topk, ranks), layout, expand, None, name,
+                        meta)
 
 
 def uniform(n: int, layers: int, tokens: int, *, seed: int | np.random.Generator | None = 0,
@@ -334,10 +382,17 @@ def router(n: int, layers: int, tokens: int, *, k: int = 2, seed: int | None = 0
               "sigma": sigma}
     name = name or _spec_name("router", params)
     _check_memory(tokens * layers * (k + n))
+    if zipf_weights(n, a).min() == 0:  # (log 0 = -inf: a warning, then a logit error)
+        raise PagingError(f"a={a:g} makes the Zipf weight 1/j^a of the rarest of {n} experts 0 "
+                          "in float64 (a logit of -inf); expected a smaller a")
     rng = np.random.default_rng(seed)
-    z = router_logits(rng, n, layers, tokens, a, rho, sigma)
+    with np.errstate(over="ignore", invalid="ignore"):
+        z = router_logits(rng, n, layers, tokens, a, rho, sigma)
+        if not np.isfinite(z).all():
+            raise PagingError(f"sigma={sigma:g} overflows the logits in float64; expected a "
+                              "smaller sigma")
+        p = np.exp(z - z.max(axis=2, keepdims=True))
     table = np.argsort(-z, axis=2, kind="stable")[:, :, :k]
-    p = np.exp(z - z.max(axis=2, keepdims=True))
     p /= p.sum(axis=2, keepdims=True)
     scores = np.take_along_axis(p, table, axis=2)
     meta = {"source": name, "format": "generator", "generator": "router", "params": params,
@@ -372,7 +427,8 @@ def is_spec(source: object) -> bool:
 def parse_spec(spec: str, expand: str = "rounds") -> list[Trace]:
     """The trace of a generator spec string (see the module docstring), as a one-element list
     like the file readers return. Unknown or missing keys, non-numeric or negative values, a NaN,
-    or ``topk > n`` are a :class:`~paging.errors.PagingError` naming the spec."""
+    ``topk > n``, or ``tokens=0`` / ``rounds=0`` (no requests) are a
+    :class:`~paging.errors.PagingError` naming the spec."""
     kind, args = spec_args(spec)
     try:
         return [_FUNCS[kind](**args, expand=expand, name=spec.strip())]
@@ -416,4 +472,7 @@ def spec_args(spec: str) -> tuple[str, dict]:
     missing = [k for k, (_, req) in schema.items() if req and k not in args]
     if missing:
         raise PagingError(f"spec {spec!r}: missing {', '.join(missing)}; {kind} takes {expected}")
+    for key in ("tokens", "rounds"):  # (as a trace file without rows is refused by its reader)
+        if args.get(key) == 0:
+            raise PagingError(f"spec {spec!r}: {key}=0 gives no requests; expected {key} >= 1")
     return kind, args
