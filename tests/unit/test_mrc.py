@@ -231,6 +231,20 @@ def test_cli_errors(capsys):
     assert capsys.readouterr().err.startswith("error: no-such-file.jsonl: ")
 
 
+def test_scheduler_note_names_the_route_it_ignores_the_scheduler_for(capsys):
+    """With --scheduler, a curve computed here says how: LRU-DIST's is one pass per layer, but
+    ARC-DIST's and FIFO-DIST's (no stack algorithm: each layer run once per share) were also
+    called a "one-pass curve". No scheduler is contacted for either (the address is unused)."""
+    spec = "zipf:n=3,layers=2,tokens=10,seed=1"
+    for name, how in (("lru-dist", "one-pass curve"),
+                      ("arc-dist", "per-layer curve (each layer run once per share)"),
+                      ("fifo-dist", "per-layer curve (each layer run once per share)")):
+        assert cli.main(["mrc", spec, "--policy", name, "--scheduler", "tcp://127.0.0.1:9",
+                         "--json"]) == 0
+        err = capsys.readouterr().err
+        assert err == f"mrc {name}: {how}, computed here; --scheduler not used\n", err
+
+
 class _LatestFirst(Predictor):
     """A user predictor (the latest request predicted furthest): no kernel runs it."""
 
