@@ -7,8 +7,9 @@ is simulated from an empty cache; with several sequences the top-level ``request
 ``--scheduler ADDRESS`` runs the sizes of a curve that has no one-pass algorithm (FIFO, FWF,
 Marking, the credit and token policies, groups mode, policies without a kernel) as tasks on
 the workers of a running Dask scheduler (the ``sweep`` extra); without it they run on this
-machine's cores (threads for kernels, processes for the reference loop). One-pass curves are
-computed here either way (a line on stderr says so).
+machine's cores (threads for kernels, processes for the reference loop). One-pass curves, and
+the per-layer curves of the -dist forms of FIFO, FWF, ARC and the credit policies (each layer
+run once per share), are computed here either way (a line on stderr says which).
 
 ``--stream [--chunk N]`` (:mod:`paging.stream`) computes the curve reading the trace a chunk at
 a time, for every policy that streams (:func:`paging.stream.curve_policy`): in one pass for
@@ -137,7 +138,17 @@ def run(args) -> int:
 
 
 def _one_pass_note(args, name: str) -> None:
+    """The line saying ``--scheduler`` is unused: a one-pass curve, or the per-layer curve of a
+    -dist form without one (FIFO's, FWF's, ARC's, the credit policies': each layer run once
+    per share), both computed here."""
     if args.scheduler is not None:
         import sys
 
-        sys.stderr.write(f"mrc {name}: one-pass curve, computed here; --scheduler not used\n")
+        from paging import fast
+        from paging.mrc import _is_stack
+        from paging.policies import make_policy
+
+        family, kind, _ = fast.plan(make_policy(name))
+        how = ("one-pass curve" if _is_stack(family, kind)
+               else "per-layer curve (each layer run once per share)")
+        sys.stderr.write(f"mrc {name}: {how}, computed here; --scheduler not used\n")

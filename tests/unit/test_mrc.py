@@ -55,6 +55,28 @@ def test_fifo_curve_shows_beladys_anomaly():
     assert curve_method(ANOMALY, "fifo") == "per-k"
 
 
+def test_curves_that_are_not_stack_curves_are_not_monotonized():
+    """FIFO's anomaly survives every route a non-stack curve takes: one run per k, in memory
+    and streamed, and FIFO-DIST's runs of each layer per share, in memory and streamed in
+    chunks that cut rounds. Two layers of 6 experts: layer 0 requests the anomaly string,
+    layer 1 one expert throughout (1 miss with a share, 12 without). FIFO-DIST's shares are
+    (⌈k/2⌉, ⌊k/2⌋), layer 0's FIFO misses 12, 12, 12, 9, 10, 5, 5 with 0..6 slots: k = 5, 6
+    miss 9 + 1 = 10 and k = 7, 8 miss 10 + 1 = 11."""
+    from paging.stream import miss_curve_stream
+
+    pages = ANOMALY.pages
+    (m,) = miss_curve_stream([(pages[i:i + 5], None) for i in range(0, 12, 5)], "fifo",
+                             layout=ANOMALY.layout)
+    assert m.tolist() == [12, 12, 9, 10, 5, 5]
+    lay = Layout(6, 2)
+    both = np.ravel(np.column_stack([pages, np.full(12, 6)]))  # layer 1: page 6 throughout
+    want = [24, 13, 13, 13, 10, 10, 11, 11, 6, 6, 6, 6]
+    assert miss_curve(from_pages(both, lay), "fifo-dist").tolist() == want
+    (m,) = miss_curve_stream([(both[i:i + 3], None) for i in range(0, 24, 3)], "fifo-dist",
+                             layout=lay)
+    assert m.tolist() == want
+
+
 def test_layer_aware_policies_are_lru_on_one_layer():
     for name in ("llru", "fld", "fld-cyclic", "least-stale", "least-stale-upcoming",
                  "least-stale-layer"):
@@ -107,6 +129,29 @@ def test_curve_equals_per_k_topk(name, trace, seed):
     assert miss_curve(trace, name, seed=seed).tolist() == per_k(trace, name, seed)
 
 
+@pytest.mark.parametrize("name", POLICY_NAMES)
+@given(trace=st.one_of(round_traces(max_rounds=10), topk_traces()), seed=st.integers(0, 3))
+def test_curve_ends_from_the_trace_alone(name, trace, seed):
+    """The two ends of every curve, from the trace alone (not from a simulation): at k = 1 in
+    rounds mode the one slot holds the page just requested (every request is served), so a
+    request hits exactly when it repeats the one before (a -dist form's k = 1 leaves the other
+    layers no slot); once every cache holds all its
+    distinct pages (k >= the distinct pages, or for a -dist form every layer's share >= its
+    layer's distinct pages) only first requests miss."""
+    trace = scored_for(name, trace)
+    curve = miss_curve(trace, name, seed=seed, progress=False)
+    lay, p = trace.layout, trace.pages
+    distinct = np.unique(p)
+    if trace.n_requests and not trace.is_grouped and not name.endswith("-dist"):
+        assert curve[0] == trace.n_requests - int((p[1:] == p[:-1]).sum())
+    per_layer = np.bincount(distinct // lay.n_experts, minlength=lay.n_layers)
+    for k in range(1, lay.n_pages + 1):
+        full = ((lay.dist_shares(k) >= per_layer).all() if name.endswith("-dist")
+                else k >= distinct.size)
+        if full:
+            assert curve[k - 1] == distinct.size, (k, curve.tolist())
+
+
 @pytest.mark.parametrize("name", ONE_PASS + [f"{n}-dist" for n in ONE_PASS])
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
@@ -120,8 +165,9 @@ def test_stack_curves_on_longer_traces(name, seed):
     tr = from_pages((np.arange(n) % lay.n_layers) * lay.n_experts + experts, lay)
     curve = miss_curve(tr, name)
     assert curve.tolist() == per_k(tr, name)
-    if not name.endswith("-dist"):
-        assert (np.diff(curve) <= 0).all()  # inclusion: a larger cache never misses more
+    # inclusion: a larger cache never misses more; a -dist form's too (every layer's share
+    # grows with k, and each layer's curve is a stack curve)
+    assert (np.diff(curve) <= 0).all()
 
 
 def test_parallel_sweep_equals_sequential():
@@ -229,6 +275,20 @@ def test_cli_errors(capsys):
     assert err.startswith("error: unknown policy 'nope'") and err.count("\n") == 1
     assert cli.main(["mrc", "no-such-file.jsonl", "--policy", "lru"]) == 2
     assert capsys.readouterr().err.startswith("error: no-such-file.jsonl: ")
+
+
+def test_scheduler_note_names_the_route_it_ignores_the_scheduler_for(capsys):
+    """With --scheduler, a curve computed here says how: LRU-DIST's is one pass per layer, but
+    ARC-DIST's and FIFO-DIST's (no stack algorithm: each layer run once per share) were also
+    called a "one-pass curve". No scheduler is contacted for either (the address is unused)."""
+    spec = "zipf:n=3,layers=2,tokens=10,seed=1"
+    for name, how in (("lru-dist", "one-pass curve"),
+                      ("arc-dist", "per-layer curve (each layer run once per share)"),
+                      ("fifo-dist", "per-layer curve (each layer run once per share)")):
+        assert cli.main(["mrc", spec, "--policy", name, "--scheduler", "tcp://127.0.0.1:9",
+                         "--json"]) == 0
+        err = capsys.readouterr().err
+        assert err == f"mrc {name}: {how}, computed here; --scheduler not used\n", err
 
 
 class _LatestFirst(Predictor):
