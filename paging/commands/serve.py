@@ -143,6 +143,7 @@ def run(args) -> int:
     from paging.commands.simulate import distinct_runs
     from paging.cost import budget_bytes
     from paging.errors import PagingError
+    from paging.options import distinct
     from paging.run import RunSpec
     from paging.serve import Arrivals, ServeSpec, read_arrivals, serve
 
@@ -162,6 +163,8 @@ def run(args) -> int:
                 routing=args.routing, seed=args.seed, verify=args.verify, engine=args.engine)
     specs = [RunSpec(name, **cap, **base) for name in args.policy for cap in caps]
     distinct_runs(args, caps)
+    # (a repeated rate ran and printed its rows twice, which a sweep's rates key refuses)
+    distinct("--rate", [f"{r:g}" for r in args.rate or []], args.rate or [])
     times = None if args.arrivals is None else read_arrivals(args.arrivals)
     arrivals = ([Arrivals(rate=r, think=args.think, duration=args.duration) for r in args.rate]
                 if args.rate
