@@ -2029,6 +2029,42 @@ def test_smallest_budget_answers_each_setting_apart():
     assert all(k[1:3] == (1.0, None) and dict(k[3])["arrivals"] == "poisson" for k in got)
 
 
+def test_the_sizing_answer_names_a_larger_size_that_fails():
+    """Latency is not monotone in the budget (the serving chapter's example, LRU at 0.5
+    requests/s: p99 TPOT 856.7 ms at 8 GB, 887.4 at 12 GB, 861.5 at 16 GB, 733.5 at 20 GB).
+    At a 870 ms target the smallest passing size is 8 GB, and the answer line said only that,
+    as if every larger size passed: it now names 12 GB, which does not. A percentile the
+    summaries do not hold (p95) was a silent "no size meets it"; it is refused."""
+    import argparse
+
+    from paging.commands.serve import _answer
+    from paging.serve import smallest_budget, unmet_above
+
+    def row(gb, tpot, cap):
+        return {"policy": "lru", "rate": 0.5, "clients": None, "arrivals": "poisson", "k": None,
+                "budget_bytes": gb * 10**9, "capacity": cap, "p99_tpot_ms": tpot,
+                "p99_ttft_ms": 17352.9, "requests": 9, "completed": 9}
+
+    rows = [row(8, 856.7, 80), row(12, 887.4, 121), row(16, 861.5, 161), row(20, 733.5, 201)]
+    got = smallest_budget(rows, slo_tpot_ms=870)
+    (key,) = got
+    assert got[key]["budget_bytes"] == 8 * 10**9
+    assert [r["budget_bytes"] for r in unmet_above(rows, got, slo_tpot_ms=870)[key]] == \
+        [12 * 10**9]
+    assert unmet_above(rows, smallest_budget(rows, slo_tpot_ms=900), slo_tpot_ms=900) == {}
+    assert unmet_above(rows, smallest_budget(rows, slo_tpot_ms=800), slo_tpot_ms=800) == {}
+    args = argparse.Namespace(slo_tpot_ms=870.0, slo_ttft_ms=None)
+    assert _answer(rows, args).splitlines() == [
+        "smallest cache meeting p99 TPOT <= 870 ms:",
+        "  lru at 0.5 req/s: 8 GB (80 experts; p99 TPOT 856.7 ms, p99 TTFT 17352.9 ms); not "
+        "met at 12 GB, larger (latency is not monotone in the cache size)"]
+    args.slo_tpot_ms = 890.0  # (every larger size passes too: the line as before)
+    assert _answer(rows, args).splitlines()[1] == \
+        "  lru at 0.5 req/s: 8 GB (80 experts; p99 TPOT 856.7 ms, p99 TTFT 17352.9 ms)"
+    with pytest.raises(ValueError, match="q must be one of 50, 90, 99"):
+        smallest_budget(rows, slo_tpot_ms=870, q=95)
+
+
 def test_drawn_lengths_cut_windows_and_take_sequences_too_short_to_split(toy):
     """--prompt-len/--output-len cut each request from the pool's joined token stream: a pool
     with a one-token sequence serves (it was refused, "1 tokens leave no decode token", though
