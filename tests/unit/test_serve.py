@@ -2029,6 +2029,27 @@ def test_smallest_budget_answers_each_setting_apart():
     assert all(k[1:3] == (1.0, None) and dict(k[3])["arrivals"] == "poisson" for k in got)
 
 
+def test_latency_percentiles_are_numpys_linear_ones_by_hand():
+    """The summary's p50/p90/p99 (the table's, the sweep CSV's and the sizing answer's: one
+    field each) are numpy's linear percentiles, as the chapter says, not nearest-rank: over
+    TPOTs 10, 20, ..., 100 ms, p99 sits at rank 0.99 x 9 = 8.91, 90 + 0.91 x 10 = 99.1 ms
+    (nearest-rank: 100), p90 at 8.1, 91 ms (90), p50 at 4.5, 55 ms (50). Goodput counts the
+    requests meeting the SLO (TPOT <= 50 ms: 5 of 10) over the makespan (2 s); tokens/s each
+    request's decode tokens and its first token (3 + 1) over it."""
+    from paging.serve import latency_fields
+
+    rows = [{"ttft_ms": float(i), "tpot_ms": 10.0 * i, "e2e_ms": 100.0 + i,
+             "output_tokens": 3} for i in range(1, 11)]
+    got = latency_fields(rows, 2000.0, None, 50.0)
+    assert got["p99_tpot_ms"] == pytest.approx(99.1, abs=1e-12)
+    assert got["p90_tpot_ms"] == pytest.approx(91.0, abs=1e-12)
+    assert got["p50_tpot_ms"] == pytest.approx(55.0, abs=1e-12)
+    assert got["p99_ttft_ms"] == pytest.approx(9.91, abs=1e-12)
+    assert got["p50_e2e_ms"] == pytest.approx(105.5, abs=1e-12)
+    assert (got["completed"], got["requests_per_s"], got["tokens_per_s"]) == (10, 5.0, 20.0)
+    assert (got["goodput_rps"], got["slo_attained"]) == (2.5, 0.5)
+
+
 def test_the_sizing_answer_names_a_larger_size_that_fails():
     """Latency is not monotone in the budget (the serving chapter's example, LRU at 0.5
     requests/s: p99 TPOT 856.7 ms at 8 GB, 887.4 at 12 GB, 861.5 at 16 GB, 733.5 at 20 GB).
