@@ -127,6 +127,25 @@ def test_read_arrivals_names_the_line(tmp_path):
     assert read_arrivals(f) == (0.0, 0.5, 1.5)
 
 
+@pytest.mark.parametrize("times,msg", [
+    ((), "the arrival times are empty; expected at least one"),
+    ((0.0, float("nan")), "arrival time 2 of 2 is nan; expected seconds, finite, >= 0"),
+    ((float("inf"),), "arrival time 1 of 1 is inf; expected seconds, finite, >= 0"),
+    ((0.5, -1.0), "arrival time 2 of 2 is -1.0; expected seconds, finite, >= 0"),
+    ((2.0, 1.0, 3.0), "arrival times must not decrease (time 2 of 3, 1.0, after 2.0)"),
+    (("soon",), "the arrival times must be numbers (seconds), got ('soon',)"),
+])
+def test_arrival_times_given_in_python_are_checked_as_a_files(times, msg):
+    """``Arrivals(times=...)`` took any times: a NaN one hung the run (the server idled until
+    it forever), an infinite one was served at infinity, a negative one had queued before the
+    run began, decreasing ones were served out of the order given, and ``()`` was a
+    TypeError. They are refused, as read_arrivals refuses them in a file."""
+    with pytest.raises(PagingError) as e:
+        Arrivals(times=times)
+    assert e.value.message.startswith(msg)
+    assert Arrivals(times=(0.0, 0.0, 1.5)).open_times(None)[1] == 3
+
+
 # -- the scheduler ---------------------------------------------------------------------------
 
 def _req(i, prompt, n_tokens, arrival=0.0):
