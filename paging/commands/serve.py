@@ -143,6 +143,7 @@ def run(args) -> int:
     from paging.commands.simulate import distinct_runs
     from paging.cost import budget_bytes
     from paging.errors import PagingError
+    from paging.options import distinct
     from paging.run import RunSpec
     from paging.serve import Arrivals, ServeSpec, read_arrivals, serve
 
@@ -162,6 +163,8 @@ def run(args) -> int:
                 routing=args.routing, seed=args.seed, verify=args.verify, engine=args.engine)
     specs = [RunSpec(name, **cap, **base) for name in args.policy for cap in caps]
     distinct_runs(args, caps)
+    # (a repeated rate ran and printed its rows twice, which a sweep's rates key refuses)
+    distinct("--rate", [f"{r:g}" for r in args.rate or []], args.rate or [])
     times = None if args.arrivals is None else read_arrivals(args.arrivals)
     arrivals = ([Arrivals(rate=r, think=args.think, duration=args.duration) for r in args.rate]
                 if args.rate
@@ -209,25 +212,36 @@ def run(args) -> int:
 
 
 def _answer(rows: list[dict], args) -> str:
-    """Per policy and load: the smallest budget given whose p99 meets the SLOs."""
-    from paging.serve import smallest_budget
+    """Per policy and load: the smallest budget given whose p99 meets the SLOs, and the larger
+    sizes given that do not (latency is not monotone in the cache size)."""
+    from paging.serve.sizing import smallest_budget, unmet_above
 
     target = " and ".join(t for t in (
         None if args.slo_tpot_ms is None else f"p99 TPOT <= {args.slo_tpot_ms:g} ms",
         None if args.slo_ttft_ms is None else f"p99 TTFT <= {args.slo_ttft_ms:g} ms") if t)
     lines = [f"smallest cache meeting {target}:"]
-    for (policy, rate, clients, _), row in smallest_budget(
-            rows, slo_tpot_ms=args.slo_tpot_ms, slo_ttft_ms=args.slo_ttft_ms).items():
+    slos = dict(slo_tpot_ms=args.slo_tpot_ms, slo_ttft_ms=args.slo_ttft_ms)
+    answer = smallest_budget(rows, **slos)
+    unmet = unmet_above(rows, answer, **slos)
+    for key, row in answer.items():
+        policy, rate, clients, _ = key
         load = f"{rate:g} req/s" if rate is not None else f"{clients} clients" \
             if clients is not None else "the arrivals file"
         if row is None:
             lines.append(f"  {policy} at {load}: none of the sizes given")
         else:
-            size = (f"{row['budget_bytes'] / 1e9:g} GB" if row.get("budget_bytes") is not None
-                    else f"k = {row['k']}")
-            lines.append(f"  {policy} at {load}: {size} ({row['capacity']} experts; p99 TPOT "
-                         f"{_ms(row['p99_tpot_ms'])} ms, p99 TTFT {_ms(row['p99_ttft_ms'])} ms)")
+            line = (f"  {policy} at {load}: {_size(row)} ({row['capacity']} experts; p99 TPOT "
+                    f"{_ms(row['p99_tpot_ms'])} ms, p99 TTFT {_ms(row['p99_ttft_ms'])} ms)")
+            if key in unmet:  # (a larger size that fails: the answer is not "this or more")
+                line += (f"; not met at {', '.join(_size(r) for r in unmet[key])}, larger "
+                         "(latency is not monotone in the cache size)")
+            lines.append(line)
     return "\n".join(lines)
+
+
+def _size(row: dict) -> str:
+    return (f"{row['budget_bytes'] / 1e9:g} GB" if row.get("budget_bytes") is not None
+            else f"k = {row['k']}")
 
 
 def _ms(x: float) -> str:

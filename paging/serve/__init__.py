@@ -10,8 +10,8 @@ the same stream of groups). ``paging serve`` is its command.
 """
 
 from paging.serve.engine import ServeResult, ServeSpec, latency_fields, serve
-from paging.serve.sizing import smallest_budget
+from paging.serve.sizing import smallest_budget, unmet_above
 from paging.serve.workload import Arrivals, Sequence, pool, read_arrivals
 
 __all__ = ["serve", "ServeSpec", "ServeResult", "Arrivals", "Sequence", "pool", "read_arrivals",
-           "latency_fields", "smallest_budget"]
+           "latency_fields", "smallest_budget", "unmet_above"]

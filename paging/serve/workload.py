@@ -210,6 +210,8 @@ class Arrivals:
             raise PagingError(f"--duration must be seconds > 0, got {self.duration}")
         if self.duration is not None:
             check_time("--duration", self.duration, "s")
+        if self.times is not None:
+            _check_times(self.times)
         if self.times is None and self.duration is None:
             raise PagingError("--rate and --clients need --duration S (how long requests "
                               "arrive)")
@@ -247,6 +249,30 @@ class Arrivals:
             return {"arrivals": "closed", "clients": self.clients, "think_s": self.think,
                     "duration_s": self.duration}
         return {"arrivals": "file", "duration_s": self.duration}
+
+
+def _check_times(times) -> None:
+    """Arrival times as :func:`read_arrivals` reads them from a file: at least one, each finite,
+    >= 0 and at most :data:`TIME_MAX_S`, non-decreasing. ``Arrivals(times=...)`` given in
+    Python was not checked: a NaN time hung the run (the server idled until it forever), an
+    infinite one was served at infinity, a negative one queued before the run began, and
+    ``()`` was a TypeError."""
+    try:
+        t = np.asarray(times, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise PagingError(f"the arrival times must be numbers (seconds), got {times!r}") from None
+    if t.size == 0:
+        raise PagingError("the arrival times are empty; expected at least one")
+    bad = np.flatnonzero(~(np.isfinite(t) & (t >= 0) & (t <= TIME_MAX_S)))
+    if bad.size:
+        i = int(bad[0])
+        raise PagingError(f"arrival time {i + 1} of {t.size} is {float(t[i])}; expected seconds, "
+                          f"finite, >= 0 and at most {TIME_MAX_S:.0e}")
+    down = np.flatnonzero(np.diff(t) < 0)
+    if down.size:
+        i = int(down[0]) + 1
+        raise PagingError(f"arrival times must not decrease (time {i + 1} of {t.size}, "
+                          f"{float(t[i])}, after {float(t[i - 1])})")
 
 
 def read_arrivals(path) -> tuple:

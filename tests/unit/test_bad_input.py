@@ -411,6 +411,10 @@ def test_record_tiny_options_are_checked_before_torch(tmp_path, one_line, spec, 
     (["serve", "zipf:n=8,layers=32,tokens=4", "--model", "mixtral-8x7b", "--policy", "lru",
       "--budget-gb", "2", "--budget-gb", "2", "--rate", "1", "--duration", "5"],
      "--budget-gb lists '2 GB' twice"),
+    # (a repeated rate ran twice and printed its rows twice; a serving sweep's rates refuse it)
+    (["serve", "zipf:n=8,layers=32,tokens=4", "--model", "mixtral-8x7b", "--policy", "lru",
+      "--k", "4", "--rate", "1", "--rate", "2", "--rate", "1.0", "--duration", "5"],
+     "--rate lists '1' twice"),
     (["opt", ZIPF, "--k", "2", "--k", "2"], "--k lists 2 twice"),
 ])
 def test_a_repeated_policy_or_cache_size_is_refused(one_line, argv, message):

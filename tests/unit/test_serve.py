@@ -127,6 +127,25 @@ def test_read_arrivals_names_the_line(tmp_path):
     assert read_arrivals(f) == (0.0, 0.5, 1.5)
 
 
+@pytest.mark.parametrize("times,msg", [
+    ((), "the arrival times are empty; expected at least one"),
+    ((0.0, float("nan")), "arrival time 2 of 2 is nan; expected seconds, finite, >= 0"),
+    ((float("inf"),), "arrival time 1 of 1 is inf; expected seconds, finite, >= 0"),
+    ((0.5, -1.0), "arrival time 2 of 2 is -1.0; expected seconds, finite, >= 0"),
+    ((2.0, 1.0, 3.0), "arrival times must not decrease (time 2 of 3, 1.0, after 2.0)"),
+    (("soon",), "the arrival times must be numbers (seconds), got ('soon',)"),
+])
+def test_arrival_times_given_in_python_are_checked_as_a_files(times, msg):
+    """``Arrivals(times=...)`` took any times: a NaN one hung the run (the server idled until
+    it forever), an infinite one was served at infinity, a negative one had queued before the
+    run began, decreasing ones were served out of the order given, and ``()`` was a
+    TypeError. They are refused, as read_arrivals refuses them in a file."""
+    with pytest.raises(PagingError) as e:
+        Arrivals(times=times)
+    assert e.value.message.startswith(msg)
+    assert Arrivals(times=(0.0, 0.0, 1.5)).open_times(None)[1] == 3
+
+
 # -- the scheduler ---------------------------------------------------------------------------
 
 def _req(i, prompt, n_tokens, arrival=0.0):
@@ -2027,6 +2046,63 @@ def test_smallest_budget_answers_each_setting_apart():
               for k, r in got.items()}
     assert answer == {("llru", "pcie4"): 16, ("llru", "slow"): 24, ("lru", "pcie4"): None}
     assert all(k[1:3] == (1.0, None) and dict(k[3])["arrivals"] == "poisson" for k in got)
+
+
+def test_latency_percentiles_are_numpys_linear_ones_by_hand():
+    """The summary's p50/p90/p99 (the table's, the sweep CSV's and the sizing answer's: one
+    field each) are numpy's linear percentiles, as the chapter says, not nearest-rank: over
+    TPOTs 10, 20, ..., 100 ms, p99 sits at rank 0.99 x 9 = 8.91, 90 + 0.91 x 10 = 99.1 ms
+    (nearest-rank: 100), p90 at 8.1, 91 ms (90), p50 at 4.5, 55 ms (50). Goodput counts the
+    requests meeting the SLO (TPOT <= 50 ms: 5 of 10) over the makespan (2 s); tokens/s each
+    request's decode tokens and its first token (3 + 1) over it."""
+    from paging.serve import latency_fields
+
+    rows = [{"ttft_ms": float(i), "tpot_ms": 10.0 * i, "e2e_ms": 100.0 + i,
+             "output_tokens": 3} for i in range(1, 11)]
+    got = latency_fields(rows, 2000.0, None, 50.0)
+    assert got["p99_tpot_ms"] == pytest.approx(99.1, abs=1e-12)
+    assert got["p90_tpot_ms"] == pytest.approx(91.0, abs=1e-12)
+    assert got["p50_tpot_ms"] == pytest.approx(55.0, abs=1e-12)
+    assert got["p99_ttft_ms"] == pytest.approx(9.91, abs=1e-12)
+    assert got["p50_e2e_ms"] == pytest.approx(105.5, abs=1e-12)
+    assert (got["completed"], got["requests_per_s"], got["tokens_per_s"]) == (10, 5.0, 20.0)
+    assert (got["goodput_rps"], got["slo_attained"]) == (2.5, 0.5)
+
+
+def test_the_sizing_answer_names_a_larger_size_that_fails():
+    """Latency is not monotone in the budget (the serving chapter's example, LRU at 0.5
+    requests/s: p99 TPOT 856.7 ms at 8 GB, 887.4 at 12 GB, 861.5 at 16 GB, 733.5 at 20 GB).
+    At a 870 ms target the smallest passing size is 8 GB, and the answer line said only that,
+    as if every larger size passed: it now names 12 GB, which does not. A percentile the
+    summaries do not hold (p95) was a silent "no size meets it"; it is refused."""
+    import argparse
+
+    from paging.commands.serve import _answer
+    from paging.serve import smallest_budget, unmet_above
+
+    def row(gb, tpot, cap):
+        return {"policy": "lru", "rate": 0.5, "clients": None, "arrivals": "poisson", "k": None,
+                "budget_bytes": gb * 10**9, "capacity": cap, "p99_tpot_ms": tpot,
+                "p99_ttft_ms": 17352.9, "requests": 9, "completed": 9}
+
+    rows = [row(8, 856.7, 80), row(12, 887.4, 121), row(16, 861.5, 161), row(20, 733.5, 201)]
+    got = smallest_budget(rows, slo_tpot_ms=870)
+    (key,) = got
+    assert got[key]["budget_bytes"] == 8 * 10**9
+    assert [r["budget_bytes"] for r in unmet_above(rows, got, slo_tpot_ms=870)[key]] == \
+        [12 * 10**9]
+    assert unmet_above(rows, smallest_budget(rows, slo_tpot_ms=900), slo_tpot_ms=900) == {}
+    assert unmet_above(rows, smallest_budget(rows, slo_tpot_ms=800), slo_tpot_ms=800) == {}
+    args = argparse.Namespace(slo_tpot_ms=870.0, slo_ttft_ms=None)
+    assert _answer(rows, args).splitlines() == [
+        "smallest cache meeting p99 TPOT <= 870 ms:",
+        "  lru at 0.5 req/s: 8 GB (80 experts; p99 TPOT 856.7 ms, p99 TTFT 17352.9 ms); not "
+        "met at 12 GB, larger (latency is not monotone in the cache size)"]
+    args.slo_tpot_ms = 890.0  # (every larger size passes too: the line as before)
+    assert _answer(rows, args).splitlines()[1] == \
+        "  lru at 0.5 req/s: 8 GB (80 experts; p99 TPOT 856.7 ms, p99 TTFT 17352.9 ms)"
+    with pytest.raises(ValueError, match="q must be one of 50, 90, 99"):
+        smallest_budget(rows, slo_tpot_ms=870, q=95)
 
 
 def test_drawn_lengths_cut_windows_and_take_sequences_too_short_to_split(toy):
