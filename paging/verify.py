@@ -10,7 +10,7 @@ the run was a feasible demand-paging schedule:
 3. the cache never holds more than k pages (or, for a byte-budget run, more bytes than the
    budget), nor more than a layer's share for DIST runs (C // ℓ, one more for the first
    C mod ℓ layers, C = k or the budget; or the shares a per-layer policy fixed,
-   ``Result.shares``);
+   ``Result.shares``, one per layer, which must add up to at most C);
 4. evictions happen only on a miss whose page does not fit, and never evict the requested page,
    a non-resident page or (groups mode) a page of the current group;
 5. a bypass happens only when no eviction could make room (capacity 0, a page larger than its
@@ -247,6 +247,12 @@ class _Replay:
         self.layout, self.capacity, self.dist, self.fail = layout, capacity, dist, fail
         self.room = ([1] * layout.n_pages if budget is None
                      else [int(x) for x in np.asarray(sizes)])
+        if shares is not None:  # (a per-layer policy's own shares: they split C, no more)
+            sh = np.asarray(shares, dtype=np.int64).reshape(-1)
+            if not dist or sh.size != layout.n_layers or sh.min() < 0 \
+                    or int(sh.sum()) > capacity:
+                fail(f"per-layer shares {sh.tolist()}: expected one share per layer of the "
+                     f"{layout.n_layers}, none negative, summing to at most C={capacity}")
         self.cap = (np.asarray(shares, dtype=np.int64) if shares is not None
                     else layout.dist_shares(capacity) if dist
                     else np.array([capacity], dtype=np.int64))
