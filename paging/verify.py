@@ -156,6 +156,11 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
 
     pf_in = _in_time_order(evs.get("prefetched"))
     pf_out = _in_time_order(evs.get("prefetch_evictions"))
+    for rows, what in ((pf_in, "prefetch"), (pf_out, "prefetch-eviction")):
+        # (a row names the request it precedes; the replay would skip one outside the run)
+        out = rows[(rows[:, 0] < 0) | (rows[:, 0] >= N), 0]
+        if out.size:
+            fail(f"the {what} log names request {int(out[0])}, outside the run's 0..{N - 1}")
     if result.extra is not None and "prefetches" in result.extra and \
             result.extra["prefetches"] != pf_in.shape[0]:
         fail("the prefetch count does not match the prefetch log")

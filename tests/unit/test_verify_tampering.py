@@ -10,9 +10,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from paging import Layout, Trace, simulate
+from paging import Layout, Trace, from_pages, simulate
 from paging.policies import make_policy
 from paging.policies.dist import PerLayer
+from paging.result import Result
 from paging.verify import VerificationError, verify
 
 
@@ -47,3 +48,33 @@ def test_per_layer_shares_above_k_are_refused():
     for bad in ([2], [3, -1]):
         with pytest.raises(VerificationError, match="shares"):
             verify(TWO_BY_TWO, dataclasses.replace(ok, shares=np.array(bad)))
+
+
+def _one_slot_run(events: dict, extra: dict | None = None) -> tuple[Trace, Result]:
+    """Pages 0 then 1 in a cache of one page (0 evicted at request 1), with ``events``."""
+    tr = from_pages([0, 1], Layout(4, 1))
+    res = Result(policy="lru", k=1, trace="t", requests=2, misses=2,
+                 per_layer_misses=np.array([2]), cost=2.0,
+                 page_misses=np.array([1, 1, 0, 0]), hit_mask=np.array([False, False]),
+                 evictions=np.array([[1, 0]]), bypassed=np.zeros(0, np.int64),
+                 extra=extra, events=events)
+    return tr, res
+
+
+def test_prefetch_rows_outside_the_run_are_refused():
+    """A prefetch log's rows name the request they precede: 1..N-1 here. Rows at request 2
+    (past the run) or -1 were skipped by the replay, so two prefetches into the full cache of
+    one page passed."""
+    tr, res = _one_slot_run({"prefetched": np.zeros((0, 2), np.int64),
+                             "prefetch_evictions": np.zeros((0, 2), np.int64)},
+                            {"prefetches": 0})
+    verify(tr, res)
+    past = dataclasses.replace(res, extra={"prefetches": 2}, events={
+        "prefetched": np.array([[2, 2], [2, 3]]), "prefetch_evictions": np.zeros((0, 2))})
+    with pytest.raises(VerificationError, match=r"prefetch log names request 2, outside the "
+                                                r"run's 0\.\.1"):
+        verify(tr, past)
+    before = dataclasses.replace(res, events={
+        "prefetched": np.zeros((0, 2)), "prefetch_evictions": np.array([[-1, 1]])})
+    with pytest.raises(VerificationError, match="prefetch-eviction log names request -1"):
+        verify(tr, before)
