@@ -124,15 +124,20 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
         fail(f"misses {result.misses} but the hit mask has {int(fetched.sum())} fetched misses")
     levels = evs.get("fetch_levels")
     lvl = np.zeros(N, dtype=np.int64)
-    if levels is not None:
-        if levels.size != int(fetched.sum()):
-            fail("the fetch-level log does not have one entry per fetched miss")
-        lvl[fetched] = levels
-    missed = pages[fetched]
     lv_costs = evs.get("level_costs")
     lv_sizes = evs.get("level_sizes")
-    if levels is not None and (lv_costs is None or lv_sizes is None):
-        fail("a run with precision levels must log their costs and sizes")
+    if levels is not None:
+        levels = np.asarray(levels, dtype=np.int64)
+        if levels.size != int(fetched.sum()):
+            fail("the fetch-level log does not have one entry per fetched miss")
+        if lv_costs is None or lv_sizes is None or len(lv_costs) != len(lv_sizes):
+            fail("a run with precision levels must log their costs and sizes, one per level")
+        bad = np.flatnonzero((levels < 0) | (levels >= len(lv_sizes)))
+        if bad.size:
+            fail(f"request {int(np.flatnonzero(fetched)[bad[0]])} fetched at precision level "
+                 f"{int(levels[bad[0]])}; the run has levels 0..{len(lv_sizes) - 1}")
+        lvl[fetched] = levels
+    missed = pages[fetched]
     want = {}  # (a run with levels: its cost and bytes level by level; else from the counts)
     if levels is not None:
         w_costs = None if costs is None else np.asarray(costs, dtype=np.float64)

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from paging import Layout, Trace, from_pages, simulate
+from paging.miss import FetchLowestBit
 from paging.policies import make_policy
 from paging.policies.dist import PerLayer
 from paging.result import Result
@@ -78,3 +79,26 @@ def test_prefetch_rows_outside_the_run_are_refused():
         "prefetched": np.zeros((0, 2)), "prefetch_evictions": np.array([[-1, 1]])})
     with pytest.raises(VerificationError, match="prefetch-eviction log names request -1"):
         verify(tr, before)
+
+
+def _cascade_run():
+    """fetch-lowest-bit under a 2-byte budget, 2 layers of one 2-byte expert (1 byte at level
+    1): both misses fetched at level 1, then two hits (tests/unit/test_robust.py)."""
+    tr = from_pages([0, 1, 0, 1], Layout(1, 2))
+    sizes = np.array([2, 2])
+    miss = FetchLowestBit(("bf16", "int8")).bind([sizes, sizes // 2],
+                                                 [np.ones(2), np.ones(2) / 2])
+    res = simulate(tr, "lru", budget=2, sizes=sizes, miss=miss, record=True)
+    assert res.events["fetch_levels"].tolist() == [1, 1] and res.cost == 1.0
+    verify(tr, res, sizes=sizes)
+    return tr, res, sizes
+
+
+@pytest.mark.parametrize("level", [-1, 2])
+def test_a_fetch_level_the_run_does_not_have_is_refused(level):
+    """Levels 0 and 1 only: level -1 was read as the last level (accepted: the same size and
+    cost as level 1), level 2 raised an IndexError."""
+    tr, res, sizes = _cascade_run()
+    ev = dict(res.events, fetch_levels=np.array([1, level]))
+    with pytest.raises(VerificationError, match=rf"level {level}.*levels 0\.\.1"):
+        verify(tr, dataclasses.replace(res, events=ev), sizes=sizes)
