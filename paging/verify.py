@@ -102,6 +102,8 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     def fail(msg):
         raise VerificationError(f"{result.policy} k={result.k} on {trace.name}: {msg}")
 
+    if result.budget is not None and sizes is None:
+        fail("a byte-budget run needs its page sizes to be verified")
     evs = result.events or {}
     # (the logs as arrays: the dropped requests ascending, the substitutions by request, the
     # last one logged for a request counting, as a dict of them would)
@@ -152,8 +154,6 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     _check_totals(fail, result, np.bincount(missed, minlength=lay.n_pages), lay.n_layers, costs,
                   sizes, "the hit mask", **want)
 
-    if result.budget is not None and sizes is None:
-        fail("a byte-budget run needs its page sizes to be verified")
     ev = _eviction_rows(result.evictions, fail, N)
     bypassed = set(np.asarray(result.bypassed).tolist())
     if len(bypassed) != result.bypasses:

@@ -102,3 +102,13 @@ def test_a_fetch_level_the_run_does_not_have_is_refused(level):
     ev = dict(res.events, fetch_levels=np.array([1, level]))
     with pytest.raises(VerificationError, match=rf"level {level}.*levels 0\.\.1"):
         verify(tr, dataclasses.replace(res, events=ev), sizes=sizes)
+
+
+def test_a_budget_run_without_sizes_says_so():
+    """A byte-budget run verified without its page sizes: the message named the bytes fetched
+    (3) against None instead of the missing sizes."""
+    tr = from_pages([0, 1], Layout(4, 1))
+    res = simulate(tr, "lru", budget=3, sizes=[1, 2, 1, 1], record=True)
+    assert res.bytes_fetched == 3
+    with pytest.raises(VerificationError, match="needs its page sizes"):
+        verify(tr, res)
