@@ -84,11 +84,14 @@ def _served_trace(trace: Trace, result: Result) -> Trace:
     return Trace(lay, sp, ss, trace.name, expand="groups" if np.any(s_size > 1) else "rounds")
 
 
-def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
+def verify(trace: Trace, result: Result, *, costs=None, sizes=None, k=None,
+           budget=None) -> None:
     """Raise :class:`VerificationError` unless ``result`` is a feasible run on ``trace``.
 
     The result must have been produced with ``record=True``; ``costs`` and ``sizes`` are the
-    weights the run was given (None: unit). O(N + E) expected time.
+    weights the run was given (None: unit); ``k`` or ``budget``, the capacity it was asked for,
+    which the result's must be (both None: the result's own is taken on trust). O(N + E)
+    expected time.
     """
     if result.hit_mask is None or result.evictions is None or result.bypassed is None:
         raise VerificationError("the result was not recorded (simulate(..., record=True))")
@@ -102,6 +105,9 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     def fail(msg):
         raise VerificationError(f"{result.policy} k={result.k} on {trace.name}: {msg}")
 
+    if (k is not None or budget is not None) and (result.k, result.budget) != (k, budget):
+        fail(f"the run was asked for {_capacity_text(k, budget)}, the result has "
+             f"{_capacity_text(result.k, result.budget)}")
     if result.budget is not None and sizes is None:
         fail("a byte-budget run needs its page sizes to be verified")
     evs = result.events or {}
@@ -180,6 +186,10 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     if cache.inserted + len(bypassed) != result.misses:
         fail(f"misses {result.misses} != insertions {cache.inserted} + bypasses "
              f"{len(bypassed)}")
+
+
+def _capacity_text(k, budget) -> str:
+    return f"k={k}" if budget is None else f"a budget of {budget} bytes"
 
 
 def _check_totals(fail, result, pm, n_layers: int, costs, sizes, what: str, *, cost=None,
@@ -546,7 +556,7 @@ class StreamVerifier:
         self.label = f"{policy} k={None if budget is not None else capacity} on {name}"
         if budget is not None and sizes is None:
             self._fail("a byte-budget run needs its page sizes to be verified")
-        self.costs, self.sizes = costs, sizes
+        self.costs, self.sizes, self.budget = costs, sizes, budget
         self.cache = _Replay(layout, capacity, dist, budget, sizes, self._fail)
         self.t = 0  # requests checked so far
         self.hits = 0
@@ -591,3 +601,7 @@ class StreamVerifier:
         if self.cache.inserted + self.bypasses != result.misses:
             fail(f"misses {result.misses} != insertions {self.cache.inserted} + bypasses "
                  f"{self.bypasses}")
+        k = None if self.budget is not None else self.cache.capacity
+        if (result.k, result.budget) != (k, self.budget):
+            fail(f"the run checked had {_capacity_text(k, self.budget)}, the result has "
+                 f"{_capacity_text(result.k, result.budget)}")

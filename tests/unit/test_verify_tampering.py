@@ -112,3 +112,43 @@ def test_a_budget_run_without_sizes_says_so():
     assert res.bytes_fetched == 3
     with pytest.raises(VerificationError, match="needs its page sizes"):
         verify(tr, res)
+
+
+def test_the_capacity_is_the_one_the_run_was_asked_for(monkeypatch):
+    """a, b, a in a cache of k = 1 misses 3 times; a simulator that ran it with k = 2 (and said
+    so) hits the second a, and its log is a feasible run of k = 2. ``simulate`` under
+    ``verifying()`` held the run to the result's own k; it now holds it to the k asked for."""
+    import importlib
+
+    from paging.simulate import verifying
+
+    sim_mod = importlib.import_module("paging.simulate")  # (paging.simulate is the function)
+
+    tr = from_pages([0, 1, 0], Layout(4, 1))
+    real = sim_mod._simulate
+    monkeypatch.setattr(sim_mod, "_simulate", lambda trace, policy, k=None, **kw:
+                        real(trace, policy, None if k is None else k + 1, **kw))
+    res = sim_mod.simulate(tr, "lru", 1, record=True)
+    assert res.k == 2 and res.hit_mask.tolist() == [False, False, True]
+    verify(tr, res)  # (a feasible run of its own k)
+    with verifying(), pytest.raises(VerificationError, match="asked for k=1, the result has k=2"):
+        sim_mod.simulate(tr, "lru", 1)
+    with pytest.raises(VerificationError, match="asked for a budget of 2 bytes, the result "
+                                                "has k=2"):
+        verify(tr, res, budget=2, sizes=[1, 1, 1, 1])
+
+
+def test_a_streamed_result_has_the_capacity_that_was_checked():
+    """The stream verifier replays the run at its own capacity (k = 2 here: a, b, a hits once);
+    a result that reports another k was not compared with it."""
+    from paging.verify import StreamVerifier
+
+    lay = Layout(4, 1)
+    v = StreamVerifier(lay, "t", "lru", 2, False)
+    v.feed(np.array([0, 1, 0]), np.array([0, 1, 2]), np.array([False, False, True]),
+           np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
+    res = Result(policy="lru", k=2, trace="t", requests=3, misses=2,
+                 per_layer_misses=np.array([2]), cost=2.0, page_misses=np.array([1, 1, 0, 0]))
+    v.finish(res)
+    with pytest.raises(VerificationError, match="checked had k=2, the result has k=3"):
+        v.finish(dataclasses.replace(res, k=3))
