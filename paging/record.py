@@ -194,7 +194,7 @@ def read_prompts(path: str | os.PathLike) -> list[str | list[int]]:
     if not Path(path).is_file():
         raise PagingError("no such prompts file; expected a text file (one prompt per line) or "
                           "a JSONL file", file)
-    text = read_text(path)
+    text = read_text(path, "a prompts file (one prompt per line, or JSONL)")
     prompts: list[str | list[int]] = []
     jsonl = file.lower().endswith(".jsonl")
     for lineno, raw in enumerate(text.splitlines(), start=1):

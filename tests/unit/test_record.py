@@ -230,6 +230,12 @@ def test_bad_input_without_torch(tmp_path, capsys, monkeypatch):
     bad.write_text('"fine"\n{"prompt": 3}\n')
     one_error(capsys, ["record", "--tiny", "mixtral", "--prompts", str(bad), "--out", str(out)],
               f"{bad}:2:", "expected a non-empty prompt")
+    # not UTF-8: named as a prompts file (it was "expected a JSON or CSV trace")
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(b"ok\ncaf\xe9\n")
+    err = one_error(capsys, ["record", "--tiny", "mixtral", "--prompts", str(latin), "--out",
+                             str(out)], f"{latin}:2:", "expected a prompts file")
+    assert "trace" not in err
     # transformers missing: one line naming the extra
     monkeypatch.setitem(sys.modules, "transformers", None)
     one_error(capsys, ["record", "--tiny", "mixtral"] + base, "optional `record` extra")
