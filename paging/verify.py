@@ -351,9 +351,11 @@ class _Replay:
         for i in range(N):
             t = t0 + i
             p = int(pages[i])
+            freed: dict[int, int] = {}  # partition -> the room the prefetches' evictions freed
             for v in pf_out.get(i, []):  # the prefetches issued before request t
                 if v not in resident:
                     fail(f"a prefetch before request {t} evicted page {v}, which is not cached")
+                freed[part(v)] = freed.get(part(v), 0) + resident[v]
                 size[part(v)] -= resident.pop(v)
             for v in pf_ins.get(i, []):
                 if v in resident:
@@ -365,6 +367,10 @@ class _Replay:
             for q in {part(v) for v in pf_ins.get(i, [])}:
                 if size[q] > cap[q]:
                     fail(f"the prefetches before request {t} overfill partition {q}")
+            for q, f in freed.items():  # (evicted only if the prefetched pages did not fit)
+                if size[q] + f <= cap[q]:
+                    fail(f"the prefetches before request {t} evicted from partition {q} "
+                         "although the pages they inserted there (if any) fitted")
             if i == 0 or steps[i] != steps[i - 1]:
                 group_start = i
             if i in dropped or i in subst:
@@ -435,6 +441,7 @@ def _replay_compiled(pages, steps, mask, ev, byp, room, cap, dist, n, L, held, s
     specification: :class:`_Replay` names a fault this finds, and the tests hold the two to the
     same verdicts."""
     N = pages.size
+    freed = np.zeros(cap.size, dtype=np.int64)  # (each partition's room a prefetch freed)
     e = 0
     b = 0
     a_in = 0
@@ -448,10 +455,12 @@ def _replay_compiled(pages, steps, mask, ev, byp, room, cap, dist, n, L, held, s
         # the prefetches issued before request i: evictions, then insertions
         while a_out < pf_out.shape[0] and pf_out[a_out, 0] < i:
             a_out += 1
+        first_out = a_out
         while a_out < pf_out.shape[0] and pf_out[a_out, 0] == i:
             v = pf_out[a_out, 1]
             if v < 0 or v >= held.size or held[v] == 0:
                 return i
+            freed[v // n if dist else 0] += held[v]
             size[v // n if dist else 0] -= held[v]
             held[v] = 0
             a_out += 1
@@ -469,6 +478,12 @@ def _replay_compiled(pages, steps, mask, ev, byp, room, cap, dist, n, L, held, s
             v = pf_in[j, 1]
             if size[v // n if dist else 0] > cap[v // n if dist else 0]:
                 return i
+        for j in range(first_out, a_out):  # (evicted only if the prefetched pages did not fit)
+            q = pf_out[j, 1] // n if dist else 0
+            if freed[q] > 0 and size[q] + freed[q] <= cap[q]:
+                return i
+        for j in range(first_out, a_out):
+            freed[pf_out[j, 1] // n if dist else 0] = 0
         if i == 0 or steps[i] != steps[i - 1]:
             g_start = i
             g_end = i + 1

@@ -152,3 +152,37 @@ def test_a_streamed_result_has_the_capacity_that_was_checked():
     v.finish(res)
     with pytest.raises(VerificationError, match="checked had k=2, the result has k=3"):
         v.finish(dataclasses.replace(res, k=3))
+
+
+def _three_requests(k: int, prefetched, prefetch_evictions) -> tuple[Trace, Result]:
+    """Pages 0, 1, 2 in a cache of k pages, all misses, no demand eviction, and the given
+    prefetch logs."""
+    tr = from_pages([0, 1, 2], Layout(4, 1))
+    res = Result(policy="lru", k=k, trace="t", requests=3, misses=3,
+                 per_layer_misses=np.array([3]), cost=3.0,
+                 page_misses=np.array([1, 1, 1, 0]), hit_mask=np.zeros(3, bool),
+                 evictions=np.zeros((0, 2), np.int64), bypassed=np.zeros(0, np.int64),
+                 extra={"prefetches": len(prefetched)},
+                 events={"prefetched": np.array(prefetched, np.int64).reshape(-1, 2),
+                         "prefetch_evictions": np.array(prefetch_evictions,
+                                                        np.int64).reshape(-1, 2)})
+    return tr, res
+
+
+@pytest.mark.parametrize("k, prefetched, prefetch_evictions", [
+    (2, [], [[2, 1]]),  # {0, 1}: 1 evicted by no prefetch, then 2 enters without an eviction
+    (3, [[2, 3]], [[2, 0]]),  # {0, 1} + 3 fits in 3 pages: 0 need not go
+])
+def test_a_prefetch_eviction_that_made_no_needed_room_is_refused(k, prefetched,
+                                                                 prefetch_evictions):
+    """A prefetch evicts only when the pages it inserts do not fit (as a miss does): an
+    eviction logged for no prefetch, or for prefetched pages that fitted, was accepted."""
+    tr, res = _three_requests(k, prefetched, prefetch_evictions)
+    with pytest.raises(VerificationError, match="before request 2 evicted from partition 0 "
+                                                "although"):
+        verify(tr, res)
+    # the honest logs: k = 2 evicts 0 for 2 at request 2 (no prefetch); k = 3 prefetches 3
+    # into {0, 1} and evicts 0 for 2
+    tr, ok = _three_requests(k, [], []) if k == 2 else _three_requests(k, [[2, 3]], [])
+    verify(tr, dataclasses.replace(ok, evictions=np.array([[2, 0]]),
+                                   extra={"prefetches": ok.extra["prefetches"]}))
