@@ -129,18 +129,16 @@ def load_model(name_or_dir: str):
                           name_or_dir)
     try:
         config = transformers.AutoConfig.from_pretrained(name_or_dir, local_files_only=True)
-    except (OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PagingError(f"cannot load the model config offline ({first}); expected a local "
-                          "directory or a model in the local Hugging Face cache (nothing is "
-                          "downloaded)", name_or_dir) from None
+    except Exception as e:  # (a user's file: OSError, ValueError, a field's TypeError, ...)
+        raise PagingError(f"cannot load the model config offline ({_first_line(e)}); expected a "
+                          "local directory or a model in the local Hugging Face cache (nothing "
+                          "is downloaded)", name_or_dir) from None
     check_architecture(config.model_type, name_or_dir)
     try:
         model = transformers.AutoModelForCausalLM.from_pretrained(
             name_or_dir, local_files_only=True, dtype="auto")
-    except (OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise PagingError(f"cannot load the model weights offline ({first})",
+    except Exception as e:  # (a damaged weights file raises safetensors' own error)
+        raise PagingError(f"cannot load the model weights offline ({_first_line(e)})",
                           name_or_dir) from None
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(name_or_dir,
@@ -148,6 +146,15 @@ def load_model(name_or_dir: str):
     except (OSError, ValueError, TypeError):
         tokenizer = None
     return model.eval(), tokenizer
+
+
+def _first_line(e: Exception) -> str:
+    """An error's message on one line: its first, and the next when the first ends in a colon
+    (huggingface_hub's "Validation error for field 'x':" puts the reason below)."""
+    lines = [x.strip() for x in str(e).splitlines() if x.strip()]
+    if not lines:
+        return type(e).__name__
+    return " ".join(lines[:2]) if lines[0].endswith(":") else lines[0]
 
 
 def check_architecture(model_type: str, where: str | None = None) -> None:
@@ -187,7 +194,7 @@ def read_prompts(path: str | os.PathLike) -> list[str | list[int]]:
     if not Path(path).is_file():
         raise PagingError("no such prompts file; expected a text file (one prompt per line) or "
                           "a JSONL file", file)
-    text = read_text(path)
+    text = read_text(path, "a prompts file (one prompt per line, or JSONL)")
     prompts: list[str | list[int]] = []
     jsonl = file.lower().endswith(".jsonl")
     for lineno, raw in enumerate(text.splitlines(), start=1):

@@ -146,7 +146,7 @@ def simulate(trace: Trace, policy: Policy | str, k: int | None = None, *,
         res = _simulate(trace, policy, k, budget=budget, costs=costs, sizes=sizes, seed=seed,
                         record=True, engine=engine, prefetch=prefetch, miss=miss,
                         routing=routing, progress=progress)
-        verify(trace, res, costs=costs, sizes=sizes)
+        verify(trace, res, costs=costs, sizes=sizes, k=k, budget=budget)
         return res
     return _simulate(trace, policy, k, budget=budget, costs=costs, sizes=sizes, seed=seed,
                      record=record, engine=engine, prefetch=prefetch, miss=miss,

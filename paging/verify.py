@@ -10,7 +10,7 @@ the run was a feasible demand-paging schedule:
 3. the cache never holds more than k pages (or, for a byte-budget run, more bytes than the
    budget), nor more than a layer's share for DIST runs (C // ℓ, one more for the first
    C mod ℓ layers, C = k or the budget; or the shares a per-layer policy fixed,
-   ``Result.shares``);
+   ``Result.shares``, one per layer, which must add up to at most C);
 4. evictions happen only on a miss whose page does not fit, and never evict the requested page,
    a non-resident page or (groups mode) a page of the current group;
 5. a bypass happens only when no eviction could make room (capacity 0, a page larger than its
@@ -84,11 +84,14 @@ def _served_trace(trace: Trace, result: Result) -> Trace:
     return Trace(lay, sp, ss, trace.name, expand="groups" if np.any(s_size > 1) else "rounds")
 
 
-def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
+def verify(trace: Trace, result: Result, *, costs=None, sizes=None, k=None,
+           budget=None) -> None:
     """Raise :class:`VerificationError` unless ``result`` is a feasible run on ``trace``.
 
     The result must have been produced with ``record=True``; ``costs`` and ``sizes`` are the
-    weights the run was given (None: unit). O(N + E) expected time.
+    weights the run was given (None: unit); ``k`` or ``budget``, the capacity it was asked for,
+    which the result's must be (both None: the result's own is taken on trust). O(N + E)
+    expected time.
     """
     if result.hit_mask is None or result.evictions is None or result.bypassed is None:
         raise VerificationError("the result was not recorded (simulate(..., record=True))")
@@ -102,6 +105,11 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     def fail(msg):
         raise VerificationError(f"{result.policy} k={result.k} on {trace.name}: {msg}")
 
+    if (k is not None or budget is not None) and (result.k, result.budget) != (k, budget):
+        fail(f"the run was asked for {_capacity_text(k, budget)}, the result has "
+             f"{_capacity_text(result.k, result.budget)}")
+    if result.budget is not None and sizes is None:
+        fail("a byte-budget run needs its page sizes to be verified")
     evs = result.events or {}
     # (the logs as arrays: the dropped requests ascending, the substitutions by request, the
     # last one logged for a request counting, as a dict of them would)
@@ -124,15 +132,20 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
         fail(f"misses {result.misses} but the hit mask has {int(fetched.sum())} fetched misses")
     levels = evs.get("fetch_levels")
     lvl = np.zeros(N, dtype=np.int64)
-    if levels is not None:
-        if levels.size != int(fetched.sum()):
-            fail("the fetch-level log does not have one entry per fetched miss")
-        lvl[fetched] = levels
-    missed = pages[fetched]
     lv_costs = evs.get("level_costs")
     lv_sizes = evs.get("level_sizes")
-    if levels is not None and (lv_costs is None or lv_sizes is None):
-        fail("a run with precision levels must log their costs and sizes")
+    if levels is not None:
+        levels = np.asarray(levels, dtype=np.int64)
+        if levels.size != int(fetched.sum()):
+            fail("the fetch-level log does not have one entry per fetched miss")
+        if lv_costs is None or lv_sizes is None or len(lv_costs) != len(lv_sizes):
+            fail("a run with precision levels must log their costs and sizes, one per level")
+        bad = np.flatnonzero((levels < 0) | (levels >= len(lv_sizes)))
+        if bad.size:
+            fail(f"request {int(np.flatnonzero(fetched)[bad[0]])} fetched at precision level "
+                 f"{int(levels[bad[0]])}; the run has levels 0..{len(lv_sizes) - 1}")
+        lvl[fetched] = levels
+    missed = pages[fetched]
     want = {}  # (a run with levels: its cost and bytes level by level; else from the counts)
     if levels is not None:
         w_costs = None if costs is None else np.asarray(costs, dtype=np.float64)
@@ -147,8 +160,6 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     _check_totals(fail, result, np.bincount(missed, minlength=lay.n_pages), lay.n_layers, costs,
                   sizes, "the hit mask", **want)
 
-    if result.budget is not None and sizes is None:
-        fail("a byte-budget run needs its page sizes to be verified")
     ev = _eviction_rows(result.evictions, fail, N)
     bypassed = set(np.asarray(result.bypassed).tolist())
     if len(bypassed) != result.bypasses:
@@ -156,6 +167,11 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
 
     pf_in = _in_time_order(evs.get("prefetched"))
     pf_out = _in_time_order(evs.get("prefetch_evictions"))
+    for rows, what in ((pf_in, "prefetch"), (pf_out, "prefetch-eviction")):
+        # (a row names the request it precedes; the replay would skip one outside the run)
+        out = rows[(rows[:, 0] < 0) | (rows[:, 0] >= N), 0]
+        if out.size:
+            fail(f"the {what} log names request {int(out[0])}, outside the run's 0..{N - 1}")
     if result.extra is not None and "prefetches" in result.extra and \
             result.extra["prefetches"] != pf_in.shape[0]:
         fail("the prefetch count does not match the prefetch log")
@@ -170,6 +186,10 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None) -> None:
     if cache.inserted + len(bypassed) != result.misses:
         fail(f"misses {result.misses} != insertions {cache.inserted} + bypasses "
              f"{len(bypassed)}")
+
+
+def _capacity_text(k, budget) -> str:
+    return f"k={k}" if budget is None else f"a budget of {budget} bytes"
 
 
 def _check_totals(fail, result, pm, n_layers: int, costs, sizes, what: str, *, cost=None,
@@ -247,6 +267,12 @@ class _Replay:
         self.layout, self.capacity, self.dist, self.fail = layout, capacity, dist, fail
         self.room = ([1] * layout.n_pages if budget is None
                      else [int(x) for x in np.asarray(sizes)])
+        if shares is not None:  # (a per-layer policy's own shares: they split C, no more)
+            sh = np.asarray(shares, dtype=np.int64).reshape(-1)
+            if not dist or sh.size != layout.n_layers or sh.min() < 0 \
+                    or int(sh.sum()) > capacity:
+                fail(f"per-layer shares {sh.tolist()}: expected one share per layer of the "
+                     f"{layout.n_layers}, none negative, summing to at most C={capacity}")
         self.cap = (np.asarray(shares, dtype=np.int64) if shares is not None
                     else layout.dist_shares(capacity) if dist
                     else np.array([capacity], dtype=np.int64))
@@ -325,9 +351,11 @@ class _Replay:
         for i in range(N):
             t = t0 + i
             p = int(pages[i])
+            freed: dict[int, int] = {}  # partition -> the room the prefetches' evictions freed
             for v in pf_out.get(i, []):  # the prefetches issued before request t
                 if v not in resident:
                     fail(f"a prefetch before request {t} evicted page {v}, which is not cached")
+                freed[part(v)] = freed.get(part(v), 0) + resident[v]
                 size[part(v)] -= resident.pop(v)
             for v in pf_ins.get(i, []):
                 if v in resident:
@@ -339,6 +367,10 @@ class _Replay:
             for q in {part(v) for v in pf_ins.get(i, [])}:
                 if size[q] > cap[q]:
                     fail(f"the prefetches before request {t} overfill partition {q}")
+            for q, f in freed.items():  # (evicted only if the prefetched pages did not fit)
+                if size[q] + f <= cap[q]:
+                    fail(f"the prefetches before request {t} evicted from partition {q} "
+                         "although the pages they inserted there (if any) fitted")
             if i == 0 or steps[i] != steps[i - 1]:
                 group_start = i
             if i in dropped or i in subst:
@@ -409,6 +441,7 @@ def _replay_compiled(pages, steps, mask, ev, byp, room, cap, dist, n, L, held, s
     specification: :class:`_Replay` names a fault this finds, and the tests hold the two to the
     same verdicts."""
     N = pages.size
+    freed = np.zeros(cap.size, dtype=np.int64)  # (each partition's room a prefetch freed)
     e = 0
     b = 0
     a_in = 0
@@ -422,10 +455,12 @@ def _replay_compiled(pages, steps, mask, ev, byp, room, cap, dist, n, L, held, s
         # the prefetches issued before request i: evictions, then insertions
         while a_out < pf_out.shape[0] and pf_out[a_out, 0] < i:
             a_out += 1
+        first_out = a_out
         while a_out < pf_out.shape[0] and pf_out[a_out, 0] == i:
             v = pf_out[a_out, 1]
             if v < 0 or v >= held.size or held[v] == 0:
                 return i
+            freed[v // n if dist else 0] += held[v]
             size[v // n if dist else 0] -= held[v]
             held[v] = 0
             a_out += 1
@@ -443,6 +478,12 @@ def _replay_compiled(pages, steps, mask, ev, byp, room, cap, dist, n, L, held, s
             v = pf_in[j, 1]
             if size[v // n if dist else 0] > cap[v // n if dist else 0]:
                 return i
+        for j in range(first_out, a_out):  # (evicted only if the prefetched pages did not fit)
+            q = pf_out[j, 1] // n if dist else 0
+            if freed[q] > 0 and size[q] + freed[q] <= cap[q]:
+                return i
+        for j in range(first_out, a_out):
+            freed[pf_out[j, 1] // n if dist else 0] = 0
         if i == 0 or steps[i] != steps[i - 1]:
             g_start = i
             g_end = i + 1
@@ -530,7 +571,7 @@ class StreamVerifier:
         self.label = f"{policy} k={None if budget is not None else capacity} on {name}"
         if budget is not None and sizes is None:
             self._fail("a byte-budget run needs its page sizes to be verified")
-        self.costs, self.sizes = costs, sizes
+        self.costs, self.sizes, self.budget = costs, sizes, budget
         self.cache = _Replay(layout, capacity, dist, budget, sizes, self._fail)
         self.t = 0  # requests checked so far
         self.hits = 0
@@ -575,3 +616,7 @@ class StreamVerifier:
         if self.cache.inserted + self.bypasses != result.misses:
             fail(f"misses {result.misses} != insertions {self.cache.inserted} + bypasses "
                  f"{self.bypasses}")
+        k = None if self.budget is not None else self.cache.capacity
+        if (result.k, result.budget) != (k, self.budget):
+            fail(f"the run checked had {_capacity_text(k, self.budget)}, the result has "
+                 f"{_capacity_text(result.k, result.budget)}")

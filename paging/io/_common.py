@@ -154,16 +154,16 @@ def csv_records(reader, file: str, skip: int = 0, expected: str = "one request p
         yield rec
 
 
-def read_text(path: str | os.PathLike) -> str:
+def read_text(path: str | os.PathLike, expected: str = "a JSON or CSV trace") -> str:
     """The file as UTF-8 text, without a leading byte-order mark (spreadsheets write one);
-    undecodable bytes are an error naming the line."""
+    undecodable bytes are an error naming the line and what the file should be."""
     data = Path(path).read_bytes()
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise PagingError("the file is not UTF-8 text (binary data?); expected a JSON or CSV "
-                          "trace", str(path), line) from None
+        raise PagingError(f"the file is not UTF-8 text (binary data?); expected {expected}",
+                          str(path), line) from None
 
 
 def all_dropped(name: str, n_requests: int, meta: dict, n_layers: int, file: str) -> None:

@@ -185,6 +185,23 @@ def test_bad_input_needs_the_extra(tmp_path, capsys):
     (tmp_path / "llama" / "config.json").write_text(json.dumps({"model_type": "llama"}))
     one_error(capsys, ["record", str(tmp_path / "llama")] + base,
               "unsupported architecture 'llama'", "mixtral, olmoe, qwen2_moe, granitemoe")
+    # a config field of the wrong type, and damaged weights: tracebacks of huggingface_hub's
+    # and safetensors' own errors (neither an OSError nor a ValueError)
+    (tmp_path / "badfield").mkdir()
+    (tmp_path / "badfield" / "config.json").write_text(json.dumps(
+        {"model_type": "mixtral", "num_local_experts": "x"}))
+    one_error(capsys, ["record", str(tmp_path / "badfield")] + base,
+              "cannot load the model config offline", "num_local_experts", "expected int")
+    import transformers
+
+    (tmp_path / "damaged").mkdir()
+    transformers.MixtralConfig(hidden_size=8, intermediate_size=16, num_hidden_layers=1,
+                               num_attention_heads=2, num_key_value_heads=1, vocab_size=256,
+                               num_local_experts=2, num_experts_per_tok=1).to_json_file(
+        tmp_path / "damaged" / "config.json")
+    (tmp_path / "damaged" / "model.safetensors").write_bytes(b"not a safetensors file\n")
+    one_error(capsys, ["record", str(tmp_path / "damaged")] + base,
+              "cannot load the model weights offline", str(tmp_path / "damaged"))
     one_error(capsys, ["record", "--tiny", "llama"] + base, "unknown family 'llama'")
     one_error(capsys, ["record", "--tiny", "mixtral:experts=2,topk=3"] + base,
               "topk must be at most experts")
@@ -213,6 +230,12 @@ def test_bad_input_without_torch(tmp_path, capsys, monkeypatch):
     bad.write_text('"fine"\n{"prompt": 3}\n')
     one_error(capsys, ["record", "--tiny", "mixtral", "--prompts", str(bad), "--out", str(out)],
               f"{bad}:2:", "expected a non-empty prompt")
+    # not UTF-8: named as a prompts file (it was "expected a JSON or CSV trace")
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes(b"ok\ncaf\xe9\n")
+    err = one_error(capsys, ["record", "--tiny", "mixtral", "--prompts", str(latin), "--out",
+                             str(out)], f"{latin}:2:", "expected a prompts file")
+    assert "trace" not in err
     # transformers missing: one line naming the extra
     monkeypatch.setitem(sys.modules, "transformers", None)
     one_error(capsys, ["record", "--tiny", "mixtral"] + base, "optional `record` extra")
