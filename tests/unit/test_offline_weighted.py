@@ -415,3 +415,39 @@ def test_cli_bad_input(tmp_path, capsys, argv, msg):
     err = capsys.readouterr().err
     assert err.startswith(msg.format(bad=bad)) and err.count("\n") == 1
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("limit", [float("nan"), -1.0, 0, float("inf")])
+def test_every_cbc_model_refuses_a_time_limit_that_is_not_finite_and_positive(limit):
+    """solve_cbc, the one entry of every pulp model, checks the limit: the sized ILP and the
+    routing-flexible program passed NaN to CBC ("not solved within nan s (CBC: Infeasible)")
+    and an infinite limit to an elapsed-time bar tqdm cannot draw."""
+    from paging.offline.routing_flex import opt_routing_flex, parse_flex
+
+    t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
+    with pytest.raises(PagingError, match="time_limit must be a finite number of seconds > 0"):
+        opt_weighted(t, k=2, costs=[5.0, 1.0, 1.0], method="ilp", time_limit=limit)
+    with pytest.raises(PagingError, match="time_limit must be a finite number of seconds > 0"):
+        opt_weighted(t, budget=3, sizes=[1, 2, 2], method="ilp", time_limit=limit)
+    r = from_routing([[[0, 1]], [[2, 1]], [[0, 2]]], Layout(3, 1), scores=[[[.6, .4]]] * 3)
+    with pytest.raises(PagingError, match="time_limit must be a finite number of seconds > 0"):
+        opt_routing_flex(r, 2, parse_flex("j=1"), method="ilp", time_limit=limit)
+
+
+def test_a_weighted_ilp_out_of_time_suggests_a_method_that_takes_costs(monkeypatch):
+    """The sized ILP (costs or sizes) out of time said "raise the time limit or use --method
+    belady", a method paging opt refuses with --costs/--sizes/--budget-gb; it now names the
+    bounds, lp and foo. (CBC's result is replaced by "Not Solved": no clock involved.)"""
+    import pulp
+
+    def not_solved(self, solver=None, **kw):
+        self.status, self.sol_status = pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+        return self.status
+
+    monkeypatch.setattr(pulp.LpProblem, "solve", not_solved)
+    t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
+    for kw in (dict(k=2, costs=[5.0, 1.0, 1.0]), dict(budget=3, sizes=[1, 2, 2])):
+        with pytest.raises(PagingError) as e:
+            opt_weighted(t, method="ilp", **kw)
+        assert "not solved to optimality" in str(e.value)
+        assert "--method lp or foo" in str(e.value) and "belady" not in str(e.value)
