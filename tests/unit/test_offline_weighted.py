@@ -451,3 +451,28 @@ def test_a_weighted_ilp_out_of_time_suggests_a_method_that_takes_costs(monkeypat
             opt_weighted(t, method="ilp", **kw)
         assert "not solved to optimality" in str(e.value)
         assert "--method lp or foo" in str(e.value) and "belady" not in str(e.value)
+
+
+def test_solvers_without_progress_show_the_time_they_are_expected_to_take(capsys, monkeypatch):
+    """The flow, LP and FOO solves report no progress and grow about quadratically (FOO took 65 s
+    at 2·10^5 requests, about half an hour expected at 10^6): their ticker showed the seconds
+    elapsed only, with no estimate. It now names the time expected from the request count:
+    3·10^5 requests, OR-Tools' 1e-9 s per squared request -> 90 s; FOO 2e-9 -> 180 s; HiGHS
+    5.5e-9 -> 495 s; networkx 1e-7 -> 9,000 s; a small model says 1 s."""
+    from types import SimpleNamespace
+
+    from paging.offline.weighted import _solving
+
+    monkeypatch.setattr("paging.progress.TICK_DELAY", 0)
+    big = SimpleNamespace(n_requests=300_000, n_intervals=250_000)
+    for solver, seconds in (("ortools", "90"), ("foo", "180"), ("highs", "495"),
+                            ("networkx", "9,000")):
+        with _solving(big, "solver", True, solver):
+            pass
+        err = capsys.readouterr().err
+        assert (f"solver: 300,000 requests, 250,000 intervals (no progress reported; expected "
+                f"about {seconds} s, quadratic in the requests)") in err, err
+    t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
+    for method in ("flow", "lp", "foo"):
+        opt_weighted(t, k=2, costs=[5, 1, 1], method=method, progress=True)
+        assert "expected about 1 s" in capsys.readouterr().err
