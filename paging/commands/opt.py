@@ -58,6 +58,10 @@ def run(args) -> int:
 
     if (args.k is None) == (args.budget_gb is None):
         raise PagingError("give exactly one of --k (pages) or --budget-gb (bytes)")
+    from paging.offline.ilp import check_time_limit
+
+    check_time_limit(args.time_limit, "--time-limit")  # (up front, whichever method: a bad
+    # limit was seen only once CBC ran, as 'not solved within nan s (CBC: Infeasible)')
     from paging.options import distinct
 
     distinct("--k", args.k or [], args.k or [])  # (a row each: printed twice)

@@ -38,6 +38,7 @@ under a second (see the tests and ``paging opt --method ilp``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,9 +87,7 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
     import pulp
 
     k = check_k(k, trace.layout.n_pages)
-    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) \
-            or not time_limit > 0:
-        raise PagingError(f"time_limit must be a positive number of seconds, got {time_limit!r}")
+    check_time_limit(time_limit)
     part, caps = _partitions(trace, k, dist)
     pages, steps = trace.pages.tolist(), trace.steps.tolist()
     hit = np.zeros(trace.n_requests, dtype=bool)
@@ -172,6 +171,18 @@ def solve_ilp(trace: Trace, k: int, *, dist: bool = False, time_limit: float = 6
     return IlpResult(misses=misses, hit_mask=hit, k=k, dist=dist, method=method)
 
 
+def check_time_limit(time_limit, what: str = "time_limit") -> float:
+    """``time_limit`` as a float, or a :class:`PagingError` unless it is a finite number of
+    seconds > 0 (``what``: its name in the message). Infinity is refused: the elapsed-time bar
+    of :func:`solve_cbc` is bounded by it (tqdm cannot draw a bar of infinite length: its
+    thread died with a traceback and left the process hanging), and NaN or a limit <= 0 gave
+    CBC nothing to solve in ("not solved to optimality within nan s (CBC: Infeasible)")."""
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) \
+            or not math.isfinite(time_limit) or not time_limit > 0:
+        raise PagingError(f"{what} must be a finite number of seconds > 0, got {time_limit!r}")
+    return float(time_limit)
+
+
 def variable_factory(pulp, prob):
     """``new_var(name, lowBound=None, upBound=None, cat="Continuous")`` for ``prob``: PuLP >= 3.3
     attaches variables to their problem (``prob.add_variable``; the direct ``LpVariable``
@@ -199,7 +210,8 @@ def solve_cbc(pulp, prob, *, mip: bool, time_limit: float,
     """
     import warnings
 
-    kw = dict(msg=False, mip=mip, timeLimit=float(time_limit), threads=1,
+    time_limit = check_time_limit(time_limit)
+    kw = dict(msg=False, mip=mip, timeLimit=time_limit, threads=1,
               presolve=None if not mip else False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)

@@ -163,7 +163,8 @@ def ilp_schedule(model: IntervalModel, *, time_limit: float = 60,
     if occ is not None:
         occ.upBound = ub
     prob += pulp.lpSum(c * v for c, v in zip(cost, y, strict=True))
-    solve_cbc(pulp, prob, mip=True, time_limit=time_limit, progress=progress)
+    solve_cbc(pulp, prob, mip=True, time_limit=time_limit, progress=progress,
+              hint="raise the time limit, or use --method lp or foo (bounds) on large traces")
     kept = np.array([(v.varValue or 0.0) > 0.5 for v in y], dtype=bool)
     return m.hit_mask(kept), "branch and bound"
 

@@ -81,8 +81,9 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
     progress : bool or None
         ``ilp``: an elapsed-time bar bounded by ``time_limit`` that names the model's size
         (None: when stderr is a terminal; :func:`paging.offline.ilp.solve_cbc`); ``flow``,
-        ``lp``, ``foo``: the seconds elapsed in the solver, which reports no progress (a flow
-        takes about 10 s at 10^5 requests and grows about quadratically).
+        ``lp``, ``foo``: the seconds elapsed in the solver, which reports no progress, beside
+        the time expected (:data:`SECONDS_PER_REQUEST_SQUARED`: a flow takes a few seconds at
+        10^5 requests and grows about quadratically).
 
     Returns
     -------
@@ -132,7 +133,7 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
             raise PagingError("method flow needs one page size per partition (min-cost flow is "
                               "exact only for uniform sizes); use ilp, lp or foo")
         model = intervals.build(trace, unit[0], dist=dist, costs=w, sizes=unit[1])
-        with _solving(model, f"min-cost flow ({solver})", progress):
+        with _solving(model, f"min-cost flow ({solver})", progress, solver):
             res = min_cost_flow(model, w, pages, solver)
         return _result(res.hit_mask, w, s, pages, "flow", res.exact, res.lower, caps,
                        keep_mask=True)
@@ -148,7 +149,8 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
         hit, _ = sized.ilp_schedule(model, time_limit=time_limit, progress=progress)
         return _result(hit, w, s, pages, "ilp", True, None, caps, keep_mask=True)
     with _solving(model, "LP relaxation (HiGHS)" if method == "lp" else "FOO's flow (OR-Tools)",
-                  progress):
+                  progress, "highs" if method == "lp"
+                  else "networkx" if solver == "networkx" else "foo"):
         if method == "lp":
             b = sized.lp_bound(model, w, pages)
         else:
@@ -157,13 +159,24 @@ def opt_weighted(trace: Trace, *, k: int | None = None, budget: int | None = Non
                    keep_mask=False)
 
 
-def _solving(model, what: str, progress: bool | None):
-    """:func:`paging.progress.ticking` with no limit, naming the solver and the model's size."""
+#: seconds per squared request of each solver (the time grows about quadratically), measured
+#: on the layered Zipf traces of ``benchmarks/bench_weighted_opt.py`` (n = 8, ℓ = 32, two cost
+#: tiers; sizes 2 and 4 bytes for lp and foo) at 5·10^4 to 2·10^5 requests, on 2 shared cores:
+#: OR-Tools' flow 4 s and FOO 18 s at 10^5 (65 s at 2·10^5), HiGHS 54 s; networkx is about two
+#: orders of magnitude slower than OR-Tools. The estimate a running solve shows next to its
+#: elapsed time (none of them reports progress).
+SECONDS_PER_REQUEST_SQUARED = {"ortools": 1e-9, "foo": 2e-9, "highs": 5.5e-9, "networkx": 1e-7}
+
+
+def _solving(model, what: str, progress: bool | None, solver: str = "ortools"):
+    """:func:`paging.progress.ticking` with no limit, naming the solver, the model's size and
+    the time expected (:data:`SECONDS_PER_REQUEST_SQUARED` of ``solver``)."""
     from paging.progress import ticking
 
+    expected = SECONDS_PER_REQUEST_SQUARED[solver] * float(model.n_requests) ** 2
     return ticking(None, f"{what}: {model.n_requests:,} requests, {model.n_intervals:,} "
-                   "intervals (no progress reported; about quadratic in the requests)",
-                   show=progress)
+                   f"intervals (no progress reported; expected about {max(expected, 1):,.0f} "
+                   "s, quadratic in the requests)", show=progress)
 
 
 def _unit_reduction(trace: Trace, caps: list[int], dist: bool, s: np.ndarray | None):

@@ -421,3 +421,22 @@ def test_a_repeated_policy_or_cache_size_is_refused(one_line, argv, message):
     """``--policy lru --policy LRU`` (or ``--k 3 --k 3``) printed the same rows twice; a sweep
     spec refuses such a list, and so does the command line now, before any run."""
     one_line(argv, message)
+
+
+@pytest.mark.parametrize("method", [["--method", "ilp"], ["--method", "flow"],
+                                    ["--costs", "COSTS", "--method", "ilp"],
+                                    ["--routing-flex", "j=1", "--method", "ilp"]])
+@pytest.mark.parametrize("limit", ["nan", "-1", "0", "inf"])
+def test_opt_refuses_a_time_limit_that_is_not_a_finite_positive_number(tmp_path, one_line,
+                                                                         method, limit):
+    """``paging opt --time-limit`` was checked only by the unit-cost ILP: with --costs (the
+    sized ILP) or --routing-flex, NaN reached CBC and came back as "not solved to optimality
+    within nan s (CBC: Infeasible); ... use --method belady" (a method --costs refuses), and
+    inf drew an infinite bar whose thread died with a traceback on a terminal and left the
+    command hanging. Refused up front, for every method."""
+    costs = tmp_path / "c.json"
+    costs.write_text("[" + ", ".join(["1"] * 8) + "]")
+    trace = "router:n=4,layers=2,tokens=5,k=2,seed=0"
+    argv = ["opt", trace, "--k", "3", *[str(costs) if a == "COSTS" else a for a in method],
+            "--time-limit", limit]
+    one_line(argv, "--time-limit must be a finite number of seconds > 0, got")

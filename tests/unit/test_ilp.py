@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import group_exceeds_its_partition, round_traces, topk_traces
 
@@ -187,3 +187,76 @@ def test_branch_and_bound_gives_the_same_optimum():
     a, b = solve_ilp(trace, 5), solve_ilp(trace, 5, relax=False)
     assert a.misses == b.misses == simulate(trace, "belady", 5).misses
     assert b.method == "branch and bound"
+
+
+def test_groups_mode_bypass_lets_dist_beat_opt_with_k_at_least_layers():
+    """docs/guide/conventions.md: in groups mode k >= ℓ does not make OPT a lower bound for
+    DIST policies. n = 2, ℓ = 2, top-2 groups {0, 1} (layer 0) and {2, 3} (layer 1) for 4
+    tokens, k = 2: the shared cache holds one group, so every request misses (16); each DIST
+    share (1, 1) keeps its group's first page and bypasses the second: per layer 2 misses in
+    the first token and 1 in each of the other three, 10 in all (below OPT)."""
+    t = from_routing([[[0, 1], [0, 1]]] * 4, Layout(2, 2), expand="groups")
+    assert opt_ilp(t, 2) == simulate(t, "belady", 2).misses == 16
+    assert simulate(t, "lru-dist", 2).misses == simulate(t, "belady-dist", 2).misses == 10
+    with pytest.raises(PagingError, match="every group to fit"):  # shares below a group
+        opt_ilp(t, 2, dist=True)
+
+
+def fewest_misses_by_search(trace: Trace, k: int, dist: bool) -> int:
+    """Every run the simulator's rules allow, searched exhaustively (memoised on the request and
+    the cache): a hit costs 0; a miss inserts its page, evicting any one unpinned page of its
+    partition when the partition is full, and is bypassed (not cached) only when every page
+    there is pinned (groups mode: the pages of the current step's group). Independent of
+    Belady and of the interval model; unlike :func:`schedule_is_feasible` it covers groups
+    larger than their partition (k < K), which the ILP refuses."""
+    from functools import cache
+
+    lay = trace.layout
+    pages, steps = trace.pages.tolist(), trace.steps.tolist()
+    part = [p // lay.n_experts if dist else 0 for p in pages]
+    caps = [int(c) for c in lay.dist_shares(k)] if dist else [k]
+    group = {s: frozenset(p for p, u in zip(pages, steps, strict=True) if u == s)
+             for s in set(steps)}
+    pinning = trace.expand == "groups"
+
+    @cache
+    def best(t: int, cache: frozenset) -> int:
+        if t == len(pages):
+            return 0
+        p, z = pages[t], part[t]
+        if p in cache:
+            return best(t + 1, cache)
+        mine = [q for q in cache if (q // lay.n_experts if dist else 0) == z]
+        if len(mine) < caps[z]:
+            return 1 + best(t + 1, cache | {p})
+        victims = [q for q in mine if not (pinning and q in group[steps[t]])]
+        if not victims:
+            return 1 + best(t + 1, cache)  # bypass
+        return 1 + min(best(t + 1, (cache - {q}) | {p}) for q in victims)
+
+    return best(0, frozenset())
+
+
+@settings(max_examples=60, deadline=None)
+@given(topk_traces(max_experts=4, max_layers=2, max_tokens=4, expand="groups"), st.data())
+def test_belady_is_the_optimum_in_groups_mode_by_exhaustive_search(trace, data):
+    """Belady's rule applied among unpinned pages is optimal in groups mode, also when a group
+    does not fit its partition and the simulator bypasses the rest of it (k < K; the ILP
+    refuses those, so only this search checks them), shared and per layer."""
+    k = data.draw(st.integers(1, trace.layout.n_pages))
+    dist = data.draw(st.booleans())
+    name = "belady-dist" if dist else "belady"
+    assert simulate(trace, name, k).misses == fewest_misses_by_search(trace, k, dist)
+
+
+def test_the_exhaustive_search_by_hand():
+    """The search on hand-counted instances: k = 1 with top-2 groups {0, 1}, {0, 2}, {0, 1}
+    pins 0 and bypasses the other page of every group (0 hits twice: 4 misses); the groups
+    mode example of docs/guide/conventions.md (16 shared, 10 per layer); Belady's anomaly
+    string in rounds mode at k = 3 (7)."""
+    g = from_routing([[[0, 1]], [[0, 2]], [[0, 1]]], Layout(3, 1), expand="groups")
+    assert fewest_misses_by_search(g, 1, False) == 4
+    t = from_routing([[[0, 1], [0, 1]]] * 4, Layout(2, 2), expand="groups")
+    assert fewest_misses_by_search(t, 2, False) == 16
+    assert fewest_misses_by_search(t, 2, True) == 10
+    assert fewest_misses_by_search(from_pages(BELADY_ANOMALY, Layout(6, 1)), 3, False) == 7

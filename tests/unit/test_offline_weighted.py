@@ -415,3 +415,64 @@ def test_cli_bad_input(tmp_path, capsys, argv, msg):
     err = capsys.readouterr().err
     assert err.startswith(msg.format(bad=bad)) and err.count("\n") == 1
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("limit", [float("nan"), -1.0, 0, float("inf")])
+def test_every_cbc_model_refuses_a_time_limit_that_is_not_finite_and_positive(limit):
+    """solve_cbc, the one entry of every pulp model, checks the limit: the sized ILP and the
+    routing-flexible program passed NaN to CBC ("not solved within nan s (CBC: Infeasible)")
+    and an infinite limit to an elapsed-time bar tqdm cannot draw."""
+    from paging.offline.routing_flex import opt_routing_flex, parse_flex
+
+    t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
+    with pytest.raises(PagingError, match="time_limit must be a finite number of seconds > 0"):
+        opt_weighted(t, k=2, costs=[5.0, 1.0, 1.0], method="ilp", time_limit=limit)
+    with pytest.raises(PagingError, match="time_limit must be a finite number of seconds > 0"):
+        opt_weighted(t, budget=3, sizes=[1, 2, 2], method="ilp", time_limit=limit)
+    r = from_routing([[[0, 1]], [[2, 1]], [[0, 2]]], Layout(3, 1), scores=[[[.6, .4]]] * 3)
+    with pytest.raises(PagingError, match="time_limit must be a finite number of seconds > 0"):
+        opt_routing_flex(r, 2, parse_flex("j=1"), method="ilp", time_limit=limit)
+
+
+def test_a_weighted_ilp_out_of_time_suggests_a_method_that_takes_costs(monkeypatch):
+    """The sized ILP (costs or sizes) out of time said "raise the time limit or use --method
+    belady", a method paging opt refuses with --costs/--sizes/--budget-gb; it now names the
+    bounds, lp and foo. (CBC's result is replaced by "Not Solved": no clock involved.)"""
+    import pulp
+
+    def not_solved(self, solver=None, **kw):
+        self.status, self.sol_status = pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+        return self.status
+
+    monkeypatch.setattr(pulp.LpProblem, "solve", not_solved)
+    t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
+    for kw in (dict(k=2, costs=[5.0, 1.0, 1.0]), dict(budget=3, sizes=[1, 2, 2])):
+        with pytest.raises(PagingError) as e:
+            opt_weighted(t, method="ilp", **kw)
+        assert "not solved to optimality" in str(e.value)
+        assert "--method lp or foo" in str(e.value) and "belady" not in str(e.value)
+
+
+def test_solvers_without_progress_show_the_time_they_are_expected_to_take(capsys, monkeypatch):
+    """The flow, LP and FOO solves report no progress and grow about quadratically (FOO took 65 s
+    at 2·10^5 requests, about half an hour expected at 10^6): their ticker showed the seconds
+    elapsed only, with no estimate. It now names the time expected from the request count:
+    3·10^5 requests, OR-Tools' 1e-9 s per squared request -> 90 s; FOO 2e-9 -> 180 s; HiGHS
+    5.5e-9 -> 495 s; networkx 1e-7 -> 9,000 s; a small model says 1 s."""
+    from types import SimpleNamespace
+
+    from paging.offline.weighted import _solving
+
+    monkeypatch.setattr("paging.progress.TICK_DELAY", 0)
+    big = SimpleNamespace(n_requests=300_000, n_intervals=250_000)
+    for solver, seconds in (("ortools", "90"), ("foo", "180"), ("highs", "495"),
+                            ("networkx", "9,000")):
+        with _solving(big, "solver", True, solver):
+            pass
+        err = capsys.readouterr().err
+        assert (f"solver: 300,000 requests, 250,000 intervals (no progress reported; expected "
+                f"about {seconds} s, quadratic in the requests)") in err, err
+    t = from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1))
+    for method in ("flow", "lp", "foo"):
+        opt_weighted(t, k=2, costs=[5, 1, 1], method=method, progress=True)
+        assert "expected about 1 s" in capsys.readouterr().err
