@@ -69,7 +69,9 @@ def run(args) -> int:
     if args.verify and (weighted or args.routing_flex is not None
                         or args.method not in (None, "belady", "ilp")):
         raise PagingError("--verify checks the unit-cost optimum (--method belady or ilp): "
-                          "not with --costs, --sizes, --budget-gb, --routing-flex or a bound")
+                          "not with --costs, --sizes, --budget-gb, --routing-flex or another "
+                          "--method" + (f" ({args.method})" if args.method not in
+                                        (None, "belady", "ilp") else ""))
     if args.routing_flex is not None:
         return _flex(args, weighted)
     if args.method == "upper":

@@ -20,8 +20,9 @@ def add_stream_args(p: argparse.ArgumentParser) -> None:
                         "(with --sizes; --costs too), belady from oracleGeneral files, and "
                         "their miss curves (one pass for LRU, LLRU, LFU, FLD, Least-Stale and "
                         "Belady, one run per layer and share for the -dist forms of FIFO, FWF, "
-                        "ARC and the credit policies, else one run per size). Automatic for files above "
-                        "$PAGING_STREAM_BYTES (default 2e9 bytes) when the options allow it")
+                        "ARC and the credit policies, else one run per size). Automatic for "
+                        "files above $PAGING_STREAM_BYTES (default 2e9 bytes) when the options "
+                        "allow it")
     g.add_argument("--chunk", type=int64, default=None, metavar="N",
                    help="requests per chunk when streaming (default 4194304); refused with "
                         "--no-stream, a note when the trace is read whole")

@@ -138,8 +138,9 @@ def test_real_traces_quick(tmp_path):
 ])
 def test_least_stale_as_written_cuts_lru_collisions_golden(k, golden):
     """Issue 19: the paper's Least-Stale (left first) has at most a third of LRU's collision
-    misses at 13 and 43 experts; the two-queue reading (least-stale-layer) equals LRU; plain-distance FLD
-    is LRU at 13 and about half of LRU's collisions at 43 ("only slightly better than LRU")."""
+    misses at 13 and 43 experts; the two-queue reading (least-stale-layer) equals LRU;
+    plain-distance FLD is LRU at 13 and about half of LRU's collisions at 43 ("only slightly
+    better than LRU")."""
     _real()
     seqs = load(str(Path(os.environ["PAGING_TRACES"]) / fig_specmd.DEFAULT_SOURCES[0]),
                 expand="groups")
