@@ -175,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     res = run(args)
     if args.json:
         sys.stdout.write(json.dumps(res) + "\n")
-    return 0
+    return 0 if res["agree"] else 1  # (as bench_predictive.py: a disagreement is a failure)
 
 
 if __name__ == "__main__":

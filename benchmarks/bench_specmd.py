@@ -44,8 +44,12 @@ K = 43
 
 
 def with_scores(tr: Trace) -> Trace:
+    """Seeded gate scores and ranks for a top-1 rounds trace. A rounds-mode pass has one rank,
+    and the next pass continues its token (rank + 1) or starts one (rank 0): passes alternate
+    between rank 0 and rank 1 (two-round tokens), so ``drop:rank=1`` drops half the misses.
+    (The ranks were drawn per request, which the trace's check refuses since 2026-11-29.)"""
     score = np.random.default_rng(0).random(tr.n_requests)
-    rank = (score < 0.5).astype(np.int64)
+    rank = (tr.steps // tr.layout.n_layers) % 2
     return Trace(tr.layout, tr.pages, tr.steps, tr.name, tr.token, rank, score, tr.expand,
                  tr.meta)
 
