@@ -186,6 +186,72 @@ def verify(trace: Trace, result: Result, *, costs=None, sizes=None, k=None,
     if cache.inserted + len(bypassed) != result.misses:
         fail(f"misses {result.misses} != insertions {cache.inserted} + bypasses "
              f"{len(bypassed)}")
+    coll = Collisions(lay.n_pages, lay.n_layers)
+    coll.piece(np.asarray(pages, dtype=np.int64), steps, fetched, ev, pf_out)
+    if coll.count != result.collision_misses:
+        fail(f"collision misses {result.collision_misses} != {coll.count}, the fetched misses "
+             "on a page evicted earlier in the same forward pass (from the logs)")
+
+
+class Collisions:
+    """SpecMD's collision misses counted from a run's logs alone: a fetched miss (dropped and
+    substituted requests are not fetched; a bypass is) on a page whose last eviction was in the
+    same forward pass (``steps // ℓ``), the definition :class:`paging.core.Simulation` counts.
+    A demand eviction while serving request t is in t's pass; a prefetch's eviction logged
+    before request i came after request i − 1 was served, in that request's pass. Pieces of a
+    streamed run are fed in order; each page's last eviction carries from one to the next
+    (memory: one pass number per page)."""
+
+    def __init__(self, n_pages: int, n_layers: int):
+        self.last = np.full(n_pages, -1, dtype=np.int64)  # pass of each page's last eviction
+        self.L = n_layers
+        self.prev_pass = -1  # the pass of the previous piece's last request
+        self.count = 0
+
+    def piece(self, pages, steps, fetched, ev, pf_out=None) -> None:
+        """``fetched``: the piece's fetched misses (a mask); ``ev`` and ``pf_out``: the demand
+        and prefetch evictions as rows ``(request index in the piece, page)``."""
+        N = pages.size
+        if N == 0:
+            return
+        passes = np.asarray(steps, dtype=np.int64) // self.L
+        pf = np.zeros((0, 2), np.int64) if pf_out is None else np.asarray(
+            pf_out, dtype=np.int64).reshape(-1, 2)
+        # every event on one clock: a prefetch eviction before request i at 4i - 1, the miss
+        # of request t at 4t (its check precedes its own evictions, which never take its page),
+        # a demand eviction at t at 4t + 1; the earlier pieces' last evictions at -2
+        ev = np.asarray(ev, dtype=np.int64).reshape(-1, 2)
+        carried = np.flatnonzero(self.last >= 0)
+        e_page = np.concatenate([carried, ev[:, 1], pf[:, 1]])
+        e_key = np.concatenate([np.full(carried.size, -2, np.int64), 4 * ev[:, 0] + 1,
+                                4 * pf[:, 0] - 1])
+        pf_pass = np.where(pf[:, 0] > 0, passes[np.maximum(pf[:, 0] - 1, 0)], self.prev_pass)
+        e_pass = np.concatenate([self.last[carried], passes[ev[:, 0]], pf_pass])
+        t = np.flatnonzero(np.asarray(fetched, dtype=bool))
+        if t.size and e_page.size:
+            order = np.lexsort((e_key, e_page))
+            e_page, e_key, e_pass = e_page[order], e_key[order], e_pass[order]
+            m_page = pages[t]
+            # the last event of the miss's page before it: the events of that page are
+            # e_page == p, ordered by key; search its key range
+            lo = np.searchsorted(e_page, m_page, side="left")
+            hi = np.searchsorted(e_page, m_page, side="right")
+            span = 4 * N + 4  # (keys run from -2 to 4N: a page's events in one interval)
+            if (int(self.last.size) + 1) * span >= 2**63:
+                raise VerificationError(f"{self.last.size:,} pages x {N:,} requests are beyond "
+                                        "the collision count's int64 keys; verify in pieces")
+            comp = e_page * span + (e_key + 2)
+            j = np.searchsorted(comp, m_page * span + (4 * t + 2), side="left") - 1
+            has = (j >= lo) & (j < hi)
+            self.count += int(np.count_nonzero(has & (e_pass[np.where(has, j, 0)]
+                                                      == passes[t])))
+        # each page's last eviction in this piece carries to the next
+        if e_page.size:
+            last_of = np.lexsort((e_key, e_page))
+            pg, ps = e_page[last_of], e_pass[last_of]
+            end = np.r_[pg[1:] != pg[:-1], True]
+            self.last[pg[end]] = ps[end]
+        self.prev_pass = int(passes[-1])
 
 
 def _capacity_text(k, budget) -> str:
@@ -577,6 +643,7 @@ class StreamVerifier:
         self.hits = 0
         self.bypasses = 0
         self.page_misses = np.zeros(layout.n_pages, dtype=np.int64)
+        self.collisions = Collisions(layout.n_pages, layout.n_layers)
 
     def _fail(self, msg: str):
         raise VerificationError(f"{self.label}: {msg}")
@@ -594,9 +661,9 @@ class StreamVerifier:
             self._fail(f"a request logged twice as bypassed (from request {self.t})")
         steps = np.asarray(steps, dtype=np.int64)
         self.page_misses += np.bincount(pages[~mask], minlength=self.layout.n_pages)
-        self.cache.fast_piece(pages, steps, mask,
-                               _eviction_rows(evictions, self._fail, pages.size, self.t), byp,
-                               t0=self.t)
+        ev = _eviction_rows(evictions, self._fail, pages.size, self.t)
+        self.cache.fast_piece(pages, steps, mask, ev, byp, t0=self.t)
+        self.collisions.piece(pages, steps, ~mask, ev)
         self.t += pages.size
         self.hits += int(mask.sum())
         self.bypasses += len(bset)
@@ -616,6 +683,9 @@ class StreamVerifier:
         if self.cache.inserted + self.bypasses != result.misses:
             fail(f"misses {result.misses} != insertions {self.cache.inserted} + bypasses "
                  f"{self.bypasses}")
+        if self.collisions.count != result.collision_misses:
+            fail(f"collision misses {result.collision_misses} != {self.collisions.count}, the "
+                 "misses on a page evicted earlier in the same forward pass (from the logs)")
         k = None if self.budget is not None else self.cache.capacity
         if (result.k, result.budget) != (k, self.budget):
             fail(f"the run checked had {_capacity_text(k, self.budget)}, the result has "

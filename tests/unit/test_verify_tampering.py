@@ -186,3 +186,33 @@ def test_a_prefetch_eviction_that_made_no_needed_room_is_refused(k, prefetched,
     tr, ok = _three_requests(k, [], []) if k == 2 else _three_requests(k, [[2, 3]], [])
     verify(tr, dataclasses.replace(ok, evictions=np.array([[2, 0]]),
                                    extra={"prefetches": ok.extra["prefetches"]}))
+
+
+def test_collision_misses_are_counted_from_the_logs_and_a_wrong_count_is_refused():
+    # n = 2, ℓ = 2 (layer 0: pages 0, 1; layer 1: 2, 3), k = 1, LRU, rounds: 0 2 | 0 2 | 0.
+    # t1 evicts 0 (pass 0), t2 evicts 2 (pass 1), t3 requests 2 in pass 1: a collision (evicted
+    # earlier in the same pass); t2's miss on 0 (evicted in pass 0, now pass 1) and t4's on 0
+    # (evicted at t3 in pass 1, now pass 2) are not. One collision miss.
+    from paging.verify import Collisions
+
+    tr = from_pages([0, 2, 0, 2, 0], Layout(2, 2))
+    res = simulate(tr, "lru", 1, record=True)
+    assert res.collision_misses == 1 and res.evictions.tolist() == [[1, 0], [2, 2], [3, 0],
+                                                                    [4, 2]]
+    verify(tr, res)
+    for wrong in (0, 2):
+        with pytest.raises(VerificationError, match="collision misses"):
+            verify(tr, dataclasses.replace(res, collision_misses=wrong))
+    # fed in two pieces cut inside pass 1, the count carries the eviction of page 2 at t2
+    ev, fetched = np.asarray(res.evictions), ~np.asarray(res.hit_mask)
+    c = Collisions(4, 2)
+    c.piece(tr.pages[:3], tr.steps[:3], fetched[:3], ev[ev[:, 0] < 3])
+    c.piece(tr.pages[3:], tr.steps[3:], fetched[3:], ev[ev[:, 0] >= 3] - [3, 0])
+    assert c.count == 1
+    # a prefetch eviction logged before request i is in request i - 1's pass: page 2 evicted
+    # by a prefetch after t1 (pass 0) is no collision at t3 (pass 1); after t2 (pass 1) it is
+    for row, want in ((2, 0), (3, 1)):
+        c = Collisions(4, 2)
+        c.piece(tr.pages[:4], tr.steps[:4], np.array([0, 0, 0, 1], bool), np.zeros((0, 2)),
+                np.array([[row, 2]]))
+        assert c.count == want, row
