@@ -388,11 +388,14 @@ def timeline_kwargs(value: str | None) -> dict:
 
 
 def _canonical_timeline(value: str) -> str | None:
-    """A ``timeline`` value in a fixed order of keys (None for the default timeline)."""
+    """A ``timeline`` value in a fixed order of keys (None for the default timeline): what the
+    cell runs (:func:`timeline_kwargs` reads it back), so its numbers are exact."""
+    from paging.options import spec_number
+
     kw = timeline_kwargs(value)
     if not kw:
         return None
-    return ",".join(f"{k}={kw[k]:g}" if k == "token_overhead_ms" else f"{k}={kw[k]}"
+    return ",".join(f"{k}={spec_number(kw[k])}" if k == "token_overhead_ms" else f"{k}={kw[k]}"
                     for k in _TIMELINE_KEYS if k in kw)
 
 

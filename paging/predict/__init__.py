@@ -28,6 +28,7 @@ import numpy as np
 from paging.errors import PagingError
 from paging.fast.common import frozen
 from paging.fast.heaps import BELADY, chain_labels, heap_kernel, heap_state
+from paging.options import spec_number
 from paging.registry import Registry
 
 __all__ = ["Predictor", "OraclePredictor", "FrequencyPredictor", "PREDICTORS", "make_predictor",
@@ -107,7 +108,7 @@ class OraclePredictor(Predictor):
 
     @property
     def spec(self) -> str:
-        return f"oracle:eta={self.eta:g},seed={self.seed}"
+        return f"oracle:eta={spec_number(self.eta)},seed={self.seed}"
 
     def reset(self, ctx) -> None:
         super().reset(ctx)

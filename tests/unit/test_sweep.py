@@ -507,6 +507,25 @@ def test_timeline_key_passes_the_options_to_the_timeline(tmp_path):
     assert len({r["time_ms"] for r in rows}) == 3
 
 
+def test_timeline_values_run_as_given(tmp_path, capsys):
+    """A timeline value is run from its canonical text: its number is exact. (``{x:g}`` kept 6
+    digits: token_overhead_ms=1234567.5 ran as 1234570 and its key said so, and two values
+    equal to 6 digits were refused as "the same options twice".)"""
+    src = "zipf:n=8,layers=32,tokens=3,topk=2,seed=3"
+    text = (f'traces = ["{src}"]\npolicies = ["lru"]\nk = [40]\nexpand = ["groups"]\n'
+            'model = ["mixtral-8x7b"]\n'
+            'timeline = ["token_overhead_ms=1234567.5", "token_overhead_ms=1234568"]\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "t.csv", workers=0)
+    rows = read_table(tmp_path / "t.csv")
+    assert sorted(r["timeline"] for r in rows) == ["token_overhead_ms=1234567.5",
+                                                  "token_overhead_ms=1234568"]
+    for r in rows:
+        ms = r["timeline"].partition("=")[2]
+        assert main(["simulate", src, "--expand", "groups", "--policy", "lru", "--k", "40",
+                     "--model", "mixtral-8x7b", "--token-overhead-ms", ms, "--json"]) == 0
+        assert r["time_ms"] == json.loads(capsys.readouterr().out)[0]["time_ms"]
+
+
 def test_a_trace_file_too_large_to_read_is_streamed(tmp_path, monkeypatch):
     """A .npz above $PAGING_STREAM_BYTES: each policy x seed streams every k in one pass; the
     rows equal the sweep that reads the file whole (misses, hits, requests, per sequence),
