@@ -223,11 +223,14 @@ def policies_k_seeds(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tup
 
     policies = _as_list(doc, "policies", "str", file, text)
     distinct("policies", policies, [spec_key(p) for p in policies], file, text)
+    names = []
     for p in policies:
         try:
-            make_policy(p)
+            names.append(make_policy(p).name)
         except PagingError as e:
             raise PagingError(e.message, file, _line_of(text, "policies")) from None
+    # (two spellings of one policy, blind-oracle:oracle:eta=0.5 and ...,seed=0: one cell)
+    distinct("policies", policies, names, file, text)
     ks = _as_list(doc, "k", "int", file, text)
     for k in ks:
         if k < 1:
@@ -327,12 +330,15 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
     routing = _as_list(doc, "routing", "str", file, text, default=["standard"])
     from paging.routing import make_router
 
+    hooks = []
     for r in routing:
         try:
-            make_router(r)
+            hook = make_router(r)
         except PagingError as e:
             raise PagingError(e.message, file, _line_of(text, "routing")) from None
+        hooks.append("standard" if hook is None else hook.spec())
     distinct("routing", routing, [r.strip().lower() for r in routing], file, text)
+    distinct("routing", routing, hooks, file, text)  # (max-rank:m=2 is max-rank:j=1,m=2)
     warm_vals = doc.get("warm", [warm])
     warm_vals = warm_vals if isinstance(warm_vals, list) else [warm_vals]
     if not warm_vals or not all(isinstance(w, bool) for w in warm_vals) \
@@ -424,32 +430,51 @@ def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
     options of the same names), parsed so that a bad value fails before anything runs. A
     precision cascade's model, precision and budget are checked by the caller, with the grid
     (:func:`_check_cascades`; a serving sweep's with each cell)."""
-    from paging.miss import make_miss
     from paging.predict.prefetch import make_prefetch_predictor, make_strategy
 
     given = _as_list(doc, "prefetch", "str", file, text, default=["none"])
     prefetch = distinct("prefetch", given, [None if p.strip().lower() == "none" else p
                                             for p in given], file, text)  # (none, None: one)
     strategy = _as_list(doc, "prefetch_strategy", "str", file, text, default=[None])
-    given = _as_list(doc, "miss", "str", file, text, default=["fetch"])
-    miss = distinct("miss", given, [None if m.strip().lower() == "fetch" else m
-                                    for m in given], file, text)
+    given_miss = _as_list(doc, "miss", "str", file, text, default=["fetch"])
+    miss = distinct("miss", given_miss, [None if m.strip().lower() == "fetch" else m
+                                         for m in given_miss], file, text)
     try:
-        for p in prefetch:
-            if p is not None:
-                make_prefetch_predictor(p)
-        for st in strategy:
-            make_strategy(st)
-        for m in miss:
-            make_miss(m, "bf16")
+        canon_prefetch = [None if p is None else make_prefetch_predictor(p).spec()
+                          for p in prefetch]
+        canon_strategy = [None if st is None else make_strategy(st).spec() for st in strategy]
+        canon_miss = [_miss_meaning(m) for m in miss]
     except PagingError as e:
         key = "prefetch_strategy" if "strateg" in e.message else (
             "miss" if "miss" in e.message else "prefetch")
         raise PagingError(e.message, file, _line_of(text, key)) from None
+    # two spellings of one option (Frequency and frequency, topk and topk:overfetch=1,
+    # DROP:rank=1 and drop:rank=1) would be the same cells run and counted twice
+    distinct("prefetch", given, canon_prefetch, file, text)
+    distinct("prefetch_strategy", strategy, canon_strategy, file, text)
+    distinct("miss", given_miss, canon_miss, file, text)
     if strategy != (None,) and prefetch == (None,):
         raise PagingError("prefetch_strategy needs prefetch = [...]", file,
                           _line_of(text, "prefetch_strategy"))
     return prefetch, strategy, miss
+
+
+def _miss_meaning(spec: str | None) -> tuple:
+    """What miss handler ``spec`` runs as, at every run precision (a cascade's default levels
+    start at the run's): two specs are one handler when these are equal."""
+    from paging.miss import CHAIN, make_miss
+
+    if spec is None:
+        return (None,)
+    make_miss(spec, "bf16")  # (a bad spec: its one-line error)
+    out = []
+    for q in CHAIN:
+        try:
+            h = make_miss(spec, q)
+            out.append(None if h is None else h.spec())
+        except PagingError as e:  # (levels the chain cannot give below q)
+            out.append(e.message)
+    return tuple(out)
 
 
 def _check_cascades(policies, ks, model, precision, miss, file, text) -> None:

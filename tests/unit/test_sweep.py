@@ -93,6 +93,20 @@ def test_kill_and_resume_gives_the_same_table(tmp_path, monkeypatch):
     assert again["ran"] == 0 and read_table(out) == want
 
 
+def test_one_handler_at_every_precision_is_one_value(tmp_path):
+    """fetch-lowest-bit's default levels start at the run's precision, so it and
+    fetch-lowest-bit:levels=bf16/int8 are two handlers (one at precision bf16 only), while
+    the same levels in another case are one."""
+    head = (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nbudget_gb = [4]\n'
+            'model = ["mixtral-8x7b"]\n')
+    spec = load_spec(spec_file(tmp_path, head + 'miss = ["fetch-lowest-bit", '
+                                                '"fetch-lowest-bit:levels=bf16/int8"]\n'))
+    assert len(spec.miss) == 2
+    with pytest.raises(PagingError, match="the same value once normalised"):
+        load_spec(spec_file(tmp_path, head + 'miss = ["fetch-lowest-bit:levels=int8/int4", '
+                                             '"fetch-lowest-bit:levels=INT8/int4"]\n'))
+
+
 def test_budget_from_cache_trace_sizes(tmp_path):
     ids = tmp_path / "t.csv"
     ids.write_text("time,obj_id,obj_size\n0,7,4\n1,9,6\n2,7,4\n3,5,5\n4,9,6\n")
@@ -138,6 +152,18 @@ def test_budget_from_cache_trace_sizes(tmp_path):
      'timeline = ["token_overhead_ms=-2"]\n', "overhead must be", 5),
     (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmodel = ["mixtral-8x7b"]\n'
      'timeline = ["speed=2"]\n', "KEY one of", 5),
+    # two spellings of one value: the same cells, run and counted twice (only the text was
+    # compared, or nothing, for these keys)
+    (f'traces = ["{TRACE}"]\npolicies = ["blind-oracle:oracle:eta=0.5", '
+     '"blind-oracle:oracle:eta=0.50,seed=0"]\nk = [4]\n', "the same value once normalised", 2),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\n'
+     'prefetch = ["frequency", "Frequency"]\n', "prefetch lists 'frequency' and", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nprefetch = ["frequency"]\n'
+     'prefetch_strategy = ["topk", "topk:overfetch=1"]\n', "prefetch_strategy lists", 5),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\n'
+     'miss = ["drop:rank=1", "DROP: rank = 01"]\n', "miss lists 'drop:rank=1' and", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\n'
+     'routing = ["max-rank:m=2", "max-rank:j=1,m=2"]\n', "routing lists", 4),
 ])
 def test_bad_specs(tmp_path, text, message, line):
     with pytest.raises(PagingError) as e:
