@@ -167,6 +167,7 @@ class Spec:
     timeline: tuple[str | None, ...] = (None,)
     warm: tuple[bool, ...] = (False,)
     lifetimes: bool = False
+    file: str | None = None  # the spec file, for the line of a key a sequence is refused by
 
 
 @dataclass(frozen=True)
@@ -357,7 +358,7 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
                 _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
                 hardware, prefetch, strategy, miss, str(Path(path).resolve().parent),
                 tuple(r.strip().lower() for r in routing), timeline, tuple(warm_vals),
-                lifetimes)
+                lifetimes, file)
 
 
 _TIMELINE_KEYS = ("token_overhead_ms", "prefetch_streams", "prefetch_link")
@@ -623,6 +624,7 @@ def plan(spec: Spec) -> list[Task]:
                     raise PagingError("warm simulates every sequence of the file: prefetch "
                                       "transition needs transition:train=FILE", source)
             _reads(spec, seqs, source)  # (a policy or handler's scores, before anything runs)
+            _check_sequences(spec, seqs)
             if True in spec.warm:
                 if any(r != "standard" for r in spec.routing):
                     _routable(seqs, spec.routing, source)
@@ -1011,7 +1013,10 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
         ``{"out", "cells", "ran", "skipped"}``.
     """
     spec = load_spec(spec_path, warm=warm)
-    tasks = plan(spec)
+    try:
+        tasks = plan(spec)
+    except PagingError as e:
+        raise _named(e, spec_path) from None
     if verify:
         from dataclasses import replace
 
@@ -1023,10 +1028,70 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
                               "(lifetimes = true); its rows would be reused without them: "
                               "remove it or choose another --out", str(out))
 
-    return drive(tasks, lambda t: [key for name in task_names(t)
-                                         for key in cell_keys(t, name)],
-                  run_task, out, SIMULATE, scheduler, workers, processes, progress, on_batch,
-                  check=check)
+    try:
+        return drive(tasks, lambda t: [key for name in task_names(t)
+                                             for key in cell_keys(t, name)],
+                     run_task, out, SIMULATE, scheduler, workers, processes, progress,
+                     on_batch, check=check)
+    except PagingError as e:
+        raise _named(e, spec_path) from None
+
+
+#: the spec key a cell's own refusal is about, by the word it starts with ("routing
+#: pruning:j=3: j must be in 1..2", "--miss drop:score=0.5 reads gate scores", "model
+#: mixtral-8x7b has 32 layers x 8 experts, the trace ...", "k must be an integer >= 1")
+_CELL_KEYS = (("routing", "routing"), ("prefetch strategy", "prefetch_strategy"),
+              ("prefetch", "prefetch"), ("miss", "miss"), ("timeline", "timeline"),
+              ("model", "model"), ("precision", "precision"), ("hardware", "hardware"),
+              ("policy", "policies"), ("k", "k"), ("budget", "budget_gb"))
+
+
+def _named(e: PagingError, spec_path) -> PagingError:
+    """A cell's refusal that names no file (it stopped the sweep with the run's message only)
+    named at the spec file and, where its first word says which, that key's line."""
+    import re
+
+    if e.file is not None:
+        return e
+    line = None
+    m = re.match(r"(?:--|unknown )?([a-z]+(?: strategy)?)\b", e.message)
+    word = m.group(1) if m else ""
+    for start, key in _CELL_KEYS:
+        if word == start:
+            try:
+                text = Path(spec_path).read_text(encoding="utf-8-sig")
+            except (OSError, UnicodeDecodeError):
+                break
+            line = _line_of(text, key)
+            break
+    return PagingError(e.message, str(spec_path), line)
+
+
+def _check_sequences(spec: Spec, seqs) -> None:
+    """Before any cell runs, each sequence against each ``model``'s layout and each
+    ``routing`` hook (J against its K, what it knows), naming the spec file and the key's
+    line, as a serving sweep checks them: the first cell to meet one stopped the sweep with
+    the run's message only, after the cells before it were written."""
+    from paging.cost import get_model
+    from paging.routing import make_router
+
+    models = [get_model(m) for m in spec.model if m is not None]
+    routings = [r for r in spec.routing if r != "standard"]
+    for seq in seqs:
+        key = "model"
+        try:
+            for m in models:
+                m.check_layout(seq, advise=False)  # (a spec gives no layout)
+            key = "routing"
+            for r in routings:
+                if seq.expand == "groups" or seq.rank is None or not seq.n_requests \
+                        or int(seq.rank.max()) == 0:  # (else refused by _routable)
+                    make_router(r).reset(seq)
+        except PagingError as e:
+            line = None
+            if spec.file is not None:
+                line = _line_of(Path(spec.file).read_text(encoding="utf-8-sig"), key)
+            raise PagingError(e.message, spec.file, line) from None
 
 
 def drive(tasks, keys_of, run_one, out, schema: Schema, scheduler, workers, processes,

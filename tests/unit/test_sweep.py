@@ -107,6 +107,40 @@ def test_one_handler_at_every_precision_is_one_value(tmp_path):
                                              '"fetch-lowest-bit:levels=INT8/int4"]\n'))
 
 
+@pytest.mark.parametrize("text, message, line", [
+    ('traces = ["router:n=8,layers=4,tokens=20,seed=0"]\npolicies = ["lru"]\nk = [4]\n'
+     'expand = ["groups"]\nrouting = ["standard", "pruning:j=3"]\n', "j must be in 1..2", 5),
+    ('traces = ["zipf:n=8,layers=4,tokens=20,seed=0"]\npolicies = ["lru"]\nk = [4]\n'
+     'model = ["mixtral-8x7b"]\n', "model mixtral-8x7b has 32 layers x 8 experts", 4),
+])
+def test_a_sequence_a_cell_cannot_run_is_refused_at_its_key(tmp_path, capsys, text, message,
+                                                            line):
+    """A routing hook's J above a sequence's K, or a model of another layout, is refused before
+    any cell runs, at the spec file and the key's line (the first such cell stopped the sweep
+    with the run's message only: no file, no line, the cells before it written)."""
+    f = spec_file(tmp_path, text)
+    assert main(["sweep", str(f), "--out", str(tmp_path / "o.csv"), "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {f}:{line}: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_cells_own_refusal_names_the_spec(tmp_path, monkeypatch):
+    """A refusal only a cell's run finds, naming no file, is named at the spec file and the
+    line of the key its first word names."""
+    import paging.sweep as sweep
+
+    def refuse(task):
+        raise PagingError("routing max-rank:j=1: no")
+
+    monkeypatch.setattr(sweep, "run_task", refuse)
+    f = spec_file(tmp_path, SPEC + 'routing = ["standard"]\n')
+    with pytest.raises(PagingError) as e:
+        run_sweep(f, tmp_path / "o.csv", workers=0)
+    assert (e.value.file, e.value.line, e.value.message) == (str(f), 6,
+                                                             "routing max-rank:j=1: no")
+
+
 def test_budget_from_cache_trace_sizes(tmp_path):
     ids = tmp_path / "t.csv"
     ids.write_text("time,obj_id,obj_size\n0,7,4\n1,9,6\n2,7,4\n3,5,5\n4,9,6\n")
