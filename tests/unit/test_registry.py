@@ -99,3 +99,15 @@ def test_canonical_numbers_keep_their_short_form():
     assert make_strategy("topk:overfetch=1e6").spec() == "topk:overfetch=1e+06"
     assert make_router("cumsum:tau=0.1234567").spec() == "cumsum:tau=0.1234567,j=1"
     assert make_predictor("oracle:eta=1234567").spec == "oracle:eta=1234567,seed=0"
+
+
+def test_every_policy_name_reads_back():
+    """A run's JSON ``policy`` (the policy's name) and ``paging policies --json``'s ``name``
+    give the same policy back, for every registered name and spelled specs."""
+    from paging.policies import MODEL_POLICIES, POLICY_NAMES, make_policy
+
+    for spec in (*POLICY_NAMES, *MODEL_POLICIES, " LRU-Dist ", "Blind-Oracle:Frequency",
+                 "robust:LFU , lru,margin=K", "lmarker-dist:oracle:eta=2.5",
+                 "robust:lru,predictive-marker:oracle:eta=0.1234567,seed=4,margin=3"):
+        name = make_policy(spec).name
+        assert make_policy(name).name == name, spec
