@@ -49,7 +49,7 @@ import numpy as np
 
 from paging.errors import PagingError
 from paging.observers import DROP, FETCH, SUBSTITUTE, Observer
-from paging.options import take_float, take_int
+from paging.options import spec_number, take_float, take_int
 from paging.registry import Registry
 
 #: the precision chain of a cascade: each level half the bits of the one before
@@ -132,7 +132,7 @@ class FetchPriority(MissHandler):
 
     def spec(self):
         return (f"{self.name}:levels={'/'.join(self.levels)},"
-                f"cuts={'/'.join(f'{c:g}' for c in self.cuts)}")
+                f"cuts={'/'.join(spec_number(c) for c in self.cuts)}")
 
 
 class Drop(MissHandler):
@@ -152,7 +152,9 @@ class Drop(MissHandler):
         return (DROP, 0) if state.score_at(t) < self.score else (FETCH, 0)
 
     def spec(self):
-        return f"drop:rank={self.rank}" if self.rank is not None else f"drop:score={self.score:g}"
+        if self.rank is not None:
+            return f"drop:rank={self.rank}"
+        return f"drop:score={spec_number(self.score)}"
 
 
 class Substitute(MissHandler):

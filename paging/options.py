@@ -34,6 +34,23 @@ def parse_spec(spec: str, what: str = "spec") -> tuple[str, dict[str, str]]:
     return name, opts
 
 
+def spec_number(x: float) -> str:
+    """A number as a canonical spec prints it: ``{x:g}`` (``0.5``, ``1``, ``1e+06``) when that
+    reads back as ``x``, else an integer's digits or the shortest text that does (``repr``:
+    ``0.1234567``). ``{x:g}`` alone keeps 6 digits, so a printed spec (a JSON ``policy`` or
+    ``routing`` field, a sweep's ``timeline`` key) parsed back gave another number than the
+    one that ran.
+
+    >>> spec_number(0.5), spec_number(1.0), spec_number(0.1234567), spec_number(1234567.0)
+    ('0.5', '1', '0.1234567', '1234567')
+    """
+    x = float(x)
+    short = f"{x:g}"
+    if float(short) == x:
+        return short
+    return str(int(x)) if x.is_integer() and abs(x) < 2**53 else repr(x)
+
+
 def take_float(opts: dict, key: str, default, what: str, lo=None, hi=None,
                lo_open=False, hi_open=False) -> float:
     """Pop ``key`` from ``opts`` as a float in the given range (default when absent)."""

@@ -167,6 +167,7 @@ class Spec:
     timeline: tuple[str | None, ...] = (None,)
     warm: tuple[bool, ...] = (False,)
     lifetimes: bool = False
+    file: str | None = None  # the spec file, for the line of a key a sequence is refused by
 
 
 @dataclass(frozen=True)
@@ -223,11 +224,14 @@ def policies_k_seeds(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tup
 
     policies = _as_list(doc, "policies", "str", file, text)
     distinct("policies", policies, [spec_key(p) for p in policies], file, text)
+    names = []
     for p in policies:
         try:
-            make_policy(p)
+            names.append(make_policy(p).name)
         except PagingError as e:
             raise PagingError(e.message, file, _line_of(text, "policies")) from None
+    # (two spellings of one policy, blind-oracle:oracle:eta=0.5 and ...,seed=0: one cell)
+    distinct("policies", policies, names, file, text)
     ks = _as_list(doc, "k", "int", file, text)
     for k in ks:
         if k < 1:
@@ -327,12 +331,15 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
     routing = _as_list(doc, "routing", "str", file, text, default=["standard"])
     from paging.routing import make_router
 
+    hooks = []
     for r in routing:
         try:
-            make_router(r)
+            hook = make_router(r)
         except PagingError as e:
             raise PagingError(e.message, file, _line_of(text, "routing")) from None
+        hooks.append("standard" if hook is None else hook.spec())
     distinct("routing", routing, [r.strip().lower() for r in routing], file, text)
+    distinct("routing", routing, hooks, file, text)  # (max-rank:m=2 is max-rank:j=1,m=2)
     warm_vals = doc.get("warm", [warm])
     warm_vals = warm_vals if isinstance(warm_vals, list) else [warm_vals]
     if not warm_vals or not all(isinstance(w, bool) for w in warm_vals) \
@@ -351,7 +358,7 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
                 _as_list(doc, "budget_gb", "num", file, text), seeds, expand, model, precision,
                 hardware, prefetch, strategy, miss, str(Path(path).resolve().parent),
                 tuple(r.strip().lower() for r in routing), timeline, tuple(warm_vals),
-                lifetimes)
+                lifetimes, file)
 
 
 _TIMELINE_KEYS = ("token_overhead_ms", "prefetch_streams", "prefetch_link")
@@ -388,11 +395,14 @@ def timeline_kwargs(value: str | None) -> dict:
 
 
 def _canonical_timeline(value: str) -> str | None:
-    """A ``timeline`` value in a fixed order of keys (None for the default timeline)."""
+    """A ``timeline`` value in a fixed order of keys (None for the default timeline): what the
+    cell runs (:func:`timeline_kwargs` reads it back), so its numbers are exact."""
+    from paging.options import spec_number
+
     kw = timeline_kwargs(value)
     if not kw:
         return None
-    return ",".join(f"{k}={kw[k]:g}" if k == "token_overhead_ms" else f"{k}={kw[k]}"
+    return ",".join(f"{k}={spec_number(kw[k])}" if k == "token_overhead_ms" else f"{k}={kw[k]}"
                     for k in _TIMELINE_KEYS if k in kw)
 
 
@@ -421,32 +431,51 @@ def _specmd_keys(doc: dict, file: str, text: str) -> tuple[tuple, tuple, tuple]:
     options of the same names), parsed so that a bad value fails before anything runs. A
     precision cascade's model, precision and budget are checked by the caller, with the grid
     (:func:`_check_cascades`; a serving sweep's with each cell)."""
-    from paging.miss import make_miss
     from paging.predict.prefetch import make_prefetch_predictor, make_strategy
 
     given = _as_list(doc, "prefetch", "str", file, text, default=["none"])
     prefetch = distinct("prefetch", given, [None if p.strip().lower() == "none" else p
                                             for p in given], file, text)  # (none, None: one)
     strategy = _as_list(doc, "prefetch_strategy", "str", file, text, default=[None])
-    given = _as_list(doc, "miss", "str", file, text, default=["fetch"])
-    miss = distinct("miss", given, [None if m.strip().lower() == "fetch" else m
-                                    for m in given], file, text)
+    given_miss = _as_list(doc, "miss", "str", file, text, default=["fetch"])
+    miss = distinct("miss", given_miss, [None if m.strip().lower() == "fetch" else m
+                                         for m in given_miss], file, text)
     try:
-        for p in prefetch:
-            if p is not None:
-                make_prefetch_predictor(p)
-        for st in strategy:
-            make_strategy(st)
-        for m in miss:
-            make_miss(m, "bf16")
+        canon_prefetch = [None if p is None else make_prefetch_predictor(p).spec()
+                          for p in prefetch]
+        canon_strategy = [None if st is None else make_strategy(st).spec() for st in strategy]
+        canon_miss = [_miss_meaning(m) for m in miss]
     except PagingError as e:
         key = "prefetch_strategy" if "strateg" in e.message else (
             "miss" if "miss" in e.message else "prefetch")
         raise PagingError(e.message, file, _line_of(text, key)) from None
+    # two spellings of one option (Frequency and frequency, topk and topk:overfetch=1,
+    # DROP:rank=1 and drop:rank=1) would be the same cells run and counted twice
+    distinct("prefetch", given, canon_prefetch, file, text)
+    distinct("prefetch_strategy", strategy, canon_strategy, file, text)
+    distinct("miss", given_miss, canon_miss, file, text)
     if strategy != (None,) and prefetch == (None,):
         raise PagingError("prefetch_strategy needs prefetch = [...]", file,
                           _line_of(text, "prefetch_strategy"))
     return prefetch, strategy, miss
+
+
+def _miss_meaning(spec: str | None) -> tuple:
+    """What miss handler ``spec`` runs as, at every run precision (a cascade's default levels
+    start at the run's): two specs are one handler when these are equal."""
+    from paging.miss import CHAIN, make_miss
+
+    if spec is None:
+        return (None,)
+    make_miss(spec, "bf16")  # (a bad spec: its one-line error)
+    out = []
+    for q in CHAIN:
+        try:
+            h = make_miss(spec, q)
+            out.append(None if h is None else h.spec())
+        except PagingError as e:  # (levels the chain cannot give below q)
+            out.append(e.message)
+    return tuple(out)
 
 
 def _check_cascades(policies, ks, model, precision, miss, file, text) -> None:
@@ -595,6 +624,7 @@ def plan(spec: Spec) -> list[Task]:
                     raise PagingError("warm simulates every sequence of the file: prefetch "
                                       "transition needs transition:train=FILE", source)
             _reads(spec, seqs, source)  # (a policy or handler's scores, before anything runs)
+            _check_sequences(spec, seqs)
             if True in spec.warm:
                 if any(r != "standard" for r in spec.routing):
                     _routable(seqs, spec.routing, source)
@@ -983,7 +1013,10 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
         ``{"out", "cells", "ran", "skipped"}``.
     """
     spec = load_spec(spec_path, warm=warm)
-    tasks = plan(spec)
+    try:
+        tasks = plan(spec)
+    except PagingError as e:
+        raise _named(e, spec_path) from None
     if verify:
         from dataclasses import replace
 
@@ -995,10 +1028,70 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
                               "(lifetimes = true); its rows would be reused without them: "
                               "remove it or choose another --out", str(out))
 
-    return drive(tasks, lambda t: [key for name in task_names(t)
-                                         for key in cell_keys(t, name)],
-                  run_task, out, SIMULATE, scheduler, workers, processes, progress, on_batch,
-                  check=check)
+    try:
+        return drive(tasks, lambda t: [key for name in task_names(t)
+                                             for key in cell_keys(t, name)],
+                     run_task, out, SIMULATE, scheduler, workers, processes, progress,
+                     on_batch, check=check)
+    except PagingError as e:
+        raise _named(e, spec_path) from None
+
+
+#: the spec key a cell's own refusal is about, by the word it starts with ("routing
+#: pruning:j=3: j must be in 1..2", "--miss drop:score=0.5 reads gate scores", "model
+#: mixtral-8x7b has 32 layers x 8 experts, the trace ...", "k must be an integer >= 1")
+_CELL_KEYS = (("routing", "routing"), ("prefetch strategy", "prefetch_strategy"),
+              ("prefetch", "prefetch"), ("miss", "miss"), ("timeline", "timeline"),
+              ("model", "model"), ("precision", "precision"), ("hardware", "hardware"),
+              ("policy", "policies"), ("k", "k"), ("budget", "budget_gb"))
+
+
+def _named(e: PagingError, spec_path) -> PagingError:
+    """A cell's refusal that names no file (it stopped the sweep with the run's message only)
+    named at the spec file and, where its first word says which, that key's line."""
+    import re
+
+    if e.file is not None:
+        return e
+    line = None
+    m = re.match(r"(?:--|unknown )?([a-z]+(?: strategy)?)\b", e.message)
+    word = m.group(1) if m else ""
+    for start, key in _CELL_KEYS:
+        if word == start:
+            try:
+                text = Path(spec_path).read_text(encoding="utf-8-sig")
+            except (OSError, UnicodeDecodeError):
+                break
+            line = _line_of(text, key)
+            break
+    return PagingError(e.message, str(spec_path), line)
+
+
+def _check_sequences(spec: Spec, seqs) -> None:
+    """Before any cell runs, each sequence against each ``model``'s layout and each
+    ``routing`` hook (J against its K, what it knows), naming the spec file and the key's
+    line, as a serving sweep checks them: the first cell to meet one stopped the sweep with
+    the run's message only, after the cells before it were written."""
+    from paging.cost import get_model
+    from paging.routing import make_router
+
+    models = [get_model(m) for m in spec.model if m is not None]
+    routings = [r for r in spec.routing if r != "standard"]
+    for seq in seqs:
+        key = "model"
+        try:
+            for m in models:
+                m.check_layout(seq, advise=False)  # (a spec gives no layout)
+            key = "routing"
+            for r in routings:
+                if seq.expand == "groups" or seq.rank is None or not seq.n_requests \
+                        or int(seq.rank.max()) == 0:  # (else refused by _routable)
+                    make_router(r).reset(seq)
+        except PagingError as e:
+            line = None
+            if spec.file is not None:
+                line = _line_of(Path(spec.file).read_text(encoding="utf-8-sig"), key)
+            raise PagingError(e.message, spec.file, line) from None
 
 
 def drive(tasks, keys_of, run_one, out, schema: Schema, scheduler, workers, processes,

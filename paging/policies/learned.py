@@ -18,6 +18,7 @@ issue's 5% fewer misses than the best existing online policy (README).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,8 @@ class FlashMoE(_History):
     def __init__(self, model=None):
         self.model_source = model
         self._loaded = None  # (key, model): reuse a loaded file across resets
+        if isinstance(model, (str, os.PathLike)):  # (its spec: a run's JSON and table name it)
+            self.name = f"flashmoe:model={os.fspath(model)}"
 
     def _model_for(self, layout):
         from paging.learned.model import FlashMoEModel, load_model, shipped_model_path

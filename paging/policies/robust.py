@@ -230,16 +230,26 @@ class NeverSwitch(Robust):
 
 
 def parse_robust(spec: str, name: str) -> Robust:
-    """``robust:A,B[,margin=H]`` (components: registered names without comma options; H an
-    integer >= 0 or ``k``) -> :class:`Robust`."""
+    """``robust:A,B[,margin=H]`` (components: registered names, a predictor's options
+    included; H an integer >= 0 or ``k``) -> :class:`Robust`. A ``key=value`` item after a
+    component's own ``NAME:...`` is one more of its options: ``robust:blind-oracle:oracle:
+    eta=1,seed=0,lru``, the name a Robust of ``blind-oracle:oracle:eta=1`` and ``lru`` prints,
+    reads back (it was refused: three parts, the third not a margin)."""
     parts = [s.strip() for s in spec.split(",")]
     margin: int | str = 0
-    if len(parts) == 3 and parts[2].startswith("margin="):
+    if len(parts) >= 3 and parts[-1].lower().startswith("margin="):
         value = parts.pop().partition("=")[2].strip()
         if value.lower() != "k" and not value.isdigit():
             raise PagingError(f"policy {name!r}: margin must be an integer >= 0 or k, got "
                               f"{value!r}")
         margin = value if value.lower() == "k" else int(value)
+    comps: list[str] = []
+    for part in parts:  # (an option item joins the component before it)
+        if comps and ":" in comps[-1] and "=" in part and ":" not in part:
+            comps[-1] += "," + part
+        else:
+            comps.append(part)
+    parts = comps
     if len(parts) != 2 or not all(parts):
         raise PagingError(f"policy {name!r}: expected robust:A,B[,margin=H] with two policy "
                           "names, e.g. robust:token-match,lru")

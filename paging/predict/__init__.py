@@ -28,6 +28,7 @@ import numpy as np
 from paging.errors import PagingError
 from paging.fast.common import frozen
 from paging.fast.heaps import BELADY, chain_labels, heap_kernel, heap_state
+from paging.options import spec_number
 from paging.registry import Registry
 
 __all__ = ["Predictor", "OraclePredictor", "FrequencyPredictor", "PREDICTORS", "make_predictor",
@@ -102,10 +103,12 @@ class OraclePredictor(Predictor):
         self.seed = int(seed)
         if not (self.eta >= 0.0) or self.eta == float("inf"):
             raise PagingError(f"predictor oracle: eta must be a finite number >= 0, got {eta!r}")
+        if self.seed < 0:  # (numpy's default_rng refused it at the run's reset: a traceback)
+            raise PagingError(f"predictor oracle: seed must be an integer >= 0, got {seed!r}")
 
     @property
     def spec(self) -> str:
-        return f"oracle:eta={self.eta:g},seed={self.seed}"
+        return f"oracle:eta={spec_number(self.eta)},seed={self.seed}"
 
     def reset(self, ctx) -> None:
         super().reset(ctx)

@@ -74,7 +74,7 @@ import math
 import numpy as np
 
 from paging.errors import PagingError
-from paging.options import parse_spec, take_float, take_int
+from paging.options import parse_spec, spec_number, take_float, take_int
 from paging.registry import Registry
 from paging.trace import Trace, prompt_key, prompt_label
 from paging.warm import prefill_ranges
@@ -179,7 +179,8 @@ class PrefetchOracle(PrefetchPredictor):
         return out
 
     def spec(self):
-        return (f"oracle:precision={self.precision:g},recall={self.recall:g},seed={self.seed}"
+        return (f"oracle:precision={spec_number(self.precision)},"
+                f"recall={spec_number(self.recall)},seed={self.seed}"
                 + ("" if self.rounding == "stochastic" else f",rounding={self.rounding}"))
 
 
@@ -383,7 +384,7 @@ class TopK:
         return np.nonzero(keep)[0], order[keep]
 
     def spec(self):
-        return f"topk:overfetch={self.overfetch:g}"
+        return f"topk:overfetch={spec_number(self.overfetch)}"
 
 
 class Percentile:
@@ -410,7 +411,7 @@ class Percentile:
         return np.nonzero(keep)[0], order[keep]
 
     def spec(self):
-        return f"percentile:p={self.p:g}"
+        return f"percentile:p={spec_number(self.p)}"
 
 
 class Prefetcher:

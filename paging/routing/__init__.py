@@ -90,7 +90,7 @@ import math
 import numpy as np
 
 from paging.errors import PagingError
-from paging.options import take_float, take_int
+from paging.options import spec_number, take_float, take_int
 from paging.registry import Registry
 from paging.trace import group_starts, prefill_mask
 
@@ -278,7 +278,7 @@ class Cumsum(MaxRank):
         self.tau = tau
 
     def spec(self):
-        return f"cumsum:tau={self.tau:g},j={self.j}" + self._phase()
+        return f"cumsum:tau={spec_number(self.tau)},j={self.j}" + self._phase()
 
     def reset(self, trace):
         Router.reset(self, trace)
@@ -332,7 +332,7 @@ class CachePrior(Router):
         self._range_n: list[int] = []
 
     def spec(self):
-        return f"cache-prior:lambda={self.lam:g},j={self.j}" + (
+        return f"cache-prior:lambda={spec_number(self.lam)},j={self.j}" + (
             "" if self.delta == "run" else f",delta={self.delta}") + (
             "" if self.avg == "range" else f",avg={self.avg}") + self._phase()
 

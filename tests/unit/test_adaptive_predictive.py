@@ -181,6 +181,8 @@ def test_flags_and_names():
     ("predictive-marker:oracle:eta=abc", "is not a valid float"),
     ("predictive-marker:oracle:eta", "is not key=value"),
     ("predictive-marker:oracle:size=3", "unknown option 'size'"),
+    # (accepted, then numpy's default_rng(-1) at the run's reset: a ValueError traceback)
+    ("blind-oracle:oracle:eta=0.5,seed=-1", "seed must be an integer >= 0, got -1"),
     ("predictive-marker:psychic", "unknown predictor 'psychic'"),
     ("lru:oracle", "takes no predictor option"),
 ])

@@ -423,3 +423,22 @@ def test_the_documented_command_rewrites_the_shipped_model(tmp_path, capsys):
     # last bit differently, so the test allows that and no more
     for wa, wb in zip(a.net.W + a.net.b, b.net.W + b.net.b, strict=True):
         np.testing.assert_allclose(wa, wb, rtol=0, atol=1e-12)
+
+
+def test_a_model_files_policy_names_its_file(tmp_path, capsys):
+    """``flashmoe:model=FILE`` is named so in a run's JSON (it said ``flashmoe``, the shipped
+    model's name, so two runs of two models printed the same policy, and the name read back
+    was another policy), path case kept; the name reads back to the same file."""
+    import json
+
+    from paging.policies import make_policy
+
+    assert make_policy("flashmoe").name == "flashmoe"
+    pol = make_policy("FlashMoE:model=Models/FM.npz")
+    assert pol.name == "flashmoe:model=Models/FM.npz"
+    assert make_policy(pol.name).model_source == "Models/FM.npz"
+    path = train_flashmoe([_tiny()], 5, seed=0, epochs=1, hidden=8).save(tmp_path / "m.npz")
+    code, out, err = _cli(["simulate", "zipf:n=4,layers=3,tokens=30,a=1.0,seed=5", "--policy",
+                           f"flashmoe:model={path}", "--k", "5", "--json"], capsys)
+    assert code == 0, err
+    assert json.loads(out)[0]["policy"] == f"flashmoe:model={path}"

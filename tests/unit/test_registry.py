@@ -46,3 +46,68 @@ def test_every_spec_kind_is_one_registry():
                        (make_router, "max-rank:q=1")):
         with pytest.raises(PagingError, match="unknown option q"):
             make(spec)
+
+
+# -- canonical specs read back (a printed spec is what ran) ------------------------------------
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _unit(lo_open=True):
+    return st.floats(0.0, 1.0, exclude_min=lo_open, allow_nan=False)
+
+
+@given(tau=_unit(), lam=st.floats(0.0, 1e12), prec=_unit(), rec=_unit(lo_open=False),
+       over=st.floats(1.0, 1e12), p=st.floats(0.0, 100.0, exclude_min=True, exclude_max=True),
+       score=st.floats(0.0, 1e12), eta=st.floats(0.0, 1e12),
+       cuts=st.lists(st.floats(0.0, 1.0), min_size=2, max_size=2, unique=True))
+def test_a_canonical_spec_parses_back_to_the_same_numbers(tau, lam, prec, rec, over, p, score,
+                                                           eta, cuts):
+    """Every kind's printed spec (the JSON ``routing``, ``miss`` and ``prefetch`` fields, a
+    predictor policy's ``policy`` name) read back gives the object that ran: ``{x:g}`` kept 6
+    digits, so ``cumsum:tau=0.1234567`` printed ``tau=0.123457``."""
+    from paging.policies import make_policy
+    from paging.predict.prefetch import make_prefetch_predictor
+
+    c1, c2 = sorted(cuts, reverse=True)
+    for make, spec, attr, want in (
+            (make_router, f"cumsum:tau={tau!r}", "tau", tau),
+            (make_router, f"cache-prior:lambda={lam!r}", "lam", lam),
+            (make_prefetch_predictor, f"oracle:precision={prec!r},recall={rec!r}", "precision",
+             prec),
+            (make_prefetch_predictor, f"oracle:precision={prec!r},recall={rec!r}", "recall", rec),
+            (make_strategy, f"topk:overfetch={over!r}", "overfetch", over),
+            (make_strategy, f"percentile:p={p!r}", "p", p),
+            (make_miss, f"drop:score={score!r}", "score", score),
+            (make_miss, f"fetch-priority:levels=bf16/int8/int4,cuts={c1!r}/{c2!r}", "cuts",
+             (c1, c2)),
+            (make_predictor, f"oracle:eta={eta!r},seed=3", "eta", eta)):
+        obj = make(spec)
+        text = obj.spec() if callable(obj.spec) else obj.spec
+        again = make(text)
+        assert getattr(again, attr) == getattr(obj, attr) == want, (spec, text)
+        assert (again.spec() if callable(again.spec) else again.spec) == text
+    pol = make_policy(f"blind-oracle:oracle:eta={eta!r},seed=3")
+    assert make_policy(pol.name).name == pol.name
+    assert make_policy(pol.name).predictor.eta == eta
+
+
+def test_canonical_numbers_keep_their_short_form():
+    """The spec printer changes no number that ``{x:g}`` printed exactly (the golden outputs)."""
+    assert make_miss("drop:score=0.25").spec() == "drop:score=0.25"
+    assert make_router("cumsum:tau=1").spec() == "cumsum:tau=1,j=1"
+    assert make_strategy("topk:overfetch=1e6").spec() == "topk:overfetch=1e+06"
+    assert make_router("cumsum:tau=0.1234567").spec() == "cumsum:tau=0.1234567,j=1"
+    assert make_predictor("oracle:eta=1234567").spec == "oracle:eta=1234567,seed=0"
+
+
+def test_every_policy_name_reads_back():
+    """A run's JSON ``policy`` (the policy's name) and ``paging policies --json``'s ``name``
+    give the same policy back, for every registered name and spelled specs."""
+    from paging.policies import MODEL_POLICIES, POLICY_NAMES, make_policy
+
+    for spec in (*POLICY_NAMES, *MODEL_POLICIES, " LRU-Dist ", "Blind-Oracle:Frequency",
+                 "robust:LFU , lru,margin=K", "lmarker-dist:oracle:eta=2.5",
+                 "robust:lru,predictive-marker:oracle:eta=0.1234567,seed=4,margin=3"):
+        name = make_policy(spec).name
+        assert make_policy(name).name == name, spec

@@ -95,6 +95,22 @@ def test_registered_names_and_specs():
     assert make_policy("robust:lfu,lru,margin=3").margin == 3
 
 
+@pytest.mark.parametrize("spec", ["robust:blind-oracle:oracle:eta=1,lru",
+                                  "robust:lru,predictive-marker:oracle:eta=2,seed=1,margin=k",
+                                  "robust-dist:blind-oracle:oracle:eta=1,lru,margin=3"])
+def test_a_name_with_a_predictor_option_reads_back(spec):
+    """The name a Robust prints (the JSON ``policy`` field) gives the same policy back, when a
+    component carries predictor options: robust:blind-oracle:oracle:eta=1,lru printed
+    robust:blind-oracle:oracle:eta=1,seed=0,lru, which was refused (three parts)."""
+    name = make_policy(spec).name
+    assert name.count(",seed=") == 1
+    again = make_policy(name)
+    assert again.name == name
+    inner = again.factory() if hasattr(again, "factory") else again
+    first = [c for c in (inner.make_a(), inner.make_b()) if "oracle" in c.name][0]
+    assert first.predictor.eta in (1.0, 2.0)
+
+
 @pytest.mark.parametrize("spec,msg", [
     ("robust", "expected robust:A,B"),
     ("robust:lru", "expected robust:A,B"),

@@ -93,6 +93,54 @@ def test_kill_and_resume_gives_the_same_table(tmp_path, monkeypatch):
     assert again["ran"] == 0 and read_table(out) == want
 
 
+def test_one_handler_at_every_precision_is_one_value(tmp_path):
+    """fetch-lowest-bit's default levels start at the run's precision, so it and
+    fetch-lowest-bit:levels=bf16/int8 are two handlers (one at precision bf16 only), while
+    the same levels in another case are one."""
+    head = (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nbudget_gb = [4]\n'
+            'model = ["mixtral-8x7b"]\n')
+    spec = load_spec(spec_file(tmp_path, head + 'miss = ["fetch-lowest-bit", '
+                                                '"fetch-lowest-bit:levels=bf16/int8"]\n'))
+    assert len(spec.miss) == 2
+    with pytest.raises(PagingError, match="the same value once normalised"):
+        load_spec(spec_file(tmp_path, head + 'miss = ["fetch-lowest-bit:levels=int8/int4", '
+                                             '"fetch-lowest-bit:levels=INT8/int4"]\n'))
+
+
+@pytest.mark.parametrize("text, message, line", [
+    ('traces = ["router:n=8,layers=4,tokens=20,seed=0"]\npolicies = ["lru"]\nk = [4]\n'
+     'expand = ["groups"]\nrouting = ["standard", "pruning:j=3"]\n', "j must be in 1..2", 5),
+    ('traces = ["zipf:n=8,layers=4,tokens=20,seed=0"]\npolicies = ["lru"]\nk = [4]\n'
+     'model = ["mixtral-8x7b"]\n', "model mixtral-8x7b has 32 layers x 8 experts", 4),
+])
+def test_a_sequence_a_cell_cannot_run_is_refused_at_its_key(tmp_path, capsys, text, message,
+                                                            line):
+    """A routing hook's J above a sequence's K, or a model of another layout, is refused before
+    any cell runs, at the spec file and the key's line (the first such cell stopped the sweep
+    with the run's message only: no file, no line, the cells before it written)."""
+    f = spec_file(tmp_path, text)
+    assert main(["sweep", str(f), "--out", str(tmp_path / "o.csv"), "--workers", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {f}:{line}: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_cells_own_refusal_names_the_spec(tmp_path, monkeypatch):
+    """A refusal only a cell's run finds, naming no file, is named at the spec file and the
+    line of the key its first word names."""
+    import paging.sweep as sweep
+
+    def refuse(task):
+        raise PagingError("routing max-rank:j=1: no")
+
+    monkeypatch.setattr(sweep, "run_task", refuse)
+    f = spec_file(tmp_path, SPEC + 'routing = ["standard"]\n')
+    with pytest.raises(PagingError) as e:
+        run_sweep(f, tmp_path / "o.csv", workers=0)
+    assert (e.value.file, e.value.line, e.value.message) == (str(f), 6,
+                                                             "routing max-rank:j=1: no")
+
+
 def test_budget_from_cache_trace_sizes(tmp_path):
     ids = tmp_path / "t.csv"
     ids.write_text("time,obj_id,obj_size\n0,7,4\n1,9,6\n2,7,4\n3,5,5\n4,9,6\n")
@@ -138,6 +186,18 @@ def test_budget_from_cache_trace_sizes(tmp_path):
      'timeline = ["token_overhead_ms=-2"]\n', "overhead must be", 5),
     (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nmodel = ["mixtral-8x7b"]\n'
      'timeline = ["speed=2"]\n', "KEY one of", 5),
+    # two spellings of one value: the same cells, run and counted twice (only the text was
+    # compared, or nothing, for these keys)
+    (f'traces = ["{TRACE}"]\npolicies = ["blind-oracle:oracle:eta=0.5", '
+     '"blind-oracle:oracle:eta=0.50,seed=0"]\nk = [4]\n', "the same value once normalised", 2),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\n'
+     'prefetch = ["frequency", "Frequency"]\n', "prefetch lists 'frequency' and", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\nprefetch = ["frequency"]\n'
+     'prefetch_strategy = ["topk", "topk:overfetch=1"]\n', "prefetch_strategy lists", 5),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\n'
+     'miss = ["drop:rank=1", "DROP: rank = 01"]\n', "miss lists 'drop:rank=1' and", 4),
+    (f'traces = ["{TRACE}"]\npolicies = ["lru"]\nk = [4]\n'
+     'routing = ["max-rank:m=2", "max-rank:j=1,m=2"]\n', "routing lists", 4),
 ])
 def test_bad_specs(tmp_path, text, message, line):
     with pytest.raises(PagingError) as e:
@@ -505,6 +565,25 @@ def test_timeline_key_passes_the_options_to_the_timeline(tmp_path):
         assert (r["misses"], r["time_ms"], r["stall_ms"]) == (res.misses, tm.time_ms,
                                                               tm.stall_ms)
     assert len({r["time_ms"] for r in rows}) == 3
+
+
+def test_timeline_values_run_as_given(tmp_path, capsys):
+    """A timeline value is run from its canonical text: its number is exact. (``{x:g}`` kept 6
+    digits: token_overhead_ms=1234567.5 ran as 1234570 and its key said so, and two values
+    equal to 6 digits were refused as "the same options twice".)"""
+    src = "zipf:n=8,layers=32,tokens=3,topk=2,seed=3"
+    text = (f'traces = ["{src}"]\npolicies = ["lru"]\nk = [40]\nexpand = ["groups"]\n'
+            'model = ["mixtral-8x7b"]\n'
+            'timeline = ["token_overhead_ms=1234567.5", "token_overhead_ms=1234568"]\n')
+    run_sweep(spec_file(tmp_path, text), tmp_path / "t.csv", workers=0)
+    rows = read_table(tmp_path / "t.csv")
+    assert sorted(r["timeline"] for r in rows) == ["token_overhead_ms=1234567.5",
+                                                  "token_overhead_ms=1234568"]
+    for r in rows:
+        ms = r["timeline"].partition("=")[2]
+        assert main(["simulate", src, "--expand", "groups", "--policy", "lru", "--k", "40",
+                     "--model", "mixtral-8x7b", "--token-overhead-ms", ms, "--json"]) == 0
+        assert r["time_ms"] == json.loads(capsys.readouterr().out)[0]["time_ms"]
 
 
 def test_a_trace_file_too_large_to_read_is_streamed(tmp_path, monkeypatch):
