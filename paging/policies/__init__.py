@@ -108,6 +108,8 @@ def spec_key(name: str) -> str:
     key, colon, rest = text.partition(":")
     if key.strip().lower() in MODEL_POLICIES:
         return key.strip().lower() + colon + rest
+    if colon and key.strip().lower() in ("robust", "robust-dist"):  # (its components alike)
+        return key.strip().lower() + ":" + ",".join(spec_key(part) for part in rest.split(","))
     return text.lower()
 
 
@@ -127,6 +129,7 @@ def make_policy(name: str) -> Policy:
     if key in ("robust", "robust-dist"):  # robust:A,B (paging.policies.robust)
         if not colon:
             raise PagingError(f"policy {name!r}: expected robust:A,B, e.g. robust:token-match,lru")
+        spec = str(name).strip().partition(":")[2]  # (a component's model=FILE keeps its case)
         if key == "robust-dist":
             parse_robust(spec, name)
             return PerLayer(lambda: parse_robust(spec, name))

@@ -111,3 +111,21 @@ def test_every_policy_name_reads_back():
                  "robust:lru,predictive-marker:oracle:eta=0.1234567,seed=4,margin=3"):
         name = make_policy(spec).name
         assert make_policy(name).name == name, spec
+
+
+def test_a_robust_component_model_file_keeps_its_case(tmp_path):
+    # robust:A,B lower-cased its whole spec, so flashmoe:model=Dir/FM.npz inside it named a
+    # file that does not exist (dir/fm.npz); spec_key keeps the path's case inside it too
+    import shutil
+    from pathlib import Path
+
+    import paging.learned
+    from paging.policies import make_policy, spec_key
+
+    model = tmp_path / "Models" / "FM.npz"
+    model.parent.mkdir()
+    shutil.copy(Path(paging.learned.__file__).parent / "flashmoe_32x8.npz", model)
+    pol = make_policy(f"robust:flashmoe:model={model},lru")
+    assert pol.name == f"robust:flashmoe:model={model},lru"
+    assert spec_key(f"ROBUST:FlashMoE:model={model},LRU,margin=K") == \
+        f"robust:flashmoe:model={model},lru,margin=k"
