@@ -1047,7 +1047,8 @@ class _Server:
             from paging.verify import verify
 
             verify(Trace(self.layout, res.pages, res.clock, "serve", expand="groups"),
-                   self.sim.result("serve"), costs=self.costs, sizes=self.sizes)
+                   self.sim.result("serve"), costs=self.costs, sizes=self.sizes,
+                   k=self.run_spec.k, budget=self.run_spec.budget)  # (the capacity asked for)
         res.summary = _summary(self.run_spec, self.spec, self.cm, res, self.capped, self.dist)
         res.summary["bypasses"] = bypasses
         res.summary["engine"] = engine
