@@ -114,3 +114,20 @@ def test_drop_tokens_keeps_whole_tokens_in_order():
     with pytest.raises(PagingError, match="whole top-2 tokens"):
         drop_tokens(grouped, 0.5)
 
+
+def test_held_out_grids_cover_every_parameter_chosen_on_the_real_traces():
+    """token-match is token-decay's rule: its (lam, horizon) defaults are token-decay's, chosen
+    on the shipped sequences, so its held-out table must choose them on the other prompts too
+    (it chose only (neighbours, shrink), with lam, horizon = 0.95, 2 from a choice that had
+    seen the held-out sequence). Each registered default is a point of its grid."""
+    from experiments.select_designed import GRIDS, make
+    from paging.policies.decay import TokenDecay
+    from paging.policies.match import TokenMatch
+
+    assert issubclass(TokenMatch, TokenDecay)
+    assert set(GRIDS["token-decay"][0]) <= set(GRIDS["token-match"][0])
+    for name, (params, grid, default) in GRIDS.items():
+        assert default in grid
+        registered = BASE_POLICIES[name]()
+        assert tuple(getattr(registered, p) for p in params) == default
+        assert tuple(getattr(make(name, default), p) for p in params) == default
