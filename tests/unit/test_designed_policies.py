@@ -145,6 +145,8 @@ def test_token_match_held_out_table_golden(capsys):
     assert main(["--policy", "token-match"]) == 0
     rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()
             if line.startswith("| ") and "#" in line]
+    assert [r[1] for r in rows] == ["llru 899", "lecar 2,520", "llru 1,008", "lfu 11,497",
+                                    "lfu 10,553", "lfu 10,026"]  # (the margins docs cite)
     assert [r[2] for r in rows] == ["lam=0.95, horizon=2, neighbours=3, shrink=1.0",
                                     "lam=0.9, horizon=1, neighbours=3, shrink=4.0",
                                     "lam=0.95, horizon=2, neighbours=3, shrink=1.0"] + [
