@@ -97,6 +97,8 @@ class FlashMoE(_History):
 
     def __init__(self, model=None):
         self.model_source = model
+        if isinstance(model, (str, Path)):  # (a name make_policy rebuilds this policy from:
+            self.name = f"flashmoe:model={model}"  # mrc's runs used the shipped model)
         self._loaded = None  # (key, model): reuse a loaded file across resets
 
     def _model_for(self, layout):

@@ -423,3 +423,22 @@ def test_the_documented_command_rewrites_the_shipped_model(tmp_path, capsys):
     # last bit differently, so the test allows that and no more
     for wa, wb in zip(a.net.W + a.net.b, b.net.W + b.net.b, strict=True):
         np.testing.assert_allclose(wa, wb, rtol=0, atol=1e-12)
+
+
+def test_mrc_runs_the_model_file_it_is_given(tmp_path, capsys):
+    """``paging mrc --policy flashmoe:model=FILE`` runs FILE's network at every k: it rebuilt
+    the policy from its name, ``flashmoe``, and so ran the shipped model (here, a layout with
+    none: 'no shipped model for 3 layers x 4 experts'; on Mixtral's prefill+decode dump, a
+    refusal naming a training sequence the given model never saw)."""
+    import json
+
+    train_flashmoe([_tiny()], 5, seed=0, epochs=1, hidden=8).save(tmp_path / "m.npz")
+    pol = f"flashmoe:model={tmp_path / 'm.npz'}"
+    held_out = "zipf:n=4,layers=3,tokens=60,a=1.0,seed=1"
+    code, out, err = _cli(["mrc", held_out, "--policy", pol, "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    trace = zipf(n=4, layers=3, tokens=60, a=1.0, seed=1)
+    model = load_model(tmp_path / "m.npz")
+    assert doc["misses"] == [simulate(trace, FlashMoE(model), k).misses for k in doc["k"]]
+    assert doc["policy"] == pol
