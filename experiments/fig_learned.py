@@ -7,7 +7,9 @@ only), next to LRU, LLRU, LRU-DIST, LFU and OPT
 (Belady), on EVERY sequence of the shipped real traces (the Mixtral 8x7B files — HumanEval
 problems 0 and 1, and problem 0 with its prefill — and granite's three prompts), expanded into
 rounds (Sec. 5.1), at the cache sizes ``K_VALUES`` (k = 200 is the issue's target size; sizes
-above a layout's page count are dropped).
+above a layout's page count are dropped). The designed policies run at their registered
+defaults, whose (lam, horizon) were chosen on these same sequences: not a held-out comparison
+(that is ``experiments.select_designed``).
 
 Where :func:`paging.mrc.miss_curve` has an exact one-pass route (LRU, LLRU, LFU, Belady:
 stack algorithms; LRU-DIST: per-layer curves) the misses come from it; the designed policies (no

@@ -99,7 +99,9 @@ class FlashMoE(_History):
     def __init__(self, model=None):
         self.model_source = model
         self._loaded = None  # (key, model): reuse a loaded file across resets
-        if isinstance(model, (str, os.PathLike)):  # (its spec: a run's JSON and table name it)
+        # (its spec: a run's JSON and table name it, and paging mrc rebuilds the policy from
+        # its name: "flashmoe" alone ran the shipped model)
+        if isinstance(model, (str, os.PathLike)):
             self.name = f"flashmoe:model={os.fspath(model)}"
 
     def _model_for(self, layout):

@@ -442,3 +442,22 @@ def test_a_model_files_policy_names_its_file(tmp_path, capsys):
                            f"flashmoe:model={path}", "--k", "5", "--json"], capsys)
     assert code == 0, err
     assert json.loads(out)[0]["policy"] == f"flashmoe:model={path}"
+
+
+def test_mrc_runs_the_model_file_it_is_given(tmp_path, capsys):
+    """``paging mrc --policy flashmoe:model=FILE`` runs FILE's network at every k: it rebuilt
+    the policy from its name, ``flashmoe``, and so ran the shipped model (here, a layout with
+    none: 'no shipped model for 3 layers x 4 experts'; on Mixtral's prefill+decode dump, a
+    refusal naming a training sequence the given model never saw)."""
+    import json
+
+    train_flashmoe([_tiny()], 5, seed=0, epochs=1, hidden=8).save(tmp_path / "m.npz")
+    pol = f"flashmoe:model={tmp_path / 'm.npz'}"
+    held_out = "zipf:n=4,layers=3,tokens=60,a=1.0,seed=1"
+    code, out, err = _cli(["mrc", held_out, "--policy", pol, "--json"], capsys)
+    assert code == 0, err
+    doc = json.loads(out)
+    trace = zipf(n=4, layers=3, tokens=60, a=1.0, seed=1)
+    model = load_model(tmp_path / "m.npz")
+    assert doc["misses"] == [simulate(trace, FlashMoE(model), k).misses for k in doc["k"]]
+    assert doc["policy"] == pol

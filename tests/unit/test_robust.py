@@ -151,7 +151,8 @@ def test_rows_hold_and_their_power_checks_fail(mod):
     ("robust:token-match,lru", 866, 4),    # margin 0 switches on small leads
 ])
 def test_golden_mixtral_problem_0(name, golden, switches):
-    # README's held-out table (python -m experiments.robust_heldout), k = 200, rounds
+    # docs/guide/theory.md's table (python -m experiments.robust_heldout), k = 200, rounds;
+    # token-match at its registered default (lam, horizon chosen on these sequences: not held out)
     trace = real_sequence("mixtral-8x7b-instruct-vllm/humaneval_2_routing.jsonl", 0)
     pol = make_policy(name)
     res = simulate(trace, pol, 200, record=True)
