@@ -46,7 +46,7 @@ GRIDS = {
                                                                 (1, 2, 4))), (0.95, 2)),
     # (token-match is token-decay's rule: its lam and horizon are token-decay's defaults, which
     # were chosen on these same sequences, so they are chosen on the other prompts here too;
-    # before 2026-11-30 only (neighbours, shrink) were, and lam, horizon = 0.95, 2 came from a
+    # until 2026-11-29 only (neighbours, shrink) were, and lam, horizon = 0.95, 2 came from a
     # choice that had seen the held-out sequence)
     "token-match": (("lam", "horizon", "neighbours", "shrink"),
                     tuple(itertools.product((0.8, 0.9, 0.95, 0.98), (1, 2, 4), (1, 3, 5),
