@@ -102,6 +102,8 @@ class OraclePredictor(Predictor):
         self.seed = int(seed)
         if not (self.eta >= 0.0) or self.eta == float("inf"):
             raise PagingError(f"predictor oracle: eta must be a finite number >= 0, got {eta!r}")
+        if self.seed < 0:  # (numpy's generator refuses it, at the run's reset: a traceback)
+            raise PagingError(f"predictor oracle: seed must be an integer >= 0, got {seed!r}")
 
     @property
     def spec(self) -> str:

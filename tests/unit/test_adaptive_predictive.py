@@ -179,6 +179,8 @@ def test_flags_and_names():
 @pytest.mark.parametrize("spec, message", [
     ("predictive-marker:oracle:eta=-1", "eta must be a finite number >= 0"),
     ("predictive-marker:oracle:eta=abc", "is not a valid float"),
+    ("predictive-marker:oracle:eta=nan", "eta must be a finite number >= 0"),
+    ("blind-oracle:oracle:eta=1,seed=-1", "seed must be an integer >= 0"),
     ("predictive-marker:oracle:eta", "is not key=value"),
     ("predictive-marker:oracle:size=3", "unknown option 'size'"),
     ("predictive-marker:psychic", "unknown predictor 'psychic'"),
