@@ -110,6 +110,12 @@ class Robust(Policy):
         else:
             self.margin = positive_int("margin", margin, 0)
         pa, pb = self.make_a(), self.make_b()
+        for pol in (pa, pb):
+            if _offline(pol):
+                raise PagingError(f"robust component {pol.name!r} is clairvoyant (it reads the "
+                                  "future), not an online policy: the combiner follows online "
+                                  "policies (a prediction policy with the oracle predictor is "
+                                  "allowed: its predictions are the advice)")
         opt = f",margin={self.margin}" if self.margin else ""
         self.name = name or f"robust:{pa.name},{pb.name}{opt}"
         self.clairvoyant = pa.clairvoyant or pb.clairvoyant
@@ -192,6 +198,15 @@ class Robust(Policy):
 #: imports this module to list its classes). Python loads a package before its submodules, so
 #: it is set before any code can build a Robust.
 REGISTRY_MAKE: Callable[[str], Policy] | None = None
+
+
+def _offline(pol: Policy) -> bool:
+    """Whether ``pol`` is clairvoyant by its own rule (Belady, OPT-DIST, a lookahead policy),
+    not through a predictor it is given (``blind-oracle:oracle``: the predictions are the
+    advice of paging with predictions, and stay allowed)."""
+    proto = pol.factory() if getattr(pol, "per_layer", False) else pol
+    predictor = getattr(proto, "predictor", None)
+    return bool(pol.clairvoyant) and not (predictor is not None and predictor.clairvoyant)
 
 
 def _factory(spec) -> Callable[[], Policy]:
