@@ -1405,7 +1405,8 @@ def policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed, n_insert
                                      trace.layout.n_pages)
     if kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN):  # the predictor's kind and
         pkind = predictor_kind(spec.proto.predictor)  # the oracle's predictions
-        preds, pred_row = predictions(trace, caps, spec.proto, policy, spec[2])
+        preds, pred_row = predictions(trace, caps, spec.proto, policy, spec[2],
+                                      slots if budget is not None else None)
     return (
         # one draw per eviction at most: each insertion (a request or a prefetch) evicts pages
         # it needs room for, and so at most every page inserted before

@@ -445,12 +445,14 @@ def supports(policy, proto, kind: int, dist: bool) -> bool:
 
 
 
-def predictions(trace, caps, proto, policy=None, dist=False):
+def predictions(trace, caps, proto, policy=None, dist=False, slots=None):
     """``(preds, pred_row)``: the ``oracle`` predictor's prediction of every request,
     ``preds[pred_row[q], t]`` for partition q of capacity ``caps[q]`` (its values depend on
     the partition's capacity only: one row per distinct share), made by the predictor's own
     code; empty rows for the ``frequency`` predictor, computed in the kernel. A shared
-    ``policy`` given has its own predictor reset, as by a reference run."""
+    ``policy`` given has its own predictor reset, as by a reference run. ``slots``: the room
+    each page takes (a byte budget's sizes; None or ones: a capacity in pages), which the
+    oracle's OPT reads as a reference run's context gives it."""
     from paging.policies.base import Context
     from paging.predict import OraclePredictor
 
@@ -458,13 +460,15 @@ def predictions(trace, caps, proto, policy=None, dist=False):
     if predictor_kind(proto.predictor) != ORACLE:
         return np.zeros((1, 0)), pred_row
     lay = trace.layout
+    in_bytes = slots is not None and bool((np.asarray(slots) != 1).any())
     rows: dict[int, int] = {}
     arrays = []
     for i, c in enumerate(caps.tolist()):
         if c not in rows:
             ctx = Context(layout=lay, capacity=int(c), rng=np.random.default_rng(0),
                           steps=trace.steps, n_requests=trace.n_requests,
-                          next_use=trace.next_use)
+                          next_use=trace.next_use, in_bytes=in_bytes,
+                          sizes=np.asarray(slots, dtype=np.int64) if in_bytes else None)
             rows[c] = len(arrays)
             if policy is not None and not dist:  # the policy's own predictor, reset as
                 policy.predictor.reset(ctx)      # by a reference run
@@ -657,7 +661,7 @@ def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=N
         score = np.ascontiguousarray(trace.score, dtype=np.float64)
     else:
         pkind = predictor_kind(proto.predictor)
-        preds, pred_row = predictions(trace, caps, proto, policy, dist)
+        preds, pred_row = predictions(trace, caps, proto, policy, dist, slots)
     hks = _hks(kind, caps, slots, lay.n_pages)
     if draws is None:
         draws = np.zeros(1)

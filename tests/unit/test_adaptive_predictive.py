@@ -270,3 +270,20 @@ def test_the_markers_read_a_byte_budget_as_bytes():
         r = simulate(tr, "predictive-marker", budget=8_000_000_000, sizes=sizes, engine=engine)
         assert r.misses == simulate(tr, "predictive-marker", budget=8_000_000_000, sizes=sizes,
                                     engine="reference").misses
+
+
+@pytest.mark.parametrize("engine", ["reference", "fast"])
+def test_oracle_normalises_a_byte_budget_by_the_pages_it_holds(engine):
+    """0 1 2 0 1 2 0 1 2 with 2 pages: Belady misses 0, 1, 2 (evicts 1), 1 (evicts 0), 0
+    (evicts 2), 2: OPT = 6. A budget of 20 bytes over pages of 10 bytes is the same cache, so
+    η_ℓ1 = η·6 there too; read as 20 pages (Belady never evicting: OPT = 3 distinct pages) it
+    was half the error asked for."""
+    tr = from_pages([0, 1, 2] * 3, Layout(3, 1))
+    by_pages = make_policy("blind-oracle:oracle:eta=0.5,seed=3")
+    by_bytes = make_policy("blind-oracle:oracle:eta=0.5,seed=3")
+    simulate(tr, by_pages, 2, engine=engine)
+    simulate(tr, by_bytes, budget=20, sizes=np.full(3, 10), engine=engine)
+    assert by_pages.predictor.opt == by_bytes.predictor.opt == 6
+    err = np.abs(by_bytes.predictor.values - tr.next_use).sum()
+    assert err == pytest.approx(0.5 * 6, rel=1e-12)
+    assert np.array_equal(by_pages.predictor.values, by_bytes.predictor.values)
