@@ -236,8 +236,9 @@ class RobustBlindOracle(PredictivePolicy):
     be the outgoing leader's count at switch j: a_{j+1} > 2·a_j, and a_last ≤ 2m + 1 (just
     before the last switch the leader had at most twice the other's count, and one request
     adds one miss), so Σ a_j ≤ 2·a_last ≤ 4m + 2; the final tenure costs at most 2m. With
-    unit sizes only (virtual caches count pages). Deterministic given the predictor.
-    Cost per request O(1), O(k) per BlindOracle virtual eviction.
+    unit sizes only (virtual caches count pages; under a byte budget they hold the pages the
+    budget holds, :func:`marker_k`: the same cache when the pages weigh the same).
+    Deterministic given the predictor. Cost per request O(1), O(k) per BlindOracle virtual eviction.
     """
 
     name = "robust-blind-oracle"
@@ -247,7 +248,11 @@ class RobustBlindOracle(PredictivePolicy):
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
-        self.c = max(int(ctx.capacity), 1)
+        # the virtual caches hold the pages the cache holds: under a byte budget, as many of
+        # the smallest pages as fit (marker_k; the budget read as a page count never evicted,
+        # so both counts were the distinct pages, no switch, and the victims LRU's)
+        self.c = marker_k(ctx.capacity, ctx.sizes if ctx.in_bytes else None,
+                          ctx.layout.n_pages)
         # the virtual BlindOracle's pages in insertion order: of two pages of equal
         # (prediction, latest request), which prefetches create (a batch gets t + 1 and t), the
         # one inserted first is evicted (a set broke that tie in its hash order)

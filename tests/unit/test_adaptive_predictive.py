@@ -287,3 +287,16 @@ def test_oracle_normalises_a_byte_budget_by_the_pages_it_holds(engine):
     err = np.abs(by_bytes.predictor.values - tr.next_use).sum()
     assert err == pytest.approx(0.5 * 6, rel=1e-12)
     assert np.array_equal(by_pages.predictor.values, by_bytes.predictor.values)
+
+
+@pytest.mark.parametrize("engine", ["reference", "fast"])
+def test_robust_blind_oracle_virtual_caches_under_a_byte_budget(engine):
+    """0 1 2 x3, a cache of 2 pages: exact BlindOracle = Belady makes 6 misses, LRU 9 (cyclic
+    over k + 1 pages); the combiner follows BlindOracle (6 ≤ 2·9) and makes its 6. A budget of
+    20 bytes over pages of 10 is the same cache: its virtual caches must hold 2 pages too (read
+    as 20 pages they never evicted, counted 3 and 3, and the victims were LRU's: 9 misses)."""
+    tr = from_pages([0, 1, 2] * 3, Layout(3, 1))
+    for kw in (dict(k=2), dict(budget=20, sizes=np.full(3, 10))):
+        pol = make_policy("robust-blind-oracle:oracle")
+        assert simulate(tr, pol, engine=engine, **kw).misses == 6
+        assert pol.cost == [6, 9] and (pol.leader, pol.switches) == (0, 0)
