@@ -66,7 +66,7 @@ least as much as a switch can cost (rent-or-buy). The README reports both on the
 Why the existing ``robust-blind-oracle`` "follows BlindOracle at every η": it switches only
 when the leader has more than *twice* the other's misses (a factor-2 hysteresis), so any A
 that is less than twice as bad as LRU is followed forever, and its proven bound is
-6·min + 2 + k·(S + 1). Following the leader with an *additive* margin is what makes the
+3·min (its docstring). Following the leader with an *additive* margin is what makes the
 constant 2 (and the switch cost paid once, k, not once per switch: (i) charges every switch but
 the last to the two components' own misses).
 

@@ -300,3 +300,16 @@ def test_robust_blind_oracle_virtual_caches_under_a_byte_budget(engine):
         pol = make_policy("robust-blind-oracle:oracle")
         assert simulate(tr, pol, engine=engine, **kw).misses == 6
         assert pol.cost == [6, 9] and (pol.leader, pol.switches) == (0, 0)
+
+
+@given(trace=round_traces(), k=st.integers(1, 8), which=st.sampled_from(
+    ["oracle", "oracle:eta=50,seed=1", "frequency", "reversed"]))
+def test_robust_blind_oracle_within_three_min(trace, k, which):
+    """ALG ≤ 3·min(BO, LRU) on every run (RobustBlindOracle's docstring proves it; the
+    virtual counts are BlindOracle's and LRU's own, checked in proofs/predictions_robust.py)."""
+    from paging.policies.predictive import RobustBlindOracle
+    from proofs.predictions_common import ReversedPredictor
+
+    pol = RobustBlindOracle(predictor=ReversedPredictor() if which == "reversed" else which)
+    alg = simulate(trace, pol, k, engine="reference").misses
+    assert alg <= 3 * min(pol.cost)

@@ -116,3 +116,19 @@ def test_marker_row_fails_when_predictive_marker_ignores_its_predictions(monkeyp
     row = predictions_marker.check()
     assert not row.holds and "Consistency (mean PredictiveMarker ≤ 2·OPT at η = 0): False" \
         in row.notes
+
+
+def test_robust_row_fails_when_the_combiner_ignores_its_leader(monkeypatch):
+    """A robust-blind-oracle evicting LRU's victim whatever the leader is plain LRU: on
+    cyclic:n=3,layers=3,rounds=40 at k = 8 it makes LRU's 120 misses where BlindOracle with
+    exact predictions makes OPT's 22. The old bound 6·min + 2 + k·(S + 1) = 142 let it stand;
+    3·min = 66 does not."""
+    from paging.policies.predictive import RobustBlindOracle
+
+    def lru_victim(self, t, page, cache):
+        self._see(t, page)
+        return min(cache.candidates, key=lambda q: self.last[q])
+
+    monkeypatch.setattr(RobustBlindOracle, "victim", lru_victim)
+    row = predictions_robust.check()
+    assert not row.holds and row.smallest_margin < 0
