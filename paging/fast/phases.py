@@ -394,7 +394,7 @@ def _robust_hear(y, q, vc, in_bo, bnx, bpv, bhd, btl, bcnt, in_lru, lnx, lpv, lh
     BlindOracle (its pages in insertion order; a miss there evicts the largest prediction, then
     the least recently requested, then the first inserted) and of the virtual LRU, both of
     ``vc`` pages; then the leader switches when its miss count exceeds twice the other's.
-    ``rob[q]`` = (leader, switches, BlindOracle's misses, LRU's misses)."""
+    ``rob[q]`` = (leader, switches, BlindOracle's misses, LRU's misses, ``vc``)."""
     if not in_bo[y]:
         rob[q, 2] += 1
         if bcnt[q] >= vc:
@@ -779,7 +779,7 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                                  occ_start, fcount, pages, hp, t, n)
                             last_t[hp] = t
                             if robust:
-                                _robust_hear(hp, qh, max(caps[qh], 1), in_bo, bnx, bpv, bhd,
+                                _robust_hear(hp, qh, rob[qh, 4], in_bo, bnx, bpv, bhd,
                                              btl, bcnt, in_lru, lnx, lpv, lhd, ltl, lcnt,
                                              bpred, last_t, rob)
                         if pm:
@@ -909,7 +909,7 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                             if robust:  # (a prefetched page's prediction and latest
                                 # request are read by none of the virtual caches' decisions
                                 # before on_prefetch replaces them)
-                                _robust_hear(x, q, max(caps[q], 1), in_bo, bnx, bpv, bhd, btl,
+                                _robust_hear(x, q, rob[q, 4], in_bo, bnx, bpv, bhd, btl,
                                              bcnt, in_lru, lnx, lpv, lhd, ltl, lcnt, bpred,
                                              last_t, rob)
                         rand = mark  # Marking: always a uniform unmarked candidate
@@ -1157,7 +1157,7 @@ def phase_kernel(pages, steps, slots, level_slots, n_experts, n_layers, caps, di
                                             occ_start, fcount, pages, x, t, n)
                         last_t[x] = t
                         if robust:
-                            _robust_hear(x, q, max(caps[q], 1), in_bo, bnx, bpv, bhd, btl,
+                            _robust_hear(x, q, rob[q, 4], in_bo, bnx, bpv, bhd, btl,
                                          bcnt, in_lru, lnx, lpv, lhd, ltl, lcnt, bpred,
                                          last_t, rob)
                     if pm:
@@ -1378,11 +1378,16 @@ def run_kind(policy, spec, prefetching: bool) -> tuple[int, bool]:
 def partition_inputs(kind, caps, slots, by_bytes: bool, n_pages: int):
     """``(hks, rob, adp)`` of :func:`phase_kernel`: PredictiveMarker's H_k of each partition
     (in pages; under a byte budget, ``by_bytes``, of its bytes), the robust combiner's
-    counters (zeros) and LeCaR's learning rate, discount and history size per partition."""
+    counters (zeros) and the pages of its virtual caches (as ``marker_k``), and LeCaR's
+    learning rate, discount and history size per partition."""
     from paging.fast import adaptive
 
     hks = np.zeros(caps.size)
-    rob = np.zeros((caps.size, 4), np.int64)
+    rob = np.zeros((caps.size, 5), np.int64)
+    if kind == ROBUST_SCAN:  # the pages of its virtual caches (RobustBlindOracle.reset)
+        from paging.policies.predictive import marker_k
+
+        rob[:, 4] = [marker_k(c, slots if by_bytes else None, n_pages) for c in caps.tolist()]
     adp = np.zeros((caps.size, 3))
     if kind == LECAR_SCAN:
         lr, dr, hist_cap = adaptive.lecar_params(caps)
@@ -1405,7 +1410,8 @@ def policy_inputs(trace, policy, spec, kind, caps, slots, budget, seed, n_insert
                                      trace.layout.n_pages)
     if kind in (BLIND_SCAN, PMARK_SCAN, LMARK_SCAN, ROBUST_SCAN):  # the predictor's kind and
         pkind = predictor_kind(spec.proto.predictor)  # the oracle's predictions
-        preds, pred_row = predictions(trace, caps, spec.proto, policy, spec[2])
+        preds, pred_row = predictions(trace, caps, spec.proto, policy, spec[2],
+                                      slots if budget is not None else None)
     return (
         # one draw per eviction at most: each insertion (a request or a prefetch) evicts pages
         # it needs room for, and so at most every page inserted before

@@ -124,12 +124,13 @@ def _swap(clist, ckey, clast, cpos, i, j):
 
 @njit(cache=True, nogil=True)
 def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind, pkind,
-                      preds, pred_row, score, hks, draws, record, S, t0):
+                      preds, pred_row, score, hks, vcaps, draws, record, S, t0):
     """Replay ``pages`` under the policy ``kind``. ``sizes[p]`` is the room page p takes in
     the partition capacities ``caps`` (one partition, or one per layer with ``dist``);
     ``pkind`` says where predictions come from (``preds[pred_row[q], t]`` for partition q, or
     the frequency formula); ``score`` the gate scores (Score-Based); ``hks[q]`` the harmonic
-    number H_k of partition q (PredictiveMarker); ``draws`` the run's uniform draws
+    number H_k of partition q (PredictiveMarker); ``vcaps[q]`` the pages of the combiner's
+    virtual caches of partition q (:func:`_vcaps`); ``draws`` the run's uniform draws
     (PredictiveMarker, LMarker). ``S`` is the run's state (:func:`pred_state`): None (a
     whole run: made in the kernel), a fresh one, or the one an earlier call left after the
     run's first ``t0`` requests (a run carried from piece to piece, :class:`Carried`: each
@@ -225,7 +226,7 @@ def predictive_kernel(pages, steps, sizes, n_experts, n_layers, caps, dist, kind
         else:
             key = preds[pred_row[q], T]
         if robust:
-            vc = caps[q] if caps[q] > 1 else 1
+            vc = vcaps[q]
             if in_bo[p]:
                 j = bopos[p]
                 bkey[j] = key
@@ -445,12 +446,14 @@ def supports(policy, proto, kind: int, dist: bool) -> bool:
 
 
 
-def predictions(trace, caps, proto, policy=None, dist=False):
+def predictions(trace, caps, proto, policy=None, dist=False, slots=None):
     """``(preds, pred_row)``: the ``oracle`` predictor's prediction of every request,
     ``preds[pred_row[q], t]`` for partition q of capacity ``caps[q]`` (its values depend on
     the partition's capacity only: one row per distinct share), made by the predictor's own
     code; empty rows for the ``frequency`` predictor, computed in the kernel. A shared
-    ``policy`` given has its own predictor reset, as by a reference run."""
+    ``policy`` given has its own predictor reset, as by a reference run. ``slots``: the room
+    each page takes (a byte budget's sizes; None or ones: a capacity in pages), which the
+    oracle's OPT reads as a reference run's context gives it."""
     from paging.policies.base import Context
     from paging.predict import OraclePredictor
 
@@ -458,13 +461,15 @@ def predictions(trace, caps, proto, policy=None, dist=False):
     if predictor_kind(proto.predictor) != ORACLE:
         return np.zeros((1, 0)), pred_row
     lay = trace.layout
+    in_bytes = slots is not None and bool((np.asarray(slots) != 1).any())
     rows: dict[int, int] = {}
     arrays = []
     for i, c in enumerate(caps.tolist()):
         if c not in rows:
             ctx = Context(layout=lay, capacity=int(c), rng=np.random.default_rng(0),
                           steps=trace.steps, n_requests=trace.n_requests,
-                          next_use=trace.next_use)
+                          next_use=trace.next_use, in_bytes=in_bytes,
+                          sizes=np.asarray(slots, dtype=np.int64) if in_bytes else None)
             rows[c] = len(arrays)
             if policy is not None and not dist:  # the policy's own predictor, reset as
                 policy.predictor.reset(ctx)      # by a reference run
@@ -515,6 +520,17 @@ def _hks(kind: int, caps, slots, n_pages: int) -> np.ndarray:
                      for c in caps.tolist()])
 
 
+def _vcaps(caps, slots, n_pages: int) -> np.ndarray:
+    """The pages of the robust combiner's virtual BlindOracle and LRU in each partition, as
+    ``RobustBlindOracle.reset`` counts them (:func:`paging.policies.predictive.marker_k`: a
+    capacity in pages, or, under a byte budget, the smallest pages it holds)."""
+    from paging.policies.predictive import marker_k
+
+    in_bytes = bool((slots != 1).any())  # a byte budget: the pages weigh their sizes
+    return np.array([marker_k(c, slots if in_bytes else None, n_pages) for c in caps.tolist()],
+                    dtype=np.int64)
+
+
 #: the most requests one kernel call of a carried marker run serves: its chains array holds
 #: the live chains (at most one per page) and at most two new chains per request of the call
 #: (one at its first eviction, one more when a byte budget's evictions start a new phase)
@@ -546,6 +562,7 @@ class Carried:
         self.caps = np.ascontiguousarray(caps, dtype=np.int64)
         self.kind = spec[1]
         self.hks = _hks(self.kind, self.caps, slots, layout.n_pages)
+        self.vcaps = _vcaps(self.caps, slots, layout.n_pages)
         self.marking = self.kind in (PMARKER, LMARKER)
         P = layout.n_pages
         self.S = pred_state(P, self.caps.size, P + 2 * PIECE + 1 if self.marking else 1)
@@ -596,7 +613,8 @@ class Carried:
         out = predictive_kernel(frozen(pages), frozen(steps), self.slots, lay.n_experts,
                                 lay.n_layers, self.caps, self.spec[2], self.kind, FREQUENCY,
                                 frozen(np.zeros((1, 0))), np.zeros(self.caps.size, np.int64),
-                                frozen(score), self.hks, frozen(draws), rec, S, self.n)[:8]
+                                frozen(score), self.hks, self.vcaps, frozen(draws), rec, S,
+                                self.n)[:8]
         self.n += len(pages)
         return out
 
@@ -657,13 +675,14 @@ def execute(trace, spec, slots, capacity: int, record: int, draws=None, policy=N
         score = np.ascontiguousarray(trace.score, dtype=np.float64)
     else:
         pkind = predictor_kind(proto.predictor)
-        preds, pred_row = predictions(trace, caps, proto, policy, dist)
+        preds, pred_row = predictions(trace, caps, proto, policy, dist, slots)
     hks = _hks(kind, caps, slots, lay.n_pages)
     if draws is None:
         draws = np.zeros(1)
     out = predictive_kernel(frozen(trace.pages), frozen(trace.steps), frozen(slots),
                             lay.n_experts, lay.n_layers, caps, dist, kind, pkind, frozen(preds),
-                            pred_row, frozen(score), hks, frozen(draws), record, None, 0)
+                            pred_row, frozen(score), hks, _vcaps(caps, slots, lay.n_pages),
+                            frozen(draws), record, None, 0)
     if policy is not None and kind == ROBUST and not dist:
         # what a reference run leaves (RobustBlindOracle.cost, .leader, .switches)
         leader, switches, cost = out[8]

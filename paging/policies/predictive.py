@@ -23,8 +23,8 @@ stated with explicit constants, see proofs/predictions_*.py):
 * LMarker: ratio O(1 + min(log k, log(1 + η/(k·OPT)))) -type bound (D. Rohatgi, "Near-optimal
   bounds for online caching with machine learned advice", SODA 2020); no explicit constants
   used here.
-* The robust combiner: ALG ≤ 6·min(BO, LRU) + 2 + k·(S + 1), S its number of switches (proved
-  in :class:`RobustBlindOracle`'s docstring), the deterministic "follow the better" idea of
+* The robust combiner: ALG ≤ 3·min(BO, LRU) (proved in :class:`RobustBlindOracle`'s
+  docstring), the deterministic "follow the better" idea of
   Fiat et al. 1991 as used by Wei 2020 (Wei's RobustFtP combines with Marker; we use LRU so the
   combiner stays deterministic given the predictor).
 """
@@ -229,15 +229,24 @@ class RobustBlindOracle(PredictivePolicy):
     recently requested such one), else the least recently requested candidate ("lazy"
     following).
 
-    Bound (proved here): with m = min(A, B) at the end and S switches,
-    ALG ≤ 6·m + 2 + k·(S + 1). Proof: (i) while following L, Φ = |cache \\ L's cache| ≤ k
-    drops by one on a miss of ours that L does not have and never grows on a miss we share
-    (we evict a page outside L's cache), so in each tenure ALG ≤ L's misses + k. (ii) let a_j
-    be the outgoing leader's count at switch j: a_{j+1} > 2·a_j, and a_last ≤ 2m + 1 (just
-    before the last switch the leader had at most twice the other's count, and one request
-    adds one miss), so Σ a_j ≤ 2·a_last ≤ 4m + 2; the final tenure costs at most 2m. With
-    unit sizes only (virtual caches count pages). Deterministic given the predictor.
-    Cost per request O(1), O(k) per BlindOracle virtual eviction.
+    Bound (proved here): with m = min(A, B) at the end, ALG ≤ 3·m on every run from an empty
+    cache (rounds mode, a shared cache of unit pages; the switches cost nothing extra). Proof,
+    with C, C_A, C_B our cache and the virtual ones: (i) Ψ = |C \\ C_A| + |C \\ C_B| (0 at the
+    start) satisfies cost + ΔΨ ≤ ΔA + ΔB on every request, whoever leads: a hit of ours never
+    raises Ψ (a component that misses adds p, which we hold, and evicts at most one page we
+    hold); a miss of ours adds p (held by both after serving it) and evicts q outside the
+    leader L's cache after p, so |C \\ C_L| drops by one unless L missed (then it does not
+    grow), and the other term grows by at most one, only when the other missed; with room we never
+    evicted, so p is new to both. (ii) Φ = |C \\ C_L| ≤ Ψ satisfies cost + ΔΦ ≤ ΔL while L
+    leads, by the same cases. No switch: BlindOracle leads throughout, ALG ≤ A ≤ 2·B, so
+    ALG ≤ 2·m. Otherwise, s the last switch, O the outgoing and L the last leader: (i) up to
+    s − 1 and (ii) from s give ALG ≤ A(s−1) + B(s−1) − L(s−1) + L(T) = O(s−1) + L(T), with
+    O(s−1) ≤ 2·L(s−1) (O led) and L(T) ≤ 2·O(T) (L leads): if m = L(T) that is ≤ 2m + m,
+    else m = O(T) ≥ O(s−1) and L(T) ≤ 2m, so ALG ≤ 3·m either way. (This replaces
+    6·m + 2 + k·(S + 1), which held but was so loose that plain LRU met it on the whole ledger
+    grid.) With unit sizes only (virtual caches count pages; under a byte budget they hold the
+    pages the budget holds, :func:`marker_k`: the same cache when the pages weigh the same).
+    Deterministic given the predictor. Cost per request O(1), O(k) per BlindOracle virtual eviction.
     """
 
     name = "robust-blind-oracle"
@@ -247,7 +256,11 @@ class RobustBlindOracle(PredictivePolicy):
 
     def reset(self, ctx) -> None:
         super().reset(ctx)
-        self.c = max(int(ctx.capacity), 1)
+        # the virtual caches hold the pages the cache holds: under a byte budget, as many of
+        # the smallest pages as fit (marker_k; the budget read as a page count never evicted,
+        # so both counts were the distinct pages, no switch, and the victims LRU's)
+        self.c = marker_k(ctx.capacity, ctx.sizes if ctx.in_bytes else None,
+                          ctx.layout.n_pages)
         # the virtual BlindOracle's pages in insertion order: of two pages of equal
         # (prediction, latest request), which prefetches create (a batch gets t + 1 and t), the
         # one inserted first is evicted (a set broke that tie in its hash order)

@@ -66,7 +66,7 @@ least as much as a switch can cost (rent-or-buy). The README reports both on the
 Why the existing ``robust-blind-oracle`` "follows BlindOracle at every η": it switches only
 when the leader has more than *twice* the other's misses (a factor-2 hysteresis), so any A
 that is less than twice as bad as LRU is followed forever, and its proven bound is
-6·min + 2 + k·(S + 1). Following the leader with an *additive* margin is what makes the
+3·min (its docstring). Following the leader with an *additive* margin is what makes the
 constant 2 (and the switch cost paid once, k, not once per switch: (i) charges every switch but
 the last to the two components' own misses).
 
@@ -110,6 +110,12 @@ class Robust(Policy):
         else:
             self.margin = positive_int("margin", margin, 0)
         pa, pb = self.make_a(), self.make_b()
+        for pol in (pa, pb):
+            if _offline(pol):
+                raise PagingError(f"robust component {pol.name!r} is clairvoyant (it reads the "
+                                  "future), not an online policy: the combiner follows online "
+                                  "policies (a prediction policy with the oracle predictor is "
+                                  "allowed: its predictions are the advice)")
         opt = f",margin={self.margin}" if self.margin else ""
         self.name = name or f"robust:{pa.name},{pb.name}{opt}"
         self.clairvoyant = pa.clairvoyant or pb.clairvoyant
@@ -192,6 +198,15 @@ class Robust(Policy):
 #: imports this module to list its classes). Python loads a package before its submodules, so
 #: it is set before any code can build a Robust.
 REGISTRY_MAKE: Callable[[str], Policy] | None = None
+
+
+def _offline(pol: Policy) -> bool:
+    """Whether ``pol`` is clairvoyant by its own rule (Belady, OPT-DIST, a lookahead policy),
+    not through a predictor it is given (``blind-oracle:oracle``: the predictions are the
+    advice of paging with predictions, and stay allowed)."""
+    proto = pol.factory() if getattr(pol, "per_layer", False) else pol
+    predictor = getattr(proto, "predictor", None)
+    return bool(pol.clairvoyant) and not (predictor is not None and predictor.clairvoyant)
 
 
 def _factory(spec) -> Callable[[], Policy]:

@@ -87,7 +87,9 @@ class OraclePredictor(Predictor):
     Noise model: z_t ~ N(0, 1) i.i.d. from ``numpy.random.default_rng(seed)`` (one draw per
     request, drawn at reset), scaled so that Σ_t |pred_t − next_t| = η·OPT exactly, where
     ``next_t = ctx.next_use[t]`` (N when the page is not requested again) and OPT is Belady's
-    miss count at the policy's capacity (:func:`opt_from_next_use`): η is Lykouris &
+    miss count at the policy's capacity in pages (:func:`opt_from_next_use`; under a byte
+    budget, the pages it holds, :func:`paging.policies.predictive.marker_k`: exact when the
+    pages weigh the same): η is Lykouris &
     Vassilvitskii's error η_ℓ1 divided by OPT. η = 0 gives the true next arrivals. Reading for
     DIST variants: each layer's sub-policy normalises by OPT of the whole trace at its layer's
     share. Clairvoyant (reads ``ctx.next_use``; asked about a page at another page's request, a
@@ -132,7 +134,12 @@ class OraclePredictor(Predictor):
         nu = np.asarray(ctx.next_use, dtype=np.float64)
         self.opt = 0
         if self.eta > 0 and nu.size:
-            self.opt = opt_from_next_use(ctx.next_use, max(int(ctx.capacity), 1))
+            from paging.policies.predictive import marker_k
+
+            # a byte budget counts the pages it holds (Belady at the budget read as a page
+            # count never evicted: OPT was the number of distinct pages, and η shrank with it)
+            k = marker_k(ctx.capacity, ctx.sizes if ctx.in_bytes else None, ctx.layout.n_pages)
+            self.opt = opt_from_next_use(ctx.next_use, k)
             z = np.random.default_rng(self.seed).standard_normal(nu.size)
             nu = nu + z * (self.eta * self.opt / np.abs(z).sum())
         return nu

@@ -91,8 +91,8 @@ def budget_runs(draw):
 def test_byte_budgets(base, run, spec, dist, seed):
     """Several victims per miss (a new marking phase may start between two of them), pages
     larger than a layer's share (bypasses: the policy, and its predictor, hear nothing), the
-    oracle normalised by OPT at a capacity counted in bytes, the combiner's virtual caches of
-    ``budget`` pages."""
+    oracle normalised by OPT at the pages the budget holds (budget // smallest size), the
+    combiner's virtual caches of as many pages."""
     trace, sizes, costs, budget = run
     name = f"{base}{'-dist' if dist else ''}" + ("" if base == "score-based" else f":{spec}")
     for cap in (budget, max(int(sizes.min()), budget // 2)):

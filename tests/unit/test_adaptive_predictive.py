@@ -179,6 +179,8 @@ def test_flags_and_names():
 @pytest.mark.parametrize("spec, message", [
     ("predictive-marker:oracle:eta=-1", "eta must be a finite number >= 0"),
     ("predictive-marker:oracle:eta=abc", "is not a valid float"),
+    ("predictive-marker:oracle:eta=nan", "eta must be a finite number >= 0"),
+    ("blind-oracle:oracle:eta=1,seed=-1", "seed must be an integer >= 0"),
     ("predictive-marker:oracle:eta", "is not key=value"),
     ("predictive-marker:oracle:size=3", "unknown option 'size'"),
     # (accepted, then numpy's default_rng(-1) at the run's reset: a ValueError traceback)
@@ -270,3 +272,46 @@ def test_the_markers_read_a_byte_budget_as_bytes():
         r = simulate(tr, "predictive-marker", budget=8_000_000_000, sizes=sizes, engine=engine)
         assert r.misses == simulate(tr, "predictive-marker", budget=8_000_000_000, sizes=sizes,
                                     engine="reference").misses
+
+
+@pytest.mark.parametrize("engine", ["reference", "fast"])
+def test_oracle_normalises_a_byte_budget_by_the_pages_it_holds(engine):
+    """0 1 2 0 1 2 0 1 2 with 2 pages: Belady misses 0, 1, 2 (evicts 1), 1 (evicts 0), 0
+    (evicts 2), 2: OPT = 6. A budget of 20 bytes over pages of 10 bytes is the same cache, so
+    η_ℓ1 = η·6 there too; read as 20 pages (Belady never evicting: OPT = 3 distinct pages) it
+    was half the error asked for."""
+    tr = from_pages([0, 1, 2] * 3, Layout(3, 1))
+    by_pages = make_policy("blind-oracle:oracle:eta=0.5,seed=3")
+    by_bytes = make_policy("blind-oracle:oracle:eta=0.5,seed=3")
+    simulate(tr, by_pages, 2, engine=engine)
+    simulate(tr, by_bytes, budget=20, sizes=np.full(3, 10), engine=engine)
+    assert by_pages.predictor.opt == by_bytes.predictor.opt == 6
+    err = np.abs(by_bytes.predictor.values - tr.next_use).sum()
+    assert err == pytest.approx(0.5 * 6, rel=1e-12)
+    assert np.array_equal(by_pages.predictor.values, by_bytes.predictor.values)
+
+
+@pytest.mark.parametrize("engine", ["reference", "fast"])
+def test_robust_blind_oracle_virtual_caches_under_a_byte_budget(engine):
+    """0 1 2 x3, a cache of 2 pages: exact BlindOracle = Belady makes 6 misses, LRU 9 (cyclic
+    over k + 1 pages); the combiner follows BlindOracle (6 ≤ 2·9) and makes its 6. A budget of
+    20 bytes over pages of 10 is the same cache: its virtual caches must hold 2 pages too (read
+    as 20 pages they never evicted, counted 3 and 3, and the victims were LRU's: 9 misses)."""
+    tr = from_pages([0, 1, 2] * 3, Layout(3, 1))
+    for kw in (dict(k=2), dict(budget=20, sizes=np.full(3, 10))):
+        pol = make_policy("robust-blind-oracle:oracle")
+        assert simulate(tr, pol, engine=engine, **kw).misses == 6
+        assert pol.cost == [6, 9] and (pol.leader, pol.switches) == (0, 0)
+
+
+@given(trace=round_traces(), k=st.integers(1, 8), which=st.sampled_from(
+    ["oracle", "oracle:eta=50,seed=1", "frequency", "reversed"]))
+def test_robust_blind_oracle_within_three_min(trace, k, which):
+    """ALG ≤ 3·min(BO, LRU) on every run (RobustBlindOracle's docstring proves it; the
+    virtual counts are BlindOracle's and LRU's own, checked in proofs/predictions_robust.py)."""
+    from paging.policies.predictive import RobustBlindOracle
+    from proofs.predictions_common import ReversedPredictor
+
+    pol = RobustBlindOracle(predictor=ReversedPredictor() if which == "reversed" else which)
+    alg = simulate(trace, pol, k, engine="reference").misses
+    assert alg <= 3 * min(pol.cost)

@@ -98,3 +98,37 @@ def test_power_check_instances():
     r = simulate(from_pages([0, 1, 2, 0, 1, 2], Layout(3, 1)),
                  BlindOracle(predictor=ReversedPredictor()), 2, record=True)
     assert r.evictions.tolist() == [[2, 0], [3, 1], [4, 2], [5, 0]]
+
+
+def test_marker_row_fails_when_predictive_marker_ignores_its_predictions(monkeypatch):
+    """PredictiveMarker with every victim uniform (randomized Marker: the same phases, the
+    predictions ignored) must not pass the row: on cyclic:n=3,layers=3,rounds=120 at k = 8
+    its mean over the run seeds exceeds 2·OPT = 104 at η = 0 (OPT 52, every phase's clean page
+    costing it about H_8). Without that instance the row held for it (mean ≤ 1.95·OPT)."""
+    from paging.policies.base import pick_uniform
+    from paging.policies.predictive import PredictiveMarker
+
+    def uniform(self, t, page, cache):
+        unmarked, _ = self._unmarked(t, page, cache)
+        return pick_uniform(self.ctx.rng, unmarked)
+
+    monkeypatch.setattr(PredictiveMarker, "victim", uniform)
+    row = predictions_marker.check()
+    assert not row.holds and "Consistency (mean PredictiveMarker ≤ 2·OPT at η = 0): False" \
+        in row.notes
+
+
+def test_robust_row_fails_when_the_combiner_ignores_its_leader(monkeypatch):
+    """A robust-blind-oracle evicting LRU's victim whatever the leader is plain LRU: on
+    cyclic:n=3,layers=3,rounds=40 at k = 8 it makes LRU's 120 misses where BlindOracle with
+    exact predictions makes OPT's 22. The old bound 6·min + 2 + k·(S + 1) = 142 let it stand;
+    3·min = 66 does not."""
+    from paging.policies.predictive import RobustBlindOracle
+
+    def lru_victim(self, t, page, cache):
+        self._see(t, page)
+        return min(cache.candidates, key=lambda q: self.last[q])
+
+    monkeypatch.setattr(RobustBlindOracle, "victim", lru_victim)
+    row = predictions_robust.check()
+    assert not row.holds and row.smallest_margin < 0

@@ -118,10 +118,31 @@ def test_a_name_with_a_predictor_option_reads_back(spec):
     ("robust:lru,nope", "unknown policy"),
     ("robust:lru,lfu,margin=-1", "margin must be an integer >= 0 or k"),
     ("robust:lru,lfu,fifo", "expected robust:A,B"),
+    ("robust:lru,belady", "robust component 'belady' is clairvoyant"),
+    ("robust:belady-dist,lru", "robust component 'belady-dist' is clairvoyant"),
+    ("robust-dist:lru,belady", "robust component 'belady' is clairvoyant"),
 ])
 def test_bad_specs(spec, msg):
     with pytest.raises(PagingError, match=msg):
         make_policy(spec)
+
+
+def test_an_offline_component_is_refused_on_the_command_line(capsys):
+    """Belady is not online: a combiner following it would be flagged clairvoyant and report
+    OPT-like numbers for a "robust online" policy. One line, exit 2 (Python factories too);
+    a prediction policy fed by the oracle predictor stays allowed (theory.md's example)."""
+    from paging.cli import main
+    from paging.policies.decay import TokenDecayLookahead
+
+    assert main(["simulate", "cyclic:n=3,layers=2,rounds=5", "--policy", "robust:lru,belady",
+                 "--k", "4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: robust component 'belady' is clairvoyant") and \
+        err.count("\n") == 1
+    with pytest.raises(PagingError, match="is clairvoyant"):
+        Robust(TokenDecayLookahead, "lru")
+    pol = make_policy("robust:blind-oracle:oracle:eta=1,lru")
+    assert pol.clairvoyant  # (the oracle's predictions read the future: flagged, allowed)
 
 
 def test_cli_runs_the_generic_spec():
