@@ -341,9 +341,9 @@ def test_marker_fails_when_opt_is_too_large(monkeypatch):
 
 @pytest.mark.parametrize("lie", ["cost", "switches"])
 def test_robust_row_does_not_trust_the_combiners_own_counts(monkeypatch, lie):
-    """The bound 6·min(BO, LRU) + 2 + k·(S + 1) used the counts and switches the combiner keeps
-    itself, so a combiner reporting them too large stood; BO, LRU and S now come from
-    independent runs and must agree with its report."""
+    """The row's bound (6·min(BO, LRU) + 2 + k·(S + 1) then, 3·min(BO, LRU) now) used the
+    counts and switches the combiner keeps itself, so a combiner reporting them too large
+    stood; BO, LRU and S now come from independent runs and must agree with its report."""
     mod = importlib.import_module("proofs.predictions_robust")
     _small_grid(monkeypatch, mod)
     assert mod.check().holds
