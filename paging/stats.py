@@ -25,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from paging.errors import PagingError
-from paging.trace import Trace
+from paging.trace import Trace, n_distinct
 
 
 def _entropy_bits(counts: np.ndarray) -> list[float | None]:
@@ -66,7 +66,7 @@ def _tokens(trace: Trace) -> int:
     if "n_tokens" in trace.meta:
         return int(trace.meta["n_tokens"])
     if trace.token is not None:
-        return int(np.unique(trace.token).size)
+        return n_distinct(trace.token)
     return int(trace.passes[-1]) + 1 if trace.n_requests else 0
 
 

@@ -154,11 +154,24 @@ def _token_scan(s, t, r, has_t, has_r, L, rounds, p_s, p_t, p_r, has_prev):  # p
     return -1, 0
 
 
+def n_distinct(a) -> int:
+    """Distinct values of ``a``: O(N) for the non-decreasing arrays of traces (steps, token
+    ids), else :func:`numpy.unique`. (numpy 2.4's ``unique`` hashes every value first: 0.27 s
+    on 2M sorted steps, most of a compiled run's time with a miss handler.)"""
+    a = np.asarray(a)
+    if a.size == 0:
+        return 0
+    d = np.diff(a)
+    if (d >= 0).all():
+        return int(np.count_nonzero(d)) + 1
+    return int(np.unique(a).size)
+
+
 def top1_groups(steps, rank) -> int:
     """(token, layer) groups served: the steps holding a request of rank 0 (a batched
     prefill's group holds several; the reference loop's and the kernels' observers count so)."""
     s, r = np.asarray(steps, dtype=np.int64), np.asarray(rank, dtype=np.int64)
-    return int(np.unique(s[r == 0]).size)
+    return n_distinct(s[r == 0])
 
 
 def step_message(i: int, step: int, before: int, expand: str) -> str:
@@ -386,7 +399,7 @@ class Trace:
         meta = {k: v for k, v in self.meta.items() if k not in ("rows", "phases", "phase_bounds")}
         meta["head_of"] = self.meta.get("head_of", self.n_requests)
         if self.token is not None:
-            meta["n_tokens"] = int(np.unique(self.token[:n]).size)
+            meta["n_tokens"] = n_distinct(self.token[:n])
         return Trace(self.layout, self.pages[:n], self.steps[:n], self.name, cut(self.token),
                      cut(self.rank), cut(self.score), self.expand, meta, self.logits)
 

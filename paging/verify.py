@@ -54,7 +54,7 @@ from numba import njit
 
 from paging.errors import VerificationError  # (defined with the other errors: paging.cli)
 from paging.result import Result
-from paging.trace import Trace
+from paging.trace import Trace, group_starts
 
 
 def _served_trace(trace: Trace, result: Result) -> Trace:
@@ -67,10 +67,15 @@ def _served_trace(trace: Trace, result: Result) -> Trace:
 
     if sp.shape != ss.shape:
         fail(f"{sp.size} served pages for {ss.size} served steps")
-    g_steps, g_size = np.unique(trace.steps, return_counts=True)
-    s_steps, s_first, s_size = np.unique(ss, return_index=True, return_counts=True)
     if ss.size and np.any(np.diff(ss) < 0):
         fail("the served steps go backwards")
+    # (the groups as runs of equal steps, both non-decreasing: numpy 2.4's unique hashes
+    # every value, 0.27 s on 2M steps)
+    steps = np.asarray(trace.steps, dtype=np.int64)
+    g_first = group_starts(steps)
+    g_steps, g_size = steps[g_first], np.diff(np.r_[g_first, steps.size])
+    s_first = group_starts(ss)
+    s_steps, s_size = ss[s_first], np.diff(np.r_[s_first, ss.size])
     if not np.array_equal(s_steps, g_steps):
         fail("the served requests do not cover every (token, layer) group of the trace once")
     if np.any(s_size > g_size):

@@ -75,7 +75,7 @@ from numba import njit
 
 from paging.cost.arith import expert_compute_ms, non_expert_ms
 from paging.errors import PagingError, check_time
-from paging.trace import Trace, group_starts
+from paging.trace import Trace, group_starts, n_distinct
 
 
 @njit(cache=True, nogil=True)
@@ -374,16 +374,6 @@ def _tokens_and_first(trace: Trace) -> tuple[np.ndarray, np.ndarray | None]:
     return np.asarray(tok), first
 
 
-def _n_distinct(a: np.ndarray) -> int:
-    """Distinct values of ``a``: O(N) for the non-decreasing token arrays of traces."""
-    if a.size == 0:
-        return 0
-    d = np.diff(a)
-    if (d >= 0).all():
-        return int(np.count_nonzero(d)) + 1
-    return int(np.unique(a).size)
-
-
 #: prefetch copy streams a timeline may have, and how two of them share the link
 PREFETCH_STREAMS = (1, 2)
 PREFETCH_LINKS = ("shared", "separate")
@@ -526,7 +516,7 @@ def _per_sequence(trace, tok, at_marks) -> list[dict]:
         has_pre = bool(pre and pre[1] > pre[0])
         t_pre, t_end = float(at_marks[2 * i]), float(at_marks[2 * i + 1])
         a = int(pre[1]) if has_pre else int(rec["start"])
-        dec_tokens = _n_distinct(tok[a:int(rec["end"])])
+        dec_tokens = n_distinct(tok[a:int(rec["end"])])
         decode_ms = t_end - (t_pre if has_pre else t0)
         tpot, tps = _rates(decode_ms, dec_tokens)
         out.append({"trace": rec["name"], "position": i, "start_ms": t0, "end_ms": t_end,
@@ -551,10 +541,10 @@ def _timing(trace, tok, total, at_marks, stall, busy, nbytes, late) -> Timing:
         if pre is not None and pre[1] > pre[0]:
             ttft = float(at_marks[0])
             dec = bounds.get("decode", [pre[1], N])
-            dec_tokens = _n_distinct(tok[dec[0]:dec[1]])
+            dec_tokens = n_distinct(tok[dec[0]:dec[1]])
         else:
             ttft = None
-            dec_tokens = _n_distinct(tok)
+            dec_tokens = n_distinct(tok)
         decode_ms = total - (ttft or 0.0)
     tpot, tps = _rates(decode_ms, dec_tokens)
     return Timing(time_ms=total, compute_ms=total - stall, stall_ms=stall,
@@ -779,7 +769,7 @@ def batch_prefill(trace: Trace) -> tuple[Trace, np.ndarray]:
     meta = dict(trace.meta)
     meta["phase_bounds"] = {"prefill": [0, n_pre], "decode": [n_pre, n_pre + dp.size]}
     meta["batched_prefill"] = True
-    meta["prefill_tokens"] = int(np.unique(tok[:hi]).size) if hi else 0
+    meta["prefill_tokens"] = n_distinct(tok[:hi])
     score_out = None if score is None else (np.concatenate([*out_g, dg]) if n_pre else dg)
     t = Trace(lay, pages_out, steps_out, trace.name, token_out, rank_out, score_out, "groups",
               meta)

@@ -1546,10 +1546,12 @@ def _miss_counts(mstats, trace, outcome, subst, lvl, rec) -> None:
     mstats.dropped, mstats.substituted = int(dropped.size), int(swapped.size)
     ranks = (np.zeros(replaced.size, np.int64) if trace.rank is None
              else np.asarray(trace.rank, dtype=np.int64)[replaced])
-    values, counts = np.unique(ranks, return_counts=True)
-    mstats.replaced_ranks = {int(r): int(c) for r, c in zip(values, counts, strict=True)}
+    from paging.trace import n_distinct
+
+    counts = np.bincount(ranks) if ranks.size else np.zeros(0, np.int64)  # (ranks >= 0)
+    mstats.replaced_ranks = {int(r): int(counts[r]) for r in np.flatnonzero(counts)}
     # groups whose top-1 was replaced (a batched prefill's group has several of rank 0)
-    mstats.top1_changed = int(np.unique(np.asarray(trace.steps)[replaced[ranks == 0]]).size)
+    mstats.top1_changed = n_distinct(np.asarray(trace.steps)[replaced[ranks == 0]])
     if trace.score is not None and dropped.size:
         # the reference adds the scores one by one: a running (sequential) sum
         mstats.dropped_mass = float(np.cumsum(np.asarray(trace.score,
