@@ -526,9 +526,14 @@ class _Server:
         # one unique over page ids, ordered by first use, is each layer's union in order
         flat = np.transpose(X, (1, 0, 2)).reshape(L, -1)
         pid = (flat + np.arange(L)[:, None] * n)[flat >= 0]
-        uniq, first, cnt = np.unique(pid, return_index=True, return_counts=True)
-        order = np.argsort(first, kind="stable")
-        pages, cnt = uniq[order], cnt[order]
+        # (by counting over the P page ids: numpy 2.4's unique hashes, 2.3 ms on a prefill
+        # step's 32k requests; the same union, in the same order, 40x faster)
+        count = np.bincount(pid, minlength=L * n)
+        first = np.full(L * n, pid.size, np.int64)
+        np.minimum.at(first, pid, np.arange(pid.size))  # (each page's first request)
+        present = np.flatnonzero(count)
+        pages = present[np.argsort(first[present], kind="stable")]
+        cnt = count[pages]
         info = None  # the ranks and scores of the union's pages, when the run reads them
         if any(self.reads) and self.router is None:
             info = step_routing_info(X, _step_scores(batch) if self.reads[0] else None, pages,
