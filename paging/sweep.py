@@ -278,7 +278,7 @@ def _as_list(doc: dict, key: str, kind: str, file: str, text: str, default=None)
 def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
     """Read and validate a sweep spec (TOML). Every problem is one :class:`PagingError` naming
     the file and, where it can, the line. ``warm``: the default of the ``warm`` key
-    (``paging sweep --warm``)."""
+    (``paging sweep --warm``; a spec whose ``warm`` key has no ``true`` is then refused)."""
     from paging.options import read_toml
 
     file = str(path)
@@ -346,6 +346,10 @@ def load_spec(path: str | os.PathLike, warm: bool = False) -> Spec:
             or len(set(warm_vals)) != len(warm_vals):
         raise PagingError(f"warm must be true, false or a list of distinct booleans, got "
                           f"{doc.get('warm')!r}", file, _line_of(text, "warm"))
+    if warm and True not in warm_vals:  # (--warm was dropped without a word: cold rows)
+        raise PagingError("paging sweep --warm asks for warm runs, but the spec sets warm = "
+                          f"{json.dumps(doc['warm'])}; expected warm = true or [false, true] "
+                          "in the spec, or no --warm", file, _line_of(text, "warm"))
     timeline = _timeline_key(doc, file, text, model, prefetch)
     lifetimes = doc.get("lifetimes", False)
     if not isinstance(lifetimes, bool):

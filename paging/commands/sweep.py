@@ -42,7 +42,7 @@ def add_parser(sub) -> None:
                         "against a verified run at its k)")
     p.add_argument("--warm", action="store_true",
                    help="run each file's sequences back to back through one cache (warm = "
-                        "[true] unless the spec sets warm)")
+                        "[true] unless the spec sets warm, which must then include true)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object {"out", "cells", "ran", "skipped"}; no progress '
                         "bar")

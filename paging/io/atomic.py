@@ -81,13 +81,19 @@ def _umask() -> int:
 
 def check_target(path: str | os.PathLike) -> Path:
     """Refuse, as one :class:`PagingError` line, an output path that cannot be written: empty, an
-    existing folder, or below a file. Commands call it before their work, so a run of minutes
+    existing folder, an existing device, pipe or socket (which the rename would replace), or
+    below a file. Commands call it before their work, so a run of minutes
     does not end in a write error; :func:`atomic_path` calls it again."""
     if not str(path).strip():
         raise PagingError("the output file name is empty; expected a file to write")
     p = Path(path)
     if p.is_dir():
         raise PagingError("is a folder; expected a file to write", str(path))
+    if p.exists() and not p.is_file():  # (the rename would put a file in place of a device:
+        # `trace convert T /dev/stdout` run as root replaced /dev/stdout, and /dev/null alike)
+        raise PagingError("is not a regular file (a device, pipe or socket); expected a file "
+                          "to write (outputs are written beside it and renamed into place)",
+                          str(path))
     for parent in p.parents:
         if parent.exists():
             if not parent.is_dir():

@@ -173,3 +173,35 @@ def test_atomic_path_names_the_file_it_cannot_write(tmp_path):
             tmp.write_text("y")
             target.mkdir()  # (a folder appears while the file is written)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["f", "t.txt"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["trace", "convert", "cyclic:n=3,layers=2,rounds=4", "OUT", "--to", "csv"],
+    ["sweep", "SPEC", "--out", "OUT", "--workers", "0"],
+])
+def test_an_output_that_is_a_pipe_or_device_is_refused_not_replaced(tmp_path, capsys, argv):
+    """An output path naming a pipe or a device (``/dev/stdout``, ``/dev/null``) is refused in
+    one line, and the pipe stays a pipe. The outputs are written beside the target and renamed
+    over it, so ``paging trace convert T /dev/stdout --to csv`` run as root (a container's
+    user) replaced the /dev/stdout link with a regular file holding the CSV, and exited 0 (a
+    review of the command's stdout behaviour did so); a FIFO here stands for the device."""
+    import os
+    import stat
+
+    fifo = tmp_path / "out.csv"
+    os.mkfifo(fifo)
+    spec = tmp_path / "s.toml"
+    spec.write_text('traces = ["cyclic:n=3,layers=2,rounds=4"]\npolicies = ["lru"]\nk = [2]\n',
+                    encoding="utf-8")
+    argv = [{"OUT": str(fifo), "SPEC": str(spec)}.get(a, a) for a in argv]
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # (so that a writer would not block)
+    try:
+        rc = main(argv)
+        err = capsys.readouterr().err
+        assert rc == 2 and err == (f"error: {fifo}: is not a regular file (a device, pipe or "
+                                   "socket); expected a file to write (outputs are written "
+                                   "beside it and renamed into place)\n")
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    finally:
+        os.close(reader)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "s.toml"]

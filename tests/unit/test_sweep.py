@@ -413,6 +413,15 @@ def test_warm_key_runs_a_files_sequences_back_to_back(tmp_path, capsys):
                  "--warm", "--json"]) == 0
     capsys.readouterr()
     assert {r["warm"] for r in read_table(tmp_path / "c.csv")} == {True}
+    # --warm against a spec that sets warm = false was dropped without a word (cold rows,
+    # exit 0: a review of the command's contract); it is one line naming the spec's line
+    spec3 = spec_file(tmp_path, text.replace("warm = [false, true]", "warm = false"))
+    assert main(["sweep", str(spec3), "--out", str(tmp_path / "d.csv"), "--workers", "0",
+                 "--warm"]) == 2
+    assert capsys.readouterr().err == (
+        f"error: {spec3}:4: paging sweep --warm asks for warm runs, but the spec sets warm = "
+        "false; expected warm = true or [false, true] in the spec, or no --warm\n")
+    assert not (tmp_path / "d.csv").exists()
     with pytest.raises(PagingError, match="warm must be true, false"):
         load_spec(spec_file(tmp_path, text.replace("[false, true]", '"yes"')))
 
