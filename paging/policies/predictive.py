@@ -31,21 +31,8 @@ stated with explicit constants, see proofs/predictions_*.py):
 
 from __future__ import annotations
 
-import numpy as np
-
 from paging.policies.base import CacheView, Policy, pick_uniform
-from paging.predict import Predictor, make_predictor
-
-
-def marker_k(capacity: int, sizes, n_pages: int) -> int:
-    """The k of the markers' H_k: the partition's capacity in pages, at most the pages there
-    are (a larger cache never evicts, so H_k is never read then). Under a byte budget
-    (``sizes`` given) the capacity counts bytes, not pages: k is how many of the smallest pages
-    fit. (A byte budget was read as a page count before, so an 8 GB budget summed 8e9 terms.)"""
-    k = int(capacity)
-    if sizes is not None and len(sizes):
-        k //= max(int(np.min(sizes)), 1)
-    return max(min(k, int(n_pages)), 1)
+from paging.predict import Predictor, make_predictor, marker_k  # noqa: F401 (marker_k: also read from here)
 
 
 def harmonic(k: int) -> float:

@@ -81,6 +81,17 @@ def opt_from_next_use(next_use: np.ndarray, k: int) -> int:
                            caps, False, BELADY, 0, heap_state(m, 1, caps, False, N + 1))[0])
 
 
+def marker_k(capacity: int, sizes, n_pages: int) -> int:
+    """The k of the markers' H_k: the partition's capacity in pages, at most the pages there
+    are (a larger cache never evicts, so H_k is never read then). Under a byte budget
+    (``sizes`` given) the capacity counts bytes, not pages: k is how many of the smallest pages
+    fit. (A byte budget was read as a page count before, so an 8 GB budget summed 8e9 terms.)"""
+    k = int(capacity)
+    if sizes is not None and len(sizes):
+        k //= max(int(np.min(sizes)), 1)
+    return max(min(k, int(n_pages)), 1)
+
+
 class OraclePredictor(Predictor):
     """The true next arrival plus seeded additive noise with total ℓ1 error η·OPT.
 
@@ -88,7 +99,7 @@ class OraclePredictor(Predictor):
     request, drawn at reset), scaled so that Σ_t |pred_t − next_t| = η·OPT exactly, where
     ``next_t = ctx.next_use[t]`` (N when the page is not requested again) and OPT is Belady's
     miss count at the policy's capacity in pages (:func:`opt_from_next_use`; under a byte
-    budget, the pages it holds, :func:`paging.policies.predictive.marker_k`: exact when the
+    budget, the pages it holds, :func:`marker_k`: exact when the
     pages weigh the same): η is Lykouris &
     Vassilvitskii's error η_ℓ1 divided by OPT. η = 0 gives the true next arrivals. Reading for
     DIST variants: each layer's sub-policy normalises by OPT of the whole trace at its layer's
@@ -134,8 +145,6 @@ class OraclePredictor(Predictor):
         nu = np.asarray(ctx.next_use, dtype=np.float64)
         self.opt = 0
         if self.eta > 0 and nu.size:
-            from paging.policies.predictive import marker_k
-
             # a byte budget counts the pages it holds (Belady at the budget read as a page
             # count never evicted: OPT was the number of distinct pages, and η shrank with it)
             k = marker_k(ctx.capacity, ctx.sizes if ctx.in_bytes else None, ctx.layout.n_pages)
