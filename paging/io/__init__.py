@@ -157,7 +157,9 @@ def detect_format(path: str | os.PathLike) -> str:
     head = head.removeprefix(b"\xef\xbb\xbf")  # (a UTF-8 byte-order mark: text, read as such)
     name = p.name.lower()
     for f in FORMATS.values():  # a format registered beyond the built-in ones
-        if f.name not in _BUILT_IN and (name.endswith(f.extensions) if f.extensions else False
+        # (its extensions, else its sniff: the conditional expression had bound the sniff into
+        # its else branch, so a format with extensions was never known by its contents)
+        if f.name not in _BUILT_IN and ((bool(f.extensions) and name.endswith(f.extensions))
                                         or (f.sniff is not None and f.sniff(head))):
             return f.name
     if head.startswith(b"PK\x03\x04"):

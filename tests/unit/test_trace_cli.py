@@ -394,3 +394,20 @@ def test_layout_options_are_checked_before_the_file_and_named_as_options(capsys,
         rc, out, err = run(capsys, "trace", "info", "zipf:n=3,layers=2,tokens=3,seed=0", opt, "2")
         assert rc == 2
         assert_one_error_line(err, f"{name} is set by the generator spec itself; drop {opt}")
+
+
+def test_an_added_format_is_known_by_its_extension_or_by_its_sniff(tmp_path, monkeypatch):
+    # TraceFormat: "sniff recognizes a file by its first 64 KiB when the extension does not";
+    # a format with extensions was never sniffed (the sniff sat in the conditional's else)
+    import paging.io as io
+    from paging.io.formats import TraceFormat
+
+    fmt = TraceFormat(name="magic", read=lambda *a, **k: [], extensions=(".mgc",),
+                      sniff=lambda head: head.startswith(b"MAGIC1"))
+    monkeypatch.setitem(io.FORMATS, "magic", fmt)
+    (tmp_path / "a.mgc").write_bytes(b"anything")
+    (tmp_path / "b.dat").write_bytes(b"MAGIC1 rest")
+    (tmp_path / "c.txt").write_text("1\n2\n")
+    assert io.detect_format(tmp_path / "a.mgc") == "magic"
+    assert io.detect_format(tmp_path / "b.dat") == "magic"
+    assert io.detect_format(tmp_path / "c.txt") == "text"
