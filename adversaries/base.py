@@ -121,16 +121,13 @@ PAGE_BYTES = 100
 def layout_of(n: int, layers: int) -> Layout:
     """The n x l layout, refused up front when a simulation's per-page arrays would not fit in
     memory (theorem1 --n 4*10^8 --layers 2 failed, or was killed, in its first allocation)."""
-    from paging.memory import available, human
+    from paging.memory import check_memory
 
     n = positive_int("n (experts per layer)", n)
     layers = positive_int("layers", layers)
-    need = n * layers * PAGE_BYTES
-    if need > available():
-        raise PagingError(f"n*layers = {n * layers:,} pages need about {human(need)} of memory "
-                          f"in a simulation ({PAGE_BYTES} bytes per page); this machine has "
-                          f"{human(available())} available: expected fewer experts (--n) or "
-                          "layers (--layers)")
+    check_memory(n * layers * PAGE_BYTES, f"n*layers = {n * layers:,} pages",
+                 f" in a simulation ({PAGE_BYTES} bytes per page)",
+                 ": expected fewer experts (--n) or layers (--layers)")
     return Layout(n, layers)
 
 
@@ -165,15 +162,12 @@ def check_rounds(rounds: int, layers: int, adversary: str, request_bytes: int = 
     not fit in memory at ``request_bytes`` per request (its peak, measured: theorem1 43,
     theorem3 23, the adaptive ones 98 with their Python lists; theorem1 --rounds 10^9 on two
     layers was killed by the system while building its sequence)."""
-    from paging.memory import available, human
+    from paging.memory import check_memory
 
     requests = rounds * layers
-    need = requests * request_bytes
-    if need > available():
-        raise PagingError(f"{requests:,} requests need about {human(need)} of memory "
-                          f"({request_bytes} bytes per request); this machine has "
-                          f"{human(available())} available. Expected fewer rounds (--rounds) "
-                          f"for {adversary}")
+    check_memory(requests * request_bytes, f"{requests:,} requests",
+                 f" ({request_bytes} bytes per request)",
+                 f". Expected fewer rounds (--rounds) for {adversary}")
     return rounds
 
 

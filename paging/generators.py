@@ -92,14 +92,11 @@ def _check_tables(n: int, layers: int) -> None:
     """Refuse, before allocating them, per-layer popularity tables (:data:`TABLE_BYTES` per
     page) that would not fit in memory: a Zipf spec with n = 10^9 asked for 48 GB in its first
     allocations (a MemoryError, or the process killed by the system)."""
-    from paging.memory import available, human
+    from paging.memory import check_memory
 
-    need = TABLE_BYTES * n * layers
-    if need > available():
-        raise PagingError(f"n*layers = {n * layers:,} pages need about {human(need)} of memory "
-                          f"for the per-layer Zipf tables ({TABLE_BYTES} bytes per page); this "
-                          f"machine has {human(available())} available: expected fewer experts "
-                          "(n) or layers")
+    check_memory(TABLE_BYTES * n * layers, f"n*layers = {n * layers:,} pages",
+                 f" for the per-layer Zipf tables ({TABLE_BYTES} bytes per page)",
+                 ": expected fewer experts (n) or layers")
 
 
 def _expand(expand: str) -> str:

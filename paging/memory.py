@@ -8,7 +8,7 @@ import os
 
 from paging.errors import PagingError
 
-__all__ = ["REQUEST_BYTES", "available", "check_requests"]
+__all__ = ["REQUEST_BYTES", "available", "check_memory", "check_requests"]
 
 #: the least a request holds in memory: its page and its step (int64 each)
 REQUEST_BYTES = 16
@@ -39,15 +39,23 @@ def human(nbytes: float) -> str:
     return f"{nbytes} PB"
 
 
+def check_memory(need: int, what: str, detail: str, advice: str,
+                 file: str | None = None) -> None:
+    """Refuse, as one :class:`PagingError` line, an allocation of ``need`` bytes above
+    :func:`available`: "``what`` need about N of memory``detail``; this machine has M
+    available``advice``" (``detail``: what the bytes hold; ``advice``: what to ask for instead,
+    each starting with its own separator)."""
+    have = available()
+    if need > have:
+        raise PagingError(f"{what} need about {human(need)} of memory{detail}; this machine "
+                          f"has {human(have)} available{advice}", file)
+
+
 def check_requests(requests: int | None, hint: str, file: str | None = None) -> None:
     """Refuse ``requests`` whose pages and steps alone (:data:`REQUEST_BYTES` each, a lower
     bound of what holding them takes) exceed :func:`available`, with ``hint`` (what to do
     instead) and ``file``; None or 0 requests pass."""
     if not requests:
         return
-    need = requests * REQUEST_BYTES
-    have = available()
-    if need > have:
-        raise PagingError(f"{requests:,} requests need about {human(need)} of memory (pages "
-                          f"and steps, {REQUEST_BYTES} bytes per request); this machine has "
-                          f"{human(have)} available. {hint}", file)
+    check_memory(requests * REQUEST_BYTES, f"{requests:,} requests",
+                 f" (pages and steps, {REQUEST_BYTES} bytes per request)", f". {hint}", file)
