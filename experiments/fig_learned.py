@@ -18,7 +18,8 @@ the numbers (``SEED`` is recorded for form).
 
 FlashMoE's learned policy is **not** in the figure: the shipped model
 (``paging/learned/flashmoe_32x8.npz``) was trained on the three shipped Mixtral sequences and
-refuses them (leave-one-sequence-out is enforced), there is no shipped model for granite's
+refuses them and any recording of their prompts (a model refuses the prompts it was
+trained on: ``FlashMoE.check_trace``), there is no shipped model for granite's
 layout, and training one held-out model per sequence and then running its reference loop
 (4.6-6.4k requests/s: benchmarks/README.md) at six k does not fit the figure's budget (the
 README gives its one held-out number).
