@@ -5,9 +5,9 @@ For every sequence of the shipped real traces (the six of ``fig_learned``, round
 k = 200: the best of the 20 existing online policies (``experiments.select_designed.BASELINES``,
 Marking and LeCaR with seed 0), token-match at its registered default, robust-token-match (the
 follow-the-leader combination of token-match and LRU, :mod:`paging.policies.robust`, cost <=
-2·min(token-match, LRU) + 3k on every sequence; it switches when LRU is more than k misses
+2·min(token-match, LRU) + k on every sequence; it switches when LRU is more than k misses
 ahead), the same combination with margin 0 (``robust:token-match,lru``: switch as soon as LRU
-is one miss ahead; 2·min + k) and OPT. robust-token-match has no parameter of its own, but
+is one miss ahead; 2·min) and OPT. robust-token-match has no parameter of its own, but
 token-match runs at its registered default, whose lam and horizon (token-decay's) were chosen on
 these six sequences: the numbers are not held out (the held-out table is
 ``experiments.select_designed --policy token-match``). Reported: each policy's misses, the gain
