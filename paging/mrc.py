@@ -369,11 +369,16 @@ def verify_curve(trace: Trace, policy_name: str, misses, *, seed: int | None = 0
     held to k separate runs; a :class:`~paging.verify.VerificationError` names the first k
     that differs. A progress bar counts the sizes (``show``: on a terminal)."""
     from paging import progress as pbar
+    from paging.errors import PagingError
     from paging.simulate import simulate, verifying
     from paging.verify import VerificationError
 
     misses = np.asarray(misses)
     ks = list(range(1, misses.size + 1)) if ks is None else list(ks)
+    outside = [k for k in ks if not 1 <= k <= misses.size]
+    if outside:  # (misses[k - 1] past the curve's end was an IndexError)
+        raise PagingError(f"{trace.name}: k = {outside[0]} is outside the {policy_name} curve's "
+                          f"sizes; expected 1 <= k <= {misses.size}")
     with pbar.bar(len(ks), f"verify {policy_name}", unit="k", show=show) as bar, verifying():
         for k in ks:
             res = simulate(trace, policy_name, k, seed=seed)

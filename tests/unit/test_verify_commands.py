@@ -43,6 +43,18 @@ def test_a_true_curve_passes_and_a_wrong_one_names_its_k(policy):
         verify_curve(tr, policy, wrong, seed=3, show=False)
 
 
+def test_a_k_outside_the_curve_is_refused():
+    # a k past the curve's end was an IndexError traceback; k <= 0 reached the simulator,
+    # which refused it in its own words; both now name the curve's sizes
+    from paging.errors import PagingError
+
+    (tr,) = load(SPEC)
+    curve = miss_curve(tr, "lru", progress=False)
+    for k in (0, -1, len(curve) + 1):
+        with pytest.raises(PagingError, match=f"k = {k} is outside the lru curve"):
+            verify_curve(tr, "lru", curve, ks=[1, k], show=False)
+
+
 def test_mrc_verify_reports_and_fails_with_status_3(capsys, monkeypatch):
     assert main(["mrc", SPEC, "--policy", "lru", "--verify", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
