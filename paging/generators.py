@@ -417,8 +417,8 @@ _FUNCS = {"zipf": zipf, "uniform": uniform, "cyclic": cyclic, "router": router}
 def is_spec(source: object) -> bool:
     """Whether ``source`` looks like a generator spec (``zipf:...``, ``uniform:...``,
     ``cyclic:...``) rather than a path."""
-    return isinstance(source, str) and source.partition(":")[0].strip() in KINDS \
-        and ":" in source
+    return isinstance(source, str) and source.partition(":")[0].strip().lower() in KINDS \
+        and ":" in source  # (names ignore case, as a policy's or a routing hook's do)
 
 
 def parse_spec(spec: str, expand: str = "rounds") -> list[Trace]:
@@ -440,7 +440,7 @@ def spec_args(spec: str) -> tuple[str, dict]:
     them."""
     from paging.options import parse_spec as parse
 
-    kind = spec.strip().partition(":")[0].strip()
+    kind = spec.strip().partition(":")[0].strip().lower()
     if kind not in KINDS:
         raise PagingError(f"unknown generator {kind!r} in spec {spec!r}; expected one of "
                           f"{', '.join(KINDS)} (for example zipf:n=8,layers=32,tokens=1000)")

@@ -296,3 +296,14 @@ def test_same_spec_converts_to_identical_csv_bytes(tmp_path, capsys):
     made = zipf(8, 4, 50, seed=0, topk=2)
     assert np.array_equal(back.pages, made.pages) and np.array_equal(back.steps, made.steps)
     assert np.array_equal(back.token, made.token) and np.array_equal(back.rank, made.rank)
+
+
+def test_a_generator_name_ignores_case_as_every_spec_name_does():
+    # ZIPF:... read as a file name ("no such trace file"), where policy, handler and routing
+    # names ignore case
+    from paging.generators import is_spec
+
+    assert is_spec("ZIPF:n=4,layers=2,tokens=5") and is_spec(" Uniform:n=2,layers=2,tokens=3")
+    a = parse_spec("ZIPF:n=4,layers=2,tokens=20,seed=0")[0]
+    b = parse_spec("zipf:n=4,layers=2,tokens=20,seed=0")[0]
+    assert np.array_equal(a.pages, b.pages) and np.array_equal(a.steps, b.steps)
