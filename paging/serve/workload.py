@@ -263,16 +263,30 @@ def _check_times(times) -> None:
         raise PagingError(f"the arrival times must be numbers (seconds), got {times!r}") from None
     if t.size == 0:
         raise PagingError("the arrival times are empty; expected at least one")
-    bad = np.flatnonzero(~(np.isfinite(t) & (t >= 0) & (t <= TIME_MAX_S)))
-    if bad.size:
-        i = int(bad[0])
-        raise PagingError(f"arrival time {i + 1} of {t.size} is {float(t[i])}; expected seconds, "
-                          f"finite, >= 0 and at most {TIME_MAX_S:.0e}")
-    down = np.flatnonzero(np.diff(t) < 0)
-    if down.size:
-        i = int(down[0]) + 1
+    fault = _time_fault(t)
+    if fault is None:
+        return
+    i, rule = fault
+    if rule == "down":
         raise PagingError(f"arrival times must not decrease (time {i + 1} of {t.size}, "
                           f"{float(t[i])}, after {float(t[i - 1])})")
+    raise PagingError(f"arrival time {i + 1} of {t.size} is {float(t[i])}; expected seconds, "
+                      f"finite, >= 0 and at most {TIME_MAX_S:.0e}")
+
+
+def _time_fault(t: np.ndarray) -> tuple[int, str] | None:
+    """The first arrival time of ``t`` that is not one, as ``(index, rule)``: ``"invalid"``
+    (not finite, or below 0), ``"large"`` (above :data:`TIME_MAX_S`) or ``"down"`` (below
+    the time before it), or None: the one rule :func:`read_arrivals` and
+    ``Arrivals(times=...)`` both hold times to (each words it for its source)."""
+    invalid = ~(np.isfinite(t) & (t >= 0))
+    large = ~invalid & (t > TIME_MAX_S)
+    down = np.r_[False, np.diff(t) < 0] & ~invalid & ~large
+    bad = np.flatnonzero(invalid | large | down)
+    if not bad.size:
+        return None
+    i = int(bad[0])
+    return i, "invalid" if invalid[i] else "large" if large[i] else "down"
 
 
 def read_arrivals(path) -> tuple:
@@ -286,27 +300,26 @@ def read_arrivals(path) -> tuple:
     except UnicodeDecodeError:
         raise PagingError("the arrivals file is not UTF-8 text; expected one time in seconds "
                           "per line", file=str(p)) from None
-    out, prev = [], 0.0
+    out, texts, where = [], [], []
     for i, line in enumerate(lines, 1):
         s = line.split("#", 1)[0].strip()
         if not s:
             continue
         try:
-            v = float(s)
+            out.append(float(s))
         except ValueError:
             raise PagingError(f"expected an arrival time in seconds, got {s!r}", file=str(p),
                               line=i) from None
-        if not np.isfinite(v) or v < 0:
-            raise PagingError(f"an arrival time must be finite and >= 0, got {s}", file=str(p),
-                              line=i)
-        if v > TIME_MAX_S:
-            raise PagingError(f"an arrival time must be at most {TIME_MAX_S:.0e} s (about 32 "
-                              f"years), got {s}", file=str(p), line=i)
-        if v < prev:
-            raise PagingError(f"arrival times must not decrease ({v} after {prev})",
-                              file=str(p), line=i)
-        out.append(v)
-        prev = v
+        texts.append(s)
+        where.append(i)
     if not out:
         raise PagingError("the arrivals file holds no arrival time", file=str(p))
+    fault = _time_fault(np.asarray(out))
+    if fault is not None:
+        j, rule = fault
+        msg = (f"an arrival time must be finite and >= 0, got {texts[j]}" if rule == "invalid"
+               else f"an arrival time must be at most {TIME_MAX_S:.0e} s (about 32 years), got "
+                    f"{texts[j]}" if rule == "large"
+               else f"arrival times must not decrease ({out[j]} after {out[j - 1]})")
+        raise PagingError(msg, file=str(p), line=where[j])
     return tuple(out)
