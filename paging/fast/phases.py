@@ -210,6 +210,7 @@ from paging.fast.predictive import (
     PMARKER,
     ROBUST,
     SCORE,
+    marker_pages,
     predictions,
     predictor_kind,
 )
@@ -1385,18 +1386,16 @@ def partition_inputs(kind, caps, slots, by_bytes: bool, n_pages: int):
     hks = np.zeros(caps.size)
     rob = np.zeros((caps.size, 5), np.int64)
     if kind == ROBUST_SCAN:  # the pages of its virtual caches (RobustBlindOracle.reset)
-        from paging.policies.predictive import marker_k
-
-        rob[:, 4] = [marker_k(c, slots if by_bytes else None, n_pages) for c in caps.tolist()]
+        rob[:, 4] = marker_pages(caps, slots, n_pages, by_bytes)
     adp = np.zeros((caps.size, 3))
     if kind == LECAR_SCAN:
         lr, dr, hist_cap = adaptive.lecar_params(caps)
         adp = np.column_stack([np.full(caps.size, lr), dr, hist_cap.astype(np.float64)])
     if kind == PMARK_SCAN:
-        from paging.policies.predictive import harmonic, marker_k
+        from paging.policies.predictive import harmonic
 
-        hks = np.array([harmonic(marker_k(c, slots if by_bytes else None, n_pages))
-                        for c in caps.tolist()])
+        hks = np.array([harmonic(k) for k in marker_pages(caps, slots, n_pages,
+                                                          by_bytes).tolist()])
     return hks, rob, adp
 
 

@@ -508,27 +508,33 @@ def pred_state(P, parts, chains):
 _CHAINS = 20
 
 
+def marker_pages(caps, slots, n_pages: int, in_bytes: bool | None = None) -> np.ndarray:
+    """Each partition's capacity in pages as the markers and the robust combiner's virtual
+    caches count it (:func:`paging.predict.marker_k`: the capacity, or, under a byte budget,
+    the smallest pages it holds); ``in_bytes`` None: a budget when some page weighs more than
+    one. The one computation of both kernels (this one's and the phase kernel's)."""
+    from paging.predict import marker_k
+
+    if in_bytes is None:
+        in_bytes = bool((np.asarray(slots) != 1).any())
+    return np.array([marker_k(c, slots if in_bytes else None, n_pages) for c in caps.tolist()],
+                    dtype=np.int64)
+
+
 def _hks(kind: int, caps, slots, n_pages: int) -> np.ndarray:
     """H_k of each partition (PredictiveMarker; in pages, or, under a byte budget, of its
     bytes), zeros for the other kinds."""
-    from paging.policies.predictive import harmonic, marker_k
+    from paging.policies.predictive import harmonic
 
     if kind != PMARKER:
         return np.zeros(caps.size)
-    in_bytes = bool((slots != 1).any())  # a byte budget: the pages weigh their sizes
-    return np.array([harmonic(marker_k(c, slots if in_bytes else None, n_pages))
-                     for c in caps.tolist()])
+    return np.array([harmonic(k) for k in marker_pages(caps, slots, n_pages).tolist()])
 
 
 def _vcaps(caps, slots, n_pages: int) -> np.ndarray:
     """The pages of the robust combiner's virtual BlindOracle and LRU in each partition, as
-    ``RobustBlindOracle.reset`` counts them (:func:`paging.policies.predictive.marker_k`: a
-    capacity in pages, or, under a byte budget, the smallest pages it holds)."""
-    from paging.policies.predictive import marker_k
-
-    in_bytes = bool((slots != 1).any())  # a byte budget: the pages weigh their sizes
-    return np.array([marker_k(c, slots if in_bytes else None, n_pages) for c in caps.tolist()],
-                    dtype=np.int64)
+    ``RobustBlindOracle.reset`` counts them (:func:`marker_pages`)."""
+    return marker_pages(caps, slots, n_pages)
 
 
 #: the most requests one kernel call of a carried marker run serves: its chains array holds

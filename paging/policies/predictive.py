@@ -32,7 +32,7 @@ stated with explicit constants, see proofs/predictions_*.py):
 from __future__ import annotations
 
 from paging.policies.base import CacheView, Policy, pick_uniform
-from paging.predict import Predictor, make_predictor, marker_k  # noqa: F401 (marker_k: also read from here)
+from paging.predict import Predictor, make_predictor, marker_k
 
 
 def harmonic(k: int) -> float:
