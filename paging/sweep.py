@@ -1041,34 +1041,61 @@ def run_sweep(spec_path: str | os.PathLike, out: str | os.PathLike, *,
         raise _named(e, spec_path) from None
 
 
-#: the spec key a cell's own refusal is about, by the word it starts with ("routing
-#: pruning:j=3: j must be in 1..2", "--miss drop:score=0.5 reads gate scores", "model
-#: mixtral-8x7b has 32 layers x 8 experts, the trace ...", "k must be an integer >= 1")
-_CELL_KEYS = (("routing", "routing"), ("prefetch strategy", "prefetch_strategy"),
-              ("prefetch", "prefetch"), ("miss", "miss"), ("timeline", "timeline"),
-              ("model", "model"), ("precision", "precision"), ("hardware", "hardware"),
-              ("policy", "policies"), ("k", "k"), ("budget", "budget_gb"))
+#: the spec key of a word a run's refusal names it by, where the two differ (a serving
+#: sweep's closed loop draws its requests per client: --max-requests is its clients' line)
+_KEY_OF_WORD = {"policy": "policies", "rate": "rates", "budget": "budget_gb",
+                "max_requests": "clients"}
+
+
+def option_line(message: str, text: str) -> int | None:
+    """The line of the spec ``text`` holding the key a run's refusal is about, as the commands
+    word it: an option it names ("no request arrives: --rate 5 drew none", "--miss
+    drop:score=0.5 reads gate scores"), else the word it starts with ("unknown precision
+    'int3'", "routing pruning:j=3: j must be in 1..2", "model mixtral-8x7b has 32 layers",
+    "k must be an integer >= 1"); None when the spec has no such key. The one mapping of both
+    sweeps (a simulation sweep's and a serving sweep's)."""
+    import re
+
+    words = re.findall(r"--([a-z][a-z-]*)", message)
+    m = re.match(r"(?:unknown )?([a-z]+(?: strategy)?)\b", message)
+    if m is not None:
+        words.append(m.group(1))
+    for word in words:
+        key = word.replace("-", "_").replace(" ", "_")
+        line = _line_of(text, _KEY_OF_WORD.get(key, key))
+        if line is not None:
+            return line
+    return None
 
 
 def _named(e: PagingError, spec_path) -> PagingError:
     """A cell's refusal that names no file (it stopped the sweep with the run's message only)
-    named at the spec file and, where its first word says which, that key's line."""
-    import re
-
+    named at the spec file and the line of the key it is about (:func:`option_line`)."""
     if e.file is not None:
         return e
-    line = None
-    m = re.match(r"(?:--|unknown )?([a-z]+(?: strategy)?)\b", e.message)
-    word = m.group(1) if m else ""
-    for start, key in _CELL_KEYS:
-        if word == start:
+    try:
+        text = Path(spec_path).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    return PagingError(e.message, str(spec_path), option_line(e.message, text) if text
+                       else None)
+
+
+def check_models(seqs, models, file: str | None) -> None:
+    """Each sequence of ``seqs`` against the layout of each model named in ``models``, before
+    any run, naming the spec ``file`` and its ``model`` line (both sweeps: the first cell to
+    meet a mismatch stopped the sweep with the run's message only)."""
+    from paging.cost import get_model
+
+    for name in dict.fromkeys(models):
+        m = get_model(name)
+        for seq in seqs:
             try:
-                text = Path(spec_path).read_text(encoding="utf-8-sig")
-            except (OSError, UnicodeDecodeError):
-                break
-            line = _line_of(text, key)
-            break
-    return PagingError(e.message, str(spec_path), line)
+                m.check_layout(seq, advise=False)  # (a spec gives no layout)
+            except PagingError as e:
+                line = None if file is None else _line_of(
+                    Path(file).read_text(encoding="utf-8-sig"), "model")
+                raise PagingError(e.message, file, line) from None
 
 
 def _check_sequences(spec: Spec, seqs) -> None:
@@ -1076,17 +1103,12 @@ def _check_sequences(spec: Spec, seqs) -> None:
     ``routing`` hook (J against its K, what it knows), naming the spec file and the key's
     line, as a serving sweep checks them: the first cell to meet one stopped the sweep with
     the run's message only, after the cells before it were written."""
-    from paging.cost import get_model
     from paging.routing import make_router
 
-    models = [get_model(m) for m in spec.model if m is not None]
+    check_models(seqs, [m for m in spec.model if m is not None], spec.file)
     routings = [r for r in spec.routing if r != "standard"]
     for seq in seqs:
-        key = "model"
         try:
-            for m in models:
-                m.check_layout(seq, advise=False)  # (a spec gives no layout)
-            key = "routing"
             for r in routings:
                 if seq.expand == "groups" or seq.rank is None or not seq.n_requests \
                         or int(seq.rank.max()) == 0:  # (else refused by _routable)
@@ -1094,7 +1116,7 @@ def _check_sequences(spec: Spec, seqs) -> None:
         except PagingError as e:
             line = None
             if spec.file is not None:
-                line = _line_of(Path(spec.file).read_text(encoding="utf-8-sig"), key)
+                line = _line_of(Path(spec.file).read_text(encoding="utf-8-sig"), "routing")
             raise PagingError(e.message, spec.file, line) from None
 
 

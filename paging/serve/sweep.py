@@ -58,7 +58,9 @@ from paging.sweep import (
     _resolve,
     _specmd_keys,
     _traces,
+    check_models,
     drive,
+    option_line,
     policies_k_seeds,
 )
 
@@ -289,27 +291,11 @@ def plan_serve(spec_path) -> list[Cell]:
             _run_spec(cell, budget_bytes)
             _serve_spec(cell, Arrivals, ServeSpec)
         except PagingError as e:  # (the file it names, a model file say, kept in the message)
-            raise PagingError(e.format(), file, _option_line(e.message, text)) from None
+            raise PagingError(e.format(), file, option_line(e.message, text)) from None
         if cell_key(cell) not in seen:
             seen.add(cell_key(cell))
             cells.append(cell)
     return cells
-
-
-def _option_line(message: str, text: str) -> int | None:
-    """The spec's line of the key a cell's check names as ``paging serve`` does ("--max-batch
-    must be >= 1", "unknown precision 'int3'", "no request arrives: --rate 5 drew none"): the
-    key of the first option named (``rates`` for --rate, ``policies`` for --policy, ``clients``
-    for --max-requests: a sweep's closed loop draws 32 requests a client), or None (those
-    errors named the spec but not its line)."""
-    import re
-
-    m = re.search(r"(?:^unknown |--)([a-z][a-z-]*)", message)
-    if m is None:
-        return None
-    key = m.group(1).replace("-", "_")
-    return _line_of(text, {"rate": "rates", "policy": "policies",
-                          "max_requests": "clients"}.get(key, key))
 
 
 def _routing_key(doc: dict, file: str, text: str, prefetch: tuple, miss: tuple,
@@ -373,18 +359,8 @@ def _check_layouts(cells: list[Cell], file: str) -> None:
     """Every trace of the pool against its cell's model, before any run, naming the spec file
     and the ``model`` line (the first cell failed with the model and the trace named, but
     not the spec)."""
-    from paging.cost import get_model
-
-    text = None
     for paths, model in dict.fromkeys((c.paths, c.model) for c in cells):
-        m = get_model(model)
-        for t in _pool(paths):
-            try:
-                m.check_layout(t, advise=False)  # (a spec gives no layout)
-            except PagingError as e:
-                if text is None:
-                    text = Path(file).read_text(encoding="utf-8-sig")
-                raise PagingError(e.message, file, _line_of(text, "model")) from None
+        check_models(_pool(paths), [model], file)
 
 
 def run_cell(cell: Cell) -> list[dict]:
@@ -448,7 +424,7 @@ def run_serve_sweep(spec_path, out, *, scheduler=None, workers: int = 1,
     except PagingError as e:  # (a cell's own refusal, "no request arrives: --rate 5 drew none
         if e.file != str(spec_path) or e.line is not None:  # ...", named no file or line)
             raise
-        raise PagingError(e.message, e.file, _option_line(e.message, Path(
+        raise PagingError(e.message, e.file, option_line(e.message, Path(
             spec_path).read_text(encoding="utf-8-sig"))) from None
 
 
